@@ -1,0 +1,87 @@
+# labpool — `make run` opens the window, `make test` runs every test.
+.DEFAULT_GOAL := help
+SHELL := bash
+.SHELLFLAGS := -o pipefail -euc
+.DELETE_ON_ERROR:
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+GUI_TAGS  := production,webkit2_41
+APT_PKGS  := build-essential pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth \
+             iproute2 chromium imagemagick jq
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
+GO_SRC    := $(shell find . -name '*.go' -not -path './frontend/*' 2>/dev/null) go.mod go.sum
+
+.PHONY: help
+help: ## show this help
+	@grep -hE '^[a-z][a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+.PHONY: deps
+deps: .deps-apt frontend/node_modules/.package-lock.json ## install what is missing (apt and npm packages)
+
+.deps-apt:
+	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@touch $@
+
+frontend/node_modules/.package-lock.json: frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+
+frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SRC)
+	cd frontend && npm run build
+
+.PHONY: frontend
+frontend: frontend/dist/index.html ## build the UI into frontend/dist
+
+build/bin/labpool: frontend/dist/index.html $(GO_SRC)
+	CGO_ENABLED=1 $(GO) build -tags $(GUI_TAGS) -ldflags '$(LDFLAGS)' -o $@ .
+
+.PHONY: desktop
+desktop: .deps-apt build/bin/labpool ## build the desktop app (window) into build/bin/labpool
+
+.PHONY: run
+run: desktop ## install what is missing, build and open the labpool window
+	./build/bin/labpool
+
+bin/labpool: frontend/dist/index.html $(GO_SRC)
+	CGO_ENABLED=1 $(GO) build -tags headless -ldflags '$(LDFLAGS)' -o $@ .
+
+.PHONY: agent
+agent: bin/labpool ## build the headless daemon and CLI (no GTK/WebKit) into bin/labpool
+	@if ldd bin/labpool | grep -Eq 'gtk|webkit'; then echo "bin/labpool links GUI libraries"; exit 1; fi
+
+.PHONY: test
+test: deps frontend agent desktop ## run every test: unit, fuzz seeds, multi-host, browser, window
+	$(GO) vet ./...
+	$(GO) vet -tags headless ./...
+	cd frontend && npm test && npm run check
+	LABPOOL_BIN=$(CURDIR)/bin/labpool LABPOOL_GUI_BIN=$(CURDIR)/build/bin/labpool \
+	  $(GO) test -count=1 -timeout 20m ./...
+
+.PHONY: test-short
+test-short: ## unit tests only (no namespaces, browser or window)
+	$(GO) test -short ./...
+
+.PHONY: bench
+bench: agent ## run the benchmarks the issues ask for
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+.PHONY: fuzz
+fuzz: ## fuzz each network decoder for 20 s
+	$(GO) test -run '^$$' -fuzz FuzzParseID -fuzztime 20s ./sync/peer
+	$(GO) test -run '^$$' -fuzz FuzzParseTXT -fuzztime 20s ./discovery
+	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 20s ./sync/replica
+
+.PHONY: check
+check: ## fail when gofmt or go mod tidy would change something
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) mod tidy -e && git diff --exit-code go.mod go.sum
+
+.PHONY: clean
+clean: ## remove build outputs
+	rm -rf bin build/bin .deps-apt

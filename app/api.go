@@ -1,0 +1,180 @@
+// Package app is the service layer that the window, the browser UI and the
+// CLI call: the pool view (nodes, GPUs, history), pool membership, and the
+// events that keep a UI live.
+//
+// The local API (app/web) serves these types as JSON over HTTP on a unix
+// socket in the data directory (CLI) and on loopback TCP (browser):
+//
+//	GET    /api/v1/self                      -> Self
+//	GET    /api/v1/nodes                     -> []Node
+//	GET    /api/v1/gpus                      -> []GPU
+//	GET    /api/v1/history?node=ID&seconds=N -> History
+//	GET    /api/v1/pool                      -> PoolStatus
+//	POST   /api/v1/pool/create               -> JoinCode
+//	POST   /api/v1/pool/join  JoinRequest    -> PoolStatus
+//	DELETE /api/v1/pool/members/{id}         -> 204
+//	GET    /api/v1/events                    -> text/event-stream of Event
+//
+// Errors are {"code": "...", "message": "..."} with a 4xx/5xx status.
+package app
+
+import "time"
+
+// APIVersion is the version of the local API and of the wire protocol.
+const APIVersion = 1
+
+// Event names, mirrored in frontend/src/api/events.ts.
+const (
+	// EventNodes carries []Node: the whole pool view, sent at most a few
+	// times a second (coalesced).
+	EventNodes = "pool:nodes"
+	// EventSample carries Sample: one new live sample of one node.
+	EventSample = "node:sample"
+)
+
+// Event is one message on the events stream.
+type Event struct {
+	Name string `json:"name"`
+	Data any    `json:"data"`
+}
+
+// Self describes the machine this daemon runs on.
+type Self struct {
+	ID         string `json:"id"`
+	ShortID    string `json:"short_id"`
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	APIVersion int    `json:"api_version"`
+	DataDir    string `json:"data_dir"`
+	Listen     string `json:"listen"`
+}
+
+// Node is one member of the pool (this machine included) as last known.
+type Node struct {
+	ID        string     `json:"id"`
+	ShortID   string     `json:"short_id"`
+	Name      string     `json:"name"`
+	Self      bool       `json:"self"`
+	Online    bool       `json:"online"` // a live, pinned session (or this machine)
+	Stale     bool       `json:"stale"`  // values are last known, not live
+	Addresses []string   `json:"addresses"`
+	LastSeen  time.Time  `json:"last_seen"`
+	Info      NodeInfo   `json:"info"`
+	Host      *HostStats `json:"host,omitempty"`
+	GPUs      []GPU      `json:"gpus"`
+	GPUError  string     `json:"gpu_error,omitempty"` // e.g. "no NVIDIA GPU found"
+}
+
+// NodeInfo is what changes rarely about a machine.
+type NodeInfo struct {
+	Hostname      string    `json:"hostname"`
+	OS            string    `json:"os"`
+	Kernel        string    `json:"kernel"`
+	CPUModel      string    `json:"cpu_model"`
+	Cores         int       `json:"cores"`
+	MemTotalBytes uint64    `json:"mem_total_bytes"`
+	Version       string    `json:"version"`
+	StartedAt     time.Time `json:"started_at"`
+}
+
+// HostStats is one host sample, as the UI shows it.
+type HostStats struct {
+	CPUPercent    float64 `json:"cpu_percent"`
+	Load1         float64 `json:"load1"`
+	MemUsedBytes  uint64  `json:"mem_used_bytes"`
+	MemTotalBytes uint64  `json:"mem_total_bytes"`
+	Disks         []Disk  `json:"disks"`
+	NetRxBps      float64 `json:"net_rx_bps"`
+	NetTxBps      float64 `json:"net_tx_bps"`
+}
+
+// Disk is one mounted filesystem.
+type Disk struct {
+	Mount      string `json:"mount"`
+	UsedBytes  uint64 `json:"used_bytes"`
+	TotalBytes uint64 `json:"total_bytes"`
+}
+
+// GPU is one GPU of one node with its latest sample.
+type GPU struct {
+	Node           string  `json:"node"` // node ID
+	NodeName       string  `json:"node_name"`
+	Index          int     `json:"index"`
+	UUID           string  `json:"uuid"`
+	Name           string  `json:"name"`
+	UtilPercent    float64 `json:"util_percent"`
+	MemUtilPercent float64 `json:"mem_util_percent"`
+	MemUsedBytes   uint64  `json:"mem_used_bytes"`
+	MemTotalBytes  uint64  `json:"mem_total_bytes"`
+	TempC          float64 `json:"temp_c"`
+	PowerW         float64 `json:"power_w"`
+	PowerLimitW    float64 `json:"power_limit_w"`
+	SMClockMHz     int     `json:"sm_clock_mhz"`
+	MemClockMHz    int     `json:"mem_clock_mhz"`
+	FanPercent     int     `json:"fan_percent"` // -1 when the GPU has no fan
+	Processes      int     `json:"processes"`
+}
+
+// Sample is one point of a node's history: host and per-GPU figures.
+type Sample struct {
+	Node       string    `json:"node"`
+	Time       time.Time `json:"time"`
+	CPUPercent float64   `json:"cpu_percent"`
+	MemPercent float64   `json:"mem_percent"`
+	GPUUtil    []float64 `json:"gpu_util"`    // per GPU index
+	GPUMemPct  []float64 `json:"gpu_mem_pct"` // per GPU index
+}
+
+// History is a node's samples over a window, oldest first.
+type History struct {
+	Node    string   `json:"node"`
+	Samples []Sample `json:"samples"`
+}
+
+// PoolStatus says which pool this machine belongs to, if any.
+type PoolStatus struct {
+	PoolID  string   `json:"pool_id"` // empty when not in a pool
+	Members []Member `json:"members"`
+}
+
+// Member is one device admitted to the pool.
+type Member struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	AddedAt time.Time `json:"added_at"`
+	Removed bool      `json:"removed"`
+}
+
+// JoinCode is printed by `labpool pool create`.
+type JoinCode struct {
+	PoolID string `json:"pool_id"`
+	Code   string `json:"code"`
+}
+
+// JoinRequest asks the daemon to join a pool; Addr is an optional HOST:PORT
+// used where multicast does not reach.
+type JoinRequest struct {
+	Code string `json:"code"`
+	Addr string `json:"addr,omitempty"`
+}
+
+// Error is the JSON body of every failed local API call.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// ProbeResult says what a machine at an address answers to this one:
+// POST /api/v1/probe {"addr": "HOST:PORT"} -> ProbeResult.
+type ProbeResult struct {
+	Addr    string `json:"addr"`
+	ID      string `json:"id"`     // the device ID proven in the handshake
+	Member  bool   `json:"member"` // whether it served us node info
+	Status  int    `json:"status"` // HTTP status of GET /v1/node/info
+	Message string `json:"message"`
+}
+
+// ProbeRequest asks the daemon to probe an address.
+type ProbeRequest struct {
+	Addr string `json:"addr"`
+}

@@ -1,0 +1,191 @@
+// Package cli implements the `labpool <verb>` commands. Every verb is a
+// client of the daemon's local API on the data directory's unix socket;
+// read-only verbs fall back to reading the replica when no daemon runs.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit statuses.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // a failure the message explains
+	ExitUsage   = 2 // bad usage
+)
+
+// DaemonOptions are the flags of the verbs that run a daemon.
+type DaemonOptions struct {
+	DataDir string
+	Listen  string   // QUIC (UDP) address for peers
+	Name    string   // this machine's name in the pool
+	Ifaces  []string // interfaces for mDNS; empty = all
+}
+
+// Hooks run the long-lived verbs; main wires them to app/daemon so that this
+// package stays a client.
+type Hooks struct {
+	// Agent runs the headless daemon until ctx is cancelled.
+	Agent func(ctx context.Context, opts DaemonOptions) error
+	// Web serves the UI on httpAddr, attached to the running daemon or with
+	// one in-process.
+	Web func(ctx context.Context, opts DaemonOptions, httpAddr string) error
+	// Version is the build's version.
+	Version string
+}
+
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// Main runs the CLI with args (without the program name) and returns the
+// exit status.
+func Main(args []string, hooks Hooks, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot(hooks)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(stderr, "labpool:", err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+type globals struct {
+	dataDir string
+	json    bool
+}
+
+func newRoot(hooks Hooks) *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "labpool",
+		Short:         "Pool a lab's GPU machines, with no server",
+		Long:          "labpool joins the GPU machines of a LAN into one pool: live GPU meters, history, and\nthe state of every machine cached locally so it can be watched offline.",
+		Version:       hooks.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if g.dataDir == "" {
+				g.dataDir = DefaultDataDir()
+			}
+			abs, err := filepath.Abs(g.dataDir)
+			if err != nil {
+				return err
+			}
+			g.dataDir = abs
+			return nil
+		},
+	}
+	root.PersistentFlags().StringVar(&g.dataDir, "data", os.Getenv("LABPOOL_DATA"), "data directory: identity, replica, socket (env LABPOOL_DATA)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		agentCmd(g, hooks), webCmd(g, hooks), poolCmd(g),
+		nodesCmd(g), gpusCmd(g), watchCmd(g), debugCmd(g),
+	)
+	for _, c := range root.Commands() {
+		wrapArgs(c)
+	}
+	return root
+}
+
+// wrapArgs turns argument-count errors into usage errors, recursively.
+func wrapArgs(c *cobra.Command) {
+	if c.Args != nil {
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return usageError{err}
+			}
+			return nil
+		}
+	} else if c.HasSubCommands() {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error {
+			return usageError{errors.New("a subcommand is required; see " + cmd.CommandPath() + " --help")}
+		}
+	}
+	for _, sub := range c.Commands() {
+		wrapArgs(sub)
+	}
+}
+
+// DefaultDataDir is where labpool keeps its state when --data and
+// LABPOOL_DATA are not given.
+func DefaultDataDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/labpool"
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "labpool")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".labpool"
+	}
+	return filepath.Join(home, ".local", "share", "labpool")
+}
+
+// SocketPath is the local API's unix socket in a data directory.
+func SocketPath(dataDir string) string { return filepath.Join(dataDir, "labpool.sock") }
+
+func daemonFlags(c *cobra.Command, o *DaemonOptions, listenName string) {
+	c.Flags().StringVar(&o.Listen, listenName, ":7420", "UDP address for QUIC connections from peers")
+	c.Flags().StringVar(&o.Name, "name", "", "this machine's name in the pool (default: the host name)")
+	c.Flags().StringSliceVar(&o.Ifaces, "iface", nil, "network interfaces for mDNS (repeatable; default all)")
+}
+
+func agentCmd(g *globals, hooks Hooks) *cobra.Command {
+	var o DaemonOptions
+	c := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the daemon: advertise this machine, serve its GPUs, follow the pool",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.DataDir = g.dataDir
+			return hooks.Agent(cmd.Context(), o)
+		},
+	}
+	daemonFlags(c, &o, "listen")
+	return c
+}
+
+func webCmd(g *globals, hooks Hooks) *cobra.Command {
+	var o DaemonOptions
+	var addr string
+	c := &cobra.Command{
+		Use:   "web",
+		Short: "Serve the labpool UI to a browser on a loopback address",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.DataDir = g.dataDir
+			return hooks.Web(cmd.Context(), o, addr)
+		},
+	}
+	c.Flags().StringVar(&addr, "listen", "127.0.0.1:7421", "TCP address of the web UI")
+	daemonFlags(c, &o, "peer-listen")
+	return c
+}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/spf13/cobra"
+)
+
+func nodesCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "nodes",
+		Short: "List the machines of the pool, this one included",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			nodes, err := r.Nodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), nodes)
+			}
+			return writeNodes(cmd.OutOrStdout(), nodes, time.Now())
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func gpusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "gpus",
+		Short: "List every GPU of the pool with its latest figures",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			gpus, err := r.GPUs(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), gpus)
+			}
+			return writeGPUs(cmd.OutOrStdout(), gpus)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func writeNodes(w io.Writer, nodes []app.Node, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tSTATE\tCPU\tMEMORY\tGPUS\tLAST SEEN")
+	for _, n := range nodes {
+		cpu, mem := "-", "-"
+		if n.Host != nil {
+			cpu = fmt.Sprintf("%.0f%%", n.Host.CPUPercent)
+			mem = fmt.Sprintf("%s/%s", Bytes(n.Host.MemUsedBytes), Bytes(n.Host.MemTotalBytes))
+		}
+		gpus := fmt.Sprint(len(n.GPUs))
+		if len(n.GPUs) == 0 && n.GPUError != "" {
+			gpus = "0 (" + n.GPUError + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ShortID, state(n), cpu, mem, gpus, Ago(n.LastSeen, now))
+	}
+	return tw.Flush()
+}
+
+func state(n app.Node) string {
+	switch {
+	case n.Self:
+		return "this machine"
+	case n.Online:
+		return "online"
+	}
+	return "offline"
+}
+
+func writeGPUs(w io.Writer, gpus []app.GPU) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tGPU\tNAME\tUTIL\tMEMORY\tTEMP\tPOWER")
+	for _, g := range gpus {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\t%s/%s\t%.0f°C\t%.0f/%.0f W\n", g.NodeName, g.Index, g.Name,
+			g.UtilPercent, Bytes(g.MemUsedBytes), Bytes(g.MemTotalBytes), g.TempC, g.PowerW, g.PowerLimitW)
+	}
+	return tw.Flush()
+}
+
+// Bytes formats a byte count with a binary unit.
+func Bytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// Ago says how long ago t was, for people.
+func Ago(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 2*time.Second:
+		return "now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// bar draws a meter of width cells for pct in [0, 100].
+func bar(pct float64, width int) string {
+	pct = max(0, min(100, pct))
+	full := int(pct / 100 * float64(width))
+	return strings.Repeat("█", full) + strings.Repeat("░", width-full)
+}

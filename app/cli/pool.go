@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/spf13/cobra"
+)
+
+func poolCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "pool", Short: "Create, join and edit the pool"}
+	c.AddCommand(poolCreateCmd(g), poolJoinCmd(g), poolMembersCmd(g), poolRemoveCmd(g))
+	return c
+}
+
+func poolCreateCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "create",
+		Short: "Create a pool with this machine in it and print its join code",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			code, err := c.CreatePool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Pool %s is ready. On another machine of this LAN, run:\n", code.PoolID)
+			fmt.Fprintf(out, "  labpool pool join %s\n", code.Code)
+			fmt.Fprintln(out, "Join code:")
+			fmt.Fprintln(out, code.Code)
+			return nil
+		},
+	}
+}
+
+func poolJoinCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "join CODE [HOST:PORT]",
+		Short: "Join the pool of CODE, found by mDNS or at HOST:PORT",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			req := app.JoinRequest{Code: args[0]}
+			if len(args) == 2 {
+				req.Addr = args[1]
+			}
+			ps, err := c.JoinPool(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Joined pool %s (%d members).\n", ps.PoolID, countMembers(ps))
+			return nil
+		},
+	}
+}
+
+func countMembers(ps app.PoolStatus) int {
+	n := 0
+	for _, m := range ps.Members {
+		if !m.Removed {
+			n++
+		}
+	}
+	return n
+}
+
+func poolMembersCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "members",
+		Short: "List the devices admitted to the pool",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			ps, err := r.Pool(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), ps)
+			}
+			if ps.PoolID == "" {
+				fmt.Fprintln(cmd.OutOrStdout(), "This machine is not in a pool: run `labpool pool create` or `labpool pool join CODE`.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "pool %s\nID\tNAME\tADDED\tSTATE\n", ps.PoolID)
+			for _, m := range ps.Members {
+				state := "member"
+				if m.Removed {
+					state = "removed"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Name, m.AddedAt.Local().Format(time.DateTime), state)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func poolRemoveCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove ID",
+		Short: "Remove a device from the pool; it is refused everywhere afterwards",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveMember(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s from the pool.\n", args[0])
+			return nil
+		},
+	}
+}

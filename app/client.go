@@ -1,0 +1,205 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoDaemon means no labpool daemon answers on the data directory's socket.
+var ErrNoDaemon = errors.New("no labpool daemon is running")
+
+// Client calls the local API of a daemon over its unix socket.
+type Client struct {
+	socket string
+	hc     *http.Client // for short calls
+	stream *http.Client // for the events stream (no timeout)
+}
+
+// NewClient returns a client of the daemon listening on socket.
+func NewClient(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns: 4,
+	}
+	return &Client{
+		socket: socket,
+		hc:     &http.Client{Transport: tr, Timeout: 60 * time.Second},
+		stream: &http.Client{Transport: tr},
+	}
+}
+
+// Ping reports whether a daemon answers on the socket.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.Self(ctx)
+	return err
+}
+
+// Self returns this machine's identity.
+func (c *Client) Self(ctx context.Context) (Self, error) {
+	var s Self
+	return s, c.do(ctx, http.MethodGet, "/api/v1/self", nil, &s)
+}
+
+// Nodes returns every member of the pool, this machine included.
+func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
+	var n []Node
+	return n, c.do(ctx, http.MethodGet, "/api/v1/nodes", nil, &n)
+}
+
+// GPUs returns every GPU of the pool.
+func (c *Client) GPUs(ctx context.Context) ([]GPU, error) {
+	var g []GPU
+	return g, c.do(ctx, http.MethodGet, "/api/v1/gpus", nil, &g)
+}
+
+// History returns a node's samples of the last seconds.
+func (c *Client) History(ctx context.Context, node string, seconds int) (History, error) {
+	var h History
+	q := url.Values{"node": {node}, "seconds": {strconv.Itoa(seconds)}}
+	return h, c.do(ctx, http.MethodGet, "/api/v1/history?"+q.Encode(), nil, &h)
+}
+
+// Pool returns the pool this machine belongs to.
+func (c *Client) Pool(ctx context.Context) (PoolStatus, error) {
+	var p PoolStatus
+	return p, c.do(ctx, http.MethodGet, "/api/v1/pool", nil, &p)
+}
+
+// CreatePool creates a pool with this machine as its first member.
+func (c *Client) CreatePool(ctx context.Context) (JoinCode, error) {
+	var j JoinCode
+	return j, c.do(ctx, http.MethodPost, "/api/v1/pool/create", nil, &j)
+}
+
+// JoinPool joins the pool of code, found by mDNS or at req.Addr.
+func (c *Client) JoinPool(ctx context.Context, req JoinRequest) (PoolStatus, error) {
+	var p PoolStatus
+	return p, c.do(ctx, http.MethodPost, "/api/v1/pool/join", req, &p)
+}
+
+// RemoveMember removes a device from the pool.
+func (c *Client) RemoveMember(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/pool/members/"+url.PathEscape(id), nil, nil)
+}
+
+// Probe reports what the machine at addr answers to this daemon.
+func (c *Client) Probe(ctx context.Context, addr string) (ProbeResult, error) {
+	var p ProbeResult
+	return p, c.do(ctx, http.MethodPost, "/api/v1/probe", ProbeRequest{Addr: addr}, &p)
+}
+
+// Events streams events until ctx ends or the daemon goes away; fn must not
+// block for long.
+func (c *Client) Events(ctx context.Context, fn func(name string, data json.RawMessage)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://labpool/api/v1/events", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		return c.wrap(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(resp)
+	}
+	return ReadSSE(resp.Body, fn)
+}
+
+// ReadSSE decodes a text/event-stream of "event:" and "data:" lines.
+func ReadSSE(r io.Reader, fn func(name string, data json.RawMessage)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 8<<20)
+	var name string
+	var data bytes.Buffer
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data.Len() > 0 {
+				fn(name, json.RawMessage(bytes.Clone(data.Bytes())))
+			}
+			name = ""
+			data.Reset()
+		case strings.HasPrefix(line, "event:"):
+			name = strings.TrimSpace(line[len("event:"):])
+		case strings.HasPrefix(line, "data:"):
+			data.WriteString(strings.TrimPrefix(line[len("data:"):], " "))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read events: %w", err)
+	}
+	return io.ErrUnexpectedEOF
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://labpool"+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.wrap(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return decodeError(resp)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) wrap(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return fmt.Errorf("%w (socket %s)", ErrNoDaemon, c.socket)
+	}
+	return err
+}
+
+// APIError is an error answered by the daemon.
+type APIError struct {
+	Status  int    // HTTP status
+	Code    string // machine-readable, e.g. "not_found"
+	Message string // safe to show a person
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+func decodeError(resp *http.Response) error {
+	var e Error
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if json.Unmarshal(b, &e) != nil || e.Message == "" {
+		e = Error{Code: "http", Message: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(b)))}
+	}
+	return &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message}
+}

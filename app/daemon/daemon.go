@@ -1,0 +1,269 @@
+// Package daemon runs one machine's labpool: it wires the identity, the
+// QUIC endpoint, discovery, the replica and its followers, the telemetry of
+// this node, and the local API on a unix socket. There is one daemon per
+// data directory: `labpool agent`, or the window and `labpool web` when no
+// agent runs.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/discovery"
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/node/host"
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/replica"
+	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
+	"golang.org/x/sync/errgroup"
+)
+
+// Config is one daemon's settings.
+type Config struct {
+	DataDir string
+	Listen  string   // UDP address for QUIC, e.g. ":7420"
+	Name    string   // this machine's name; "" keeps the last one, or the host name
+	Ifaces  []string // mDNS interfaces; empty = all
+	Version string
+	// SampleInterval is the telemetry period.
+	SampleInterval time.Duration
+	// ViewInterval is how often the pool view is pushed to UIs.
+	ViewInterval time.Duration
+}
+
+// DefaultConfig returns the settings of `labpool agent`.
+func DefaultConfig() Config {
+	return Config{Listen: ":7420", SampleInterval: time.Second, ViewInterval: 500 * time.Millisecond, Version: "dev"}
+}
+
+// Daemon is a running labpool node.
+type Daemon struct {
+	cfg   Config
+	log   *slog.Logger
+	id    *peer.Identity
+	name  string
+	lock  *os.File
+	db    *store.DB
+	ep    *transport.Endpoint
+	peers *replica.Peers
+	svc   *app.Service
+	telem *agent.Telemetry
+	gpus  *gpu.Sampler // nil without a driver
+	ann   *discovery.Announcer
+	disc  discovery.Config
+
+	mu         sync.Mutex // guards candidates
+	candidates map[string]discovery.Candidate
+}
+
+// Socket is the path of the local API's unix socket in dataDir.
+func Socket(dataDir string) string { return filepath.Join(dataDir, "labpool.sock") }
+
+// Run starts a daemon and serves until ctx is cancelled. ready, if not nil,
+// is called once the local API answers.
+func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(*Daemon)) error {
+	d, err := open(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return d.run(ctx, ready, nil)
+}
+
+func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	d := &Daemon{cfg: cfg, log: log, candidates: map[string]discovery.Candidate{}}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	if d.lock, err = lockDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	if d.id, err = peer.LoadOrCreate(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("load identity: %w", err)
+	}
+	if d.db, err = store.Open(filepath.Join(cfg.DataDir, "replica.db")); err != nil {
+		return nil, err
+	}
+	if d.name, err = d.pickName(ctx); err != nil {
+		return nil, err
+	}
+	tcfg := transport.DefaultConfig()
+	tcfg.Listen = cfg.Listen
+	if d.ep, err = transport.New(d.id, tcfg, log); err != nil {
+		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
+	}
+	d.openTelemetry(ctx)
+	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
+	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
+	return d, nil
+}
+
+// pickName chooses this machine's name: the flag, the last one, the host name.
+func (d *Daemon) pickName(ctx context.Context) (string, error) {
+	name := d.cfg.Name
+	if name == "" {
+		last, _, err := d.db.Setting(ctx, app.SettingSelfName)
+		if err != nil {
+			return "", err
+		}
+		name = last
+	}
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	if name == "" {
+		name = "labpool-" + d.id.ID.Short()
+	}
+	if err := d.db.SetSetting(ctx, app.SettingSelfName, name); err != nil {
+		return "", err
+	}
+	return name, d.db.SetSetting(ctx, app.SettingSelfID, d.id.ID.String())
+}
+
+func (d *Daemon) openTelemetry(ctx context.Context) {
+	var gpus agent.GPUSource
+	g, err := gpu.Open(gpu.DefaultConfig())
+	switch {
+	case err == nil:
+		d.gpus, gpus = g, g
+	case errors.Is(err, gpu.ErrNoDriver):
+		d.log.Info("no NVIDIA GPU found: monitoring the host only")
+	default:
+		d.log.Warn("open nvml", "err", err)
+	}
+	acfg := agent.DefaultConfig()
+	acfg.Interval = d.cfg.SampleInterval
+	acfg.ID, acfg.Name, acfg.Version = d.id.ID.String(), d.name, d.cfg.Version
+	d.telem = agent.New(acfg, gpus, host.NewSampler(host.DefaultConfig()), d.log)
+}
+
+func (d *Daemon) self() app.Self {
+	return app.Self{
+		ID: d.id.ID.String(), ShortID: d.id.ID.Short(), Name: d.name, Version: d.cfg.Version,
+		APIVersion: app.APIVersion, DataDir: d.cfg.DataDir, Listen: d.ep.Addr().String(),
+	}
+}
+
+// Service returns the daemon's service layer.
+func (d *Daemon) Service() *app.Service { return d.svc }
+
+func (d *Daemon) close() {
+	if d.ep != nil {
+		d.ep.Close()
+	}
+	if d.gpus != nil {
+		d.gpus.Close()
+	}
+	if d.db != nil {
+		d.db.Close()
+	}
+	if d.lock != nil {
+		d.lock.Close()
+	}
+}
+
+// run serves everything until ctx is cancelled; extra runs beside them.
+func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(context.Context) error) error {
+	sock, err := listenSocket(d.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	api := &http.Server{Handler: web.Handler(d.svc, nil, d.log), ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context { return ctx }}
+	g.Go(func() error { return serveUntil(ctx, api, sock) })
+	g.Go(func() error { return d.telem.Run(ctx) })
+	samples, cancel := d.telem.Subscribe()
+	defer cancel()
+	g.Go(func() error { return app.NewRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, samples) })
+	g.Go(func() error { return d.ep.Serve(ctx, d.peerHandler()) })
+	g.Go(func() error { return d.peers.Run(ctx) })
+	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })
+	g.Go(func() error { return d.runNodeRecord(ctx) })
+	if err := d.startDiscovery(ctx, g); err != nil {
+		return err
+	}
+	if extra != nil {
+		g.Go(func() error { return extra(ctx) })
+	}
+	d.hintKnownAddresses(ctx)
+	d.log.Info("labpool daemon running", "id", d.id.ID, "name", d.name, "listen", d.ep.Addr().String(), "data", d.cfg.DataDir)
+	if ready != nil {
+		ready(d)
+	}
+	return g.Wait()
+}
+
+// peerHandler is what members (and, for joining only, strangers) reach.
+func (d *Daemon) peerHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/node/", agent.Handler(d.telem))
+	mux.Handle("GET "+replica.StreamPath, replica.NewServer(d.db, d.id.ID.String(), d.log))
+	mux.Handle("POST "+pool.JoinPath, d.joinHandler())
+	return transport.Authorize(d.isMember, []string{pool.JoinPath}, mux)
+}
+
+// isMember reports whether id may use this node: a current member of our pool.
+func (d *Daemon) isMember(id peer.ID) bool {
+	ms, err := d.db.Members(context.Background())
+	if err != nil {
+		d.log.Warn("read members", "err", err)
+		return false
+	}
+	key := id.String()
+	for _, m := range ms {
+		if m.ID == key {
+			return !m.Removed
+		}
+	}
+	return false
+}
+
+func listenSocket(dir string) (net.Listener, error) {
+	path := Socket(dir)
+	os.Remove(path) // stale: we hold the directory's lock
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// serveUntil serves srv on l until ctx is cancelled.
+func serveUntil(ctx context.Context, srv *http.Server, l net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		srv.Close()
+		<-errc
+		return nil
+	}
+}

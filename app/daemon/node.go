@@ -1,0 +1,145 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/discovery"
+)
+
+// runNodeRecord publishes this node's record (info and addresses) at start
+// and whenever the addresses change.
+func (d *Daemon) runNodeRecord(ctx context.Context) error {
+	var last []byte
+	t := time.NewTicker(15 * time.Second)
+	defer t.Stop()
+	for {
+		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses()}
+		data, err := json.Marshal(rec)
+		if err == nil && string(data) != string(last) {
+			if _, err := d.db.Append(ctx, d.id.ID.String(), app.KindNode, "", time.Now(), data); err != nil {
+				d.log.Warn("write node record", "err", err)
+			} else {
+				last = data
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// addresses lists HOST:PORT where peers may reach this node: each address
+// of the selected interfaces (all up, non-loopback ones when none is).
+func (d *Daemon) addresses() []string {
+	port := d.ep.Addr().Port
+	var ifaces []net.Interface
+	if len(d.cfg.Ifaces) > 0 {
+		ifaces, _ = discovery.SelectInterfaces(d.cfg.Ifaces)
+	} else {
+		all, _ := net.Interfaces()
+		for _, ifc := range all {
+			if ifc.Flags&net.FlagUp != 0 && ifc.Flags&net.FlagLoopback == 0 {
+				ifaces = append(ifaces, ifc)
+			}
+		}
+	}
+	out := []string{}
+	for _, ifc := range ifaces {
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			pfx, err := netip.ParsePrefix(a.String())
+			if err != nil || pfx.Addr().IsLinkLocalUnicast() || pfx.Addr().IsLoopback() {
+				continue
+			}
+			out = append(out, netip.AddrPortFrom(pfx.Addr(), uint16(port)).String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// hintKnownAddresses gives the followers the addresses each member last
+// published, so a restarted node reconnects without waiting for mDNS.
+func (d *Daemon) hintKnownAddresses(ctx context.Context) {
+	ms, err := d.db.Members(ctx)
+	if err != nil {
+		return
+	}
+	for _, m := range ms {
+		rec, ok, err := d.db.Latest(ctx, m.ID, app.KindNode, "")
+		if err != nil || !ok {
+			continue
+		}
+		var nr app.NodeRecord
+		if json.Unmarshal(rec.Data, &nr) == nil {
+			d.peers.Hint(m.ID, nr.Addresses...)
+		}
+	}
+}
+
+// startDiscovery announces this node and turns what mDNS finds into
+// address hints for the followers.
+func (d *Daemon) startDiscovery(ctx context.Context, g interface{ Go(func() error) }) error {
+	cfg := discovery.DefaultConfig()
+	cfg.Instance = discovery.InstanceName(d.name, d.id.ID.Short())
+	cfg.Host = discovery.HostName(d.id.ID.Short())
+	cfg.Port = d.ep.Addr().Port
+	cfg.Ifaces = d.cfg.Ifaces
+	d.disc = cfg
+	poolID, _, err := d.db.Setting(ctx, app.SettingPoolID)
+	if err != nil {
+		return err
+	}
+	d.ann = discovery.NewAnnouncer(cfg, d.txt(poolID), d.log)
+	g.Go(func() error { return d.ann.Run(ctx) })
+	br := discovery.NewBrowser(cfg, d.log)
+	g.Go(func() error { return br.Run(ctx, d.found) })
+	return nil
+}
+
+func (d *Daemon) txt(poolID string) discovery.TXT {
+	return discovery.TXT{ID: d.id.ID.String(), APIVersion: app.APIVersion, Port: d.ep.Addr().Port, Pool: poolID}
+}
+
+// found is the browser's callback: remember the candidate for joins and
+// hint its addresses. It must not block.
+func (d *Daemon) found(c discovery.Candidate) {
+	d.mu.Lock()
+	d.candidates[c.Instance] = c
+	d.mu.Unlock()
+	addrs := make([]string, 0, len(c.Addrs))
+	for _, a := range c.Addrs {
+		addrs = append(addrs, a.String())
+	}
+	if c.TXT.ID != "" && c.TXT.ID != d.id.ID.String() {
+		d.peers.Hint(c.TXT.ID, addrs...)
+	}
+}
+
+// poolCandidates lists the addresses of machines announcing poolID.
+func (d *Daemon) poolCandidates(poolID string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for _, c := range d.candidates {
+		if c.TXT.Pool != poolID || c.TXT.ID == d.id.ID.String() {
+			continue
+		}
+		for _, a := range c.Addrs {
+			out = append(out, a.String())
+		}
+	}
+	return out
+}
+

@@ -1,0 +1,341 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// ErrNotFound means the thing asked for does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrInvalid means a request is malformed; its message says how.
+var ErrInvalid = errors.New("invalid request")
+
+// Liveness says whether a member has a live, pinned session right now.
+type Liveness interface {
+	Online(id string) bool
+}
+
+// PoolManager creates, joins and edits the pool (implemented by the daemon,
+// which owns the transport and discovery).
+type PoolManager interface {
+	Status(ctx context.Context) (PoolStatus, error)
+	Create(ctx context.Context) (JoinCode, error)
+	Join(ctx context.Context, req JoinRequest) (PoolStatus, error)
+	Remove(ctx context.Context, id string) error
+	Probe(ctx context.Context, addr string) (ProbeResult, error)
+}
+
+// Service answers the UI and the CLI from the local replica.
+type Service struct {
+	db   *store.DB
+	self Self
+	live Liveness    // nil: nothing is live (the replica read without a daemon)
+	pool PoolManager // nil: read-only
+	hub  *Hub
+	now  func() time.Time
+}
+
+// NewService returns a service over db. live and pool may be nil for a
+// read-only view of the replica with no daemon running.
+func NewService(db *store.DB, self Self, live Liveness, pool PoolManager) *Service {
+	return &Service{db: db, self: self, live: live, pool: pool, hub: NewHub(), now: time.Now}
+}
+
+// Self returns this machine's identity.
+func (s *Service) Self(ctx context.Context) (Self, error) { return s.self, nil }
+
+// Hub returns the event hub the service publishes to.
+func (s *Service) Hub() *Hub { return s.hub }
+
+// Nodes returns every member of the pool, this machine first, then by name.
+func (s *Service) Nodes(ctx context.Context) ([]Node, error) {
+	ids, names, err := s.nodeIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	latest, err := s.latestSamples(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]Node, 0, len(ids))
+	for _, id := range ids {
+		n, err := s.node(ctx, id, latest[id])
+		if err != nil {
+			return nil, err
+		}
+		if n.Name == "" {
+			n.Name = names[id]
+		}
+		nodes = append(nodes, n)
+	}
+	sort.SliceStable(nodes, func(i, j int) bool {
+		if nodes[i].Self != nodes[j].Self {
+			return nodes[i].Self
+		}
+		return nodes[i].Name < nodes[j].Name
+	})
+	return nodes, nil
+}
+
+// nodeIDs lists this machine and the pool's current members.
+func (s *Service) nodeIDs(ctx context.Context) ([]string, map[string]string, error) {
+	ids := []string{s.self.ID}
+	names := map[string]string{s.self.ID: s.self.Name}
+	members, err := s.db.Members(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read members: %w", err)
+	}
+	for _, m := range members {
+		if m.Removed || m.ID == s.self.ID {
+			continue
+		}
+		ids = append(ids, m.ID)
+		names[m.ID] = m.Name
+	}
+	return ids, names, nil
+}
+
+func (s *Service) latestSamples(ctx context.Context) (map[string]store.Record, error) {
+	recs, err := s.db.LatestByKind(ctx, KindSample1s)
+	if err != nil {
+		return nil, fmt.Errorf("read latest samples: %w", err)
+	}
+	m := make(map[string]store.Record, len(recs))
+	for _, r := range recs {
+		m[r.Origin] = r
+	}
+	return m, nil
+}
+
+func (s *Service) node(ctx context.Context, id string, sample store.Record) (Node, error) {
+	n := Node{ID: id, ShortID: shortID(id), Self: id == s.self.ID, GPUs: []GPU{}, Addresses: []string{}}
+	n.Online = n.Self || (s.live != nil && s.live.Online(id))
+	n.Stale = !n.Online
+	rec, ok, err := s.db.Latest(ctx, id, KindNode, "")
+	if err != nil {
+		return n, fmt.Errorf("read node %s: %w", shortID(id), err)
+	}
+	if ok {
+		var nr NodeRecord
+		if err := json.Unmarshal(rec.Data, &nr); err == nil {
+			n.Name = nr.Info.Name
+			n.Info = nodeInfo(nr.Info)
+			n.GPUError = nr.Info.GPUError
+			if nr.Addresses != nil {
+				n.Addresses = nr.Addresses
+			}
+		}
+	}
+	if sample.Seq == 0 {
+		return n, nil
+	}
+	sm, err := decodeSample(sample.Data)
+	if err != nil {
+		return n, nil // a bad record from a peer shows as no data, not an error
+	}
+	n.LastSeen = sm.Time
+	n.Host = hostStats(sm)
+	if sm.GPUError != "" {
+		n.GPUError = sm.GPUError
+	}
+	for _, g := range sm.GPUs {
+		n.GPUs = append(n.GPUs, gpuView(n, g))
+	}
+	return n, nil
+}
+
+// GPUs returns every GPU of the pool.
+func (s *Service) GPUs(ctx context.Context) ([]GPU, error) {
+	nodes, err := s.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	gpus := []GPU{}
+	for _, n := range nodes {
+		gpus = append(gpus, n.GPUs...)
+	}
+	return gpus, nil
+}
+
+// History returns a node's samples over the last seconds, oldest first,
+// from the finest tier that covers the window.
+func (s *Service) History(ctx context.Context, node string, seconds int) (History, error) {
+	if node == "" {
+		return History{}, fmt.Errorf("%w: node is required", ErrInvalid)
+	}
+	if seconds <= 0 || seconds > 366*24*3600 {
+		return History{}, fmt.Errorf("%w: seconds must be between 1 and 31622400", ErrInvalid)
+	}
+	window := time.Duration(seconds) * time.Second
+	kind := KindSample1s
+	switch {
+	case window > retention[KindSample1m]:
+		kind = KindSample15m
+	case window > retention[KindSample1s]:
+		kind = KindSample1m
+	}
+	to := s.now()
+	recs, err := s.db.Range(ctx, node, kind, to.Add(-window), to.Add(time.Minute))
+	if err != nil {
+		return History{}, fmt.Errorf("read history of %s: %w", shortID(node), err)
+	}
+	h := History{Node: node, Samples: make([]Sample, 0, len(recs))}
+	for _, r := range recs {
+		sm, err := decodeSample(r.Data)
+		if err != nil {
+			continue
+		}
+		h.Samples = append(h.Samples, point(node, sm))
+	}
+	return h, nil
+}
+
+// Pool returns the pool this machine belongs to.
+func (s *Service) Pool(ctx context.Context) (PoolStatus, error) {
+	if s.pool == nil {
+		return s.poolFromReplica(ctx)
+	}
+	return s.pool.Status(ctx)
+}
+
+func (s *Service) poolFromReplica(ctx context.Context) (PoolStatus, error) {
+	ps := PoolStatus{Members: []Member{}}
+	id, _, err := s.db.Setting(ctx, SettingPoolID)
+	if err != nil {
+		return ps, err
+	}
+	ps.PoolID = id
+	rows, err := s.db.Members(ctx)
+	if err != nil {
+		return ps, err
+	}
+	for _, m := range rows {
+		ps.Members = append(ps.Members, Member{ID: m.ID, Name: m.Name, AddedAt: m.AddedAt, Removed: m.Removed})
+	}
+	return ps, nil
+}
+
+// ErrReadOnly means the call needs a running daemon.
+var ErrReadOnly = errors.New("this needs the labpool daemon: start `labpool agent` or open the app")
+
+// CreatePool creates a pool with this machine as its first member.
+func (s *Service) CreatePool(ctx context.Context) (JoinCode, error) {
+	if s.pool == nil {
+		return JoinCode{}, ErrReadOnly
+	}
+	return s.pool.Create(ctx)
+}
+
+// JoinPool joins the pool of req.Code.
+func (s *Service) JoinPool(ctx context.Context, req JoinRequest) (PoolStatus, error) {
+	if s.pool == nil {
+		return PoolStatus{}, ErrReadOnly
+	}
+	if req.Code == "" {
+		return PoolStatus{}, fmt.Errorf("%w: a join code is required", ErrInvalid)
+	}
+	return s.pool.Join(ctx, req)
+}
+
+// RemoveMember removes a device from the pool.
+func (s *Service) RemoveMember(ctx context.Context, id string) error {
+	if s.pool == nil {
+		return ErrReadOnly
+	}
+	return s.pool.Remove(ctx, id)
+}
+
+// Probe reports what the machine at addr answers to this one.
+func (s *Service) Probe(ctx context.Context, addr string) (ProbeResult, error) {
+	if s.pool == nil {
+		return ProbeResult{}, ErrReadOnly
+	}
+	if addr == "" {
+		return ProbeResult{}, fmt.Errorf("%w: an address HOST:PORT is required", ErrInvalid)
+	}
+	return s.pool.Probe(ctx, addr)
+}
+
+// Settings in the local (unreplicated) table.
+const (
+	SettingPoolID     = "pool.id"
+	SettingPoolSecret = "pool.secret"
+)
+
+// Run publishes the pool view every interval (and each new sample) to the
+// hub until ctx is cancelled.
+func (s *Service) Run(ctx context.Context, interval time.Duration) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	seen := map[string]time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		nodes, err := s.Nodes(ctx)
+		if err != nil {
+			continue
+		}
+		s.hub.Emit(EventNodes, nodes)
+		for _, n := range nodes {
+			if n.Host == nil || !n.LastSeen.After(seen[n.ID]) {
+				continue
+			}
+			seen[n.ID] = n.LastSeen
+			s.hub.Emit(EventSample, pointFromNode(n))
+		}
+	}
+}
+
+func shortID(id string) string {
+	if len(id) >= 9 && id[4] == '-' {
+		return id[:9]
+	}
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func nodeInfo(i agent.Info) NodeInfo {
+	return NodeInfo{
+		Hostname: i.Host.Hostname, OS: i.Host.OS, Kernel: i.Host.Kernel,
+		CPUModel: i.Host.CPUModel, Cores: i.Host.Cores, MemTotalBytes: i.Host.MemTotalBytes,
+		Version: i.Version, StartedAt: i.StartedAt,
+	}
+}
+
+// ErrForbidden means the pool refused this machine (for example a wrong join code).
+var ErrForbidden = errors.New("forbidden")
+
+// Settings that let the replica be read without a daemon.
+const (
+	SettingSelfID   = "self.id"
+	SettingSelfName = "self.name"
+)
+
+// LoadSelf reads this machine's identity as the daemon last recorded it.
+func LoadSelf(ctx context.Context, db *store.DB) (Self, error) {
+	id, ok, err := db.Setting(ctx, SettingSelfID)
+	if err != nil {
+		return Self{}, err
+	}
+	if !ok {
+		return Self{}, errors.New("the replica has no identity yet: start `labpool agent` once")
+	}
+	name, _, err := db.Setting(ctx, SettingSelfName)
+	if err != nil {
+		return Self{}, err
+	}
+	return Self{ID: id, ShortID: shortID(id), Name: name, APIVersion: APIVersion}, nil
+}

@@ -1,0 +1,132 @@
+// Transport for a browser: JSON over HTTP under /api/v1 and Server-Sent
+// Events from /api/v1/events, served by the daemon's local web bridge.
+import { ApiError, parseErrorBody } from './errors.ts'
+import { eventNames, type EventName, type EventPayloads } from './events.ts'
+import type { Transport, Unsubscribe } from './transport.ts'
+import type { GPU, History, JoinCode, JoinRequest, Node, PoolStatus, Self } from './types.ts'
+
+const base = '/api/v1'
+const timeoutMs = 8000
+
+const unreachable = () =>
+  new ApiError('Cannot reach the labpool daemon; is it running?', 'unreachable')
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const ctl = new AbortController()
+  const timer = setTimeout(() => ctl.abort(), timeoutMs)
+  let res: Response
+  try {
+    res = await fetch(base + path, {
+      method,
+      signal: ctl.signal,
+      cache: 'no-store',
+      headers: body === undefined ? undefined : { 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+  } catch {
+    throw unreachable()
+  } finally {
+    clearTimeout(timer)
+  }
+  const text = await res.text().catch(() => '')
+  if (!res.ok) {
+    const parsed = parseErrorBody(text)
+    if (parsed) throw new ApiError(parsed.message, parsed.code, res.status)
+    if (res.status === 502 || res.status === 503 || res.status === 504) {
+      const e = unreachable()
+      throw new ApiError(e.message, e.code, res.status)
+    }
+    throw new ApiError(`The daemon answered ${res.status} ${res.statusText}`.trim(), 'http', res.status)
+  }
+  if (res.status === 204 || text.trim() === '') return undefined as T
+  try {
+    return JSON.parse(text) as T
+  } catch {
+    throw new ApiError('The daemon sent a reply that is not JSON', 'bad_reply', res.status)
+  }
+}
+
+/** One shared EventSource, opened on the first subscription. */
+class EventStream {
+  private es: EventSource | null = null
+  private listeners = new Map<string, Set<(data: unknown) => void>>()
+  private connListeners = new Set<(up: boolean) => void>()
+  private up = false
+
+  subscribe(name: string, cb: (data: unknown) => void): Unsubscribe {
+    let set = this.listeners.get(name)
+    if (!set) this.listeners.set(name, (set = new Set()))
+    set.add(cb)
+    this.open()
+    return () => set.delete(cb)
+  }
+
+  onConnection(cb: (up: boolean) => void): Unsubscribe {
+    this.connListeners.add(cb)
+    cb(this.up)
+    this.open()
+    return () => this.connListeners.delete(cb)
+  }
+
+  private setUp(up: boolean) {
+    if (up === this.up) return
+    this.up = up
+    for (const cb of this.connListeners) cb(up)
+  }
+
+  private open() {
+    if (this.es || typeof EventSource === 'undefined') return
+    const es = new EventSource(base + '/events')
+    this.es = es
+    es.onopen = () => this.setUp(true)
+    es.onerror = () => {
+      this.setUp(false)
+      // EventSource retries by itself unless the server refused outright.
+      if (es.readyState === EventSource.CLOSED) {
+        this.es = null
+        setTimeout(() => this.open(), 3000)
+      }
+    }
+    for (const name of eventNames) {
+      es.addEventListener(name, (ev) => this.dispatch(name, (ev as MessageEvent).data))
+    }
+  }
+
+  private dispatch(name: string, raw: unknown) {
+    if (typeof raw !== 'string') return
+    let data: unknown
+    try {
+      data = JSON.parse(raw)
+    } catch {
+      return // a malformed event is dropped, the next one will do
+    }
+    this.setUp(true)
+    for (const cb of this.listeners.get(name) ?? []) cb(data)
+  }
+}
+
+export function httpTransport(): Transport {
+  const stream = new EventStream()
+  return {
+    kind: 'http',
+    self: () => request<Self>('GET', '/self'),
+    nodes: async () => (await request<Node[] | null>('GET', '/nodes')) ?? [],
+    gpus: async () => (await request<GPU[] | null>('GET', '/gpus')) ?? [],
+    history: (id, seconds) =>
+      request<History>('GET', `/history?node=${encodeURIComponent(id)}&seconds=${Math.round(seconds)}`),
+    pool: () => request<PoolStatus>('GET', '/pool'),
+    createPool: () => request<JoinCode>('POST', '/pool/create'),
+    joinPool: (code, addr) => {
+      const req: JoinRequest = { code }
+      if (addr) req.addr = addr
+      return request<PoolStatus>('POST', '/pool/join', req)
+    },
+    removeMember: (id) => request<void>('DELETE', `/pool/members/${encodeURIComponent(id)}`),
+    selfTestEnabled: async () => false,
+    selfTestReport: async () => {},
+    on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {
+      return stream.subscribe(name, (d) => cb(d as EventPayloads[E]))
+    },
+    onConnection: (cb) => stream.onConnection(cb),
+  }
+}

@@ -1,0 +1,24 @@
+// The interface both transports implement; the rest of the UI sees only this.
+import type { EventName, EventPayloads } from './events.ts'
+import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
+
+export type Unsubscribe = () => void
+
+export interface Transport {
+  /** "wails" inside the desktop window, "http" in a browser. */
+  readonly kind: 'wails' | 'http'
+  self(): Promise<Self>
+  nodes(): Promise<Node[]>
+  gpus(): Promise<GPU[]>
+  history(nodeID: string, seconds: number): Promise<History>
+  pool(): Promise<PoolStatus>
+  createPool(): Promise<JoinCode>
+  joinPool(code: string, addr: string): Promise<PoolStatus>
+  removeMember(id: string): Promise<void>
+  selfTestEnabled(): Promise<boolean>
+  selfTestReport(report: string): Promise<void>
+  /** Subscribes to one event; the returned function unsubscribes. */
+  on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe
+  /** Reports whether the event stream is connected (always true in the window). */
+  onConnection(cb: (up: boolean) => void): Unsubscribe
+}

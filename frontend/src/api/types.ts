@@ -1,0 +1,115 @@
+// Types mirroring app/api.go (the backend contract). Times are RFC 3339
+// strings; Go nil slices arrive as null, hence the `| null` on slices.
+
+export interface Self {
+  id: string
+  short_id: string
+  name: string
+  version: string
+  api_version: number
+  data_dir: string
+  listen: string
+}
+
+export interface NodeInfo {
+  hostname: string
+  os: string
+  kernel: string
+  cpu_model: string
+  cores: number
+  mem_total_bytes: number
+  version: string
+  started_at: string
+}
+
+export interface Disk {
+  mount: string
+  used_bytes: number
+  total_bytes: number
+}
+
+export interface HostStats {
+  cpu_percent: number
+  load1: number
+  mem_used_bytes: number
+  mem_total_bytes: number
+  disks: Disk[] | null
+  net_rx_bps: number
+  net_tx_bps: number
+}
+
+export interface GPU {
+  node: string
+  node_name: string
+  index: number
+  uuid: string
+  name: string
+  util_percent: number
+  mem_util_percent: number
+  mem_used_bytes: number
+  mem_total_bytes: number
+  temp_c: number
+  power_w: number
+  power_limit_w: number
+  sm_clock_mhz: number
+  mem_clock_mhz: number
+  fan_percent: number // -1 when the GPU has no fan
+  processes: number
+}
+
+export interface Node {
+  id: string
+  short_id: string
+  name: string
+  self: boolean
+  online: boolean
+  stale: boolean
+  addresses: string[] | null
+  last_seen: string
+  info: NodeInfo
+  host?: HostStats | null
+  gpus: GPU[] | null
+  gpu_error?: string
+}
+
+export interface Sample {
+  node: string
+  time: string
+  cpu_percent: number
+  mem_percent: number
+  gpu_util: number[] | null
+  gpu_mem_pct: number[] | null
+}
+
+export interface History {
+  node: string
+  samples: Sample[] | null
+}
+
+export interface Member {
+  id: string
+  name: string
+  added_at: string
+  removed: boolean
+}
+
+export interface PoolStatus {
+  pool_id: string
+  members: Member[] | null
+}
+
+export interface JoinCode {
+  pool_id: string
+  code: string
+}
+
+export interface JoinRequest {
+  code: string
+  addr?: string
+}
+
+/** The JSON body of every failed local API call. */
+export interface ErrorBody {
+  code: string
+  message: string
+}

@@ -1,0 +1,70 @@
+// Transport for the Wails window: Go bindings on window.go.app.Bindings and
+// runtime events. Declared here by hand (mirroring app/api.go) rather than
+// from generated wailsjs files.
+import { toApiError } from './errors.ts'
+import type { EventName, EventPayloads } from './events.ts'
+import type { Transport, Unsubscribe } from './transport.ts'
+import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
+
+export interface WailsBindings {
+  Self(): Promise<Self>
+  Nodes(): Promise<Node[] | null>
+  GPUs(): Promise<GPU[] | null>
+  History(nodeID: string, seconds: number): Promise<History>
+  Pool(): Promise<PoolStatus>
+  CreatePool(): Promise<JoinCode>
+  JoinPool(code: string, addr: string): Promise<PoolStatus>
+  RemoveMember(id: string): Promise<void>
+  SelfTestEnabled(): Promise<boolean>
+  SelfTestReport(report: string): Promise<void>
+}
+
+export interface WailsRuntime {
+  EventsOn(name: string, cb: (...data: unknown[]) => void): () => void
+}
+
+declare global {
+  interface Window {
+    go?: { app?: { Bindings?: WailsBindings } }
+    runtime?: WailsRuntime
+  }
+}
+
+/** Returns the bindings when running inside the Wails window. */
+export function wailsBindings(): WailsBindings | undefined {
+  return typeof window === 'undefined' ? undefined : window.go?.app?.Bindings
+}
+
+async function call<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f()
+  } catch (err) {
+    throw toApiError(err)
+  }
+}
+
+export function wailsTransport(b: WailsBindings): Transport {
+  return {
+    kind: 'wails',
+    self: () => call(() => b.Self()),
+    nodes: async () => (await call(() => b.Nodes())) ?? [],
+    gpus: async () => (await call(() => b.GPUs())) ?? [],
+    history: (id, seconds) => call(() => b.History(id, seconds)),
+    pool: () => call(() => b.Pool()),
+    createPool: () => call(() => b.CreatePool()),
+    joinPool: (code, addr) => call(() => b.JoinPool(code, addr)),
+    removeMember: (id) => call(() => b.RemoveMember(id)),
+    selfTestEnabled: async () => (await call(() => b.SelfTestEnabled())) === true,
+    selfTestReport: (report) => call(() => b.SelfTestReport(report)),
+    on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {
+      const rt = window.runtime
+      if (!rt) return () => {}
+      const off = rt.EventsOn(name, (data: unknown) => cb(data as EventPayloads[E]))
+      return typeof off === 'function' ? off : () => {}
+    },
+    onConnection(cb: (up: boolean) => void): Unsubscribe {
+      cb(true)
+      return () => {}
+    },
+  }
+}

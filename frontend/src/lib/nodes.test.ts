@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type { Node } from '../api/types.ts'
+import { allPeersOffline, normalizeNode, shortID, sortNodes } from './nodes.ts'
+
+function node(p: Partial<Node>): Node {
+  return {
+    id: 'id',
+    short_id: '',
+    name: '',
+    self: false,
+    online: true,
+    stale: false,
+    addresses: [],
+    last_seen: '',
+    info: {
+      hostname: '',
+      os: '',
+      kernel: '',
+      cpu_model: '',
+      cores: 0,
+      mem_total_bytes: 0,
+      version: '',
+      started_at: '',
+    },
+    gpus: [],
+    ...p,
+  }
+}
+
+test('sortNodes puts self first, then by name (numeric aware)', () => {
+  const got = sortNodes([
+    node({ id: 'c', name: 'lab10' }),
+    node({ id: 'b', name: 'lab2' }),
+    node({ id: 'z', name: 'zeta', self: true }),
+    node({ id: 'a', name: 'Lab2' }),
+  ])
+  assert.deepEqual(
+    got.map((n) => n.id),
+    ['z', 'a', 'b', 'c'],
+  )
+})
+
+test('allPeersOffline', () => {
+  const me = node({ self: true })
+  assert.equal(allPeersOffline([me]), false, 'no peers: nothing to warn about')
+  assert.equal(allPeersOffline([me, node({ online: false }), node({ online: true })]), false)
+  assert.equal(allPeersOffline([me, node({ online: false }), node({ online: false })]), true)
+})
+
+test('normalizeNode replaces Go nulls', () => {
+  const n = normalizeNode(
+    node({
+      gpus: null,
+      addresses: null,
+      host: {
+        cpu_percent: 1,
+        load1: 0,
+        mem_used_bytes: 0,
+        mem_total_bytes: 0,
+        disks: null,
+        net_rx_bps: 0,
+        net_tx_bps: 0,
+      },
+    }),
+  )
+  assert.deepEqual(n.gpus, [])
+  assert.deepEqual(n.addresses, [])
+  assert.deepEqual(n.host?.disks, [])
+  assert.equal(normalizeNode(node({ host: undefined })).host, null)
+})
+
+test('shortID', () => {
+  assert.equal(shortID({ id: 'ABCDEFGHIJKL', short_id: 'K7Q2-MX4P' }), 'K7Q2-MX4P')
+  assert.equal(shortID({ id: 'ABCDEFGHIJKL', short_id: '' }), 'ABCDEFGHI')
+})

@@ -1,0 +1,30 @@
+// Pure helpers over the pool view: normalizing what Go sends, ordering the
+// cards and deciding when the page shows last known state.
+import type { Node } from '../api/types.ts'
+
+/** Replaces the nulls Go sends for empty slices with empty arrays. */
+export function normalizeNode(n: Node): Node {
+  const host = n.host ? { ...n.host, disks: n.host.disks ?? [] } : null
+  return { ...n, addresses: n.addresses ?? [], gpus: n.gpus ?? [], host }
+}
+
+/** Orders nodes: this machine first, then by name, then by ID. */
+export function sortNodes(nodes: readonly Node[]): Node[] {
+  return [...nodes].sort((a, b) => {
+    if (a.self !== b.self) return a.self ? -1 : 1
+    const byName = a.name.localeCompare(b.name, undefined, { sensitivity: 'base', numeric: true })
+    return byName !== 0 ? byName : a.id.localeCompare(b.id)
+  })
+}
+
+/** True when there are peers and none of them is online. */
+export function allPeersOffline(nodes: readonly Node[]): boolean {
+  const peers = nodes.filter((n) => !n.self)
+  return peers.length > 0 && peers.every((n) => !n.online)
+}
+
+/** A short device ID for display when the backend sent none. */
+export function shortID(n: Pick<Node, 'id' | 'short_id'>): string {
+  if (n.short_id) return n.short_id
+  return n.id.length > 9 ? n.id.slice(0, 9) : n.id
+}

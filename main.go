@@ -1,0 +1,64 @@
+// Command labpool pools a lab's GPU machines: with no arguments (desktop
+// build) it opens the window; with a verb it is the CLI or the daemon.
+package main
+
+import (
+	"context"
+	"embed"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/labpool/labpool/app/cli"
+	"github.com/labpool/labpool/app/daemon"
+)
+
+//go:embed all:frontend/dist
+var dist embed.FS
+
+// version is set with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+// window opens the desktop UI; nil in the headless build.
+var window func(assets fs.FS, log *slog.Logger) int
+
+func main() {
+	log := newLogger()
+	assets, err := fs.Sub(dist, "frontend/dist")
+	if err != nil {
+		panic(err)
+	}
+	if len(os.Args) == 1 && window != nil {
+		os.Exit(window(assets, log))
+	}
+	hooks := cli.Hooks{
+		Version: version,
+		Agent: func(ctx context.Context, o cli.DaemonOptions) error {
+			return daemon.Run(ctx, daemonConfig(o), log, nil)
+		},
+		Web: func(ctx context.Context, o cli.DaemonOptions, addr string) error {
+			return daemon.RunWeb(ctx, daemonConfig(o), addr, assets, log)
+		},
+	}
+	os.Exit(cli.Main(os.Args[1:], hooks, os.Stdout, os.Stderr))
+}
+
+func daemonConfig(o cli.DaemonOptions) daemon.Config {
+	cfg := daemon.DefaultConfig()
+	cfg.DataDir, cfg.Name, cfg.Ifaces, cfg.Version = o.DataDir, o.Name, o.Ifaces, version
+	if o.Listen != "" {
+		cfg.Listen = o.Listen
+	}
+	return cfg
+}
+
+// newLogger logs text to stderr at the level of LABPOOL_LOG (debug, info,
+// warn, error; default info).
+func newLogger() *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.ToUpper(os.Getenv("LABPOOL_LOG")))); err != nil {
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}

@@ -1,0 +1,63 @@
+//go:build !headless
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/cli"
+	"github.com/labpool/labpool/app/daemon"
+	"github.com/wailsapp/wails/v2"
+	"github.com/wailsapp/wails/v2/pkg/options"
+	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+	"github.com/wailsapp/wails/v2/pkg/runtime"
+)
+
+func init() { window = runWindow }
+
+// runWindow opens the labpool window over this machine's daemon: the one
+// already serving the data directory, or one started in-process.
+func runWindow(assets fs.FS, log *slog.Logger) int {
+	dataDir := os.Getenv("LABPOOL_DATA")
+	if dataDir == "" {
+		dataDir = cli.DefaultDataDir()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	cfg := daemonConfig(cli.DaemonOptions{DataDir: dataDir})
+	socket, done, err := daemon.Ensure(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labpool:", err)
+		return cli.ExitFailure
+	}
+	b := app.NewBindings(app.NewClient(socket), os.Getenv("LABPOOL_SELFTEST"))
+	err = wails.Run(&options.App{
+		Title:       "labpool",
+		Width:       1280,
+		Height:      800,
+		MinWidth:    720,
+		MinHeight:   480,
+		AssetServer: &assetserver.Options{Assets: assets},
+		OnStartup: func(ctx context.Context) {
+			app.StartBindings(ctx, b,
+				func(name string, data any) { runtime.EventsEmit(ctx, name, data) },
+				func() { runtime.Quit(ctx) })
+		},
+		Bind:           []any{b},
+		ErrorFormatter: func(err error) any { return err.Error() },
+	})
+	stop()
+	if derr := done(); derr != nil {
+		log.Error("daemon", "err", derr)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labpool: window:", err)
+		return cli.ExitFailure
+	}
+	return cli.ExitOK
+}

@@ -1,0 +1,77 @@
+// Package agent samples what this machine offers (host and GPUs) and serves
+// it as an http.Handler:
+//
+//	GET /v1/node/info    -> Info
+//	GET /v1/node/sample  -> Sample, the latest one
+//
+// Telemetry.Run samples at Config.Interval and hands each Sample to every
+// subscriber without ever waiting for one: a subscriber that falls behind
+// misses samples. Run returns only after every goroutine it started has
+// exited, and then closes the subscribers' channels.
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/node/host"
+)
+
+// GPUSource reads the GPUs of this machine; *gpu.Sampler is one.
+type GPUSource interface {
+	Devices() []gpu.Info
+	Sample(ctx context.Context) ([]gpu.Stats, error)
+}
+
+// HostSource reads this machine; *host.Sampler is one.
+type HostSource interface {
+	Info(ctx context.Context) (host.Info, error)
+	Sample(ctx context.Context) (host.Stats, error)
+}
+
+var (
+	_ GPUSource  = (*gpu.Sampler)(nil)
+	_ HostSource = (*host.Sampler)(nil)
+)
+
+// Sample is one reading of this machine. Its slices are shared by every
+// subscriber: read them, never change them.
+type Sample struct {
+	Time     time.Time   `json:"time"`
+	Host     host.Stats  `json:"host"`
+	GPUs     []gpu.Stats `json:"gpus"`
+	GPUError string      `json:"gpu_error,omitempty"` // why GPUs is empty or stale, e.g. "no NVIDIA GPU found"
+}
+
+// Info is what changes rarely about this machine.
+type Info struct {
+	ID        string     `json:"id"`
+	Name      string     `json:"name"`
+	Host      host.Info  `json:"host"`
+	GPUs      []gpu.Info `json:"gpus"`
+	GPUError  string     `json:"gpu_error,omitempty"`
+	Version   string     `json:"version"`
+	StartedAt time.Time  `json:"started_at"`
+}
+
+// Config configures a Telemetry.
+type Config struct {
+	ID      string // device ID of this machine
+	Name    string // name shown for this machine
+	Version string // labpool version
+	// Interval is the time between two samples; each sample must finish
+	// within it.
+	Interval time.Duration
+	// Buffer is how many samples a subscriber's channel holds before
+	// further ones are dropped for it.
+	Buffer int
+	// GPUError says why there is no GPUSource (the error of gpu.Open);
+	// empty means gpu.ErrNoDriver's message.
+	GPUError string
+}
+
+// DefaultConfig returns the configuration the daemon uses.
+func DefaultConfig() Config {
+	return Config{Interval: time.Second, Buffer: 4}
+}

@@ -1,0 +1,50 @@
+package agent
+
+import "sync"
+
+// Subscribe returns a channel of samples and a func that ends the
+// subscription and closes the channel. A subscriber that has not received
+// Config.Buffer samples yet misses the next ones. Subscribing after Run
+// returned gives a closed channel.
+func (t *Telemetry) Subscribe() (<-chan Sample, func()) {
+	ch := make(chan Sample, t.cfg.Buffer)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state == stopped {
+		close(ch)
+		return ch, func() {}
+	}
+	t.subs[ch] = struct{}{}
+	return ch, sync.OnceFunc(func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, ok := t.subs[ch]; ok {
+			delete(t.subs, ch)
+			close(ch)
+		}
+	})
+}
+
+// publish makes s the latest sample and offers it to every subscriber.
+func (t *Telemetry) publish(s Sample) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.latest, t.sampled = s, true
+	for ch := range t.subs {
+		select {
+		case ch <- s:
+		default: // full: this subscriber misses s
+		}
+	}
+}
+
+// stop closes every subscriber's channel; Run has returned.
+func (t *Telemetry) stop() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.state = stopped
+	for ch := range t.subs {
+		close(ch)
+		delete(t.subs, ch)
+	}
+}

@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/node/gpu"
+)
+
+// Telemetry samples this machine and fans the samples out to subscribers.
+type Telemetry struct {
+	cfg   Config
+	gpus  GPUSource // nil without a GPU driver
+	hosts HostSource
+	log   *slog.Logger
+
+	mu      sync.Mutex // guards the fields below
+	info    Info
+	latest  Sample
+	sampled bool // latest holds a sample
+	subs    map[chan Sample]struct{}
+	state   runState
+	errs    map[string]string // last error logged per source, to log changes only
+}
+
+type runState int
+
+const (
+	notStarted runState = iota
+	running
+	stopped
+)
+
+// New returns a Telemetry reading gpus (nil where there is no GPU driver) and
+// hosts. It reads the host's Info once, now.
+func New(cfg Config, gpus GPUSource, hosts HostSource, log *slog.Logger) *Telemetry {
+	def := DefaultConfig()
+	if cfg.Interval <= 0 {
+		cfg.Interval = def.Interval
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = def.Buffer
+	}
+	if s, ok := gpus.(*gpu.Sampler); ok && s == nil {
+		gpus = nil
+	}
+	if gpus == nil && cfg.GPUError == "" {
+		cfg.GPUError = gpu.ErrNoDriver.Error()
+	}
+	t := &Telemetry{cfg: cfg, gpus: gpus, hosts: hosts, log: log,
+		subs: map[chan Sample]struct{}{}, errs: map[string]string{}}
+	t.info = Info{ID: cfg.ID, Name: cfg.Name, Version: cfg.Version, StartedAt: time.Now(),
+		GPUs: []gpu.Info{}, GPUError: cfg.GPUError}
+	if gpus != nil {
+		t.info.GPUs = append(t.info.GPUs, gpus.Devices()...)
+	}
+	hi, err := hosts.Info(context.Background())
+	t.info.Host = hi
+	t.logChange("host info", err)
+	return t
+}
+
+// Info returns what changes rarely about this machine.
+func (t *Telemetry) Info() Info {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	info := t.info
+	info.GPUs = slices.Clone(info.GPUs)
+	return info
+}
+
+// Latest returns the latest sample, and false before the first one.
+func (t *Telemetry) Latest() (Sample, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.latest, t.sampled
+}
+
+// Run samples every Interval, from now until ctx is cancelled. It can run
+// once; when it returns, every subscriber's channel is closed.
+func (t *Telemetry) Run(ctx context.Context) error {
+	if err := t.setState(notStarted, running); err != nil {
+		return err
+	}
+	defer t.stop()
+	tick := time.NewTicker(t.cfg.Interval)
+	defer tick.Stop()
+	for {
+		t.tick(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (t *Telemetry) setState(from, to runState) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.state != from {
+		return errors.New("run telemetry: already run")
+	}
+	t.state = to
+	return nil
+}
+
+// tick takes one sample and publishes it, unless ctx ended meanwhile.
+func (t *Telemetry) tick(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, t.cfg.Interval)
+	defer cancel()
+	s := Sample{Time: time.Now()}
+	hs, err := t.hosts.Sample(ctx)
+	s.Host = hs
+	t.logChange("host", err)
+	s.GPUs, s.GPUError = t.sampleGPUs(ctx)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return
+	}
+	t.publish(s)
+}
+
+func (t *Telemetry) sampleGPUs(ctx context.Context) ([]gpu.Stats, string) {
+	if t.gpus == nil {
+		return []gpu.Stats{}, t.cfg.GPUError
+	}
+	stats, err := t.gpus.Sample(ctx)
+	t.logChange("gpus", err)
+	if err != nil {
+		return []gpu.Stats{}, err.Error()
+	}
+	return stats, ""
+}
+
+// logChange logs err when the source's error changes, so that a failure
+// repeated every second is logged once, and its end too.
+func (t *Telemetry) logChange(source string, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	t.mu.Lock()
+	prev := t.errs[source]
+	t.errs[source] = msg
+	t.mu.Unlock()
+	switch {
+	case msg == prev:
+	case msg != "":
+		t.log.Warn("sample "+source, "err", err)
+	default:
+		t.log.Info("sample "+source+" recovered", "was", prev)
+	}
+}

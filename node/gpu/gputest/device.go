@@ -1,0 +1,132 @@
+package gputest
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/labpool/labpool/node/gpu"
+)
+
+// Device is a fake GPU: each method returns its field, or the Return set
+// in Fail under the method's name.
+type Device struct {
+	Mu           sync.Mutex // guards the fields below while a Sampler reads them
+	UUID, Name   string
+	Memory       nvml.Memory
+	Util         nvml.Utilization
+	TempC        uint32
+	PowerMW      uint32
+	PowerLimitMW uint32
+	SMClockMHz   uint32
+	MemClockMHz  uint32
+	Fan          uint32 // percent
+	PState       nvml.Pstates
+	Compute      []nvml.ProcessInfo
+	Graphics     []nvml.ProcessInfo
+	Fail         map[string]nvml.Return // method name -> error it returns
+	// Hang, when not nil, makes every call wait until it is closed.
+	Hang chan struct{}
+}
+
+var _ gpu.Device = (*Device)(nil)
+
+// ret waits out Hang, locks d and returns the failure set for method.
+// The caller unlocks d.
+func (d *Device) ret(method string) nvml.Return {
+	if d.Hang != nil {
+		<-d.Hang
+	}
+	d.Mu.Lock()
+	if r, ok := d.Fail[method]; ok {
+		return r
+	}
+	return nvml.SUCCESS
+}
+
+// GetUUID implements gpu.Device.
+func (d *Device) GetUUID() (string, nvml.Return) {
+	r := d.ret("GetUUID")
+	defer d.Mu.Unlock()
+	return d.UUID, r
+}
+
+// GetName implements gpu.Device.
+func (d *Device) GetName() (string, nvml.Return) {
+	r := d.ret("GetName")
+	defer d.Mu.Unlock()
+	return d.Name, r
+}
+
+// GetMemoryInfo implements gpu.Device.
+func (d *Device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
+	r := d.ret("GetMemoryInfo")
+	defer d.Mu.Unlock()
+	return d.Memory, r
+}
+
+// GetEnforcedPowerLimit implements gpu.Device.
+func (d *Device) GetEnforcedPowerLimit() (uint32, nvml.Return) {
+	r := d.ret("GetEnforcedPowerLimit")
+	defer d.Mu.Unlock()
+	return d.PowerLimitMW, r
+}
+
+// GetUtilizationRates implements gpu.Device.
+func (d *Device) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
+	r := d.ret("GetUtilizationRates")
+	defer d.Mu.Unlock()
+	return d.Util, r
+}
+
+// GetTemperature implements gpu.Device.
+func (d *Device) GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return) {
+	r := d.ret("GetTemperature")
+	defer d.Mu.Unlock()
+	return d.TempC, r
+}
+
+// GetPowerUsage implements gpu.Device.
+func (d *Device) GetPowerUsage() (uint32, nvml.Return) {
+	r := d.ret("GetPowerUsage")
+	defer d.Mu.Unlock()
+	return d.PowerMW, r
+}
+
+// GetClockInfo implements gpu.Device.
+func (d *Device) GetClockInfo(c nvml.ClockType) (uint32, nvml.Return) {
+	r := d.ret("GetClockInfo")
+	defer d.Mu.Unlock()
+	if c == nvml.CLOCK_MEM {
+		return d.MemClockMHz, r
+	}
+	return d.SMClockMHz, r
+}
+
+// GetFanSpeed implements gpu.Device.
+func (d *Device) GetFanSpeed() (uint32, nvml.Return) {
+	r := d.ret("GetFanSpeed")
+	defer d.Mu.Unlock()
+	return d.Fan, r
+}
+
+// GetPerformanceState implements gpu.Device.
+func (d *Device) GetPerformanceState() (nvml.Pstates, nvml.Return) {
+	r := d.ret("GetPerformanceState")
+	defer d.Mu.Unlock()
+	return d.PState, r
+}
+
+// GetComputeRunningProcesses implements gpu.Device.
+func (d *Device) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	r := d.ret("GetComputeRunningProcesses")
+	defer d.Mu.Unlock()
+	return slices.Clone(d.Compute), r
+}
+
+// GetGraphicsRunningProcesses implements gpu.Device.
+func (d *Device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
+	r := d.ret("GetGraphicsRunningProcesses")
+	defer d.Mu.Unlock()
+	return slices.Clone(d.Graphics), r
+}

@@ -1,0 +1,53 @@
+package gpu
+
+import "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+// Library is the part of NVML's library interface a Sampler calls.
+// nvml.Interface satisfies it through newLibrary; gputest has a fake.
+type Library interface {
+	Init() nvml.Return
+	Shutdown() nvml.Return
+	DeviceGetCount() (int, nvml.Return)
+	DeviceGetHandleByIndex(int) (Device, nvml.Return)
+}
+
+// Device is the subset of nvml.Device a Sampler reads.
+type Device interface {
+	GetUUID() (string, nvml.Return)
+	GetName() (string, nvml.Return)
+	GetMemoryInfo() (nvml.Memory, nvml.Return)
+	GetEnforcedPowerLimit() (uint32, nvml.Return)
+	GetUtilizationRates() (nvml.Utilization, nvml.Return)
+	GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return)
+	GetPowerUsage() (uint32, nvml.Return)
+	GetClockInfo(nvml.ClockType) (uint32, nvml.Return)
+	GetFanSpeed() (uint32, nvml.Return)
+	GetPerformanceState() (nvml.Pstates, nvml.Return)
+	GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
+	GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
+}
+
+var _ Device = nvml.Device(nil)
+
+// nvmlLibrary adapts go-nvml's library to Library.
+type nvmlLibrary struct{ lib nvml.Interface }
+
+func newLibrary(path string) Library {
+	var opts []nvml.LibraryOption
+	if path != "" {
+		opts = append(opts, nvml.WithLibraryPath(path))
+	}
+	return nvmlLibrary{nvml.New(opts...)}
+}
+
+func (l nvmlLibrary) Init() nvml.Return                  { return l.lib.Init() }
+func (l nvmlLibrary) Shutdown() nvml.Return              { return l.lib.Shutdown() }
+func (l nvmlLibrary) DeviceGetCount() (int, nvml.Return) { return l.lib.DeviceGetCount() }
+
+func (l nvmlLibrary) DeviceGetHandleByIndex(i int) (Device, nvml.Return) {
+	d, ret := l.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return nil, ret
+	}
+	return d, ret
+}

@@ -1,0 +1,188 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// Config configures a Sampler.
+type Config struct {
+	// LibraryPath is the NVML library to load; empty means the system's
+	// libnvidia-ml.so.1.
+	LibraryPath string
+	// Timeout bounds each batch of NVML calls: Open, one Sample, Close.
+	Timeout time.Duration
+}
+
+// DefaultConfig returns the configuration the daemon uses.
+func DefaultConfig() Config {
+	return Config{Timeout: 3 * time.Second}
+}
+
+// Sampler reads the GPUs of this machine through one NVML handle.
+// Its methods are safe for concurrent use; NVML calls run one batch at a time.
+type Sampler struct {
+	lib   Library
+	cfg   Config
+	infos []Info   // read in Open, never changed
+	devs  []Device // handles of infos, same order
+	// sem is held by the goroutine making NVML calls; it guards closed and
+	// serializes calls into the driver.
+	sem    chan struct{}
+	closed bool
+}
+
+// Open loads NVML, initializes it and reads which GPUs there are. It returns
+// ErrNoDriver where NVML cannot be loaded. A machine with the driver but no
+// GPU gets a Sampler with no devices.
+func Open(cfg Config) (*Sampler, error) {
+	return OpenLibrary(newLibrary(cfg.LibraryPath), cfg)
+}
+
+// OpenLibrary is Open with lib in place of the system's NVML (for example
+// a gputest.Library).
+func OpenLibrary(lib Library, cfg Config) (*Sampler, error) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultConfig().Timeout
+	}
+	s := &Sampler{lib: lib, cfg: cfg, sem: make(chan struct{}, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
+	defer cancel()
+	if _, err := call(ctx, s, s.open); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// open initializes NVML and records every device it can reach.
+func (s *Sampler) open(ctx context.Context) (struct{}, error) {
+	if ret := s.lib.Init(); ret != nvml.SUCCESS {
+		switch ret {
+		case nvml.ERROR_LIBRARY_NOT_FOUND:
+			return struct{}{}, ErrNoDriver
+		case nvml.ERROR_DRIVER_NOT_LOADED:
+			return struct{}{}, fmt.Errorf("%w: %v", ErrNoDriver, ret)
+		}
+		return struct{}{}, fmt.Errorf("init nvml: %w", ret)
+	}
+	err := s.openDevices()
+	if err == nil && ctx.Err() != nil { // Open gave up waiting: nobody will Close
+		err = ctx.Err()
+	}
+	if err != nil {
+		s.lib.Shutdown()
+	}
+	return struct{}{}, err
+}
+
+func (s *Sampler) openDevices() error {
+	n, ret := s.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("count gpus: %w", ret)
+	}
+	var errs []error
+	for i := range n {
+		d, ret := s.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			errs = append(errs, fmt.Errorf("open gpu %d: %w", i, ret))
+			continue
+		}
+		s.infos = append(s.infos, readInfo(i, d))
+		s.devs = append(s.devs, d)
+	}
+	if n > 0 && len(s.devs) == 0 { // some GPUs may be hidden from us; none is an error
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+// Devices lists the GPUs found by Open, by NVML index. A nil Sampler has none.
+func (s *Sampler) Devices() []Info {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.infos)
+}
+
+// Sample reads every GPU once. It returns when ctx ends or the Sampler's
+// Timeout passes even where the driver does not; the next call then waits
+// for the stuck one. A nil Sampler returns ErrNoDriver.
+func (s *Sampler) Sample(ctx context.Context) ([]Stats, error) {
+	if s == nil {
+		return nil, ErrNoDriver
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	stats, err := call(ctx, s, s.read)
+	if err != nil {
+		return nil, fmt.Errorf("sample gpus: %w", err)
+	}
+	return stats, nil
+}
+
+func (s *Sampler) read(ctx context.Context) ([]Stats, error) {
+	if s.closed {
+		return nil, ErrClosed
+	}
+	out := make([]Stats, 0, len(s.devs))
+	for i, d := range s.devs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		out = append(out, readStats(s.infos[i], d))
+	}
+	return out, nil
+}
+
+// Close shuts NVML down. It is idempotent; a nil Sampler has nothing to close.
+func (s *Sampler) Close() error {
+	if s == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
+	defer cancel()
+	_, err := call(ctx, s, func(context.Context) (struct{}, error) {
+		if s.closed {
+			return struct{}{}, nil
+		}
+		s.closed = true
+		if ret := s.lib.Shutdown(); ret != nvml.SUCCESS {
+			return struct{}{}, fmt.Errorf("shut down nvml: %w", ret)
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
+// call runs fn on a goroutine of its own once no other call is running, and
+// returns when fn does or when ctx ends, whichever is first. A call that ctx
+// abandons keeps the semaphore until the driver lets it return.
+func call[T any](ctx context.Context, s *Sampler, fn func(context.Context) (T, error)) (T, error) {
+	var zero T
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return zero, fmt.Errorf("wait for a stuck nvml call: %w", ctx.Err())
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() { <-s.sem }()
+		v, err := fn(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, fmt.Errorf("call nvml: %w", ctx.Err())
+	}
+}

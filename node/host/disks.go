@@ -1,0 +1,95 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/shirou/gopsutil/v4/disk"
+)
+
+// diskFS are filesystems that live on a local disk whatever their device.
+var diskFS = map[string]bool{
+	"ext2": true, "ext3": true, "ext4": true, "xfs": true, "btrfs": true, "zfs": true,
+	"f2fs": true, "jfs": true, "reiserfs": true, "bcachefs": true, "vfat": true, "exfat": true,
+	"ntfs": true, "ntfs3": true, "fuseblk": true, "apfs": true, "hfs": true,
+}
+
+// notDiskFS are filesystems on a block device that are not worth showing:
+// read-only images (snaps, CDs).
+var notDiskFS = map[string]bool{"squashfs": true, "iso9660": true, "udf": true, "erofs": true}
+
+// localDisks picks the real local filesystems out of every mount: one mount
+// per device, the shortest path, no bind mounts, no pseudo filesystems.
+func localDisks(parts []disk.PartitionStat) []disk.PartitionStat {
+	var out []disk.PartitionStat
+	for _, p := range parts {
+		local := diskFS[p.Fstype] || (strings.HasPrefix(p.Device, "/dev/") && !notDiskFS[p.Fstype])
+		if local && !slices.Contains(p.Opts, "bind") {
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b disk.PartitionStat) int {
+		return cmp.Or(cmp.Compare(len(a.Mountpoint), len(b.Mountpoint)), strings.Compare(a.Mountpoint, b.Mountpoint))
+	})
+	seen := map[string]bool{}
+	return slices.DeleteFunc(out, func(p disk.PartitionStat) bool {
+		dup := seen[p.Device]
+		seen[p.Device] = true
+		return dup
+	})
+}
+
+// refreshDisks re-reads the mount list when it is older than DiskRefresh.
+// A failed refresh keeps the previous list and is retried next time.
+func (s *Sampler) refreshDisks(ctx context.Context, now time.Time) error {
+	if s.disks != nil && now.Sub(s.disksAt) < s.cfg.DiskRefresh {
+		return nil
+	}
+	parts, err := s.src.partitions(ctx)
+	if err != nil {
+		return fmt.Errorf("list mounts: %w", err)
+	}
+	disks := []string{}
+	devs := map[uint64]bool{}
+	for _, p := range localDisks(parts) {
+		fi, err := s.src.stat(p.Mountpoint)
+		if err != nil || !fi.IsDir() { // not visible here, or a file bind-mounted into a container
+			continue
+		}
+		if dev, ok := deviceOf(fi); ok {
+			devs[dev] = true
+		}
+		disks = append(disks, p.Mountpoint)
+	}
+	for _, path := range s.cfg.ExtraPaths {
+		fi, err := s.src.stat(path)
+		if err != nil {
+			continue // not created yet: looked for again at the next refresh
+		}
+		if dev, ok := deviceOf(fi); !ok || !devs[dev] {
+			disks = append(disks, path)
+		}
+	}
+	slices.Sort(disks)
+	s.disks, s.disksAt = disks, now
+	return nil
+}
+
+// readDisks statfs's every disk of the current list.
+func (s *Sampler) readDisks(ctx context.Context) ([]Disk, error) {
+	out := make([]Disk, 0, len(s.disks))
+	var firstErr error
+	for _, path := range s.disks {
+		u, err := s.src.usage(ctx, path)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, fmt.Errorf("read usage of %s: %w", path, err))
+			continue
+		}
+		out = append(out, Disk{Mount: path, UsedBytes: u.Used, TotalBytes: u.Total})
+	}
+	return out, firstErr
+}

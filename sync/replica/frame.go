@@ -1,0 +1,100 @@
+// Package replica keeps every member's records in the local store: a node
+// serves its own records as a stream ("since N", then live), and follows
+// every other member's stream, so a viewer catches up after any outage
+// (history included) and learns liveness from the stream itself.
+//
+// The member set, written by many, travels on the same streams and is merged
+// last-writer-wins by the store.
+package replica
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/labpool/labpool/sync/store"
+)
+
+// StreamPath is the HTTP path of the replication stream.
+const StreamPath = "/v1/replica/stream"
+
+// MaxFrame bounds one line of the stream (network input).
+const MaxFrame = 8 << 20
+
+// maxBatch bounds the records of one frame.
+const maxBatch = 512
+
+// ErrFrameTooLarge means a peer sent a line over MaxFrame.
+var ErrFrameTooLarge = errors.New("replication frame too large")
+
+// Frame is one NDJSON line of the stream. An empty frame is a heartbeat.
+type Frame struct {
+	Records []store.Record    `json:"r,omitempty"`
+	Members []store.MemberRow `json:"m,omitempty"`
+}
+
+// Decoder reads frames from a stream.
+type Decoder struct {
+	r *bufio.Reader
+}
+
+// NewDecoder returns a decoder of the stream r.
+func NewDecoder(r io.Reader) *Decoder {
+	return &Decoder{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Next reads the next frame. It fails on a line over MaxFrame, on bad JSON,
+// and on a record that breaks the protocol.
+func (d *Decoder) Next() (Frame, error) {
+	line, err := readLine(d.r, MaxFrame)
+	if err != nil {
+		return Frame{}, err
+	}
+	return DecodeFrame(line)
+}
+
+// DecodeFrame decodes and checks one line.
+func DecodeFrame(line []byte) (Frame, error) {
+	var f Frame
+	if err := json.Unmarshal(line, &f); err != nil {
+		return Frame{}, fmt.Errorf("decode replication frame: %w", err)
+	}
+	if len(f.Records) > maxBatch || len(f.Members) > maxBatch {
+		return Frame{}, fmt.Errorf("decode replication frame: %d records, %d members: over %d", len(f.Records), len(f.Members), maxBatch)
+	}
+	for _, r := range f.Records {
+		if r.Seq == 0 || r.Kind == "" || len(r.Kind) > 64 || len(r.Key) > 256 {
+			return Frame{}, fmt.Errorf("decode replication frame: malformed record (seq %d, kind %q)", r.Seq, r.Kind)
+		}
+	}
+	for _, m := range f.Members {
+		if m.ID == "" || len(m.ID) > 128 || len(m.Name) > 256 {
+			return Frame{}, errors.New("decode replication frame: malformed member")
+		}
+	}
+	return f, nil
+}
+
+// readLine reads one '\n'-terminated line of at most max bytes.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			return nil, ErrFrameTooLarge
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return nil, io.ErrUnexpectedEOF
+		default:
+			return nil, err
+		}
+	}
+}

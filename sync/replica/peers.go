@@ -1,0 +1,275 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// Dialer gives an HTTP client whose connections reach the device id at one
+// of addrs and fail unless the handshake proves id.
+type Dialer interface {
+	Client(id peer.ID, addrs []string) *http.Client
+}
+
+// Config tunes the followers.
+type Config struct {
+	// Reconcile is how often the member set is re-read to start and stop
+	// followers.
+	Reconcile time.Duration
+	// MinBackoff and MaxBackoff bound the wait between reconnects.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// DefaultConfig returns the settings the daemon uses.
+func DefaultConfig() Config {
+	return Config{Reconcile: 500 * time.Millisecond, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second}
+}
+
+// Peers follows the stream of every member but this node.
+type Peers struct {
+	cfg  Config
+	db   *store.DB
+	self peer.ID
+	dial Dialer
+	log  *slog.Logger
+
+	// OnChange is called (from any goroutine) when a member goes online or
+	// offline; it must not block.
+	OnChange func(id string, online bool)
+
+	mu    sync.Mutex // guards peers
+	peers map[string]*follower
+}
+
+type follower struct {
+	id     peer.ID
+	addrs  []string // hints: mDNS, the join address, the peer's own record
+	online bool
+	since  time.Time // of the current state
+	cancel context.CancelFunc
+	wake   chan struct{} // a new hint cuts a reconnect wait short
+}
+
+// NewPeers returns the follower set of node self.
+func NewPeers(cfg Config, db *store.DB, self peer.ID, dial Dialer, log *slog.Logger) *Peers {
+	return &Peers{cfg: cfg, db: db, self: self, dial: dial, log: log, peers: map[string]*follower{}}
+}
+
+// Online reports whether id has a live, pinned stream to us.
+func (p *Peers) Online(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.peers[id]
+	return f != nil && f.online
+}
+
+// Hint records addresses where id may be reached (from mDNS or a join).
+func (p *Peers) Hint(id string, addrs ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.peers[id]
+	if f == nil {
+		f = &follower{wake: make(chan struct{}, 1)}
+		p.peers[id] = f
+	}
+	for _, a := range addrs {
+		if i := slices.Index(f.addrs, a); i >= 0 {
+			f.addrs = slices.Delete(f.addrs, i, i+1)
+		}
+		f.addrs = append([]string{a}, f.addrs...) // newest first
+	}
+	if len(f.addrs) > 8 {
+		f.addrs = f.addrs[:8]
+	}
+	if !f.online {
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run follows the members until ctx is cancelled, and returns after every
+// follower has stopped.
+func (p *Peers) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer func() {
+		p.mu.Lock()
+		for _, f := range p.peers {
+			if f.cancel != nil {
+				f.cancel()
+			}
+		}
+		p.mu.Unlock()
+		wg.Wait()
+	}()
+	t := time.NewTicker(p.cfg.Reconcile)
+	defer t.Stop()
+	for {
+		if err := p.reconcile(ctx, &wg); err != nil {
+			p.log.Warn("read members", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// reconcile starts a follower for each member and stops those of removed
+// devices.
+func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
+	members, err := p.db.Members(ctx)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range members {
+		if m.ID == p.self.String() {
+			continue
+		}
+		f := p.peers[m.ID]
+		if m.Removed {
+			if f != nil && f.cancel != nil {
+				f.cancel()
+				f.cancel = nil
+			}
+			continue
+		}
+		if f != nil && f.cancel != nil {
+			continue
+		}
+		id, err := peer.ParseID(m.ID)
+		if err != nil {
+			p.log.Warn("member with a malformed device ID", "id", m.ID)
+			continue
+		}
+		if f == nil {
+			f = &follower{wake: make(chan struct{}, 1)}
+			p.peers[m.ID] = f
+		}
+		fctx, cancel := context.WithCancel(ctx)
+		f.id, f.cancel = id, cancel
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.follow(fctx, f)
+		}()
+	}
+	return nil
+}
+
+// follow keeps one member's stream open, reconnecting with backoff.
+func (p *Peers) follow(ctx context.Context, f *follower) {
+	backoff := p.cfg.MinBackoff
+	for ctx.Err() == nil {
+		start := time.Now()
+		err := p.session(ctx, f)
+		p.setOnline(f, false)
+		if ctx.Err() != nil {
+			return
+		}
+		p.log.Debug("replication session ended", "peer", f.id, "err", err)
+		if time.Since(start) > 10*time.Second {
+			backoff = p.cfg.MinBackoff
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.wake:
+			backoff = p.cfg.MinBackoff
+			continue
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, p.cfg.MaxBackoff)
+	}
+}
+
+func (p *Peers) addrs(f *follower) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(f.addrs)
+}
+
+// session runs one replication stream from f's device until it fails.
+func (p *Peers) session(ctx context.Context, f *follower) error {
+	addrs := p.addrs(f)
+	if len(addrs) == 0 {
+		return errors.New("no address known yet")
+	}
+	origin := f.id.String()
+	since, err := p.db.Cursor(ctx, origin)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://peer"+StreamPath+"?since="+strconv.FormatUint(since, 10), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.dial.Client(f.id, addrs).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("replication stream: %s: %s", resp.Status, msg)
+	}
+	p.setOnline(f, true)
+	dec := NewDecoder(resp.Body)
+	for {
+		fr, err := dec.Next()
+		if err != nil {
+			return err
+		}
+		if err := p.apply(ctx, origin, fr); err != nil {
+			return err
+		}
+	}
+}
+
+// apply stores a frame; records must be the peer's own.
+func (p *Peers) apply(ctx context.Context, origin string, fr Frame) error {
+	for _, r := range fr.Records {
+		if r.Origin != origin {
+			return fmt.Errorf("peer %s sent a record of %s", origin, r.Origin)
+		}
+	}
+	if len(fr.Records) > 0 {
+		if err := p.db.Put(ctx, fr.Records); err != nil {
+			return err
+		}
+	}
+	for _, m := range fr.Members {
+		if _, err := p.db.PutMember(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Peers) setOnline(f *follower, online bool) {
+	p.mu.Lock()
+	changed := f.online != online
+	f.online = online
+	if changed {
+		f.since = time.Now()
+	}
+	p.mu.Unlock()
+	if changed && p.OnChange != nil {
+		p.OnChange(f.id.String(), online)
+	}
+}

@@ -1,0 +1,116 @@
+package replica
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labpool/labpool/sync/store"
+)
+
+// Server streams this node's own records to followers.
+type Server struct {
+	db     *store.DB
+	origin string
+	log    *slog.Logger
+	// Heartbeat is the longest silence on a stream, so followers can tell a
+	// quiet peer from a dead one.
+	Heartbeat time.Duration
+}
+
+// NewServer returns a server of origin's records in db.
+func NewServer(db *store.DB, origin string, log *slog.Logger) *Server {
+	return &Server{db: db, origin: origin, log: log, Heartbeat: time.Second}
+}
+
+// ServeHTTP answers GET StreamPath?since=N with every record of ours whose
+// seq is above N, then with new ones as they are written, and with the
+// member set whenever it changes, until the follower goes away.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	since, err := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
+	if err != nil && r.URL.Query().Get("since") != "" {
+		http.Error(w, "since must be a sequence number", http.StatusBadRequest)
+		return
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	changed, cancel := s.db.Subscribe()
+	defer cancel()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	err = s.stream(r.Context(), w, flusher, since, changed)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Debug("replication stream ended", "err", err)
+	}
+}
+
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flusher, since uint64, changed <-chan struct{}) error {
+	enc := json.NewEncoder(w)
+	beat := time.NewTicker(s.Heartbeat)
+	defer beat.Stop()
+	var membersHash uint64
+	for {
+		n, err := s.sendSince(ctx, enc, &since)
+		if err != nil {
+			return err
+		}
+		h, err := s.sendMembers(ctx, enc, membersHash)
+		if err != nil {
+			return err
+		}
+		if n == 0 && h == membersHash {
+			if err := enc.Encode(Frame{}); err != nil { // heartbeat
+				return err
+			}
+		}
+		membersHash = h
+		fl.Flush()
+		if n == maxBatch {
+			continue // more to catch up
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-changed:
+		case <-beat.C:
+		}
+	}
+}
+
+func (s *Server) sendSince(ctx context.Context, enc *json.Encoder, since *uint64) (int, error) {
+	recs, err := s.db.Since(ctx, s.origin, *since, maxBatch)
+	if err != nil || len(recs) == 0 {
+		return 0, err
+	}
+	*since = recs[len(recs)-1].Seq
+	return len(recs), enc.Encode(Frame{Records: recs})
+}
+
+func (s *Server) sendMembers(ctx context.Context, enc *json.Encoder, last uint64) (uint64, error) {
+	ms, err := s.db.Members(ctx)
+	if err != nil {
+		return last, err
+	}
+	h := fnv.New64a()
+	for _, m := range ms {
+		b, _ := json.Marshal(m)
+		h.Write(b)
+	}
+	sum := h.Sum64()
+	if sum == last || len(ms) == 0 {
+		return sum, nil
+	}
+	if len(ms) > maxBatch {
+		ms = ms[:maxBatch]
+	}
+	return sum, enc.Encode(Frame{Members: ms})
+}

@@ -1,0 +1,117 @@
+// Package store is the local SQLite replica (modernc.org/sqlite, WAL): a
+// replicated log of records in which every origin (a device ID) is the only
+// writer of its own records, the pool's member set, and local settings.
+//
+// A record is named by (origin, kind, key). Its origin numbers every change
+// with a sequence that only grows; writing a record again replaces it and
+// gives it a new seq, so Since(origin, n) returns the newest version of every
+// record that changed after n, like Syncthing's sequence index. Append writes
+// our own records and assigns their seqs; Put stores records replicated from
+// another origin, idempotently and in any order.
+//
+// Times are stored as Unix milliseconds and come back in UTC, truncated to the
+// millisecond.
+//
+// A DB is safe for concurrent use. Writes go through one connection, so they
+// never wait on each other inside a process; reads use a pool of read-only
+// connections and run beside writes (WAL). Several processes may open the
+// same file: their writes wait for each other up to a busy timeout.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"sync"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// busyTimeoutMS is how long a statement waits for another connection's lock,
+// in milliseconds, before failing with SQLITE_BUSY.
+const busyTimeoutMS = 10_000
+
+// maxReaders bounds the read-only connections open at once.
+const maxReaders = 8
+
+// DB is an open replica.
+type DB struct {
+	w *sql.DB // one connection; every write transaction is BEGIN IMMEDIATE
+	r *sql.DB // read-only connections
+
+	notify notifier
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens or creates the replica at path (a file; not ":memory:") and
+// brings its schema up to date. It fails with ErrSchemaTooNew when the file
+// was written by a newer labpool.
+func Open(path string) (*DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open replica %s: %w", path, err)
+	}
+	w, err := sql.Open("sqlite", dsn(abs, "_txlock=immediate&_journal_mode=WAL"))
+	if err != nil {
+		return nil, fmt.Errorf("open replica %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	if err := migrate(context.Background(), w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open replica %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", dsn(abs, "_query_only=1"))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open replica %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(maxReaders)
+	r.SetMaxIdleConns(maxReaders)
+	return &DB{w: w, r: r}, nil
+}
+
+// dsn returns the SQLite URI of the file at the absolute path abs, with the
+// pragmas every connection needs plus extra (already query-encoded).
+func dsn(abs, extra string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	q := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=1&_synchronous=NORMAL", busyTimeoutMS)
+	if extra != "" {
+		q += "&" + extra
+	}
+	return u.String() + "?" + q
+}
+
+// Close closes the replica. It is safe to call more than once.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.closeErr = errors.Join(db.r.Close(), db.w.Close())
+	})
+	return db.closeErr
+}
+
+// write runs fn in a write transaction and commits it. When fn reports a
+// change, subscribers are told after the commit.
+func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, err error)) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	changed, err := fn(tx)
+	if err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if changed {
+		db.notify.broadcast()
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/labpool/labpool/sync/peer"
+)
+
+// Client returns an HTTP client whose every request, whatever the URL's
+// host ("https://peer/v1/..." reads well), goes to device id over this
+// endpoint's socket. It dials addrs (host:port, all at once, the first
+// handshake wins) and fails unless the server proves it is id. All clients
+// for one peer share one QUIC connection, redialed when it dies. Non-empty
+// addrs replace the addresses known for id, as SetAddrs does.
+//
+// The client has no timeout: bound requests with their context.
+func (e *Endpoint) Client(id peer.ID, addrs []string) *http.Client {
+	return &http.Client{Transport: e.peer(id, addrs)}
+}
+
+// SetAddrs replaces the addresses dialed for id (used from the next dial on).
+func (e *Endpoint) SetAddrs(id peer.ID, addrs []string) {
+	e.peer(id, addrs)
+}
+
+// Drop closes the connection to id, failing its requests in flight. The
+// peer's addresses are kept, and its next request dials again.
+func (e *Endpoint) Drop(id peer.ID) {
+	e.mu.Lock()
+	p := e.peers[id]
+	e.mu.Unlock()
+	if p != nil {
+		p.reset()
+	}
+}
+
+func (e *Endpoint) peer(id peer.ID, addrs []string) *pinned {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.peers[id]
+	if p == nil {
+		p = &pinned{e: e, id: id}
+		if e.closed {
+			return p // rt stays nil: every request fails as closed
+		}
+		p.rt = p.newTransport()
+		e.peers[id] = p
+	}
+	if len(addrs) > 0 {
+		p.setAddrs(addrs)
+	}
+	return p
+}
+
+// pinned is the RoundTripper of one peer.
+type pinned struct {
+	e  *Endpoint
+	id peer.ID
+
+	mu    sync.Mutex // guards addrs and rt
+	addrs []string
+	rt    *http3.Transport // nil once closed
+}
+
+func (p *pinned) newTransport() *http3.Transport {
+	return &http3.Transport{
+		TLSClientConfig: p.e.clientTLS(&p.id),
+		QUICConfig:      p.e.clientQUIC(),
+		Dial:            p.dial,
+		Logger:          p.e.log,
+	}
+}
+
+func (p *pinned) dial(ctx context.Context, _ string, tlsConf *tls.Config, qconf *quic.Config) (*quic.Conn, error) {
+	p.mu.Lock()
+	addrs := slices.Clone(p.addrs)
+	p.mu.Unlock()
+	conn, err := p.e.dialFirst(ctx, addrs, tlsConf, qconf)
+	if err != nil {
+		return nil, fmt.Errorf("dial peer %s: %w", p.id.Short(), err)
+	}
+	return conn, nil
+}
+
+func (p *pinned) setAddrs(addrs []string) {
+	p.mu.Lock()
+	p.addrs = slices.Clone(addrs)
+	p.mu.Unlock()
+}
+
+// RoundTrip sends req to the pinned peer.
+func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
+	p.mu.Lock()
+	rt := p.rt
+	p.mu.Unlock()
+	if rt == nil {
+		closeBody(req)
+		return nil, fmt.Errorf("request peer %s: %w", p.id.Short(), net.ErrClosed)
+	}
+	resp, err := rt.RoundTrip(retarget(req))
+	if err != nil && replayable(req, err) {
+		// The connection died under the request (the peer restarted or
+		// closed it): the transport has forgotten it, so this redials.
+		resp, err = rt.RoundTrip(retarget(req))
+	}
+	return resp, err
+}
+
+// replayable reports whether req may be sent again after err: it is
+// idempotent, has no body to resend, and err ended the whole connection.
+func replayable(req *http.Request, err error) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		return false
+	}
+	if req.Body != nil && req.Body != http.NoBody || req.Context().Err() != nil {
+		return false
+	}
+	var app *quic.ApplicationError
+	var reset *quic.StatelessResetError
+	var idle *quic.IdleTimeoutError
+	return errors.As(err, &app) || errors.As(err, &reset) || errors.As(err, &idle)
+}
+
+// reset replaces the transport, closing the old one's connection.
+func (p *pinned) reset() {
+	p.mu.Lock()
+	old := p.rt
+	if old != nil {
+		p.rt = p.newTransport()
+	}
+	p.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+func (p *pinned) close() {
+	p.mu.Lock()
+	old := p.rt
+	p.rt = nil
+	p.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+// retarget returns a shallow copy of req aimed at serverName, so that the
+// http3 transport keeps one connection whatever host the caller wrote.
+func retarget(req *http.Request) *http.Request {
+	out := *req
+	u := *req.URL
+	u.Scheme, u.Host = "https", serverName
+	out.URL, out.Host = &u, ""
+	return &out
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
