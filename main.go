@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/labpool/labpool/app/cli"
@@ -50,6 +51,7 @@ func daemonConfig(o cli.DaemonOptions) daemon.Config {
 	if o.Listen != "" {
 		cfg.Listen = o.Listen
 	}
+	cfg.SimulateGPUs, _ = strconv.Atoi(os.Getenv("LABPOOL_SIMULATE_GPUS"))
 	return cfg
 }
 

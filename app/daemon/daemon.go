@@ -42,6 +42,9 @@ type Config struct {
 	SampleInterval time.Duration
 	// ViewInterval is how often the pool view is pushed to UIs.
 	ViewInterval time.Duration
+	// SimulateGPUs, when above 0, replaces NVML with that many simulated
+	// GPUs (named as such): for demos and tests on machines without one.
+	SimulateGPUs int
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
@@ -141,6 +144,10 @@ func (d *Daemon) pickName(ctx context.Context) (string, error) {
 func (d *Daemon) openTelemetry(ctx context.Context) {
 	var gpus agent.GPUSource
 	g, err := gpu.Open(gpu.DefaultConfig())
+	if d.cfg.SimulateGPUs > 0 {
+		d.log.Warn("simulating GPUs instead of reading NVML", "gpus", d.cfg.SimulateGPUs)
+		g, err = gpu.OpenLibrary(gpu.Simulated(d.cfg.SimulateGPUs, d.id.ID.String()), gpu.DefaultConfig())
+	}
 	switch {
 	case err == nil:
 		d.gpus, gpus = g, g

@@ -81,6 +81,7 @@ type host struct {
 	ns   string
 	ip   string
 	data string
+	env  []string // extra environment of its labpool processes
 
 	mu   sync.Mutex // guards proc, log and logs
 	proc *exec.Cmd
@@ -157,7 +158,7 @@ func (h *host) start(args ...string) {
 	cmd := exec.Command("ip", full...)
 	h.log = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = h.log, h.log
-	cmd.Env = append(os.Environ(), "LABPOOL_LOG=debug")
+	cmd.Env = append(append(os.Environ(), "LABPOOL_LOG=debug"), h.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		h.lan.t.Fatalf("start labpool on %s: %v", h.name, err)

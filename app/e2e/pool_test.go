@@ -20,6 +20,10 @@ import (
 func TestPool(t *testing.T) {
 	l := newLAN(t, "gpu1", "gpu2", "laptop", "stranger")
 	gpu1, gpu2, laptop, stranger := l.host("gpu1"), l.host("gpu2"), l.host("laptop"), l.host("stranger")
+	// The agents have no GPU here: each simulates two, through the same
+	// sampler, replica and UI paths as NVML's figures.
+	gpu1.env = []string{"LABPOOL_SIMULATE_GPUS=2"}
+	gpu2.env = []string{"LABPOOL_SIMULATE_GPUS=2"}
 	for _, h := range []*host{gpu1, gpu2, stranger} {
 		h.agent()
 	}
@@ -96,6 +100,24 @@ func TestPool(t *testing.T) {
 		}
 		if strings.Contains(out, "stranger") {
 			t.Errorf("the stranger is listed: %s", out)
+		}
+		out, errOut, code = laptop.cli("gpus", "--json")
+		if code != 0 {
+			t.Fatalf("gpus --json: exit %d: %s", code, errOut)
+		}
+		var gpus []map[string]any
+		if err := json.Unmarshal([]byte(out), &gpus); err != nil {
+			t.Fatalf("gpus --json: %v", err)
+		}
+		if len(gpus) != 4 {
+			t.Errorf("gpus --json lists %d GPUs, want 2 on each of gpu1 and gpu2", len(gpus))
+		}
+		for _, g := range gpus {
+			for _, k := range []string{"node", "index", "uuid", "name", "util_percent", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w"} {
+				if _, ok := g[k]; !ok {
+					t.Errorf("gpus --json: object lacks %q: %v", k, g)
+				}
+			}
 		}
 	})
 
