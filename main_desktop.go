@@ -29,7 +29,7 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	cfg := daemonConfig(cli.DaemonOptions{DataDir: dataDir})
+	cfg := daemonConfig(cli.DaemonOptions{DataDir: dataDir, Listen: os.Getenv("LABPOOL_LISTEN")})
 	socket, done, err := daemon.Ensure(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labpool:", err)

@@ -49,6 +49,8 @@ export async function runSelfTest(api: Transport, timeoutMs = 15000): Promise<vo
   while (!rendered(document) && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 200))
   }
+  // A few more live samples, so the sparklines in the screenshot have a line.
+  await new Promise((r) => setTimeout(r, 4000))
   await new Promise((r) => requestAnimationFrame(() => r(null)))
   try {
     await api.selfTestReport(JSON.stringify(summarize(document)))

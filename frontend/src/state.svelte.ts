@@ -141,13 +141,16 @@ export class Dashboard {
   private onNodes(list: Node[], fromEvent: boolean) {
     const now = Date.now()
     if (fromEvent) this.lastEvent = now
+    const wasOnline = new Map(this.nodes.map((n) => [n.id, n.online]))
     this.nodes = sortNodes(list.map(normalizeNode))
     this.lastUpdate = now
     this.daemonError = null
     this.fromCache = false
     if (!this.self && now - this.lastSelf >= pollAfterMs) void this.refreshSelf()
     this.saveCache(now)
-    for (const n of this.nodes) this.maybeFetchHistory(n.id, now)
+    // A node back online has history we missed while it (or we) was away:
+    // fetch its window again so the graph fills the gap.
+    for (const n of this.nodes) this.maybeFetchHistory(n.id, now, n.online && wasOnline.get(n.id) === false)
   }
 
   private onSample(s: Sample) {
@@ -163,11 +166,11 @@ export class Dashboard {
     this.series = { ...this.series, [id]: mergeWindow(cur, ps, windowSeconds) }
   }
 
-  private maybeFetchHistory(id: string, now: number) {
+  private maybeFetchHistory(id: string, now: number, force = false) {
     let h = this.history.get(id)
     if (!h) this.history.set(id, (h = { fetched: 0, inFlight: false, lastSample: 0 }))
     if (h.inFlight) return
-    const due = h.fetched === 0 || (now - h.lastSample > historyRetryMs && now - h.fetched > historyRetryMs)
+    const due = force || h.fetched === 0 || (now - h.lastSample > historyRetryMs && now - h.fetched > historyRetryMs)
     if (!due) return
     h.inFlight = true
     const rec = h

@@ -1,0 +1,153 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkAgentVisible measures, per iteration, how long a member agent
+// that was down takes to show as online in a running viewer after its
+// process starts (ns/op is that median), and how long the viewer takes to
+// show it offline after SIGKILL (dead-ms).
+func BenchmarkAgentVisible(b *testing.B) {
+	l := newLAN(b, "agent", "viewer")
+	agent, viewer := l.host("agent"), l.host("viewer")
+	agent.agent()
+	viewer.agent()
+	agent.waitDaemon()
+	viewer.waitDaemon()
+	joinAll(b, agent, viewer)
+	waitFor(b, 20*time.Second, "agent online", func() error { return liveNodes(viewer, "agent") })
+	var visible, dead []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		killed := time.Now()
+		agent.kill()
+		waitFor(b, 10*time.Second, "agent offline", func() error {
+			n, err := nodeByName(viewer, "agent")
+			if err != nil || n.Online {
+				return fmt.Errorf("still online (%v)", err)
+			}
+			return nil
+		})
+		dead = append(dead, time.Since(killed))
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		agent.agent()
+		waitFor(b, 20*time.Second, "agent online again", func() error {
+			n, err := nodeByName(viewer, "agent")
+			if err != nil || !n.Online {
+				return fmt.Errorf("not online (%v)", err)
+			}
+			return nil
+		})
+		visible = append(visible, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(median(visible)), "visible-median-ms")
+	b.ReportMetric(ms(slices.Max(visible)), "visible-max-ms")
+	b.ReportMetric(ms(median(dead)), "dead-median-ms")
+	b.ReportMetric(ms(slices.Max(dead)), "dead-max-ms")
+}
+
+// BenchmarkAgentCost runs one agent with 8 simulated GPUs followed by 3
+// members for 20 s and reports the CPU it used (percent of one core) and its
+// resident memory.
+func BenchmarkAgentCost(b *testing.B) {
+	l := newLAN(b, "gpu", "f1", "f2", "f3")
+	gpu := l.host("gpu")
+	gpu.env = []string{"LABPOOL_SIMULATE_GPUS=8"}
+	for _, h := range l.hosts {
+		h.agent()
+		h.waitDaemon()
+	}
+	joinAll(b, l.hosts...)
+	for _, h := range l.hosts[1:] {
+		waitFor(b, 20*time.Second, h.name+" follows gpu", func() error { return liveNodes(h, "gpu") })
+	}
+	pid := daemonPID(b, gpu)
+	time.Sleep(3 * time.Second) // past start-up
+	const window = 20 * time.Second
+	b.ResetTimer()
+	for range b.N {
+		cpu0 := cpuTicks(b, pid)
+		time.Sleep(window)
+		cpu1 := cpuTicks(b, pid)
+		pct := 100 * float64(cpu1-cpu0) / 100 / window.Seconds() // USER_HZ = 100
+		b.ReportMetric(pct, "cpu-%-of-core")
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(rssKB(b, pid))/1024, "rss-MB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// joinAll makes hosts[0] create a pool and the others join it by mDNS.
+func joinAll(b testing.TB, hosts ...*host) {
+	b.Helper()
+	out, errOut, code := hosts[0].cli("pool", "create")
+	if code != 0 {
+		b.Fatalf("pool create: %s", errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	joinCode := lines[len(lines)-1]
+	for _, h := range hosts[1:] {
+		if _, errOut, code := h.cli("pool", "join", joinCode); code != 0 {
+			b.Fatalf("%s: pool join: %s", h.name, errOut)
+		}
+	}
+}
+
+// daemonPID reads the pid the daemon wrote into its lock file.
+func daemonPID(b testing.TB, h *host) int {
+	data, err := os.ReadFile(filepath.Join(h.data, "daemon.lock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pid
+}
+
+// cpuTicks is utime+stime of pid in clock ticks.
+func cpuTicks(b testing.TB, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return u + s
+}
+
+func rssKB(b testing.TB, pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+			return kb
+		}
+	}
+	return 0
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
