@@ -67,12 +67,9 @@ func (s *Service) Nodes(ctx context.Context) ([]Node, error) {
 	}
 	nodes := make([]Node, 0, len(ids))
 	for _, id := range ids {
-		n, err := s.node(ctx, id, latest[id])
+		n, err := s.node(ctx, id, names[id], latest[id])
 		if err != nil {
 			return nil, err
-		}
-		if n.Name == "" {
-			n.Name = names[id]
 		}
 		nodes = append(nodes, n)
 	}
@@ -115,8 +112,10 @@ func (s *Service) latestSamples(ctx context.Context) (map[string]store.Record, e
 	return m, nil
 }
 
-func (s *Service) node(ctx context.Context, id string, sample store.Record) (Node, error) {
-	n := Node{ID: id, ShortID: shortID(id), Self: id == s.self.ID, GPUs: []GPU{}, Addresses: []string{}}
+// node builds the view of id: name is the member's name, used unless the
+// node record names the node.
+func (s *Service) node(ctx context.Context, id, name string, sample store.Record) (Node, error) {
+	n := Node{ID: id, ShortID: shortID(id), Name: name, Self: id == s.self.ID, GPUs: []GPU{}, Addresses: []string{}}
 	n.Online = n.Self || (s.live != nil && s.live.Online(id))
 	n.Stale = !n.Online
 	rec, ok, err := s.db.Latest(ctx, id, KindNode, "")
@@ -126,7 +125,9 @@ func (s *Service) node(ctx context.Context, id string, sample store.Record) (Nod
 	if ok {
 		var nr NodeRecord
 		if err := json.Unmarshal(rec.Data, &nr); err == nil {
-			n.Name = nr.Info.Name
+			if nr.Info.Name != "" {
+				n.Name = nr.Info.Name
+			}
 			n.Info = nodeInfo(nr.Info)
 			n.GPUError = nr.Info.GPUError
 			if nr.Addresses != nil {

@@ -104,6 +104,10 @@ func newRoot(hooks Hooks) *cobra.Command {
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
+	// Without Args and RunE of its own, cobra rejects an unknown verb with
+	// a plain error (exit 1) rather than a usage error.
+	root.Args = noSubcommand
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	return root
 }
 
@@ -118,12 +122,7 @@ func wrapArgs(c *cobra.Command) {
 			return nil
 		}
 	} else if c.HasSubCommands() {
-		c.Args = func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return nil
-		}
+		c.Args = noSubcommand
 		c.RunE = func(cmd *cobra.Command, _ []string) error {
 			return usageError{errors.New("a subcommand is required; see " + cmd.CommandPath() + " --help")}
 		}
@@ -131,6 +130,22 @@ func wrapArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		wrapArgs(sub)
 	}
+}
+
+// noSubcommand rejects an argument of a command that only has subcommands:
+// it names none of them.
+func noSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's default
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return usageError{errors.New(msg)}
 }
 
 // DefaultDataDir is where labpool keeps its state when --data and

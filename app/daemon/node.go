@@ -142,4 +142,3 @@ func (d *Daemon) poolCandidates(poolID string) []string {
 	}
 	return out
 }
-

@@ -29,11 +29,15 @@ type Config struct {
 	Reconcile time.Duration
 	// MinBackoff and MaxBackoff bound the wait between reconnects.
 	MinBackoff, MaxBackoff time.Duration
+	// Silence ends a session that received no frame (not even a
+	// heartbeat) for this long: the peer's process is hung or gone.
+	Silence time.Duration
 }
 
 // DefaultConfig returns the settings the daemon uses.
 func DefaultConfig() Config {
-	return Config{Reconcile: 500 * time.Millisecond, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second}
+	return Config{Reconcile: 500 * time.Millisecond, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second,
+		Silence: 2500 * time.Millisecond}
 }
 
 // Peers follows the stream of every member but this node.
@@ -211,6 +215,10 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		return errors.New("no address known yet")
 	}
 	origin := f.id.String()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchdog := time.AfterFunc(p.cfg.Silence, cancel)
+	defer watchdog.Stop()
 	since, err := p.db.Cursor(ctx, origin)
 	if err != nil {
 		return err
@@ -235,6 +243,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		if err != nil {
 			return err
 		}
+		watchdog.Reset(p.cfg.Silence)
 		if err := p.apply(ctx, origin, fr); err != nil {
 			return err
 		}

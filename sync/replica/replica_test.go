@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,8 +108,8 @@ func TestFollowCatchUpAndLive(t *testing.T) {
 		ms, _ := r.Members(context.Background())
 		return len(ms) == 2
 	})
+	srv.Listener.Close() // no reconnect can land
 	srv.CloseClientConnections()
-	srv.Close()
 	waitUntil(t, 5*time.Second, "writer offline", func() bool { return !p.Online(writerID.String()) })
 	cancel()
 	select {
@@ -176,5 +177,42 @@ func FuzzDecodeFrame(f *testing.F) {
 		if _, err := NewDecoder(bytes.NewReader(append(bytes.ReplaceAll(line, []byte("\n"), nil), '\n'))).Next(); err != nil && !bytes.Contains(line, []byte("\n")) {
 			t.Fatalf("DecodeFrame accepted what Decoder refused: %v", err)
 		}
+	})
+}
+
+// TestFollowSilentPeerGoesOffline: a peer whose stream stays open but sends
+// nothing (a hung process) is marked offline after Config.Silence.
+func TestFollowSilentPeerGoesOffline(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	writerID, readerID := testID("hung"), testID("reader")
+	r := openDB(t, "reader")
+	if _, err := r.PutMember(context.Background(), store.MemberRow{ID: writerID.String(), Name: "h", Version: 1, AddedBy: writerID.String()}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		select { // hang without a byte
+		case <-release:
+		case <-req.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	cfg := DefaultConfig()
+	cfg.Silence = 300 * time.Millisecond
+	p := NewPeers(cfg, r, readerID, httpDialer{srv}, log)
+	var mu sync.Mutex
+	var changes []bool
+	p.OnChange = func(_ string, online bool) { mu.Lock(); changes = append(changes, online); mu.Unlock() }
+	p.Hint(writerID.String(), "test")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	waitUntil(t, 5*time.Second, "online then offline", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(changes) >= 2 && changes[0] && !changes[1]
 	})
 }

@@ -42,11 +42,12 @@ const DefaultPort = 7420
 type Config struct {
 	// Listen is the UDP address to bind, e.g. ":7420"; port 0 picks one.
 	Listen string
-	// KeepAlive is how often an idle connection is pinged (0.5 s).
+	// KeepAlive is how often an idle connection is pinged (0.4 s).
 	KeepAlive time.Duration
 	// IdleTimeout is how long a silent peer lives after our first
 	// unanswered keepalive before its connection is closed and its streams
-	// fail (2.5 s).
+	// fail (2 s). A dead peer is noticed after at most KeepAlive +
+	// IdleTimeout.
 	IdleTimeout time.Duration
 	// HandshakeTimeout bounds the silence while a handshake is under way (5 s).
 	HandshakeTimeout time.Duration
@@ -62,8 +63,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Listen:              fmt.Sprintf(":%d", DefaultPort),
-		KeepAlive:           500 * time.Millisecond,
-		IdleTimeout:         2500 * time.Millisecond,
+		KeepAlive:           400 * time.Millisecond,
+		IdleTimeout:         2 * time.Second,
 		HandshakeTimeout:    5 * time.Second,
 		StreamReceiveWindow: 16 << 20,
 		ConnReceiveWindow:   32 << 20,

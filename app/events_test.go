@@ -1,0 +1,197 @@
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// drain returns the events waiting in ch, without blocking.
+func drain(ch <-chan Event) []Event {
+	var out []Event
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func TestHubFanOut(t *testing.T) {
+	h := NewHub()
+	var subs []<-chan Event
+	for range 3 {
+		ch, cancel := h.Subscribe()
+		defer cancel()
+		subs = append(subs, ch)
+	}
+	want := []Event{{EventNodes, []Node{}}, {EventSample, Sample{Node: "a"}}, {"other", 3}}
+	for _, ev := range want {
+		h.Emit(ev.Name, ev.Data)
+	}
+	for i, ch := range subs {
+		if diff := cmp.Diff(want, drain(ch)); diff != "" {
+			t.Errorf("subscriber %d (-want +got):\n%s", i, diff)
+		}
+	}
+}
+
+func TestHubSlowSubscriberDrops(t *testing.T) {
+	h := NewHub()
+	slow, cancelSlow := h.Subscribe() // never read while emitting
+	defer cancelSlow()
+	fast, cancelFast := h.Subscribe()
+	defer cancelFast()
+
+	const n = 200
+	var got []int
+	ack := make(chan struct{})
+	go func() {
+		for ev := range fast {
+			got = append(got, ev.Data.(int))
+			ack <- struct{}{}
+		}
+	}()
+	emitted := make(chan struct{})
+	go func() {
+		defer close(emitted)
+		for i := range n {
+			h.Emit("tick", i)
+			<-ack // the fast subscriber keeps up
+		}
+	}()
+	select {
+	case <-emitted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Emit blocked on a subscriber that does not read")
+	}
+	if len(got) != n {
+		t.Errorf("fast subscriber got %d events, want all %d", len(got), n)
+	}
+	held := drain(slow)
+	if len(held) == 0 || len(held) >= n {
+		t.Fatalf("slow subscriber holds %d events, want its buffer's worth of %d", len(held), n)
+	}
+	for i, ev := range held {
+		if ev.Data.(int) != i {
+			t.Fatalf("slow subscriber's event %d is %v: it should keep the oldest and drop the rest", i, ev.Data)
+		}
+	}
+}
+
+func TestHubCancel(t *testing.T) {
+	h := NewHub()
+	ch, cancel := h.Subscribe()
+	other, cancelOther := h.Subscribe()
+	defer cancelOther()
+	h.Emit("before", 1)
+	cancel()
+	cancel() // idempotent
+	if evs := drain(ch); len(evs) != 1 || evs[0].Name != "before" {
+		t.Errorf("events before cancel = %v, want the one emitted", evs)
+	}
+	if _, ok := <-ch; ok {
+		t.Error("channel still open after cancel")
+	}
+	h.Emit("after", 2) // must not send on the closed channel
+	if evs := drain(other); len(evs) != 2 {
+		t.Errorf("the other subscriber got %v, want both events", evs)
+	}
+}
+
+func TestHubConcurrentCancel(t *testing.T) {
+	h := NewHub()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				ch, cancel := h.Subscribe()
+				h.Emit("x", nil)
+				go cancel()
+				cancel()
+				for range ch {
+				}
+			}
+		})
+	}
+	for range 200 {
+		h.Emit("y", nil)
+	}
+	wg.Wait()
+}
+
+func TestReadSSE(t *testing.T) {
+	type ev struct {
+		Name string
+		Data string
+	}
+	tests := []struct {
+		name string
+		in   string
+		want []ev
+	}{
+		{"one event", "event: pool:nodes\ndata: []\n\n", []ev{{"pool:nodes", "[]"}}},
+		{"comments and keepalives", ": labpool events\n\n: keepalive\n\nevent: a\ndata: 1\n\n", []ev{{"a", "1"}}},
+		{"no space after colon", "event:a\ndata:{\"x\":1}\n\n", []ev{{"a", `{"x":1}`}}},
+		{"no name", "data: 2\n\n", []ev{{"", "2"}}},
+		{"name without data is dropped", "event: a\n\nevent: b\ndata: 3\n\n", []ev{{"b", "3"}}},
+		{"unterminated event is dropped", "event: a\ndata: 1\n\nevent: b\ndata: 2\n", []ev{{"a", "1"}}},
+		{"two events", "event: a\ndata: 1\n\nevent: b\ndata: 2\n\n", []ev{{"a", "1"}, {"b", "2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []ev
+			err := ReadSSE(strings.NewReader(tt.in), func(name string, data json.RawMessage) {
+				got = append(got, ev{name, string(data)})
+			})
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("ReadSSE at the end of the stream: %v, want io.ErrUnexpectedEOF", err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReadSSELongLine(t *testing.T) {
+	big := `"` + strings.Repeat("x", 1<<20) + `"`
+	var got int
+	err := ReadSSE(strings.NewReader("event: big\ndata: "+big+"\n\n"), func(_ string, d json.RawMessage) { got = len(d) })
+	if !errors.Is(err, io.ErrUnexpectedEOF) || got != len(big) {
+		t.Errorf("a 1 MiB event: got %d bytes, %v", got, err)
+	}
+	err = ReadSSE(strings.NewReader("data: "+strings.Repeat("x", 9<<20)+"\n\n"), func(string, json.RawMessage) {})
+	if err == nil || errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a line over 8 MiB: %v, want a read error", err)
+	}
+}
+
+// FuzzReadSSE feeds the events decoder arbitrary streams: it must not panic
+// and must hand over only data it read.
+func FuzzReadSSE(f *testing.F) {
+	f.Add("event: a\ndata: 1\n\n")
+	f.Add(": c\n\nevent:\ndata:\n\n")
+	f.Add("data: x\ndata: y\n\n\n\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		err := ReadSSE(strings.NewReader(in), func(name string, data json.RawMessage) {
+			if len(data) == 0 || !strings.Contains(in, name) {
+				t.Errorf("event %q with %d bytes of data from %q", name, len(data), in)
+			}
+		})
+		if err == nil {
+			t.Error("ReadSSE returned nil at the end of the stream")
+		}
+	})
+}

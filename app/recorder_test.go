@@ -1,0 +1,273 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// at is the time hh:mm:ss on t0's day.
+func at(hh, mm, ss int) time.Time {
+	return time.Date(t0.Year(), t0.Month(), t0.Day(), hh, mm, ss, 0, time.UTC)
+}
+
+// seconds returns one sample a second over [from, to], the value of each
+// being its seconds since from.
+func seconds(from, to time.Time) []agent.Sample {
+	var ss []agent.Sample
+	for tm := from; !tm.After(to); tm = tm.Add(time.Second) {
+		ss = append(ss, testSample(tm, tm.Sub(from).Seconds(), 2))
+	}
+	return ss
+}
+
+// tier reads every sample of kind recorded by origin, oldest first.
+func tier(t *testing.T, db *store.DB, origin, kind string) []agent.Sample {
+	t.Helper()
+	recs, err := db.Range(context.Background(), origin, kind, time.Unix(0, 0), t0.Add(365*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []agent.Sample
+	for _, r := range recs {
+		s, err := decodeSample(r.Data)
+		if err != nil {
+			t.Fatalf("%s/%s: %v", kind, r.Key, err)
+		}
+		if r.Key != sampleKey(s.Time) || !r.Time.Equal(s.Time) {
+			t.Errorf("%s record key %q time %v holds a sample of %v", kind, r.Key, r.Time, s.Time)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// point is a mean the tests check: its period start and CPU percent.
+type meanPoint struct {
+	Time time.Time
+	CPU  float64
+}
+
+func points(ss []agent.Sample) []meanPoint {
+	out := []meanPoint{}
+	for _, s := range ss {
+		out = append(out, meanPoint{s.Time, s.Host.CPUPercent})
+	}
+	return out
+}
+
+func TestRecorderTiers(t *testing.T) {
+	tests := []struct {
+		name        string
+		samples     []agent.Sample
+		minutes     []meanPoint
+		quarters    []meanPoint
+		wantSeconds int
+	}{
+		{
+			name:    "within one minute",
+			samples: seconds(at(12, 13, 30), at(12, 13, 59)),
+			minutes: []meanPoint{}, quarters: []meanPoint{}, wantSeconds: 30,
+		},
+		{
+			name:    "steady 1 Hz across a quarter hour",
+			samples: seconds(at(12, 13, 30), at(12, 16, 5)),
+			// means of 0..29, 30..89, 90..149; the quarter: the mean of the first two means
+			minutes:     []meanPoint{{at(12, 13, 0), 14.5}, {at(12, 14, 0), 59.5}, {at(12, 15, 0), 119.5}},
+			quarters:    []meanPoint{{at(12, 0, 0), 37}},
+			wantSeconds: 156,
+		},
+		{
+			name: "a gap of half an hour",
+			samples: []agent.Sample{
+				testSample(at(12, 13, 30), 1, 2), testSample(at(12, 13, 31), 3, 2),
+				testSample(at(12, 47, 10), 10, 2), testSample(at(12, 48, 0), 20, 2),
+			},
+			minutes:     []meanPoint{{at(12, 13, 0), 2}, {at(12, 47, 0), 10}},
+			quarters:    []meanPoint{{at(12, 0, 0), 2}},
+			wantSeconds: 4,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openDB(t)
+			r := NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
+			for _, s := range tt.samples {
+				if err := r.Record(context.Background(), s); err != nil {
+					t.Fatalf("Record(%v): %v", s.Time, err)
+				}
+			}
+			if n := len(tier(t, db, selfID, KindSample1s)); n != tt.wantSeconds {
+				t.Errorf("%d records of %s, want %d", n, KindSample1s, tt.wantSeconds)
+			}
+			if diff := cmp.Diff(tt.minutes, points(tier(t, db, selfID, KindSample1m))); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", KindSample1m, diff)
+			}
+			if diff := cmp.Diff(tt.quarters, points(tier(t, db, selfID, KindSample15m))); diff != "" {
+				t.Errorf("%s mismatch (-want +got):\n%s", KindSample15m, diff)
+			}
+		})
+	}
+}
+
+func TestRecorderMeanFigures(t *testing.T) {
+	db := openDB(t)
+	r := NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
+	for _, s := range seconds(at(12, 14, 0), at(12, 15, 0)) {
+		if err := r.Record(context.Background(), s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms := tier(t, db, selfID, KindSample1m)
+	if len(ms) != 1 {
+		t.Fatalf("%d minute means, want 1", len(ms))
+	}
+	m := ms[0] // the mean of values 0..59: 29.5
+	if m.Host.CPUPercent != 29.5 || m.Host.Load1 != 2.95 || m.Host.MemUsedBytes != 29_500 ||
+		m.Host.NetRxBps != 59 || m.Host.NetTxBps != 88.5 || m.Host.MemTotalBytes != 100_000 {
+		t.Errorf("host mean = %+v", m.Host)
+	}
+	if len(m.GPUs) != 2 {
+		t.Fatalf("mean has %d GPUs, want 2", len(m.GPUs))
+	}
+	g := m.GPUs[1]
+	if g.UtilPercent != 30.5 || g.MemUtilPercent != 14.75 || g.TempC != 69.5 || g.PowerW != 129.5 ||
+		g.MemUsedBytes != 2950 || g.MemTotalBytes != 10_000 || g.UUID != "GPU-b" {
+		t.Errorf("GPU 1 mean = %+v", g)
+	}
+}
+
+func TestMeanSample(t *testing.T) {
+	first := testSample(at(12, 14, 10), 10, 1)
+	last := testSample(at(12, 14, 50), 30, 2)
+	last.GPUError = "read gpu 1: GPU is lost"
+	last.Host.MemTotalBytes = 200_000
+	last.GPUs[0].Name = "renamed"
+	tests := []struct {
+		name string
+		in   []agent.Sample
+		d    time.Duration
+		want func() agent.Sample
+	}{
+		{"one sample", []agent.Sample{first}, time.Minute, func() agent.Sample {
+			s := first
+			s.Time = at(12, 14, 0)
+			return s
+		}},
+		{"the quarter of one sample", []agent.Sample{last}, 15 * time.Minute, func() agent.Sample {
+			s := last
+			s.Time = at(12, 0, 0)
+			return s
+		}},
+		{"totals and names from the last", []agent.Sample{first, last}, time.Minute, func() agent.Sample {
+			s := last
+			s.Time = at(12, 14, 0)
+			s.Host.CPUPercent, s.Host.Load1, s.Host.MemUsedBytes = 20, 2, 20_000
+			s.Host.NetRxBps, s.Host.NetTxBps = 40, 60
+			s.GPUs = []gpu.Stats{last.GPUs[0], last.GPUs[1]}
+			s.GPUs[0].UtilPercent, s.GPUs[0].MemUtilPercent, s.GPUs[0].TempC = 20, 10, 60
+			s.GPUs[0].PowerW, s.GPUs[0].MemUsedBytes = 120, 2000
+			// GPU 1 is missing from the first sample: it counts as idle there
+			s.GPUs[1].UtilPercent, s.GPUs[1].MemUtilPercent, s.GPUs[1].TempC = 15.5, 7.5, 35
+			s.GPUs[1].PowerW, s.GPUs[1].MemUsedBytes = 65, 1500
+			return s
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := append([]agent.Sample(nil), tt.in...)
+			got := MeanSample(in, tt.d)
+			if diff := cmp.Diff(tt.want(), got); diff != "" {
+				t.Errorf("MeanSample mismatch (-want +got):\n%s", diff)
+			}
+			got.GPUs[0].UtilPercent = -1
+			if in[len(in)-1].GPUs[0].UtilPercent == -1 {
+				t.Error("MeanSample's GPUs alias the input's, which subscribers share")
+			}
+		})
+	}
+}
+
+func TestRecorderPrune(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	r := NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
+	tiers := []struct {
+		kind       string
+		kept, gone []time.Duration // ages at the prune
+	}{
+		{KindSample1s, []time.Duration{time.Second, 59 * time.Minute}, []time.Duration{61 * time.Minute, 3 * time.Hour}},
+		{KindSample1m, []time.Duration{time.Hour, 6 * 24 * time.Hour}, []time.Duration{8 * 24 * time.Hour}},
+		{KindSample15m, []time.Duration{300 * 24 * time.Hour}, []time.Duration{366 * 24 * time.Hour}},
+	}
+	for _, tr := range tiers {
+		for _, age := range append(append([]time.Duration{}, tr.kept...), tr.gone...) {
+			putSample(t, db, alphaID, tr.kind, testSample(t0.Add(-age), 1, 0)) // a peer's
+			s := testSample(t0.Add(-age), 1, 0)
+			if _, err := db.Append(ctx, selfID, tr.kind, sampleKey(s.Time), s.Time, mustJSON(t, s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r.prune(ctx, t0)
+	for _, tr := range tiers {
+		for _, origin := range []string{selfID, alphaID} {
+			var ages []time.Duration
+			for _, s := range tier(t, db, origin, tr.kind) {
+				ages = append(ages, t0.Sub(s.Time))
+			}
+			want := append([]time.Duration(nil), tr.kept...)
+			for i, j := 0, len(want)-1; i < j; i, j = i+1, j-1 {
+				want[i], want[j] = want[j], want[i] // oldest first
+			}
+			if diff := cmp.Diff(want, ages); diff != "" {
+				t.Errorf("%s of %s after prune (-want +got ages):\n%s", tr.kind, origin, diff)
+			}
+		}
+	}
+}
+
+func TestRecorderRun(t *testing.T) {
+	db := openDB(t)
+	r := NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
+	ss := seconds(at(12, 13, 58), at(12, 14, 1))
+	ch := make(chan agent.Sample, len(ss))
+	for _, s := range ss {
+		ch <- s
+	}
+	close(ch)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background(), ch) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return when its samples channel closed")
+	}
+	if n := len(tier(t, db, selfID, KindSample1s)); n != len(ss) {
+		t.Errorf("%d samples recorded, want %d", n, len(ss))
+	}
+	if got := points(tier(t, db, selfID, KindSample1m)); len(got) != 1 || got[0] != (meanPoint{at(12, 13, 0), 0.5}) {
+		t.Errorf("minute means = %v, want the 12:13 mean", got)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { done <- r.Run(ctx, make(chan agent.Sample)) }()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return when its context was cancelled")
+	}
+}
