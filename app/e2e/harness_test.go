@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,6 +26,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
 	bin = os.Getenv("LABPOOL_BIN")
 	if bin == "" && !testing.Short() {
 		dir, err := os.MkdirTemp("", "labpool-e2e-bin")

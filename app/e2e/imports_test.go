@@ -22,7 +22,9 @@ func TestImportDirection(t *testing.T) {
 	}
 	for _, r := range rules {
 		for _, tags := range []string{"", "headless"} {
-			out, err := exec.Command("go", "list", "-tags", tags, "-deps", "-f", "{{.ImportPath}}", r.pkgs).CombinedOutput()
+			cmd := exec.Command("go", "list", "-tags", tags, "-deps", "-f", "{{.ImportPath}}", r.pkgs)
+			cmd.Dir = repoRoot()
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("go list %s: %v\n%s", r.pkgs, err, out)
 			}

@@ -1,0 +1,85 @@
+// Package containers launches and watches this node's job containers
+// through the Docker Engine API. It exposes typed operations only (never a
+// Docker API proxy), hardens every container it creates, labels it as
+// labpool's, and refuses to touch containers that do not carry its label.
+package containers
+
+import "time"
+
+// Labels every labpool container carries.
+const (
+	LabelManaged  = "labpool.managed"   // "true"
+	LabelJob      = "labpool.job"       // job ID
+	LabelOwner    = "labpool.owner"     // device ID of the owner
+	LabelGPUs     = "labpool.gpus"      // comma-separated GPU UUIDs
+	LabelSpecHash = "labpool.spec-hash" // hash of the job's spec
+	LabelNode     = "labpool.node"      // device ID of the node
+)
+
+// Launch is a validated request to create one container. Callers (node/jobs)
+// have already refused anything dangerous; Create adds the hardening.
+type Launch struct {
+	Name        string
+	Image       string
+	Cmd         []string
+	Env         []string          // K=V
+	GPUs        []string          // UUIDs to expose (NVIDIA device request)
+	CPUs        float64           // 0 = no limit
+	MemoryBytes int64             // 0 = no limit
+	ShmBytes    int64             // 0 = Docker's default
+	Binds       []Bind            // shared folders, already resolved and checked
+	Ports       []int             // container TCP ports, published on 127.0.0.1
+	Restart     string            // "" / "no" / "on-failure"
+	Labels      map[string]string // labpool.* labels (LabelManaged is added)
+}
+
+// Bind mounts a host directory into the container.
+type Bind struct {
+	HostPath string
+	Target   string
+	ReadOnly bool
+}
+
+// Container is what Docker reports of one labpool container.
+type Container struct {
+	ID        string
+	Name      string
+	Image     string
+	Labels    map[string]string
+	State     string // created, running, exited, dead, ...
+	Running   bool
+	ExitCode  int
+	Started   time.Time // zero if never started
+	Finished  time.Time // zero if still running
+	OOMKilled bool
+	Ports     map[int]int // container port -> host loopback port
+	Error     string      // Docker's error for a failed start
+}
+
+// Event is a change of a labpool container's state.
+type Event struct {
+	ID     string
+	Action string // "start", "die", "oom", "destroy", ...
+	Labels map[string]string
+	Time   time.Time
+}
+
+// Usage is one stats reading of a container.
+type Usage struct {
+	CPUPercent    float64
+	MemUsedBytes  uint64
+	MemLimitBytes uint64
+	PIDs          []int // host PIDs of the container's processes
+}
+
+// Image is one image in the engine.
+type Image struct {
+	ID      string
+	Tags    []string
+	Size    int64
+	Created time.Time
+}
+
+// Progress reports a long operation (image load or pull): done and total
+// bytes (total 0 when unknown) and a status line.
+type Progress func(done, total int64, status string)

@@ -1,0 +1,104 @@
+// Package jobs runs containers on this node's GPUs: the GPU ledger, the
+// queue, the job records and their life cycle, and the http.Handler that
+// members call to launch, stop, read logs and open tunnels.
+package jobs
+
+import "time"
+
+// State is where a job is in its life.
+type State string
+
+// Job states.
+const (
+	Queued   State = "queued"
+	Starting State = "starting"
+	Running  State = "running"
+	Exited   State = "exited" // ended with exit code 0, or stopped by a user
+	Failed   State = "failed" // ended with a non-zero code, or could not start
+)
+
+// Spec is what a user asks for. It arrives from the network: Validate
+// refuses every option that could give a member root on the host, naming
+// the rule, before any Docker call.
+type Spec struct {
+	Name           string   `json:"name,omitempty"`
+	Image          string   `json:"image"`
+	Cmd            []string `json:"cmd,omitempty"`
+	Env            []string `json:"env,omitempty"`               // K=V
+	GPUs           int      `json:"gpus,omitempty"`              // any N free GPUs
+	GPUIDs         []int    `json:"gpu_ids,omitempty"`           // these indexes
+	MinGPUMemBytes uint64   `json:"min_gpu_mem_bytes,omitempty"` // per granted GPU, total memory
+	CPUs           float64  `json:"cpus,omitempty"`
+	MemoryBytes    int64    `json:"memory_bytes,omitempty"`
+	ShmBytes       int64    `json:"shm_bytes,omitempty"`
+	Mounts         []Mount  `json:"mounts,omitempty"`
+	Ports          []int    `json:"ports,omitempty"`   // container ports, published on the node's loopback
+	Restart        string   `json:"restart,omitempty"` // "" | "no" | "on-failure"
+	Queue          bool     `json:"queue,omitempty"`   // wait for busy GPUs instead of failing
+
+	// Dangerous options a client may send; every one is refused.
+	Privileged  bool     `json:"privileged,omitempty"`
+	NetworkMode string   `json:"network_mode,omitempty"` // only "" or "bridge"
+	PidMode     string   `json:"pid_mode,omitempty"`
+	IpcMode     string   `json:"ipc_mode,omitempty"`
+	UTSMode     string   `json:"uts_mode,omitempty"`
+	UsernsMode  string   `json:"userns_mode,omitempty"`
+	CapAdd      []string `json:"cap_add,omitempty"`
+	Devices     []string `json:"devices,omitempty"`
+	SecurityOpt []string `json:"security_opt,omitempty"`
+	Binds       []string `json:"binds,omitempty"`      // raw host binds: refused, use Mounts
+	PortBinds   []string `json:"port_binds,omitempty"` // raw HOST:PORT binds: refused unless loopback
+}
+
+// Mount asks for a shared folder of the node inside the container.
+type Mount struct {
+	Folder    string `json:"folder"` // the shared folder's name on that node
+	Target    string `json:"target"` // absolute path in the container
+	ReadWrite bool   `json:"rw,omitempty"`
+}
+
+// Job is the record of one launch, kept by its node and replicated.
+type Job struct {
+	ID         string      `json:"id"`
+	Name       string      `json:"name"`
+	Node       string      `json:"node"`  // device ID of the node that runs it
+	Owner      string      `json:"owner"` // device ID of who launched it
+	Image      string      `json:"image"`
+	Spec       Spec        `json:"spec"`
+	State      State       `json:"state"`
+	GPUs       []string    `json:"gpus"`        // granted GPU UUIDs
+	GPUIndexes []int       `json:"gpu_indexes"` // and their indexes
+	Container  string      `json:"container,omitempty"`
+	Ports      map[int]int `json:"ports,omitempty"` // container port -> node loopback port
+	Created    time.Time   `json:"created"`
+	Started    *time.Time  `json:"started,omitempty"`
+	Finished   *time.Time  `json:"finished,omitempty"`
+	ExitCode   *int        `json:"exit_code,omitempty"`
+	Error      string      `json:"error,omitempty"` // why it failed or waits
+	GPUSeconds float64     `json:"gpu_seconds"`     // GPU-time used so far
+	SpecHash   string      `json:"spec_hash"`
+}
+
+// Stats is a job's resource use now.
+type Stats struct {
+	CPUPercent    float64    `json:"cpu_percent"`
+	MemUsedBytes  uint64     `json:"mem_used_bytes"`
+	MemLimitBytes uint64     `json:"mem_limit_bytes"`
+	GPUs          []GPUStats `json:"gpus"`
+}
+
+// GPUStats is what a job's own processes use on one GPU.
+type GPUStats struct {
+	UUID         string  `json:"uuid"`
+	Index        int     `json:"index"`
+	UtilPercent  float64 `json:"util_percent"`
+	MemUsedBytes uint64  `json:"mem_used_bytes"` // by the job's processes
+}
+
+// Image is one image on a node.
+type Image struct {
+	ID      string    `json:"id"`
+	Tags    []string  `json:"tags"`
+	Size    int64     `json:"size"`
+	Created time.Time `json:"created"`
+}
