@@ -70,12 +70,29 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
+	deadline := time.Now().Add(busyTimeoutMS * time.Millisecond)
 	for {
 		done, err := migrateStep(ctx, db, ms)
+		if err != nil && isBusy(err) && time.Now().Before(deadline) {
+			// Another process holds the file while it switches to WAL or
+			// migrates; SQLite answers that without waiting on the busy
+			// timeout, so wait here and read the version again.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
 		if err != nil || done {
 			return err
 		}
 	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY).
+func isBusy(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "SQLITE_BUSY")
 }
 
 // migrateStep applies the next missing migration, or reports that none is
