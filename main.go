@@ -26,6 +26,7 @@ var window func(assets fs.FS, log *slog.Logger) int
 
 func main() {
 	log := newLogger()
+	startProfile(log)
 	assets, err := fs.Sub(dist, "frontend/dist")
 	if err != nil {
 		panic(err)

@@ -46,7 +46,8 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 		OnStartup: func(ctx context.Context) {
 			app.StartBindings(ctx, b,
 				func(name string, data any) { runtime.EventsEmit(ctx, name, data) },
-				func() { runtime.Quit(ctx) })
+				func() { runtime.Quit(ctx) },
+				func(url string) { runtime.BrowserOpenURL(ctx, url) })
 		},
 		Bind:           []any{b},
 		ErrorFormatter: func(err error) any { return err.Error() },

@@ -16,7 +16,10 @@ type Bindings struct {
 	selfTest   string // file the self-test report goes to; "" when off
 	ctx        context.Context
 	quit       func()
+	emit       func(name string, data any)
+	browse     func(url string) // opens the system browser
 	selfTested chan struct{}
+	logs       logFollows
 }
 
 // NewBindings returns bindings over the daemon at client. With selfTest
@@ -28,8 +31,8 @@ func NewBindings(client *Client, selfTest string) *Bindings {
 // StartBindings connects the bindings to the window's lifetime: ctx is the
 // Wails runtime context, emit sends an event to the page, quit closes the
 // window. It relays the daemon's events until ctx is cancelled.
-func StartBindings(ctx context.Context, b *Bindings, emit func(name string, data any), quit func()) {
-	b.ctx, b.quit = ctx, quit
+func StartBindings(ctx context.Context, b *Bindings, emit func(name string, data any), quit func(), browse func(url string)) {
+	b.ctx, b.quit, b.emit, b.browse = ctx, quit, emit, browse
 	go func() {
 		for ctx.Err() == nil {
 			err := b.client.Events(ctx, func(name string, data json.RawMessage) { emit(name, data) })

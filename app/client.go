@@ -147,14 +147,21 @@ func ReadSSE(r io.Reader, fn func(name string, data json.RawMessage)) error {
 	return io.ErrUnexpectedEOF
 }
 
+func jsonBody(in any) (io.Reader, error) {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.NewReader(b), nil
+}
+
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
+		var err error
+		if body, err = jsonBody(in); err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://labpool"+path, body)
 	if err != nil {

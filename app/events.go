@@ -31,6 +31,13 @@ func (h *Hub) Emit(name string, data any) {
 	}
 }
 
+// Subscribers returns how many subscribers the hub has now.
+func (h *Hub) Subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
 // Subscribe returns a channel of events and a func that ends the
 // subscription. The channel is closed by cancel.
 func (h *Hub) Subscribe() (<-chan Event, func()) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,9 @@ type Service struct {
 	pool PoolManager // nil: read-only
 	hub  *Hub
 	now  func() time.Time
+
+	caller  NodeCaller // nil: jobs can be listed, not launched
+	tunnels *Tunnels   // nil: no tunnels (no daemon)
 }
 
 // NewService returns a service over db. live and pool may be nil for a
@@ -277,11 +281,15 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	seen := map[string]time.Time{}
+	var lastJobs []byte
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		}
+		if s.hub.Subscribers() == 0 {
+			continue // no UI is watching: nothing to compute
 		}
 		nodes, err := s.Nodes(ctx)
 		if err != nil {
@@ -294,6 +302,12 @@ func (s *Service) Run(ctx context.Context, interval time.Duration) error {
 			}
 			seen[n.ID] = n.LastSeen
 			s.hub.Emit(EventSample, pointFromNode(n))
+		}
+		if js, err := s.Jobs(ctx, true); err == nil {
+			if b, _ := json.Marshal(js); !bytes.Equal(b, lastJobs) {
+				lastJobs = b
+				s.hub.Emit(EventJobs, js)
+			}
 		}
 	}
 }

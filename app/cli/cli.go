@@ -101,6 +101,7 @@ func newRoot(hooks Hooks) *cobra.Command {
 		agentCmd(g, hooks), webCmd(g, hooks), poolCmd(g),
 		nodesCmd(g), gpusCmd(g), watchCmd(g), debugCmd(g),
 	)
+	root.AddCommand(jobCmds(g)...)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -18,6 +18,7 @@ type reader interface {
 	Nodes(ctx context.Context) ([]app.Node, error)
 	GPUs(ctx context.Context) ([]app.GPU, error)
 	Pool(ctx context.Context) (app.PoolStatus, error)
+	Jobs(ctx context.Context, all bool) ([]app.Job, error)
 }
 
 // connect returns a client of the running daemon, or ErrNoDaemon.

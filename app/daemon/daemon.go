@@ -68,6 +68,8 @@ type Daemon struct {
 	ann   *discovery.Announcer
 	disc  discovery.Config
 
+	tunnels *app.Tunnels
+
 	mu         sync.Mutex // guards candidates
 	candidates map[string]discovery.Candidate
 }
@@ -116,6 +118,8 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.openTelemetry(ctx)
 	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
 	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
+	d.svc.SetNodeCaller(d)
+	d.tunnels = app.NewTunnels(d.svc, log)
 	return d, nil
 }
 
@@ -205,6 +209,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.peers.Run(ctx) })
 	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })
 	g.Go(func() error { return d.runNodeRecord(ctx) })
+	g.Go(func() error { return d.tunnels.Run(ctx) })
 	if err := d.startDiscovery(ctx, g); err != nil {
 		return err
 	}
@@ -236,6 +241,9 @@ func (d *Daemon) isMember(id peer.ID) bool {
 		return false
 	}
 	key := id.String()
+	if id == d.id.ID {
+		return true // this daemon's own calls (jobs on this machine)
+	}
 	for _, m := range ms {
 		if m.ID == key {
 			return !m.Removed

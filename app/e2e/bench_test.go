@@ -65,6 +65,9 @@ func BenchmarkAgentCost(b *testing.B) {
 	l := newLAN(b, "gpu", "f1", "f2", "f3")
 	gpu := l.host("gpu")
 	gpu.env = []string{"LABPOOL_SIMULATE_GPUS=8"}
+	if prof := os.Getenv("LABPOOL_BENCH_CPUPROFILE"); prof != "" {
+		gpu.env = append(gpu.env, "LABPOOL_CPUPROFILE="+prof, "LABPOOL_CPUPROFILE_SECONDS=40")
+	}
 	for _, h := range l.hosts {
 		h.agent()
 		h.waitDaemon()

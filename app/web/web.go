@@ -51,6 +51,9 @@ func Handler(api API, assets fs.FS, log *slog.Logger) http.Handler {
 	mux.HandleFunc("DELETE /api/v1/pool/members/{id}", h.removeMember)
 	mux.HandleFunc("POST /api/v1/probe", h.probe)
 	mux.HandleFunc("GET /api/v1/events", h.events)
+	if ja, ok := api.(JobsAPI); ok {
+		h.routeJobs(mux, ja)
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API call: "+r.Method+" "+r.URL.Path)
 	})

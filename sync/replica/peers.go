@@ -78,6 +78,16 @@ func (p *Peers) Online(id string) bool {
 	return f != nil && f.online
 }
 
+// Addrs returns the addresses known for id, newest first.
+func (p *Peers) Addrs(id string) []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f := p.peers[id]; f != nil {
+		return slices.Clone(f.addrs)
+	}
+	return nil
+}
+
 // Hint records addresses where id may be reached (from mDNS or a join).
 func (p *Peers) Hint(id string, addrs ...string) {
 	p.mu.Lock()

@@ -58,30 +58,34 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 	beat := time.NewTicker(s.Heartbeat)
 	defer beat.Stop()
 	var membersHash uint64
+	dirty := true // read the store at start and after each change only
 	for {
-		n, err := s.sendSince(ctx, enc, &since)
-		if err != nil {
-			return err
-		}
-		h, err := s.sendMembers(ctx, enc, membersHash)
-		if err != nil {
-			return err
-		}
-		if n == 0 && h == membersHash {
-			if err := enc.Encode(Frame{}); err != nil { // heartbeat
+		if dirty {
+			n, err := s.sendSince(ctx, enc, &since)
+			if err != nil {
 				return err
 			}
-		}
-		membersHash = h
-		fl.Flush()
-		if n == maxBatch {
-			continue // more to catch up
+			if membersHash, err = s.sendMembers(ctx, enc, membersHash); err != nil {
+				return err
+			}
+			fl.Flush()
+			if n == maxBatch {
+				continue // more to catch up
+			}
+			dirty = false
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-changed:
+			dirty = true
 		case <-beat.C:
+			// A quiet second: a heartbeat, with no query, tells the
+			// follower we are alive.
+			if err := enc.Encode(Frame{}); err != nil {
+				return err
+			}
+			fl.Flush()
 		}
 	}
 }

@@ -1,0 +1,445 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+func jobCmds(g *globals) []*cobra.Command {
+	return []*cobra.Command{runCmd(g), psCmd(g), logsCmd(g), stopCmd(g), rmCmd(g), statsCmd(g), openCmd(g), imagesCmd(g), imageCmd(g)}
+}
+
+type runFlags struct {
+	node, minGPUMem, memory, shm, name, restart string
+	gpus                                       int
+	gpuIDs                                     []int
+	cpus                                       float64
+	mounts, env                                []string
+	ports                                      []int
+	queue                                      bool
+}
+
+func runCmd(g *globals) *cobra.Command {
+	var f runFlags
+	c := &cobra.Command{
+		Use:   "run [flags] IMAGE [CMD...]",
+		Short: "Launch a container on free GPUs of the pool; prints the job ID last",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := f.spec(args)
+			if err != nil {
+				return usageError{err}
+			}
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			j, err := c.Launch(cmd.Context(), app.LaunchRequest{Node: f.node, Spec: spec})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, j.State)
+			if len(j.GPUIndexes) > 0 {
+				fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
+			}
+			if j.Error != "" {
+				fmt.Fprintf(out, " (%s)", j.Error)
+			}
+			fmt.Fprintln(out)
+			fmt.Fprintln(out, j.ID)
+			return nil
+		},
+	}
+	c.Flags().SetInterspersed(false) // flags after IMAGE belong to CMD
+	fl := c.Flags()
+	fl.StringVar(&f.node, "node", "", "machine (name or ID); default: labpool picks")
+	fl.IntVar(&f.gpus, "gpus", 0, "number of GPUs")
+	fl.IntSliceVar(&f.gpuIDs, "gpu-ids", nil, "these GPU indexes, e.g. 0,3")
+	fl.StringVar(&f.minGPUMem, "min-gpu-mem", "", "each GPU with at least this much memory, e.g. 20GiB")
+	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit (cores)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit, e.g. 32g")
+	fl.StringVar(&f.shm, "shm", "", "size of /dev/shm, e.g. 8g")
+	fl.StringArrayVar(&f.mounts, "mount", nil, "shared folder FOLDER:/path[:rw] (repeatable)")
+	fl.IntSliceVar(&f.ports, "port", nil, "container port to publish on the machine's loopback (repeatable)")
+	fl.StringArrayVarP(&f.env, "env", "e", nil, "environment K=V (repeatable)")
+	fl.StringVar(&f.name, "name", "", "job name")
+	fl.StringVar(&f.restart, "restart", "", "restart policy: no or on-failure")
+	fl.BoolVar(&f.queue, "queue", false, "wait for busy GPUs instead of failing")
+	return c
+}
+
+func (f *runFlags) spec(args []string) (jobs.Spec, error) {
+	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus, GPUIDs: f.gpuIDs,
+		CPUs: f.cpus, Env: f.env, Ports: f.ports, Restart: f.restart, Queue: f.queue}
+	if f.gpus > 0 && len(f.gpuIDs) > 0 {
+		return s, errors.New("give --gpus or --gpu-ids, not both")
+	}
+	for _, sz := range []struct {
+		flag, in string
+		out      func(int64)
+	}{
+		{"--min-gpu-mem", f.minGPUMem, func(n int64) { s.MinGPUMemBytes = uint64(n) }},
+		{"--memory", f.memory, func(n int64) { s.MemoryBytes = n }},
+		{"--shm", f.shm, func(n int64) { s.ShmBytes = n }},
+	} {
+		if sz.in == "" {
+			continue
+		}
+		n, err := jobs.ParseSize(sz.in)
+		if err != nil {
+			return s, fmt.Errorf("%s: %w", sz.flag, err)
+		}
+		sz.out(n)
+	}
+	for _, m := range f.mounts {
+		mt, err := parseMount(m)
+		if err != nil {
+			return s, err
+		}
+		s.Mounts = append(s.Mounts, mt)
+	}
+	return s, nil
+}
+
+// parseMount reads FOLDER:/path[:rw|:ro].
+func parseMount(s string) (jobs.Mount, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) < 2 || len(parts) > 3 || parts[0] == "" || !strings.HasPrefix(parts[1], "/") {
+		return jobs.Mount{}, fmt.Errorf("--mount %q: want FOLDER:/path[:rw]", s)
+	}
+	m := jobs.Mount{Folder: parts[0], Target: parts[1]}
+	if len(parts) == 3 {
+		switch parts[2] {
+		case "rw":
+			m.ReadWrite = true
+		case "ro":
+		default:
+			return m, fmt.Errorf("--mount %q: the mode is rw or ro", s)
+		}
+	}
+	return m, nil
+}
+
+func psCmd(g *globals) *cobra.Command {
+	var all, asJSON bool
+	c := &cobra.Command{
+		Use:   "ps",
+		Short: "List the pool's jobs (running and queued; --all for ended ones too)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			list, err := r.Jobs(cmd.Context(), all)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			return writeJobs(cmd.OutOrStdout(), list, time.Now())
+		},
+	}
+	c.Flags().BoolVar(&all, "all", false, "include ended jobs")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func writeJobs(w io.Writer, list []app.Job, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tMACHINE\tSTATE\tGPUS\tIMAGE\tOWNER\tRUNTIME\tEXIT")
+	for _, j := range list {
+		st := string(j.State)
+		if j.Stale {
+			st += " (last known)"
+		}
+		exit := "-"
+		if j.ExitCode != nil {
+			exit = strconv.Itoa(*j.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", shortJob(j.ID), j.Name, j.NodeName, st,
+			j.GPUIndexes, j.Image, j.OwnerName, runtime(j.Job, now), exit)
+	}
+	return tw.Flush()
+}
+
+func shortJob(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// runtime is how long a job has run (so far).
+func runtime(j jobs.Job, now time.Time) string {
+	if j.Started == nil {
+		return "-"
+	}
+	end := now
+	if j.Finished != nil {
+		end = *j.Finished
+	}
+	return end.Sub(*j.Started).Round(time.Second).String()
+}
+
+func logsCmd(g *globals) *cobra.Command {
+	var follow bool
+	var tail int
+	c := &cobra.Command{
+		Use:   "logs JOB",
+		Short: "Print a job's output (-f to follow)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			rc, err := c.Logs(cmd.Context(), args[0], follow, tail)
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			_, err = io.Copy(cmd.OutOrStdout(), rc)
+			if cmd.Context().Err() != nil {
+				return nil
+			}
+			return err
+		},
+	}
+	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output")
+	c.Flags().IntVar(&tail, "tail", -1, "only the last N lines (-1: all)")
+	return c
+}
+
+func stopCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop JOB",
+		Short: "Stop a job (a queued one leaves the queue)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			j, err := c.StopJob(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", j.Name, j.State)
+			return nil
+		},
+	}
+}
+
+func rmCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm JOB",
+		Short: "Remove an ended job's container",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			if err := c.RemoveJob(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s.\n", args[0])
+			return nil
+		},
+	}
+}
+
+func statsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "stats JOB",
+		Short: "CPU, memory and GPU use of a job's own processes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			st, err := c.JobStats(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "CPU %.1f%%   memory %s / %s\n", st.CPUPercent, Bytes(st.MemUsedBytes), Bytes(st.MemLimitBytes))
+			for _, g := range st.GPUs {
+				fmt.Fprintf(out, "GPU %d  %.0f%%  %s used by this job  %s\n", g.Index, g.UtilPercent, Bytes(g.MemUsedBytes), g.UUID)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func openCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "open JOB PORT",
+		Short: "Forward a job's container port to 127.0.0.1 here and print the URL",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			port, err := strconv.Atoi(args[1])
+			if err != nil {
+				return usageError{fmt.Errorf("PORT %q is not a number", args[1])}
+			}
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			t, err := c.Open(cmd.Context(), args[0], port)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), t.URL)
+			return nil
+		},
+	}
+}
+
+func imagesCmd(g *globals) *cobra.Command {
+	var node string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "images",
+		Short: "List a machine's container images",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			imgs, err := c.Images(cmd.Context(), node)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), imgs)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "IMAGE\tID\tSIZE\tCREATED")
+			for _, im := range imgs {
+				tags := strings.Join(im.Tags, ",")
+				if tags == "" {
+					tags = "<none>"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tags, shortJob(strings.TrimPrefix(im.ID, "sha256:")), Bytes(uint64(im.Size)), Ago(im.Created, time.Now()))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().StringVar(&node, "node", "", "machine (default: this one)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func imageCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "image", Short: "Copy or pull container images to a machine"}
+	load := &cobra.Command{
+		Use:   "load NODE FILE.tar",
+		Short: "Copy an image archive (docker save) to a machine, with progress",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := os.Open(args[1])
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			fi, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			bar := progressbar.DefaultBytes(fi.Size(), "sending "+fi.Name())
+			rc, err := c.LoadImage(cmd.Context(), args[0], io.TeeReader(f, bar))
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			bar.Finish()
+			return printProgress(cmd.OutOrStdout(), rc)
+		},
+	}
+	pull := &cobra.Command{
+		Use:   "pull NODE REF",
+		Short: "Make a machine pull an image from a registry it can reach",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			rc, err := c.PullImage(cmd.Context(), app.PullRequest{Node: args[0], Ref: args[1]})
+			if err != nil {
+				return err
+			}
+			defer rc.Close()
+			return printProgress(cmd.OutOrStdout(), rc)
+		},
+	}
+	c.AddCommand(load, pull)
+	return c
+}
+
+// printProgress shows the NDJSON progress a node streams for a load or a
+// pull, and returns the error its last line reports.
+func printProgress(w io.Writer, r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var bar *progressbar.ProgressBar
+	var last app.ImageProgress
+	for sc.Scan() {
+		var p app.ImageProgress
+		if json.Unmarshal(sc.Bytes(), &p) != nil {
+			continue
+		}
+		last = p
+		if p.Error != "" {
+			return errors.New(p.Error)
+		}
+		if p.Total > 0 {
+			if bar == nil {
+				bar = progressbar.DefaultBytes(p.Total, "machine")
+			}
+			bar.Set64(p.Done)
+		} else if p.Status != "" {
+			fmt.Fprintln(w, p.Status)
+		}
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	if len(last.Tags) > 0 {
+		fmt.Fprintf(w, "Loaded %s\n", strings.Join(last.Tags, ", "))
+	}
+	return nil
+}

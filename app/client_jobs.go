@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// Jobs lists jobs: active ones, or all.
+func (c *Client) Jobs(ctx context.Context, all bool) ([]Job, error) {
+	var j []Job
+	path := "/api/v1/jobs"
+	if all {
+		path += "?all=1"
+	}
+	return j, c.do(ctx, http.MethodGet, path, nil, &j)
+}
+
+// Job returns one job by ID, ID prefix or name.
+func (c *Client) Job(ctx context.Context, ref string) (Job, error) {
+	var j Job
+	return j, c.do(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(ref), nil, &j)
+}
+
+// Plan says where req would run.
+func (c *Client) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
+	var p Plan
+	return p, c.do(ctx, http.MethodPost, "/api/v1/jobs/plan", req, &p)
+}
+
+// Launch runs a job.
+func (c *Client) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
+	var j Job
+	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs", req, &j)
+}
+
+// StopJob stops a job.
+func (c *Client) StopJob(ctx context.Context, ref string) (Job, error) {
+	var j Job
+	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(ref)+"/stop", nil, &j)
+}
+
+// RemoveJob removes a job's container.
+func (c *Client) RemoveJob(ctx context.Context, ref string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/jobs/"+url.PathEscape(ref), nil, nil)
+}
+
+// JobStats returns a job's resource use.
+func (c *Client) JobStats(ctx context.Context, ref string) (jobs.Stats, error) {
+	var s jobs.Stats
+	return s, c.do(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(ref)+"/stats", nil, &s)
+}
+
+// Open opens (or returns) a tunnel to a job's container port.
+func (c *Client) Open(ctx context.Context, ref string, port int) (Tunnel, error) {
+	var t Tunnel
+	return t, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(ref)+"/open", OpenRequest{Port: port}, &t)
+}
+
+// TunnelList returns the open tunnels.
+func (c *Client) TunnelList(ctx context.Context) ([]Tunnel, error) {
+	var t []Tunnel
+	return t, c.do(ctx, http.MethodGet, "/api/v1/tunnels", nil, &t)
+}
+
+// Images lists a node's images ("" = this machine).
+func (c *Client) Images(ctx context.Context, node string) ([]jobs.Image, error) {
+	var i []jobs.Image
+	return i, c.do(ctx, http.MethodGet, "/api/v1/images?node="+url.QueryEscape(node), nil, &i)
+}
+
+// Logs streams a job's logs.
+func (c *Client) Logs(ctx context.Context, ref string, follow bool, tail int) (io.ReadCloser, error) {
+	q := url.Values{"tail": {strconv.Itoa(tail)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	return c.streamReq(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(ref)+"/logs?"+q.Encode(), nil, "")
+}
+
+// LoadImage sends an image archive to node; the reply is NDJSON progress.
+func (c *Client) LoadImage(ctx context.Context, node string, archive io.Reader) (io.ReadCloser, error) {
+	return c.streamReq(ctx, http.MethodPost, "/api/v1/images/load?node="+url.QueryEscape(node), archive, "application/x-tar")
+}
+
+// PullImage makes node pull ref; the reply is NDJSON progress.
+func (c *Client) PullImage(ctx context.Context, req PullRequest) (io.ReadCloser, error) {
+	body, err := jsonBody(req)
+	if err != nil {
+		return nil, err
+	}
+	return c.streamReq(ctx, http.MethodPost, "/api/v1/images/pull", body, "application/json")
+}
+
+func (c *Client) streamReq(ctx context.Context, method, path string, body io.Reader, contentType string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://labpool"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.stream.Do(req)
+	if err != nil {
+		return nil, c.wrap(err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp.Body, nil
+}

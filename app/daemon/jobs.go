@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// NodeClient implements app.NodeCaller: a client pinned to node id, over
+// the pool's transport; this machine is reached through its own endpoint.
+func (d *Daemon) NodeClient(ctx context.Context, id string) (*http.Client, error) {
+	pid, err := peer.ParseID(id)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	}
+	if pid == d.id.ID {
+		return d.ep.Client(pid, []string{d.selfAddr()}), nil
+	}
+	addrs := d.peers.Addrs(id)
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("no address known for %s: is it on the network?", pid.Short())
+	}
+	return d.ep.Client(pid, addrs), nil
+}
+
+// selfAddr is where this daemon reaches its own endpoint.
+func (d *Daemon) selfAddr() string {
+	a := d.ep.Addr()
+	ip := a.IP
+	if ip == nil || ip.IsUnspecified() {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(a.Port))
+}
+
+// jobStore keeps this node's job records in its replicated log, so every
+// member sees them.
+type jobStore struct {
+	db     *store.DB
+	origin string
+}
+
+// SaveJob implements jobs.Store.
+func (s jobStore) SaveJob(j jobs.Job) error {
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	_, err = s.db.Append(context.Background(), s.origin, app.KindJob, j.ID, j.Created, data)
+	return err
+}
+
+// LoadJobs implements jobs.Store.
+func (s jobStore) LoadJobs() ([]jobs.Job, error) {
+	recs, err := s.db.Range(context.Background(), s.origin, app.KindJob, time.Time{}, time.Now().Add(24*time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]jobs.Job, 0, len(recs))
+	for _, r := range recs {
+		var j jobs.Job
+		if err := json.Unmarshal(r.Data, &j); err != nil || j.ID == "" {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}

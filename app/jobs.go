@@ -1,0 +1,394 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// KindJob is the replica record of one job, written by the node that runs
+// it (key: the job ID; data: jobs.Job).
+const KindJob = "job"
+
+// NodeCaller reaches a node's agent API (this machine's included) over the
+// pool's transport, pinned to the node's device ID.
+type NodeCaller interface {
+	NodeClient(ctx context.Context, id string) (*http.Client, error)
+}
+
+// ErrNoCaller means the service was opened without a daemon.
+var errNoCaller = ErrReadOnly
+
+// SetNodeCaller lets the service reach nodes; without one, only reads work.
+func (s *Service) SetNodeCaller(c NodeCaller) { s.caller = c }
+
+// Jobs lists jobs of every node from the replica, newest first: active ones,
+// or all with all set. A job of an offline node is marked stale.
+func (s *Service) Jobs(ctx context.Context, all bool) ([]Job, error) {
+	nodes, err := s.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]string{}
+	online := map[string]bool{}
+	for _, n := range nodes {
+		names[n.ID], online[n.ID] = n.Name, n.Online
+	}
+	out := []Job{}
+	for _, n := range nodes {
+		recs, err := s.db.Range(ctx, n.ID, KindJob, time.Time{}, time.Now().Add(24*time.Hour))
+		if err != nil {
+			return nil, fmt.Errorf("read jobs of %s: %w", n.Name, err)
+		}
+		for _, r := range recs {
+			var j jobs.Job
+			if json.Unmarshal(r.Data, &j) != nil || j.ID == "" {
+				continue // a malformed record from a peer: skip it
+			}
+			if !all && !active(j.State) {
+				continue
+			}
+			out = append(out, Job{Job: j, NodeName: names[n.ID], OwnerName: ownerName(names, j.Owner), Stale: !online[n.ID]})
+		}
+	}
+	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
+	return out, nil
+}
+
+func active(st jobs.State) bool {
+	return st == jobs.Queued || st == jobs.Starting || st == jobs.Running
+}
+
+func ownerName(names map[string]string, id string) string {
+	if n, ok := names[id]; ok {
+		return n
+	}
+	return shortID(id)
+}
+
+// Job finds one job by ID, unique ID prefix, or name.
+func (s *Service) Job(ctx context.Context, ref string) (Job, error) {
+	all, err := s.Jobs(ctx, true)
+	if err != nil {
+		return Job{}, err
+	}
+	var match []Job
+	for _, j := range all {
+		switch {
+		case j.ID == ref:
+			return j, nil
+		case strings.HasPrefix(j.ID, ref) || j.Name == ref:
+			match = append(match, j)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return Job{}, fmt.Errorf("%w: no job %q", ErrNotFound, ref)
+	case 1:
+		return match[0], nil
+	}
+	return Job{}, fmt.Errorf("%w: %q matches %d jobs: give more of the job ID", ErrInvalid, ref, len(match))
+}
+
+// findNode resolves a node by name, ID or ID prefix.
+func (s *Service) findNode(ctx context.Context, ref string) (Node, error) {
+	nodes, err := s.Nodes(ctx)
+	if err != nil {
+		return Node{}, err
+	}
+	var match []Node
+	for _, n := range nodes {
+		if n.ID == ref || n.Name == ref {
+			return n, nil
+		}
+		if len(ref) >= 4 && strings.HasPrefix(strings.ReplaceAll(n.ID, "-", ""), strings.ToUpper(strings.ReplaceAll(ref, "-", ""))) {
+			match = append(match, n)
+		}
+	}
+	if len(match) == 1 {
+		return match[0], nil
+	}
+	if len(match) > 1 {
+		return Node{}, fmt.Errorf("%w: %q matches %d machines", ErrInvalid, ref, len(match))
+	}
+	return Node{}, fmt.Errorf("%w: no machine %q in the pool", ErrNotFound, ref)
+}
+
+// Plan picks where req would run: the named node, or the online node with
+// enough free GPUs that match, least loaded first.
+func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
+	if req.Spec.Image == "" {
+		return Plan{}, fmt.Errorf("%w: an image is required", ErrInvalid)
+	}
+	nodes, err := s.Nodes(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	active, err := s.Jobs(ctx, false)
+	if err != nil {
+		return Plan{}, err
+	}
+	if req.Node != "" {
+		n, err := s.findNode(ctx, req.Node)
+		if err != nil {
+			return Plan{}, err
+		}
+		p := planFor(n, req.Spec, active)
+		if !n.Online {
+			p.Fits, p.Reason = false, n.Name+" is offline"
+		}
+		return p, nil
+	}
+	var best *Plan
+	var bestLoad float64
+	var reasons []string
+	for _, n := range nodes {
+		if !n.Online {
+			continue
+		}
+		p := planFor(n, req.Spec, active)
+		if !p.Fits {
+			reasons = append(reasons, n.Name+": "+p.Reason)
+			continue
+		}
+		if l := load(n); best == nil || l < bestLoad {
+			best, bestLoad = &p, l
+		}
+	}
+	if best == nil {
+		return Plan{Reason: "no machine fits: " + strings.Join(reasons, "; ")}, nil
+	}
+	best.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, len(best.FreeGPUs))
+	return *best, nil
+}
+
+// planFor says whether spec fits on n, given the active jobs of the pool.
+func planFor(n Node, spec jobs.Spec, active []Job) Plan {
+	p := Plan{Node: n.ID, NodeName: n.Name, FreeGPUs: []GPU{}, BusyGPUs: []GPU{}, Images: []string{}}
+	granted := map[string]bool{}
+	for _, j := range active {
+		if j.Node == n.ID && (j.State == jobs.Running || j.State == jobs.Starting) {
+			for _, u := range j.GPUs {
+				granted[u] = true
+			}
+		}
+	}
+	for _, g := range n.GPUs {
+		if granted[g.UUID] || (g.Processes > 0) {
+			p.BusyGPUs = append(p.BusyGPUs, g)
+		} else {
+			p.FreeGPUs = append(p.FreeGPUs, g)
+		}
+	}
+	want := spec.GPUs
+	switch {
+	case len(spec.GPUIDs) > 0:
+		for _, i := range spec.GPUIDs {
+			if !slices.ContainsFunc(p.FreeGPUs, func(g GPU) bool { return g.Index == i }) {
+				p.Reason = fmt.Sprintf("GPU %d is busy or absent", i)
+				return p
+			}
+		}
+	case want > len(n.GPUs):
+		p.Reason = fmt.Sprintf("has %d GPUs, %d asked", len(n.GPUs), want)
+		return p
+	case want > 0:
+		fit := 0
+		for _, g := range p.FreeGPUs {
+			if g.MemTotalBytes >= spec.MinGPUMemBytes {
+				fit++
+			}
+		}
+		if fit < want {
+			p.Reason = fmt.Sprintf("%d of %d GPUs free that match", fit, len(n.GPUs))
+			if !spec.Queue {
+				return p
+			}
+			p.Reason += "; the job will wait in the queue"
+		}
+	}
+	p.Fits = true
+	if p.Reason == "" {
+		p.Reason = fmt.Sprintf("%d free GPUs", len(p.FreeGPUs))
+	}
+	return p
+}
+
+// load is how busy a node is: mean GPU utilization, or CPU without GPUs.
+func load(n Node) float64 {
+	if len(n.GPUs) == 0 {
+		if n.Host != nil {
+			return n.Host.CPUPercent
+		}
+		return 100
+	}
+	var sum float64
+	for _, g := range n.GPUs {
+		sum += g.UtilPercent
+	}
+	return sum / float64(len(n.GPUs))
+}
+
+// Launch runs req on the node Plan picks and returns the node's record.
+func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
+	p, err := s.Plan(ctx, req)
+	if err != nil {
+		return Job{}, err
+	}
+	if !p.Fits {
+		return Job{}, &APIError{Status: http.StatusConflict, Code: "no_fit", Message: p.Reason}
+	}
+	var j jobs.Job
+	if err := s.nodeJSON(ctx, p.Node, http.MethodPost, "/v1/jobs", req.Spec, &j); err != nil {
+		return Job{}, err
+	}
+	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name}, nil
+}
+
+// StopJob stops a job on its node.
+func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
+	j, err := s.Job(ctx, ref)
+	if err != nil {
+		return Job{}, err
+	}
+	var out jobs.Job
+	if err := s.nodeJSON(ctx, j.Node, http.MethodPost, "/v1/jobs/"+url.PathEscape(j.ID)+"/stop", nil, &out); err != nil {
+		return Job{}, err
+	}
+	j.Job = out
+	return j, nil
+}
+
+// RemoveJob removes a job's container on its node.
+func (s *Service) RemoveJob(ctx context.Context, ref string) error {
+	j, err := s.Job(ctx, ref)
+	if err != nil {
+		return err
+	}
+	return s.nodeJSON(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID), nil, nil)
+}
+
+// JobStats returns a job's resource use now.
+func (s *Service) JobStats(ctx context.Context, ref string) (jobs.Stats, error) {
+	var st jobs.Stats
+	j, err := s.Job(ctx, ref)
+	if err != nil {
+		return st, err
+	}
+	return st, s.nodeJSON(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/stats", nil, &st)
+}
+
+// Logs streams a job's logs from its node.
+func (s *Service) Logs(ctx context.Context, ref string, follow bool, tail int) (io.ReadCloser, error) {
+	j, err := s.Job(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{"tail": {strconv.Itoa(tail)}}
+	if follow {
+		q.Set("follow", "1")
+	}
+	return s.nodeStream(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/logs?"+q.Encode(), nil)
+}
+
+// Images lists a node's images.
+func (s *Service) Images(ctx context.Context, node string) ([]jobs.Image, error) {
+	n, err := s.nodeOrSelf(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	imgs := []jobs.Image{}
+	return imgs, s.nodeJSON(ctx, n, http.MethodGet, "/v1/images", nil, &imgs)
+}
+
+// LoadImage sends an image archive to a node; the reply streams progress.
+func (s *Service) LoadImage(ctx context.Context, node string, archive io.Reader) (io.ReadCloser, error) {
+	n, err := s.nodeOrSelf(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/load", archive)
+}
+
+// PullImage makes a node pull an image; the reply streams progress.
+func (s *Service) PullImage(ctx context.Context, req PullRequest) (io.ReadCloser, error) {
+	if req.Ref == "" {
+		return nil, fmt.Errorf("%w: an image reference is required", ErrInvalid)
+	}
+	n, err := s.nodeOrSelf(ctx, req.Node)
+	if err != nil {
+		return nil, err
+	}
+	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/pull?ref="+url.QueryEscape(req.Ref), nil)
+}
+
+func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
+	if ref == "" {
+		return s.self.ID, nil
+	}
+	n, err := s.findNode(ctx, ref)
+	return n.ID, err
+}
+
+// nodeJSON calls a node's agent API with a JSON body and decodes the reply.
+func (s *Service) nodeJSON(ctx context.Context, node, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	rc, err := s.nodeStream(ctx, node, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(out); err != nil {
+		return fmt.Errorf("decode reply of %s: %w", shortID(node), err)
+	}
+	return nil
+}
+
+// nodeStream calls a node's agent API and returns the reply body of a
+// success; a failure becomes an *APIError with the node's message.
+func (s *Service) nodeStream(ctx context.Context, node, method, path string, body io.Reader) (io.ReadCloser, error) {
+	if s.caller == nil {
+		return nil, errNoCaller
+	}
+	hc, err := s.caller.NodeClient(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "https://node"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reach %s: %w", shortID(node), err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp.Body, nil
+}

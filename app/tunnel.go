@@ -1,0 +1,200 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// Tunnels forwards local TCP ports to container ports of jobs, one QUIC
+// stream per TCP connection. A tunnel keeps its local port for as long as
+// the job runs: a dropped network only fails the connections open at that
+// moment, and the next ones reach the job again through a new session.
+type Tunnels struct {
+	svc *Service
+	log *slog.Logger
+
+	mu   sync.Mutex // guards base and open
+	base context.Context
+	open map[tunnelKey]*tunnel
+}
+
+type tunnelKey struct {
+	job  string
+	port int
+}
+
+type tunnel struct {
+	Tunnel
+	node string
+	l    net.Listener
+}
+
+// NewTunnels returns the tunnel set of svc; Run must be running for Open.
+func NewTunnels(svc *Service, log *slog.Logger) *Tunnels {
+	t := &Tunnels{svc: svc, log: log, open: map[tunnelKey]*tunnel{}}
+	svc.tunnels = t
+	return t
+}
+
+// Run keeps the tunnels until ctx is cancelled, closing those whose job
+// has ended.
+func (t *Tunnels) Run(ctx context.Context) error {
+	t.mu.Lock()
+	t.base = ctx
+	t.mu.Unlock()
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			t.closeAll()
+			return nil
+		case <-tick.C:
+			t.closeEnded(ctx)
+		}
+	}
+}
+
+// Open returns the tunnel to port of job ref, opening it if needed.
+func (t *Tunnels) Open(ctx context.Context, ref string, port int) (Tunnel, error) {
+	if port <= 0 || port > 65535 {
+		return Tunnel{}, fmt.Errorf("%w: port must be between 1 and 65535", ErrInvalid)
+	}
+	j, err := t.svc.Job(ctx, ref)
+	if err != nil {
+		return Tunnel{}, err
+	}
+	if j.State != jobs.Running {
+		return Tunnel{}, fmt.Errorf("%w: job %s is %s, not running", ErrInvalid, j.Name, j.State)
+	}
+	if _, ok := j.Ports[port]; !ok {
+		return Tunnel{}, fmt.Errorf("%w: job %s publishes no port %d (it publishes %v); launch it with --port %d", ErrInvalid, j.Name, port, sortedPorts(j.Ports), port)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.base == nil {
+		return Tunnel{}, ErrReadOnly
+	}
+	key := tunnelKey{j.ID, port}
+	if tn, ok := t.open[key]; ok {
+		return tn.Tunnel, nil
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return Tunnel{}, fmt.Errorf("listen for tunnel: %w", err)
+	}
+	tn := &tunnel{Tunnel: Tunnel{Job: j.ID, Port: port, URL: "http://" + l.Addr().String() + "/"}, node: j.Node, l: l}
+	t.open[key] = tn
+	go t.serve(t.base, tn)
+	t.log.Info("opened tunnel", "job", j.ID, "port", port, "url", tn.URL)
+	return tn.Tunnel, nil
+}
+
+func sortedPorts(m map[int]int) []int {
+	out := make([]int, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// List returns the open tunnels.
+func (t *Tunnels) List() []Tunnel {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := []Tunnel{}
+	for _, tn := range t.open {
+		out = append(out, tn.Tunnel)
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].URL < out[k].URL })
+	return out
+}
+
+func (t *Tunnels) serve(ctx context.Context, tn *tunnel) {
+	for {
+		c, err := tn.l.Accept()
+		if err != nil {
+			return // closed
+		}
+		go t.forward(ctx, tn, c)
+	}
+}
+
+// forward carries one TCP connection over one request stream to the node:
+// the request body goes to the container, the reply body comes back.
+func (t *Tunnels) forward(ctx context.Context, tn *tunnel, c net.Conn) {
+	defer c.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	path := "/v1/jobs/" + url.PathEscape(tn.Job) + "/tunnel?port=" + strconv.Itoa(tn.Port)
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, c)
+		pw.CloseWithError(err)
+	}()
+	body, err := t.svc.nodeStream(ctx, tn.node, http.MethodPost, path, pr)
+	if err != nil {
+		t.log.Warn("tunnel connection", "job", tn.Job, "port", tn.Port, "err", err)
+		return
+	}
+	defer body.Close()
+	io.Copy(c, body)
+}
+
+func (t *Tunnels) closeEnded(ctx context.Context) {
+	t.mu.Lock()
+	keys := make([]tunnelKey, 0, len(t.open))
+	for k := range t.open {
+		keys = append(keys, k)
+	}
+	t.mu.Unlock()
+	for _, k := range keys {
+		j, err := t.svc.Job(ctx, k.job)
+		if err == nil && active(j.State) {
+			continue
+		}
+		t.mu.Lock()
+		if tn := t.open[k]; tn != nil {
+			tn.l.Close()
+			delete(t.open, k)
+		}
+		t.mu.Unlock()
+	}
+}
+
+func (t *Tunnels) closeAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, tn := range t.open {
+		tn.l.Close()
+		delete(t.open, k)
+	}
+}
+
+// Open returns a tunnel to a job's container port (see Tunnels.Open).
+func (s *Service) Open(ctx context.Context, ref string, port int) (Tunnel, error) {
+	if s.tunnels == nil {
+		return Tunnel{}, ErrReadOnly
+	}
+	return s.tunnels.Open(ctx, ref, port)
+}
+
+// TunnelList returns the open tunnels.
+func (s *Service) TunnelList(ctx context.Context) ([]Tunnel, error) {
+	if s.tunnels == nil {
+		return []Tunnel{}, nil
+	}
+	return s.tunnels.List(), nil
+}
