@@ -1,0 +1,266 @@
+package containers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/labpool/labpool/node/containers/dockertest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dockertest.Stop()
+	os.Exit(code)
+}
+
+func openRuntime(t *testing.T) *Runtime {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a docker engine: skipped in -short mode")
+	}
+	host := dockertest.Engine(t)
+	cfg := DefaultConfig()
+	cfg.Host = host
+	r, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func launch(name string, cmd ...string) Launch {
+	return Launch{Name: name, Image: dockertest.Image, Cmd: cmd,
+		Labels: map[string]string{LabelJob: name, LabelOwner: "test"}}
+}
+
+func cleanup(t *testing.T, r *Runtime, id string) {
+	t.Cleanup(func() { r.Remove(context.Background(), id) })
+}
+
+func TestRunLogsStatsStop(t *testing.T) {
+	r := openRuntime(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("lp-test-%d", time.Now().UnixNano())
+	c, err := r.Run(ctx, launch(name, "sh", "-c", "echo hello from labpool; echo oops >&2; while true; do echo tick; sleep 0.2; done"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, r, c.ID)
+	if !c.Running || c.Labels[LabelManaged] != "true" || c.Labels[LabelJob] != name {
+		t.Fatalf("container %+v", c)
+	}
+	rc, err := r.Logs(ctx, c.ID, true, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(rc)
+	var lines []string
+	for sc.Scan() && len(lines) < 4 {
+		lines = append(lines, sc.Text())
+	}
+	rc.Close()
+	if !slices.Contains(lines, "hello from labpool") || !slices.Contains(lines, "oops") {
+		t.Errorf("logs %q lack stdout or stderr", lines)
+	}
+	u, err := r.Stats(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.MemUsedBytes == 0 || len(u.PIDs) == 0 {
+		t.Errorf("stats %+v", u)
+	}
+	start := time.Now()
+	if err := r.Stop(ctx, c.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stop took %v", time.Since(start))
+	c, err = r.Inspect(ctx, c.ID)
+	if err != nil || c.Running || c.Finished.IsZero() {
+		t.Errorf("after stop: %+v, %v", c, err)
+	}
+}
+
+// TestHardening reads back what Docker created: the request cannot loosen it.
+func TestHardening(t *testing.T) {
+	r := openRuntime(t)
+	ctx := context.Background()
+	l := launch(fmt.Sprintf("lp-hard-%d", time.Now().UnixNano()), "sleep", "30")
+	l.Ports = []int{8080}
+	l.MemoryBytes, l.CPUs = 64<<20, 0.5
+	c, err := r.Create(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, r, c.ID)
+	ins, err := r.api.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ins.HostConfig
+	if h.Privileged || !slices.Equal(h.CapDrop, []string{"ALL"}) || !slices.Contains(h.SecurityOpt, "no-new-privileges:true") ||
+		h.Init == nil || !*h.Init || h.PidsLimit == nil || *h.PidsLimit != 4096 || string(h.NetworkMode) != "bridge" ||
+		h.PidMode != "" || h.IpcMode.IsHost() || h.UsernsMode != "" || len(h.Devices) != 0 || h.Memory != 64<<20 {
+		t.Errorf("host config not hardened: %+v", h)
+	}
+	for _, c := range h.CapAdd {
+		if !slices.Contains(Capabilities, strings.TrimPrefix(c, "CAP_")) {
+			t.Errorf("capability %s beyond the allowlist", c)
+		}
+	}
+	for port, bs := range h.PortBindings {
+		for _, b := range bs {
+			if b.HostIP != "127.0.0.1" {
+				t.Errorf("port %s bound on %q, want loopback", port, b.HostIP)
+			}
+		}
+	}
+	out, err := exec.Command("docker", "-H", dockertest.Engine(t), "inspect", "-f", "{{.HostConfig.Privileged}} {{.HostConfig.SecurityOpt}} {{index .Config.Labels \"labpool.managed\"}}", c.ID).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "false [no-new-privileges:true] true" {
+		t.Errorf("docker inspect says %q (%v)", out, err)
+	}
+}
+
+func TestHTTPThroughLoopbackPort(t *testing.T) {
+	r := openRuntime(t)
+	ctx := context.Background()
+	l := launch(fmt.Sprintf("lp-http-%d", time.Now().UnixNano()), "httpd", "-f", "-p", "8080", "-h", "/www")
+	l.Ports = []int{8080}
+	c, err := r.Run(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, r, c.ID)
+	hp := c.Ports[8080]
+	if hp == 0 {
+		t.Fatalf("no host port for 8080: %+v", c.Ports)
+	}
+	var body []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", hp))
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("httpd on 127.0.0.1:%d: %v", hp, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(string(body), "labpool test page") {
+		t.Errorf("body %q", body)
+	}
+}
+
+func TestGPURequestFailsClearlyWithoutNvidiaRuntime(t *testing.T) {
+	r := openRuntime(t)
+	ctx := context.Background()
+	l := launch(fmt.Sprintf("lp-gpu-%d", time.Now().UnixNano()), "sleep", "30")
+	l.GPUs = []string{"GPU-11111111-2222-3333-4444-555555555555"}
+	c, err := r.Create(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins, _ := r.api.ContainerInspect(ctx, c.ID)
+	dr := ins.HostConfig.DeviceRequests
+	if len(dr) != 1 || !slices.Equal(dr[0].DeviceIDs, l.GPUs) || dr[0].Driver != "nvidia" {
+		t.Errorf("device requests %+v, want exactly the granted UUIDs", dr)
+	}
+	r.Remove(ctx, c.ID)
+	_, err = r.Run(ctx, l)
+	if err == nil || !strings.Contains(err.Error(), "NVIDIA runtime") {
+		t.Fatalf("run with GPUs here: %v, want the clear NVIDIA runtime error", err)
+	}
+	all, _ := r.List(ctx)
+	for _, c := range all {
+		if c.Name == l.Name {
+			t.Errorf("a failed GPU start left container %s behind", c.ID)
+		}
+	}
+}
+
+func TestUnmanagedContainerRefused(t *testing.T) {
+	r := openRuntime(t)
+	ctx := context.Background()
+	resp, err := r.api.ContainerCreate(ctx, &container.Config{Image: dockertest.Image, Cmd: []string{"sleep", "30"}}, nil, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.api.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true})
+	for name, call := range map[string]func() error{
+		"start":   func() error { _, err := r.Start(ctx, resp.ID); return err },
+		"stop":    func() error { return r.Stop(ctx, resp.ID, time.Second) },
+		"remove":  func() error { return r.Remove(ctx, resp.ID) },
+		"inspect": func() error { _, err := r.Inspect(ctx, resp.ID); return err },
+		"logs":    func() error { _, err := r.Logs(ctx, resp.ID, false, 10); return err },
+		"stats":   func() error { _, err := r.Stats(ctx, resp.ID); return err },
+	} {
+		if err := call(); !errors.Is(err, ErrNotManaged) {
+			t.Errorf("%s on an unmanaged container: %v, want ErrNotManaged", name, err)
+		}
+	}
+	list, _ := r.List(ctx)
+	for _, c := range list {
+		if c.ID == resp.ID {
+			t.Errorf("List returned an unmanaged container")
+		}
+	}
+}
+
+func TestUnknownImageAndCorruptArchive(t *testing.T) {
+	r := openRuntime(t)
+	ctx := context.Background()
+	_, err := r.Run(ctx, Launch{Image: "labpool-test/nope:1", Cmd: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "not on this machine") {
+		t.Errorf("unknown image: %v", err)
+	}
+	_, err = r.LoadImage(ctx, strings.NewReader("this is not a tar archive"), nil)
+	if err == nil {
+		t.Errorf("a corrupt archive loaded")
+	}
+	imgs, err := r.Images(ctx)
+	if err != nil || !slices.ContainsFunc(imgs, func(i Image) bool { return slices.Contains(i.Tags, dockertest.Image) }) {
+		t.Errorf("images %+v, %v: want %s", imgs, err, dockertest.Image)
+	}
+}
+
+func TestEventsReportExit(t *testing.T) {
+	r := openRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	evs, errs := r.Events(ctx)
+	c, err := r.Run(ctx, launch(fmt.Sprintf("lp-ev-%d", time.Now().UnixNano()), "sh", "-c", "exit 3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cleanup(t, r, c.ID)
+	for {
+		select {
+		case ev := <-evs:
+			if ev.ID == c.ID && ev.Action == "die" {
+				got, _ := r.Inspect(ctx, c.ID)
+				if got.ExitCode != 3 {
+					t.Errorf("exit code %d, want 3", got.ExitCode)
+				}
+				return
+			}
+		case err := <-errs:
+			t.Fatal(err)
+		case <-ctx.Done():
+			t.Fatal("no die event")
+		}
+	}
+}
