@@ -63,6 +63,10 @@ type Node struct {
 	Host      *HostStats `json:"host,omitempty"`
 	GPUs      []GPU      `json:"gpus"`
 	GPUError  string     `json:"gpu_error,omitempty"` // e.g. "no NVIDIA GPU found"
+	// Containers says whether the node can run jobs (a Docker engine
+	// answers there); ContainersError says why not.
+	Containers      bool   `json:"containers"`
+	ContainersError string `json:"containers_error,omitempty"`
 }
 
 // NodeInfo is what changes rarely about a machine.

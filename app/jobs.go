@@ -56,7 +56,7 @@ func (s *Service) Jobs(ctx context.Context, all bool) ([]Job, error) {
 			if json.Unmarshal(r.Data, &j) != nil || j.ID == "" {
 				continue // a malformed record from a peer: skip it
 			}
-			if !all && !active(j.State) {
+			if j.Removed || (!all && !active(j.State)) {
 				continue
 			}
 			out = append(out, Job{Job: j, NodeName: names[n.ID], OwnerName: ownerName(names, j.Owner), Stale: !online[n.ID]})
@@ -190,6 +190,13 @@ func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 		} else {
 			p.FreeGPUs = append(p.FreeGPUs, g)
 		}
+	}
+	if !n.Containers {
+		p.Reason = "cannot run containers"
+		if n.ContainersError != "" {
+			p.Reason += ": " + n.ContainersError
+		}
+		return p
 	}
 	want := spec.GPUs
 	switch {

@@ -27,6 +27,9 @@ var retention = map[string]time.Duration{
 type NodeRecord struct {
 	Info      agent.Info `json:"info"`
 	Addresses []string   `json:"addresses"`
+	// Containers says whether the node can run jobs; ContainersError why not.
+	Containers      bool   `json:"containers"`
+	ContainersError string `json:"containers_error,omitempty"`
 }
 
 // sampleKey orders samples by time within a tier.

@@ -134,6 +134,7 @@ func (s *Service) node(ctx context.Context, id, name string, sample store.Record
 			}
 			n.Info = nodeInfo(nr.Info)
 			n.GPUError = nr.Info.GPUError
+			n.Containers, n.ContainersError = nr.Containers, nr.ContainersError
 			if nr.Addresses != nil {
 				n.Addresses = nr.Addresses
 			}

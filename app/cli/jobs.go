@@ -24,12 +24,12 @@ func jobCmds(g *globals) []*cobra.Command {
 
 type runFlags struct {
 	node, minGPUMem, memory, shm, name, restart string
-	gpus                                       int
-	gpuIDs                                     []int
-	cpus                                       float64
-	mounts, env                                []string
-	ports                                      []int
-	queue                                      bool
+	gpus                                        int
+	gpuIDs                                      []int
+	cpus                                        float64
+	mounts, env                                 []string
+	ports                                       []int
+	queue                                       bool
 }
 
 func runCmd(g *globals) *cobra.Command {

@@ -21,8 +21,10 @@ import (
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 	"github.com/labpool/labpool/sync/replica"
@@ -69,6 +71,9 @@ type Daemon struct {
 	disc  discovery.Config
 
 	tunnels *app.Tunnels
+	jobs    *jobs.Manager
+	rt      *containers.Runtime // nil without a reachable Docker engine
+	rtErr   error
 
 	mu         sync.Mutex // guards candidates
 	candidates map[string]discovery.Candidate
@@ -117,6 +122,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	d.openTelemetry(ctx)
 	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
+	d.openJobs(ctx)
 	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
 	d.svc.SetNodeCaller(d)
 	d.tunnels = app.NewTunnels(d.svc, log)
@@ -183,6 +189,9 @@ func (d *Daemon) close() {
 	if d.gpus != nil {
 		d.gpus.Close()
 	}
+	if d.rt != nil {
+		d.rt.Close()
+	}
 	if d.db != nil {
 		d.db.Close()
 	}
@@ -210,6 +219,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })
 	g.Go(func() error { return d.runNodeRecord(ctx) })
 	g.Go(func() error { return d.tunnels.Run(ctx) })
+	g.Go(func() error { return d.jobs.Run(ctx) })
 	if err := d.startDiscovery(ctx, g); err != nil {
 		return err
 	}
@@ -230,6 +240,13 @@ func (d *Daemon) peerHandler() http.Handler {
 	mux.Handle("/v1/node/", agent.Handler(d.telem))
 	mux.Handle("GET "+replica.StreamPath, replica.NewServer(d.db, d.id.ID.String(), d.log))
 	mux.Handle("POST "+pool.JoinPath, d.joinHandler())
+	jh := jobs.Handler(d.jobs, func(r *http.Request) string {
+		id, _ := transport.PeerID(r)
+		return id.String()
+	})
+	for _, p := range []string{"/v1/jobs", "/v1/jobs/", "/v1/images", "/v1/images/"} {
+		mux.Handle(p, jh)
+	}
 	return transport.Authorize(d.isMember, []string{pool.JoinPath}, mux)
 }
 

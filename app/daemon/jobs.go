@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/containers"
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/store"
@@ -74,4 +77,34 @@ func (s jobStore) LoadJobs() ([]jobs.Job, error) {
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+// openJobs connects to this machine's Docker engine (DOCKER_HOST or the
+// default socket) and sets up the job manager; without an engine the node
+// still serves telemetry and says why it cannot run containers.
+func (d *Daemon) openJobs(ctx context.Context) {
+	cfg := containers.DefaultConfig()
+	cfg.Node = d.id.ID.String()
+	var rt jobs.Runtime // stays a nil interface without an engine
+	d.rt, d.rtErr = containers.Open(ctx, cfg)
+	if d.rtErr != nil {
+		d.log.Info("no container engine: this machine will not run jobs", "err", d.rtErr)
+	} else {
+		rt = d.rt
+	}
+	jcfg := jobs.DefaultConfig()
+	jcfg.Node = d.id.ID.String()
+	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, nil, jobStore{d.db, d.id.ID.String()}, d.log)
+}
+
+// telemetryGPUs gives the job manager the latest GPU sample.
+type telemetryGPUs struct{ t *agent.Telemetry }
+
+// GPUs implements jobs.GPUState.
+func (g telemetryGPUs) GPUs() []gpu.Stats {
+	s, ok := g.t.Latest()
+	if !ok {
+		return nil
+	}
+	return s.GPUs
 }

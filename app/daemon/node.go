@@ -19,7 +19,10 @@ func (d *Daemon) runNodeRecord(ctx context.Context) error {
 	t := time.NewTicker(15 * time.Second)
 	defer t.Stop()
 	for {
-		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses()}
+		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses(), Containers: d.rt != nil}
+		if d.rtErr != nil {
+			rec.ContainersError = d.rtErr.Error()
+		}
 		data, err := json.Marshal(rec)
 		if err == nil && string(data) != string(last) {
 			if _, err := d.db.Append(ctx, d.id.ID.String(), app.KindNode, "", time.Now(), data); err != nil {

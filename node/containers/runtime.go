@@ -167,15 +167,15 @@ func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, e
 	init := true
 	pids := r.cfg.PidsLimit
 	host := &container.HostConfig{
-		Init:           &init,
-		SecurityOpt:    []string{"no-new-privileges:true"},
-		CapDrop:        []string{"ALL"},
-		CapAdd:         Capabilities,
-		Privileged:     false,
-		NetworkMode:    "bridge",
-		PortBindings:   bindings,
-		ShmSize:        l.ShmBytes,
-		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Init:          &init,
+		SecurityOpt:   []string{"no-new-privileges:true"},
+		CapDrop:       []string{"ALL"},
+		CapAdd:        Capabilities,
+		Privileged:    false,
+		NetworkMode:   "bridge",
+		PortBindings:  bindings,
+		ShmSize:       l.ShmBytes,
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
 		Resources: container.Resources{
 			NanoCPUs:  int64(l.CPUs * 1e9),
 			Memory:    l.MemoryBytes,

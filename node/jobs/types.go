@@ -77,6 +77,7 @@ type Job struct {
 	Error      string      `json:"error,omitempty"` // why it failed or waits
 	GPUSeconds float64     `json:"gpu_seconds"`     // GPU-time used so far
 	SpecHash   string      `json:"spec_hash"`
+	Removed    bool        `json:"removed,omitempty"` // its container was removed; the record stays
 }
 
 // Stats is a job's resource use now.
