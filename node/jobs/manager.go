@@ -81,14 +81,15 @@ type Manager struct {
 	ledger  *Ledger
 	kick    chan struct{} // wakes the queue
 
-	mu   sync.Mutex // guards jobs
-	jobs map[string]*Job
+	mu        sync.Mutex // guards jobs, lastStart
+	jobs      map[string]*Job
+	lastStart map[string]time.Time // owner -> when a job of theirs last started
 }
 
 // NewManager returns a manager; rt may be nil on a machine without Docker.
 func NewManager(cfg Config, rt Runtime, gpus GPUState, folders FolderResolver, store Store, log *slog.Logger) *Manager {
 	return &Manager{cfg: cfg, rt: rt, gpus: gpus, folders: folders, store: store, log: log,
-		ledger: NewLedger(), kick: make(chan struct{}, 1), jobs: map[string]*Job{}}
+		ledger: NewLedger(), kick: make(chan struct{}, 1), jobs: map[string]*Job{}, lastStart: map[string]time.Time{}}
 }
 
 // Ledger returns the GPU ledger.
@@ -213,16 +214,19 @@ func (m *Manager) start(ctx context.Context, j *Job, binds []containers.Bind) (J
 	}
 	now := time.Now().UTC()
 	j.State, j.Container, j.Ports, j.Started, j.Error = Running, c.ID, c.Ports, &now, ""
+	m.mu.Lock()
+	m.lastStart[j.Owner] = now
+	m.mu.Unlock()
 	m.put(j)
-	m.log.Info("job started", "job", j.ID, "name", j.Name, "owner", j.Owner, "gpus", j.GPUIndexes, "container", c.ID[:12])
+	m.log.Info("job started", "job", j.ID, "name", j.Name, "owner", j.Owner, "gpus", j.GPUIndexes, "container", shortContainer(c.ID))
 	return *j, nil
 }
 
 // put stores j in memory and in the Store.
 func (m *Manager) put(j *Job) {
+	cp := *j // the table never shares a pointer with a caller
 	m.mu.Lock()
-	m.jobs[j.ID] = j
-	cp := *j
+	m.jobs[j.ID] = &cp
 	m.mu.Unlock()
 	if err := m.store.SaveJob(cp); err != nil {
 		m.log.Error("save job record", "job", j.ID, "err", err)
@@ -359,4 +363,11 @@ func (m *Manager) Images(ctx context.Context) ([]Image, error) {
 		out = append(out, Image{ID: i.ID, Tags: i.Tags, Size: i.Size, Created: i.Created})
 	}
 	return out, nil
+}
+
+func shortContainer(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
 }

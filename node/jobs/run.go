@@ -118,7 +118,8 @@ func (m *Manager) Adopt(ctx context.Context) error {
 	var lost []*Job
 	for id, j := range m.jobs {
 		if !seen[id] && (j.State == Running || j.State == Starting) {
-			lost = append(lost, j)
+			cp := *j
+			lost = append(lost, &cp)
 		}
 	}
 	m.mu.Unlock()
@@ -136,8 +137,11 @@ func (m *Manager) Adopt(ctx context.Context) error {
 func (m *Manager) adoptOne(c containers.Container) {
 	id := c.Labels[containers.LabelJob]
 	m.mu.Lock()
-	j, ok := m.jobs[id]
-	if !ok {
+	var j *Job
+	if cur, ok := m.jobs[id]; ok {
+		cp := *cur
+		j = &cp
+	} else {
 		j = &Job{ID: id, Name: c.Labels["labpool.name"], Node: m.cfg.Node, Owner: c.Labels[containers.LabelOwner],
 			Image: c.Image, Spec: Spec{Image: c.Image}, Created: c.Started, SpecHash: c.Labels[containers.LabelSpecHash]}
 		if j.Name == "" {
@@ -275,8 +279,9 @@ func (m *Manager) resync(ctx context.Context) {
 }
 
 // startQueued starts queued jobs whose GPUs are free, fairly: owners take
-// turns (the owner with fewest running jobs here goes first, then the
-// oldest job), so one member's long queue cannot starve the others. A job
+// turns (the owner with fewest running jobs here goes first, then the one
+// served longest ago, then the oldest job), so one member's long queue
+// cannot starve the others. A job
 // that does not fit yet does not block a smaller one behind it, unless it
 // has waited more than starveAfter: then nothing behind it starts, so the
 // GPUs drain for it.
@@ -304,10 +309,15 @@ func (m *Manager) nextQueued() (*Job, bool) {
 	m.mu.Lock()
 	var queued []*Job
 	running := map[string]int{}
+	served := make(map[string]time.Time, len(m.lastStart))
+	for o, t := range m.lastStart {
+		served[o] = t
+	}
 	for _, j := range m.jobs {
 		switch j.State {
 		case Queued:
-			queued = append(queued, j)
+			cp := *j
+			queued = append(queued, &cp)
 		case Running, Starting:
 			running[j.Owner]++
 		}
@@ -317,6 +327,9 @@ func (m *Manager) nextQueued() (*Job, bool) {
 		qa, qb := queued[a], queued[b]
 		if running[qa.Owner] != running[qb.Owner] {
 			return running[qa.Owner] < running[qb.Owner]
+		}
+		if sa, sb := served[qa.Owner], served[qb.Owner]; !sa.Equal(sb) {
+			return sa.Before(sb)
 		}
 		return qa.Created.Before(qb.Created)
 	})
