@@ -176,20 +176,30 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 // planFor says whether spec fits on n, given the active jobs of the pool.
 func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 	p := Plan{Node: n.ID, NodeName: n.Name, FreeGPUs: []GPU{}, BusyGPUs: []GPU{}, Images: []string{}}
-	granted := map[string]bool{}
+	holder := map[string]string{} // GPU UUID -> "job NAME of OWNER"
 	for _, j := range active {
 		if j.Node == n.ID && (j.State == jobs.Running || j.State == jobs.Starting) {
 			for _, u := range j.GPUs {
-				granted[u] = true
+				holder[u] = fmt.Sprintf("job %s of %s", j.Name, j.OwnerName)
 			}
 		}
 	}
+	var busy []string
 	for _, g := range n.GPUs {
-		if granted[g.UUID] || (g.Processes > 0) {
+		switch {
+		case holder[g.UUID] != "":
+			busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, holder[g.UUID]))
 			p.BusyGPUs = append(p.BusyGPUs, g)
-		} else {
+		case g.Processes > 0:
+			busy = append(busy, fmt.Sprintf("GPU %d: a process outside labpool", g.Index))
+			p.BusyGPUs = append(p.BusyGPUs, g)
+		default:
 			p.FreeGPUs = append(p.FreeGPUs, g)
 		}
+	}
+	busyText := ""
+	if len(busy) > 0 {
+		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
 	}
 	if !n.Containers {
 		p.Reason = "cannot run containers"
@@ -203,8 +213,10 @@ func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 	case len(spec.GPUIDs) > 0:
 		for _, i := range spec.GPUIDs {
 			if !slices.ContainsFunc(p.FreeGPUs, func(g GPU) bool { return g.Index == i }) {
-				p.Reason = fmt.Sprintf("GPU %d is busy or absent", i)
-				return p
+				p.Reason = fmt.Sprintf("GPU %d is busy or absent%s", i, busyText)
+				if !spec.Queue {
+					return p
+				}
 			}
 		}
 	case want > len(n.GPUs):
@@ -218,7 +230,7 @@ func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 			}
 		}
 		if fit < want {
-			p.Reason = fmt.Sprintf("%d of %d GPUs free that match", fit, len(n.GPUs))
+			p.Reason = fmt.Sprintf("%d of %d GPUs free that match%s", fit, len(n.GPUs), busyText)
 			if !spec.Queue {
 				return p
 			}

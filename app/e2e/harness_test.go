@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/containers/dockertest"
 )
 
 // bin is the headless labpool binary under test.
@@ -284,4 +285,53 @@ func (s *syncBuffer) String() string {
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// docker starts a private dockerd inside h's namespace (each host its own
+// engine, as on real machines), imports the test image, and points h's
+// labpool processes at it.
+func (h *host) docker() string {
+	t := h.lan.t
+	t.Helper()
+	if _, err := exec.LookPath("dockerd"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("dockerd is not installed")
+		}
+		t.Skip("dockerd is not installed")
+	}
+	dir, err := os.MkdirTemp("", "lpdk-"+h.name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := "unix://" + filepath.Join(dir, "d.sock")
+	logf, _ := os.Create(filepath.Join(dir, "dockerd.log"))
+	// nsenter, not `ip netns exec`: that remounts /sys, hiding the cgroups
+	// dockerd needs.
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+h.ns, "dockerd", "--host", sock,
+		"--data-root", filepath.Join(dir, "root"), "--exec-root", filepath.Join(dir, "x"),
+		"--pidfile", filepath.Join(dir, "d.pid"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dockerd in %s: %v", h.name, err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+		}
+		exec.Command("umount", "-R", filepath.Join(dir, "root")).Run()
+		os.RemoveAll(dir)
+	})
+	waitFor(t, 60*time.Second, "dockerd in "+h.name, func() error {
+		return exec.Command("docker", "-H", sock, "version").Run()
+	})
+	if err := dockertest.ImportBusybox(sock); err != nil {
+		t.Fatal(err)
+	}
+	h.env = append(h.env, "DOCKER_HOST="+sock)
+	return sock
 }

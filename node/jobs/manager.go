@@ -63,6 +63,10 @@ type Config struct {
 	Node        string        // this node's device ID
 	StopTimeout time.Duration // grace before a stop kills
 	Resync      time.Duration // how often running jobs are re-read
+	// SimulatedGPUs marks the GPUs as simulated (no NVIDIA runtime): grants
+	// reach the container as NVIDIA_VISIBLE_DEVICES only, with no device
+	// request, so demos and tests run on machines without a GPU.
+	SimulatedGPUs bool
 }
 
 // DefaultConfig returns the settings the agent uses.
@@ -203,6 +207,10 @@ func (m *Manager) start(ctx context.Context, j *Job, binds []containers.Bind) (J
 			"labpool.name": j.Name,
 		},
 	}
+	if m.cfg.SimulatedGPUs && len(l.GPUs) > 0 {
+		l.Env = append(slices.Clone(l.Env), "NVIDIA_VISIBLE_DEVICES="+strings.Join(l.GPUs, ","))
+		l.GPUs = nil
+	}
 	c, err := m.rt.Run(ctx, l)
 	if err != nil {
 		m.ledger.Release(j.ID)
@@ -296,13 +304,18 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 			return err
 		}
 	}
+	j, _ = m.Get(id)
+	j.Removed = true // before the engine's destroy event can be handled
+	m.put(&j)
 	if j.Container != "" {
 		if err := m.rt.Remove(ctx, j.Container); err != nil && !strings.Contains(err.Error(), "No such container") {
+			j.Removed = false
+			m.put(&j)
 			return fmt.Errorf("remove %s: %w", j.Name, err)
 		}
 	}
 	j, _ = m.Get(id)
-	j.Container, j.Removed = "", true
+	j.Container = ""
 	m.put(&j)
 	return nil
 }

@@ -53,7 +53,7 @@ func Stop() {
 func start() {
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		host = h
-		failErr = ensureImage(host)
+		failErr = ImportBusybox(host)
 		return
 	}
 	if os.Geteuid() != 0 {
@@ -104,11 +104,12 @@ func start() {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	failErr = ensureImage(host)
+	failErr = ImportBusybox(host)
 }
 
-// ensureImage imports Image from the host's busybox if it is missing.
-func ensureImage(host string) error {
+// ImportBusybox imports Image into the engine at host from this machine's
+// busybox, if the engine lacks it.
+func ImportBusybox(host string) error {
 	if exec.Command("docker", "-H", host, "image", "inspect", Image).Run() == nil {
 		return nil
 	}
