@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,8 @@ func TestJobs(t *testing.T) {
 	dk1, dk2 := gpu1.docker(), gpu2.docker()
 	gpu1.agent()
 	gpu2.agent()
-	laptop.agent()
+	const webAddr = "127.0.0.1:7421"
+	laptop.start("web", "--listen", webAddr, "--name", "laptop", "--iface", "eth0", "--peer-listen", ":7420")
 	for _, h := range l.hosts {
 		h.waitDaemon()
 	}
@@ -118,6 +120,19 @@ func TestJobs(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("browser: launch, logs, stop", func(t *testing.T) {
+		script := filepath.Join(repoRoot(), "frontend", "e2e", "jobs.mjs")
+		cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", script, "--url", "http://"+webAddr,
+			"--node", "gpu2", "--image", img, "--cmd", "sh -c 'echo hello from the browser; sleep 600'",
+			"--expect-log", "hello from the browser", "--screenshot", filepath.Join(artifacts(t), "jobs.png"))
+		cmd.Dir = filepath.Join(repoRoot(), "frontend")
+		out, err := cmd.CombinedOutput()
+		t.Logf("playwright: %s", strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatalf("browser jobs test: %v", err)
+		}
 	})
 
 	t.Run("clear errors", func(t *testing.T) {

@@ -2,6 +2,7 @@
 // Events from /api/v1/events, served by the daemon's local web bridge.
 import { ApiError, parseErrorBody } from './errors.ts'
 import { eventNames, type EventName, type EventPayloads } from './events.ts'
+import type { Image, Job, JobStats, JobsTransport, Plan, Tunnel } from './jobs.ts'
 import type { Transport, Unsubscribe } from './transport.ts'
 import type { GPU, History, JoinCode, JoinRequest, Node, PoolStatus, Self } from './types.ts'
 
@@ -122,11 +123,50 @@ export function httpTransport(): Transport {
       return request<PoolStatus>('POST', '/pool/join', req)
     },
     removeMember: (id) => request<void>('DELETE', `/pool/members/${encodeURIComponent(id)}`),
+    ...httpJobs(),
     selfTestEnabled: async () => false,
     selfTestReport: async () => {},
     on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {
       return stream.subscribe(name, (d) => cb(d as EventPayloads[E]))
     },
     onConnection: (cb) => stream.onConnection(cb),
+  }
+}
+
+const enc = encodeURIComponent
+
+function httpJobs(): JobsTransport {
+  return {
+    jobs: async (all) => (await request<Job[] | null>('GET', all ? '/jobs?all=1' : '/jobs')) ?? [],
+    plan: (req) => request<Plan>('POST', '/jobs/plan', req),
+    launch: (req) => request<Job>('POST', '/jobs', req),
+    stopJob: (id) => request<Job>('POST', `/jobs/${enc(id)}/stop`),
+    removeJob: (id) => request<void>('DELETE', `/jobs/${enc(id)}`),
+    jobStats: (id) => request<JobStats>('GET', `/jobs/${enc(id)}/stats`),
+    openJob: (id, port) => request<Tunnel>('POST', `/jobs/${enc(id)}/open`, { port }),
+    images: async (node) => (await request<Image[] | null>('GET', `/images?node=${enc(node)}`)) ?? [],
+    followLogs(id, tail, onText) {
+      const ctl = new AbortController()
+      void (async () => {
+        try {
+          const res = await fetch(`${base}/jobs/${enc(id)}/logs?follow=1&tail=${tail}`, { signal: ctl.signal })
+          if (!res.ok || !res.body) {
+            const parsed = parseErrorBody(await res.text().catch(() => ''))
+            onText(`\n[${parsed?.message ?? 'logs unavailable: ' + res.status}]\n`, true)
+            return
+          }
+          const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+          for (;;) {
+            const { value, done } = await reader.read()
+            if (done) break
+            if (value) onText(value, false)
+          }
+          onText('', true)
+        } catch {
+          if (!ctl.signal.aborted) onText('\n[the log stream broke]\n', true)
+        }
+      })()
+      return () => ctl.abort()
+    },
   }
 }

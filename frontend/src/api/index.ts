@@ -5,7 +5,7 @@ import type { Transport } from './transport.ts'
 import { wailsBindings, wailsTransport } from './wails.ts'
 
 export { ApiError, toApiError } from './errors.ts'
-export { EventNodes, EventSample } from './events.ts'
+export { EventJobs, EventNodes, EventSample } from './events.ts'
 export type { Transport, Unsubscribe } from './transport.ts'
 export type * from './types.ts'
 

@@ -70,6 +70,8 @@ export interface Node {
   host?: HostStats | null
   gpus: GPU[] | null
   gpu_error?: string
+  containers?: boolean
+  containers_error?: string
 }
 
 export interface Sample {

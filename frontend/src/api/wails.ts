@@ -3,6 +3,7 @@
 // from generated wailsjs files.
 import { toApiError } from './errors.ts'
 import type { EventName, EventPayloads } from './events.ts'
+import type { Image, Job, JobStats, LaunchRequest, LogChunk, Plan, Tunnel } from './jobs.ts'
 import type { Transport, Unsubscribe } from './transport.ts'
 import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
 
@@ -15,6 +16,16 @@ export interface WailsBindings {
   CreatePool(): Promise<JoinCode>
   JoinPool(code: string, addr: string): Promise<PoolStatus>
   RemoveMember(id: string): Promise<void>
+  Jobs(all: boolean): Promise<Job[] | null>
+  PlanLaunch(req: LaunchRequest): Promise<Plan>
+  Launch(req: LaunchRequest): Promise<Job>
+  StopJob(id: string): Promise<Job>
+  RemoveJob(id: string): Promise<void>
+  JobStats(id: string): Promise<JobStats>
+  OpenJob(id: string, port: number): Promise<Tunnel>
+  Images(node: string): Promise<Image[] | null>
+  FollowLogs(id: string, tail: number): Promise<void>
+  StopLogs(id: string): Promise<void>
   SelfTestEnabled(): Promise<boolean>
   SelfTestReport(report: string): Promise<void>
 }
@@ -54,6 +65,25 @@ export function wailsTransport(b: WailsBindings): Transport {
     createPool: () => call(() => b.CreatePool()),
     joinPool: (code, addr) => call(() => b.JoinPool(code, addr)),
     removeMember: (id) => call(() => b.RemoveMember(id)),
+    jobs: async (all) => (await call(() => b.Jobs(all))) ?? [],
+    plan: (req) => call(() => b.PlanLaunch(req)),
+    launch: (req) => call(() => b.Launch(req)),
+    stopJob: (id) => call(() => b.StopJob(id)),
+    removeJob: (id) => call(() => b.RemoveJob(id)),
+    jobStats: (id) => call(() => b.JobStats(id)),
+    openJob: (id, port) => call(() => b.OpenJob(id, port)),
+    images: async (node) => (await call(() => b.Images(node))) ?? [],
+    followLogs(id, tail, onText) {
+      const off = window.runtime?.EventsOn('job:logs', (data: unknown) => {
+        const c = data as LogChunk
+        if (c?.job === id) onText(c.text ?? '', c.eof === true)
+      })
+      b.FollowLogs(id, tail).catch((err) => onText(`\n[${toApiError(err).message}]\n`, true))
+      return () => {
+        off?.()
+        void b.StopLogs(id).catch(() => {})
+      }
+    },
     selfTestEnabled: async () => (await call(() => b.SelfTestEnabled())) === true,
     selfTestReport: (report) => call(() => b.SelfTestReport(report)),
     on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {
