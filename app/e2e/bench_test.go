@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -154,3 +155,47 @@ func median(ds []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkLaunchOverhead compares, in one run on the same engine, the time
+// `labpool run` takes from the laptop's CLI to a running container on a
+// pooled machine with `docker run -d` of the same image on that machine.
+// It reports both medians and the agent's overhead (their difference).
+func BenchmarkLaunchOverhead(b *testing.B) {
+	l := newLAN(b, "gpu", "laptop")
+	gpu, laptop := l.host("gpu"), l.host("laptop")
+	sock := gpu.docker()
+	gpu.agent()
+	laptop.agent()
+	gpu.waitDaemon()
+	laptop.waitDaemon()
+	joinAll(b, gpu, laptop)
+	waitFor(b, 20*time.Second, "gpu online", func() error { return liveNodes(laptop, "gpu") })
+	const img = "labpool-test/busybox:1"
+	clean := func() {
+		ids, _ := exec.Command("docker", "-H", sock, "ps", "-aq").Output()
+		if f := strings.Fields(string(ids)); len(f) > 0 {
+			exec.Command("docker", append([]string{"-H", sock, "rm", "-f"}, f...)...).Run()
+		}
+	}
+	var lp, dk []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		clean()
+		start := time.Now()
+		if out, errOut, code := laptop.cli("run", "--node", "gpu", img, "sleep", "600"); code != 0 {
+			b.Fatalf("labpool run: %s%s", out, errOut)
+		}
+		lp = append(lp, time.Since(start))
+		start = time.Now()
+		if out, err := exec.Command("ip", "netns", "exec", gpu.ns, "docker", "-H", sock, "run", "-d", "--init", img, "sleep", "600").CombinedOutput(); err != nil {
+			b.Fatalf("docker run: %v %s", err, out)
+		}
+		dk = append(dk, time.Since(start))
+	}
+	clean()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(median(lp)), "labpool-run-ms")
+	b.ReportMetric(ms(median(dk)), "docker-run-ms")
+	b.ReportMetric(ms(median(lp)-median(dk)), "overhead-ms")
+}
