@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -132,6 +133,60 @@ func TestJobs(t *testing.T) {
 		t.Logf("playwright: %s", strings.TrimSpace(string(out)))
 		if err != nil {
 			t.Fatalf("browser jobs test: %v", err)
+		}
+	})
+
+	t.Run("image load and pull", func(t *testing.T) {
+		dir := t.TempDir()
+		archive := filepath.Join(dir, "loaded.tar")
+		for _, args := range [][]string{
+			{"tag", img, "labpool-test/loaded:1"},
+			{"save", "-o", archive, "labpool-test/loaded:1"},
+		} {
+			if out, err := exec.Command("docker", append([]string{"-H", dk2}, args...)...).CombinedOutput(); err != nil {
+				t.Fatalf("docker %v: %v %s", args, err, out)
+			}
+		}
+		out, errOut, code := laptop.cli("image", "load", "gpu1", archive)
+		if code != 0 || !strings.Contains(out, "labpool-test/loaded:1") {
+			t.Fatalf("image load: exit %d %s %s", code, out, errOut)
+		}
+		out, _, _ = laptop.cli("images", "--node", "gpu1", "--json")
+		if !strings.Contains(out, "labpool-test/loaded:1") {
+			t.Errorf("gpu1 images after load: %s", out)
+		}
+		bad := filepath.Join(dir, "corrupt.tar")
+		os.WriteFile(bad, []byte("this is not an image archive"), 0o644)
+		if _, errOut, code := laptop.cli("image", "load", "gpu1", bad); code != 1 || errOut == "" {
+			t.Errorf("corrupt archive: exit %d %q, want 1 and a message", code, errOut)
+		}
+
+		if _, err := exec.LookPath("docker-registry"); err != nil {
+			skipOrFail(t, "pull test needs Debian's docker-registry")
+		}
+		cfg := filepath.Join(dir, "registry.yml")
+		os.WriteFile(cfg, []byte("version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: "+filepath.Join(dir, "reg")+"\nhttp:\n  addr: 127.0.0.1:5000\n"), 0o644)
+		reg := exec.Command("ip", "netns", "exec", gpu1.ns, "docker-registry", "serve", cfg)
+		if err := reg.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { reg.Process.Kill(); reg.Wait() }()
+		const ref = "127.0.0.1:5000/lab/pulled:1"
+		waitFor(t, 10*time.Second, "the registry to answer", func() error {
+			return exec.Command("ip", "netns", "exec", gpu1.ns, "curl", "-sf", "http://127.0.0.1:5000/v2/").Run()
+		})
+		for _, args := range [][]string{{"tag", img, ref}, {"push", ref}, {"rmi", ref}} {
+			if out, err := exec.Command("docker", append([]string{"-H", dk1}, args...)...).CombinedOutput(); err != nil {
+				t.Fatalf("docker %v: %v %s", args, err, out)
+			}
+		}
+		out, errOut, code = laptop.cli("image", "pull", "gpu1", ref)
+		if code != 0 {
+			t.Fatalf("image pull: exit %d %s %s", code, out, errOut)
+		}
+		out, _, _ = laptop.cli("images", "--node", "gpu1", "--json")
+		if !strings.Contains(out, ref) {
+			t.Errorf("gpu1 images after pull: %s", out)
 		}
 	})
 

@@ -136,6 +136,9 @@ func (j *jobsHandler) logs(w http.ResponseWriter, r *http.Request) {
 }
 
 func (j *jobsHandler) loadImage(w http.ResponseWriter, r *http.Request) {
+	// The node answers with progress while the archive is still arriving:
+	// keep reading the body after the reply has started (HTTP/1.1).
+	http.NewResponseController(w).EnableFullDuplex()
 	rc, err := j.api.LoadImage(r.Context(), r.URL.Query().Get("node"), r.Body)
 	j.stream(w, "application/x-ndjson", rc, err)
 }
