@@ -99,8 +99,11 @@ func TestJobs(t *testing.T) {
 		}
 		var raw []map[string]any
 		json.Unmarshal([]byte(out), &raw)
-		for _, k := range []string{"id", "name", "node", "image", "state", "gpus", "created", "started", "owner"} {
-			if len(raw) == 0 || raw[0][k] == nil {
+		for _, k := range []string{"id", "name", "node", "image", "state", "gpus", "created", "started", "finished", "exit_code", "owner"} {
+			if len(raw) == 0 {
+				t.Fatalf("ps --json is empty")
+			}
+			if _, ok := raw[0][k]; !ok {
 				t.Errorf("ps --json lacks %q", k)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,12 +24,13 @@ type fakeRuntime struct {
 	launches []containers.Launch
 	cs       map[string]*containers.Container
 	events   chan containers.Event
+	errs     chan error
 	failRun  error
 	n        int
 }
 
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{cs: map[string]*containers.Container{}, events: make(chan containers.Event, 100)}
+	return &fakeRuntime{cs: map[string]*containers.Container{}, events: make(chan containers.Event, 100), errs: make(chan error, 1)}
 }
 
 func (f *fakeRuntime) call(name string) {
@@ -101,7 +104,7 @@ func (f *fakeRuntime) Stats(context.Context, string) (containers.Usage, error) {
 	return containers.Usage{CPUPercent: 50, MemUsedBytes: 1 << 20, PIDs: []int{4242}}, nil
 }
 func (f *fakeRuntime) Events(ctx context.Context) (<-chan containers.Event, <-chan error) {
-	return f.events, make(chan error)
+	return f.events, f.errs
 }
 func (f *fakeRuntime) Images(context.Context) ([]containers.Image, error) { return nil, nil }
 func (f *fakeRuntime) LoadImage(context.Context, io.Reader, containers.Progress) ([]string, error) {
@@ -139,7 +142,11 @@ func (s *memStore) LoadJobs() ([]Job, error) {
 
 func newTestManager(t *testing.T, rt *fakeRuntime, gpus int, st *memStore) (*Manager, context.CancelFunc) {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	var w io.Writer = io.Discard
+	if testing.Verbose() {
+		w = os.Stderr
+	}
+	log := slog.New(slog.NewTextHandler(w, nil))
 	cfg := DefaultConfig()
 	cfg.Node = "NODE"
 	m := NewManager(cfg, rt, fixedGPUs(fakeGPUs(gpus)), nil, st, log)
@@ -169,7 +176,7 @@ func waitState(t *testing.T, m *Manager, id string, want State) Job {
 func TestRefusedBeforeAnyDockerCall(t *testing.T) {
 	rt := newFakeRuntime()
 	m, _ := newTestManager(t, rt, 2, &memStore{})
-	time.Sleep(20 * time.Millisecond) // let Run adopt (one List)
+	waitListed(t, rt)
 	rt.mu.Lock()
 	before := len(rt.calls)
 	rt.mu.Unlock()
@@ -311,5 +318,47 @@ func BenchmarkSubmit(b *testing.B) {
 		if _, err := m.Submit(ctx, "o", Spec{Image: "img", Cmd: []string{"sleep", "1"}}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestEngineRestartReportsLostJobs: when the engine's stream breaks and its
+// containers died meanwhile, the jobs say so and their GPUs are free.
+func TestEngineRestartReportsLostJobs(t *testing.T) {
+	rt := newFakeRuntime()
+	m, _ := newTestManager(t, rt, 1, &memStore{})
+	waitListed(t, rt) // the first adoption is over
+	j, err := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.mu.Lock()
+	c := rt.cs[j.Container]
+	c.Running, c.State, c.ExitCode, c.Finished = false, "exited", 137, time.Now() // the engine stopped it
+	rt.mu.Unlock()
+	rt.errs <- errors.New("unexpected EOF")
+	got := waitState(t, m, j.ID, Failed)
+	if !strings.Contains(got.Error, "Docker engine") {
+		t.Errorf("lost job error %q does not say the engine went away", got.Error)
+	}
+	if g := m.Ledger().Granted(); len(g) != 0 {
+		t.Errorf("GPUs still granted after the job was lost: %v", g)
+	}
+}
+
+// waitListed waits until the manager has listed the engine's containers.
+func waitListed(t *testing.T, rt *fakeRuntime) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rt.mu.Lock()
+		n := slices.Index(rt.calls, "List")
+		rt.mu.Unlock()
+		if n >= 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the manager never listed containers")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -24,12 +24,14 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.log.Error("load job records", "err", err)
 	}
 	backoff := 200 * time.Millisecond
+	lost := ""
 	for ctx.Err() == nil {
-		err := m.follow(ctx)
+		err := m.follow(ctx, lost)
 		if ctx.Err() != nil {
 			return nil
 		}
 		m.log.Warn("docker engine stream broke: reconnecting", "err", err)
+		lost = "ended while the Docker engine was unreachable or restarting (" + err.Error() + ")"
 		select {
 		case <-ctx.Done():
 			return nil
@@ -55,12 +57,13 @@ func (m *Manager) load() error {
 	return nil
 }
 
-// follow adopts, then handles events until the stream breaks.
-func (m *Manager) follow(ctx context.Context) error {
+// follow adopts, then handles events until the stream breaks. After a
+// break, lost says why jobs that stopped running meanwhile ended.
+func (m *Manager) follow(ctx context.Context, lost string) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	evs, errs := m.rt.Events(ctx)
-	if err := m.Adopt(ctx); err != nil {
+	if err := m.adopt(ctx, lost); err != nil {
 		return err
 	}
 	m.wake()
@@ -100,7 +103,10 @@ func (m *Manager) wake() {
 // containers: running ones are kept running, records whose container
 // vanished are marked failed, and labelled containers with no record get
 // one. Bad labels or missing records never stop the agent.
-func (m *Manager) Adopt(ctx context.Context) error {
+func (m *Manager) Adopt(ctx context.Context) error { return m.adopt(ctx, "") }
+
+// adopt is Adopt; a running job found ended gets reason as its error.
+func (m *Manager) adopt(ctx context.Context, reason string) error {
 	cs, err := m.rt.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
@@ -112,7 +118,7 @@ func (m *Manager) Adopt(ctx context.Context) error {
 			continue
 		}
 		seen[id] = true
-		m.adoptOne(c)
+		m.adoptOne(c, reason)
 	}
 	m.mu.Lock()
 	var lost []*Job
@@ -134,7 +140,7 @@ func (m *Manager) Adopt(ctx context.Context) error {
 	return nil
 }
 
-func (m *Manager) adoptOne(c containers.Container) {
+func (m *Manager) adoptOne(c containers.Container, reason string) {
 	id := c.Labels[containers.LabelJob]
 	m.mu.Lock()
 	var j *Job
@@ -152,9 +158,16 @@ func (m *Manager) adoptOne(c containers.Container) {
 	j.Container, j.Ports = c.ID, c.Ports
 	j.GPUs = splitList(c.Labels[containers.LabelGPUs])
 	j.GPUIndexes = indexesOf(j.GPUs, m.gpus.GPUs())
+	was := j.State
 	m.apply(j, c)
 	if c.Running {
 		m.ledger.Restore(j.ID, j.Owner, j.GPUs)
+	} else {
+		m.ledger.Release(j.ID)
+	}
+	if was == Running && j.State != Running && reason != "" {
+		j.Error = reason
+		m.log.Warn("job lost while the engine was away", "job", j.ID, "state", j.State)
 	}
 	m.put(j)
 }

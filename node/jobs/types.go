@@ -71,9 +71,9 @@ type Job struct {
 	Container  string      `json:"container,omitempty"`
 	Ports      map[int]int `json:"ports,omitempty"` // container port -> node loopback port
 	Created    time.Time   `json:"created"`
-	Started    *time.Time  `json:"started,omitempty"`
-	Finished   *time.Time  `json:"finished,omitempty"`
-	ExitCode   *int        `json:"exit_code,omitempty"`
+	Started    *time.Time  `json:"started"`
+	Finished   *time.Time  `json:"finished"`
+	ExitCode   *int        `json:"exit_code"`
 	Error      string      `json:"error,omitempty"` // why it failed or waits
 	GPUSeconds float64     `json:"gpu_seconds"`     // GPU-time used so far
 	SpecHash   string      `json:"spec_hash"`
