@@ -96,11 +96,12 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request) {
 	defer rc.Close()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	copyFlushing(w, rc)
+	CopyFlushing(w, rc)
 }
 
-// copyFlushing copies r to w, flushing each chunk as it arrives.
-func copyFlushing(w http.ResponseWriter, r io.Reader) {
+// CopyFlushing copies a streamed body r to w, flushing each chunk as it
+// arrives (logs, progress), until r ends or the client goes away.
+func CopyFlushing(w http.ResponseWriter, r io.Reader) {
 	fl, _ := w.(http.Flusher)
 	if fl != nil {
 		fl.Flush()
