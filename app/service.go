@@ -43,8 +43,9 @@ type Service struct {
 	hub  *Hub
 	now  func() time.Time
 
-	caller  NodeCaller // nil: jobs can be listed, not launched
-	tunnels *Tunnels   // nil: no tunnels (no daemon)
+	caller  NodeCaller    // nil: jobs can be listed, not launched
+	tunnels *Tunnels      // nil: no tunnels (no daemon)
+	folders FolderManager // nil: cannot share (no daemon)
 }
 
 // NewService returns a service over db. live and pool may be nil for a

@@ -102,6 +102,7 @@ func newRoot(hooks Hooks) *cobra.Command {
 		nodesCmd(g), gpusCmd(g), watchCmd(g), debugCmd(g),
 	)
 	root.AddCommand(jobCmds(g)...)
+	root.AddCommand(folderCmds(g)...)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

@@ -19,6 +19,7 @@ type reader interface {
 	GPUs(ctx context.Context) ([]app.GPU, error)
 	Pool(ctx context.Context) (app.PoolStatus, error)
 	Jobs(ctx context.Context, all bool) ([]app.Job, error)
+	Folders(ctx context.Context) ([]app.Folder, error)
 }
 
 // connect returns a client of the running daemon, or ErrNoDaemon.

@@ -156,6 +156,7 @@ func (f *fakeReader) Pool(context.Context) (app.PoolStatus, error) {
 	return app.PoolStatus{}, f.err
 }
 func (f *fakeReader) Jobs(context.Context, bool) ([]app.Job, error) { return nil, f.err }
+func (f *fakeReader) Folders(context.Context) ([]app.Folder, error) { return nil, f.err }
 
 func TestWatchPlain(t *testing.T) {
 	r := &fakeReader{nodes: watchNodes(time.Now())}

@@ -22,6 +22,7 @@ import (
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/containers"
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
@@ -72,6 +73,7 @@ type Daemon struct {
 
 	tunnels *app.Tunnels
 	jobs    *jobs.Manager
+	folders *folders.Registry
 	rt      *containers.Runtime // nil without a reachable Docker engine
 	rtErr   error
 
@@ -121,10 +123,14 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}
 	d.openTelemetry(ctx)
+	if d.folders, err = folders.Open(shareStore{d.db}); err != nil {
+		return nil, err
+	}
 	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
 	d.openJobs(ctx)
 	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
 	d.svc.SetNodeCaller(d)
+	d.svc.SetFolderManager((*folderManager)(d))
 	d.tunnels = app.NewTunnels(d.svc, log)
 	return d, nil
 }
@@ -220,6 +226,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.runNodeRecord(ctx) })
 	g.Go(func() error { return d.tunnels.Run(ctx) })
 	g.Go(func() error { return d.jobs.Run(ctx) })
+	g.Go(func() error { return d.runFolders(ctx) })
 	if err := d.startDiscovery(ctx, g); err != nil {
 		return err
 	}
@@ -247,6 +254,9 @@ func (d *Daemon) peerHandler() http.Handler {
 	for _, p := range []string{"/v1/jobs", "/v1/jobs/", "/v1/images", "/v1/images/"} {
 		mux.Handle(p, jh)
 	}
+	fh := d.folderHandler()
+	mux.Handle("/v1/folders", fh)
+	mux.Handle("/v1/folders/", fh)
 	return transport.Authorize(d.isMember, []string{pool.JoinPath}, mux)
 }
 

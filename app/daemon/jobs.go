@@ -95,7 +95,7 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg := jobs.DefaultConfig()
 	jcfg.Node = d.id.ID.String()
 	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0
-	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, nil, jobStore{d.db, d.id.ID.String()}, d.log)
+	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, d.folders, jobStore{d.db, d.id.ID.String()}, d.log)
 }
 
 // telemetryGPUs gives the job manager the latest GPU sample.

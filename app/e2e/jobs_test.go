@@ -193,6 +193,54 @@ func TestJobs(t *testing.T) {
 		}
 	})
 
+	t.Run("shared folders: list, ls, mounts", func(t *testing.T) {
+		base := t.TempDir()
+		data, results := filepath.Join(base, "datasets"), filepath.Join(base, "results")
+		os.MkdirAll(filepath.Join(data, "train set"), 0o755)
+		os.MkdirAll(results, 0o777)
+		os.WriteFile(filepath.Join(data, "in.txt"), []byte("input data\n"), 0o644)
+		os.WriteFile(filepath.Join(data, "train set", "ünï.bin"), make([]byte, 4096), 0o644)
+		for _, args := range [][]string{{"share", "datasets", data}, {"share", "--rw", "results", results}} {
+			if out, errOut, code := gpu2.cli(args...); code != 0 {
+				t.Fatalf("%v: %s%s", args, out, errOut)
+			}
+		}
+		var list []app.Folder
+		waitFor(t, 10*time.Second, "both folders listed on the laptop", func() error {
+			out, _, _ := laptop.cli("folders", "--json")
+			list = nil
+			json.Unmarshal([]byte(out), &list)
+			if len(list) != 2 {
+				return fmt.Errorf("%d folders: %s", len(list), out)
+			}
+			return nil
+		})
+		if f := list[0]; f.NodeName != "gpu2" || f.Name != "datasets" || f.Mode != "ro" || f.Files != 2 || f.SizeBytes != 4107 {
+			t.Errorf("datasets listed as %+v", f)
+		}
+		out, errOut, code := laptop.cli("ls", "gpu2:datasets/train set")
+		if code != 0 || !strings.Contains(out, "ünï.bin") {
+			t.Errorf("ls: exit %d %s%s", code, out, errOut)
+		}
+		if _, errOut, code := laptop.cli("ls", "gpu2:datasets/../.."); code == 0 || !strings.Contains(errOut, "leaves the folder") {
+			t.Errorf("ls outside the share: exit %d %s", code, errOut)
+		}
+		if _, errOut, code := laptop.cli("run", "--node", "gpu2", "--mount", "datasets:/data:rw", img, "true"); code == 0 || !strings.Contains(errOut, "read-only") {
+			t.Errorf("rw mount of a ro share: exit %d %s", code, errOut)
+		}
+		id := run("--node", "gpu2", "--mount", "datasets:/data", "--mount", "results:/out:rw", img,
+			"sh", "-c", "cat /data/in.txt > /out/out.txt && (touch /data/x 2>/dev/null || echo ro-refused)")
+		waitJob(id, "exited")
+		got, err := os.ReadFile(filepath.Join(results, "out.txt"))
+		if err != nil || string(got) != "input data\n" {
+			t.Errorf("the job wrote %q (%v) to the rw folder", got, err)
+		}
+		out, _, _ = laptop.cli("logs", id)
+		if !strings.Contains(out, "ro-refused") {
+			t.Errorf("the job could write to the read-only folder: logs %q", out)
+		}
+	})
+
 	t.Run("clear errors", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string

@@ -54,6 +54,9 @@ func Handler(api API, assets fs.FS, log *slog.Logger) http.Handler {
 	if ja, ok := api.(JobsAPI); ok {
 		h.routeJobs(mux, ja)
 	}
+	if fa, ok := api.(FoldersAPI); ok {
+		h.routeFolders(mux, fa)
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API call: "+r.Method+" "+r.URL.Path)
 	})

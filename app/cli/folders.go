@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/spf13/cobra"
+)
+
+func folderCmds(g *globals) []*cobra.Command {
+	return []*cobra.Command{shareCmd(g), unshareCmd(g), foldersCmd(g), lsCmd(g)}
+}
+
+func shareCmd(g *globals) *cobra.Command {
+	var rw bool
+	var members []string
+	c := &cobra.Command{
+		Use:   "share NAME PATH",
+		Short: "Share a directory of this machine with the pool (read-only unless --rw)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := filepath.Abs(args[1])
+			if err != nil {
+				return err
+			}
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			f, err := c.Share(cmd.Context(), app.ShareRequest{Name: args[0], Path: path, ReadWrite: rw, Members: members})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Shared %s (%s, %d files, %s) as %s:%s\n", path, f.Mode, f.Files, Bytes(uint64(f.SizeBytes)), f.NodeName, f.Name)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&rw, "rw", false, "let members write")
+	c.Flags().StringSliceVar(&members, "members", nil, "only these device IDs (default: every member)")
+	return c
+}
+
+func unshareCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unshare NAME",
+		Short: "Stop sharing a folder of this machine",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			if err := c.Unshare(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Stopped sharing %s.\n", args[0])
+			return nil
+		},
+	}
+}
+
+func foldersCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "folders",
+		Short: "List every shared folder of the pool",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			defer done()
+			list, err := r.Folders(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), list)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FOLDER\tMODE\tSIZE\tFILES")
+			for _, f := range list {
+				name := f.NodeName + ":" + f.Name
+				if f.Stale {
+					name += " (last known)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, f.Mode, Bytes(uint64(f.SizeBytes)), f.Files)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func lsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "ls NODE:FOLDER[/PATH]",
+		Short: "List a directory of a shared folder",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			node, folder, path, ok := app.ParseRemote(args[0])
+			if !ok {
+				return usageError{fmt.Errorf("%q: want NODE:FOLDER[/PATH]", args[0])}
+			}
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			es, err := c.Ls(cmd.Context(), node, folder, path)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), es)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			for _, e := range es {
+				name := e.Name
+				if e.Dir {
+					name += "/"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Mode, strings.TrimSpace(Bytes(uint64(e.Size))), e.ModTime.Local().Format(time.DateTime), name)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}

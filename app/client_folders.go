@@ -1,0 +1,33 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/labpool/labpool/node/folders"
+)
+
+// Folders lists every shared folder of the pool.
+func (c *Client) Folders(ctx context.Context) ([]Folder, error) {
+	var f []Folder
+	return f, c.do(ctx, http.MethodGet, "/api/v1/folders", nil, &f)
+}
+
+// Share shares a directory of the daemon's machine.
+func (c *Client) Share(ctx context.Context, req ShareRequest) (Folder, error) {
+	var f Folder
+	return f, c.do(ctx, http.MethodPost, "/api/v1/folders", req, &f)
+}
+
+// Unshare stops sharing a folder of the daemon's machine.
+func (c *Client) Unshare(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/folders/"+url.PathEscape(name), nil, nil)
+}
+
+// Ls lists a directory of a shared folder.
+func (c *Client) Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error) {
+	var es []folders.Entry
+	q := url.Values{"node": {node}, "folder": {folder}, "path": {path}}
+	return es, c.do(ctx, http.MethodGet, "/api/v1/ls?"+q.Encode(), nil, &es)
+}

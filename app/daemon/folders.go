@@ -1,0 +1,118 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
+)
+
+// settingFolders keeps this machine's share definitions (local only: the
+// paths never leave the machine).
+const settingFolders = "folders"
+
+// shareStore keeps share definitions in the replica's local settings.
+type shareStore struct{ db *store.DB }
+
+// LoadShares implements folders.Store.
+func (s shareStore) LoadShares() ([]folders.Share, error) {
+	v, ok, err := s.db.Setting(context.Background(), settingFolders)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var list []folders.Share
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		return nil, fmt.Errorf("decode shared folders: %w", err)
+	}
+	return list, nil
+}
+
+// SaveShares implements folders.Store.
+func (s shareStore) SaveShares(list []folders.Share) error {
+	b, err := json.Marshal(list)
+	if err != nil {
+		return err
+	}
+	return s.db.SetSetting(context.Background(), settingFolders, string(b))
+}
+
+// folderManager implements app.FolderManager on the daemon.
+type folderManager Daemon
+
+// Share implements app.FolderManager.
+func (f *folderManager) Share(ctx context.Context, req app.ShareRequest) (app.Folder, error) {
+	d := (*Daemon)(f)
+	s, err := d.folders.Add(folders.Share{Name: req.Name, Path: req.Path, ReadWrite: req.ReadWrite, Members: req.Members})
+	if err != nil {
+		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	}
+	info := d.publishFolder(ctx, s)
+	d.log.Info("shared a folder", "folder", s.Name, "mode", s.Mode())
+	return app.Folder{Node: d.id.ID.String(), NodeName: d.name, Name: info.Name, Mode: info.Mode,
+		SizeBytes: info.SizeBytes, Files: info.Files, Members: info.Members}, nil
+}
+
+// Unshare implements app.FolderManager.
+func (f *folderManager) Unshare(ctx context.Context, name string) error {
+	d := (*Daemon)(f)
+	if err := d.folders.Remove(name); err != nil {
+		return fmt.Errorf("%w: %v", app.ErrNotFound, err)
+	}
+	return d.writeFolder(ctx, folders.Info{Name: name, Removed: true})
+}
+
+// publishFolder measures a share and writes its replicated record.
+func (d *Daemon) publishFolder(ctx context.Context, s folders.Share) folders.Info {
+	info := folders.Info{Name: s.Name, Mode: s.Mode(), Members: s.Members}
+	if root, _, err := d.folders.OpenRoot(s.Name, "", false); err == nil {
+		info.SizeBytes, info.Files, _ = folders.Usage(root)
+		root.Close()
+	}
+	if err := d.writeFolder(ctx, info); err != nil {
+		d.log.Warn("write folder record", "folder", s.Name, "err", err)
+	}
+	return info
+}
+
+func (d *Daemon) writeFolder(ctx context.Context, info folders.Info) error {
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	_, err = d.db.Append(ctx, d.id.ID.String(), app.KindFolder, info.Name, time.Now(), data)
+	return err
+}
+
+// runFolders republishes every share's size and file count each minute.
+func (d *Daemon) runFolders(ctx context.Context) error {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		for _, s := range d.folders.List() {
+			d.publishFolder(ctx, s)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// folderHandler serves listings to members; this daemon's own calls act
+// as the machine itself.
+func (d *Daemon) folderHandler() http.Handler {
+	return folders.Handler(d.folders, func(r *http.Request) string {
+		id, _ := transport.PeerID(r)
+		if id == d.id.ID {
+			return ""
+		}
+		return id.String()
+	})
+}

@@ -1,0 +1,119 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/labpool/labpool/node/folders"
+)
+
+// KindFolder is the replica record of one shared folder, written by the
+// node that shares it (key: the folder's name; data: folders.Info).
+const KindFolder = "folder"
+
+// Folder is a shared folder of the pool, as listed.
+type Folder struct {
+	Node      string   `json:"node"`
+	NodeName  string   `json:"node_name"`
+	Name      string   `json:"name"`
+	Mode      string   `json:"mode"` // ro or rw
+	SizeBytes int64    `json:"size_bytes"`
+	Files     int      `json:"files"`
+	Members   []string `json:"members,omitempty"`
+	Stale     bool     `json:"stale"`
+}
+
+// ShareRequest shares a directory of this machine.
+type ShareRequest struct {
+	Name      string   `json:"name"`
+	Path      string   `json:"path"`
+	ReadWrite bool     `json:"rw"`
+	Members   []string `json:"members,omitempty"`
+}
+
+// FolderManager shares this machine's folders (implemented by the daemon).
+type FolderManager interface {
+	Share(ctx context.Context, req ShareRequest) (Folder, error)
+	Unshare(ctx context.Context, name string) error
+}
+
+// SetFolderManager lets the service share folders of this machine.
+func (s *Service) SetFolderManager(f FolderManager) { s.folders = f }
+
+// Folders lists every shared folder of the pool from the replica.
+func (s *Service) Folders(ctx context.Context) ([]Folder, error) {
+	nodes, err := s.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := []Folder{}
+	for _, n := range nodes {
+		recs, err := s.db.Range(ctx, n.ID, KindFolder, time.Time{}, time.Now().Add(24*time.Hour))
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			var fi folders.Info
+			if json.Unmarshal(r.Data, &fi) != nil || fi.Name == "" || fi.Removed {
+				continue
+			}
+			out = append(out, Folder{Node: n.ID, NodeName: n.Name, Name: fi.Name, Mode: fi.Mode,
+				SizeBytes: fi.SizeBytes, Files: fi.Files, Members: fi.Members, Stale: !n.Online})
+		}
+	}
+	sort.Slice(out, func(i, k int) bool {
+		if out[i].NodeName != out[k].NodeName {
+			return out[i].NodeName < out[k].NodeName
+		}
+		return out[i].Name < out[k].Name
+	})
+	return out, nil
+}
+
+// Share shares a directory of this machine with the pool.
+func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
+	if s.folders == nil {
+		return Folder{}, ErrReadOnly
+	}
+	if !folders.ValidName(req.Name) {
+		return Folder{}, fmt.Errorf("%w: share name %q: use 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, req.Name)
+	}
+	return s.folders.Share(ctx, req)
+}
+
+// Unshare stops sharing a folder of this machine.
+func (s *Service) Unshare(ctx context.Context, name string) error {
+	if s.folders == nil {
+		return ErrReadOnly
+	}
+	return s.folders.Unshare(ctx, name)
+}
+
+// ParseRemote splits "NODE:FOLDER[/PATH]"; ok is false for a local path.
+func ParseRemote(s string) (node, folder, path string, ok bool) {
+	i := strings.IndexByte(s, ':')
+	if i <= 0 || strings.ContainsAny(s[:i], "/\\") {
+		return "", "", "", false
+	}
+	node, rest := s[:i], s[i+1:]
+	folder, path, _ = strings.Cut(rest, "/")
+	return node, folder, path, folder != ""
+}
+
+// Ls lists a directory of a shared folder on its node.
+func (s *Service) Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error) {
+	n, err := s.findNode(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	var es []folders.Entry
+	q := url.Values{"path": {path}}
+	err = s.nodeJSON(ctx, n.ID, http.MethodGet, "/v1/folders/"+url.PathEscape(folder)+"/ls?"+q.Encode(), nil, &es)
+	return es, err
+}

@@ -1,0 +1,49 @@
+package web
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/folders"
+)
+
+// FoldersAPI is the shared-folders part of the local API; *app.Service
+// implements it:
+//
+//	GET    /api/v1/folders                       -> []app.Folder
+//	POST   /api/v1/folders  app.ShareRequest     -> app.Folder
+//	DELETE /api/v1/folders/{name}                -> 204
+//	GET    /api/v1/ls?node=N&folder=F&path=P     -> []folders.Entry
+type FoldersAPI interface {
+	Folders(ctx context.Context) ([]app.Folder, error)
+	Share(ctx context.Context, req app.ShareRequest) (app.Folder, error)
+	Unshare(ctx context.Context, name string) error
+	Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error)
+}
+
+func (h *handler) routeFolders(mux *http.ServeMux, api FoldersAPI) {
+	mux.HandleFunc("GET /api/v1/folders", func(w http.ResponseWriter, r *http.Request) {
+		v, err := api.Folders(r.Context())
+		h.reply(w, v, err)
+	})
+	mux.HandleFunc("POST /api/v1/folders", func(w http.ResponseWriter, r *http.Request) {
+		var req app.ShareRequest
+		if decodeBody(w, r, &req) {
+			v, err := api.Share(r.Context(), req)
+			h.reply(w, v, err)
+		}
+	})
+	mux.HandleFunc("DELETE /api/v1/folders/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if err := api.Unshare(r.Context(), r.PathValue("name")); err != nil {
+			h.reply(w, nil, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /api/v1/ls", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		v, err := api.Ls(r.Context(), q.Get("node"), q.Get("folder"), q.Get("path"))
+		h.reply(w, v, err)
+	})
+}

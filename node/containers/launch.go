@@ -1,0 +1,214 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/go-connections/nat"
+)
+
+// Capabilities is the allowlist every container keeps after dropping ALL:
+// Docker's defaults minus those that reach past the container (MKNOD makes
+// device nodes, NET_RAW forges packets, AUDIT_WRITE writes the host's audit
+// log). What remains lets ordinary images chown their files, drop to a user
+// (SETUID, SETGID, SETPCAP), signal their own processes, chroot and bind
+// ports below 1024 inside their own network namespace. With
+// no-new-privileges, no process can gain more than it started with.
+var Capabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",
+	"SETGID", "SETUID", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT"}
+
+// Create creates a hardened, labelled container for l, not started. If it
+// cannot read back what it created, it removes it.
+func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
+	cfg, host, err := r.configs(l)
+	if err != nil {
+		return Container{}, err
+	}
+	cctx, cancel := r.bounded(ctx)
+	defer cancel()
+	resp, err := r.api.ContainerCreate(cctx, cfg, host, nil, nil, l.Name)
+	if err != nil {
+		return Container{}, fmt.Errorf("create container %s: %w", l.Name, explain(err, l.Image))
+	}
+	c, err := r.inspect(ctx, resp.ID)
+	if err != nil {
+		r.discard(ctx, resp.ID)
+		return Container{}, err
+	}
+	return c, nil
+}
+
+// Start starts a created (or stopped) container. A container that fails to
+// start is left for the caller: Run is the call that cleans up.
+func (r *Runtime) Start(ctx context.Context, id string) (Container, error) {
+	ins, err := r.managed(ctx, id)
+	if err != nil {
+		return Container{}, err
+	}
+	sctx, cancel := r.bounded(ctx)
+	defer cancel()
+	if err := r.api.ContainerStart(sctx, id, container.StartOptions{}); err != nil {
+		return Container{}, fmt.Errorf("start container %s: %w", shortID(id), explain(err, ins.Config.Image))
+	}
+	return r.inspect(ctx, id)
+}
+
+// Run creates and starts a container; if anything fails, nothing is left.
+func (r *Runtime) Run(ctx context.Context, l Launch) (Container, error) {
+	c, err := r.Create(ctx, l)
+	if err != nil {
+		return Container{}, err
+	}
+	started, err := r.Start(ctx, c.ID)
+	if err != nil {
+		r.discard(ctx, c.ID)
+		return Container{}, err
+	}
+	return started, nil
+}
+
+// discard force-removes a container this runtime just created, even when
+// ctx is already cancelled.
+func (r *Runtime) discard(ctx context.Context, id string) {
+	rmctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	r.api.ContainerRemove(rmctx, id, container.RemoveOptions{Force: true}) // best effort: the caller reports the first error
+}
+
+// configs builds the container's configuration with the hardening that no
+// request can change.
+func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, error) {
+	exposed, bindings, err := loopbackPorts(l.Ports)
+	if err != nil {
+		return nil, nil, err
+	}
+	binds, err := bindSpecs(l.Binds)
+	if err != nil {
+		return nil, nil, err
+	}
+	restart, err := r.restartPolicy(l.Restart)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := &container.Config{Image: l.Image, Cmd: l.Cmd, Env: l.Env, Labels: r.labels(l.Labels), ExposedPorts: exposed}
+	host := r.hardened()
+	host.PortBindings, host.Binds, host.RestartPolicy = bindings, binds, restart
+	host.ShmSize, host.NanoCPUs, host.Memory = l.ShmBytes, int64(l.CPUs*1e9), l.MemoryBytes
+	if len(l.GPUs) > 0 {
+		host.DeviceRequests = []container.DeviceRequest{{
+			Driver: "nvidia", DeviceIDs: l.GPUs, Capabilities: [][]string{{"gpu"}},
+		}}
+	}
+	return cfg, host, nil
+}
+
+// hardened is the HostConfig every container starts from: init as PID 1,
+// no new privileges, all capabilities dropped but the allowlist, a pids
+// limit, the default bridge, private IPC, no host namespaces, no devices.
+func (r *Runtime) hardened() *container.HostConfig {
+	init := true
+	pids := r.cfg.PidsLimit
+	return &container.HostConfig{
+		Init:        &init,
+		SecurityOpt: []string{"no-new-privileges:true"},
+		CapDrop:     []string{"ALL"},
+		CapAdd:      append([]string(nil), Capabilities...),
+		Privileged:  false,
+		NetworkMode: network.NetworkBridge,
+		IpcMode:     container.IPCModePrivate,
+		Resources:   container.Resources{PidsLimit: &pids},
+	}
+}
+
+// labels adds labpool's own labels to the caller's; they cannot be
+// overridden.
+func (r *Runtime) labels(in map[string]string) map[string]string {
+	out := maps.Clone(in)
+	if out == nil {
+		out = map[string]string{}
+	}
+	out[LabelManaged] = "true"
+	if r.cfg.Node != "" {
+		out[LabelNode] = r.cfg.Node
+	}
+	return out
+}
+
+// loopbackPorts publishes each TCP port on 127.0.0.1 with an ephemeral host
+// port.
+func loopbackPorts(ports []int) (nat.PortSet, nat.PortMap, error) {
+	exposed, bindings := nat.PortSet{}, nat.PortMap{}
+	for _, p := range ports {
+		if p <= 0 || p > 65535 {
+			return nil, nil, fmt.Errorf("publish port %d: out of range", p)
+		}
+		port := nat.Port(strconv.Itoa(p) + "/tcp")
+		exposed[port] = struct{}{}
+		bindings[port] = []nat.PortBinding{{HostIP: "127.0.0.1", HostPort: ""}}
+	}
+	return exposed, bindings, nil
+}
+
+// bindSpecs turns checked binds into Docker's "host:target:mode" strings.
+func bindSpecs(binds []Bind) ([]string, error) {
+	var out []string
+	for _, b := range binds {
+		if !strings.HasPrefix(b.HostPath, "/") || !strings.HasPrefix(b.Target, "/") {
+			return nil, fmt.Errorf("mount %s:%s: both paths must be absolute", b.HostPath, b.Target)
+		}
+		if strings.ContainsAny(b.HostPath+b.Target, ":,") {
+			return nil, fmt.Errorf("mount %s:%s: paths may not contain ':' or ','", b.HostPath, b.Target)
+		}
+		mode := "rw"
+		if b.ReadOnly {
+			mode = "ro"
+		}
+		out = append(out, b.HostPath+":"+b.Target+":"+mode)
+	}
+	return out, nil
+}
+
+func (r *Runtime) restartPolicy(name string) (container.RestartPolicy, error) {
+	switch name {
+	case "", "no":
+		return container.RestartPolicy{Name: container.RestartPolicyDisabled}, nil
+	case "on-failure":
+		return container.RestartPolicy{Name: container.RestartPolicyOnFailure, MaximumRetryCount: r.cfg.MaxRestarts}, nil
+	}
+	return container.RestartPolicy{}, fmt.Errorf("restart policy %q: use no or on-failure", name)
+}
+
+// explain turns Docker's errors into ones a researcher can act on.
+func explain(err error, img string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	switch {
+	case client.IsErrConnectionFailed(err):
+		return fmt.Errorf("%w: %v", ErrNoDocker, err)
+	case img != "" && (strings.Contains(msg, "No such image") || strings.Contains(msg, "pull access denied") ||
+		strings.Contains(msg, "not found") && strings.Contains(msg, "image")):
+		return fmt.Errorf("image %s is not on this machine: load it with `labpool image load` or pull it with `labpool image pull`", img)
+	case strings.Contains(msg, "could not select device driver"):
+		return errors.New("this machine's Docker has no NVIDIA runtime (install nvidia-container-toolkit and restart dockerd): it cannot give GPUs to containers")
+	case strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use"):
+		return fmt.Errorf("a port is already in use on this machine: %v", err)
+	}
+	return err
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

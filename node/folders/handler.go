@@ -1,0 +1,76 @@
+package folders
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"slices"
+)
+
+// Info is what members see of a share: never its path here.
+type Info struct {
+	Name      string   `json:"name"`
+	Mode      string   `json:"mode"` // "ro" or "rw"
+	SizeBytes int64    `json:"size_bytes"`
+	Files     int      `json:"files"`
+	Members   []string `json:"members,omitempty"`
+	Removed   bool     `json:"removed,omitempty"`
+}
+
+// Mode is "rw" for a read-write share, "ro" otherwise.
+func (s Share) Mode() string {
+	if s.ReadWrite {
+		return "rw"
+	}
+	return "ro"
+}
+
+// Handler serves listings of this machine's shares to members; member
+// names the device asking.
+func Handler(r *Registry, member func(*http.Request) string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/folders/{name}/ls", func(w http.ResponseWriter, req *http.Request) {
+		root, _, err := r.OpenRoot(req.PathValue("name"), member(req), false)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		defer root.Close()
+		es, err := ReadDir(root, req.URL.Query().Get("path"))
+		reply(w, es, err)
+	})
+	mux.HandleFunc("GET /v1/folders", func(w http.ResponseWriter, req *http.Request) {
+		who := member(req)
+		out := []Info{}
+		for _, s := range r.List() {
+			if who == "" || len(s.Members) == 0 || slices.Contains(s.Members, who) {
+				out = append(out, Info{Name: s.Name, Mode: s.Mode(), Members: s.Members})
+			}
+		}
+		reply(w, out, nil)
+	})
+	return mux
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		status, code := http.StatusInternalServerError, "failed"
+		switch {
+		case errors.Is(err, ErrBadPath):
+			status, code = http.StatusBadRequest, "bad_path"
+		case errors.Is(err, ErrNoShare), errors.Is(err, ErrNotMember):
+			status, code = http.StatusNotFound, "no_share" // a non-member learns nothing more
+		case errors.Is(err, ErrReadOnly):
+			status, code = http.StatusForbidden, "read_only"
+		case errors.Is(err, fs.ErrNotExist):
+			status, code = http.StatusNotFound, "not_found"
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]string{"code": code, "message": err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
