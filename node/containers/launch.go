@@ -36,7 +36,7 @@ func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
 	defer cancel()
 	resp, err := r.api.ContainerCreate(cctx, cfg, host, nil, nil, l.Name)
 	if err != nil {
-		return Container{}, fmt.Errorf("create container %s: %w", l.Name, explain(err, l.Image))
+		return Container{}, fmt.Errorf("create container %s: %w", describe(l), explain(err, l.Image))
 	}
 	c, err := r.inspect(ctx, resp.ID)
 	if err != nil {
@@ -204,6 +204,14 @@ func explain(err error, img string) error {
 		return fmt.Errorf("a port is already in use on this machine: %v", err)
 	}
 	return err
+}
+
+// describe names a launch in errors: its name, or its image.
+func describe(l Launch) string {
+	if l.Name != "" {
+		return strconv.Quote(l.Name)
+	}
+	return "of " + l.Image
 }
 
 func shortID(id string) string {

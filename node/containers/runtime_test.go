@@ -1,6 +1,7 @@
 package containers
 
 import (
+	"archive/tar"
 	"bufio"
 	"context"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/labpool/labpool/node/containers/dockertest"
 )
 
@@ -97,8 +99,10 @@ func TestHardening(t *testing.T) {
 	r := openRuntime(t)
 	ctx := context.Background()
 	l := launch(fmt.Sprintf("lp-hard-%d", time.Now().UnixNano()), "sleep", "30")
-	l.Ports = []int{8080}
-	l.MemoryBytes, l.CPUs = 64<<20, 0.5
+	l.Ports = []int{8080, 9090}
+	l.MemoryBytes, l.CPUs, l.ShmBytes, l.Restart = 64<<20, 0.5, 32<<20, "on-failure"
+	dir := t.TempDir()
+	l.Binds = []Bind{{HostPath: dir, Target: "/data", ReadOnly: true}, {HostPath: dir, Target: "/out"}}
 	c, err := r.Create(ctx, l)
 	if err != nil {
 		t.Fatal(err)
@@ -111,8 +115,26 @@ func TestHardening(t *testing.T) {
 	h := ins.HostConfig
 	if h.Privileged || !slices.Equal(h.CapDrop, []string{"ALL"}) || !slices.Contains(h.SecurityOpt, "no-new-privileges:true") ||
 		h.Init == nil || !*h.Init || h.PidsLimit == nil || *h.PidsLimit != 4096 || string(h.NetworkMode) != "bridge" ||
-		h.PidMode != "" || h.IpcMode.IsHost() || h.UsernsMode != "" || len(h.Devices) != 0 || h.Memory != 64<<20 {
-		t.Errorf("host config not hardened: %+v", h)
+		h.PidMode != "" || h.IpcMode != "private" || h.UTSMode != "" || h.UsernsMode != "" || h.CgroupnsMode.IsHost() ||
+		len(h.Devices) != 0 || len(h.DeviceRequests) != 0 || h.Memory != 64<<20 || h.NanoCPUs != 5e8 || h.ShmSize != 32<<20 {
+		t.Errorf("host config not hardened or not as asked: %+v", h)
+	}
+	for _, o := range h.SecurityOpt {
+		if strings.Contains(o, "unconfined") {
+			t.Errorf("security option %q", o)
+		}
+	}
+	if h.RestartPolicy.Name != "on-failure" || h.RestartPolicy.MaximumRetryCount != DefaultConfig().MaxRestarts {
+		t.Errorf("restart policy %+v", h.RestartPolicy)
+	}
+	if want := []string{dir + ":/data:ro", dir + ":/out:rw"}; !slices.Equal(h.Binds, want) {
+		t.Errorf("binds %q, want %q", h.Binds, want)
+	}
+	if lb := ins.Config.Labels; lb[LabelManaged] != "true" || lb[LabelJob] != l.Name || lb[LabelOwner] != "test" {
+		t.Errorf("labels %v", lb)
+	}
+	if len(h.PortBindings) != 2 {
+		t.Errorf("port bindings %v, want 8080 and 9090", h.PortBindings)
 	}
 	for _, c := range h.CapAdd {
 		if !slices.Contains(Capabilities, strings.TrimPrefix(c, "CAP_")) {
@@ -121,7 +143,7 @@ func TestHardening(t *testing.T) {
 	}
 	for port, bs := range h.PortBindings {
 		for _, b := range bs {
-			if b.HostIP != "127.0.0.1" {
+			if b.HostIP != "127.0.0.1" || b.HostPort != "" {
 				t.Errorf("port %s bound on %q, want loopback", port, b.HostIP)
 			}
 		}
@@ -135,7 +157,9 @@ func TestHardening(t *testing.T) {
 func TestHTTPThroughLoopbackPort(t *testing.T) {
 	r := openRuntime(t)
 	ctx := context.Background()
-	l := launch(fmt.Sprintf("lp-http-%d", time.Now().UnixNano()), "httpd", "-f", "-p", "8080", "-h", "/www")
+	page := fmt.Sprintf("labpool page %d", time.Now().UnixNano())
+	l := launch(fmt.Sprintf("lp-http-%d", time.Now().UnixNano()), "sh", "-c",
+		"mkdir -p /srv && echo '"+page+"' > /srv/index.html && exec httpd -f -p 8080 -h /srv")
 	l.Ports = []int{8080}
 	c, err := r.Run(ctx, l)
 	if err != nil {
@@ -160,7 +184,7 @@ func TestHTTPThroughLoopbackPort(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if !strings.Contains(string(body), "labpool test page") {
+	if !strings.Contains(string(body), page) {
 		t.Errorf("body %q", body)
 	}
 }
@@ -176,7 +200,8 @@ func TestGPURequestFailsClearlyWithoutNvidiaRuntime(t *testing.T) {
 	}
 	ins, _ := r.api.ContainerInspect(ctx, c.ID)
 	dr := ins.HostConfig.DeviceRequests
-	if len(dr) != 1 || !slices.Equal(dr[0].DeviceIDs, l.GPUs) || dr[0].Driver != "nvidia" {
+	if len(dr) != 1 || !slices.Equal(dr[0].DeviceIDs, l.GPUs) || dr[0].Driver != "nvidia" || dr[0].Count != 0 ||
+		len(dr[0].Capabilities) != 1 || !slices.Equal(dr[0].Capabilities[0], []string{"gpu"}) {
 		t.Errorf("device requests %+v, want exactly the granted UUIDs", dr)
 	}
 	r.Remove(ctx, c.ID)
@@ -184,22 +209,24 @@ func TestGPURequestFailsClearlyWithoutNvidiaRuntime(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "NVIDIA runtime") {
 		t.Fatalf("run with GPUs here: %v, want the clear NVIDIA runtime error", err)
 	}
-	all, _ := r.List(ctx)
-	for _, c := range all {
-		if c.Name == l.Name {
-			t.Errorf("a failed GPU start left container %s behind", c.ID)
-		}
+	left, err := r.api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("name", l.Name))})
+	if err != nil || len(left) != 0 {
+		t.Errorf("a failed GPU start left %d containers behind (%v)", len(left), err)
 	}
 }
 
 func TestUnmanagedContainerRefused(t *testing.T) {
 	r := openRuntime(t)
 	ctx := context.Background()
-	resp, err := r.api.ContainerCreate(ctx, &container.Config{Image: dockertest.Image, Cmd: []string{"sleep", "30"}}, nil, nil, nil, "")
+	resp, err := r.api.ContainerCreate(ctx, &container.Config{Image: dockertest.Image, Cmd: []string{"sleep", "30"},
+		Labels: map[string]string{LabelManaged: "false", LabelJob: "imposter"}}, nil, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.api.ContainerRemove(ctx, resp.ID, container.RemoveOptions{Force: true})
+	if err := r.api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for name, call := range map[string]func() error{
 		"start":   func() error { _, err := r.Start(ctx, resp.ID); return err },
 		"stop":    func() error { return r.Stop(ctx, resp.ID, time.Second) },
@@ -218,6 +245,9 @@ func TestUnmanagedContainerRefused(t *testing.T) {
 			t.Errorf("List returned an unmanaged container")
 		}
 	}
+	if ins, err := r.api.ContainerInspect(ctx, resp.ID); err != nil || !ins.State.Running {
+		t.Errorf("the unmanaged container was touched: %v", err)
+	}
 }
 
 func TestUnknownImageAndCorruptArchive(t *testing.T) {
@@ -227,9 +257,24 @@ func TestUnknownImageAndCorruptArchive(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not on this machine") {
 		t.Errorf("unknown image: %v", err)
 	}
-	_, err = r.LoadImage(ctx, strings.NewReader("this is not a tar archive"), nil)
-	if err == nil {
-		t.Errorf("a corrupt archive loaded")
+	if !strings.Contains(err.Error(), "labpool image load") {
+		t.Errorf("unknown image error %q does not say how to get it", err)
+	}
+	for name, archive := range map[string]string{
+		"not a tar":   strings.Repeat("this is not a tar archive\n", 100),
+		"empty tar":   string(make([]byte, 1024)),
+		"no manifest": tarOf(t, map[string]string{"hello.txt": "hi"}),
+	} {
+		var read int64
+		_, err = r.LoadImage(ctx, strings.NewReader(archive), func(done, _ int64, _ string) { read = done })
+		if !errors.Is(err, ErrBadArchive) {
+			t.Errorf("load %s: %v, want ErrBadArchive", name, err)
+		} else {
+			t.Logf("load %s: %v", name, err)
+		}
+		if read == 0 {
+			t.Errorf("load %s: no progress reported", name)
+		}
 	}
 	imgs, err := r.Images(ctx)
 	if err != nil || !slices.ContainsFunc(imgs, func(i Image) bool { return slices.Contains(i.Tags, dockertest.Image) }) {
@@ -242,6 +287,18 @@ func TestEventsReportExit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	evs, errs := r.Events(ctx)
+	// An unmanaged container that dies first must not show up.
+	other, err := r.api.ContainerCreate(ctx, &container.Config{Image: dockertest.Image, Cmd: []string{"true"}}, nil, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.api.ContainerRemove(context.Background(), other.ID, container.RemoveOptions{Force: true})
+	if err := r.api.ContainerStart(ctx, other.ID, container.StartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for ins, _ := r.api.ContainerInspect(ctx, other.ID); ins.State != nil && ins.State.Running; ins, _ = r.api.ContainerInspect(ctx, other.ID) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	c, err := r.Run(ctx, launch(fmt.Sprintf("lp-ev-%d", time.Now().UnixNano()), "sh", "-c", "exit 3"))
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +307,13 @@ func TestEventsReportExit(t *testing.T) {
 	for {
 		select {
 		case ev := <-evs:
+			if ev.ID == other.ID {
+				t.Errorf("event %s of an unmanaged container delivered", ev.Action)
+			}
 			if ev.ID == c.ID && ev.Action == "die" {
+				if ev.Labels[LabelJob] != c.Name || ev.Time.IsZero() {
+					t.Errorf("event %+v lacks labels or time", ev)
+				}
 				got, _ := r.Inspect(ctx, c.ID)
 				if got.ExitCode != 3 {
 					t.Errorf("exit code %d, want 3", got.ExitCode)
@@ -263,4 +326,21 @@ func TestEventsReportExit(t *testing.T) {
 			t.Fatal("no die event")
 		}
 	}
+}
+
+// tarOf builds a tar archive of the given files.
+func tarOf(t *testing.T, files map[string]string) string {
+	t.Helper()
+	var b strings.Builder
+	tw := tar.NewWriter(&b)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body))}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

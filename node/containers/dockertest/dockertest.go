@@ -4,7 +4,9 @@
 package dockertest
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,51 +62,142 @@ func start() {
 		skipWhy = "needs root to start a private dockerd (or set DOCKER_HOST)"
 		return
 	}
-	if _, err := exec.LookPath("dockerd"); err != nil {
-		skipWhy = "dockerd is not installed (apt-get install docker.io)"
-		return
+	for _, bin := range []string{"dockerd", "docker", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			skipWhy = bin + " is not installed (apt-get install docker.io iproute2)"
+			return
+		}
 	}
-	dir, err := os.MkdirTemp("", "lp-dk-")
+	e, err := startEngine()
 	if err != nil {
 		failErr = err
 		return
 	}
-	sock := filepath.Join(dir, "docker.sock")
-	host = "unix://" + sock
-	logf, _ := os.Create(filepath.Join(dir, "dockerd.log"))
-	cmd := exec.Command("dockerd", "--host", host, "--data-root", filepath.Join(dir, "root"),
-		"--exec-root", filepath.Join(dir, "exec"), "--pidfile", filepath.Join(dir, "dockerd.pid"),
-		"--bridge", "docker0", "--iptables=true")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		failErr = fmt.Errorf("start dockerd: %w", err)
-		return
+	host, stopFn = e.host, e.stop
+	failErr = ImportBusybox(host)
+}
+
+// engine is a private dockerd with its own directory and its own bridge,
+// so that engines started by several test binaries at once never hand out
+// the same container address. It leaves iptables alone: ports are
+// published by docker-proxy on loopback.
+type engine struct {
+	host, dir, bridge string
+	cmd               *exec.Cmd
+}
+
+func startEngine() (*engine, error) {
+	dir, err := os.MkdirTemp("", "lp-dk-")
+	if err != nil {
+		return nil, fmt.Errorf("make engine directory: %w", err)
 	}
-	stopFn = func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-		}
+	e := &engine{dir: dir, host: "unix://" + filepath.Join(dir, "docker.sock")}
+	if e.bridge, err = makeBridge(); err != nil {
 		os.RemoveAll(dir)
+		return nil, err
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if exec.Command("docker", "-H", host, "version").Run() == nil {
-			break
-		}
+	logf, err := os.Create(filepath.Join(dir, "dockerd.log"))
+	if err != nil {
+		e.stop()
+		return nil, fmt.Errorf("create dockerd log: %w", err)
+	}
+	defer logf.Close()
+	e.cmd = exec.Command("dockerd", "--host", e.host, "--data-root", filepath.Join(dir, "root"),
+		"--exec-root", filepath.Join(dir, "exec"), "--pidfile", filepath.Join(dir, "dockerd.pid"),
+		"--bridge", e.bridge, "--iptables=false", "--ip-masq=false")
+	e.cmd.Stdout, e.cmd.Stderr = logf, logf
+	// Own process group (a ^C to the test does not reach it first); dies
+	// with the test binary if that is killed before Stop.
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := e.cmd.Start(); err != nil {
+		e.stop()
+		return nil, fmt.Errorf("start dockerd: %w", err)
+	}
+	if err := e.wait(60 * time.Second); err != nil {
+		e.stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// wait polls the engine until it answers.
+func (e *engine) wait(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for exec.Command("docker", "-H", e.host, "version").Run() != nil {
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "dockerd.log"))
-			failErr = fmt.Errorf("dockerd did not answer in 60 s:\n%s", tail(string(log), 20))
-			return
+			log, _ := os.ReadFile(filepath.Join(e.dir, "dockerd.log"))
+			return fmt.Errorf("dockerd did not answer in %v:\n%s", limit, tail(string(log), 20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	failErr = ImportBusybox(host)
+	return nil
+}
+
+// stop stops dockerd (its containers with it) and removes what it made.
+func (e *engine) stop() {
+	if e.cmd != nil && e.cmd.Process != nil {
+		e.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { e.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			e.cmd.Process.Kill()
+			<-done
+		}
+	}
+	if e.bridge != "" {
+		exec.Command("ip", "link", "del", e.bridge).Run()
+	}
+	// Mounts left under the exec root by a killed engine would make
+	// RemoveAll fail; unmount them first.
+	exec.Command("umount", "-R", "-l", filepath.Join(e.dir, "exec")).Run()
+	exec.Command("umount", "-R", "-l", filepath.Join(e.dir, "root")).Run()
+	os.RemoveAll(e.dir)
+}
+
+// makeBridge creates a bridge named after this process on a /24 that no
+// interface here uses yet.
+func makeBridge() (string, error) {
+	name := fmt.Sprintf("lpdk%d", os.Getpid())
+	if len(name) > 15 {
+		name = name[:15]
+	}
+	exec.Command("ip", "link", "del", name).Run() // a leftover of an earlier process with this PID
+	used := usedAddrs()
+	for i := range 250 {
+		n := (os.Getpid() + i) % 250
+		cidr := fmt.Sprintf("10.213.%d.1/24", n)
+		if used[fmt.Sprintf("10.213.%d", n)] {
+			continue
+		}
+		for _, args := range [][]string{
+			{"link", "add", "name", name, "type", "bridge"},
+			{"addr", "add", cidr, "dev", name},
+			{"link", "set", name, "up"},
+		} {
+			if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+				exec.Command("ip", "link", "del", name).Run()
+				return "", fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+			}
+		}
+		return name, nil
+	}
+	return "", errors.New("no free 10.213.x.0/24 subnet for a test bridge")
+}
+
+// usedAddrs returns the first three octets of every IPv4 address here.
+func usedAddrs() map[string]bool {
+	used := map[string]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip := n.IP.To4(); ip != nil {
+				used[fmt.Sprintf("%d.%d.%d", ip[0], ip[1], ip[2])] = true
+			}
+		}
+	}
+	return used
 }
 
 // ImportBusybox imports Image into the engine at host from this machine's

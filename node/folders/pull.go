@@ -1,0 +1,355 @@
+package folders
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"sync"
+	"sync/atomic"
+)
+
+// Source is the sending side of a copy: a shared folder of a member.
+type Source interface {
+	Walk(ctx context.Context, p string) ([]FileMeta, error)
+	Sums(ctx context.Context, p string) (Sums, error)
+	Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
+}
+
+// Progress of a copy. Sent counts bytes that crossed the network; Done
+// counts bytes in place at the receiver (sent, or found already there).
+type Progress struct {
+	Files     int   `json:"files"`
+	FilesDone int   `json:"files_done"`
+	Bytes     int64 `json:"bytes"`
+	Done      int64 `json:"done"`
+	Sent      int64 `json:"sent"`
+}
+
+// Pull copies SrcPath of Src into Dst, as `cp -r` would: into DstPath when
+// that is an existing directory or ends in "/", else to DstPath itself.
+// Only blocks the receiver lacks are fetched; a file appears under its
+// final name only once complete and verified; an interrupted copy resumes
+// from its partial file.
+type Pull struct {
+	Src        Source
+	SrcPath    string // inside the source folder
+	SrcName    string // the name the copied top takes (the folder's name for its top)
+	Dst        *os.Root
+	DstPath    string
+	Streams    int            // parallel block requests (default 4)
+	OnProgress func(Progress) // called often; must not block
+
+	progress struct {
+		sync.Mutex
+		p Progress
+	}
+	sent, done atomic.Int64
+}
+
+const partialPrefix = ".labpool-partial."
+
+// Run performs the copy.
+func (p *Pull) Run(ctx context.Context) (Progress, error) {
+	if p.Streams <= 0 {
+		p.Streams = 4
+	}
+	target, err := p.target()
+	if err != nil {
+		return Progress{}, err
+	}
+	items, err := p.Src.Walk(ctx, p.SrcPath)
+	if err != nil {
+		return Progress{}, fmt.Errorf("list the source: %w", err)
+	}
+	for _, it := range items {
+		if !it.Dir && it.Link == "" {
+			p.progress.p.Bytes += it.Size
+			p.progress.p.Files++
+		}
+	}
+	var dirs []FileMeta
+	for _, it := range items {
+		if err := ctx.Err(); err != nil {
+			return p.snapshot(), err
+		}
+		if _, err := CleanPath(it.Rel); err != nil && it.Rel != "" {
+			return p.snapshot(), fmt.Errorf("the source sent a bad name: %w", err)
+		}
+		name := join(target, it.Rel)
+		switch {
+		case it.Dir:
+			if err := p.Dst.MkdirAll(name, 0o755); err != nil {
+				return p.snapshot(), fmt.Errorf("create %s: %w", name, err)
+			}
+			dirs = append(dirs, FileMeta{Rel: name, Mode: it.Mode, MTime: it.MTime})
+		case it.Link != "":
+			p.Dst.Remove(name)
+			if err := p.Dst.Symlink(it.Link, name); err != nil {
+				return p.snapshot(), fmt.Errorf("link %s: %w", name, err)
+			}
+		default:
+			if err := p.file(ctx, join(p.SrcPath, it.Rel), name, it); err != nil {
+				return p.snapshot(), err
+			}
+			p.progress.Lock()
+			p.progress.p.FilesDone++
+			p.progress.Unlock()
+		}
+	}
+	for i := len(dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
+		p.Dst.Chmod(dirs[i].Rel, dirs[i].Mode)
+		p.Dst.Chtimes(dirs[i].Rel, dirs[i].MTime, dirs[i].MTime)
+	}
+	return p.snapshot(), nil
+}
+
+// target resolves where the copied top goes, following cp -r.
+func (p *Pull) target() (string, error) {
+	into := len(p.DstPath) > 0 && p.DstPath[len(p.DstPath)-1] == '/'
+	dst, err := CleanPath(p.DstPath)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := p.Dst.Stat(dst); err == nil && fi.IsDir() {
+		into = true
+	} else if into {
+		return "", fmt.Errorf("%s is not a directory", p.DstPath)
+	}
+	if into {
+		return join(dst, p.SrcName), nil
+	}
+	if parent := path.Dir(dst); parent != "." {
+		if fi, err := p.Dst.Stat(parent); err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("%s: no such directory at the destination", parent)
+		}
+	}
+	return dst, nil
+}
+
+func (p *Pull) snapshot() Progress {
+	p.progress.Lock()
+	defer p.progress.Unlock()
+	s := p.progress.p
+	s.Sent, s.Done = p.sent.Load(), p.done.Load()
+	return s
+}
+
+func (p *Pull) report() {
+	if p.OnProgress != nil {
+		p.OnProgress(p.snapshot())
+	}
+}
+
+// file brings one regular file to name.
+func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
+	if fi, err := p.Dst.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == m.Size && fi.ModTime().Equal(m.MTime) {
+		p.done.Add(m.Size) // unchanged: same size and modification time
+		p.report()
+		return nil
+	}
+	sums, err := p.Src.Sums(ctx, src)
+	if err != nil {
+		return fmt.Errorf("hash %s at the source: %w", src, err)
+	}
+	if sums.Size != m.Size {
+		return fmt.Errorf("%s changed at the source during the copy", src)
+	}
+	partial := partialName(name)
+	f, fresh, err := p.openPartial(partial, name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Truncate(m.Size); err != nil {
+		return fmt.Errorf("size %s: %w", partial, err)
+	}
+	need, err := p.missing(f, sums, fresh)
+	if err != nil {
+		return err
+	}
+	if err := p.fetch(ctx, src, f, sums, need); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	if err := f.Chmod(m.Mode); err != nil {
+		return err
+	}
+	f.Close()
+	if err := p.Dst.Chtimes(partial, m.MTime, m.MTime); err != nil {
+		return err
+	}
+	if err := p.Dst.Rename(partial, name); err != nil {
+		return fmt.Errorf("put %s in place: %w", name, err)
+	}
+	return nil
+}
+
+// partialName is where a file grows until it is complete.
+func partialName(name string) string {
+	dir, base := path.Split(name)
+	if len(base)+len(partialPrefix) > maxName {
+		sum := sha256.Sum256([]byte(base))
+		base = hex.EncodeToString(sum[:12])
+	}
+	return path.Join(dir, partialPrefix+base)
+}
+
+// openPartial opens the partial file, resuming one left by an interrupted
+// copy; a new one starts from the existing version of the file, if any, so
+// its unchanged blocks need not be sent. fresh means it holds only zeros.
+func (p *Pull) openPartial(partial, name string) (*os.File, bool, error) {
+	if f, err := p.Dst.OpenFile(partial, os.O_RDWR, 0); err == nil {
+		return f, false, nil
+	}
+	f, err := p.Dst.OpenFile(partial, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, false, fmt.Errorf("create %s: %w", partial, err)
+	}
+	old, err := p.Dst.Open(name)
+	if err != nil {
+		return f, true, nil
+	}
+	defer old.Close()
+	if fi, err := old.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return f, true, nil
+	}
+	if _, err := io.Copy(f, old); err != nil {
+		f.Close()
+		return nil, false, fmt.Errorf("copy the old %s: %w", name, err)
+	}
+	return f, false, nil
+}
+
+// missing returns the blocks f lacks; in a fresh file only blocks that are
+// not all zeros (holes of a sparse file stay holes).
+func (p *Pull) missing(f *os.File, sums Sums, fresh bool) ([]int, error) {
+	var need []int
+	buf := make([]byte, BlockSize)
+	for i, want := range sums.Blocks {
+		n := blockLen(sums.Size, i)
+		if fresh {
+			if want != zeroSum(n) {
+				need = append(need, i)
+			} else {
+				p.done.Add(int64(n))
+			}
+			continue
+		}
+		if _, err := f.ReadAt(buf[:n], int64(i)*BlockSize); err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		sum := sha256.Sum256(buf[:n])
+		if hex.EncodeToString(sum[:]) == want {
+			p.done.Add(int64(n))
+			continue
+		}
+		need = append(need, i)
+	}
+	p.report()
+	return need, nil
+}
+
+func blockLen(size int64, i int) int {
+	return int(min(int64(BlockSize), size-int64(i)*BlockSize))
+}
+
+// run is a stretch of consecutive missing blocks.
+type run struct{ first, n int }
+
+func runs(need []int, max int) []run {
+	var out []run
+	for _, b := range need {
+		if k := len(out) - 1; k >= 0 && out[k].first+out[k].n == b && out[k].n < max {
+			out[k].n++
+			continue
+		}
+		out = append(out, run{b, 1})
+	}
+	return out
+}
+
+// fetch fetches the needed blocks over several streams, verifying each.
+func (p *Pull) fetch(ctx context.Context, src string, f *os.File, sums Sums, need []int) error {
+	work := make(chan run)
+	errc := make(chan error, p.Streams)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range p.Streams {
+		wg.Go(func() {
+			for r := range work {
+				if err := p.fetchRun(ctx, src, f, sums, r); err != nil {
+					errc <- err
+					cancel()
+					return
+				}
+			}
+		})
+	}
+feed:
+	for _, r := range runs(need, 16) {
+		select {
+		case work <- r:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, r run) error {
+	off := int64(r.first) * BlockSize
+	end := min(sums.Size, int64(r.first+r.n)*BlockSize)
+	rc, err := p.Src.Read(ctx, src, off, end-off)
+	if err != nil {
+		return fmt.Errorf("read %s at the source: %w", src, err)
+	}
+	defer rc.Close()
+	buf := make([]byte, BlockSize)
+	for i := r.first; i < r.first+r.n; i++ {
+		n := blockLen(sums.Size, i)
+		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
+			return fmt.Errorf("receive %s: %w", src, err)
+		}
+		sum := sha256.Sum256(buf[:n])
+		if hex.EncodeToString(sum[:]) != sums.Blocks[i] {
+			return fmt.Errorf("%s changed at the source during the copy (block %d)", src, i)
+		}
+		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
+			return fmt.Errorf("write %s: %w", f.Name(), err)
+		}
+		p.sent.Add(int64(n))
+		p.done.Add(int64(n))
+		p.report()
+	}
+	return nil
+}
+
+// RootSource is a Source over a local root (this machine's own folder, or
+// a test's).
+type RootSource struct{ Root *os.Root }
+
+// Walk implements Source.
+func (s RootSource) Walk(_ context.Context, p string) ([]FileMeta, error) { return Walk(s.Root, p) }
+
+// Sums implements Source.
+func (s RootSource) Sums(_ context.Context, p string) (Sums, error) { return FileSums(s.Root, p) }
+
+// Read implements Source.
+func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	return OpenRange(s.Root, p, off, n)
+}

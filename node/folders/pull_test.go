@@ -1,0 +1,195 @@
+package folders
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func mustRoot(t *testing.T, dir string) *os.Root {
+	t.Helper()
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func write(t *testing.T, path string, data []byte, mode fs.FileMode, mtime time.Time) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	if err := os.WriteFile(path, data, mode); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(path, mode)
+	os.Chtimes(path, mtime, mtime)
+}
+
+func randBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// tree makes a source tree with the awkward cases.
+func tree(t *testing.T) string {
+	src := t.TempDir()
+	mt := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
+	write(t, filepath.Join(src, "proj", "big.bin"), randBytes(5*BlockSize+123), 0o640, mt)
+	write(t, filepath.Join(src, "proj", "empty"), nil, 0o600, mt)
+	write(t, filepath.Join(src, "proj", "with space & ünïcödé ☃.txt"), []byte("hello"), 0o644, mt)
+	write(t, filepath.Join(src, "proj", "exec.sh"), []byte("#!/bin/sh\n"), 0o755, mt)
+	sparse := filepath.Join(src, "proj", "sparse.img")
+	f, _ := os.Create(sparse)
+	f.WriteAt([]byte("end"), 8*BlockSize)
+	f.Close()
+	os.Chtimes(sparse, mt, mt)
+	os.Symlink("exec.sh", filepath.Join(src, "proj", "link"))
+	return src
+}
+
+func pull(t *testing.T, src, dst, srcPath, dstPath string) Progress {
+	t.Helper()
+	p := &Pull{Src: RootSource{mustRoot(t, src)}, SrcPath: srcPath, SrcName: filepath.Base(srcPath), Dst: mustRoot(t, dst), DstPath: dstPath}
+	got, err := p.Run(context.Background())
+	if err != nil {
+		t.Fatalf("pull %s -> %s: %v", srcPath, dstPath, err)
+	}
+	return got
+}
+
+func sameTree(t *testing.T, a, b string) {
+	t.Helper()
+	filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(a, p)
+		q := filepath.Join(b, rel)
+		ia, _ := os.Lstat(p)
+		ib, err := os.Lstat(q)
+		if err != nil {
+			t.Errorf("%s missing at the destination", rel)
+			return nil
+		}
+		if ia.Mode() != ib.Mode() {
+			t.Errorf("%s: mode %v, want %v", rel, ib.Mode(), ia.Mode())
+		}
+		if ia.Mode().IsRegular() {
+			da, _ := os.ReadFile(p)
+			db, _ := os.ReadFile(q)
+			if !bytes.Equal(da, db) {
+				t.Errorf("%s: content differs", rel)
+			}
+			if !ia.ModTime().Equal(ib.ModTime()) {
+				t.Errorf("%s: mtime %v, want %v", rel, ib.ModTime(), ia.ModTime())
+			}
+		}
+		return nil
+	})
+}
+
+func TestPullTreeAndRecopy(t *testing.T) {
+	src, dst := tree(t), t.TempDir()
+	first := pull(t, src, dst, "proj", "")
+	sameTree(t, filepath.Join(src, "proj"), filepath.Join(dst, "proj"))
+	if first.Sent < 5*BlockSize || first.Sent > 6*BlockSize+BlockSize { // the sparse file's holes are not sent
+		t.Errorf("first copy sent %d bytes", first.Sent)
+	}
+	st, _ := os.Stat(filepath.Join(dst, "proj", "sparse.img"))
+	if blocks := st.Sys(); blocks == nil {
+		t.Log("no block count on this system")
+	}
+	again := pull(t, src, dst, "proj", "")
+	if again.Sent != 0 || again.Done != again.Bytes {
+		t.Errorf("re-copy of an unchanged tree sent %d bytes (done %d of %d)", again.Sent, again.Done, again.Bytes)
+	}
+	// Change one block in the middle: only it crosses.
+	big := filepath.Join(src, "proj", "big.bin")
+	f, _ := os.OpenFile(big, os.O_WRONLY, 0)
+	f.WriteAt([]byte("changed!"), 2*BlockSize+10)
+	f.Close()
+	delta := pull(t, src, dst, "proj", "")
+	if delta.Sent != BlockSize {
+		t.Errorf("one changed block: sent %d bytes, want %d", delta.Sent, BlockSize)
+	}
+	sameTree(t, filepath.Join(src, "proj"), filepath.Join(dst, "proj"))
+}
+
+func TestPullPathsLikeCpR(t *testing.T) {
+	src := tree(t)
+	dst := t.TempDir()
+	os.Mkdir(filepath.Join(dst, "existing"), 0o755)
+	os.Mkdir(filepath.Join(dst, "made"), 0o755)
+	pull(t, src, dst, "proj", "existing")    // into an existing directory
+	pull(t, src, dst, "proj", "newname")     // to a new path: becomes it
+	pull(t, src, dst, "proj/empty", "made/") // trailing slash: into
+	p := &Pull{Src: RootSource{mustRoot(t, src)}, SrcPath: "proj/empty", SrcName: "empty", Dst: mustRoot(t, dst), DstPath: "nodir/"}
+	if _, err := p.Run(context.Background()); err == nil {
+		t.Error("a copy into a missing directory with a trailing slash succeeded")
+	}
+	for _, p := range []string{"existing/proj/big.bin", "newname/big.bin", "made/empty"} {
+		if _, err := os.Stat(filepath.Join(dst, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// TestPullResumes: a copy cut short resumes and sends only what is missing.
+func TestPullResumes(t *testing.T) {
+	src, dst := tree(t), t.TempDir()
+	big := filepath.Join(src, "proj", "big.bin")
+	data, _ := os.ReadFile(big)
+	os.MkdirAll(filepath.Join(dst, "proj"), 0o755)
+	// An earlier copy wrote 3 whole blocks and half of the fourth, then died.
+	partial := filepath.Join(dst, "proj", partialPrefix+"big.bin")
+	os.WriteFile(partial, data[:3*BlockSize+BlockSize/2], 0o600)
+	got := pull(t, src, dst, "proj/big.bin", "proj/big.bin")
+	if want := int64(len(data) - 3*BlockSize); got.Sent != want {
+		t.Errorf("resume sent %d bytes, want %d (the half block again and the rest)", got.Sent, want)
+	}
+	out, _ := os.ReadFile(filepath.Join(dst, "proj", "big.bin"))
+	if !bytes.Equal(out, data) {
+		t.Error("resumed file differs")
+	}
+	if _, err := os.Stat(partial); !os.IsNotExist(err) {
+		t.Error("the partial file was left behind")
+	}
+}
+
+// lyingSource changes a block under the receiver's feet.
+type lyingSource struct{ RootSource }
+
+func (l lyingSource) Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(make([]byte, n))), nil
+}
+
+func TestPullRefusesWrongBlocks(t *testing.T) {
+	src, dst := tree(t), t.TempDir()
+	p := &Pull{Src: lyingSource{RootSource{mustRoot(t, src)}}, SrcPath: "proj/big.bin", SrcName: "big.bin", Dst: mustRoot(t, dst), DstPath: "big.bin"}
+	if _, err := p.Run(context.Background()); err == nil {
+		t.Fatal("a copy with wrong blocks succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(dst, "big.bin")); !os.IsNotExist(err) {
+		t.Error("an unverified file appeared under its final name")
+	}
+}
+
+func BenchmarkPullLocal(b *testing.B) {
+	src, dst := b.TempDir(), b.TempDir()
+	os.WriteFile(filepath.Join(src, "f"), randBytes(64*BlockSize), 0o644)
+	rs, _ := os.OpenRoot(src)
+	rd, _ := os.OpenRoot(dst)
+	b.SetBytes(64 * BlockSize)
+	for b.Loop() {
+		os.Remove(filepath.Join(dst, "f"))
+		p := &Pull{Src: RootSource{rs}, SrcPath: "f", SrcName: "f", Dst: rd, DstPath: "f"}
+		if _, err := p.Run(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

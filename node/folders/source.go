@@ -1,0 +1,154 @@
+package folders
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"time"
+)
+
+// BlockSize is the unit of comparison and transfer of a file's content.
+const BlockSize = 1 << 20
+
+// FileMeta describes one item of a tree being copied, relative to the
+// tree's top ("" for the top itself).
+type FileMeta struct {
+	Rel   string      `json:"rel"`
+	Size  int64       `json:"size"`
+	Mode  fs.FileMode `json:"mode"`
+	MTime time.Time   `json:"mtime"`
+	Dir   bool        `json:"dir,omitempty"`
+	Link  string      `json:"link,omitempty"` // a symlink's target, copied as a link
+}
+
+// Sums are a file's block hashes.
+type Sums struct {
+	Size   int64    `json:"size"`
+	Blocks []string `json:"blocks"` // hex SHA-256 of each BlockSize block
+}
+
+// Walk lists the tree at p of root (a file gives one entry), directories
+// before what they hold.
+func Walk(root *os.Root, p string) ([]FileMeta, error) {
+	clean, err := CleanPath(p)
+	if err != nil {
+		return nil, err
+	}
+	top, err := root.Lstat(clean)
+	if err != nil {
+		return nil, err
+	}
+	if !top.IsDir() {
+		m, err := meta(root, clean, "", top)
+		return []FileMeta{m}, err
+	}
+	var out []FileMeta
+	err = fs.WalkDir(root.FS(), clean, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		rel := ""
+		if name != clean {
+			rel = name[len(clean)+1:]
+			if clean == "." {
+				rel = name
+			}
+		}
+		m, err := meta(root, name, rel, info)
+		if err != nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	})
+	return out, err
+}
+
+func meta(root *os.Root, name, rel string, fi fs.FileInfo) (FileMeta, error) {
+	m := FileMeta{Rel: rel, Size: fi.Size(), Mode: fi.Mode().Perm(), MTime: fi.ModTime().UTC(), Dir: fi.IsDir()}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		target, err := root.Readlink(name)
+		if err != nil {
+			return m, err
+		}
+		m.Link, m.Size = target, 0
+	} else if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return m, fmt.Errorf("%s is neither a file, a directory nor a link", name)
+	}
+	return m, nil
+}
+
+// FileSums hashes the blocks of the file p of root.
+func FileSums(root *os.Root, p string) (Sums, error) {
+	clean, err := CleanPath(p)
+	if err != nil {
+		return Sums{}, err
+	}
+	f, err := root.Open(clean)
+	if err != nil {
+		return Sums{}, err
+	}
+	defer f.Close()
+	return sumsOf(f)
+}
+
+// sumsOf hashes r block by block.
+func sumsOf(r io.Reader) (Sums, error) {
+	var s Sums
+	buf := make([]byte, BlockSize)
+	for {
+		n, err := io.ReadFull(r, buf)
+		if n > 0 {
+			sum := sha256.Sum256(buf[:n])
+			s.Blocks = append(s.Blocks, hex.EncodeToString(sum[:]))
+			s.Size += int64(n)
+		}
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return s, nil
+		}
+		if err != nil {
+			return s, err
+		}
+	}
+}
+
+// OpenRange opens n bytes at off of the file p of root.
+func OpenRange(root *os.Root, p string, off, n int64) (io.ReadCloser, error) {
+	clean, err := CleanPath(p)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("%w: negative range", ErrBadPath)
+	}
+	f, err := root.Open(clean)
+	if err != nil {
+		return nil, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.NewSectionReader(f, off, n), f}, nil
+}
+
+// zeroSum is the hash of a block of zeros of length n (sparse regions).
+func zeroSum(n int) string {
+	sum := sha256.Sum256(make([]byte, n))
+	return hex.EncodeToString(sum[:])
+}
+
+// join is path.Join for a tree's relative names, "" meaning the top.
+func join(dir, rel string) string {
+	if rel == "" {
+		return dir
+	}
+	return path.Join(dir, rel)
+}
