@@ -31,3 +31,16 @@ func (c *Client) Ls(ctx context.Context, node, folder, path string) ([]folders.E
 	q := url.Values{"node": {node}, "folder": {folder}, "path": {path}}
 	return es, c.do(ctx, http.MethodGet, "/api/v1/ls?"+q.Encode(), nil, &es)
 }
+
+// Copy starts a copy.
+func (c *Client) Copy(ctx context.Context, req CopyRequest) (Transfer, error) {
+	var t Transfer
+	return t, c.do(ctx, http.MethodPost, "/api/v1/copy", req, &t)
+}
+
+// Transfer returns the state of a copy running on node.
+func (c *Client) Transfer(ctx context.Context, node, id string) (Transfer, error) {
+	var t Transfer
+	q := url.Values{"node": {node}}
+	return t, c.do(ctx, http.MethodGet, "/api/v1/transfers/"+url.PathEscape(id)+"?"+q.Encode(), nil, &t)
+}

@@ -108,12 +108,59 @@ func ParseRemote(s string) (node, folder, path string, ok bool) {
 
 // Ls lists a directory of a shared folder on its node.
 func (s *Service) Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error) {
-	n, err := s.findNode(ctx, node)
+	n, err := s.NodeByRef(ctx, node)
 	if err != nil {
 		return nil, err
 	}
 	var es []folders.Entry
 	q := url.Values{"path": {path}}
-	err = s.nodeJSON(ctx, n.ID, http.MethodGet, "/v1/folders/"+url.PathEscape(folder)+"/ls?"+q.Encode(), nil, &es)
+	err = s.NodeCall(ctx, n.ID, http.MethodGet, "/v1/folders/"+url.PathEscape(folder)+"/ls?"+q.Encode(), nil, &es)
 	return es, err
+}
+
+// CopyRequest copies SRC to DST; each is a local path or NODE:FOLDER[/PATH].
+type CopyRequest struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
+}
+
+// Transfer is a copy under way or ended, on the machine that receives it.
+type Transfer struct {
+	ID       string           `json:"id"`
+	Node     string           `json:"node"` // the receiving machine, which runs it
+	Src      string           `json:"src"`
+	Dst      string           `json:"dst"`
+	State    string           `json:"state"` // running, done, failed
+	Error    string           `json:"error,omitempty"`
+	Progress folders.Progress `json:"progress"`
+	Started  time.Time        `json:"started"`
+	Finished *time.Time       `json:"finished"`
+}
+
+// Copier runs copies (implemented by the daemon).
+type Copier interface {
+	Copy(ctx context.Context, req CopyRequest) (Transfer, error)
+	Transfer(ctx context.Context, node, id string) (Transfer, error)
+}
+
+// SetCopier lets the service start copies.
+func (s *Service) SetCopier(c Copier) { s.copier = c }
+
+// Copy starts a copy and returns its transfer.
+func (s *Service) Copy(ctx context.Context, req CopyRequest) (Transfer, error) {
+	if s.copier == nil {
+		return Transfer{}, ErrReadOnly
+	}
+	if req.Src == "" || req.Dst == "" {
+		return Transfer{}, fmt.Errorf("%w: a source and a destination are required", ErrInvalid)
+	}
+	return s.copier.Copy(ctx, req)
+}
+
+// Transfer returns the state of a copy on the machine that runs it.
+func (s *Service) Transfer(ctx context.Context, node, id string) (Transfer, error) {
+	if s.copier == nil {
+		return Transfer{}, ErrReadOnly
+	}
+	return s.copier.Transfer(ctx, node, id)
 }

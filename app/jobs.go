@@ -101,8 +101,8 @@ func (s *Service) Job(ctx context.Context, ref string) (Job, error) {
 	return Job{}, fmt.Errorf("%w: %q matches %d jobs: give more of the job ID", ErrInvalid, ref, len(match))
 }
 
-// findNode resolves a node by name, ID or ID prefix.
-func (s *Service) findNode(ctx context.Context, ref string) (Node, error) {
+// NodeByRef resolves a node by name, ID or ID prefix.
+func (s *Service) NodeByRef(ctx context.Context, ref string) (Node, error) {
 	nodes, err := s.Nodes(ctx)
 	if err != nil {
 		return Node{}, err
@@ -140,7 +140,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		return Plan{}, err
 	}
 	if req.Node != "" {
-		n, err := s.findNode(ctx, req.Node)
+		n, err := s.NodeByRef(ctx, req.Node)
 		if err != nil {
 			return Plan{}, err
 		}
@@ -269,7 +269,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 		return Job{}, &APIError{Status: http.StatusConflict, Code: "no_fit", Message: p.Reason}
 	}
 	var j jobs.Job
-	if err := s.nodeJSON(ctx, p.Node, http.MethodPost, "/v1/jobs", req.Spec, &j); err != nil {
+	if err := s.NodeCall(ctx, p.Node, http.MethodPost, "/v1/jobs", req.Spec, &j); err != nil {
 		return Job{}, err
 	}
 	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name}, nil
@@ -282,7 +282,7 @@ func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
 		return Job{}, err
 	}
 	var out jobs.Job
-	if err := s.nodeJSON(ctx, j.Node, http.MethodPost, "/v1/jobs/"+url.PathEscape(j.ID)+"/stop", nil, &out); err != nil {
+	if err := s.NodeCall(ctx, j.Node, http.MethodPost, "/v1/jobs/"+url.PathEscape(j.ID)+"/stop", nil, &out); err != nil {
 		return Job{}, err
 	}
 	j.Job = out
@@ -295,7 +295,7 @@ func (s *Service) RemoveJob(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	return s.nodeJSON(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID), nil, nil)
+	return s.NodeCall(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID), nil, nil)
 }
 
 // JobStats returns a job's resource use now.
@@ -305,7 +305,7 @@ func (s *Service) JobStats(ctx context.Context, ref string) (jobs.Stats, error) 
 	if err != nil {
 		return st, err
 	}
-	return st, s.nodeJSON(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/stats", nil, &st)
+	return st, s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/stats", nil, &st)
 }
 
 // Logs streams a job's logs from its node.
@@ -328,7 +328,7 @@ func (s *Service) Images(ctx context.Context, node string) ([]jobs.Image, error)
 		return nil, err
 	}
 	imgs := []jobs.Image{}
-	return imgs, s.nodeJSON(ctx, n, http.MethodGet, "/v1/images", nil, &imgs)
+	return imgs, s.NodeCall(ctx, n, http.MethodGet, "/v1/images", nil, &imgs)
 }
 
 // LoadImage sends an image archive to a node; the reply streams progress.
@@ -356,12 +356,12 @@ func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
 	if ref == "" {
 		return s.self.ID, nil
 	}
-	n, err := s.findNode(ctx, ref)
+	n, err := s.NodeByRef(ctx, ref)
 	return n.ID, err
 }
 
-// nodeJSON calls a node's agent API with a JSON body and decodes the reply.
-func (s *Service) nodeJSON(ctx context.Context, node, method, path string, in, out any) error {
+// NodeCall calls a node's agent API with a JSON body and decodes the reply.
+func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)

@@ -46,6 +46,7 @@ type Service struct {
 	caller  NodeCaller    // nil: jobs can be listed, not launched
 	tunnels *Tunnels      // nil: no tunnels (no daemon)
 	folders FolderManager // nil: cannot share (no daemon)
+	copier  Copier        // nil: cannot copy (no daemon)
 }
 
 // NewService returns a service over db. live and pool may be nil for a

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
 func folderCmds(g *globals) []*cobra.Command {
-	return []*cobra.Command{shareCmd(g), unshareCmd(g), foldersCmd(g), lsCmd(g)}
+	return []*cobra.Command{shareCmd(g), unshareCmd(g), foldersCmd(g), lsCmd(g), cpCmd(g)}
 }
 
 func shareCmd(g *globals) *cobra.Command {
@@ -132,5 +133,62 @@ func lsCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func cpCmd(g *globals) *cobra.Command {
+	var quiet bool
+	c := &cobra.Command{
+		Use:   "cp SRC DST",
+		Short: "Copy files and trees between this machine and shared folders (NODE:FOLDER[/PATH]), or between two machines",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			t, err := c.Copy(cmd.Context(), app.CopyRequest{Src: args[0], Dst: args[1]})
+			if err != nil {
+				return err
+			}
+			var bar *progressbar.ProgressBar
+			for {
+				if !quiet && t.Progress.Bytes > 0 {
+					if bar == nil {
+						bar = progressbar.NewOptions64(t.Progress.Bytes, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
+							progressbar.OptionShowBytes(true), progressbar.OptionSetDescription("copying"),
+							progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
+					}
+					bar.Set64(t.Progress.Done)
+				}
+				if t.State != "running" {
+					break
+				}
+				select {
+				case <-cmd.Context().Done():
+					return cmd.Context().Err()
+				case <-time.After(200 * time.Millisecond):
+				}
+				if t, err = c.Transfer(cmd.Context(), t.Node, t.ID); err != nil {
+					return err
+				}
+			}
+			if bar != nil {
+				bar.Finish()
+				fmt.Fprintln(cmd.ErrOrStderr())
+			}
+			if t.State == "failed" {
+				return fmt.Errorf("copy %s to %s: %s", args[0], args[1], t.Error)
+			}
+			p := t.Progress
+			secs := time.Duration(0)
+			if t.Finished != nil {
+				secs = t.Finished.Sub(t.Started)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Copied %d files, %s (%s sent) in %s\n", p.Files, Bytes(uint64(p.Bytes)), Bytes(uint64(p.Sent)), secs.Round(time.Millisecond))
+			return nil
+		},
+	}
+	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	return c
 }

@@ -74,6 +74,8 @@ type Daemon struct {
 	tunnels *app.Tunnels
 	jobs    *jobs.Manager
 	folders *folders.Registry
+	xfers   transfers
+	runCtx  context.Context     // the context run serves under; copies end with it
 	rt      *containers.Runtime // nil without a reachable Docker engine
 	rtErr   error
 
@@ -131,6 +133,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
 	d.svc.SetNodeCaller(d)
 	d.svc.SetFolderManager((*folderManager)(d))
+	d.svc.SetCopier((*copier)(d))
 	d.tunnels = app.NewTunnels(d.svc, log)
 	return d, nil
 }
@@ -213,6 +216,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
+	d.runCtx = ctx
 	api := &http.Server{Handler: web.Handler(d.svc, nil, d.log), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	g.Go(func() error { return serveUntil(ctx, api, sock) })
@@ -257,6 +261,9 @@ func (d *Daemon) peerHandler() http.Handler {
 	fh := d.folderHandler()
 	mux.Handle("/v1/folders", fh)
 	mux.Handle("/v1/folders/", fh)
+	th := d.transferHandler()
+	mux.Handle("/v1/transfers", th)
+	mux.Handle("/v1/transfers/", th)
 	return transport.Authorize(d.isMember, []string{pool.JoinPath}, mux)
 }
 

@@ -15,11 +15,15 @@ import (
 //	POST   /api/v1/folders  app.ShareRequest     -> app.Folder
 //	DELETE /api/v1/folders/{name}                -> 204
 //	GET    /api/v1/ls?node=N&folder=F&path=P     -> []folders.Entry
+//	POST   /api/v1/copy     app.CopyRequest      -> app.Transfer
+//	GET    /api/v1/transfers/{id}?node=N         -> app.Transfer
 type FoldersAPI interface {
 	Folders(ctx context.Context) ([]app.Folder, error)
 	Share(ctx context.Context, req app.ShareRequest) (app.Folder, error)
 	Unshare(ctx context.Context, name string) error
 	Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error)
+	Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, error)
+	Transfer(ctx context.Context, node, id string) (app.Transfer, error)
 }
 
 func (h *handler) routeFolders(mux *http.ServeMux, api FoldersAPI) {
@@ -40,6 +44,17 @@ func (h *handler) routeFolders(mux *http.ServeMux, api FoldersAPI) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /api/v1/copy", func(w http.ResponseWriter, r *http.Request) {
+		var req app.CopyRequest
+		if decodeBody(w, r, &req) {
+			v, err := api.Copy(r.Context(), req)
+			h.reply(w, v, err)
+		}
+	})
+	mux.HandleFunc("GET /api/v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		v, err := api.Transfer(r.Context(), r.URL.Query().Get("node"), r.PathValue("id"))
+		h.reply(w, v, err)
 	})
 	mux.HandleFunc("GET /api/v1/ls", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()

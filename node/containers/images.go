@@ -81,12 +81,18 @@ func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, progress Pro
 	return tags, nil
 }
 
+// archiveFaults are fragments of the engine's complaints about an archive's
+// format (a tar without manifest.json or repositories is one the engine
+// cannot open).
+var archiveFaults = []string{"unexpected EOF", "archive/tar", "manifest.json", "repositories: no such file",
+	"json: cannot unmarshal", "invalid character"}
+
 // badArchive marks the engine's complaints about the archive's format.
 func badArchive(err error) error {
 	msg := err.Error()
-	for _, s := range []string{"unexpected EOF", "invalid tar header", "archive/tar", "manifest.json", "json: cannot unmarshal", "invalid character"} {
+	for _, s := range archiveFaults {
 		if strings.Contains(msg, s) {
-			return fmt.Errorf("%w (%v)", ErrBadArchive, err)
+			return fmt.Errorf("%w (%s)", ErrBadArchive, msg)
 		}
 	}
 	return err

@@ -3,9 +3,13 @@ package folders
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"slices"
+	"strconv"
 )
 
 // Info is what members see of a share: never its path here.
@@ -39,6 +43,54 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 		defer root.Close()
 		es, err := ReadDir(root, req.URL.Query().Get("path"))
 		reply(w, es, err)
+	})
+	read := func(req *http.Request) (*os.Root, error) {
+		root, _, err := r.OpenRoot(req.PathValue("name"), member(req), false)
+		return root, err
+	}
+	mux.HandleFunc("GET /v1/folders/{name}/walk", func(w http.ResponseWriter, req *http.Request) {
+		root, err := read(req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		defer root.Close()
+		items, err := Walk(root, req.URL.Query().Get("path"))
+		reply(w, items, err)
+	})
+	mux.HandleFunc("GET /v1/folders/{name}/sums", func(w http.ResponseWriter, req *http.Request) {
+		root, err := read(req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		defer root.Close()
+		sums, err := FileSums(root, req.URL.Query().Get("path"))
+		reply(w, sums, err)
+	})
+	mux.HandleFunc("GET /v1/folders/{name}/read", func(w http.ResponseWriter, req *http.Request) {
+		q := req.URL.Query()
+		off, err1 := strconv.ParseInt(q.Get("off"), 10, 64)
+		n, err2 := strconv.ParseInt(q.Get("len"), 10, 64)
+		if err1 != nil || err2 != nil {
+			reply(w, nil, fmt.Errorf("%w: off and len must be numbers", ErrBadPath))
+			return
+		}
+		root, err := read(req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		defer root.Close()
+		rc, err := OpenRange(root, q.Get("path"), off, n)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		defer rc.Close()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+		io.Copy(w, rc)
 	})
 	mux.HandleFunc("GET /v1/folders", func(w http.ResponseWriter, req *http.Request) {
 		who := member(req)

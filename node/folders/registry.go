@@ -25,6 +25,9 @@ type Share struct {
 	Path      string   `json:"path"` // absolute directory here; never sent to members
 	ReadWrite bool     `json:"rw"`
 	Members   []string `json:"members,omitempty"` // device IDs allowed; empty: every member
+	// Transient shares exist for one copy from a local path: never saved,
+	// never listed to the pool.
+	Transient bool `json:"-"`
 }
 
 // Store keeps the share definitions of this machine.
@@ -91,19 +94,23 @@ func (r *Registry) Remove(name string) error {
 func (r *Registry) saveLocked() error {
 	list := make([]Share, 0, len(r.shares))
 	for _, s := range r.shares {
-		list = append(list, s)
+		if !s.Transient {
+			list = append(list, s)
+		}
 	}
 	sort.Slice(list, func(i, k int) bool { return list[i].Name < list[k].Name })
 	return r.store.SaveShares(list)
 }
 
-// List returns the shares, by name.
+// List returns the shares, by name, transient ones left out.
 func (r *Registry) List() []Share {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]Share, 0, len(r.shares))
 	for _, s := range r.shares {
-		out = append(out, s)
+		if !s.Transient {
+			out = append(out, s)
+		}
 	}
 	sort.Slice(out, func(i, k int) bool { return out[i].Name < out[k].Name })
 	return out

@@ -1,0 +1,321 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/sync/transport"
+)
+
+// transferRequest asks a receiving machine to pull from a member's folder.
+type transferRequest struct {
+	SrcNode   string    `json:"src_node"`
+	SrcFolder string    `json:"src_folder"`
+	SrcPath   string    `json:"src_path"`
+	SrcName   string    `json:"src_name"`
+	DstFolder string    `json:"dst_folder"`
+	DstPath   string    `json:"dst_path"`
+	Label     [2]string `json:"label"` // SRC and DST as the user wrote them
+}
+
+// transfers runs the copies this machine receives.
+type transfers struct {
+	mu   sync.Mutex // guards list
+	list map[string]*app.Transfer
+}
+
+// httpSource reads a member's shared folder over the pool's transport.
+type httpSource struct {
+	hc     *http.Client
+	folder string
+}
+
+func (s httpSource) get(ctx context.Context, op string, q url.Values) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://node/v1/folders/"+url.PathEscape(s.folder)+"/"+op+"?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var e app.Error
+		json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
+		if e.Message == "" {
+			e.Message = resp.Status
+		}
+		return nil, fmt.Errorf("%s", e.Message)
+	}
+	return resp, nil
+}
+
+func (s httpSource) decode(ctx context.Context, op string, q url.Values, v any) error {
+	resp, err := s.get(ctx, op, q)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(v)
+}
+
+// Walk implements folders.Source.
+func (s httpSource) Walk(ctx context.Context, p string) ([]folders.FileMeta, error) {
+	var items []folders.FileMeta
+	return items, s.decode(ctx, "walk", url.Values{"path": {p}}, &items)
+}
+
+// Sums implements folders.Source.
+func (s httpSource) Sums(ctx context.Context, p string) (folders.Sums, error) {
+	var sums folders.Sums
+	return sums, s.decode(ctx, "sums", url.Values{"path": {p}}, &sums)
+}
+
+// Read implements folders.Source.
+func (s httpSource) Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	resp, err := s.get(ctx, "read", url.Values{"path": {p}, "off": {strconv.FormatInt(off, 10)}, "len": {strconv.FormatInt(n, 10)}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+func newTransferID() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// start runs pull in the background, recording its progress as id.
+func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folders.Pull, done func()) {
+	d.xfers.mu.Lock()
+	if d.xfers.list == nil {
+		d.xfers.list = map[string]*app.Transfer{}
+	}
+	d.xfers.list[t.ID] = t
+	d.xfers.mu.Unlock()
+	pull.OnProgress = func(p folders.Progress) {
+		d.xfers.mu.Lock()
+		t.Progress = p
+		d.xfers.mu.Unlock()
+	}
+	go func() {
+		defer done()
+		p, err := pull.Run(ctx)
+		now := time.Now().UTC()
+		d.xfers.mu.Lock()
+		t.Progress, t.Finished, t.State = p, &now, "done"
+		if err != nil {
+			t.State, t.Error = "failed", err.Error()
+		}
+		d.xfers.mu.Unlock()
+		d.log.Info("copy ended", "id", t.ID, "src", t.Src, "dst", t.Dst, "state", t.State, "sent", p.Sent, "err", err)
+	}()
+}
+
+func (d *Daemon) transfer(id string) (app.Transfer, bool) {
+	d.xfers.mu.Lock()
+	defer d.xfers.mu.Unlock()
+	t, ok := d.xfers.list[id]
+	if !ok {
+		return app.Transfer{}, false
+	}
+	return *t, true
+}
+
+// transferHandler lets members start copies into this machine's folders.
+func (d *Daemon) transferHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/transfers", func(w http.ResponseWriter, r *http.Request) {
+		var req transferRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			http.Error(w, `{"code":"invalid","message":"decode the copy request"}`, http.StatusBadRequest)
+			return
+		}
+		who, _ := transport.PeerID(r)
+		member := who.String()
+		if who == d.id.ID {
+			member = ""
+		}
+		t, err := d.receive(req, member)
+		writeJSON(w, t, err)
+	})
+	mux.HandleFunc("GET /v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		t, ok := d.transfer(r.PathValue("id"))
+		if !ok {
+			writeJSON(w, nil, fmt.Errorf("%w: no transfer %s", app.ErrNotFound, r.PathValue("id")))
+			return
+		}
+		writeJSON(w, t, nil)
+	})
+	return mux
+}
+
+// receive starts pulling req into one of this machine's folders, on behalf
+// of member ("" for this machine itself).
+func (d *Daemon) receive(req transferRequest, member string) (app.Transfer, error) {
+	root, _, err := d.folders.OpenRoot(req.DstFolder, member, true)
+	if err != nil {
+		return app.Transfer{}, err
+	}
+	hc, err := d.NodeClient(context.Background(), req.SrcNode)
+	if err != nil {
+		root.Close()
+		return app.Transfer{}, err
+	}
+	t := &app.Transfer{ID: newTransferID(), Node: d.id.ID.String(), Src: req.Label[0], Dst: req.Label[1], State: "running", Started: time.Now().UTC()}
+	pull := &folders.Pull{Src: httpSource{hc, req.SrcFolder}, SrcPath: req.SrcPath, SrcName: req.SrcName, Dst: root, DstPath: req.DstPath}
+	d.startTransfer(d.runCtx, t, pull, func() { root.Close() })
+	return *t, nil
+}
+
+func writeJSON(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		status := http.StatusUnprocessableEntity
+		switch {
+		case strings.Contains(err.Error(), "not shared with you"), strings.Contains(err.Error(), "no such shared folder"):
+			status = http.StatusNotFound
+		case strings.Contains(err.Error(), "read-only"):
+			status = http.StatusForbidden
+		}
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(app.Error{Code: "copy", Message: err.Error()})
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}
+
+// copier implements app.Copier on the daemon.
+type copier Daemon
+
+// Copy implements app.Copier: the receiving machine pulls from the sender,
+// so machine-to-machine bytes never pass through this one.
+func (c *copier) Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, error) {
+	d := (*Daemon)(c)
+	sNode, sFolder, sPath, sRemote := app.ParseRemote(req.Src)
+	dNode, dFolder, dPath, dRemote := app.ParseRemote(req.Dst)
+	if strings.HasSuffix(req.Dst, "/") && dRemote && dPath != "" && !strings.HasSuffix(dPath, "/") {
+		dPath += "/"
+	}
+	label := [2]string{req.Src, req.Dst}
+	switch {
+	case !sRemote && !dRemote:
+		return app.Transfer{}, fmt.Errorf("%w: both sides are local: use cp", app.ErrInvalid)
+	case sRemote && !dRemote:
+		return d.pullHere(ctx, sNode, sFolder, sPath, req.Dst, label)
+	}
+	dst, err := d.svc.NodeByRef(ctx, dNode)
+	if err != nil {
+		return app.Transfer{}, err
+	}
+	tr := transferRequest{DstFolder: dFolder, DstPath: dPath, Label: label}
+	if sRemote {
+		src, err := d.svc.NodeByRef(ctx, sNode)
+		if err != nil {
+			return app.Transfer{}, err
+		}
+		tr.SrcNode, tr.SrcFolder, tr.SrcPath = src.ID, sFolder, sPath
+		tr.SrcName = path.Base(sPath)
+		if sPath == "" || sPath == "." {
+			tr.SrcName = sFolder
+		}
+	} else {
+		if tr, err = d.offerLocal(req.Src, dst.ID, tr); err != nil {
+			return app.Transfer{}, err
+		}
+	}
+	var t app.Transfer
+	if err := d.svc.NodeCall(ctx, dst.ID, http.MethodPost, "/v1/transfers", tr, &t); err != nil {
+		return app.Transfer{}, err
+	}
+	return t, nil
+}
+
+// offerLocal shares a local source for the receiving machine only, until
+// the daemon stops (the share is named after the transfer).
+func (d *Daemon) offerLocal(src, receiver string, tr transferRequest) (transferRequest, error) {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return tr, err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return tr, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	}
+	dir, name := abs, ""
+	if !fi.IsDir() {
+		dir, name = filepath.Dir(abs), filepath.Base(abs)
+	}
+	share := "xfer-" + newTransferID()
+	if _, err := d.folders.Add(folders.Share{Name: share, Path: dir, Members: []string{receiver}, Transient: true}); err != nil {
+		return tr, err
+	}
+	tr.SrcNode, tr.SrcFolder, tr.SrcPath, tr.SrcName = d.id.ID.String(), share, name, filepath.Base(abs)
+	return tr, nil
+}
+
+// pullHere copies a member's folder into a local path of this machine.
+func (d *Daemon) pullHere(ctx context.Context, node, folder, p, dst string, label [2]string) (app.Transfer, error) {
+	src, err := d.svc.NodeByRef(ctx, node)
+	if err != nil {
+		return app.Transfer{}, err
+	}
+	hc, err := d.NodeClient(ctx, src.ID)
+	if err != nil {
+		return app.Transfer{}, err
+	}
+	abs, err := filepath.Abs(dst)
+	if err != nil {
+		return app.Transfer{}, err
+	}
+	rootDir, rel := abs, "."
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		rootDir, rel = filepath.Dir(abs), filepath.Base(abs)
+	}
+	if strings.HasSuffix(dst, "/") {
+		rel += "/"
+	}
+	root, err := os.OpenRoot(rootDir)
+	if err != nil {
+		return app.Transfer{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	}
+	name := path.Base(p)
+	if p == "" || p == "." {
+		name = folder
+	}
+	t := &app.Transfer{ID: newTransferID(), Node: d.id.ID.String(), Src: label[0], Dst: label[1], State: "running", Started: time.Now().UTC()}
+	pull := &folders.Pull{Src: httpSource{hc, folder}, SrcPath: p, SrcName: name, Dst: root, DstPath: rel}
+	d.startTransfer(d.runCtx, t, pull, func() { root.Close() })
+	return *t, nil
+}
+
+// Transfer implements app.Copier.
+func (c *copier) Transfer(ctx context.Context, node, id string) (app.Transfer, error) {
+	d := (*Daemon)(c)
+	if node == "" || node == d.id.ID.String() {
+		t, ok := d.transfer(id)
+		if !ok {
+			return app.Transfer{}, fmt.Errorf("%w: no transfer %s", app.ErrNotFound, id)
+		}
+		return t, nil
+	}
+	var t app.Transfer
+	return t, d.svc.NodeCall(ctx, node, http.MethodGet, "/v1/transfers/"+url.PathEscape(id), nil, &t)
+}

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"bytes"
+	"crypto/rand"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCopy copies trees in all three directions between namespaces —
+// laptop to machine, machine to machine (directly), machine to laptop — and
+// checks both trees match, that a re-copy sends nothing, and that a
+// read-only share refuses writes.
+func TestCopy(t *testing.T) {
+	l := newLAN(t, "gpu1", "gpu2", "laptop")
+	gpu1, gpu2, laptop := l.host("gpu1"), l.host("gpu2"), l.host("laptop")
+	for _, h := range l.hosts {
+		h.agent()
+		h.waitDaemon()
+	}
+	joinAll(t, gpu1, gpu2, laptop)
+	waitFor(t, 20*time.Second, "all online", func() error { return liveNodes(laptop, "gpu1", "gpu2") })
+	waitFor(t, 20*time.Second, "gpu2 follows gpu1", func() error { return liveNodes(gpu2, "gpu1", "laptop") })
+
+	base := t.TempDir()
+	src := filepath.Join(base, "project")
+	makeTree(t, src)
+	data, scratch := filepath.Join(base, "gpu1-data"), filepath.Join(base, "gpu2-scratch")
+	makeTree(t, data)
+	os.MkdirAll(scratch, 0o755)
+	mustCLI(t, gpu1, "share", "data", data)
+	mustCLI(t, gpu2, "share", "--rw", "scratch", scratch)
+
+	t.Run("laptop to machine", func(t *testing.T) {
+		out := mustCLI(t, laptop, "cp", src, "gpu2:scratch/")
+		t.Logf("%s", strings.TrimSpace(out))
+		sameFiles(t, src, filepath.Join(scratch, "project"))
+	})
+	t.Run("machine to machine", func(t *testing.T) {
+		out := mustCLI(t, laptop, "cp", "gpu1:data", "gpu2:scratch/from-gpu1")
+		t.Logf("%s", strings.TrimSpace(out))
+		sameFiles(t, data, filepath.Join(scratch, "from-gpu1"))
+	})
+	t.Run("machine to laptop", func(t *testing.T) {
+		dst := filepath.Join(base, "back")
+		os.Mkdir(dst, 0o755)
+		out := mustCLI(t, laptop, "cp", "gpu2:scratch/from-gpu1", dst+"/")
+		t.Logf("%s", strings.TrimSpace(out))
+		sameFiles(t, data, filepath.Join(dst, "from-gpu1"))
+		again := mustCLI(t, laptop, "cp", "gpu2:scratch/from-gpu1", dst+"/")
+		if !strings.Contains(again, "(0 B sent)") {
+			t.Errorf("a re-copy of an unchanged tree sent data: %s", again)
+		}
+	})
+	t.Run("read-only share refuses writes", func(t *testing.T) {
+		_, errOut, code := laptop.cli("cp", src, "gpu1:data/")
+		if code != 1 || !strings.Contains(errOut, "read-only") {
+			t.Errorf("copy into a read-only share: exit %d %q", code, errOut)
+		}
+	})
+}
+
+func mustCLI(t *testing.T, h *host, args ...string) string {
+	t.Helper()
+	out, errOut, code := h.cli(args...)
+	if code != 0 {
+		t.Fatalf("%s: labpool %v: exit %d: %s%s", h.name, args, code, out, errOut)
+	}
+	return out
+}
+
+// makeTree writes a tree with the awkward cases: spaces, Unicode, an empty
+// file, a sparse one, an executable, nested directories.
+func makeTree(t *testing.T, dir string) {
+	t.Helper()
+	mt := time.Date(2025, 6, 7, 8, 9, 10, 0, time.UTC)
+	files := map[string][]byte{
+		"readme.txt":                []byte("hello\n"),
+		"with space/ünïcödé ☃.dat":  randData(3<<20 + 17),
+		"deep/a/b/c/empty":          nil,
+		"run.sh":                    []byte("#!/bin/sh\necho hi\n"),
+		"weird name (1) & [x].json": []byte("{}"),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chtimes(p, mt, mt)
+	}
+	os.Chmod(filepath.Join(dir, "run.sh"), 0o755)
+	sp := filepath.Join(dir, "sparse.img")
+	f, _ := os.Create(sp)
+	f.WriteAt([]byte("tail"), 64<<20)
+	f.Close()
+	os.Chtimes(sp, mt, mt)
+}
+
+func randData(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// sameFiles compares two trees: names, contents, modes and times of files.
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	n := 0
+	filepath.WalkDir(a, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(a, p)
+		ia, _ := os.Lstat(p)
+		ib, err := os.Lstat(filepath.Join(b, rel))
+		if err != nil {
+			t.Errorf("%s missing at the destination", rel)
+			return nil
+		}
+		da, _ := os.ReadFile(p)
+		db, _ := os.ReadFile(filepath.Join(b, rel))
+		if !bytes.Equal(da, db) || ia.Mode() != ib.Mode() || !ia.ModTime().Equal(ib.ModTime()) {
+			t.Errorf("%s differs: mode %v/%v, time %v/%v, %d/%d bytes", rel, ia.Mode(), ib.Mode(), ia.ModTime(), ib.ModTime(), len(da), len(db))
+		}
+		n++
+		return nil
+	})
+	if n < 6 {
+		t.Errorf("compared only %d files", n)
+	}
+}
