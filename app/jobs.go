@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/transport"
 )
 
 // KindJob is the replica record of one job, written by the node that runs
@@ -402,6 +403,12 @@ func (s *Service) nodeStream(ctx context.Context, node, method, path string, bod
 		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := hc.Do(req)
+	if err != nil && transport.ConnectionLost(err) && req.GetBody != nil {
+		// The node restarted under an old connection: send once more.
+		if req.Body, err = req.GetBody(); err == nil {
+			resp, err = hc.Do(req)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reach %s: %w", shortID(node), err)
 	}

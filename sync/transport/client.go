@@ -127,10 +127,7 @@ func replayable(req *http.Request, err error) bool {
 	if req.Body != nil && req.Body != http.NoBody || req.Context().Err() != nil {
 		return false
 	}
-	var app *quic.ApplicationError
-	var reset *quic.StatelessResetError
-	var idle *quic.IdleTimeoutError
-	return errors.As(err, &app) || errors.As(err, &reset) || errors.As(err, &idle)
+	return ConnectionLost(err)
 }
 
 // reset replaces the transport, closing the old one's connection.
@@ -170,4 +167,14 @@ func closeBody(req *http.Request) {
 	if req.Body != nil {
 		req.Body.Close()
 	}
+}
+
+// ConnectionLost reports whether err means the connection under a request
+// died (the peer restarted, or went silent), so that the request, if it can
+// be sent again, may be retried once on a new connection.
+func ConnectionLost(err error) bool {
+	var app *quic.ApplicationError
+	var reset *quic.StatelessResetError
+	var idle *quic.IdleTimeoutError
+	return errors.As(err, &app) || errors.As(err, &reset) || errors.As(err, &idle)
 }

@@ -1,0 +1,127 @@
+package containers
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/network"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// fakeDocker records the calls it gets; a method it does not implement
+// panics through the nil embedded interface, failing the test.
+type fakeDocker struct {
+	dockerAPI
+	calls   []string
+	created *container.HostConfig
+	labels  map[string]string
+	start   func(id string) error
+}
+
+func (f *fakeDocker) ContainerCreate(_ context.Context, cfg *container.Config, host *container.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, _ string) (container.CreateResponse, error) {
+	f.calls = append(f.calls, "create")
+	f.created, f.labels = host, cfg.Labels
+	return container.CreateResponse{ID: "c1"}, nil
+}
+
+func (f *fakeDocker) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
+	f.calls = append(f.calls, "inspect")
+	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, State: &container.State{}},
+		Config: &container.Config{Image: "img", Labels: f.labels}}, nil
+}
+
+func (f *fakeDocker) ContainerStart(_ context.Context, id string, _ container.StartOptions) error {
+	f.calls = append(f.calls, "start")
+	return f.start(id)
+}
+
+func (f *fakeDocker) ContainerRemove(_ context.Context, id string, o container.RemoveOptions) error {
+	f.calls = append(f.calls, "remove")
+	return nil
+}
+
+func TestRunRemovesWhatFailedToStart(t *testing.T) {
+	f := &fakeDocker{start: func(string) error {
+		return errors.New(`Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]`)
+	}}
+	r := newRuntime(DefaultConfig(), f)
+	_, err := r.Run(context.Background(), Launch{Image: "img", GPUs: []string{"GPU-1"}})
+	if err == nil || !strings.Contains(err.Error(), "no NVIDIA runtime") {
+		t.Errorf("Run = %v, want the NVIDIA runtime error", err)
+	}
+	if want := []string{"create", "inspect", "inspect", "start", "remove"}; !slices.Equal(f.calls, want) {
+		t.Errorf("calls %v, want %v", f.calls, want)
+	}
+}
+
+func TestCreateHardensEveryRequest(t *testing.T) {
+	f := &fakeDocker{}
+	cfg := DefaultConfig()
+	cfg.Node = "N1"
+	r := newRuntime(cfg, f)
+	_, err := r.Create(context.Background(), Launch{Image: "img", Ports: []int{80},
+		Labels: map[string]string{LabelManaged: "false", LabelNode: "N2", LabelJob: "j"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := f.created
+	if h.Privileged || !*h.Init || *h.PidsLimit != 4096 || !slices.Equal(h.CapDrop, []string{"ALL"}) ||
+		!slices.Equal(h.CapAdd, Capabilities) || !slices.Equal(h.SecurityOpt, []string{"no-new-privileges:true"}) ||
+		h.NetworkMode != "bridge" || h.IpcMode != "private" || h.DeviceRequests != nil || h.RestartPolicy.Name != "no" {
+		t.Errorf("host config %+v", h)
+	}
+	if b := h.PortBindings["80/tcp"]; len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "" {
+		t.Errorf("port binding %+v, want an ephemeral loopback port", b)
+	}
+	if f.labels[LabelManaged] != "true" || f.labels[LabelNode] != "N1" || f.labels[LabelJob] != "j" {
+		t.Errorf("labels %v: labpool's own labels must win", f.labels)
+	}
+	for _, c := range Capabilities {
+		if c == "SYS_ADMIN" || c == "NET_ADMIN" || c == "NET_RAW" || c == "MKNOD" || c == "SYS_PTRACE" {
+			t.Errorf("allowlist holds %s", c)
+		}
+	}
+}
+
+func TestCreateRefusesBadRequestsBeforeDocker(t *testing.T) {
+	tests := []struct {
+		name string
+		l    Launch
+		want string
+	}{
+		{"port zero", Launch{Ports: []int{0}}, "out of range"},
+		{"port too high", Launch{Ports: []int{70000}}, "out of range"},
+		{"relative host path", Launch{Binds: []Bind{{HostPath: "data", Target: "/data"}}}, "absolute"},
+		{"relative target", Launch{Binds: []Bind{{HostPath: "/data", Target: "data"}}}, "absolute"},
+		{"colon in path", Launch{Binds: []Bind{{HostPath: "/a:/etc", Target: "/data"}}}, "may not contain"},
+		{"unknown restart", Launch{Restart: "always"}, "restart policy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeDocker{}
+			tt.l.Image = "img"
+			_, err := newRuntime(DefaultConfig(), f).Create(context.Background(), tt.l)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || len(f.calls) != 0 {
+				t.Errorf("Create = %v after calls %v; want an error with %q and no call", err, f.calls, tt.want)
+			}
+		})
+	}
+}
+
+func TestExplain(t *testing.T) {
+	tests := []struct{ docker, img, want string }{
+		{"Error response from daemon: No such image: x:1", "x:1", "image x:1 is not on this machine: load it with `labpool image load`"},
+		{`Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]`, "x", "this machine's Docker has no NVIDIA runtime"},
+		{"Bind for 127.0.0.1:8080 failed: port is already allocated", "x", "a port is already in use on this machine: Bind for"},
+		{"something else", "x", "something else"},
+	}
+	for _, tt := range tests {
+		if got := explain(errors.New(tt.docker), tt.img).Error(); !strings.HasPrefix(got, tt.want) {
+			t.Errorf("explain(%q) = %q, want prefix %q", tt.docker, got, tt.want)
+		}
+	}
+}
