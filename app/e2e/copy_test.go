@@ -64,7 +64,7 @@ func TestCopy(t *testing.T) {
 	})
 }
 
-func mustCLI(t *testing.T, h *host, args ...string) string {
+func mustCLI(t testing.TB, h *host, args ...string) string {
 	t.Helper()
 	out, errOut, code := h.cli(args...)
 	if code != 0 {

@@ -116,7 +116,7 @@ func TestCopyResumes(t *testing.T) {
 }
 
 // writeRandom writes n random bytes to path and returns their SHA-256.
-func writeRandom(t *testing.T, path string, n int64) []byte {
+func writeRandom(t testing.TB, path string, n int64) []byte {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/go-connections/nat"
@@ -100,7 +101,7 @@ func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, e
 	}
 	cfg := &container.Config{Image: l.Image, Cmd: l.Cmd, Env: l.Env, Labels: r.labels(l.Labels), ExposedPorts: exposed}
 	host := r.hardened()
-	host.PortBindings, host.Binds, host.RestartPolicy = bindings, binds, restart
+	host.PortBindings, host.Mounts, host.RestartPolicy = bindings, binds, restart
 	host.ShmSize, host.NanoCPUs, host.Memory = l.ShmBytes, int64(l.CPUs*1e9), l.MemoryBytes
 	if len(l.GPUs) > 0 {
 		host.DeviceRequests = []container.DeviceRequest{{
@@ -157,21 +158,16 @@ func loopbackPorts(ports []int) (nat.PortSet, nat.PortMap, error) {
 	return exposed, bindings, nil
 }
 
-// bindSpecs turns checked binds into Docker's "host:target:mode" strings.
-func bindSpecs(binds []Bind) ([]string, error) {
-	var out []string
+// bindSpecs turns checked binds into typed bind mounts (any character
+// may appear in a path; nothing propagates back to the host).
+func bindSpecs(binds []Bind) ([]mount.Mount, error) {
+	var out []mount.Mount
 	for _, b := range binds {
 		if !strings.HasPrefix(b.HostPath, "/") || !strings.HasPrefix(b.Target, "/") {
 			return nil, fmt.Errorf("mount %s:%s: both paths must be absolute", b.HostPath, b.Target)
 		}
-		if strings.ContainsAny(b.HostPath+b.Target, ":,") {
-			return nil, fmt.Errorf("mount %s:%s: paths may not contain ':' or ','", b.HostPath, b.Target)
-		}
-		mode := "rw"
-		if b.ReadOnly {
-			mode = "ro"
-		}
-		out = append(out, b.HostPath+":"+b.Target+":"+mode)
+		out = append(out, mount.Mount{Type: mount.TypeBind, Source: b.HostPath, Target: b.Target, ReadOnly: b.ReadOnly,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 	}
 	return out, nil
 }

@@ -127,8 +127,9 @@ func TestHardening(t *testing.T) {
 	if h.RestartPolicy.Name != "on-failure" || h.RestartPolicy.MaximumRetryCount != DefaultConfig().MaxRestarts {
 		t.Errorf("restart policy %+v", h.RestartPolicy)
 	}
-	if want := []string{dir + ":/data:ro", dir + ":/out:rw"}; !slices.Equal(h.Binds, want) {
-		t.Errorf("binds %q, want %q", h.Binds, want)
+	if len(h.Mounts) != 2 || h.Mounts[0].Source != dir || h.Mounts[0].Target != "/data" || !h.Mounts[0].ReadOnly ||
+		h.Mounts[1].Target != "/out" || h.Mounts[1].ReadOnly || len(h.Binds) != 0 {
+		t.Errorf("mounts %+v, binds %q: want /data read-only and /out read-write", h.Mounts, h.Binds)
 	}
 	if lb := ins.Config.Labels; lb[LabelManaged] != "true" || lb[LabelJob] != l.Name || lb[LabelOwner] != "test" {
 		t.Errorf("labels %v", lb)
@@ -343,4 +344,25 @@ func tarOf(t *testing.T, files map[string]string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+func TestLoadSavedImageAndPullError(t *testing.T) {
+	r := openRuntime(t)
+	ctx := context.Background()
+	saved, err := exec.Command("docker", "-H", dockertest.Engine(t), "save", dockertest.Image).Output()
+	if err != nil {
+		t.Fatalf("docker save: %v", err)
+	}
+	var last int64
+	tags, err := r.LoadImage(ctx, strings.NewReader(string(saved)), func(done, _ int64, _ string) { last = done })
+	if err != nil || !slices.Contains(tags, dockertest.Image) {
+		t.Errorf("LoadImage = %v, %v; want %s", tags, err, dockertest.Image)
+	}
+	if last != int64(len(saved)) {
+		t.Errorf("progress ended at %d bytes of %d", last, len(saved))
+	}
+	err = r.PullImage(ctx, "127.0.0.1:1/labpool-test/nope:1", nil)
+	if err == nil || !strings.Contains(err.Error(), "pull 127.0.0.1:1/labpool-test/nope:1") {
+		t.Errorf("pull from nowhere: %v", err)
+	}
 }

@@ -73,6 +73,7 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 		}
 	}
 	var dirs []FileMeta
+	var small []FileMeta // files of one block at most, fetched in parallel
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			return p.snapshot(), err
@@ -92,14 +93,17 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 			if err := p.Dst.Symlink(it.Link, name); err != nil {
 				return p.snapshot(), fmt.Errorf("link %s: %w", name, err)
 			}
+		case it.Sum != "":
+			small = append(small, it)
 		default:
 			if err := p.file(ctx, join(p.SrcPath, it.Rel), name, it); err != nil {
 				return p.snapshot(), err
 			}
-			p.progress.Lock()
-			p.progress.p.FilesDone++
-			p.progress.Unlock()
+			p.fileDone()
 		}
+	}
+	if err := p.smallFiles(ctx, target, small); err != nil {
+		return p.snapshot(), err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
 		p.Dst.Chmod(dirs[i].Rel, dirs[i].Mode)
@@ -129,6 +133,90 @@ func (p *Pull) target() (string, error) {
 		}
 	}
 	return dst, nil
+}
+
+func (p *Pull) fileDone() {
+	p.progress.Lock()
+	p.progress.p.FilesDone++
+	p.progress.Unlock()
+	p.report()
+}
+
+// smallFiles brings files of one block at most, several at a time: each
+// crosses in one request and is checked against the sum the walk gave.
+func (p *Pull) smallFiles(ctx context.Context, target string, files []FileMeta) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan FileMeta)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	for range 4 * p.Streams {
+		wg.Go(func() {
+			for m := range work {
+				if err := p.smallFile(ctx, join(p.SrcPath, m.Rel), join(target, m.Rel), m); err != nil {
+					select {
+					case errc <- err:
+					default:
+					}
+					cancel()
+					return
+				}
+				p.fileDone()
+			}
+		})
+	}
+feed:
+	for _, m := range files {
+		select {
+		case work <- m:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return ctx.Err()
+	}
+}
+
+func (p *Pull) smallFile(ctx context.Context, src, name string, m FileMeta) error {
+	if fi, err := p.Dst.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == m.Size && fi.ModTime().Equal(m.MTime) {
+		p.done.Add(m.Size)
+		return nil
+	}
+	var data []byte
+	if m.Size > 0 {
+		rc, err := p.Src.Read(ctx, src, 0, m.Size)
+		if err != nil {
+			return fmt.Errorf("read %s at the source: %w", src, err)
+		}
+		data, err = io.ReadAll(io.LimitReader(rc, m.Size+1))
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("receive %s: %w", src, err)
+		}
+	}
+	sum := sha256.Sum256(data)
+	if hex.EncodeToString(sum[:]) != m.Sum {
+		return fmt.Errorf("%s changed at the source during the copy", src)
+	}
+	partial := partialName(name)
+	if err := p.Dst.WriteFile(partial, data, 0o600); err != nil {
+		p.Dst.Remove(partial)
+		return fmt.Errorf("write %s: %w", name, err)
+	}
+	p.Dst.Chmod(partial, m.Mode)
+	p.Dst.Chtimes(partial, m.MTime, m.MTime)
+	if err := p.Dst.Rename(partial, name); err != nil {
+		return fmt.Errorf("put %s in place: %w", name, err)
+	}
+	p.sent.Add(m.Size)
+	p.done.Add(m.Size)
+	return nil
 }
 
 func (p *Pull) snapshot() Progress {

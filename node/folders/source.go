@@ -23,6 +23,9 @@ type FileMeta struct {
 	MTime time.Time   `json:"mtime"`
 	Dir   bool        `json:"dir,omitempty"`
 	Link  string      `json:"link,omitempty"` // a symlink's target, copied as a link
+	// Sum is the SHA-256 of a file of at most one block, so that a small
+	// file crosses in one request, verified.
+	Sum string `json:"sum,omitempty"`
 }
 
 // Sums are a file's block hashes.
@@ -82,6 +85,13 @@ func meta(root *os.Root, name, rel string, fi fs.FileInfo) (FileMeta, error) {
 		m.Link, m.Size = target, 0
 	} else if !fi.IsDir() && !fi.Mode().IsRegular() {
 		return m, fmt.Errorf("%s is neither a file, a directory nor a link", name)
+	} else if !fi.IsDir() && fi.Size() <= BlockSize {
+		data, err := root.ReadFile(name)
+		if err != nil {
+			return m, err
+		}
+		sum := sha256.Sum256(data)
+		m.Sum, m.Size = hex.EncodeToString(sum[:]), int64(len(data))
 	}
 	return m, nil
 }
