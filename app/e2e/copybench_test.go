@@ -130,7 +130,7 @@ func startSSHD(b *testing.B, h *host, base string) string {
 	pub, _ := os.ReadFile(filepath.Join(dir, "client.pub"))
 	os.WriteFile(filepath.Join(dir, "authorized_keys"), pub, 0o600)
 	cfg := filepath.Join(dir, "sshd_config")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("Port 2222\nListenAddress %s\nHostKey %s\nPermitRootLogin yes\nAuthorizedKeysFile %s\nUsePAM no\nStrictModes no\nPidFile %s\n",
+	os.WriteFile(cfg, []byte(fmt.Sprintf("Port 2222\nListenAddress %s\nHostKey %s\nPermitRootLogin yes\nAuthorizedKeysFile %s\nUsePAM no\nStrictModes no\nPidFile %s\nSubsystem sftp internal-sftp\n",
 		h.ip, filepath.Join(dir, "host"), filepath.Join(dir, "authorized_keys"), filepath.Join(dir, "sshd.pid"))), 0o600)
 	cmd := exec.Command("ip", "netns", "exec", h.ns, "/usr/sbin/sshd", "-D", "-e", "-f", cfg)
 	if err := cmd.Start(); err != nil {

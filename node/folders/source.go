@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"sync"
 	"time"
 )
 
@@ -149,8 +150,22 @@ func OpenRange(root *os.Root, p string, off, n int64) (io.ReadCloser, error) {
 	}{io.NewSectionReader(f, off, n), f}, nil
 }
 
-// zeroSum is the hash of a block of zeros of length n (sparse regions).
+// zeroSum is the hash of a block of zeros of length n (sparse regions);
+// the full block's is computed once.
 func zeroSum(n int) string {
+	if n == BlockSize {
+		zeroBlockOnce.Do(func() { zeroBlockSum = hashZeros(BlockSize) })
+		return zeroBlockSum
+	}
+	return hashZeros(n)
+}
+
+var (
+	zeroBlockOnce sync.Once
+	zeroBlockSum  string
+)
+
+func hashZeros(n int) string {
 	sum := sha256.Sum256(make([]byte, n))
 	return hex.EncodeToString(sum[:])
 }
