@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -85,6 +86,29 @@ func (s httpSource) Walk(ctx context.Context, p string) ([]folders.FileMeta, err
 func (s httpSource) Sums(ctx context.Context, p string) (folders.Sums, error) {
 	var sums folders.Sums
 	return sums, s.decode(ctx, "sums", url.Values{"path": {p}}, &sums)
+}
+
+// Bundle implements folders.Source.
+func (s httpSource) Bundle(ctx context.Context, paths []string) (io.ReadCloser, error) {
+	body, err := json.Marshal(map[string][]string{"paths": paths})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://node/v1/folders/"+url.PathEscape(s.folder)+"/bundle", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var e app.Error
+		json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
+		return nil, fmt.Errorf("bundle: %s %s", resp.Status, e.Message)
+	}
+	return resp.Body, nil
 }
 
 // Read implements folders.Source.

@@ -92,6 +92,27 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		io.Copy(w, rc)
 	})
+	mux.HandleFunc("POST /v1/folders/{name}/bundle", func(w http.ResponseWriter, req *http.Request) {
+		var body struct {
+			Paths []string `json:"paths"`
+		}
+		if err := json.NewDecoder(io.LimitReader(req.Body, 1<<20)).Decode(&body); err != nil {
+			reply(w, nil, fmt.Errorf("%w: decode the bundle request", ErrBadPath))
+			return
+		}
+		root, err := read(req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		defer root.Close()
+		if len(body.Paths) > maxBundle {
+			reply(w, nil, fmt.Errorf("%w: too many files in one bundle", ErrBadPath))
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		WriteBundle(root, body.Paths, w)
+	})
 	mux.HandleFunc("GET /v1/folders", func(w http.ResponseWriter, req *http.Request) {
 		who := member(req)
 		out := []Info{}

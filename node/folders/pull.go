@@ -18,6 +18,8 @@ type Source interface {
 	Walk(ctx context.Context, p string) ([]FileMeta, error)
 	Sums(ctx context.Context, p string) (Sums, error)
 	Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
+	// Bundle sends the small files paths in one stream (see WriteBundle).
+	Bundle(ctx context.Context, paths []string) (io.ReadCloser, error)
 }
 
 // Progress of a copy. Sent counts bytes that crossed the network; Done
@@ -93,7 +95,7 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 			if err := p.Dst.Symlink(it.Link, name); err != nil {
 				return p.snapshot(), fmt.Errorf("link %s: %w", name, err)
 			}
-		case it.Sum != "":
+		case it.small():
 			small = append(small, it)
 		default:
 			if err := p.file(ctx, join(p.SrcPath, it.Rel), name, it); err != nil {
@@ -142,18 +144,37 @@ func (p *Pull) fileDone() {
 	p.report()
 }
 
-// smallFiles brings files of one block at most, several at a time: each
-// crosses in one request and is checked against the sum the walk gave.
+// smallFiles brings files of one block at most: those the receiver lacks
+// cross in bundles of many files, several bundles at a time.
 func (p *Pull) smallFiles(ctx context.Context, target string, files []FileMeta) error {
+	var todo []FileMeta
+	for _, m := range files {
+		name := join(target, m.Rel)
+		if fi, err := p.Dst.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == m.Size && fi.ModTime().Equal(m.MTime) {
+			p.done.Add(m.Size) // unchanged
+			p.fileDone()
+			continue
+		}
+		todo = append(todo, m)
+	}
+	var batches [][]FileMeta
+	var size int64
+	for _, m := range todo {
+		if k := len(batches) - 1; k < 0 || len(batches[k]) >= 256 || size+m.Size > 8*BlockSize {
+			batches, size = append(batches, nil), 0
+		}
+		batches[len(batches)-1] = append(batches[len(batches)-1], m)
+		size += m.Size
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	work := make(chan FileMeta)
+	work := make(chan []FileMeta)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
-	for range 4 * p.Streams {
+	for range p.Streams {
 		wg.Go(func() {
-			for m := range work {
-				if err := p.smallFile(ctx, join(p.SrcPath, m.Rel), join(target, m.Rel), m); err != nil {
+			for b := range work {
+				if err := p.bundle(ctx, target, b); err != nil {
 					select {
 					case errc <- err:
 					default:
@@ -161,14 +182,13 @@ func (p *Pull) smallFiles(ctx context.Context, target string, files []FileMeta) 
 					cancel()
 					return
 				}
-				p.fileDone()
 			}
 		})
 	}
 feed:
-	for _, m := range files {
+	for _, b := range batches {
 		select {
-		case work <- m:
+		case work <- b:
 		case <-ctx.Done():
 			break feed
 		}
@@ -183,27 +203,46 @@ feed:
 	}
 }
 
-func (p *Pull) smallFile(ctx context.Context, src, name string, m FileMeta) error {
-	if fi, err := p.Dst.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == m.Size && fi.ModTime().Equal(m.MTime) {
-		p.done.Add(m.Size)
-		return nil
+// bundle fetches one batch of small files and puts each in place.
+func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) error {
+	paths := make([]string, len(batch))
+	byPath := make(map[string]FileMeta, len(batch))
+	for i, m := range batch {
+		paths[i] = join(p.SrcPath, m.Rel)
+		byPath[paths[i]] = m
 	}
-	var data []byte
-	if m.Size > 0 {
-		rc, err := p.Src.Read(ctx, src, 0, m.Size)
-		if err != nil {
-			return fmt.Errorf("read %s at the source: %w", src, err)
+	rc, err := p.Src.Bundle(ctx, paths)
+	if err != nil {
+		return fmt.Errorf("read files at the source: %w", err)
+	}
+	defer rc.Close()
+	got := 0
+	err = ReadBundle(rc, func(item BundleItem, data []byte) error {
+		m, ok := byPath[item.Path]
+		if !ok {
+			return fmt.Errorf("the source sent %q, which was not asked for", item.Path)
 		}
-		data, err = io.ReadAll(io.LimitReader(rc, m.Size+1))
-		rc.Close()
-		if err != nil {
-			return fmt.Errorf("receive %s: %w", src, err)
+		if item.Error != "" {
+			return fmt.Errorf("read %s at the source: %s", item.Path, item.Error)
 		}
+		sum := sha256.Sum256(data)
+		if hex.EncodeToString(sum[:]) != item.Sum {
+			return fmt.Errorf("%s arrived damaged", item.Path)
+		}
+		got++
+		return p.putSmall(join(target, m.Rel), data, m)
+	})
+	if err != nil {
+		return err
 	}
-	sum := sha256.Sum256(data)
-	if hex.EncodeToString(sum[:]) != m.Sum {
-		return fmt.Errorf("%s changed at the source during the copy", src)
+	if got != len(batch) {
+		return fmt.Errorf("the source sent %d of %d files", got, len(batch))
 	}
+	return nil
+}
+
+// putSmall writes a received small file under a partial name, then renames.
+func (p *Pull) putSmall(name string, data []byte, m FileMeta) error {
 	partial := partialName(name)
 	if err := p.Dst.WriteFile(partial, data, 0o600); err != nil {
 		p.Dst.Remove(partial)
@@ -214,8 +253,9 @@ func (p *Pull) smallFile(ctx context.Context, src, name string, m FileMeta) erro
 	if err := p.Dst.Rename(partial, name); err != nil {
 		return fmt.Errorf("put %s in place: %w", name, err)
 	}
-	p.sent.Add(m.Size)
-	p.done.Add(m.Size)
+	p.sent.Add(int64(len(data)))
+	p.done.Add(int64(len(data)))
+	p.fileDone()
 	return nil
 }
 
@@ -436,6 +476,13 @@ func (s RootSource) Walk(_ context.Context, p string) ([]FileMeta, error) { retu
 
 // Sums implements Source.
 func (s RootSource) Sums(_ context.Context, p string) (Sums, error) { return FileSums(s.Root, p) }
+
+// Bundle implements Source.
+func (s RootSource) Bundle(_ context.Context, paths []string) (io.ReadCloser, error) {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(WriteBundle(s.Root, paths, pw)) }()
+	return pr, nil
+}
 
 // Read implements Source.
 func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadCloser, error) {

@@ -1,8 +1,10 @@
 package folders
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -24,10 +26,10 @@ type FileMeta struct {
 	MTime time.Time   `json:"mtime"`
 	Dir   bool        `json:"dir,omitempty"`
 	Link  string      `json:"link,omitempty"` // a symlink's target, copied as a link
-	// Sum is the SHA-256 of a file of at most one block, so that a small
-	// file crosses in one request, verified.
-	Sum string `json:"sum,omitempty"`
 }
+
+// small reports whether a file crosses whole in a bundle.
+func (m FileMeta) small() bool { return !m.Dir && m.Link == "" && m.Size <= BlockSize }
 
 // Sums are a file's block hashes.
 type Sums struct {
@@ -86,13 +88,6 @@ func meta(root *os.Root, name, rel string, fi fs.FileInfo) (FileMeta, error) {
 		m.Link, m.Size = target, 0
 	} else if !fi.IsDir() && !fi.Mode().IsRegular() {
 		return m, fmt.Errorf("%s is neither a file, a directory nor a link", name)
-	} else if !fi.IsDir() && fi.Size() <= BlockSize {
-		data, err := root.ReadFile(name)
-		if err != nil {
-			return m, err
-		}
-		sum := sha256.Sum256(data)
-		m.Sum, m.Size = hex.EncodeToString(sum[:]), int64(len(data))
 	}
 	return m, nil
 }
@@ -176,4 +171,87 @@ func join(dir, rel string) string {
 		return dir
 	}
 	return path.Join(dir, rel)
+}
+
+// BundleItem heads one file of a bundle: its bytes follow the header line.
+type BundleItem struct {
+	Path  string `json:"path"`
+	Size  int64  `json:"size"`
+	Sum   string `json:"sum"`             // SHA-256 of the bytes that follow
+	Error string `json:"error,omitempty"` // the file could not be read: no bytes follow
+}
+
+// maxBundle bounds what one bundle request may ask for.
+const maxBundle = 1024
+
+// WriteBundle writes the small files paths of root to w, each as a JSON
+// header line and its bytes, so that many small files cross in one request.
+func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
+	if len(paths) > maxBundle {
+		return fmt.Errorf("%w: %d files in one bundle, at most %d", ErrBadPath, len(paths), maxBundle)
+	}
+	enc := json.NewEncoder(w)
+	for _, p := range paths {
+		item := BundleItem{Path: p}
+		data, err := readSmall(root, p)
+		if err != nil {
+			item.Error = err.Error()
+		} else {
+			sum := sha256.Sum256(data)
+			item.Size, item.Sum = int64(len(data)), hex.EncodeToString(sum[:])
+		}
+		if err := enc.Encode(item); err != nil {
+			return err
+		}
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func readSmall(root *os.Root, p string) ([]byte, error) {
+	clean, err := CleanPath(p)
+	if err != nil {
+		return nil, err
+	}
+	f, err := root.Open(clean)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > BlockSize {
+		return nil, fmt.Errorf("%s is not a small regular file", p)
+	}
+	return io.ReadAll(io.LimitReader(f, BlockSize+1))
+}
+
+// ReadBundle reads a bundle, calling fn with each header and its bytes
+// (network input: sizes are bounded).
+func ReadBundle(r io.Reader, fn func(BundleItem, []byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF && len(line) == 0 {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read bundle: %w", err)
+		}
+		var item BundleItem
+		if err := json.Unmarshal(line, &item); err != nil || item.Size < 0 || item.Size > BlockSize {
+			return fmt.Errorf("read bundle: bad header")
+		}
+		data := make([]byte, item.Size)
+		if _, err := io.ReadFull(br, data); err != nil {
+			return fmt.Errorf("read bundle: %w", err)
+		}
+		if err := fn(item, data); err != nil {
+			return err
+		}
+	}
 }
