@@ -68,14 +68,21 @@ test-short: ## unit tests only (no namespaces, browser or window)
 	$(GO) test -short ./...
 
 .PHONY: bench
-bench: agent ## run the benchmarks the issues ask for
-	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench . -benchtime 2s ./...
+bench: agent ## run the benchmarks the issues ask for (root, for the namespaces)
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./node/... ./sync/... ./app
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench 'AgentVisible|AgentCost|LaunchOverhead' -benchtime 7x -timeout 20m ./app/e2e
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench CopyVsSSH -benchtime 1x -timeout 20m ./app/e2e
 
 .PHONY: fuzz
 fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzParseID -fuzztime 20s ./sync/peer
 	$(GO) test -run '^$$' -fuzz FuzzParseTXT -fuzztime 20s ./discovery
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 20s ./sync/replica
+	$(GO) test -run '^$$' -fuzz FuzzParseCode -fuzztime 20s ./sync/pool
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./node/jobs
+	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 20s ./node/folders
+	$(GO) test -run '^$$' -fuzz FuzzReadBundle -fuzztime 20s ./node/folders
+	$(GO) test -run '^$$' -fuzz FuzzReadSSE -fuzztime 20s ./app
 
 .PHONY: check
 check: ## fail when gofmt or go mod tidy would change something

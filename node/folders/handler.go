@@ -34,41 +34,32 @@ func (s Share) Mode() string {
 // names the device asking.
 func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/folders/{name}/ls", func(w http.ResponseWriter, req *http.Request) {
-		root, _, err := r.OpenRoot(req.PathValue("name"), member(req), false)
-		if err != nil {
-			reply(w, nil, err)
-			return
+	// reading serves a request on the share it names, opened read-only for
+	// the member asking.
+	reading := func(serve func(http.ResponseWriter, *http.Request, *os.Root)) http.HandlerFunc {
+		return func(w http.ResponseWriter, req *http.Request) {
+			root, _, err := r.OpenRoot(req.PathValue("name"), member(req), false)
+			if err != nil {
+				reply(w, nil, err)
+				return
+			}
+			defer root.Close()
+			serve(w, req, root)
 		}
-		defer root.Close()
+	}
+	mux.HandleFunc("GET /v1/folders/{name}/ls", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		es, err := ReadDir(root, req.URL.Query().Get("path"))
 		reply(w, es, err)
-	})
-	read := func(req *http.Request) (*os.Root, error) {
-		root, _, err := r.OpenRoot(req.PathValue("name"), member(req), false)
-		return root, err
-	}
-	mux.HandleFunc("GET /v1/folders/{name}/walk", func(w http.ResponseWriter, req *http.Request) {
-		root, err := read(req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		defer root.Close()
+	}))
+	mux.HandleFunc("GET /v1/folders/{name}/walk", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		items, err := Walk(root, req.URL.Query().Get("path"))
 		reply(w, items, err)
-	})
-	mux.HandleFunc("GET /v1/folders/{name}/sums", func(w http.ResponseWriter, req *http.Request) {
-		root, err := read(req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		defer root.Close()
+	}))
+	mux.HandleFunc("GET /v1/folders/{name}/sums", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		sums, err := FileSums(root, req.URL.Query().Get("path"))
 		reply(w, sums, err)
-	})
-	mux.HandleFunc("GET /v1/folders/{name}/read", func(w http.ResponseWriter, req *http.Request) {
+	}))
+	mux.HandleFunc("GET /v1/folders/{name}/read", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		q := req.URL.Query()
 		off, err1 := strconv.ParseInt(q.Get("off"), 10, 64)
 		n, err2 := strconv.ParseInt(q.Get("len"), 10, 64)
@@ -76,12 +67,6 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 			reply(w, nil, fmt.Errorf("%w: off and len must be numbers", ErrBadPath))
 			return
 		}
-		root, err := read(req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		defer root.Close()
 		rc, err := OpenRange(root, q.Get("path"), off, n)
 		if err != nil {
 			reply(w, nil, err)
@@ -91,8 +76,8 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		io.Copy(w, rc)
-	})
-	mux.HandleFunc("POST /v1/folders/{name}/bundle", func(w http.ResponseWriter, req *http.Request) {
+	}))
+	mux.HandleFunc("POST /v1/folders/{name}/bundle", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		var body struct {
 			Paths []string `json:"paths"`
 		}
@@ -100,19 +85,13 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 			reply(w, nil, fmt.Errorf("%w: decode the bundle request", ErrBadPath))
 			return
 		}
-		root, err := read(req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		defer root.Close()
 		if len(body.Paths) > maxBundle {
 			reply(w, nil, fmt.Errorf("%w: too many files in one bundle", ErrBadPath))
 			return
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		WriteBundle(root, body.Paths, w)
-	})
+	}))
 	mux.HandleFunc("GET /v1/folders", func(w http.ResponseWriter, req *http.Request) {
 		who := member(req)
 		out := []Info{}
