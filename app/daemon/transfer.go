@@ -111,6 +111,15 @@ func (s httpSource) Bundle(ctx context.Context, paths []string) (io.ReadCloser, 
 	return resp.Body, nil
 }
 
+// Blocks implements folders.Source.
+func (s httpSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
+	resp, err := s.get(ctx, "blocks", url.Values{"path": {p}, "first": {strconv.Itoa(first)}, "n": {strconv.Itoa(n)}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
 // Read implements folders.Source.
 func (s httpSource) Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
 	resp, err := s.get(ctx, "read", url.Values{"path": {p}, "off": {strconv.FormatInt(off, 10)}, "len": {strconv.FormatInt(n, 10)}})

@@ -77,6 +77,17 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		io.Copy(w, rc)
 	}))
+	mux.HandleFunc("GET /v1/folders/{name}/blocks", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
+		q := req.URL.Query()
+		first, err1 := strconv.Atoi(q.Get("first"))
+		n, err2 := strconv.Atoi(q.Get("n"))
+		if err1 != nil || err2 != nil {
+			reply(w, nil, fmt.Errorf("%w: first and n must be numbers", ErrBadPath))
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		WriteBlocks(root, q.Get("path"), first, n, w)
+	}))
 	mux.HandleFunc("POST /v1/folders/{name}/bundle", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		var body struct {
 			Paths []string `json:"paths"`

@@ -20,6 +20,9 @@ type Source interface {
 	Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
 	// Bundle sends the small files paths in one stream (see WriteBundle).
 	Bundle(ctx context.Context, paths []string) (io.ReadCloser, error)
+	// Blocks sends n blocks of p from block first, each with its hash, or
+	// marked as zeros (see WriteBlocks).
+	Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error)
 }
 
 // Progress of a copy. Sent counts bytes that crossed the network; Done
@@ -280,13 +283,6 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 		p.report()
 		return nil
 	}
-	sums, err := p.Src.Sums(ctx, src)
-	if err != nil {
-		return fmt.Errorf("hash %s at the source: %w", src, err)
-	}
-	if sums.Size != m.Size {
-		return fmt.Errorf("%s changed at the source during the copy", src)
-	}
 	partial := partialName(name)
 	f, fresh, err := p.openPartial(partial, name)
 	if err != nil {
@@ -296,9 +292,25 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 	if err := f.Truncate(m.Size); err != nil {
 		return fmt.Errorf("size %s: %w", partial, err)
 	}
-	need, err := p.missing(f, sums, fresh)
-	if err != nil {
-		return err
+	// A fresh file needs every block: they come with their hashes, in one
+	// pass over the source. Otherwise the source's block hashes say which
+	// blocks the receiver lacks.
+	sums := Sums{Size: m.Size}
+	var need []int
+	if fresh {
+		for i := int64(0); i*BlockSize < m.Size; i++ {
+			need = append(need, int(i))
+		}
+	} else {
+		if sums, err = p.Src.Sums(ctx, src); err != nil {
+			return fmt.Errorf("hash %s at the source: %w", src, err)
+		}
+		if sums.Size != m.Size {
+			return fmt.Errorf("%s changed at the source during the copy", src)
+		}
+		if need, err = p.missing(f, sums, false); err != nil {
+			return err
+		}
 	}
 	if err := p.fetch(ctx, src, f, sums, need); err != nil {
 		return err
@@ -440,6 +452,9 @@ feed:
 }
 
 func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, r run) error {
+	if sums.Blocks == nil {
+		return p.fetchBlocks(ctx, src, f, sums.Size, r)
+	}
 	off := int64(r.first) * BlockSize
 	end := min(sums.Size, int64(r.first+r.n)*BlockSize)
 	rc, err := p.Src.Read(ctx, src, off, end-off)
@@ -484,7 +499,52 @@ func (s RootSource) Bundle(_ context.Context, paths []string) (io.ReadCloser, er
 	return pr, nil
 }
 
+// Blocks implements Source.
+func (s RootSource) Blocks(_ context.Context, p string, first, n int) (io.ReadCloser, error) {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(WriteBlocks(s.Root, p, first, n, pw)) }()
+	return pr, nil
+}
+
 // Read implements Source.
 func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadCloser, error) {
 	return OpenRange(s.Root, p, off, n)
+}
+
+// fetchBlocks fetches a run of a fresh file as hashed blocks; zero blocks
+// stay holes.
+func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int64, r run) error {
+	rc, err := p.Src.Blocks(ctx, src, r.first, r.n)
+	if err != nil {
+		return fmt.Errorf("read %s at the source: %w", src, err)
+	}
+	defer rc.Close()
+	var head [1 + sha256.Size]byte
+	buf := make([]byte, BlockSize)
+	for i := r.first; i < r.first+r.n; i++ {
+		n := blockLen(size, i)
+		if _, err := io.ReadFull(rc, head[:1]); err != nil {
+			return fmt.Errorf("receive %s: %w", src, err)
+		}
+		if head[0] == blockZero {
+			p.done.Add(int64(n))
+			continue
+		}
+		if _, err := io.ReadFull(rc, head[1:]); err != nil {
+			return fmt.Errorf("receive %s: %w", src, err)
+		}
+		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
+			return fmt.Errorf("receive %s: %w", src, err)
+		}
+		if sha256.Sum256(buf[:n]) != [sha256.Size]byte(head[1:]) {
+			return fmt.Errorf("%s: block %d arrived damaged", src, i)
+		}
+		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
+			return fmt.Errorf("write %s: %w", f.Name(), err)
+		}
+		p.sent.Add(int64(n))
+		p.done.Add(int64(n))
+		p.report()
+	}
+	return nil
 }

@@ -168,14 +168,32 @@ func (l lyingSource) Read(ctx context.Context, p string, off, n int64) (io.ReadC
 	return io.NopCloser(bytes.NewReader(make([]byte, n))), nil
 }
 
+// Blocks sends each block's true hash with other bytes.
+func (l lyingSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
+	var honest bytes.Buffer
+	if err := WriteBlocks(l.Root, p, first, n, &honest); err != nil {
+		return nil, err
+	}
+	b := honest.Bytes()
+	for i := 1 + 32; i < len(b); i++ {
+		b[i] ^= 0xff // the bytes change, the hashes do not
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
 func TestPullRefusesWrongBlocks(t *testing.T) {
 	src, dst := tree(t), t.TempDir()
-	p := &Pull{Src: lyingSource{RootSource{mustRoot(t, src)}}, SrcPath: "proj/big.bin", SrcName: "big.bin", Dst: mustRoot(t, dst), DstPath: "big.bin"}
-	if _, err := p.Run(context.Background()); err == nil {
-		t.Fatal("a copy with wrong blocks succeeded")
-	}
-	if _, err := os.Stat(filepath.Join(dst, "big.bin")); !os.IsNotExist(err) {
-		t.Error("an unverified file appeared under its final name")
+	for _, resume := range []bool{false, true} {
+		if resume { // a partial file makes the receiver ask for block hashes first
+			os.WriteFile(filepath.Join(dst, partialPrefix+"big.bin"), []byte("x"), 0o600)
+		}
+		p := &Pull{Src: lyingSource{RootSource{mustRoot(t, src)}}, SrcPath: "proj/big.bin", SrcName: "big.bin", Dst: mustRoot(t, dst), DstPath: "big.bin"}
+		if _, err := p.Run(context.Background()); err == nil {
+			t.Fatalf("a copy with wrong blocks succeeded (resume %v)", resume)
+		}
+		if _, err := os.Stat(filepath.Join(dst, "big.bin")); !os.IsNotExist(err) {
+			t.Errorf("an unverified file appeared under its final name (resume %v)", resume)
+		}
 	}
 }
 

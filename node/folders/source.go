@@ -255,3 +255,64 @@ func ReadBundle(r io.Reader, fn func(BundleItem, []byte) error) error {
 		}
 	}
 }
+
+// Kinds of block in a WriteBlocks stream.
+const (
+	blockData = 0 // a SHA-256 and the block's bytes follow
+	blockZero = 1 // the block is all zeros: nothing follows
+)
+
+// WriteBlocks writes n blocks of the file p of root from block first: each
+// as a kind byte, then for data its SHA-256 and bytes.
+func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
+	clean, err := CleanPath(p)
+	if err != nil {
+		return err
+	}
+	if first < 0 || n < 0 || n > 1<<16 {
+		return fmt.Errorf("%w: bad block range", ErrBadPath)
+	}
+	f, err := root.Open(clean)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, BlockSize)
+	for i := first; i < first+n; i++ {
+		off := int64(i) * BlockSize
+		if off >= fi.Size() {
+			return fmt.Errorf("block %d is past the end of %s", i, p)
+		}
+		k := int(min(int64(BlockSize), fi.Size()-off))
+		if _, err := f.ReadAt(buf[:k], off); err != nil && err != io.EOF {
+			return err
+		}
+		if allZero(buf[:k]) {
+			if _, err := w.Write([]byte{blockZero}); err != nil {
+				return err
+			}
+			continue
+		}
+		sum := sha256.Sum256(buf[:k])
+		if _, err := w.Write(append([]byte{blockData}, sum[:]...)); err != nil {
+			return err
+		}
+		if _, err := w.Write(buf[:k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
