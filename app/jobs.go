@@ -239,8 +239,12 @@ func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 		}
 	}
 	p.Fits = true
-	if p.Reason == "" {
-		p.Reason = fmt.Sprintf("%d free GPUs", len(p.FreeGPUs))
+	switch {
+	case p.Reason != "":
+	case want == 0 && len(spec.GPUIDs) == 0:
+		p.Reason = fmt.Sprintf("no GPU asked (%d of %d free)", len(p.FreeGPUs), len(n.GPUs))
+	default:
+		p.Reason = fmt.Sprintf("%d of %d GPUs free", len(p.FreeGPUs), len(n.GPUs))
 	}
 	return p
 }

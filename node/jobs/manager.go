@@ -71,7 +71,7 @@ type Config struct {
 
 // DefaultConfig returns the settings the agent uses.
 func DefaultConfig() Config {
-	return Config{StopTimeout: 10 * time.Second, Resync: 30 * time.Second}
+	return Config{StopTimeout: 10 * time.Second, Resync: 10 * time.Second}
 }
 
 // Manager runs this node's jobs.
@@ -227,7 +227,12 @@ func (m *Manager) start(ctx context.Context, j *Job, binds []containers.Bind) (J
 	m.mu.Unlock()
 	m.put(j)
 	m.log.Info("job started", "job", j.ID, "name", j.Name, "owner", j.Owner, "gpus", j.GPUIndexes, "container", shortContainer(c.ID))
-	return *j, nil
+	// A quick job may have ended before it was recorded, its die event
+	// finding no job: read its state once now.
+	if err := m.refresh(ctx, j.ID, false); err != nil {
+		m.log.Debug("read a new job's container", "job", j.ID, "err", err)
+	}
+	return m.Get(j.ID)
 }
 
 // put stores j in memory and in the Store.
