@@ -44,3 +44,9 @@ func (c *Client) Transfer(ctx context.Context, node, id string) (Transfer, error
 	q := url.Values{"node": {node}}
 	return t, c.do(ctx, http.MethodGet, "/api/v1/transfers/"+url.PathEscape(id)+"?"+q.Encode(), nil, &t)
 }
+
+// Transfers lists the copies started through the daemon.
+func (c *Client) Transfers(ctx context.Context) ([]Transfer, error) {
+	var t []Transfer
+	return t, c.do(ctx, http.MethodGet, "/api/v1/transfers", nil, &t)
+}

@@ -141,6 +141,8 @@ type Transfer struct {
 type Copier interface {
 	Copy(ctx context.Context, req CopyRequest) (Transfer, error)
 	Transfer(ctx context.Context, node, id string) (Transfer, error)
+	// Transfers lists the copies started through this daemon, newest first.
+	Transfers(ctx context.Context) ([]Transfer, error)
 }
 
 // SetCopier lets the service start copies.
@@ -163,4 +165,13 @@ func (s *Service) Transfer(ctx context.Context, node, id string) (Transfer, erro
 		return Transfer{}, ErrReadOnly
 	}
 	return s.copier.Transfer(ctx, node, id)
+}
+
+// Transfers lists the copies started through this machine, newest first,
+// with their state on the machines that run them.
+func (s *Service) Transfers(ctx context.Context) ([]Transfer, error) {
+	if s.copier == nil {
+		return []Transfer{}, nil
+	}
+	return s.copier.Transfers(ctx)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,11 +35,16 @@ type transferRequest struct {
 	Label     [2]string `json:"label"` // SRC and DST as the user wrote them
 }
 
-// transfers runs the copies this machine receives.
+// transfers runs the copies this machine receives, and remembers the
+// copies started through it.
 type transfers struct {
-	mu   sync.Mutex // guards list
-	list map[string]*app.Transfer
+	mu      sync.Mutex // guards list, started
+	list    map[string]*app.Transfer
+	started []startedTransfer // newest last
 }
+
+// startedTransfer names a copy started through this daemon.
+type startedTransfer struct{ node, id string }
 
 // httpSource reads a member's shared folder over the pool's transport.
 type httpSource struct {
@@ -278,7 +284,36 @@ func (c *copier) Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, e
 	if err := d.svc.NodeCall(ctx, dst.ID, http.MethodPost, "/v1/transfers", tr, &t); err != nil {
 		return app.Transfer{}, err
 	}
+	d.remember(t)
 	return t, nil
+}
+
+// remember records a copy started through this daemon (the last 100).
+func (d *Daemon) remember(t app.Transfer) {
+	d.xfers.mu.Lock()
+	defer d.xfers.mu.Unlock()
+	d.xfers.started = append(d.xfers.started, startedTransfer{t.Node, t.ID})
+	if n := len(d.xfers.started); n > 100 {
+		d.xfers.started = d.xfers.started[n-100:]
+	}
+}
+
+// Transfers implements app.Copier: each copy as its receiver reports it,
+// or as last known when the receiver cannot be reached.
+func (c *copier) Transfers(ctx context.Context) ([]app.Transfer, error) {
+	d := (*Daemon)(c)
+	d.xfers.mu.Lock()
+	started := slices.Clone(d.xfers.started)
+	d.xfers.mu.Unlock()
+	out := []app.Transfer{}
+	for i := len(started) - 1; i >= 0; i-- {
+		t, err := c.Transfer(ctx, started[i].node, started[i].id)
+		if err != nil {
+			t = app.Transfer{ID: started[i].id, Node: started[i].node, State: "unknown", Error: err.Error()}
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // offerLocal shares a local source for the receiving machine only, until
@@ -336,6 +371,7 @@ func (d *Daemon) pullHere(ctx context.Context, node, folder, p, dst string, labe
 	t := &app.Transfer{ID: newTransferID(), Node: d.id.ID.String(), Src: label[0], Dst: label[1], State: "running", Started: time.Now().UTC()}
 	pull := &folders.Pull{Src: httpSource{hc, folder}, SrcPath: p, SrcName: name, Dst: root, DstPath: rel}
 	d.startTransfer(d.runCtx, t, pull, func() { root.Close() })
+	d.remember(*t)
 	return *t, nil
 }
 

@@ -3,8 +3,10 @@ package e2e
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,8 +20,11 @@ import (
 func TestCopy(t *testing.T) {
 	l := newLAN(t, "gpu1", "gpu2", "laptop")
 	gpu1, gpu2, laptop := l.host("gpu1"), l.host("gpu2"), l.host("laptop")
+	gpu1.agent()
+	gpu2.agent()
+	const webAddr = "127.0.0.1:7421"
+	laptop.start("web", "--listen", webAddr, "--name", "laptop", "--iface", "eth0", "--peer-listen", ":7420")
 	for _, h := range l.hosts {
-		h.agent()
 		h.waitDaemon()
 	}
 	joinAll(t, gpu1, gpu2, laptop)
@@ -55,6 +60,26 @@ func TestCopy(t *testing.T) {
 		if !strings.Contains(again, "(0 B sent)") {
 			t.Errorf("a re-copy of an unchanged tree sent data: %s", again)
 		}
+	})
+	t.Run("browser: browse and copy", func(t *testing.T) {
+		waitFor(t, 10*time.Second, "the folders listed on the laptop", func() error {
+			out, _, _ := laptop.cli("folders")
+			if !strings.Contains(out, "gpu1:data") {
+				return fmt.Errorf("folders: %s", out)
+			}
+			return nil
+		})
+		script := filepath.Join(repoRoot(), "frontend", "e2e", "folders.mjs")
+		cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", script, "--url", "http://"+webAddr,
+			"--folder", "gpu1:data", "--expect-entry", "readme.txt", "--src", "gpu1:data", "--dst", "gpu2:scratch/from-ui",
+			"--screenshot", filepath.Join(artifacts(t), "folders.png"))
+		cmd.Dir = filepath.Join(repoRoot(), "frontend")
+		out, err := cmd.CombinedOutput()
+		t.Logf("playwright: %s", strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatalf("browser folders test: %v", err)
+		}
+		sameFiles(t, data, filepath.Join(scratch, "from-ui"))
 	})
 	t.Run("read-only share refuses writes", func(t *testing.T) {
 		_, errOut, code := laptop.cli("cp", src, "gpu1:data/")

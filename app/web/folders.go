@@ -16,6 +16,7 @@ import (
 //	DELETE /api/v1/folders/{name}                -> 204
 //	GET    /api/v1/ls?node=N&folder=F&path=P     -> []folders.Entry
 //	POST   /api/v1/copy     app.CopyRequest      -> app.Transfer
+//	GET    /api/v1/transfers                     -> []app.Transfer
 //	GET    /api/v1/transfers/{id}?node=N         -> app.Transfer
 type FoldersAPI interface {
 	Folders(ctx context.Context) ([]app.Folder, error)
@@ -24,6 +25,7 @@ type FoldersAPI interface {
 	Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error)
 	Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, error)
 	Transfer(ctx context.Context, node, id string) (app.Transfer, error)
+	Transfers(ctx context.Context) ([]app.Transfer, error)
 }
 
 func (h *handler) routeFolders(mux *http.ServeMux, api FoldersAPI) {
@@ -51,6 +53,10 @@ func (h *handler) routeFolders(mux *http.ServeMux, api FoldersAPI) {
 			v, err := api.Copy(r.Context(), req)
 			h.reply(w, v, err)
 		}
+	})
+	mux.HandleFunc("GET /api/v1/transfers", func(w http.ResponseWriter, r *http.Request) {
+		v, err := api.Transfers(r.Context())
+		h.reply(w, v, err)
 	})
 	mux.HandleFunc("GET /api/v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
 		v, err := api.Transfer(r.Context(), r.URL.Query().Get("node"), r.PathValue("id"))

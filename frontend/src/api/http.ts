@@ -2,6 +2,7 @@
 // Events from /api/v1/events, served by the daemon's local web bridge.
 import { ApiError, parseErrorBody } from './errors.ts'
 import { eventNames, type EventName, type EventPayloads } from './events.ts'
+import type { Entry, Folder, Transfer as FolderTransfer } from './folders.ts'
 import type { Image, Job, JobStats, JobsTransport, Plan, Tunnel } from './jobs.ts'
 import type { Transport, Unsubscribe } from './transport.ts'
 import type { GPU, History, JoinCode, JoinRequest, Node, PoolStatus, Self } from './types.ts'
@@ -124,6 +125,11 @@ export function httpTransport(): Transport {
     },
     removeMember: (id) => request<void>('DELETE', `/pool/members/${encodeURIComponent(id)}`),
     ...httpJobs(),
+    folders: async () => (await request<Folder[] | null>('GET', '/folders')) ?? [],
+    ls: async (node, folder, path) =>
+      (await request<Entry[] | null>('GET', `/ls?node=${enc(node)}&folder=${enc(folder)}&path=${enc(path)}`)) ?? [],
+    copy: (src, dst) => request<FolderTransfer>('POST', '/copy', { src, dst }),
+    transfers: async () => (await request<FolderTransfer[] | null>('GET', '/transfers')) ?? [],
     selfTestEnabled: async () => false,
     selfTestReport: async () => {},
     on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {

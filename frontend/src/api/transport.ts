@@ -1,11 +1,12 @@
 // The interface both transports implement; the rest of the UI sees only this.
 import type { EventName, EventPayloads } from './events.ts'
+import type { FoldersTransport } from './folders.ts'
 import type { JobsTransport } from './jobs.ts'
 import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
 
 export type Unsubscribe = () => void
 
-export interface Transport extends JobsTransport {
+export interface Transport extends JobsTransport, FoldersTransport {
   /** "wails" inside the desktop window, "http" in a browser. */
   readonly kind: 'wails' | 'http'
   self(): Promise<Self>

@@ -3,7 +3,8 @@
 // from generated wailsjs files.
 import { toApiError } from './errors.ts'
 import type { EventName, EventPayloads } from './events.ts'
-import type { Image, Job, JobStats, LaunchRequest, LogChunk, Plan, Tunnel } from './jobs.ts'
+import type { Entry, Folder, Transfer } from './folders.ts'
+import type { Image, Job, JobStats, LaunchRequest, LogChunk, Plan, Tunnel as JobTunnel } from './jobs.ts'
 import type { Transport, Unsubscribe } from './transport.ts'
 import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
 
@@ -22,10 +23,14 @@ export interface WailsBindings {
   StopJob(id: string): Promise<Job>
   RemoveJob(id: string): Promise<void>
   JobStats(id: string): Promise<JobStats>
-  OpenJob(id: string, port: number): Promise<Tunnel>
+  OpenJob(id: string, port: number): Promise<JobTunnel>
   Images(node: string): Promise<Image[] | null>
   FollowLogs(id: string, tail: number): Promise<void>
   StopLogs(id: string): Promise<void>
+  Folders(): Promise<Folder[] | null>
+  Ls(node: string, folder: string, path: string): Promise<Entry[] | null>
+  Copy(src: string, dst: string): Promise<Transfer>
+  Transfers(): Promise<Transfer[] | null>
   SelfTestEnabled(): Promise<boolean>
   SelfTestReport(report: string): Promise<void>
 }
@@ -84,6 +89,10 @@ export function wailsTransport(b: WailsBindings): Transport {
         void b.StopLogs(id).catch(() => {})
       }
     },
+    folders: async () => (await call(() => b.Folders())) ?? [],
+    ls: async (node, folder, path) => (await call(() => b.Ls(node, folder, path))) ?? [],
+    copy: (src, dst) => call(() => b.Copy(src, dst)),
+    transfers: async () => (await call(() => b.Transfers())) ?? [],
     selfTestEnabled: async () => (await call(() => b.SelfTestEnabled())) === true,
     selfTestReport: (report) => call(() => b.SelfTestReport(report)),
     on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {

@@ -1,0 +1,31 @@
+package app
+
+import "github.com/labpool/labpool/node/folders"
+
+// Folders lists every shared folder of the pool.
+func (b *Bindings) Folders() ([]Folder, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.Folders(ctx)
+}
+
+// Ls lists a directory of a shared folder.
+func (b *Bindings) Ls(node, folder, path string) ([]folders.Entry, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.Ls(ctx, node, folder, path)
+}
+
+// Copy starts a copy; it goes on when the window closes.
+func (b *Bindings) Copy(src, dst string) (Transfer, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.Copy(ctx, CopyRequest{Src: src, Dst: dst})
+}
+
+// Transfers lists the copies started through this machine.
+func (b *Bindings) Transfers() ([]Transfer, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.Transfers(ctx)
+}

@@ -1,0 +1,76 @@
+// End-to-end check of the Folders view in a real Chromium (playwright-core):
+//
+//   node e2e/folders.mjs --url http://127.0.0.1:PORT/ --folder gpu1:data \
+//        --expect-entry readme.txt --src gpu1:data --dst gpu2:scratch/from-ui \
+//        --screenshot /tmp/folders.png [--chromium /usr/bin/chromium]
+//
+// Opens the Folders tab, browses the folder and waits for the entry, starts
+// a copy from the form and waits for its transfer to be done. One JSON line
+// out; exit 1 with the failing stage (and a screenshot) otherwise.
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium } from 'playwright-core'
+
+function parseArgs(argv) {
+  const out = { timeout: 30, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
+  const keys = { '--url': 'url', '--folder': 'folder', '--expect-entry': 'entry', '--src': 'src', '--dst': 'dst', '--screenshot': 'screenshot', '--chromium': 'chromium', '--timeout': 'timeout' }
+  for (let i = 0; i < argv.length; i++) {
+    const k = keys[argv[i]]
+    if (!k || i + 1 >= argv.length) throw new Error(`bad argument ${argv[i]}`)
+    out[k] = k === 'timeout' ? Number(argv[++i]) : argv[++i]
+  }
+  for (const k of ['url', 'folder', 'entry', 'src', 'dst', 'screenshot']) if (!out[k]) throw new Error(`missing ${k}`)
+  return out
+}
+
+async function main() {
+  let opts
+  try {
+    opts = parseArgs(process.argv.slice(2))
+  } catch (err) {
+    console.log(JSON.stringify({ ok: false, error: String(err.message ?? err) }))
+    return 1
+  }
+  const profile = mkdtempSync(join(tmpdir(), 'labpool-folders-'))
+  const result = { ok: false }
+  let context, page
+  let stage = 'launch browser'
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: opts.chromium,
+      headless: true,
+      viewport: { width: 1280, height: 800 },
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    })
+    page = context.pages()[0] ?? (await context.newPage())
+    const ms = opts.timeout * 1000
+    stage = 'open page'
+    await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
+    stage = 'browse'
+    await page.getByTestId('tab-folders').click()
+    await page.locator(`[data-testid="folder"][data-folder="${opts.folder}"]`).click({ timeout: ms })
+    await page.locator(`[data-testid="entry"][data-name="${opts.entry}"]`).waitFor({ timeout: ms })
+    stage = 'copy'
+    await page.getByTestId('copy-src').fill(opts.src)
+    await page.getByTestId('copy-dst').fill(opts.dst)
+    await page.getByTestId('copy-start').click()
+    await page.locator('[data-testid="transfer"][data-state="done"]').filter({ hasText: `${opts.src} → ${opts.dst}` }).first().waitFor({ timeout: ms })
+    await page.screenshot({ path: opts.screenshot, fullPage: true })
+    result.ok = true
+    console.log(JSON.stringify(result))
+    return 0
+  } catch (err) {
+    result.stage = stage
+    result.error = String(err.message ?? err).split('\n')[0]
+    if (page) await page.screenshot({ path: opts.screenshot, fullPage: true }).catch(() => {})
+    console.log(JSON.stringify(result))
+    return 1
+  } finally {
+    await context?.close().catch(() => {})
+    rmSync(profile, { recursive: true, force: true })
+  }
+}
+
+process.exit(await main())
