@@ -85,6 +85,11 @@ type Manager struct {
 	ledger  *Ledger
 	kick    chan struct{} // wakes the queue
 
+	// ops lets launches run side by side (read lock) but never while an
+	// adoption rebuilds the table and the ledger (write lock): an adoption
+	// must not see a container its job record does not list yet.
+	ops sync.RWMutex
+
 	mu        sync.Mutex // guards jobs, lastStart
 	jobs      map[string]*Job
 	lastStart map[string]time.Time // owner -> when a job of theirs last started
@@ -127,6 +132,8 @@ func (m *Manager) Submit(ctx context.Context, owner string, spec Spec) (Job, err
 	if m.rt == nil {
 		return Job{}, ErrNoRuntime
 	}
+	m.ops.RLock()
+	defer m.ops.RUnlock()
 	gpus := m.gpus.GPUs()
 	if err := Validate(spec, len(gpus)); err != nil {
 		return Job{}, err

@@ -275,6 +275,15 @@ func TestReadopt(t *testing.T) {
 	rt.mu.Unlock()
 
 	m2, _ := newTestManager(t, rt, 4, st)
+	// The records load as running before the adoption runs: wait for the
+	// adoption itself, seen in the ledger it rebuilds.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(m2.Ledger().Granted()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger after re-adoption: %v", m2.Ledger().Granted())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	for _, id := range ids {
 		waitState(t, m2, id, Running)
 	}

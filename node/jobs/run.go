@@ -107,6 +107,8 @@ func (m *Manager) Adopt(ctx context.Context) error { return m.adopt(ctx, "") }
 
 // adopt is Adopt; a running job found ended gets reason as its error.
 func (m *Manager) adopt(ctx context.Context, reason string) error {
+	m.ops.Lock()
+	defer m.ops.Unlock()
 	cs, err := m.rt.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list containers: %w", err)
@@ -299,6 +301,8 @@ func (m *Manager) resync(ctx context.Context) {
 // has waited more than starveAfter: then nothing behind it starts, so the
 // GPUs drain for it.
 func (m *Manager) startQueued(ctx context.Context) {
+	m.ops.RLock()
+	defer m.ops.RUnlock()
 	for {
 		j, ok := m.nextQueued()
 		if !ok {
