@@ -2,11 +2,13 @@
 // that serves dist/ plus the /api/v1 routes and Server-Sent Events with
 // synthetic, changing data of three machines (lab1: this machine, 2 GPUs;
 // lab2: "no NVIDIA GPU found"; lab3: 1 GPU, goes offline after a while),
-// so the dashboard and e2e/dashboard.mjs can be exercised without a daemon.
+// so the dashboard and e2e/dashboard.mjs can be exercised without a daemon;
+// plus in-memory jobs (e2e/devjobs.mjs) for the jobs UI and e2e/jobs.mjs.
 //
 //   node e2e/devserver.mjs [--port 8787] [--offline-after 25] [--down-after 0]
-//                          [--no-events] [--hostile]
+//                          [--no-events] [--hostile] [--no-jobs]
 //
+// --no-jobs: start without the sample jobs (launching still works).
 // --down-after N: the API answers 503 after N seconds (daemon unreachable).
 // --no-events: no SSE events, so the UI must fall back to polling.
 // --hostile: peer strings carry HTML, which must show as text.
@@ -14,6 +16,7 @@ import { createReadStream, existsSync, statSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { extname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { createJobs, tunnelPage } from './devjobs.mjs'
 
 const args = process.argv.slice(2)
 const opt = (name, def) => {
@@ -26,6 +29,7 @@ const offlineAfter = Number(opt('--offline-after', '25'))
 const downAfter = Number(opt('--down-after', '0'))
 const noEvents = flag('--no-events')
 const hostile = flag('--hostile')
+const noJobs = flag('--no-jobs')
 const dist = fileURLToPath(new URL('../dist/', import.meta.url))
 const started = Date.now()
 const GiB = 1024 ** 3
@@ -118,16 +122,25 @@ function nodeView(s, now) {
           x.mem_used_bytes = Math.round((v.gm[g] / 100) * x.mem_total_bytes)
           x.temp_c = Math.round(38 + v.gu[g] * 0.45)
           x.power_w = Math.round(70 + (m.gpuLimit - 90) * (v.gu[g] / 100))
-          x.processes = v.gu[g] > 20 ? 1 : 0
+          x.processes = jobs?.heldIndexes(m.id).has(g) ? 1 : 0
           return x
         })
       : null,
     gpu_error: m.gpuError,
+    containers: true,
   }
 }
 
 let pool = { pool_id: '', members: null }
 const self = { id: machines[0].id, short_id: machines[0].short_id, name: 'lab1', version: '0.1.0-dev', api_version: 1, data_dir: '(dev fixture)', listen: '127.0.0.1:' + port }
+
+const clients = new Set()
+const emit = (name, data) => {
+  if (noEvents || down()) return
+  for (const c of clients) c.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`)
+}
+let jobs = null
+jobs = createJobs({ nodes: () => state.map((s) => nodeView(s, Date.now())), self, emit, seed: !noJobs, port })
 
 const json = (res, status, v) => {
   res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' })
@@ -136,7 +149,6 @@ const json = (res, status, v) => {
 const fail = (res, status, code, message) => json(res, status, { code, message })
 const down = () => downAfter > 0 && (Date.now() - started) / 1000 >= downAfter
 
-const clients = new Set()
 setInterval(() => {
   const now = Date.now()
   step(now)
@@ -196,6 +208,7 @@ async function api(req, res, url) {
     res.writeHead(204)
     return res.end()
   }
+  if (await jobs.handle(req, res, url, p, { json, fail, body })) return
   if (req.method === 'GET' && p === '/events') {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store' })
     res.write(': labpool events (dev fixture)\n\n')
@@ -219,6 +232,10 @@ function serveStatic(res, url) {
 
 createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://localhost')
+  if (url.pathname.startsWith('/tunnel/')) {
+    res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' })
+    return res.end(tunnelPage(url.pathname))
+  }
   if (url.pathname.startsWith('/api/v1/')) {
     api(req, res, url).catch((err) => fail(res, 500, 'internal', String(err)))
     return

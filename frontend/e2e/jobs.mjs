@@ -2,20 +2,27 @@
 //
 //   node e2e/jobs.mjs --url http://127.0.0.1:PORT/ --node gpu2 \
 //        --image labpool-test/busybox:1 --cmd "sh -c 'echo hello; sleep 600'" \
-//        --expect-log hello --screenshot /tmp/jobs.png [--chromium /usr/bin/chromium]
+//        --expect-log hello --screenshot /tmp/jobs.png \
+//        [--gpus N] [--timeout 30] [--chromium /usr/bin/chromium] [--wails]
 //
-// Opens the Launch dialog, picks the machine and the image, enters the
-// command, launches, switches to Jobs, waits for the row to be running,
-// opens its logs and waits for the text, stops it and waits for "exited".
-// Prints one JSON line; exit 1 with the failing stage otherwise (a
-// screenshot is saved either way).
+// --wails drives the desktop window's code path instead: fake Wails bindings
+// (e2e/wails-fake.mjs) over the same HTTP API, logs through "job:logs" events.
+//
+// Opens Launch from the header, picks the machine and the image, enters the
+// command, waits for the placement plan to name the machine, launches, waits
+// on the Jobs tab for the new row to be running, opens its logs and waits for
+// the text, clicks Stop and waits for "exited". Saves FILE (the end state),
+// FILE-launch.png (the dialog) and FILE-running.png (running, with logs).
+// Prints one JSON line; on failure ok is false, with the stage and the
+// reason, and the exit status is 1.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
+import { shim } from './wails-fake.mjs'
 
 function parseArgs(argv) {
-  const out = { timeout: 30, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
+  const out = { timeout: 30, gpus: 0, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     const val = () => {
@@ -28,93 +35,138 @@ function parseArgs(argv) {
     else if (a === '--cmd') out.cmd = val()
     else if (a === '--expect-log') out.expectLog = val()
     else if (a === '--screenshot') out.screenshot = val()
+    else if (a === '--gpus') out.gpus = Number(val())
     else if (a === '--timeout') out.timeout = Number(val())
     else if (a === '--chromium') out.chromium = val()
+    else if (a === '--wails') out.wails = true
     else throw new Error(`unknown argument ${a}`)
   }
   for (const k of ['url', 'node', 'image', 'cmd', 'expectLog', 'screenshot']) {
     if (!out[k]) throw new Error(`--${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())} is required`)
   }
+  if (!(out.timeout > 0)) throw new Error('--timeout wants seconds > 0')
   return out
 }
+
+const shotName = (base, suffix) => base.replace(/(\.png)?$/, `-${suffix}.png`)
 
 async function main() {
   let opts
   try {
     opts = parseArgs(process.argv.slice(2))
   } catch (err) {
-    console.log(JSON.stringify({ ok: false, error: String(err.message ?? err) }))
+    console.log(JSON.stringify({ ok: false, stage: 'arguments', error: String(err.message ?? err) }))
+    console.error('usage: node e2e/jobs.mjs --url URL --node NAME --image IMAGE --cmd CMD --expect-log TEXT --screenshot FILE')
     return 1
   }
   const t0 = Date.now()
   const profile = mkdtempSync(join(tmpdir(), 'labpool-jobs-'))
   const consoleErrors = []
+  const stages = {}
   let context, page
   let stage = 'launch browser'
-  const result = { ok: false, url: opts.url }
+  let stageStart = Date.now()
+  const enter = (s) => {
+    stages[stage] = Date.now() - stageStart
+    stage = s
+    stageStart = Date.now()
+  }
+  const result = { ok: false, url: opts.url, node: opts.node, image: opts.image }
+  const ms = opts.timeout * 1000
   try {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: opts.chromium,
       headless: true,
-      viewport: { width: 1280, height: 800 },
+      viewport: { width: 1360, height: 900 },
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     })
     page = context.pages()[0] ?? (await context.newPage())
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
     page.on('pageerror', (e) => consoleErrors.push(String(e)))
-    page.on('dialog', (d) => d.accept())
-    const ms = opts.timeout * 1000
+    if (opts.wails) await page.addInitScript(shim)
 
-    stage = 'open page'
+    enter('open page')
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
     await page.locator(`[data-testid="node-card"][data-node-name="${opts.node}"][data-online="true"]`).waitFor({ timeout: ms })
 
-    stage = 'launch dialog'
-    await page.getByTestId('tab-jobs').click()
+    enter('launch dialog')
     await page.getByTestId('launch-button').click()
     const dialog = page.getByTestId('launch-dialog')
     await dialog.waitFor({ timeout: ms })
-    await page.getByTestId('launch-node').selectOption(opts.node)
+    const option = page.getByTestId('launch-node').locator(`option[data-name="${opts.node}"]`)
+    if ((await option.count()) === 0) throw new Error(`the Machine list has no ${opts.node}`)
+    if (await option.isDisabled()) throw new Error(`${opts.node} is listed but cannot run jobs: ${(await option.textContent())?.trim()}`)
+    await page.getByTestId('launch-node').selectOption((await option.getAttribute('value')) ?? '')
     await page.getByTestId('launch-image').fill(opts.image)
     await page.getByTestId('launch-cmd').fill(opts.cmd)
-    await page.getByTestId('launch-plan').filter({ hasText: opts.node }).waitFor({ timeout: ms })
-    result.plan = (await page.getByTestId('launch-plan').textContent())?.trim()
-    await page.screenshot({ path: opts.screenshot.replace(/\.png$/, '') + '-launch.png' })
+    if (opts.gpus > 0) await page.getByTestId('launch-gpus').fill(String(opts.gpus))
+
+    enter('plan')
+    const plan = page.getByTestId('launch-plan')
+    await plan.filter({ hasText: opts.node }).waitFor({ timeout: ms })
+    result.plan = (await plan.innerText()).replace(/\s+/g, ' ').trim()
+    await page.screenshot({ path: shotName(opts.screenshot, 'launch') })
+
+    enter('submit')
     await page.getByTestId('launch-submit').click()
-    await dialog.waitFor({ state: 'detached', timeout: ms })
+    const refused = page.getByTestId('launch-error')
+    await Promise.race([dialog.waitFor({ state: 'detached', timeout: ms }), refused.waitFor({ timeout: ms })])
+    if (await refused.isVisible().catch(() => false)) throw new Error(`the launch was refused: ${(await refused.innerText()).replace(/\s+/g, ' ').trim()}`)
 
-    stage = 'job running'
-    const row = page.locator('[data-testid="job-row"][data-state="running"]').first()
-    await row.waitFor({ timeout: ms })
-    result.job = await row.getAttribute('data-job-id')
+    enter('job running')
+    await page.getByTestId('tab-jobs').click()
+    const mine = page.locator('[data-testid="job-row"][data-focus="true"]')
+    await mine.waitFor({ timeout: ms })
+    result.job = await mine.getAttribute('data-job-id')
+    result.name = await mine.getAttribute('data-job-name')
+    const row = page.locator(`[data-testid="job-row"][data-job-id="${result.job}"]`)
+    await page.locator(`[data-testid="job-row"][data-job-id="${result.job}"][data-state="running"]`).waitFor({ timeout: ms }).catch(async (err) => {
+      throw new Error(`the job is ${await row.getAttribute('data-state')}, not running: ${err.message.split('\n')[0]}`)
+    })
 
-    stage = 'logs'
+    enter('logs')
     await row.getByTestId('job-logs-button').click()
-    await page.getByTestId('job-logs').filter({ hasText: opts.expectLog }).waitFor({ timeout: ms })
-    await page.screenshot({ path: opts.screenshot, fullPage: true })
+    const logs = page.getByTestId('job-logs')
+    await logs.filter({ hasText: opts.expectLog }).waitFor({ timeout: ms }).catch(async (err) => {
+      const seen = ((await logs.innerText().catch(() => '')) || '').slice(-300)
+      throw new Error(`no "${opts.expectLog}" in the logs (last: ${JSON.stringify(seen)}): ${err.message.split('\n')[0]}`)
+    })
+    result.logTail = (await logs.innerText()).trim().split('\n').slice(-3)
+    await page.screenshot({ path: shotName(opts.screenshot, 'running'), fullPage: true })
 
-    stage = 'stop'
+    enter('stop')
     await row.getByTestId('job-stop').click()
-    await page.getByTestId('jobs-all').check()
-    await page.locator(`[data-testid="job-row"][data-job-id="${result.job}"][data-state="exited"]`).waitFor({ timeout: ms })
-
+    await page.locator(`[data-testid="job-row"][data-job-id="${result.job}"][data-state="exited"]`).waitFor({ timeout: ms }).catch(async (err) => {
+      const st = await row.getAttribute('data-state').catch(() => 'gone')
+      const why = await page.getByTestId('jobs-error').innerText({ timeout: 500 }).catch(() => '')
+      throw new Error(`the job is ${st}, not exited${why ? `: ${why}` : ''} (${err.message.split('\n')[0]})`)
+    })
+    enter('done')
+    if (opts.wails) {
+      result.wailsCalls = await page.evaluate(() => [...new Set(window.__calls)])
+      const need = ['Launch', 'PlanLaunch', 'Images', 'FollowLogs', 'StopJob']
+      const missing = need.filter((c) => !result.wailsCalls.includes(c))
+      if (missing.length) throw new Error(`the window code path never called ${missing.join(', ')}`)
+    }
     result.ok = true
-    result.ms = Date.now() - t0
-    result.consoleErrors = consoleErrors
-    console.log(JSON.stringify(result))
-    return 0
   } catch (err) {
     result.stage = stage
     result.error = String(err.message ?? err).split('\n')[0]
-    result.consoleErrors = consoleErrors
-    if (page) await page.screenshot({ path: opts.screenshot, fullPage: true }).catch(() => {})
-    console.log(JSON.stringify(result))
-    return 1
-  } finally {
-    await context?.close().catch(() => {})
-    rmSync(profile, { recursive: true, force: true })
   }
+  if (page) {
+    await page.screenshot({ path: opts.screenshot, fullPage: true }).then(
+      () => (result.screenshot = opts.screenshot),
+      (err) => (result.screenshotError = String(err.message ?? err).split('\n')[0]),
+    )
+  }
+  result.stagesMs = stages
+  result.ms = Date.now() - t0
+  result.consoleErrors = consoleErrors
+  await context?.close().catch(() => {})
+  rmSync(profile, { recursive: true, force: true })
+  console.log(JSON.stringify(result))
+  return result.ok ? 0 : 1
 }
 
-process.exit(await main())
+process.exitCode = await main()

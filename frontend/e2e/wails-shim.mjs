@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium } from 'playwright-core'
+import { shim } from './wails-fake.mjs'
 
 const args = process.argv.slice(2)
 const opt = (n) => (args.indexOf(n) >= 0 ? args[args.indexOf(n) + 1] : undefined)
@@ -17,47 +18,6 @@ const shot = opt('--screenshot')
 if (!url) {
   console.log(JSON.stringify({ ok: false, error: '--url is required' }))
   process.exit(1)
-}
-
-// Runs in the page before any script: Go-binding look-alikes over HTTP.
-function shim() {
-  const get = async (path, init) => {
-    const r = await fetch('/api/v1' + path, init)
-    const t = await r.text()
-    if (!r.ok) throw new Error(JSON.parse(t).message) // Wails rejects with the Go error text
-    return t ? JSON.parse(t) : undefined
-  }
-  const post = (path, body) =>
-    get(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body && JSON.stringify(body) })
-  window.__calls = []
-  const track = (name, f) => (...a) => (window.__calls.push(name), f(...a))
-  window.go = {
-    app: {
-      Bindings: {
-        Self: track('Self', () => get('/self')),
-        Nodes: track('Nodes', () => get('/nodes')),
-        GPUs: track('GPUs', () => get('/gpus')),
-        History: track('History', (id, s) => get(`/history?node=${encodeURIComponent(id)}&seconds=${s}`)),
-        Pool: track('Pool', () => get('/pool')),
-        CreatePool: track('CreatePool', () => post('/pool/create')),
-        JoinPool: track('JoinPool', (code, addr) => post('/pool/join', { code, addr })),
-        RemoveMember: track('RemoveMember', (id) => get(`/pool/members/${id}`, { method: 'DELETE' })),
-        SelfTestEnabled: track('SelfTestEnabled', async () => true),
-        SelfTestReport: track('SelfTestReport', async (r) => {
-          window.__report = r
-        }),
-      },
-    },
-  }
-  let es
-  window.runtime = {
-    EventsOn(name, cb) {
-      es ??= new EventSource('/api/v1/events')
-      const h = (ev) => cb(JSON.parse(ev.data))
-      es.addEventListener(name, h)
-      return () => es.removeEventListener(name, h)
-    },
-  }
 }
 
 const profile = mkdtempSync(join(tmpdir(), 'labpool-shim-'))

@@ -10,8 +10,11 @@ import (
 	"github.com/labpool/labpool/node/containers"
 )
 
-// maxSpec bounds the body of a launch request.
-const maxSpec = 1 << 20
+// Bounds on request bodies.
+const (
+	maxSpec  = 1 << 20 // a launch request
+	maxImage = 1 << 40 // an image archive (1 TiB)
+)
 
 // Handler serves the jobs API of this node to members; owner names who is
 // asking (the device ID proven by the transport).
@@ -84,11 +87,19 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) logs(w http.ResponseWriter, r *http.Request) {
-	tail, err := strconv.Atoi(r.URL.Query().Get("tail"))
-	if err != nil {
-		tail = -1
+	q := r.URL.Query()
+	tail := -1
+	if s := q.Get("tail"); s != "" && s != "all" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid", "tail "+strconv.Quote(s)+": want a number of lines")
+			return
+		}
+		tail = max(n, -1) // a negative count asks for every line
+
 	}
-	rc, err := h.m.Logs(r.Context(), r.PathValue("id"), r.URL.Query().Get("follow") != "", tail)
+	follow := q.Get("follow") != "" && q.Get("follow") != "0" && q.Get("follow") != "false"
+	rc, err := h.m.Logs(r.Context(), r.PathValue("id"), follow, tail)
 	if err != nil {
 		reply(w, nil, err)
 		return
@@ -157,8 +168,9 @@ func (h *handler) load(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, ErrNoRuntime)
 		return
 	}
+	body := http.MaxBytesReader(w, r.Body, maxImage)
 	send := h.progressWriter(w)
-	tags, err := h.m.rt.LoadImage(r.Context(), r.Body, func(done, total int64, status string) {
+	tags, err := h.m.rt.LoadImage(r.Context(), body, func(done, total int64, status string) {
 		send(progressLine{Done: done, Total: total, Status: status}, false)
 	})
 	if err != nil {
@@ -174,7 +186,7 @@ func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ref := r.URL.Query().Get("ref")
-	if err := validateShape(Spec{Image: ref}); err != nil {
+	if err := validateImage(ref); err != nil {
 		reply(w, nil, err)
 		return
 	}
@@ -226,8 +238,12 @@ func classify(err error) (int, string) {
 	switch {
 	case errors.As(err, &refused):
 		return http.StatusBadRequest, "refused"
+	case errors.Is(err, containers.ErrBadArchive):
+		return http.StatusBadRequest, "invalid"
 	case errors.As(err, &busy):
 		return http.StatusConflict, "gpus_busy"
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict, "conflict"
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, "not_found"
 	case errors.Is(err, ErrNoRuntime), errors.Is(err, containers.ErrNoDocker):

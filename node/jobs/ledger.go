@@ -17,86 +17,137 @@ type Request struct {
 	MinMemBytes uint64
 }
 
+// want is how many GPUs r asks for.
+func (r Request) want() int {
+	if len(r.Indexes) > 0 {
+		return len(r.Indexes)
+	}
+	return r.Count
+}
+
+// BusyGPU is one GPU that could not be granted, and why.
+type BusyGPU struct {
+	Index    int
+	UUID     string
+	Job      string // the job holding it, or the queued job it is kept for
+	Owner    string // that job's owner, when known
+	Reserved bool   // kept for a queued job that waited too long (Job)
+	External bool   // used by a process outside labpool
+	TooSmall bool   // less memory than asked
+	MemBytes uint64 // its memory, when TooSmall
+}
+
+func (b BusyGPU) String() string {
+	switch {
+	case b.Reserved:
+		return fmt.Sprintf("GPU %d: kept for queued job %s of %s, waiting the longest", b.Index, b.Job, b.Owner)
+	case b.External:
+		return fmt.Sprintf("GPU %d: a process outside labpool", b.Index)
+	case b.TooSmall:
+		return fmt.Sprintf("GPU %d: %d MiB, less than asked", b.Index, b.MemBytes>>20)
+	case b.Owner != "":
+		return fmt.Sprintf("GPU %d: job %s of %s", b.Index, b.Job, b.Owner)
+	}
+	return fmt.Sprintf("GPU %d: job %s", b.Index, b.Job)
+}
+
 // BusyError says which GPUs kept a request from being granted.
 type BusyError struct {
-	Want int
-	Busy []string // "GPU 0: job j1 of K7Q2-MX4P", "GPU 1: a process outside labpool"
+	Want  int
+	Free  int       // GPUs that matched and were free
+	Total int       // GPUs on this machine
+	Busy  []BusyGPU // the matching GPUs that were not free
 }
 
 func (e *BusyError) Error() string {
-	return fmt.Sprintf("%d GPUs asked, not enough free: %s", e.Want, strings.Join(e.Busy, "; "))
+	if len(e.Busy) == 0 {
+		return fmt.Sprintf("%d GPUs asked, this machine has %d", e.Want, e.Total)
+	}
+	parts := make([]string, len(e.Busy))
+	for i, b := range e.Busy {
+		parts[i] = b.String()
+	}
+	return fmt.Sprintf("%d GPUs asked, %d free: %s", e.Want, e.Free, strings.Join(parts, "; "))
 }
 
-// Ledger records which job holds each GPU (by UUID). A GPU is granted to
-// one job at a time, and never while processes outside labpool use it.
+// Ledger records which job holds each GPU, by UUID. A GPU is granted to one
+// job at a time, and never while processes outside labpool use it.
 type Ledger struct {
-	mu     sync.Mutex        // guards grants, owners
+	mu     sync.Mutex        // guards grants
 	grants map[string]string // GPU UUID -> job ID
-	owners map[string]string // job ID -> owner (for messages)
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{grants: map[string]string{}, owners: map[string]string{}}
+	return &Ledger{grants: map[string]string{}}
 }
 
-// Grant gives job free GPUs that match req, from gpus (the latest
-// telemetry), and returns their UUIDs in index order.
-func (l *Ledger) Grant(job, owner string, req Request, gpus []gpu.Stats) ([]string, error) {
+// Grant gives job the GPUs that want asks for, from gpus (the latest
+// telemetry), and returns their UUIDs in index order. A GPU is free when no
+// other job holds it and external (UUIDs used by processes outside labpool)
+// does not name it. Asking for nothing grants nothing. A job asking again
+// keeps what it holds and may take more.
+func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[string]bool) ([]string, error) {
+	n := want.want()
+	if n == 0 {
+		return []string{}, nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	free := func(g gpu.Stats) (bool, string) {
-		if j, ok := l.grants[g.UUID]; ok && j != job {
-			return false, fmt.Sprintf("GPU %d: job %s of %s", g.Index, j, l.owners[j])
-		}
-		if len(g.Processes) > 0 && l.grants[g.UUID] == "" {
-			return false, fmt.Sprintf("GPU %d: a process outside labpool", g.Index)
-		}
-		if g.MemTotalBytes < req.MinMemBytes {
-			return false, fmt.Sprintf("GPU %d: %d MiB, less than asked", g.Index, g.MemTotalBytes>>20)
-		}
-		return true, ""
-	}
 	var chosen []string
-	var busy []string
-	want := req.Count
-	if len(req.Indexes) > 0 {
-		want = len(req.Indexes)
-	}
+	var busy []BusyGPU
 	for _, g := range gpus {
-		if len(req.Indexes) > 0 && !slices.Contains(req.Indexes, g.Index) {
+		if len(want.Indexes) > 0 && !slices.Contains(want.Indexes, g.Index) {
 			continue
 		}
-		ok, why := free(g)
-		if !ok {
-			busy = append(busy, why)
+		if b, ok := l.busy(job, g, want.MinMemBytes, external); ok {
+			busy = append(busy, b)
 			continue
 		}
-		if len(chosen) < want {
+		if len(chosen) < n {
 			chosen = append(chosen, g.UUID)
 		}
 	}
-	if len(chosen) < want {
-		if len(busy) == 0 {
-			busy = []string{fmt.Sprintf("this machine has %d GPUs", len(gpus))}
-		}
-		return nil, &BusyError{Want: want, Busy: busy}
+	if len(chosen) < n {
+		return nil, &BusyError{Want: n, Free: len(chosen), Total: len(gpus), Busy: busy}
 	}
 	for _, u := range chosen {
 		l.grants[u] = job
 	}
-	l.owners[job] = owner
 	return chosen, nil
 }
 
-// Restore records GPUs a running job already holds (re-adoption).
-func (l *Ledger) Restore(job, owner string, uuids []string) {
+// busy says why g cannot go to job, if it cannot. l.mu is held.
+func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[string]bool) (BusyGPU, bool) {
+	b := BusyGPU{Index: g.Index, UUID: g.UUID}
+	switch holder, held := l.grants[g.UUID]; {
+	case held && holder != job:
+		b.Job = holder
+	case held:
+		return b, false // job's own
+	case external[g.UUID]:
+		b.External = true
+	case g.MemTotalBytes < minMem:
+		b.TooSmall, b.MemBytes = true, g.MemTotalBytes
+	default:
+		return b, false
+	}
+	return b, true
+}
+
+// Restore records GPUs a running job already holds (re-adoption). A GPU
+// that another job holds stays with it; Restore returns those conflicts.
+func (l *Ledger) Restore(job string, uuids []string) (conflicts []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, u := range uuids {
+		if holder, ok := l.grants[u]; ok && holder != job {
+			conflicts = append(conflicts, u)
+			continue
+		}
 		l.grants[u] = job
 	}
-	l.owners[job] = owner
+	return conflicts
 }
 
 // Release frees the GPUs of job.
@@ -108,7 +159,6 @@ func (l *Ledger) Release(job string) {
 			delete(l.grants, u)
 		}
 	}
-	delete(l.owners, job)
 }
 
 // Granted returns a copy of the grants, GPU UUID -> job ID.

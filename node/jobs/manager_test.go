@@ -3,13 +3,8 @@ package jobs
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,205 +12,123 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 )
 
-// fakeRuntime records every call; containers run until stopped.
-type fakeRuntime struct {
-	mu       sync.Mutex
-	calls    []string
-	launches []containers.Launch
-	cs       map[string]*containers.Container
-	events   chan containers.Event
-	errs     chan error
-	failRun  error
-	n        int
-}
-
-func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{cs: map[string]*containers.Container{}, events: make(chan containers.Event, 100), errs: make(chan error, 1)}
-}
-
-func (f *fakeRuntime) call(name string) {
-	f.mu.Lock()
-	f.calls = append(f.calls, name)
-	f.mu.Unlock()
-}
-
-func (f *fakeRuntime) Run(_ context.Context, l containers.Launch) (containers.Container, error) {
-	f.call("Run")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.failRun != nil {
-		return containers.Container{}, f.failRun
-	}
-	f.n++
-	f.launches = append(f.launches, l)
-	c := &containers.Container{ID: fmt.Sprintf("c%02d", f.n), Name: l.Name, Image: l.Image, Labels: l.Labels,
-		State: "running", Running: true, Started: time.Now(), Ports: map[int]int{}}
-	for i, p := range l.Ports {
-		c.Ports[p] = 40000 + i
-	}
-	f.cs[c.ID] = c
-	return *c, nil
-}
-
-func (f *fakeRuntime) exit(id string, code int) {
-	f.mu.Lock()
-	c := f.cs[id]
-	c.Running, c.State, c.ExitCode, c.Finished = false, "exited", code, time.Now()
-	labels := c.Labels
-	f.mu.Unlock()
-	f.events <- containers.Event{ID: id, Action: "die", Labels: labels}
-}
-
-func (f *fakeRuntime) Stop(_ context.Context, id string, _ time.Duration) error {
-	f.call("Stop")
-	f.exit(id, 143)
-	return nil
-}
-func (f *fakeRuntime) Remove(_ context.Context, id string) error {
-	f.call("Remove")
-	f.mu.Lock()
-	delete(f.cs, id)
-	f.mu.Unlock()
-	return nil
-}
-func (f *fakeRuntime) Inspect(_ context.Context, id string) (containers.Container, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.cs[id]
-	if !ok {
-		return containers.Container{}, errors.New("No such container: " + id)
-	}
-	return *c, nil
-}
-func (f *fakeRuntime) List(context.Context) ([]containers.Container, error) {
-	f.call("List")
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []containers.Container
-	for _, c := range f.cs {
-		out = append(out, *c)
-	}
-	return out, nil
-}
-func (f *fakeRuntime) Logs(context.Context, string, bool, int) (io.ReadCloser, error) {
-	return io.NopCloser(strings.NewReader("log line\n")), nil
-}
-func (f *fakeRuntime) Stats(context.Context, string) (containers.Usage, error) {
-	return containers.Usage{CPUPercent: 50, MemUsedBytes: 1 << 20, PIDs: []int{4242}}, nil
-}
-func (f *fakeRuntime) Events(ctx context.Context) (<-chan containers.Event, <-chan error) {
-	return f.events, f.errs
-}
-func (f *fakeRuntime) Images(context.Context) ([]containers.Image, error) { return nil, nil }
-func (f *fakeRuntime) LoadImage(context.Context, io.Reader, containers.Progress) ([]string, error) {
-	return nil, nil
-}
-func (f *fakeRuntime) PullImage(context.Context, string, containers.Progress) error { return nil }
-
-type fixedGPUs []gpu.Stats
-
-func (g fixedGPUs) GPUs() []gpu.Stats { return g }
-
-type memStore struct {
-	mu   sync.Mutex
-	jobs map[string]Job
-}
-
-func (s *memStore) SaveJob(j Job) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.jobs == nil {
-		s.jobs = map[string]Job{}
-	}
-	s.jobs[j.ID] = j
-	return nil
-}
-func (s *memStore) LoadJobs() ([]Job, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []Job
-	for _, j := range s.jobs {
-		out = append(out, j)
-	}
-	return out, nil
-}
-
-func newTestManager(t *testing.T, rt *fakeRuntime, gpus int, st *memStore) (*Manager, context.CancelFunc) {
-	t.Helper()
-	var w io.Writer = io.Discard
-	if testing.Verbose() {
-		w = os.Stderr
-	}
-	log := slog.New(slog.NewTextHandler(w, nil))
-	cfg := DefaultConfig()
-	cfg.Node = "NODE"
-	m := NewManager(cfg, rt, fixedGPUs(fakeGPUs(gpus)), nil, st, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { m.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return m, cancel
-}
-
-func waitState(t *testing.T, m *Manager, id string, want State) Job {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		j, err := m.Get(id)
-		if err == nil && j.State == want {
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: state %s, want %s", id, j.State, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestRefusedBeforeAnyDockerCall: a dangerous spec never reaches Docker.
 func TestRefusedBeforeAnyDockerCall(t *testing.T) {
 	rt := newFakeRuntime()
-	m, _ := newTestManager(t, rt, 2, &memStore{})
-	waitListed(t, rt)
-	rt.mu.Lock()
-	before := len(rt.calls)
-	rt.mu.Unlock()
+	m := startManager(t, rt, fixedGPUs(fakeGPUs(2)), &memStore{}, fakeFolders{"ro": false})
+	before := len(rt.callList())
 	for _, s := range []Spec{
 		{Image: "x", Privileged: true}, {Image: "x", Binds: []string{"/:/h"}}, {Image: "x", CapAdd: []string{"SYS_ADMIN"}},
 		{Image: "x", NetworkMode: "host"}, {Image: "x", GPUs: 3}, {Image: "x", Mounts: []Mount{{Folder: "f", Target: "/d"}}},
+		{Image: "x", Mounts: []Mount{{Folder: "ro", Target: "/d", ReadWrite: true}}}, {Image: "x", Env: []string{"NVIDIA_VISIBLE_DEVICES=all"}},
+		{Image: "x", PortBinds: []string{"0.0.0.0:80:80"}}, {Image: "x", Devices: []string{"/dev/nvidia0"}},
 	} {
 		var re *RefusedError
 		if _, err := m.Submit(context.Background(), "o", s); !errors.As(err, &re) {
 			t.Errorf("Submit(%+v) = %v, want a refusal", s, err)
 		}
 	}
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if len(rt.calls) != before {
-		t.Errorf("refused specs made Docker calls: %v", rt.calls[before:])
+	if calls := rt.callList()[before:]; len(calls) != 0 {
+		t.Errorf("refused specs made Docker calls: %v", calls)
+	}
+	if len(m.List()) != 0 {
+		t.Errorf("refused specs left records: %v", m.List())
 	}
 }
 
-// TestGrantNamesUUIDsAndQueue: the launch names the granted UUIDs; a
-// queued job starts when the GPUs free up; without --queue the error says
-// who holds them.
+// TestSubmitLaunch: what reaches Docker is what was asked, labelled, with
+// the grant pinned.
+func TestSubmitLaunch(t *testing.T) {
+	rt := newFakeRuntime()
+	st := &memStore{}
+	m := startManager(t, rt, fixedGPUs(fakeGPUs(4)), st, fakeFolders{"data": true, "ro": false})
+	spec := Spec{Image: "img:1", Cmd: []string{"python", "train.py"}, Env: []string{"A=1"}, GPUIDs: []int{1, 3},
+		CPUs: 4, MemoryBytes: 8 << 30, ShmBytes: 1 << 30, Ports: []int{8888}, PortBinds: []string{"127.0.0.1::6006", "127.0.0.1:9000:8888"},
+		Mounts: []Mount{{Folder: "data", Target: "/data/", ReadWrite: true}, {Folder: "ro", Target: "/ro"}}, Restart: "on-failure"}
+	j, err := m.Submit(context.Background(), "OWNER", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != Running || j.Owner != "OWNER" || j.Node != "NODE" || !slices.Equal(j.GPUIndexes, []int{1, 3}) || j.Ports[8888] == 0 {
+		t.Errorf("job %+v", j)
+	}
+	l := rt.launches[0]
+	wantLabels := map[string]string{containers.LabelJob: j.ID, containers.LabelOwner: "OWNER", containers.LabelNode: "NODE",
+		containers.LabelGPUs: "GPU-0001,GPU-0003", containers.LabelSpecHash: j.SpecHash, LabelName: j.Name}
+	for k, v := range wantLabels {
+		if l.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, l.Labels[k], v)
+		}
+	}
+	if !slices.Equal(l.GPUs, []string{"GPU-0001", "GPU-0003"}) || !slices.Contains(l.Env, "NVIDIA_VISIBLE_DEVICES=GPU-0001,GPU-0003") {
+		t.Errorf("launch GPUs %v env %v", l.GPUs, l.Env)
+	}
+	if !slices.Equal(l.Ports, []int{8888, 6006}) || l.CPUs != 4 || l.MemoryBytes != 8<<30 || l.ShmBytes != 1<<30 || l.Restart != "on-failure" {
+		t.Errorf("launch %+v", l)
+	}
+	wantBinds := []containers.Bind{{HostPath: "/srv/data", Target: "/data"}, {HostPath: "/srv/ro", Target: "/ro", ReadOnly: true}}
+	if !slices.Equal(l.Binds, wantBinds) {
+		t.Errorf("binds %+v, want %+v", l.Binds, wantBinds)
+	}
+	if got := st.jobs[j.ID]; got.State != Running || got.Container == "" {
+		t.Errorf("saved %+v", got)
+	}
+	j2, err := m.Submit(context.Background(), "OWNER", Spec{Image: "img"})
+	if err != nil || !slices.Contains(rt.launches[1].Env, "NVIDIA_VISIBLE_DEVICES=void") || len(j2.GPUs) != 0 {
+		t.Errorf("a job without GPUs: %+v %v, env %v", j2, err, rt.launches[1].Env)
+	}
+}
+
+// TestNothingHalfCreated: a failed create or start leaves no container, no
+// grant and no record.
+func TestNothingHalfCreated(t *testing.T) {
+	tests := []struct {
+		name string
+		set  func(*fakeRuntime)
+	}{
+		{"create fails", func(f *fakeRuntime) {
+			f.createFn = func(containers.Launch) (containers.Container, error) {
+				return containers.Container{}, errors.New("image img is not on this machine")
+			}
+		}},
+		{"start fails", func(f *fakeRuntime) {
+			f.startFn = func(string) (containers.Container, error) {
+				return containers.Container{}, errors.New("a port is already in use on this machine")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := newFakeRuntime()
+			tt.set(rt)
+			m := newTestManager(t, rt, 2, &memStore{})
+			_, err := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 2})
+			if err == nil || !strings.Contains(err.Error(), "on this machine") {
+				t.Fatalf("Submit = %v", err)
+			}
+			rt.mu.Lock()
+			left := len(rt.cs)
+			rt.mu.Unlock()
+			if left != 0 || len(m.Ledger().Granted()) != 0 || len(m.List()) != 0 {
+				t.Errorf("left behind: %d containers, grants %v, jobs %v", left, m.Ledger().Granted(), m.List())
+			}
+		})
+	}
+}
+
+// TestGrantNamesUUIDsAndQueue: without Queue the error says who holds the
+// GPUs; a queued job starts when they free up.
 func TestGrantNamesUUIDsAndQueue(t *testing.T) {
 	rt := newFakeRuntime()
-	m, _ := newTestManager(t, rt, 2, &memStore{})
+	m := newTestManager(t, rt, 2, &memStore{})
 	ctx := context.Background()
 	j1, err := m.Submit(ctx, "alice", Spec{Image: "img", GPUs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rt.launches[0].GPUs; len(got) != 2 || got[0] != "GPU-0000" || got[1] != "GPU-0001" {
-		t.Errorf("launch GPUs %v, want the granted UUIDs", got)
-	}
-	if rt.launches[0].Labels[containers.LabelGPUs] != "GPU-0000,GPU-0001" || rt.launches[0].Labels[containers.LabelOwner] != "alice" {
-		t.Errorf("labels %v", rt.launches[0].Labels)
-	}
 	_, err = m.Submit(ctx, "bob", Spec{Image: "img", GPUs: 1})
 	var busy *BusyError
-	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "alice") {
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "GPU 0: job "+j1.ID+" of alice") {
 		t.Fatalf("busy GPUs: %v", err)
 	}
 	q, err := m.Submit(ctx, "bob", Spec{Image: "img", GPUs: 1, Queue: true})
@@ -223,41 +136,86 @@ func TestGrantNamesUUIDsAndQueue(t *testing.T) {
 		t.Fatalf("queued submit: %+v %v", q, err)
 	}
 	rt.exit(j1.Container, 0)
-	waitState(t, m, j1.ID, Exited)
+	ended := waitState(t, m, j1.ID, Exited)
+	if ended.ExitCode == nil || *ended.ExitCode != 0 || ended.Finished == nil || ended.GPUSeconds <= 0 {
+		t.Errorf("ended job %+v", ended)
+	}
 	got := waitState(t, m, q.ID, Running)
-	if len(got.GPUs) != 1 {
-		t.Errorf("queued job started with GPUs %v", got.GPUs)
+	if len(got.GPUs) != 1 || got.Error != "" {
+		t.Errorf("queued job started with GPUs %v, error %q", got.GPUs, got.Error)
 	}
 }
 
-// TestFairQueue: with one owner's long queue ahead, another owner's job
-// starts first once a GPU frees up.
-func TestFairQueue(t *testing.T) {
+// TestExternalProcessesAreBusy: a GPU used outside labpool is not granted.
+func TestExternalProcessesAreBusy(t *testing.T) {
 	rt := newFakeRuntime()
-	m, _ := newTestManager(t, rt, 1, &memStore{})
-	ctx := context.Background()
-	run, _ := m.Submit(ctx, "alice", Spec{Image: "img", GPUs: 1})
-	var aliceQ []Job
-	for range 3 {
-		j, _ := m.Submit(ctx, "alice", Spec{Image: "img", GPUs: 1, Queue: true})
-		aliceQ = append(aliceQ, j)
-		time.Sleep(2 * time.Millisecond)
+	gs := &fakeGPUState{gpus: fakeGPUs(2)}
+	gs.gpus[0].Processes = []gpu.Process{{PID: 99, MemBytes: 1 << 30}}
+	m := startManager(t, rt, gs, &memStore{}, nil)
+	j, err := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
+	if err != nil || !slices.Equal(j.GPUs, []string{"GPU-0001"}) {
+		t.Fatalf("grant beside an external process: %+v %v", j, err)
 	}
-	bob, _ := m.Submit(ctx, "bob", Spec{Image: "img", GPUs: 1, Queue: true})
-	rt.exit(run.Container, 0)
-	waitState(t, m, bob.ID, Running)
-	if j, _ := m.Get(aliceQ[0].ID); j.State != Queued {
-		t.Errorf("alice's queued job %s, want bob first", j.State)
+	// The job's own process on its GPU does not make it external.
+	gs.gpus[1].Processes = []gpu.Process{{PID: 4242, MemBytes: 2 << 30}}
+	_, err = m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
+	if err == nil || !strings.Contains(err.Error(), "GPU 0: a process outside labpool") || !strings.Contains(err.Error(), "GPU 1: job "+j.ID+" of o") {
+		t.Fatalf("busy: %v", err)
+	}
+	st, err := m.Stats(context.Background(), j.ID)
+	if err != nil || len(st.GPUs) != 1 || st.GPUs[0].MemUsedBytes != 2<<30 || st.CPUPercent != 50 {
+		t.Errorf("stats %+v %v", st, err)
+	}
+}
+
+func TestExitCodesAndStop(t *testing.T) {
+	rt := newFakeRuntime()
+	m := newTestManager(t, rt, 1, &memStore{})
+	ctx := context.Background()
+	j, err := m.Submit(ctx, "o", Spec{Image: "img", GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.exit(j.Container, 3)
+	got := waitState(t, m, j.ID, Failed)
+	if *got.ExitCode != 3 || got.Error != "exited with code 3" || len(m.Ledger().Granted()) != 0 {
+		t.Errorf("failed job %+v, grants %v", got, m.Ledger().Granted())
+	}
+	if _, err := m.Stats(ctx, j.ID); !errors.Is(err, ErrConflict) {
+		t.Errorf("stats of an ended job: %v", err)
+	}
+	j, _ = m.Submit(ctx, "o", Spec{Image: "img"})
+	got, err = m.Stop(ctx, j.ID)
+	if err != nil || got.State != Exited || got.ExitCode == nil || *got.ExitCode != 143 {
+		t.Fatalf("after stop: %+v %v", got, err)
+	}
+	if err := m.Remove(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.Get(j.ID); !got.Removed || got.Container != "" || got.State != Exited {
+		t.Errorf("after remove: %+v", got)
+	}
+	if _, err := m.Logs(ctx, j.ID, false, -1); !errors.Is(err, ErrConflict) {
+		t.Errorf("logs of a removed job: %v", err)
+	}
+	if _, err := m.Get("nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(unknown) = %v", err)
+	}
+	// Remove of a running job stops it first.
+	j, _ = m.Submit(ctx, "o", Spec{Image: "img"})
+	if err := m.Remove(ctx, j.ID); err != nil || rt.running() != 0 {
+		t.Errorf("remove running: %v, %d running", err, rt.running())
 	}
 }
 
 // TestReadopt: a new manager (agent restarted) adopts running containers
-// without restarting them and rebuilds the ledger; a record whose
-// container vanished becomes failed.
+// without restarting them and rebuilds the ledger; partial state (a record
+// without a container, a container without a record, corrupt labels, a
+// container created but never started) is sorted out, not fatal.
 func TestReadopt(t *testing.T) {
 	rt := newFakeRuntime()
 	st := &memStore{}
-	m1, stop1 := newTestManager(t, rt, 4, st)
+	m1 := newTestManager(t, rt, 4, st)
 	ctx := context.Background()
 	var ids []string
 	for range 3 {
@@ -268,106 +226,119 @@ func TestReadopt(t *testing.T) {
 		ids = append(ids, j.ID)
 	}
 	gone, _ := m1.Submit(ctx, "alice", Spec{Image: "img"})
-	stop1()
+	orphan, _ := m1.Submit(ctx, "bob", Spec{Image: "img", Name: "orphan", GPUs: 1})
 	rt.mu.Lock()
 	delete(rt.cs, gone.Container) // removed while the agent was down
-	runs := rt.n
+	rt.cs["bad"] = &containers.Container{ID: "bad", Labels: map[string]string{containers.LabelJob: "../x y"}, Running: true}
+	rt.cs["half"] = &containers.Container{ID: "half", State: "created", Labels: map[string]string{containers.LabelJob: "half1"}}
 	rt.mu.Unlock()
+	st.mu.Lock()
+	delete(st.jobs, orphan.ID) // its record was lost
+	st.jobs["stuck"] = Job{ID: "stuck", State: Starting, Created: time.Now()}
+	st.mu.Unlock()
+	starts := rt.count("Start")
 
-	m2, _ := newTestManager(t, rt, 4, st)
-	// The records load as running before the adoption runs: wait for the
-	// adoption itself, seen in the ledger it rebuilds.
-	deadline := time.Now().Add(5 * time.Second)
-	for len(m2.Ledger().Granted()) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("ledger after re-adoption: %v", m2.Ledger().Granted())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	m2 := newTestManager(t, rt, 4, st)
 	for _, id := range ids {
-		waitState(t, m2, id, Running)
+		if j, _ := m2.Get(id); j.State != Running {
+			t.Errorf("job %s is %s after re-adoption", id, j.State)
+		}
 	}
-	waitState(t, m2, gone.ID, Failed)
-	if rt.n != runs {
-		t.Errorf("re-adoption started %d containers", rt.n-runs)
+	if j, _ := m2.Get(gone.ID); j.State != Failed || !strings.Contains(j.Error, "gone") {
+		t.Errorf("vanished container: %+v", j)
 	}
-	if g := m2.Ledger().Granted(); len(g) != 3 {
+	if j, _ := m2.Get(orphan.ID); j.State != Running || j.Name != "orphan" || j.Owner != "bob" || len(j.GPUs) != 1 {
+		t.Errorf("container without a record: %+v", j)
+	}
+	if j, _ := m2.Get("stuck"); j.State != Failed {
+		t.Errorf("record stuck starting: %+v", j)
+	}
+	if j, _ := m2.Get("half1"); j.State != Failed || j.Container != "" {
+		t.Errorf("container created, never started: %+v", j)
+	}
+	if n := rt.count("Start"); n != starts {
+		t.Errorf("re-adoption started %d containers", n-starts)
+	}
+	if g := m2.Ledger().Granted(); len(g) != 4 {
 		t.Errorf("ledger after re-adoption: %v", g)
 	}
-	if _, err := m2.Submit(ctx, "bob", Spec{Image: "img", GPUs: 2}); err == nil {
+	if _, err := m2.Submit(ctx, "carol", Spec{Image: "img", GPUs: 1}); err == nil {
 		t.Errorf("re-adopted GPUs were granted again")
 	}
 }
 
-func TestStopIsNotFailure(t *testing.T) {
-	rt := newFakeRuntime()
-	m, _ := newTestManager(t, rt, 0, &memStore{})
-	j, err := m.Submit(context.Background(), "o", Spec{Image: "img"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := m.Stop(context.Background(), j.ID)
-	if err != nil || got.State != Exited || got.ExitCode == nil || *got.ExitCode != 143 {
-		t.Fatalf("after stop: %+v %v", got, err)
-	}
-	if err := m.Remove(context.Background(), j.ID); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := m.Get(j.ID); !got.Removed || got.Container != "" {
-		t.Errorf("after remove: %+v", got)
-	}
-}
-
-func BenchmarkSubmit(b *testing.B) {
-	rt := newFakeRuntime()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	m := NewManager(DefaultConfig(), rt, fixedGPUs(nil), nil, &memStore{}, log)
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := m.Submit(ctx, "o", Spec{Image: "img", Cmd: []string{"sleep", "1"}}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // TestEngineRestartReportsLostJobs: when the engine's stream breaks and its
-// containers died meanwhile, the jobs say so and their GPUs are free.
+// containers died meanwhile, the jobs say so, their GPUs are free, and the
+// manager reconnects.
 func TestEngineRestartReportsLostJobs(t *testing.T) {
 	rt := newFakeRuntime()
-	m, _ := newTestManager(t, rt, 1, &memStore{})
-	waitListed(t, rt) // the first adoption is over
+	m := newTestManager(t, rt, 2, &memStore{})
 	j, err := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	k, _ := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
 	rt.mu.Lock()
 	c := rt.cs[j.Container]
 	c.Running, c.State, c.ExitCode, c.Finished = false, "exited", 137, time.Now() // the engine stopped it
+	delete(rt.cs, k.Container)                                                    // and lost that one
 	rt.mu.Unlock()
+	lists := rt.count("List")
 	rt.errs <- errors.New("unexpected EOF")
 	got := waitState(t, m, j.ID, Failed)
 	if !strings.Contains(got.Error, "Docker engine") {
 		t.Errorf("lost job error %q does not say the engine went away", got.Error)
 	}
+	if got := waitState(t, m, k.ID, Failed); !strings.Contains(got.Error, "Docker engine") {
+		t.Errorf("vanished job error %q", got.Error)
+	}
 	if g := m.Ledger().Granted(); len(g) != 0 {
-		t.Errorf("GPUs still granted after the job was lost: %v", g)
+		t.Errorf("GPUs still granted after the jobs were lost: %v", g)
+	}
+	if rt.count("List") <= lists || rt.count("Events") < 2 {
+		t.Errorf("no reconnection: %v", rt.callList())
 	}
 }
 
-// waitListed waits until the manager has listed the engine's containers.
-func waitListed(t *testing.T, rt *fakeRuntime) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		rt.mu.Lock()
-		n := slices.Index(rt.calls, "List")
-		rt.mu.Unlock()
-		if n >= 0 {
-			return
+// TestRunReturns: Run returns when ctx ends, with no goroutine left behind
+// that still calls the runtime.
+func TestRunReturns(t *testing.T) {
+	rt := newFakeRuntime()
+	m := NewManager(DefaultConfig(), rt, fixedGPUs(nil), nil, &memStore{}, testLog())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	eventually(t, "adoption", func() bool { return rt.count("List") > 0 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the manager never listed containers")
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if err := NewManager(DefaultConfig(), nil, fixedGPUs(nil), nil, &memStore{}, testLog()).Run(ctx); err != nil {
+		t.Errorf("Run without an engine: %v", err)
+	}
+	if _, err := NewManager(DefaultConfig(), nil, fixedGPUs(nil), nil, &memStore{}, testLog()).Submit(ctx, "o", Spec{Image: "x"}); !errors.Is(err, ErrNoRuntime) {
+		t.Errorf("Submit without an engine: %v", err)
+	}
+}
+
+// BenchmarkSubmit is the manager's own overhead per launch (validate,
+// grant, label, record) over a runtime that costs nothing.
+func BenchmarkSubmit(b *testing.B) {
+	rt := newFakeRuntime()
+	m := NewManager(DefaultConfig(), rt, fixedGPUs(fakeGPUs(8)), fakeFolders{"data": true}, &memStore{}, testLog())
+	ctx := context.Background()
+	spec := Spec{Image: "img:1", Cmd: []string{"sleep", "1"}, Env: []string{"A=1"}, GPUs: 1, Ports: []int{8888},
+		Mounts: []Mount{{Folder: "data", Target: "/data"}}}
+	for b.Loop() {
+		j, err := m.Submit(ctx, "o", spec)
+		if err != nil {
+			b.Fatal(err)
 		}
-		time.Sleep(time.Millisecond)
+		m.ledger.Release(j.ID) // the job ends; its GPU is free for the next
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -74,22 +75,55 @@ func validateDangerous(s Spec) error {
 		return refuse("shared-folders-only", "host paths %v: mount shared folders with --mount FOLDER:/path", s.Binds)
 	}
 	for _, b := range s.PortBinds {
-		host, _, ok := strings.Cut(b, ":")
-		if !ok || host != "127.0.0.1" {
-			return refuse("loopback-ports-only", "port binding %q: ports are published on the machine's loopback only", b)
+		if _, err := ParsePortBind(b); err != nil {
+			return err
+		}
+	}
+	for _, e := range s.Env {
+		if k, _, _ := strings.Cut(e, "="); strings.HasPrefix(strings.ToUpper(k), "NVIDIA_") {
+			return refuse("no-gpu-env", "%s: the NVIDIA runtime reads it to pick GPUs; GPUs are given by the GPU ledger", k)
 		}
 	}
 	return nil
 }
 
+// ParsePortBind reads a raw port binding, "127.0.0.1:HOST:CONTAINER" or
+// "127.0.0.1::CONTAINER" (an optional "/tcp" suffix), and returns the
+// container port. Anything not on the loopback is refused. The node picks
+// the loopback port itself; a tunnel reaches it.
+func ParsePortBind(b string) (int, error) {
+	parts := strings.Split(strings.TrimSuffix(b, "/tcp"), ":")
+	if len(parts) != 3 || parts[0] != "127.0.0.1" {
+		return 0, refuse("loopback-ports-only", "port binding %q: ports are published on the machine's loopback only (127.0.0.1::PORT)", b)
+	}
+	if parts[1] != "" {
+		if _, err := strconv.ParseUint(parts[1], 10, 16); err != nil {
+			return 0, refuse("port", "port binding %q: %q is not a port", b, parts[1])
+		}
+	}
+	p, err := strconv.Atoi(parts[2])
+	if err != nil || p <= 0 || p > 65535 {
+		return 0, refuse("port", "port binding %q: %q is not a TCP port", b, parts[2])
+	}
+	return p, nil
+}
+
+// validateImage refuses what is not an image reference (name[:tag][@digest]).
+func validateImage(ref string) error {
+	if ref == "" || len(ref) > 255 || !imageRef.MatchString(ref) {
+		return refuse("image-ref", "%q is not an image reference", ref)
+	}
+	return nil
+}
+
 func validateShape(s Spec) error {
-	if s.Image == "" || len(s.Image) > 255 || !imageRef.MatchString(s.Image) {
-		return refuse("image-ref", "%q is not an image reference", s.Image)
+	if err := validateImage(s.Image); err != nil {
+		return err
 	}
 	if len(s.Name) > 64 || (s.Name != "" && !envKeyOrName(s.Name)) {
 		return refuse("name", "%q: a name is up to 64 letters, digits, '.', '_' or '-'", s.Name)
 	}
-	if len(s.Cmd) > maxCmdArgs || len(s.Env) > maxEnv || len(s.Mounts) > maxMounts || len(s.Ports) > maxPorts {
+	if len(s.Cmd) > maxCmdArgs || len(s.Env) > maxEnv || len(s.Mounts) > maxMounts || len(s.Ports) > maxPorts || len(s.PortBinds) > maxPorts {
 		return refuse("size", "too many arguments, variables, mounts or ports")
 	}
 	for _, a := range append(slices.Clone(s.Cmd), s.Env...) {
@@ -103,19 +137,36 @@ func validateShape(s Spec) error {
 			return refuse("env", "%q is not K=V", e)
 		}
 	}
-	for _, m := range s.Mounts {
-		t := path.Clean(m.Target)
-		if m.Folder == "" || !path.IsAbs(m.Target) || t == "/" || underAny(t, "/proc", "/sys", "/dev", "/etc") {
-			return refuse("mount-target", "mount %s:%s: the target must be an absolute path outside /proc, /sys, /dev and /etc", m.Folder, m.Target)
-		}
+	if err := validateMounts(s.Mounts); err != nil {
+		return err
 	}
+	seen := map[int]bool{}
 	for _, p := range s.Ports {
 		if p <= 0 || p > 65535 {
 			return refuse("port", "port %d is out of range", p)
 		}
+		if seen[p] {
+			return refuse("port", "port %d is listed twice", p)
+		}
+		seen[p] = true
 	}
 	if s.Restart != "" && s.Restart != "no" && s.Restart != "on-failure" {
 		return refuse("restart", "restart %q: use no or on-failure", s.Restart)
+	}
+	return nil
+}
+
+func validateMounts(ms []Mount) error {
+	targets := map[string]bool{}
+	for _, m := range ms {
+		t := path.Clean(m.Target)
+		if m.Folder == "" || !path.IsAbs(m.Target) || t == "/" || underAny(t, "/proc", "/sys", "/dev", "/etc") {
+			return refuse("mount-target", "mount %s:%s: the target must be an absolute path outside /proc, /sys, /dev and /etc", m.Folder, m.Target)
+		}
+		if targets[t] {
+			return refuse("mount-target", "mount %s:%s: two mounts on one path", m.Folder, m.Target)
+		}
+		targets[t] = true
 	}
 	return nil
 }
@@ -138,25 +189,31 @@ func underAny(p string, roots ...string) bool {
 	return false
 }
 
+// maxBytes bounds memory, shm and GPU memory sizes (1 PiB): anything above
+// is a typo.
+const maxBytes = 1 << 50
+
 func validateResources(s Spec, gpusOnNode int) error {
 	switch {
-	case s.CPUs < 0 || s.CPUs > 4096:
-		return refuse("cpus", "%v CPUs is out of range", s.CPUs)
-	case s.MemoryBytes < 0 || (s.MemoryBytes > 0 && s.MemoryBytes < 6<<20):
-		return refuse("memory", "a memory limit must be at least 6 MiB")
-	case s.ShmBytes < 0:
-		return refuse("shm", "the shm size cannot be negative")
+	case !(s.CPUs >= 0 && s.CPUs <= 4096): // NaN fails too
+		return refuse("cpus", "%v CPUs is out of range (0 to 4096)", s.CPUs)
+	case s.MemoryBytes < 0 || (s.MemoryBytes > 0 && s.MemoryBytes < 6<<20) || s.MemoryBytes > maxBytes:
+		return refuse("memory", "a memory limit must be between 6 MiB and 1 PiB")
+	case s.ShmBytes < 0 || s.ShmBytes > maxBytes:
+		return refuse("shm", "the shm size must be between 0 and 1 PiB")
+	case s.MinGPUMemBytes > maxBytes:
+		return refuse("gpus", "%d bytes of GPU memory is more than any GPU has", s.MinGPUMemBytes)
 	case s.GPUs < 0:
 		return refuse("gpus", "the GPU count cannot be negative")
 	case s.GPUs > 0 && len(s.GPUIDs) > 0:
 		return refuse("gpus", "ask for a GPU count or GPU indexes, not both")
-	case s.GPUs > gpusOnNode:
-		return refuse("gpus", "%d GPUs asked, this machine has %d", s.GPUs, gpusOnNode)
+	case s.GPUs > gpusOnNode || len(s.GPUIDs) > gpusOnNode:
+		return refuse("gpus", "%d GPUs asked: this machine has %d GPUs", max(s.GPUs, len(s.GPUIDs)), gpusOnNode)
 	}
 	seen := map[int]bool{}
 	for _, i := range s.GPUIDs {
 		if i < 0 || i >= gpusOnNode {
-			return refuse("gpus", "GPU %d does not exist: this machine has %d", i, gpusOnNode)
+			return refuse("gpus", "GPU %d does not exist: this machine has %d GPUs", i, gpusOnNode)
 		}
 		if seen[i] {
 			return refuse("gpus", "GPU %d is listed twice", i)

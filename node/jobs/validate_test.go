@@ -1,8 +1,11 @@
 package jobs
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
+	"math"
+	"path"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +47,35 @@ func TestValidateRefusals(t *testing.T) {
 		{"negative memory", with(func(s *Spec) { s.MemoryBytes = -1 }), "memory"},
 		{"negative cpus", with(func(s *Spec) { s.CPUs = -2 }), "cpus"},
 		{"nul in arg", with(func(s *Spec) { s.Cmd = []string{"a\x00b"} }), "size"},
+		{"network none ok, other no", with(func(s *Spec) { s.NetworkMode = "none"; s.PidMode = "container:x" }), "no-host-namespaces"},
+		{"ipc shareable", with(func(s *Spec) { s.IpcMode = "shareable" }), "no-host-namespaces"},
+		{"cap add harmless", with(func(s *Spec) { s.CapAdd = []string{"CHOWN"} }), "no-extra-capabilities"},
+		{"security opt anything", with(func(s *Spec) { s.SecurityOpt = []string{"no-new-privileges:false"} }), "no-security-opt"},
+		{"port on ipv6 any", with(func(s *Spec) { s.PortBinds = []string{"[::]:80:80"} }), "loopback-ports-only"},
+		{"port on localhost name", with(func(s *Spec) { s.PortBinds = []string{"localhost:80:80"} }), "loopback-ports-only"},
+		{"port bind not a port", with(func(s *Spec) { s.PortBinds = []string{"127.0.0.1:80:http"} }), "port"},
+		{"port bind udp", with(func(s *Spec) { s.PortBinds = []string{"127.0.0.1:53:53/udp"} }), "port"},
+		{"port twice", with(func(s *Spec) { s.Ports = []int{80, 80} }), "port"},
+		{"nvidia env", with(func(s *Spec) { s.Env = []string{"NVIDIA_VISIBLE_DEVICES=all"} }), "no-gpu-env"},
+		{"nvidia env lowercase", with(func(s *Spec) { s.Env = []string{"nvidia_visible_devices=all"} }), "no-gpu-env"},
+		{"env bad key", with(func(s *Spec) { s.Env = []string{"1A=x"} }), "env"},
+		{"image with space", with(func(s *Spec) { s.Image = "busy box" }), "image-ref"},
+		{"image too long", with(func(s *Spec) { s.Image = strings.Repeat("a", 300) }), "image-ref"},
+		{"nan cpus", with(func(s *Spec) { s.CPUs = math.NaN() }), "cpus"},
+		{"absurd cpus", with(func(s *Spec) { s.CPUs = 1e9 }), "cpus"},
+		{"tiny memory", with(func(s *Spec) { s.MemoryBytes = 1024 }), "memory"},
+		{"absurd memory", with(func(s *Spec) { s.MemoryBytes = 1 << 62 }), "memory"},
+		{"negative shm", with(func(s *Spec) { s.ShmBytes = -1 }), "shm"},
+		{"absurd shm", with(func(s *Spec) { s.ShmBytes = 1 << 62 }), "shm"},
+		{"absurd gpu memory", with(func(s *Spec) { s.MinGPUMemBytes = 1 << 62 }), "gpus"},
+		{"negative gpus", with(func(s *Spec) { s.GPUs = -1 }), "gpus"},
+		{"negative gpu id", with(func(s *Spec) { s.GPUIDs = []int{-1} }), "gpus"},
+		{"mount sys", with(func(s *Spec) { s.Mounts = []Mount{{Folder: "d", Target: "/sys"}} }), "mount-target"},
+		{"mount dev via dots", with(func(s *Spec) { s.Mounts = []Mount{{Folder: "d", Target: "/data/../dev/x"}} }), "mount-target"},
+		{"mount twice", with(func(s *Spec) { s.Mounts = []Mount{{Folder: "a", Target: "/d"}, {Folder: "b", Target: "/d/"}} }), "mount-target"},
+		{"mount no folder", with(func(s *Spec) { s.Mounts = []Mount{{Target: "/d"}} }), "mount-target"},
+		{"restart unless-stopped", with(func(s *Spec) { s.Restart = "unless-stopped" }), "restart"},
+		{"bad name", with(func(s *Spec) { s.Name = "a b" }), "name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,13 +86,19 @@ func TestValidateRefusals(t *testing.T) {
 			}
 		})
 	}
+	var re *RefusedError
+	if err := Validate(with(func(s *Spec) { s.GPUs = 9 }), 8); !errors.As(err, &re) || !strings.Contains(err.Error(), `refused by rule "gpus": 9 GPUs asked: this machine has 8 GPUs`) {
+		t.Errorf("too many GPUs: %v", err)
+	}
 	if err := Validate(ok, 0); err != nil {
 		t.Errorf("a plain spec refused: %v", err)
 	}
 	good := with(func(s *Spec) {
 		s.GPUs, s.Env, s.Ports, s.Restart = 2, []string{"A=1"}, []int{8888}, "on-failure"
 		s.Mounts = []Mount{{Folder: "data", Target: "/data", ReadWrite: true}}
-		s.PortBinds = []string{"127.0.0.1:8888:8888"}
+		s.PortBinds = []string{"127.0.0.1:8888:8888", "127.0.0.1::6006/tcp"}
+		s.NetworkMode, s.CPUs, s.MemoryBytes, s.ShmBytes, s.Name = "none", 2.5, 1<<30, 1<<30, "my-job_1.0"
+		s.Image = "registry.lab:5000/team/img:v1.2@sha256:" + strings.Repeat("a", 64)
 	})
 	if err := Validate(good, 8); err != nil {
 		t.Errorf("a good spec refused: %v", err)
@@ -72,9 +110,12 @@ func FuzzValidate(f *testing.F) {
 	f.Add([]byte(`{"image":"x","privileged":true}`))
 	f.Add([]byte(`{"image":"x","binds":["/:/h"],"cap_add":["ALL"]}`))
 	f.Add([]byte(`{"image":"x","gpus":3,"mounts":[{"folder":"a","target":"/a"}]}`))
+	f.Add([]byte(`{"image":"x","port_binds":["127.0.0.1::80"],"env":["NVIDIA_VISIBLE_DEVICES=all"],"network_mode":"none"}`))
+	f.Add([]byte(`{"image":"x","gpu_ids":[0,1,1],"cpus":1e300,"memory_bytes":-5,"restart":"always"}`))
+	f.Add([]byte(`{"image":"x","mounts":[{"folder":"a","target":"/x/../proc"}],"security_opt":["seccomp=unconfined"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var s Spec
-		if json.Unmarshal(data, &s) != nil {
+		s, err := DecodeSpec(bytes.NewReader(data))
+		if err != nil {
 			return
 		}
 		if Validate(s, 4) != nil {
@@ -82,8 +123,27 @@ func FuzzValidate(f *testing.F) {
 		}
 		if s.Privileged || len(s.CapAdd) > 0 || len(s.Devices) > 0 || len(s.SecurityOpt) > 0 || len(s.Binds) > 0 ||
 			s.PidMode != "" || s.IpcMode != "" || s.UTSMode != "" || s.UsernsMode != "" ||
-			(s.NetworkMode != "" && s.NetworkMode != "bridge" && s.NetworkMode != "none") || s.GPUs > 4 {
+			(s.NetworkMode != "" && s.NetworkMode != "bridge" && s.NetworkMode != "none") || s.GPUs > 4 || len(s.GPUIDs) > 4 ||
+			s.Restart != "" && s.Restart != "no" && s.Restart != "on-failure" {
 			t.Fatalf("accepted a dangerous spec: %+v", s)
+		}
+		for _, b := range s.PortBinds {
+			if !strings.HasPrefix(b, "127.0.0.1:") {
+				t.Fatalf("accepted a port binding off the loopback: %q", b)
+			}
+		}
+		for _, e := range s.Env {
+			if strings.HasPrefix(strings.ToUpper(e), "NVIDIA_") || !strings.Contains(e, "=") {
+				t.Fatalf("accepted env %q", e)
+			}
+		}
+		for _, m := range s.Mounts {
+			if t2 := path.Clean(m.Target); !path.IsAbs(m.Target) || underAny(t2, "/proc", "/sys", "/dev") || t2 == "/" {
+				t.Fatalf("accepted mount target %q", m.Target)
+			}
+		}
+		if s.MemoryBytes < 0 || s.ShmBytes < 0 || s.CPUs < 0 || s.GPUs < 0 {
+			t.Fatalf("accepted negative resources: %+v", s)
 		}
 	})
 }

@@ -144,12 +144,14 @@ const enc = encodeURIComponent
 function httpJobs(): JobsTransport {
   return {
     jobs: async (all) => (await request<Job[] | null>('GET', all ? '/jobs?all=1' : '/jobs')) ?? [],
+    job: (id) => request<Job>('GET', `/jobs/${enc(id)}`),
     plan: (req) => request<Plan>('POST', '/jobs/plan', req),
     launch: (req) => request<Job>('POST', '/jobs', req),
     stopJob: (id) => request<Job>('POST', `/jobs/${enc(id)}/stop`),
     removeJob: (id) => request<void>('DELETE', `/jobs/${enc(id)}`),
     jobStats: (id) => request<JobStats>('GET', `/jobs/${enc(id)}/stats`),
     openJob: (id, port) => request<Tunnel>('POST', `/jobs/${enc(id)}/open`, { port }),
+    tunnels: async () => (await request<Tunnel[] | null>('GET', '/tunnels')) ?? [],
     images: async (node) => (await request<Image[] | null>('GET', `/images?node=${enc(node)}`)) ?? [],
     followLogs(id, tail, onText) {
       const ctl = new AbortController()

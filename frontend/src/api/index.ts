@@ -5,7 +5,8 @@ import type { Transport } from './transport.ts'
 import { wailsBindings, wailsTransport } from './wails.ts'
 
 export { ApiError, toApiError } from './errors.ts'
-export { EventJobs, EventNodes, EventSample } from './events.ts'
+export { EventJobs, EventLogs, EventNodes, EventSample } from './events.ts'
+export type * from './jobs.ts'
 export type { Transport, Unsubscribe } from './transport.ts'
 export type * from './types.ts'
 

@@ -60,6 +60,8 @@ export interface Plan {
   busy_gpus: GPU[] | null
   reason: string
   fits: boolean
+  /** Image tags on that node. */
+  images?: string[] | null
 }
 
 export interface Tunnel {
@@ -91,12 +93,16 @@ export interface LogChunk {
 /** Jobs operations, implemented by both transports. */
 export interface JobsTransport {
   jobs(all: boolean): Promise<Job[]>
+  /** One job by ID (or unique prefix, or name). */
+  job(id: string): Promise<Job>
   plan(req: LaunchRequest): Promise<Plan>
   launch(req: LaunchRequest): Promise<Job>
   stopJob(id: string): Promise<Job>
   removeJob(id: string): Promise<void>
   jobStats(id: string): Promise<JobStats>
+  /** Opens a tunnel to a container port; the window also opens the system browser on it. */
   openJob(id: string, port: number): Promise<Tunnel>
+  tunnels(): Promise<Tunnel[]>
   images(node: string): Promise<Image[]>
   /** Streams a job's logs to onText until the returned function is called. */
   followLogs(id: string, tail: number, onText: (text: string, eof: boolean) => void): () => void

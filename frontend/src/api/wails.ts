@@ -2,7 +2,7 @@
 // runtime events. Declared here by hand (mirroring app/api.go) rather than
 // from generated wailsjs files.
 import { toApiError } from './errors.ts'
-import type { EventName, EventPayloads } from './events.ts'
+import { EventLogs, type EventName, type EventPayloads } from './events.ts'
 import type { Entry, Folder, Transfer } from './folders.ts'
 import type { Image, Job, JobStats, LaunchRequest, LogChunk, Plan, Tunnel as JobTunnel } from './jobs.ts'
 import type { Transport, Unsubscribe } from './transport.ts'
@@ -18,12 +18,14 @@ export interface WailsBindings {
   JoinPool(code: string, addr: string): Promise<PoolStatus>
   RemoveMember(id: string): Promise<void>
   Jobs(all: boolean): Promise<Job[] | null>
+  Job(id: string): Promise<Job>
   PlanLaunch(req: LaunchRequest): Promise<Plan>
   Launch(req: LaunchRequest): Promise<Job>
   StopJob(id: string): Promise<Job>
   RemoveJob(id: string): Promise<void>
   JobStats(id: string): Promise<JobStats>
   OpenJob(id: string, port: number): Promise<JobTunnel>
+  Tunnels(): Promise<JobTunnel[] | null>
   Images(node: string): Promise<Image[] | null>
   FollowLogs(id: string, tail: number): Promise<void>
   StopLogs(id: string): Promise<void>
@@ -71,15 +73,17 @@ export function wailsTransport(b: WailsBindings): Transport {
     joinPool: (code, addr) => call(() => b.JoinPool(code, addr)),
     removeMember: (id) => call(() => b.RemoveMember(id)),
     jobs: async (all) => (await call(() => b.Jobs(all))) ?? [],
+    job: (id) => call(() => b.Job(id)),
     plan: (req) => call(() => b.PlanLaunch(req)),
     launch: (req) => call(() => b.Launch(req)),
     stopJob: (id) => call(() => b.StopJob(id)),
     removeJob: (id) => call(() => b.RemoveJob(id)),
     jobStats: (id) => call(() => b.JobStats(id)),
     openJob: (id, port) => call(() => b.OpenJob(id, port)),
+    tunnels: async () => (await call(() => b.Tunnels())) ?? [],
     images: async (node) => (await call(() => b.Images(node))) ?? [],
     followLogs(id, tail, onText) {
-      const off = window.runtime?.EventsOn('job:logs', (data: unknown) => {
+      const off = window.runtime?.EventsOn(EventLogs, (data: unknown) => {
         const c = data as LogChunk
         if (c?.job === id) onText(c.text ?? '', c.eof === true)
       })

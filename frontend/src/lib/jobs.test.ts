@@ -1,39 +1,238 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { gpuHours, parseMounts, parseSize, runSeconds, splitCommand } from './jobs.ts'
+import type { Job } from '../api/jobs.ts'
+import {
+  buildSpec,
+  emptyForm,
+  formatRuntime,
+  gpuHolders,
+  gpuHours,
+  jobGPUSeconds,
+  mergeActive,
+  vanished,
+  parseEnv,
+  parseMounts,
+  parsePorts,
+  parseSize,
+  runSeconds,
+  sameImage,
+  splitCommand,
+  visibleJobs,
+} from './jobs.ts'
+
+const GiB = 2 ** 30
 
 test('parseSize', () => {
-  assert.equal(parseSize('4096'), 4096)
-  assert.equal(parseSize('512m'), 512 * 2 ** 20)
-  assert.equal(parseSize('32g'), 32 * 2 ** 30)
-  assert.equal(parseSize('20GiB'), 20 * 2 ** 30)
-  assert.equal(parseSize('2GB'), 2e9)
-  assert.equal(parseSize('1.5g'), 1.5 * 2 ** 30)
-  assert.equal(parseSize('lots'), null)
-  assert.equal(parseSize('12x'), null)
-  assert.equal(parseSize(''), null)
+  const cases: [string, number | null][] = [
+    ['4096', 4096],
+    ['0', 0],
+    ['512m', 512 * 2 ** 20],
+    ['32g', 32 * GiB],
+    ['32G', 32 * GiB],
+    ['20GiB', 20 * GiB],
+    ['20 gib', 20 * GiB],
+    ['  8g  ', 8 * GiB],
+    ['2GB', 2e9],
+    ['1.5g', 1.5 * GiB],
+    ['.5g', 0.5 * GiB],
+    ['5.', 5],
+    ['1k', 1024],
+    ['1kb', 1000],
+    ['1TiB', 2 ** 40],
+    ['1tb', 1e12],
+    ['12b', 12],
+    ['lots', null],
+    ['12x', null],
+    ['12 gigs', null],
+    ['', null],
+    ['   ', null],
+    ['-1g', null],
+    ['1e3', null],
+    ['1.2.3g', null],
+    ['.', null],
+    ['g', null],
+    ['32g extra', null],
+    ['99999999999999999999t', null],
+  ]
+  for (const [in_, want] of cases) assert.equal(parseSize(in_), want, `parseSize(${JSON.stringify(in_)})`)
 })
 
 test('parseMounts', () => {
-  assert.deepEqual(parseMounts('data:/data\nout:/out:rw\n'), [
+  assert.deepEqual(parseMounts('data:/data\n  out:/out:rw \n\nref:/ref:ro'), [
     { folder: 'data', target: '/data', rw: false },
     { folder: 'out', target: '/out', rw: true },
+    { folder: 'ref', target: '/ref', rw: false },
   ])
+  assert.deepEqual(parseMounts(''), [])
   assert.throws(() => parseMounts('data'), /FOLDER/)
   assert.throws(() => parseMounts('data:rel'), /FOLDER/)
+  assert.throws(() => parseMounts(':/x'), /FOLDER/)
+  assert.throws(() => parseMounts('d:/x:rwx'), /"d:\/x:rwx"/)
+  assert.throws(() => parseMounts('d:/x:rw:extra'), /FOLDER/)
+})
+
+test('parsePorts', () => {
+  assert.deepEqual(parsePorts('8888, 6006 8888'), [8888, 6006])
+  assert.deepEqual(parsePorts('  '), [])
+  assert.throws(() => parsePorts('0'), /port/)
+  assert.throws(() => parsePorts('70000'), /port/)
+  assert.throws(() => parsePorts('88.5'), /port/)
+  assert.throws(() => parsePorts('http'), /port/)
+})
+
+test('parseEnv', () => {
+  assert.deepEqual(parseEnv('A=1\n B_2=x=y \n\nEMPTY='), ['A=1', 'B_2=x=y', 'EMPTY='])
+  assert.throws(() => parseEnv('NOVALUE'), /NAME=value/)
+  assert.throws(() => parseEnv('1A=x'), /NAME=value/)
 })
 
 test('splitCommand', () => {
   assert.deepEqual(splitCommand(`sh -c 'echo hi; sleep 1'`), ['sh', '-c', 'echo hi; sleep 1'])
   assert.deepEqual(splitCommand('python  train.py --lr "0.1"'), ['python', 'train.py', '--lr', '0.1'])
   assert.deepEqual(splitCommand(`echo ''`), ['echo', ''])
+  assert.deepEqual(splitCommand(''), [])
   assert.throws(() => splitCommand(`echo 'x`), /quote/)
 })
 
-test('runSeconds and gpuHours', () => {
+test('buildSpec', () => {
+  const f = {
+    ...emptyForm(),
+    image: ' pytorch:24 ',
+    gpus: 2,
+    minGPUMem: '20GiB',
+    cpus: '8',
+    memory: '32g',
+    shm: '8g',
+    folders: 'data:/data',
+    ports: '8888',
+    env: 'A=1',
+    cmd: `sh -c 'echo hi'`,
+    name: ' train ',
+    restart: 'on-failure' as const,
+    queue: true,
+  }
+  const { spec, errors } = buildSpec(f)
+  assert.deepEqual(errors, {})
+  assert.deepEqual(spec, {
+    image: 'pytorch:24',
+    cmd: ['sh', '-c', 'echo hi'],
+    name: 'train',
+    gpus: 2,
+    min_gpu_mem_bytes: 20 * GiB,
+    memory_bytes: 32 * GiB,
+    shm_bytes: 8 * GiB,
+    cpus: 8,
+    mounts: [{ folder: 'data', target: '/data', rw: false }],
+    ports: [8888],
+    env: ['A=1'],
+    restart: 'on-failure',
+    queue: true,
+  })
+
+  const picked = buildSpec({ ...emptyForm(), image: 'x', gpuMode: 'pick', gpus: 3, picked: [3, 0] })
+  assert.deepEqual(picked.spec, { image: 'x', gpu_ids: [0, 3] })
+
+  const bad = buildSpec({ ...emptyForm(), image: 'x', memory: '32 gigs', cpus: '-1', ports: 'abc', cmd: "echo 'x", gpus: 1.5 })
+  assert.deepEqual(Object.keys(bad.errors).sort(), ['cmd', 'cpus', 'gpus', 'memory', 'ports'])
+  assert.deepEqual(bad.spec, { image: 'x' }, 'fields in error are left out')
+})
+
+test('sameImage', () => {
+  assert.ok(sameImage('busybox', 'busybox:latest'))
+  assert.ok(sameImage('docker.io/library/busybox:1', 'busybox:1'))
+  assert.ok(sameImage('localhost:5000/x/y', 'localhost:5000/x/y:latest'))
+  assert.ok(!sameImage('busybox:1', 'busybox:2'))
+  assert.ok(!sameImage('a/busybox', 'busybox'))
+  assert.ok(sameImage('busybox@sha256:abc', 'busybox@sha256:abc'))
+})
+
+test('runSeconds', () => {
   const now = Date.parse('2026-01-01T01:00:00Z')
   assert.equal(runSeconds({ started: '2026-01-01T00:00:00Z', finished: null }, now), 3600)
   assert.equal(runSeconds({ started: '2026-01-01T00:00:00Z', finished: '2026-01-01T00:30:00Z' }, now), 1800)
   assert.equal(runSeconds({ started: null }, now), 0)
+  assert.equal(runSeconds({ started: '0001-01-01T00:00:00Z' }, now), 0)
+  assert.equal(runSeconds({ started: '2026-01-01T02:00:00Z' }, now), 0, 'a clock ahead never gives a negative runtime')
+  assert.equal(runSeconds({ started: 'garbage' }, now), 0)
+})
+
+test('formatRuntime', () => {
+  const cases: [number, string][] = [
+    [0, '0s'],
+    [-5, '0s'],
+    [42.9, '42s'],
+    [60, '1m 00s'],
+    [303, '5m 03s'],
+    [3599, '59m 59s'],
+    [3600, '1h 00m'],
+    [7500, '2h 05m'],
+    [86400 * 3 + 3600 * 4 + 59, '3d 4h'],
+  ]
+  for (const [s, want] of cases) assert.equal(formatRuntime(s), want, `formatRuntime(${s})`)
+})
+
+test('gpuHours and jobGPUSeconds', () => {
+  assert.equal(gpuHours(0), '0.00')
   assert.equal(gpuHours(5400), '1.50')
+  assert.equal(gpuHours(-3), '0.00')
+  assert.equal(gpuHours(NaN), '0.00')
+  assert.equal(gpuHours(3600 * 1234.4), '1,234')
+
+  const now = Date.parse('2026-01-01T01:00:00Z')
+  const base = { started: '2026-01-01T00:00:00Z', finished: null, gpu_seconds: 100, gpu_indexes: [0, 1] }
+  assert.equal(jobGPUSeconds({ ...base, state: 'running' }, now), 7200, 'running: wall time × GPUs when ahead')
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_seconds: 9000 }, now), 9000)
+  assert.equal(jobGPUSeconds({ ...base, state: 'exited' }, now), 100, 'ended: the record')
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: null }, now), 100)
+})
+
+function job(id: string, over: Partial<Job>): Job {
+  return {
+    id, name: id, node: 'N1', node_name: 'lab1', owner: 'O', owner_name: 'me', image: 'img', spec: { image: 'img' },
+    state: 'running', gpus: null, gpu_indexes: null, created: '2026-01-01T00:00:00Z', gpu_seconds: 0, stale: false,
+    ...over,
+  }
+}
+
+test('visibleJobs', () => {
+  const now = Date.parse('2026-01-01T01:00:00Z')
+  const list = [
+    job('old-exit', { state: 'exited', created: '2026-01-01T00:00:01Z', finished: '2026-01-01T00:10:00Z' }),
+    job('recent-exit', { state: 'exited', created: '2026-01-01T00:00:02Z', finished: '2026-01-01T00:55:00Z' }),
+    job('run-old', { created: '2026-01-01T00:00:00Z' }),
+    job('queued-new', { state: 'queued', created: '2026-01-01T00:30:00Z' }),
+  ]
+  assert.deepEqual(visibleJobs(list, false, now).map((j) => j.id), ['queued-new', 'run-old', 'recent-exit'])
+  assert.deepEqual(visibleJobs(list, true, now).map((j) => j.id), ['queued-new', 'run-old', 'recent-exit', 'old-exit'])
+})
+
+test('vanished and mergeActive', () => {
+  const now = Date.parse('2026-01-01T01:00:00Z')
+  const prev = [
+    job('still', {}),
+    job('stopped', {}),
+    job('removed', {}),
+    job('recent', { state: 'exited', finished: '2026-01-01T00:58:00Z' }),
+    job('old', { state: 'failed', finished: '2026-01-01T00:00:00Z' }),
+  ]
+  const active = [job('still', {}), job('new', { state: 'queued' })]
+  assert.deepEqual(vanished(prev, active).map((j) => j.id), ['stopped', 'removed'])
+  const looked = [job('stopped', { state: 'exited', finished: '2026-01-01T00:59:59Z', exit_code: 143 }), null]
+  const got = mergeActive(prev, active, looked, now)
+  assert.deepEqual(got.map((j) => j.id), ['still', 'new', 'stopped', 'recent'])
+  assert.equal(got[2].exit_code, 143)
+  const again = mergeActive(got, active, [job('recent', { state: 'exited', finished: '2026-01-01T00:58:00Z', exit_code: 7 })], now)
+  assert.deepEqual(again.map((j) => j.id), ['still', 'new', 'recent', 'stopped'])
+  assert.equal(again[2].exit_code, 7, 'a looked-up record replaces the kept one')
+})
+
+test('gpuHolders', () => {
+  const list = [
+    job('a', { gpus: ['U0', 'U1'] }),
+    job('b', { gpus: ['U2'], state: 'exited' }),
+    job('c', { gpus: ['U3'], node: 'N2' }),
+  ]
+  const h = gpuHolders(list, 'N1')
+  assert.deepEqual([...h.keys()], ['U0', 'U1'])
+  assert.equal(h.get('U1')?.id, 'a')
 })

@@ -1,6 +1,8 @@
 // Pure helpers for the jobs view and the launch dialog.
-import type { Job, Mount } from '../api/jobs.ts'
+import type { Job, JobState, Mount, Spec } from '../api/jobs.ts'
 
+// Single letters and "iB" units are binary, as in docker's --memory; "kB",
+// "MB", "GB", "TB" are decimal. Mirrors node/jobs/size.go.
 const sizeUnits: Record<string, number> = {
   '': 1, b: 1,
   k: 2 ** 10, kib: 2 ** 10, kb: 1e3,
@@ -9,26 +11,54 @@ const sizeUnits: Record<string, number> = {
   t: 2 ** 40, tib: 2 ** 40, tb: 1e12,
 }
 
-/** Parses "32g", "20GiB", "512m", "1.5TB" or a byte count; null when malformed. Mirrors jobs.ParseSize. */
+/**
+ * Parses "32g", "20GiB", "512m", "1.5TB" or a byte count into bytes; null
+ * when malformed. Same rules as jobs.ParseSize on the Go side.
+ */
 export function parseSize(s: string): number | null {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(s)
-  if (!m) return null
+  const m = /^\s*([0-9.]+)\s*([a-zA-Z]*)\s*$/.exec(s)
+  if (!m || !/^(\d+\.?\d*|\.\d+)$/.test(m[1])) return null
   const mult = sizeUnits[m[2].toLowerCase()]
   if (mult === undefined) return null
-  return Math.floor(Number(m[1]) * mult)
+  const b = Number(m[1]) * mult
+  if (!Number.isFinite(b) || b > Number.MAX_SAFE_INTEGER) return null
+  return Math.floor(b)
 }
 
-/** Parses FOLDER:/path[:rw|:ro] lines; throws with the bad line. */
+/** Parses FOLDER:/path[:rw|:ro] lines; throws naming the bad line. */
 export function parseMounts(text: string): Mount[] {
   const out: Mount[] = []
   for (const raw of text.split('\n')) {
     const line = raw.trim()
     if (!line) continue
     const parts = line.split(':')
-    if (parts.length < 2 || parts.length > 3 || !parts[0] || !parts[1].startsWith('/') || (parts[2] && !['rw', 'ro'].includes(parts[2]))) {
-      throw new Error(`folder "${line}": write FOLDER:/path or FOLDER:/path:rw`)
-    }
+    const bad =
+      parts.length < 2 || parts.length > 3 || !parts[0] || !parts[1].startsWith('/') || (parts.length === 3 && !['rw', 'ro'].includes(parts[2]))
+    if (bad) throw new Error(`"${line}": write FOLDER:/path or FOLDER:/path:rw`)
     out.push({ folder: parts[0], target: parts[1], rw: parts[2] === 'rw' })
+  }
+  return out
+}
+
+/** Parses container ports separated by spaces or commas; throws on a bad one. */
+export function parsePorts(text: string): number[] {
+  const out: number[] = []
+  for (const w of text.split(/[\s,]+/).filter(Boolean)) {
+    const p = Number(w)
+    if (!/^\d+$/.test(w) || p < 1 || p > 65535) throw new Error(`"${w}" is not a port (1–65535)`)
+    if (!out.includes(p)) out.push(p)
+  }
+  return out
+}
+
+/** Parses K=V lines; throws naming the bad line. */
+export function parseEnv(text: string): string[] {
+  const out: string[] = []
+  for (const raw of text.split('\n')) {
+    const line = raw.trim()
+    if (!line) continue
+    if (!/^[A-Za-z_][A-Za-z0-9_]*=/.test(line)) throw new Error(`"${line}": write NAME=value`)
+    out.push(line)
   }
   return out
 }
@@ -59,15 +89,194 @@ export function splitCommand(s: string): string[] {
   return out
 }
 
+/** The launch form as typed. */
+export interface LaunchForm {
+  image: string
+  gpuMode: 'count' | 'pick'
+  gpus: number
+  picked: number[]
+  minGPUMem: string
+  cpus: string
+  memory: string
+  shm: string
+  folders: string
+  ports: string
+  env: string
+  cmd: string
+  name: string
+  restart: '' | 'on-failure'
+  queue: boolean
+}
+
+export function emptyForm(): LaunchForm {
+  return {
+    image: '', gpuMode: 'count', gpus: 0, picked: [], minGPUMem: '', cpus: '', memory: '', shm: '',
+    folders: '', ports: '', env: '', cmd: '', name: '', restart: '', queue: false,
+  }
+}
+
+export type FormField = keyof LaunchForm
+
+/**
+ * Turns the form into a Spec. Fields that do not parse are left out of the
+ * spec and reported in errors, by field, so the plan can follow the rest.
+ */
+export function buildSpec(f: LaunchForm): { spec: Spec; errors: Partial<Record<FormField, string>> } {
+  const spec: Spec = { image: f.image.trim() }
+  const errors: Partial<Record<FormField, string>> = {}
+  const attempt = (field: FormField, fn: () => void) => {
+    try {
+      fn()
+    } catch (err) {
+      errors[field] = (err as Error).message
+    }
+  }
+  attempt('cmd', () => {
+    const c = splitCommand(f.cmd.trim())
+    if (c.length) spec.cmd = c
+  })
+  if (f.name.trim()) spec.name = f.name.trim()
+  if (f.gpuMode === 'count') {
+    const n = Number(f.gpus)
+    if (!Number.isInteger(n) || n < 0) errors.gpus = 'a whole number of GPUs'
+    else if (n > 0) spec.gpus = n
+  } else if (f.picked.length) {
+    spec.gpu_ids = [...f.picked].sort((a, b) => a - b)
+  }
+  const sizes: [FormField, string, (n: number) => void][] = [
+    ['minGPUMem', f.minGPUMem, (n) => (spec.min_gpu_mem_bytes = n)],
+    ['memory', f.memory, (n) => (spec.memory_bytes = n)],
+    ['shm', f.shm, (n) => (spec.shm_bytes = n)],
+  ]
+  for (const [field, v, set] of sizes) {
+    if (!v.trim()) continue
+    const n = parseSize(v)
+    if (n === null) errors[field] = `"${v.trim()}": write a size like 512m, 32g or 20GiB`
+    else if (n > 0) set(n)
+  }
+  if (f.cpus.trim()) {
+    const c = Number(f.cpus)
+    if (!Number.isFinite(c) || c <= 0) errors.cpus = `"${f.cpus.trim()}" is not a positive number`
+    else spec.cpus = c
+  }
+  attempt('folders', () => {
+    const m = parseMounts(f.folders)
+    if (m.length) spec.mounts = m
+  })
+  attempt('ports', () => {
+    const p = parsePorts(f.ports)
+    if (p.length) spec.ports = p
+  })
+  attempt('env', () => {
+    const e = parseEnv(f.env)
+    if (e.length) spec.env = e
+  })
+  if (f.restart) spec.restart = f.restart
+  if (f.queue) spec.queue = true
+  return { spec, errors }
+}
+
+/** An image reference as Docker stores it: docker.io/library/ left out, ":latest" made explicit. */
+export function normalizeImage(ref: string): string {
+  let r = ref.trim().replace(/^docker\.io\//, '').replace(/^library\//, '')
+  const slash = r.lastIndexOf('/')
+  if (!r.includes('@') && !r.slice(slash + 1).includes(':')) r += ':latest'
+  return r
+}
+
+/** Whether two image references name the same image. */
+export function sameImage(a: string, b: string): boolean {
+  return normalizeImage(a) === normalizeImage(b)
+}
+
+/** Whether a job still holds or waits for resources. */
+export function isActive(s: JobState): boolean {
+  return s === 'queued' || s === 'starting' || s === 'running'
+}
+
 /** How long a job has run (so far), in seconds. */
 export function runSeconds(j: Pick<Job, 'started' | 'finished'>, now: number): number {
-  if (!j.started) return 0
+  if (!j.started || j.started.startsWith('0001-')) return 0
   const start = Date.parse(j.started)
-  const end = j.finished ? Date.parse(j.finished) : now
+  const end = j.finished && !j.finished.startsWith('0001-') ? Date.parse(j.finished) : now
   return Number.isFinite(start) && Number.isFinite(end) ? Math.max(0, (end - start) / 1000) : 0
 }
 
-/** GPU-hours, for people: "0.00", "1.25". */
+/** A runtime that visibly ticks: "42s", "5m 03s", "2h 05m", "3d 4h". */
+export function formatRuntime(seconds: number): string {
+  const s = Math.max(0, Math.floor(seconds))
+  const pad = (n: number) => String(n).padStart(2, '0')
+  if (s < 60) return `${s}s`
+  const m = Math.floor(s / 60)
+  if (m < 60) return `${m}m ${pad(s % 60)}s`
+  const h = Math.floor(m / 60)
+  if (h < 24) return `${h}h ${pad(m % 60)}m`
+  return `${Math.floor(h / 24)}d ${h % 24}h`
+}
+
+/**
+ * GPU-seconds of a job: the node's count, or for a running job the wall time
+ * times its GPUs when that is ahead (the record lags between updates).
+ */
+export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'gpu_seconds' | 'gpu_indexes'>, now: number): number {
+  const recorded = Number.isFinite(j.gpu_seconds) ? Math.max(0, j.gpu_seconds) : 0
+  if (j.state !== 'running') return recorded
+  return Math.max(recorded, runSeconds(j, now) * (j.gpu_indexes?.length ?? 0))
+}
+
+/** GPU-hours, for people: "0.00", "1.25", "1,234". */
 export function gpuHours(seconds: number): string {
-  return (Math.max(0, seconds) / 3600).toFixed(2)
+  const h = Math.max(0, Number.isFinite(seconds) ? seconds : 0) / 3600
+  if (h >= 1000) return Math.round(h).toLocaleString('en-US')
+  return h.toFixed(2)
+}
+
+/** How long ended jobs stay in the default view, so a stopped job does not vanish at once. */
+export const recentEndMs = 10 * 60 * 1000
+
+/**
+ * The jobs shown: active ones and those ended in the last few minutes, or
+ * all with all set; active first, then newest first.
+ */
+export function visibleJobs(list: Job[], all: boolean, now: number): Job[] {
+  const keep = list.filter((j) => {
+    if (all || isActive(j.state)) return true
+    const end = j.finished ? Date.parse(j.finished) : NaN
+    return Number.isFinite(end) && now - end < recentEndMs
+  })
+  const rank = (s: JobState) => (isActive(s) ? 0 : 1)
+  return keep.sort((a, b) => rank(a.state) - rank(b.state) || Date.parse(b.created) - Date.parse(a.created))
+}
+
+/** Jobs shown as active in prev that a list of active jobs no longer has: they ended (or were removed). */
+export function vanished(prev: Job[], active: Job[]): Job[] {
+  const ids = new Set(active.map((j) => j.id))
+  return prev.filter((j) => !ids.has(j.id) && isActive(j.state))
+}
+
+/**
+ * Merges a fresh list of active jobs into prev: ended jobs already known and
+ * recent are kept, and the records looked up for vanished jobs (null when the
+ * lookup failed) take their place when they ended.
+ */
+export function mergeActive(prev: Job[], active: Job[], lookedUp: (Job | null)[], now: number): Job[] {
+  const ids = new Set(active.map((j) => j.id))
+  const found = lookedUp.filter((j): j is Job => j !== null && !ids.has(j.id) && !isActive(j.state))
+  const foundIDs = new Set(found.map((j) => j.id))
+  const kept = prev.filter((j) => {
+    if (ids.has(j.id) || foundIDs.has(j.id) || isActive(j.state)) return false
+    const end = j.finished ? Date.parse(j.finished) : NaN
+    return Number.isFinite(end) && now - end < recentEndMs
+  })
+  return [...active, ...found, ...kept]
+}
+
+/** GPU UUID -> the running job that holds it, for a node. */
+export function gpuHolders(list: Job[], node: string): Map<string, Job> {
+  const out = new Map<string, Job>()
+  for (const j of list) {
+    if (j.node !== node || (j.state !== 'running' && j.state !== 'starting')) continue
+    for (const u of j.gpus ?? []) out.set(u, j)
+  }
+  return out
 }

@@ -1,0 +1,389 @@
+// DEV FIXTURE ONLY: in-memory jobs for e2e/devserver.mjs. Mimics the jobs
+// part of the local API (app/jobs_api.go): placement plan, launch with the
+// same kinds of refusals, a queue, logs that follow, stats, tunnels to a fake
+// Jupyter page, and "jobs:changed" events. Containers are simulated: a
+// command `sh -c 'echo X; sleep N; exit C'` prints X, runs N seconds and
+// exits with C; anything else prints training-like lines until stopped.
+import { randomBytes } from 'node:crypto'
+
+const GiB = 1024 ** 3
+const folders = ['datasets', 'results', 'home']
+const images = {
+  lab1: [
+    ['nvcr.io/nvidia/pytorch:24.05-py3', 19.2],
+    ['jupyter/scipy-notebook:2024-05-27', 4.6],
+    ['labpool-test/busybox:1', 0.004],
+  ],
+  lab2: [
+    ['python:3.12-slim', 0.13],
+    ['labpool-test/busybox:1', 0.004],
+  ],
+  lab3: [
+    ['nvcr.io/nvidia/pytorch:24.05-py3', 19.2],
+    ['ollama/ollama:0.3.12', 3.1],
+    ['labpool-test/busybox:1', 0.004],
+  ],
+}
+
+/**
+ * Creates the fixture's jobs over the given machines. nodes() returns the
+ * current node views; self is this machine; emit(name, data) sends an event.
+ */
+export function createJobs({ nodes, self, emit, seed = true, port }) {
+  const jobs = [] // newest first
+  const logs = new Map() // job id -> { text, listeners: Set<(chunk|null) => void> }
+  const tunnels = []
+  const now = () => Date.now()
+  const iso = (t) => new Date(t).toISOString()
+  const newID = () => randomBytes(16).toString('hex')
+
+  const nodeOf = (ref) => nodes().find((n) => n.id === ref || n.name === ref)
+  const held = (nodeID) => {
+    const m = new Map()
+    for (const j of jobs) {
+      if (j.node === nodeID && (j.state === 'running' || j.state === 'starting')) for (const u of j.gpus) m.set(u, j)
+    }
+    return m
+  }
+
+  function planFor(n, spec) {
+    const holders = held(n.id)
+    const gpus = n.gpus ?? []
+    const free = gpus.filter((g) => !holders.has(g.uuid))
+    const busy = gpus.filter((g) => holders.has(g.uuid))
+    const p = { node: n.id, node_name: n.name, free_gpus: free, busy_gpus: busy, reason: '', fits: false, images: (images[n.name] ?? []).map(([t]) => t) }
+    const busyText = busy.length ? ` (busy: ${busy.map((g) => `GPU ${g.index}: job ${holders.get(g.uuid).name} of ${holders.get(g.uuid).owner_name}`).join('; ')})` : ''
+    if (!n.online) return { ...p, reason: `${n.name} is offline` }
+    const ids = spec.gpu_ids ?? []
+    const want = spec.gpus ?? 0
+    const minMem = spec.min_gpu_mem_bytes ?? 0
+    if (ids.length) {
+      const bad = ids.find((i) => !free.some((g) => g.index === i))
+      if (bad !== undefined) {
+        p.reason = gpus.some((g) => g.index === bad) ? `GPU ${bad} is busy${busyText}` : `GPU ${bad} is absent: ${n.name} has ${gpus.length} GPUs`
+        if (!spec.queue || !gpus.some((g) => g.index === bad)) return p
+        p.reason += '; the job will wait in the queue'
+      }
+    } else if (want > gpus.length) {
+      return { ...p, reason: `has ${gpus.length} GPUs, ${want} asked` }
+    } else if (want > 0) {
+      const fit = free.filter((g) => g.mem_total_bytes >= minMem).length
+      if (fit < want) {
+        p.reason = `${fit} of ${gpus.length} GPUs free that match${busyText}`
+        if (!spec.queue) return p
+        p.reason += '; the job will wait in the queue'
+      }
+    }
+    p.fits = true
+    if (!p.reason) p.reason = want === 0 && !ids.length ? `no GPU asked (${free.length} of ${gpus.length} free)` : `${free.length} of ${gpus.length} GPUs free`
+    return p
+  }
+
+  function plan(req) {
+    const spec = req.spec ?? {}
+    if (!spec.image) throw apiErr(400, 'invalid', 'an image is required')
+    if (req.node) {
+      const n = nodeOf(req.node)
+      if (!n) throw apiErr(404, 'not_found', `no machine ${JSON.stringify(req.node)} in the pool`)
+      return planFor(n, spec)
+    }
+    let best = null
+    const reasons = []
+    for (const n of nodes()) {
+      if (!n.online) continue
+      const p = planFor(n, spec)
+      if (!p.fits) {
+        reasons.push(`${n.name}: ${p.reason}`)
+        continue
+      }
+      const load = n.gpus?.length ? n.gpus.reduce((s, g) => s + g.util_percent, 0) / n.gpus.length : (n.host?.cpu_percent ?? 100)
+      if (!best || load < best.load) best = { p, load }
+    }
+    if (!best) return { node: '', node_name: '', free_gpus: [], busy_gpus: [], fits: false, images: [], reason: `no machine fits: ${reasons.join('; ')}` }
+    best.p.reason = `${best.p.node_name} has ${best.p.free_gpus.length} free GPUs and is the least loaded that fits`
+    return best.p
+  }
+
+  function refuse(spec) {
+    const rules = [
+      [spec.privileged, 'privileged mode is refused (rule: no-privileged)'],
+      [spec.network_mode && spec.network_mode !== 'bridge', `network mode ${spec.network_mode} is refused (rule: bridge-network-only)`],
+      [spec.pid_mode, 'host PID namespace is refused (rule: no-host-namespaces)'],
+      [spec.cap_add?.length, `capabilities ${spec.cap_add?.join(', ')} are refused (rule: capability-allowlist)`],
+      [spec.devices?.length, 'devices other than the granted GPUs are refused (rule: gpus-only)'],
+      [spec.binds?.length, 'raw bind mounts are refused; mount a shared folder (rule: shared-folders-only)'],
+    ]
+    for (const [bad, msg] of rules) if (bad) throw apiErr(403, 'refused', msg)
+  }
+
+  function launch(req) {
+    const spec = req.spec ?? {}
+    refuse(spec)
+    const p = plan(req)
+    if (!p.fits) throw apiErr(409, 'no_fit', p.reason)
+    const n = nodeOf(p.node)
+    if (!(images[n.name] ?? []).some(([t]) => t === spec.image)) {
+      throw apiErr(400, 'invalid', `unknown image ${JSON.stringify(spec.image)} on ${n.name}: load or pull it first (labpool image load ${n.name} FILE.tar)`)
+    }
+    for (const m of spec.mounts ?? []) {
+      if (!folders.includes(m.folder)) throw apiErr(400, 'invalid', `no shared folder ${JSON.stringify(m.folder)} on ${n.name} (shared: ${folders.join(', ')})`)
+    }
+    for (const cp of spec.ports ?? []) {
+      if (cp === 22) throw apiErr(409, 'conflict', `port 22: in use on ${n.name}'s loopback`)
+    }
+    const id = newID()
+    const j = {
+      id, name: spec.name || `${spec.image.split('/').pop().split(':')[0]}-${id.slice(0, 4)}`,
+      node: n.id, node_name: n.name, owner: self.id, owner_name: self.name, image: spec.image, spec,
+      state: 'queued', gpus: [], gpu_indexes: [], ports: {}, created: iso(now()), started: null, finished: null,
+      exit_code: null, error: '', gpu_seconds: 0, spec_hash: id.slice(0, 12), stale: false, _plan: null,
+    }
+    jobs.unshift(j)
+    logs.set(id, { text: '', listeners: new Set() })
+    if (!tryStart(j)) j.error = `waiting for GPUs: ${p.reason}`
+    changed()
+    return view(j)
+  }
+
+  // Starts j if its GPUs are free; a queued job keeps waiting otherwise.
+  function tryStart(j) {
+    const n = nodeOf(j.node)
+    if (!n?.online) return false
+    const holders = held(n.id)
+    const free = (n.gpus ?? []).filter((g) => !holders.has(g.uuid) && g.mem_total_bytes >= (j.spec.min_gpu_mem_bytes ?? 0))
+    let grant
+    if (j.spec.gpu_ids?.length) {
+      grant = j.spec.gpu_ids.map((i) => free.find((g) => g.index === i))
+      if (grant.some((g) => !g)) return false
+    } else {
+      if (free.length < (j.spec.gpus ?? 0)) return false
+      grant = free.slice(0, j.spec.gpus ?? 0)
+    }
+    j.gpus = grant.map((g) => g.uuid)
+    j.gpu_indexes = grant.map((g) => g.index)
+    j.state = 'starting'
+    j.error = ''
+    j.ports = Object.fromEntries((j.spec.ports ?? []).map((cp, k) => [cp, 32768 + ((Math.random() * 20000) | 0) + k]))
+    setTimeout(() => run(j), 700)
+    return true
+  }
+
+  function run(j) {
+    if (j.state !== 'starting') return
+    j.state = 'running'
+    j.started = iso(now())
+    changed()
+    const cmd = (j.spec.cmd ?? []).join(' ')
+    const script = /^sh -c /.test(cmd) ? cmd.slice(6) : ''
+    if (script) {
+      for (const m of script.matchAll(/echo\s+("([^"]*)"|'([^']*)'|([^;&|]+))/g)) write(j, `${(m[2] ?? m[3] ?? m[4]).trim()}\n`)
+      const sleep = /sleep\s+(\d+)/.exec(script)
+      const exit = /exit\s+(\d+)/.exec(script)
+      if (sleep || exit) j._timer = setTimeout(() => end(j, exit ? Number(exit[1]) : 0), Math.min(Number(sleep?.[1] ?? 0), 3600) * 1000)
+      else j._timer = setTimeout(() => end(j, 0), 200)
+      return
+    }
+    if (/jupyter|notebook/.test(j.image)) {
+      write(j, `[I 2026-05-27 10:12:03.114 ServerApp] jupyter_lsp | extension was successfully linked.\n`)
+      write(j, `[I 2026-05-27 10:12:03.402 ServerApp] Serving notebooks from local directory: /home/jovyan\n`)
+      write(j, `[I 2026-05-27 10:12:03.402 ServerApp] Jupyter Server 2.14.0 is running at:\n[I 2026-05-27 10:12:03.402 ServerApp] http://127.0.0.1:8888/lab\n`)
+      return
+    }
+    let step = 0
+    write(j, `Using ${j.gpu_indexes.length || 'no'} GPU${j.gpu_indexes.length === 1 ? '' : 's'}: ${j.gpu_indexes.map((i) => `cuda:${i}`).join(', ') || 'cpu'}\n`)
+    j._timer = setInterval(() => {
+      step += 50
+      const loss = (2.3 * Math.exp(-step / 3000) + 0.05 * Math.random()).toFixed(4)
+      write(j, `epoch ${1 + Math.floor(step / 1000)} step ${step} loss ${loss} lr 3.0e-04 ${(1800 + Math.random() * 200).toFixed(0)} tok/s\n`)
+    }, 1000)
+  }
+
+  function write(j, text) {
+    const l = logs.get(j.id)
+    if (!l) return
+    l.text = (l.text + text).slice(-1_000_000)
+    for (const f of l.listeners) f(text)
+  }
+
+  function end(j, code, why = '') {
+    if (!['queued', 'starting', 'running'].includes(j.state)) return
+    clearInterval(j._timer)
+    clearTimeout(j._timer)
+    if (j.started) j.gpu_seconds = ((now() - Date.parse(j.started)) / 1000) * j.gpus.length
+    j.state = code === 0 || why === 'stopped' ? 'exited' : 'failed'
+    j.exit_code = j.started ? code : null
+    j.finished = iso(now())
+    if (code !== 0 && why !== 'stopped') j.error = `exit code ${code}`
+    for (const f of logs.get(j.id)?.listeners ?? []) f(null)
+    changed()
+    startQueued()
+  }
+
+  function startQueued() {
+    for (const q of [...jobs].reverse()) if (q.state === 'queued' && tryStart(q)) changed()
+  }
+
+  const find = (ref) => jobs.find((j) => j.id === ref) ?? jobs.filter((j) => j.id.startsWith(ref) || j.name === ref).at(0)
+  const must = (ref) => {
+    const j = find(decodeURIComponent(ref))
+    if (!j || j.removed) throw apiErr(404, 'not_found', `no job ${JSON.stringify(ref)}`)
+    return j
+  }
+
+  function view(j) {
+    const n = nodeOf(j.node)
+    const out = { ...j, stale: !n?.online }
+    for (const k of Object.keys(out)) if (k.startsWith('_')) delete out[k]
+    if (j.state === 'running' && j.started) out.gpu_seconds = Math.floor((now() - Date.parse(j.started)) / 1000 / 5) * 5 * j.gpus.length
+    return out
+  }
+  const list = (all) => jobs.filter((j) => !j.removed && (all || ['queued', 'starting', 'running'].includes(j.state))).map(view)
+
+  let dirty = true
+  const changed = () => (dirty = true)
+  let lastSent = ''
+  setInterval(() => {
+    startQueued()
+    const v = JSON.stringify(list(true))
+    if (!dirty && v === lastSent) return
+    dirty = false
+    lastSent = v
+    emit('jobs:changed', list(true))
+  }, 1000)
+
+  function stats(j) {
+    const n = nodeOf(j.node)
+    const limit = j.spec.memory_bytes || n?.host?.mem_total_bytes || 64 * GiB
+    const t = now() / 1000
+    return {
+      cpu_percent: j.state === 'running' ? 180 + 120 * Math.sin(t / 7) : 0,
+      mem_used_bytes: j.state === 'running' ? Math.round(limit * (0.3 + 0.1 * Math.sin(t / 11))) : 0,
+      mem_limit_bytes: limit,
+      gpus: j.gpus.map((u, k) => ({ uuid: u, index: j.gpu_indexes[k], util_percent: j.state === 'running' ? 85 + 10 * Math.sin(t / 3 + k) : 0, mem_used_bytes: j.state === 'running' ? 31 * GiB : 0 })),
+    }
+  }
+
+  function seedJobs() {
+    const ns = nodes()
+    const [lab1, , lab3] = ns
+    const mk = (over) => {
+      const id = newID()
+      const j = {
+        id, owner: 'ALICE7LAPTOP', owner_name: 'alice-laptop', gpus: [], gpu_indexes: [], ports: {}, started: null, finished: null,
+        exit_code: null, error: '', gpu_seconds: 0, spec_hash: id.slice(0, 12), stale: false, ...over,
+      }
+      j.image = j.spec.image
+      jobs.push(j)
+      logs.set(id, { text: '', listeners: new Set() })
+      return j
+    }
+    const t = now()
+    const g = (n, i) => n.gpus[i].uuid
+    const r1 = mk({ name: 'finetune-llama-8b', node: lab1.id, node_name: 'lab1', state: 'running', gpus: [g(lab1, 1)], gpu_indexes: [1], created: iso(t - 7450e3), started: iso(t - 7440e3), spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', cmd: ['python', 'train.py', '--model', 'llama-3-8b'], gpus: 1, memory_bytes: 96 * GiB, shm_bytes: 16 * GiB, mounts: [{ folder: 'datasets', target: '/data' }] } })
+    run(Object.assign(r1, { state: 'starting' }))
+    r1.started = iso(t - 7440e3)
+    const r3 = mk({ name: 'sdxl-lora', node: lab3.id, node_name: 'lab3', owner: 'BOB', owner_name: 'bob-desktop', state: 'running', gpus: [g(lab3, 0)], gpu_indexes: [0], ports: { 8888: 40123 }, created: iso(t - 1900e3), started: iso(t - 1890e3), spec: { image: 'jupyter/scipy-notebook:2024-05-27', gpus: 1, ports: [8888] } })
+    run(Object.assign(r3, { state: 'starting' }))
+    r3.started = iso(t - 1890e3)
+    mk({ name: 'big-sweep', node: lab1.id, node_name: 'lab1', owner: 'BOB', owner_name: 'bob-desktop', state: 'queued', created: iso(t - 600e3), error: 'waiting for GPUs: 1 of 2 GPUs free that match (busy: GPU 1: job finetune-llama-8b of alice-laptop)', spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', cmd: ['python', 'sweep.py'], gpus: 2, queue: true } })
+    mk({ name: 'eval-mmlu', node: lab1.id, node_name: 'lab1', state: 'exited', gpus: [g(lab1, 0), g(lab1, 1)], gpu_indexes: [0, 1], created: iso(t - 90000e3), started: iso(t - 89990e3), finished: iso(t - 80000e3), exit_code: 0, gpu_seconds: 19980, spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', gpus: 2 } })
+    mk({ name: 'bad-lr', node: lab3.id, node_name: 'lab3', owner: 'BOB', owner_name: 'bob-desktop', state: 'failed', gpus: [g(lab3, 0)], gpu_indexes: [0], created: iso(t - 40000e3), started: iso(t - 39990e3), finished: iso(t - 39000e3), exit_code: 1, error: 'exit code 1', gpu_seconds: 990, spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', gpus: 1 } })
+    jobs.sort((a, b) => Date.parse(b.created) - Date.parse(a.created))
+  }
+  if (seed) seedJobs()
+
+  // Handles /api/v1 paths of jobs; returns false for other paths.
+  async function handle(req, res, url, p, { json, fail, body }) {
+    const m = (re) => p.match(re)
+    const reply = async (fn) => {
+      try {
+        const v = await fn()
+        if (v === undefined) {
+          res.writeHead(204)
+          res.end()
+        } else json(res, 200, v)
+      } catch (err) {
+        if (err.status) fail(res, err.status, err.code, err.message)
+        else fail(res, 400, 'invalid', `decode request: ${err.message}`)
+      }
+    }
+    const readJSON = async () => JSON.parse((await body(req)) || '{}')
+    let r
+    if (req.method === 'GET' && p === '/jobs') return reply(() => list(url.searchParams.get('all') === '1')), true
+    if (req.method === 'POST' && p === '/jobs') return reply(async () => launch(await readJSON())), true
+    if (req.method === 'POST' && p === '/jobs/plan') return reply(async () => plan(await readJSON())), true
+    if (req.method === 'GET' && p === '/tunnels') return reply(() => tunnels), true
+    if (req.method === 'GET' && p === '/images') {
+      return reply(() => {
+        const n = nodeOf(url.searchParams.get('node') || self.id)
+        if (!n) throw apiErr(404, 'not_found', 'no such machine')
+        if (!n.online) throw apiErr(503, 'unreachable', `${n.name} is offline`)
+        return (images[n.name] ?? []).map(([tag, gb], k) => ({ id: `sha256:${n.name}${k}`.padEnd(71, '0'), tags: [tag], size: Math.round(gb * GiB), created: iso(now() - (k + 1) * 86400e3 * 9) }))
+      }), true
+    }
+    if ((r = m(/^\/jobs\/([^/]+)$/)) && req.method === 'GET') return reply(() => view(must(r[1]))), true
+    if ((r = m(/^\/jobs\/([^/]+)$/)) && req.method === 'DELETE') {
+      return reply(() => {
+        const j = must(r[1])
+        if (['queued', 'starting', 'running'].includes(j.state)) throw apiErr(409, 'conflict', `job ${j.name} is ${j.state}: stop it first`)
+        j.removed = true
+        changed()
+      }), true
+    }
+    if ((r = m(/^\/jobs\/([^/]+)\/stop$/)) && req.method === 'POST') {
+      return reply(() => {
+        const j = must(r[1])
+        end(j, j.state === 'queued' ? 0 : 143, 'stopped')
+        return view(j)
+      }), true
+    }
+    if ((r = m(/^\/jobs\/([^/]+)\/stats$/)) && req.method === 'GET') return reply(() => stats(must(r[1]))), true
+    if ((r = m(/^\/jobs\/([^/]+)\/open$/)) && req.method === 'POST') {
+      return reply(async () => {
+        const j = must(r[1])
+        const { port: cp } = await readJSON()
+        if (j.state !== 'running') throw apiErr(409, 'conflict', `job ${j.name} is ${j.state}, not running`)
+        if (!(j.spec.ports ?? []).includes(cp)) throw apiErr(400, 'invalid', `port ${cp} is not published by job ${j.name} (ports: ${(j.spec.ports ?? []).join(', ') || 'none'}); launch it with --port ${cp}`)
+        const t = { job: j.id, port: cp, url: `http://127.0.0.1:${port}/tunnel/${j.id.slice(0, 8)}/${cp}/` }
+        if (!tunnels.some((x) => x.url === t.url)) tunnels.push(t)
+        return t
+      }), true
+    }
+    if ((r = m(/^\/jobs\/([^/]+)\/logs$/)) && req.method === 'GET') {
+      let j
+      try {
+        j = must(r[1])
+      } catch (err) {
+        return fail(res, err.status, err.code, err.message), true
+      }
+      const l = logs.get(j.id)
+      const tail = Number(url.searchParams.get('tail') || 0)
+      let text = l.text
+      if (tail > 0) text = text.split('\n').slice(-tail - 1).join('\n')
+      res.writeHead(200, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' })
+      res.write(text)
+      if (url.searchParams.get('follow') !== '1' || !['queued', 'starting', 'running'].includes(j.state)) return res.end(), true
+      const f = (chunk) => (chunk === null ? res.end() : res.write(chunk))
+      l.listeners.add(f)
+      req.on('close', () => l.listeners.delete(f))
+      return true
+    }
+    return false
+  }
+
+  // GPU indexes held by jobs on a node, for the node views.
+  const heldIndexes = (nodeID) => new Set(jobs.filter((j) => j.node === nodeID && j.state === 'running').flatMap((j) => j.gpu_indexes))
+
+  return { handle, heldIndexes }
+}
+
+function apiErr(status, code, message) {
+  return Object.assign(new Error(message), { status, code })
+}
+
+/** The page a tunnel leads to in the fixture. */
+export function tunnelPage(path) {
+  return `<!doctype html><meta charset="utf-8"><title>JupyterLab (dev fixture)</title>
+<body style="font-family:system-ui;background:#f7f7f7;margin:3rem"><h1>JupyterLab</h1>
+<p>dev fixture: this stands for the container's port reached through the labpool tunnel (${path.replace(/[<>&"]/g, '')}).</p></body>`
+}

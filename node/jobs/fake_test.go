@@ -1,0 +1,323 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/node/containers"
+	"github.com/labpool/labpool/node/gpu"
+)
+
+// fakeRuntime is an engine in memory that records every call. Containers
+// run until stopped or exit() is called. A non-nil func field replaces the
+// default behaviour of that call.
+type fakeRuntime struct {
+	createFn func(containers.Launch) (containers.Container, error)
+	startFn  func(id string) (containers.Container, error)
+	loadFn   func(io.Reader, containers.Progress) ([]string, error)
+	pullFn   func(string, containers.Progress) error
+
+	mu       sync.Mutex // guards the fields below
+	calls    []string
+	launches []containers.Launch
+	cs       map[string]*containers.Container
+	n        int
+
+	events chan containers.Event
+	errs   chan error
+}
+
+func newFakeRuntime() *fakeRuntime {
+	return &fakeRuntime{cs: map[string]*containers.Container{}, events: make(chan containers.Event, 1000), errs: make(chan error, 1)}
+}
+
+func (f *fakeRuntime) call(name string) {
+	f.mu.Lock()
+	f.calls = append(f.calls, name)
+	f.mu.Unlock()
+}
+
+// callList returns the calls so far.
+func (f *fakeRuntime) callList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *fakeRuntime) count(name string) int {
+	n := 0
+	for _, c := range f.callList() {
+		if c == name {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeRuntime) Create(_ context.Context, l containers.Launch) (containers.Container, error) {
+	f.call("Create")
+	if f.createFn != nil {
+		if c, err := f.createFn(l); err != nil {
+			return c, err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	f.launches = append(f.launches, l)
+	c := &containers.Container{ID: fmt.Sprintf("c%04d", f.n), Name: l.Name, Image: l.Image, Labels: l.Labels,
+		State: "created", Ports: map[int]int{}}
+	f.cs[c.ID] = c
+	return *c, nil
+}
+
+func (f *fakeRuntime) Start(_ context.Context, id string) (containers.Container, error) {
+	f.call("Start")
+	if f.startFn != nil {
+		if c, err := f.startFn(id); err != nil {
+			return c, err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.cs[id]
+	if !ok {
+		return containers.Container{}, errors.New("No such container: " + id)
+	}
+	c.State, c.Running, c.Started = "running", true, time.Now()
+	for i, p := range f.launchOf(id).Ports {
+		c.Ports[p] = 40000 + i
+	}
+	return *c, nil
+}
+
+// launchOf is the launch that created container id; f.mu is held.
+func (f *fakeRuntime) launchOf(id string) containers.Launch {
+	var n int
+	fmt.Sscanf(id, "c%d", &n)
+	return f.launches[n-1]
+}
+
+// exit ends container id with code, as the engine would, and sends the
+// die event.
+func (f *fakeRuntime) exit(id string, code int) {
+	f.mu.Lock()
+	c := f.cs[id]
+	c.Running, c.State, c.ExitCode, c.Finished = false, "exited", code, time.Now()
+	labels := c.Labels
+	f.mu.Unlock()
+	f.events <- containers.Event{ID: id, Action: "die", Labels: labels}
+}
+
+func (f *fakeRuntime) Stop(_ context.Context, id string, _ time.Duration) error {
+	f.call("Stop")
+	f.exit(id, 143)
+	return nil
+}
+
+func (f *fakeRuntime) Remove(_ context.Context, id string) error {
+	f.call("Remove")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.cs[id]; !ok {
+		return errors.New("No such container: " + id)
+	}
+	delete(f.cs, id)
+	return nil
+}
+
+func (f *fakeRuntime) Inspect(_ context.Context, id string) (containers.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.cs[id]
+	if !ok {
+		return containers.Container{}, errors.New("No such container: " + id)
+	}
+	return *c, nil
+}
+
+func (f *fakeRuntime) List(context.Context) ([]containers.Container, error) {
+	f.call("List")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []containers.Container
+	for _, c := range f.cs {
+		out = append(out, *c)
+	}
+	return out, nil
+}
+
+// running is how many containers run.
+func (f *fakeRuntime) running() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.cs {
+		if c.Running {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeRuntime) Logs(_ context.Context, id string, follow bool, tail int) (io.ReadCloser, error) {
+	f.call(fmt.Sprintf("Logs %s %v %d", id, follow, tail))
+	return io.NopCloser(strings.NewReader("line 1\nline 2\n")), nil
+}
+
+func (f *fakeRuntime) Stats(context.Context, string) (containers.Usage, error) {
+	f.call("Stats")
+	return containers.Usage{CPUPercent: 50, MemUsedBytes: 1 << 20, MemLimitBytes: 1 << 30, PIDs: []int{4242, 4243}}, nil
+}
+
+func (f *fakeRuntime) Events(context.Context) (<-chan containers.Event, <-chan error) {
+	f.call("Events")
+	return f.events, f.errs
+}
+
+func (f *fakeRuntime) Images(context.Context) ([]containers.Image, error) {
+	f.call("Images")
+	return []containers.Image{{ID: "sha256:1", Tags: []string{"img:1"}, Size: 10}}, nil
+}
+
+func (f *fakeRuntime) LoadImage(_ context.Context, r io.Reader, p containers.Progress) ([]string, error) {
+	f.call("LoadImage")
+	return f.loadFn(r, p)
+}
+
+func (f *fakeRuntime) PullImage(_ context.Context, ref string, p containers.Progress) error {
+	f.call("PullImage " + ref)
+	return f.pullFn(ref, p)
+}
+
+// fakeGPUState is GPUState over a settable slice.
+type fakeGPUState struct {
+	mu   sync.Mutex
+	gpus []gpu.Stats
+}
+
+func (g *fakeGPUState) GPUs() []gpu.Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.gpus)
+}
+
+func (g *fakeGPUState) set(gs []gpu.Stats) {
+	g.mu.Lock()
+	g.gpus = gs
+	g.mu.Unlock()
+}
+
+type fixedGPUs []gpu.Stats
+
+func (g fixedGPUs) GPUs() []gpu.Stats { return g }
+
+func fakeGPUs(n int) []gpu.Stats {
+	out := make([]gpu.Stats, n)
+	for i := range out {
+		out[i] = gpu.Stats{Index: i, UUID: fmt.Sprintf("GPU-%04d", i), MemTotalBytes: 80 << 30}
+	}
+	return out
+}
+
+type memStore struct {
+	mu    sync.Mutex
+	jobs  map[string]Job
+	saves int
+}
+
+func (s *memStore) SaveJob(j Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.jobs == nil {
+		s.jobs = map[string]Job{}
+	}
+	s.jobs[j.ID] = j
+	s.saves++
+	return nil
+}
+
+func (s *memStore) LoadJobs() ([]Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Job
+	for _, j := range s.jobs {
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+type fakeFolders map[string]bool // name -> writable
+
+func (f fakeFolders) Resolve(name string) (string, bool, error) {
+	w, ok := f[name]
+	if !ok {
+		return "", false, fmt.Errorf("no folder %q is shared", name)
+	}
+	return "/srv/" + name, w, nil
+}
+
+func testLog() *slog.Logger {
+	var w io.Writer = io.Discard
+	if testing.Verbose() {
+		w = os.Stderr
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// startManager runs a manager over rt until the test ends, and waits for
+// its first adoption.
+func startManager(t *testing.T, rt *fakeRuntime, gpus GPUState, st *memStore, folders FolderResolver) *Manager {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Node = "NODE"
+	m := NewManager(cfg, rt, gpus, folders, st, testLog())
+	listed := rt.count("List")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	eventually(t, "the first adoption", func() bool { return rt.count("List") > listed })
+	m.ops.Lock() // the adoption is over once its lock is free
+	m.ops.Unlock()
+	return m
+}
+
+func newTestManager(t *testing.T, rt *fakeRuntime, gpus int, st *memStore) *Manager {
+	return startManager(t, rt, fixedGPUs(fakeGPUs(gpus)), st, nil)
+}
+
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func waitState(t *testing.T, m *Manager, id string, want State) Job {
+	t.Helper()
+	var j Job
+	eventually(t, fmt.Sprintf("job %s to be %s", id, want), func() bool {
+		j, _ = m.Get(id)
+		return j.State == want
+	})
+	return j
+}

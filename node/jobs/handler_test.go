@@ -1,0 +1,167 @@
+package jobs
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/labpool/labpool/node/containers"
+)
+
+// apiTest serves the jobs API of a manager over a fake runtime.
+func apiTest(t *testing.T, gpus int) (*httptest.Server, *fakeRuntime) {
+	t.Helper()
+	rt := newFakeRuntime()
+	m := newTestManager(t, rt, gpus, &memStore{})
+	srv := httptest.NewServer(Handler(m, func(r *http.Request) string { return r.Header.Get("X-Owner") }))
+	t.Cleanup(srv.Close)
+	return srv, rt
+}
+
+func do(t *testing.T, srv *httptest.Server, method, path, owner, body string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	req.Header.Set("X-Owner", owner)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func TestHandlerJobs(t *testing.T) {
+	srv, rt := apiTest(t, 1)
+	resp, body := do(t, srv, "POST", "/v1/jobs", "alice", `{"image":"img","gpus":1,"ports":[8888]}`)
+	var j Job
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &j) != nil || j.State != Running || j.Owner != "alice" {
+		t.Fatalf("submit: %d %s", resp.StatusCode, body)
+	}
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code, contains           string
+	}{
+		{"refused", "POST", "/v1/jobs", `{"image":"img","privileged":true}`, 400, "refused", `refused by rule \"no-privileged\"`},
+		{"unknown field", "POST", "/v1/jobs", `{"image":"img","hostconfig":{}}`, 400, "refused", "unknown field"},
+		{"bad json", "POST", "/v1/jobs", `{"image":`, 400, "refused", "decode the job spec"},
+		{"too many gpus", "POST", "/v1/jobs", `{"image":"img","gpus":2}`, 400, "refused", "this machine has 1 GPUs"},
+		{"busy", "POST", "/v1/jobs", `{"image":"img","gpus":1}`, 409, "gpus_busy", "GPU 0: job " + j.ID + " of alice"},
+		{"unknown job", "GET", "/v1/jobs/nope", "", 404, "not_found", "no such job"},
+		{"stop unknown", "POST", "/v1/jobs/nope/stop", "", 404, "not_found", ""},
+		{"bad tail", "GET", "/v1/jobs/" + j.ID + "/logs?tail=x", "", 400, "invalid", "tail"},
+		{"bad pull ref", "POST", "/v1/images/pull?ref=Bad%20Ref", "", 400, "refused", "image-ref"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := do(t, srv, tt.method, tt.path, "bob", tt.body)
+			var e struct{ Code, Message string }
+			if resp.StatusCode != tt.status || json.Unmarshal([]byte(body), &e) != nil || e.Code != tt.code || !strings.Contains(e.Message, strings.ReplaceAll(tt.contains, `\"`, `"`)) {
+				t.Errorf("%s %s = %d %s, want %d %s %q", tt.method, tt.path, resp.StatusCode, body, tt.status, tt.code, tt.contains)
+			}
+		})
+	}
+	if _, body := do(t, srv, "POST", "/v1/jobs", "bob", `{"image":"img","gpus":1,"queue":true}`); !strings.Contains(body, `"state":"queued"`) {
+		t.Errorf("queued submit: %s", body)
+	}
+	var list []Job
+	if resp, body := do(t, srv, "GET", "/v1/jobs", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 2 {
+		t.Errorf("list: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?follow=1&tail=5", "", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("logs: %d %q", resp.StatusCode, body)
+	}
+	if calls := strings.Join(rt.callList(), ","); !strings.Contains(calls, "Logs "+j.Container+" true 5") {
+		t.Errorf("logs call: %s", calls)
+	}
+	// The CLI and the app ask for every line with tail=-1.
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?tail=-1", "", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" {
+		t.Errorf("logs tail=-1: %d %q", resp.StatusCode, body)
+	}
+	if calls := strings.Join(rt.callList(), ","); !strings.Contains(calls, "Logs "+j.Container+" false -1") {
+		t.Errorf("logs call: %s", calls)
+	}
+	var st Stats
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil || st.CPUPercent != 50 || len(st.GPUs) != 1 {
+		t.Errorf("stats: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, srv, "POST", "/v1/jobs/"+j.ID+"/stop", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"state":"exited"`) {
+		t.Errorf("stop: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "", ""); resp.StatusCode != 409 {
+		t.Errorf("stats of a stopped job: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, srv, "DELETE", "/v1/jobs/"+j.ID, "", ""); resp.StatusCode != 204 {
+		t.Errorf("remove: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs", "", ""); resp.StatusCode != 409 {
+		t.Errorf("logs of a removed job: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestHandlerImages(t *testing.T) {
+	srv, rt := apiTest(t, 0)
+	var imgs []Image
+	if resp, body := do(t, srv, "GET", "/v1/images", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &imgs) != nil || imgs[0].Tags[0] != "img:1" {
+		t.Errorf("images: %d %s", resp.StatusCode, body)
+	}
+	rt.loadFn = func(r io.Reader, p containers.Progress) ([]string, error) {
+		b, _ := io.ReadAll(r)
+		p(int64(len(b)), int64(len(b)), "loading")
+		if string(b) != "TAR" {
+			return nil, containers.ErrBadArchive
+		}
+		return []string{"img:2"}, nil
+	}
+	lines := func(body string) []progressLine {
+		var out []progressLine
+		sc := bufio.NewScanner(strings.NewReader(body))
+		for sc.Scan() {
+			var p progressLine
+			if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
+				t.Fatalf("progress line %q: %v", sc.Text(), err)
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	_, body := do(t, srv, "POST", "/v1/images/load", "", "TAR")
+	ps := lines(body)
+	if len(ps) != 2 || ps[0].Done != 3 || ps[1].Status != "loaded" || ps[1].Tags[0] != "img:2" {
+		t.Errorf("load: %s", body)
+	}
+	_, body = do(t, srv, "POST", "/v1/images/load", "", "garbage")
+	if ps := lines(body); ps[len(ps)-1].Error == "" {
+		t.Errorf("load of a corrupt archive: %s", body)
+	}
+	rt.pullFn = func(ref string, p containers.Progress) error {
+		p(1, 2, "pulling")
+		if ref != "lab/img:1" {
+			return errors.New("manifest unknown")
+		}
+		return nil
+	}
+	if _, body = do(t, srv, "POST", "/v1/images/pull?ref=lab/img:1", "", ""); !strings.Contains(body, `"pulled lab/img:1"`) {
+		t.Errorf("pull: %s", body)
+	}
+	if _, body = do(t, srv, "POST", "/v1/images/pull?ref=lab/none:1", "", ""); !strings.Contains(body, `"error":"manifest unknown"`) {
+		t.Errorf("pull of a missing image: %s", body)
+	}
+}
+
+// TestHandlerBodyBounded: an oversized launch request is refused, not read
+// to the end.
+func TestHandlerBodyBounded(t *testing.T) {
+	srv, _ := apiTest(t, 0)
+	big := `{"image":"img","cmd":["` + strings.Repeat("a", maxSpec) + `"]}`
+	if resp, body := do(t, srv, "POST", "/v1/jobs", "", big); resp.StatusCode != 400 {
+		t.Errorf("oversized spec: %d %s", resp.StatusCode, body)
+	}
+}

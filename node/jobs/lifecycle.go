@@ -1,0 +1,125 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// stoppedByUser is the Error of a job a user stopped: its non-zero exit
+// (SIGTERM, SIGKILL) is not a failure.
+const stoppedByUser = "stopped"
+
+// Stop stops a running job, or takes a queued one out of the queue. A job
+// that already ended is returned as it is.
+func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
+	now := time.Now().UTC()
+	j, err := m.update(id, func(j *Job) error {
+		switch {
+		case j.State == Queued:
+			j.State, j.Finished, j.Error = Exited, &now, "stopped while queued"
+		case j.State == Starting && j.Container == "":
+			// Launching from the queue: startClaimed sees this, removes
+			// the new container and frees the GPUs.
+			j.State, j.Finished, j.Error = Exited, &now, "stopped while starting"
+		case j.State == Running || j.State == Starting:
+			j.Error = stoppedByUser
+		}
+		return nil
+	})
+	if err != nil || j.Error != stoppedByUser || j.Finished != nil {
+		return j, err
+	}
+	if err := m.rt.Stop(ctx, j.Container, m.cfg.StopTimeout); err != nil && !isGone(err) {
+		return Job{}, fmt.Errorf("stop %s: %w", j.Name, err)
+	}
+	if err := m.refresh(ctx, id, true); err != nil {
+		return Job{}, fmt.Errorf("stop %s: %w", j.Name, err)
+	}
+	return m.Get(id)
+}
+
+// Remove removes a job's container; a job that has not ended is stopped
+// first. The record stays, marked Removed, so the history keeps it.
+func (m *Manager) Remove(ctx context.Context, id string) error {
+	j, err := m.Get(id)
+	if err != nil {
+		return err
+	}
+	if j.State == Queued || j.State == Starting || j.State == Running {
+		if j, err = m.Stop(ctx, id); err != nil {
+			return err
+		}
+		if j.State == Starting || j.State == Running {
+			return fmt.Errorf("remove %s: %w: it is still %s", j.Name, ErrConflict, j.State)
+		}
+	}
+	if j.Container != "" {
+		if err := m.rt.Remove(ctx, j.Container); err != nil && !isGone(err) {
+			return fmt.Errorf("remove %s: %w", j.Name, err)
+		}
+	}
+	_, err = m.update(id, func(j *Job) error {
+		j.Removed, j.Container, j.Ports = true, "", nil
+		return nil
+	})
+	return err
+}
+
+// Logs streams a job's output (stdout and stderr); follow keeps the stream
+// open until the job ends or ctx is cancelled; tail < 0 means all lines.
+func (m *Manager) Logs(ctx context.Context, id string, follow bool, tail int) (io.ReadCloser, error) {
+	j, err := m.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Container == "" {
+		return nil, fmt.Errorf("logs of %s: %w: it has no container (it is %s%s)", j.Name, ErrConflict, j.State, removedNote(j))
+	}
+	rc, err := m.rt.Logs(ctx, j.Container, follow, tail)
+	if err != nil {
+		return nil, fmt.Errorf("logs of %s: %w", j.Name, err)
+	}
+	return rc, nil
+}
+
+func removedNote(j Job) string {
+	if j.Removed {
+		return ", removed"
+	}
+	return ""
+}
+
+// Stats returns what a running job uses: its container's CPU and memory,
+// and on each of its GPUs the memory of its own processes (NVML's process
+// PIDs that are the container's). A job holds its GPUs alone, so a GPU's
+// utilization is the job's.
+func (m *Manager) Stats(ctx context.Context, id string) (Stats, error) {
+	j, err := m.Get(id)
+	if err != nil {
+		return Stats{}, err
+	}
+	if j.State != Running {
+		return Stats{}, fmt.Errorf("stats of %s: %w: it is %s, not running", j.Name, ErrConflict, j.State)
+	}
+	u, err := m.rt.Stats(ctx, j.Container)
+	if err != nil {
+		return Stats{}, fmt.Errorf("stats of %s: %w", j.Name, err)
+	}
+	st := Stats{CPUPercent: u.CPUPercent, MemUsedBytes: u.MemUsedBytes, MemLimitBytes: u.MemLimitBytes, GPUs: []GPUStats{}}
+	for _, g := range m.gpus.GPUs() {
+		if !slices.Contains(j.GPUs, g.UUID) {
+			continue
+		}
+		gs := GPUStats{UUID: g.UUID, Index: g.Index, UtilPercent: g.UtilPercent}
+		for _, p := range g.Processes {
+			if slices.Contains(u.PIDs, int(p.PID)) {
+				gs.MemUsedBytes += p.MemBytes
+			}
+		}
+		st.GPUs = append(st.GPUs, gs)
+	}
+	return st, nil
+}

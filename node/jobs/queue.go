@@ -1,0 +1,216 @@
+package jobs
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/labpool/labpool/node/gpu"
+)
+
+// The queue's policy, in full:
+//
+//  1. Order. Owners with queued jobs take turns: the owner served longest
+//     ago (or never) goes first, ties broken by whose oldest queued job is
+//     older. Each owner offers their oldest job first. The order is
+//     round-robin: every owner's 1st job, then every owner's 2nd, and so on,
+//     so one member's long queue cannot starve the others.
+//  2. Backfill. Jobs are offered free GPUs in that order; a job that does not
+//     fit yet is skipped, and a later, smaller job may start before it.
+//  3. No starvation. A job that has waited longer than Config.StarveAfter
+//     reserves the free GPUs it could use (up to the number it asks for);
+//     jobs after it in the order cannot take them, so GPUs accumulate for it
+//     as others end, and it starts when it has enough.
+//
+// One job starts per pass; after each start the owner's turn is over and the
+// order is computed again.
+
+// queueOrder returns the queued jobs in the order they are offered GPUs.
+// served is when each owner last had a job started here.
+func queueOrder(queued []Job, served map[string]time.Time) []Job {
+	byOwner := map[string][]Job{}
+	for _, j := range queued {
+		byOwner[j.Owner] = append(byOwner[j.Owner], j)
+	}
+	owners := make([]string, 0, len(byOwner))
+	for o, js := range byOwner {
+		slices.SortStableFunc(js, func(a, b Job) int { return compareCreated(a, b) })
+		owners = append(owners, o)
+	}
+	slices.SortFunc(owners, func(a, b string) int {
+		if c := served[a].Compare(served[b]); c != 0 {
+			return c
+		}
+		if c := compareCreated(byOwner[a][0], byOwner[b][0]); c != 0 {
+			return c
+		}
+		return cmpString(a, b)
+	})
+	out := make([]Job, 0, len(queued))
+	for round := 0; len(out) < len(queued); round++ {
+		for _, o := range owners {
+			if round < len(byOwner[o]) {
+				out = append(out, byOwner[o][round])
+			}
+		}
+	}
+	return out
+}
+
+func compareCreated(a, b Job) int {
+	if c := a.Created.Compare(b.Created); c != 0 {
+		return c
+	}
+	return cmpString(a.ID, b.ID)
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// reserve returns the free GPUs j could use, at most as many as it asks
+// for. granted is the ledger's grants; blocked names GPUs busy outside
+// labpool or reserved already.
+func reserve(j Job, gpus []gpu.Stats, granted map[string]string, blocked map[string]bool) []string {
+	req := j.request()
+	var out []string
+	for _, g := range gpus {
+		if len(out) == req.want() {
+			break
+		}
+		if len(req.Indexes) > 0 && !slices.Contains(req.Indexes, g.Index) {
+			continue
+		}
+		if granted[g.UUID] != "" || blocked[g.UUID] || g.MemTotalBytes < req.MinMemBytes {
+			continue
+		}
+		out = append(out, g.UUID)
+	}
+	return out
+}
+
+// request is the GPUs j asks for.
+func (j Job) request() Request {
+	return Request{Count: j.Spec.GPUs, Indexes: j.Spec.GPUIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
+}
+
+// queued returns the queued jobs in queue order.
+func (m *Manager) queued() []Job {
+	m.mu.Lock()
+	if len(m.queue) == 0 {
+		m.mu.Unlock()
+		return nil
+	}
+	q := make([]Job, 0, len(m.queue))
+	for id := range m.queue {
+		q = append(q, *m.jobs[id])
+	}
+	served := maps.Clone(m.served)
+	m.mu.Unlock()
+	return queueOrder(q, served)
+}
+
+// starving returns the queued jobs that waited past StarveAfter, in queue
+// order.
+func (m *Manager) starving() []Job {
+	var out []Job
+	for _, j := range m.queued() {
+		if time.Since(j.Created) > m.cfg.StarveAfter {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// startQueued starts the queued jobs whose GPUs are free, one at a time,
+// by the policy above.
+func (m *Manager) startQueued(ctx context.Context) {
+	m.ops.RLock()
+	defer m.ops.RUnlock()
+	for ctx.Err() == nil {
+		j, ok := m.nextQueued()
+		if !ok {
+			return
+		}
+		m.startClaimed(ctx, j)
+	}
+}
+
+// nextQueued grants GPUs to the first queued job that fits and claims it
+// (queued -> starting).
+func (m *Manager) nextQueued() (Job, bool) {
+	gpus := m.gpus.GPUs()
+	blocked := m.external(gpus)
+	for _, j := range m.queued() {
+		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
+		if err != nil {
+			if time.Since(j.Created) > m.cfg.StarveAfter {
+				for _, u := range reserve(j, gpus, m.ledger.Granted(), blocked) {
+					blocked[u] = true
+				}
+			}
+			continue
+		}
+		claimed, err := m.update(j.ID, func(cur *Job) error {
+			if cur.State != Queued {
+				return ErrConflict // stopped or removed meanwhile
+			}
+			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, indexesOf(uuids, gpus), ""
+			return nil
+		})
+		if err != nil {
+			m.ledger.Release(j.ID)
+			continue
+		}
+		return claimed, true
+	}
+	return Job{}, false
+}
+
+// startClaimed launches a job claimed from the queue. A stop that came
+// while it launched wins: the new container is removed.
+func (m *Manager) startClaimed(ctx context.Context, j Job) {
+	fail := func(err error) {
+		m.ledger.Release(j.ID)
+		m.update(j.ID, func(cur *Job) error {
+			if cur.State == Starting {
+				now := time.Now().UTC()
+				cur.State, cur.Finished, cur.Error = Failed, &now, err.Error()
+			}
+			return nil
+		})
+		m.log.Warn("start queued job", "job", j.ID, "err", err)
+	}
+	binds, err := m.binds(j.Spec)
+	if err != nil {
+		fail(err)
+		return
+	}
+	c, err := m.launch(ctx, j, binds)
+	if err != nil {
+		fail(err)
+		return
+	}
+	_, err = m.update(j.ID, func(cur *Job) error {
+		if cur.State != Starting {
+			return ErrConflict
+		}
+		setRunning(cur, c)
+		m.served[cur.Owner] = *cur.Started
+		return nil
+	})
+	if err != nil {
+		m.discard(ctx, c.ID)
+		m.ledger.Release(j.ID)
+		return
+	}
+	m.log.Info("queued job started", "job", j.ID, "name", j.Name, "owner", j.Owner, "gpus", j.GPUIndexes, "container", shortContainer(c.ID))
+	m.afterStart(ctx, j.ID)
+}
