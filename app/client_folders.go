@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/labpool/labpool/node/folders"
 )
@@ -38,10 +39,14 @@ func (c *Client) Copy(ctx context.Context, req CopyRequest) (Transfer, error) {
 	return t, c.do(ctx, http.MethodPost, "/api/v1/copy", req, &t)
 }
 
-// Transfer returns the state of a copy running on node.
-func (c *Client) Transfer(ctx context.Context, node, id string) (Transfer, error) {
+// Transfer returns the state of a copy running on node, once it has ended
+// or wait has passed.
+func (c *Client) Transfer(ctx context.Context, node, id string, wait time.Duration) (Transfer, error) {
 	var t Transfer
 	q := url.Values{"node": {node}}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
 	return t, c.do(ctx, http.MethodGet, "/api/v1/transfers/"+url.PathEscape(id)+"?"+q.Encode(), nil, &t)
 }
 

@@ -140,7 +140,10 @@ type Transfer struct {
 // Copier runs copies (implemented by the daemon).
 type Copier interface {
 	Copy(ctx context.Context, req CopyRequest) (Transfer, error)
-	Transfer(ctx context.Context, node, id string) (Transfer, error)
+	// Transfer returns a copy's state; with wait > 0 it first waits until
+	// the copy ends or wait passes, so that a watcher learns of the end at
+	// once without polling fast.
+	Transfer(ctx context.Context, node, id string, wait time.Duration) (Transfer, error)
 	// Transfers lists the copies started through this daemon, newest first.
 	Transfers(ctx context.Context) ([]Transfer, error)
 }
@@ -159,12 +162,16 @@ func (s *Service) Copy(ctx context.Context, req CopyRequest) (Transfer, error) {
 	return s.copier.Copy(ctx, req)
 }
 
-// Transfer returns the state of a copy on the machine that runs it.
-func (s *Service) Transfer(ctx context.Context, node, id string) (Transfer, error) {
+// MaxTransferWait bounds how long one Transfer call waits for a copy's end.
+const MaxTransferWait = 10 * time.Second
+
+// Transfer returns the state of a copy on the machine that runs it, after
+// waiting up to wait (at most MaxTransferWait) for it to end.
+func (s *Service) Transfer(ctx context.Context, node, id string, wait time.Duration) (Transfer, error) {
 	if s.copier == nil {
 		return Transfer{}, ErrReadOnly
 	}
-	return s.copier.Transfer(ctx, node, id)
+	return s.copier.Transfer(ctx, node, id, min(max(wait, 0), MaxTransferWait))
 }
 
 // Transfers lists the copies started through this machine, newest first,

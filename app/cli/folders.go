@@ -164,12 +164,9 @@ func cpCmd(g *globals) *cobra.Command {
 				if t.State != "running" {
 					break
 				}
-				select {
-				case <-cmd.Context().Done():
-					return cmd.Context().Err()
-				case <-time.After(200 * time.Millisecond):
-				}
-				if t, err = c.Transfer(cmd.Context(), t.Node, t.ID); err != nil {
+				// The daemon answers at the copy's end, or after the wait
+				// with its progress.
+				if t, err = c.Transfer(cmd.Context(), t.Node, t.ID, 250*time.Millisecond); err != nil {
 					return err
 				}
 			}

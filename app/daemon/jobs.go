@@ -21,18 +21,29 @@ import (
 // NodeClient implements app.NodeCaller: a client pinned to node id, over
 // the pool's transport; this machine is reached through its own endpoint.
 func (d *Daemon) NodeClient(ctx context.Context, id string) (*http.Client, error) {
+	return d.nodeClient(id, d.ep.Client)
+}
+
+// NodeDataClient is NodeClient for bulk bytes: it rides the TCP data path
+// (see transport.Endpoint.DataClient), so copies neither crawl through
+// QUIC nor hold up control and telemetry.
+func (d *Daemon) NodeDataClient(id string) (*http.Client, error) {
+	return d.nodeClient(id, d.ep.DataClient)
+}
+
+func (d *Daemon) nodeClient(id string, client func(peer.ID, []string) *http.Client) (*http.Client, error) {
 	pid, err := peer.ParseID(id)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
 	if pid == d.id.ID {
-		return d.ep.Client(pid, []string{d.selfAddr()}), nil
+		return client(pid, []string{d.selfAddr()}), nil
 	}
 	addrs := d.peers.Addrs(id)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("no address known for %s: is it on the network?", pid.Short())
 	}
-	return d.ep.Client(pid, addrs), nil
+	return client(pid, addrs), nil
 }
 
 // selfAddr is where this daemon reaches its own endpoint.

@@ -38,9 +38,10 @@ type transferRequest struct {
 // transfers runs the copies this machine receives, and remembers the
 // copies started through it.
 type transfers struct {
-	mu      sync.Mutex // guards list, started
+	mu      sync.Mutex // guards list, ended, started
 	list    map[string]*app.Transfer
-	started []startedTransfer // newest last
+	ended   map[string]chan struct{} // closed when the copy ends
+	started []startedTransfer        // newest last
 }
 
 // startedTransfer names a copy started through this daemon.
@@ -84,8 +85,12 @@ func (s httpSource) decode(ctx context.Context, op string, q url.Values, v any) 
 
 // Walk implements folders.Source.
 func (s httpSource) Walk(ctx context.Context, p string) ([]folders.FileMeta, error) {
-	var items []folders.FileMeta
-	return items, s.decode(ctx, "walk", url.Values{"path": {p}}, &items)
+	resp, err := s.get(ctx, "walk", url.Values{"path": {p}})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return folders.DecodeWalk(resp.Body)
 }
 
 // Sums implements folders.Source.
@@ -148,6 +153,11 @@ func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folde
 		d.xfers.list = map[string]*app.Transfer{}
 	}
 	d.xfers.list[t.ID] = t
+	if d.xfers.ended == nil {
+		d.xfers.ended = map[string]chan struct{}{}
+	}
+	ended := make(chan struct{})
+	d.xfers.ended[t.ID] = ended
 	d.xfers.mu.Unlock()
 	pull.OnProgress = func(p folders.Progress) {
 		d.xfers.mu.Lock()
@@ -164,8 +174,27 @@ func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folde
 			t.State, t.Error = "failed", err.Error()
 		}
 		d.xfers.mu.Unlock()
+		close(ended)
 		d.log.Info("copy ended", "id", t.ID, "src", t.Src, "dst", t.Dst, "state", t.State, "sent", p.Sent, "err", err)
 	}()
+}
+
+// waitTransfer is transfer once the copy has ended, wait has passed or ctx
+// is done.
+func (d *Daemon) waitTransfer(ctx context.Context, id string, wait time.Duration) (app.Transfer, bool) {
+	d.xfers.mu.Lock()
+	ended := d.xfers.ended[id]
+	d.xfers.mu.Unlock()
+	if ended != nil && wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-ended:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+	return d.transfer(id)
 }
 
 func (d *Daemon) transfer(id string) (app.Transfer, bool) {
@@ -196,7 +225,8 @@ func (d *Daemon) transferHandler() http.Handler {
 		writeJSON(w, t, err)
 	})
 	mux.HandleFunc("GET /v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
-		t, ok := d.transfer(r.PathValue("id"))
+		wait, _ := time.ParseDuration(r.URL.Query().Get("wait")) // none, if not a duration
+		t, ok := d.waitTransfer(r.Context(), r.PathValue("id"), min(max(wait, 0), app.MaxTransferWait))
 		if !ok {
 			writeJSON(w, nil, fmt.Errorf("%w: no transfer %s", app.ErrNotFound, r.PathValue("id")))
 			return
@@ -213,7 +243,7 @@ func (d *Daemon) receive(req transferRequest, member string) (app.Transfer, erro
 	if err != nil {
 		return app.Transfer{}, err
 	}
-	hc, err := d.NodeClient(context.Background(), req.SrcNode)
+	hc, err := d.NodeDataClient(req.SrcNode)
 	if err != nil {
 		root.Close()
 		return app.Transfer{}, err
@@ -307,7 +337,7 @@ func (c *copier) Transfers(ctx context.Context) ([]app.Transfer, error) {
 	d.xfers.mu.Unlock()
 	out := []app.Transfer{}
 	for i := len(started) - 1; i >= 0; i-- {
-		t, err := c.Transfer(ctx, started[i].node, started[i].id)
+		t, err := c.Transfer(ctx, started[i].node, started[i].id, 0)
 		if err != nil {
 			t = app.Transfer{ID: started[i].id, Node: started[i].node, State: "unknown", Error: err.Error()}
 		}
@@ -345,7 +375,7 @@ func (d *Daemon) pullHere(ctx context.Context, node, folder, p, dst string, labe
 	if err != nil {
 		return app.Transfer{}, err
 	}
-	hc, err := d.NodeClient(ctx, src.ID)
+	hc, err := d.NodeDataClient(src.ID)
 	if err != nil {
 		return app.Transfer{}, err
 	}
@@ -376,15 +406,19 @@ func (d *Daemon) pullHere(ctx context.Context, node, folder, p, dst string, labe
 }
 
 // Transfer implements app.Copier.
-func (c *copier) Transfer(ctx context.Context, node, id string) (app.Transfer, error) {
+func (c *copier) Transfer(ctx context.Context, node, id string, wait time.Duration) (app.Transfer, error) {
 	d := (*Daemon)(c)
 	if node == "" || node == d.id.ID.String() {
-		t, ok := d.transfer(id)
+		t, ok := d.waitTransfer(ctx, id, wait)
 		if !ok {
 			return app.Transfer{}, fmt.Errorf("%w: no transfer %s", app.ErrNotFound, id)
 		}
 		return t, nil
 	}
 	var t app.Transfer
-	return t, d.svc.NodeCall(ctx, node, http.MethodGet, "/v1/transfers/"+url.PathEscape(id), nil, &t)
+	q := url.Values{}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	return t, d.svc.NodeCall(ctx, node, http.MethodGet, "/v1/transfers/"+url.PathEscape(id)+"?"+q.Encode(), nil, &t)
 }

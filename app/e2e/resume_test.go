@@ -55,7 +55,7 @@ func TestCopyResumes(t *testing.T) {
 		}
 		for tr.State == "running" && (upto == 0 || tr.Progress.Sent < upto) {
 			time.Sleep(20 * time.Millisecond)
-			if tr, err = c.Transfer(context.Background(), tr.Node, tr.ID); err != nil {
+			if tr, err = c.Transfer(context.Background(), tr.Node, tr.ID, 250*time.Millisecond); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -69,7 +69,7 @@ func TestCopyResumes(t *testing.T) {
 	var failed app.Transfer
 	waitFor(t, 20*time.Second, "the copy to fail", func() error {
 		var err error
-		failed, err = laptop.client().Transfer(context.Background(), tr.Node, tr.ID)
+		failed, err = laptop.client().Transfer(context.Background(), tr.Node, tr.ID, 0)
 		if err != nil || failed.State != "failed" {
 			return fmt.Errorf("state %s %v", failed.State, err)
 		}

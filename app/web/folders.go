@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/folders"
@@ -17,14 +19,14 @@ import (
 //	GET    /api/v1/ls?node=N&folder=F&path=P     -> []folders.Entry
 //	POST   /api/v1/copy     app.CopyRequest      -> app.Transfer
 //	GET    /api/v1/transfers                     -> []app.Transfer
-//	GET    /api/v1/transfers/{id}?node=N         -> app.Transfer
+//	GET    /api/v1/transfers/{id}?node=N&wait=D  -> app.Transfer (after its end or D)
 type FoldersAPI interface {
 	Folders(ctx context.Context) ([]app.Folder, error)
 	Share(ctx context.Context, req app.ShareRequest) (app.Folder, error)
 	Unshare(ctx context.Context, name string) error
 	Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error)
 	Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, error)
-	Transfer(ctx context.Context, node, id string) (app.Transfer, error)
+	Transfer(ctx context.Context, node, id string, wait time.Duration) (app.Transfer, error)
 	Transfers(ctx context.Context) ([]app.Transfer, error)
 }
 
@@ -59,7 +61,15 @@ func (h *handler) routeFolders(mux *http.ServeMux, api FoldersAPI) {
 		h.reply(w, v, err)
 	})
 	mux.HandleFunc("GET /api/v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
-		v, err := api.Transfer(r.Context(), r.URL.Query().Get("node"), r.PathValue("id"))
+		var wait time.Duration
+		if s := r.URL.Query().Get("wait"); s != "" {
+			var err error
+			if wait, err = time.ParseDuration(s); err != nil {
+				h.reply(w, nil, fmt.Errorf("%w: wait %q: want a duration such as 250ms", app.ErrInvalid, s))
+				return
+			}
+		}
+		v, err := api.Transfer(r.Context(), r.URL.Query().Get("node"), r.PathValue("id"), wait)
 		h.reply(w, v, err)
 	})
 	mux.HandleFunc("GET /api/v1/ls", func(w http.ResponseWriter, r *http.Request) {

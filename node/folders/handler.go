@@ -53,7 +53,12 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 	}))
 	mux.HandleFunc("GET /v1/folders/{name}/walk", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		items, err := Walk(root, req.URL.Query().Get("path"))
-		reply(w, items, err)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		w.Header().Set("Content-Type", WalkContentType)
+		EncodeWalk(w, items)
 	}))
 	mux.HandleFunc("GET /v1/folders/{name}/sums", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		sums, err := FileSums(root, req.URL.Query().Get("path"))

@@ -54,6 +54,29 @@ type Pull struct {
 		p Progress
 	}
 	sent, done atomic.Int64
+	changed    atomic.Bool         // something was written at the destination
+	have       map[string]FileMeta // the destination's tree, by Rel, at the start
+}
+
+// index lists the destination's tree at target, by Rel; empty where it
+// does not exist or cannot be read (then everything is fetched).
+func (p *Pull) index(target string) map[string]FileMeta {
+	items, err := Walk(p.Dst, target)
+	if err != nil {
+		return nil
+	}
+	have := make(map[string]FileMeta, len(items))
+	for _, it := range items {
+		have[it.Rel] = it
+	}
+	return have
+}
+
+// unchanged reports whether the destination already held m, judged as
+// rsync does by size and modification time.
+func (p *Pull) unchanged(m FileMeta) bool {
+	h, ok := p.have[m.Rel]
+	return ok && !h.Dir && h.Link == "" && h.Size == m.Size && h.MTime.Equal(m.MTime)
 }
 
 const partialPrefix = ".labpool-partial."
@@ -67,7 +90,12 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	if err != nil {
 		return Progress{}, err
 	}
+	// List what the destination holds while the source lists its tree:
+	// one pass over each directory instead of a lookup per file.
+	have := make(chan map[string]FileMeta, 1)
+	go func() { have <- p.index(target) }()
 	items, err := p.Src.Walk(ctx, p.SrcPath)
+	p.have = <-have
 	if err != nil {
 		return Progress{}, fmt.Errorf("list the source: %w", err)
 	}
@@ -77,7 +105,7 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 			p.progress.p.Files++
 		}
 	}
-	var dirs []FileMeta
+	var dirs []FileMeta  // Rel is the source's
 	var small []FileMeta // files of one block at most, fetched in parallel
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
@@ -89,15 +117,22 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 		name := join(target, it.Rel)
 		switch {
 		case it.Dir:
-			if err := p.Dst.MkdirAll(name, 0o755); err != nil {
-				return p.snapshot(), fmt.Errorf("create %s: %w", name, err)
+			if h, ok := p.have[it.Rel]; !ok || !h.Dir {
+				if err := p.Dst.MkdirAll(name, 0o755); err != nil {
+					return p.snapshot(), fmt.Errorf("create %s: %w", name, err)
+				}
+				p.changed.Store(true)
 			}
-			dirs = append(dirs, FileMeta{Rel: name, Mode: it.Mode, MTime: it.MTime})
+			dirs = append(dirs, it)
 		case it.Link != "":
+			if p.have[it.Rel].Link == it.Link {
+				continue // the same link is there
+			}
 			p.Dst.Remove(name)
 			if err := p.Dst.Symlink(it.Link, name); err != nil {
 				return p.snapshot(), fmt.Errorf("link %s: %w", name, err)
 			}
+			p.changed.Store(true)
 		case it.small():
 			small = append(small, it)
 		default:
@@ -111,8 +146,13 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 		return p.snapshot(), err
 	}
 	for i := len(dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
-		p.Dst.Chmod(dirs[i].Rel, dirs[i].Mode)
-		p.Dst.Chtimes(dirs[i].Rel, dirs[i].MTime, dirs[i].MTime)
+		d := dirs[i]
+		if h := p.have[d.Rel]; !p.changed.Load() && h.Dir && h.Mode == d.Mode && h.MTime.Equal(d.MTime) {
+			continue // nothing was written: the directory is as it was
+		}
+		name := join(target, d.Rel)
+		p.Dst.Chmod(name, d.Mode)
+		p.Dst.Chtimes(name, d.MTime, d.MTime)
 	}
 	return p.snapshot(), nil
 }
@@ -152,8 +192,7 @@ func (p *Pull) fileDone() {
 func (p *Pull) smallFiles(ctx context.Context, target string, files []FileMeta) error {
 	var todo []FileMeta
 	for _, m := range files {
-		name := join(target, m.Rel)
-		if fi, err := p.Dst.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == m.Size && fi.ModTime().Equal(m.MTime) {
+		if p.unchanged(m) {
 			p.done.Add(m.Size) // unchanged
 			p.fileDone()
 			continue
@@ -228,8 +267,7 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 		if item.Error != "" {
 			return fmt.Errorf("read %s at the source: %s", item.Path, item.Error)
 		}
-		sum := sha256.Sum256(data)
-		if hex.EncodeToString(sum[:]) != item.Sum {
+		if hexSum(data) != item.Sum {
 			return fmt.Errorf("%s arrived damaged", item.Path)
 		}
 		got++
@@ -256,6 +294,7 @@ func (p *Pull) putSmall(name string, data []byte, m FileMeta) error {
 	if err := p.Dst.Rename(partial, name); err != nil {
 		return fmt.Errorf("put %s in place: %w", name, err)
 	}
+	p.changed.Store(true)
 	p.sent.Add(int64(len(data)))
 	p.done.Add(int64(len(data)))
 	p.fileDone()
@@ -278,7 +317,7 @@ func (p *Pull) report() {
 
 // file brings one regular file to name.
 func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
-	if fi, err := p.Dst.Lstat(name); err == nil && fi.Mode().IsRegular() && fi.Size() == m.Size && fi.ModTime().Equal(m.MTime) {
+	if p.unchanged(m) {
 		p.done.Add(m.Size) // unchanged: same size and modification time
 		p.report()
 		return nil
@@ -328,6 +367,7 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 	if err := p.Dst.Rename(partial, name); err != nil {
 		return fmt.Errorf("put %s in place: %w", name, err)
 	}
+	p.changed.Store(true)
 	return nil
 }
 
@@ -385,8 +425,7 @@ func (p *Pull) missing(f *os.File, sums Sums, fresh bool) ([]int, error) {
 		if _, err := f.ReadAt(buf[:n], int64(i)*BlockSize); err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		sum := sha256.Sum256(buf[:n])
-		if hex.EncodeToString(sum[:]) == want {
+		if hexSum(buf[:n]) == want {
 			p.done.Add(int64(n))
 			continue
 		}
@@ -468,8 +507,7 @@ func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, 
 		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
 			return fmt.Errorf("receive %s: %w", src, err)
 		}
-		sum := sha256.Sum256(buf[:n])
-		if hex.EncodeToString(sum[:]) != sums.Blocks[i] {
+		if hexSum(buf[:n]) != sums.Blocks[i] {
 			return fmt.Errorf("%s changed at the source during the copy (block %d)", src, i)
 		}
 		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
@@ -519,7 +557,7 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int
 		return fmt.Errorf("read %s at the source: %w", src, err)
 	}
 	defer rc.Close()
-	var head [1 + sha256.Size]byte
+	var head [1 + sumSize]byte
 	buf := make([]byte, BlockSize)
 	for i := r.first; i < r.first+r.n; i++ {
 		n := blockLen(size, i)
@@ -536,7 +574,7 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int
 		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
 			return fmt.Errorf("receive %s: %w", src, err)
 		}
-		if sha256.Sum256(buf[:n]) != [sha256.Size]byte(head[1:]) {
+		if blockSum(buf[:n]) != [sumSize]byte(head[1:]) {
 			return fmt.Errorf("%s: block %d arrived damaged", src, i)
 		}
 		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {

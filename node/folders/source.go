@@ -2,14 +2,15 @@ package folders
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path"
+	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,11 +35,13 @@ func (m FileMeta) small() bool { return !m.Dir && m.Link == "" && m.Size <= Bloc
 // Sums are a file's block hashes.
 type Sums struct {
 	Size   int64    `json:"size"`
-	Blocks []string `json:"blocks"` // hex SHA-256 of each BlockSize block
+	Blocks []string `json:"blocks"` // hex blockSum of each BlockSize block
 }
 
 // Walk lists the tree at p of root (a file gives one entry), directories
-// before what they hold.
+// before what they hold, in lexical order. Directories are read in
+// parallel: a listing is one lstat a file, and on a large tree those
+// system calls are the whole cost.
 func Walk(root *os.Root, p string) ([]FileMeta, error) {
 	clean, err := CleanPath(p)
 	if err != nil {
@@ -48,34 +51,89 @@ func Walk(root *os.Root, p string) ([]FileMeta, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !top.IsDir() {
-		m, err := meta(root, clean, "", top)
+	m, err := meta(root, clean, "", top)
+	if err != nil || !top.IsDir() {
 		return []FileMeta{m}, err
 	}
+	w := walker{root: root, sem: make(chan struct{}, max(4, runtime.GOMAXPROCS(0)))}
+	rest, err := w.dir(clean, "")
+	return append([]FileMeta{m}, rest...), err
+}
+
+// walker reads directories, at most cap(sem) at once beside the caller.
+type walker struct {
+	root *os.Root
+	sem  chan struct{}
+}
+
+// subtree is the listing of one subdirectory, read in the background or
+// in place.
+type subtree struct {
+	after int // index of the directory's own entry
+	items []FileMeta
+	err   error
+	done  chan struct{} // nil when read in place
+}
+
+// dir lists the tree under directory name (rel from the walk's top).
+func (w *walker) dir(name, rel string) ([]FileMeta, error) {
+	f, err := w.root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := f.ReadDir(-1) // in a Root each entry is lstat'ed here
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	own := make([]FileMeta, 0, len(entries))
+	var subs []*subtree
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		m, err := meta(w.root, path.Join(name, e.Name()), join(rel, e.Name()), info)
+		if err != nil {
+			return nil, err
+		}
+		own = append(own, m)
+		if !m.Dir {
+			continue
+		}
+		s := &subtree{after: len(own) - 1}
+		subs = append(subs, s)
+		select {
+		case w.sem <- struct{}{}:
+			s.done = make(chan struct{})
+			go func() {
+				defer close(s.done)
+				s.items, s.err = w.dir(path.Join(name, e.Name()), m.Rel)
+				<-w.sem
+			}()
+		default:
+			s.items, s.err = w.dir(path.Join(name, e.Name()), m.Rel)
+		}
+	}
+	if len(subs) == 0 {
+		return own, nil
+	}
 	var out []FileMeta
-	err = fs.WalkDir(root.FS(), clean, func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	var firstErr error
+	next := 0
+	for _, s := range subs {
+		if s.done != nil {
+			<-s.done
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
+		if firstErr == nil {
+			firstErr = s.err
 		}
-		rel := ""
-		if name != clean {
-			rel = name[len(clean)+1:]
-			if clean == "." {
-				rel = name
-			}
-		}
-		m, err := meta(root, name, rel, info)
-		if err != nil {
-			return err
-		}
-		out = append(out, m)
-		return nil
-	})
-	return out, err
+		out = append(out, own[next:s.after+1]...)
+		out = append(out, s.items...)
+		next = s.after + 1
+	}
+	return append(out, own[next:]...), firstErr
 }
 
 func meta(root *os.Root, name, rel string, fi fs.FileInfo) (FileMeta, error) {
@@ -113,8 +171,7 @@ func sumsOf(r io.Reader) (Sums, error) {
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			sum := sha256.Sum256(buf[:n])
-			s.Blocks = append(s.Blocks, hex.EncodeToString(sum[:]))
+			s.Blocks = append(s.Blocks, hexSum(buf[:n]))
 			s.Size += int64(n)
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -161,8 +218,7 @@ var (
 )
 
 func hashZeros(n int) string {
-	sum := sha256.Sum256(make([]byte, n))
-	return hex.EncodeToString(sum[:])
+	return hexSum(zeros[:n])
 }
 
 // join is path.Join for a tree's relative names, "" meaning the top.
@@ -177,7 +233,7 @@ func join(dir, rel string) string {
 type BundleItem struct {
 	Path  string `json:"path"`
 	Size  int64  `json:"size"`
-	Sum   string `json:"sum"`             // SHA-256 of the bytes that follow
+	Sum   string `json:"sum"`             // blockSum of the bytes that follow
 	Error string `json:"error,omitempty"` // the file could not be read: no bytes follow
 }
 
@@ -197,8 +253,7 @@ func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
 		if err != nil {
 			item.Error = err.Error()
 		} else {
-			sum := sha256.Sum256(data)
-			item.Size, item.Sum = int64(len(data)), hex.EncodeToString(sum[:])
+			item.Size, item.Sum = int64(len(data)), hexSum(data)
 		}
 		if err := enc.Encode(item); err != nil {
 			return err
@@ -258,12 +313,12 @@ func ReadBundle(r io.Reader, fn func(BundleItem, []byte) error) error {
 
 // Kinds of block in a WriteBlocks stream.
 const (
-	blockData = 0 // a SHA-256 and the block's bytes follow
+	blockData = 0 // the block's blockSum and bytes follow
 	blockZero = 1 // the block is all zeros: nothing follows
 )
 
 // WriteBlocks writes n blocks of the file p of root from block first: each
-// as a kind byte, then for data its SHA-256 and bytes.
+// as a kind byte, then for data its blockSum and bytes.
 func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
 	clean, err := CleanPath(p)
 	if err != nil {
@@ -297,7 +352,7 @@ func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
 			}
 			continue
 		}
-		sum := sha256.Sum256(buf[:k])
+		sum := blockSum(buf[:k])
 		if _, err := w.Write(append([]byte{blockData}, sum[:]...)); err != nil {
 			return err
 		}
@@ -306,13 +361,4 @@ func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
 		}
 	}
 	return nil
-}
-
-func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
 }

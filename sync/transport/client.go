@@ -67,9 +67,10 @@ type pinned struct {
 	e  *Endpoint
 	id peer.ID
 
-	mu    sync.Mutex // guards addrs and rt
+	mu    sync.Mutex // guards addrs, rt and data
 	addrs []string
 	rt    *http3.Transport // nil once closed
+	data  *dataPath        // made by DataClient
 }
 
 func (p *pinned) newTransport() *http3.Transport {
@@ -137,7 +138,11 @@ func (p *pinned) reset() {
 	if old != nil {
 		p.rt = p.newTransport()
 	}
+	data := p.data
 	p.mu.Unlock()
+	if data != nil {
+		data.close()
+	}
 	if old != nil {
 		old.Close()
 	}
@@ -147,7 +152,11 @@ func (p *pinned) close() {
 	p.mu.Lock()
 	old := p.rt
 	p.rt = nil
+	data := p.data
 	p.mu.Unlock()
+	if data != nil {
+		data.close()
+	}
 	if old != nil {
 		old.Close()
 	}

@@ -89,6 +89,7 @@ type Endpoint struct {
 	id    *peer.Identity
 	log   *slog.Logger
 	udp   *net.UDPConn
+	tcp   net.Listener // the data path (see DataClient); nil without one
 	tr    *quic.Transport
 	qconf *quic.Config
 
@@ -120,14 +121,16 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		udp.Close()
 		return nil, err
 	}
-	return &Endpoint{
+	e := &Endpoint{
 		id:    id,
 		log:   log,
 		udp:   udp,
 		tr:    &quic.Transport{Conn: udp, StatelessResetKey: reset},
 		qconf: cfg.quic(),
 		peers: make(map[peer.ID]*pinned),
-	}, nil
+	}
+	e.tcp = e.listenData()
+	return e, nil
 }
 
 // resetKey derives the stateless reset key from the identity, so that after
@@ -171,6 +174,9 @@ func (e *Endpoint) Close() error {
 	e.mu.Unlock()
 	for _, p := range peers {
 		p.close()
+	}
+	if e.tcp != nil {
+		e.tcp.Close()
 	}
 	err := e.tr.Close()
 	if uerr := e.udp.Close(); err == nil {

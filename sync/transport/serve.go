@@ -13,7 +13,8 @@ import (
 // ErrServing means Serve was called while the endpoint already serves.
 var ErrServing = errors.New("endpoint is already serving")
 
-// Serve answers HTTP/3 requests with h until ctx is cancelled, then closes
+// Serve answers HTTP/3 requests (and HTTP/1.1 on the TCP data path) with
+// h until ctx is cancelled, then closes
 // every incoming connection and returns once h's calls have returned.
 // Wrap h in Authorize: Serve itself admits any device with a valid
 // certificate.
@@ -27,6 +28,8 @@ func (e *Endpoint) Serve(ctx context.Context, h http.Handler) error {
 		return fmt.Errorf("listen for quic: %w", err)
 	}
 	defer ln.Close()
+	stopData := e.serveData(h)
+	defer stopData()
 	srv := &http3.Server{Handler: h, Logger: e.log}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeListener(ln) }()

@@ -1,0 +1,159 @@
+package folders
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// A tree listing crosses the network as text, one item a line, so that a
+// re-copy of a large unchanged tree is not spent in JSON and time parsing:
+//
+//	KIND SIZE MODE MTIME REL [LINK]
+//
+// tab-separated; KIND is f, d or l; MODE octal permission bits; MTIME Unix
+// nanoseconds; REL and LINK raw, or Go-quoted when they hold a control
+// character, a quote, a backslash or invalid UTF-8 (a raw name never starts
+// with a quote).
+
+// WalkContentType names the listing format.
+const WalkContentType = "text/x-labpool-walk; v=1"
+
+// maxWalkLine bounds one line of a listing: two names of at most 4 KiB
+// (Linux's PATH_MAX), each quoted at worst four bytes a byte, and numbers.
+const maxWalkLine = 2*(4*4096+2) + 128
+
+// EncodeWalk writes items to w.
+func EncodeWalk(w io.Writer, items []FileMeta) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var line []byte
+	for _, it := range items {
+		line = appendWalkLine(line[:0], it)
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+func appendWalkLine(b []byte, it FileMeta) []byte {
+	kind := byte('f')
+	switch {
+	case it.Dir:
+		kind = 'd'
+	case it.Link != "":
+		kind = 'l'
+	}
+	b = append(b, kind, '\t')
+	b = strconv.AppendInt(b, it.Size, 10)
+	b = append(b, '\t')
+	b = strconv.AppendUint(b, uint64(it.Mode.Perm()), 8)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, it.MTime.UnixNano(), 10)
+	b = append(b, '\t')
+	b = appendName(b, it.Rel)
+	if kind == 'l' {
+		b = append(b, '\t')
+		b = appendName(b, it.Link)
+	}
+	return append(b, '\n')
+}
+
+func appendName(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '"' || c == '\\' {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	if !utf8.ValidString(s) {
+		return strconv.AppendQuote(b, s)
+	}
+	return append(b, s...)
+}
+
+// DecodeWalk reads a listing (network input: every field is checked).
+func DecodeWalk(r io.Reader) ([]FileMeta, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var out []FileMeta
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, fmt.Errorf("listing line %d: longer than %d bytes", n, br.Size())
+		}
+		if err == io.EOF && len(line) == 0 {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing line %d: %w", n, err)
+		}
+		it, err := parseWalkLine(line[:len(line)-1])
+		if err != nil {
+			return nil, fmt.Errorf("listing line %d: %w", n, err)
+		}
+		out = append(out, it)
+	}
+}
+
+var errWalkLine = errors.New("malformed")
+
+func parseWalkLine(line []byte) (FileMeta, error) {
+	if len(line) > maxWalkLine {
+		return FileMeta{}, fmt.Errorf("%w: too long", errWalkLine)
+	}
+	var f [6][]byte
+	k := 0
+	for k < 5 {
+		i := bytes.IndexByte(line, '\t')
+		if i < 0 {
+			break
+		}
+		f[k], line = line[:i], line[i+1:]
+		k++
+	}
+	f[k] = line
+	k++
+	if len(f[0]) != 1 {
+		return FileMeta{}, fmt.Errorf("%w: kind", errWalkLine)
+	}
+	kind := f[0][0]
+	switch {
+	case kind == 'l' && k != 6, kind != 'l' && k != 5, kind != 'f' && kind != 'd' && kind != 'l':
+		return FileMeta{}, fmt.Errorf("%w: %d fields for kind %q", errWalkLine, k, kind)
+	}
+	size, err := strconv.ParseInt(string(f[1]), 10, 64)
+	if err != nil || size < 0 {
+		return FileMeta{}, fmt.Errorf("%w: size", errWalkLine)
+	}
+	mode, err := strconv.ParseUint(string(f[2]), 8, 32)
+	if err != nil || mode > uint64(fs.ModePerm) {
+		return FileMeta{}, fmt.Errorf("%w: mode", errWalkLine)
+	}
+	ns, err := strconv.ParseInt(string(f[3]), 10, 64)
+	if err != nil {
+		return FileMeta{}, fmt.Errorf("%w: mtime", errWalkLine)
+	}
+	rel, err := parseName(f[4])
+	if err != nil {
+		return FileMeta{}, fmt.Errorf("%w: name: %v", errWalkLine, err)
+	}
+	it := FileMeta{Rel: rel, Size: size, Mode: fs.FileMode(mode), MTime: time.Unix(0, ns).UTC(), Dir: kind == 'd'}
+	if kind == 'l' {
+		if it.Link, err = parseName(f[5]); err != nil || it.Link == "" {
+			return FileMeta{}, fmt.Errorf("%w: link target", errWalkLine)
+		}
+	}
+	return it, nil
+}
+
+func parseName(b []byte) (string, error) {
+	if len(b) > 0 && b[0] == '"' {
+		return strconv.Unquote(string(b))
+	}
+	return string(b), nil
+}
