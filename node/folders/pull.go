@@ -11,6 +11,7 @@ import (
 	"path"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // Source is the sending side of a copy: a shared folder of a member.
@@ -287,7 +288,7 @@ func (p *Pull) putSmall(name string, data []byte, m FileMeta) error {
 	partial := partialName(name)
 	if err := p.Dst.WriteFile(partial, data, 0o600); err != nil {
 		p.Dst.Remove(partial)
-		return fmt.Errorf("write %s: %w", name, err)
+		return writeError(name, err)
 	}
 	p.Dst.Chmod(partial, m.Mode)
 	p.Dst.Chtimes(partial, m.MTime, m.MTime)
@@ -355,7 +356,7 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", name, err)
+		return writeError(name, err)
 	}
 	if err := f.Chmod(m.Mode); err != nil {
 		return err
@@ -369,6 +370,19 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 	}
 	p.changed.Store(true)
 	return nil
+}
+
+// ErrFull means the destination's file system has no space left.
+var ErrFull = errors.New("the destination is full")
+
+// writeError explains a failed write of name; a full disk says so plainly.
+// What was written stays under the partial name, for a later copy to resume
+// once space is freed; nothing appears under the final name.
+func writeError(name string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: no space left to write %s (free some space and copy again: it resumes)", ErrFull, name)
+	}
+	return fmt.Errorf("write %s: %w", name, err)
 }
 
 // partialName is where a file grows until it is complete.
@@ -402,7 +416,7 @@ func (p *Pull) openPartial(partial, name string) (*os.File, bool, error) {
 	}
 	if _, err := io.Copy(f, old); err != nil {
 		f.Close()
-		return nil, false, fmt.Errorf("copy the old %s: %w", name, err)
+		return nil, false, writeError(name, err)
 	}
 	return f, false, nil
 }
@@ -511,7 +525,7 @@ func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, 
 			return fmt.Errorf("%s changed at the source during the copy (block %d)", src, i)
 		}
 		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
-			return fmt.Errorf("write %s: %w", f.Name(), err)
+			return writeError(src, err)
 		}
 		p.sent.Add(int64(n))
 		p.done.Add(int64(n))
@@ -578,7 +592,7 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int
 			return fmt.Errorf("%s: block %d arrived damaged", src, i)
 		}
 		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
-			return fmt.Errorf("write %s: %w", f.Name(), err)
+			return writeError(src, err)
 		}
 		p.sent.Add(int64(n))
 		p.done.Add(int64(n))
