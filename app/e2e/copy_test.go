@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"fmt"
 	"io/fs"
@@ -80,6 +81,57 @@ func TestCopy(t *testing.T) {
 			t.Fatalf("browser folders test: %v", err)
 		}
 		sameFiles(t, data, filepath.Join(scratch, "from-ui"))
+	})
+	t.Run("a copy does not starve telemetry or control", func(t *testing.T) {
+		os.MkdirAll(filepath.Join(data, "big"), 0o755)
+		writeRandom(t, filepath.Join(data, "big", "weights.bin"), 1536<<20)
+		defer os.RemoveAll(filepath.Join(data, "big"))
+		// A control request that crosses to gpu1, the busy sender.
+		ls := func() time.Duration {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			if _, err := laptop.client().Ls(ctx, "gpu1", "data", ""); err != nil {
+				t.Errorf("ls gpu1:data: %v", err)
+			}
+			return time.Since(start)
+		}
+		var idle time.Duration
+		for range 5 {
+			idle = max2(idle, ls())
+		}
+		done := make(chan string, 1)
+		start := time.Now()
+		go func() {
+			out, errOut, code := laptop.cli("cp", "-q", "gpu1:data/big", "gpu2:scratch/")
+			done <- fmt.Sprintf("exit %d %s%s", code, out, errOut)
+		}()
+		var worst time.Duration
+		var asked int
+		var res string
+	watch:
+		for {
+			select {
+			case res = <-done:
+				break watch
+			case <-time.After(200 * time.Millisecond):
+				worst = max2(worst, ls())
+				asked++
+			}
+		}
+		took := time.Since(start)
+		t.Logf("1.5 GiB machine to machine in %v: %s; %d control requests to the sender, slowest %v (idle %v)",
+			took.Round(time.Millisecond), strings.TrimSpace(res), asked, worst.Round(time.Millisecond), idle.Round(time.Millisecond))
+		if !strings.HasPrefix(res, "exit 0") {
+			t.Fatalf("copy: %s", res)
+		}
+		if worst > time.Second {
+			t.Errorf("a control request to the sending machine took %v during the copy", worst)
+		}
+		// Telemetry of both ends kept flowing to the laptop: samples come
+		// every second.
+		checkGaps(t, laptop, "gpu1", 2500*time.Millisecond)
+		checkGaps(t, laptop, "gpu2", 2500*time.Millisecond)
 	})
 	t.Run("read-only share refuses writes", func(t *testing.T) {
 		_, errOut, code := laptop.cli("cp", src, "gpu1:data/")
