@@ -11,7 +11,6 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/cli"
-	"github.com/labpool/labpool/app/daemon"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
@@ -21,7 +20,7 @@ import (
 func init() { window = runWindow }
 
 // runWindow opens the labpool window over this machine's daemon: the one
-// already serving the data directory, or one started in-process.
+// already serving the data directory, or a background agent it starts.
 func runWindow(assets fs.FS, log *slog.Logger) int {
 	dataDir := os.Getenv("LABPOOL_DATA")
 	if dataDir == "" {
@@ -30,7 +29,7 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	cfg := daemonConfig(cli.DaemonOptions{DataDir: dataDir, Listen: os.Getenv("LABPOOL_LISTEN")})
-	socket, done, err := daemon.Ensure(ctx, cfg, log)
+	socket, done, err := ensureAgent(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labpool:", err)
 		return cli.ExitFailure

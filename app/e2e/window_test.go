@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/app"
 )
 
 // TestWindow opens the real Wails build under Xvfb. The page, in self-test
@@ -99,5 +102,25 @@ func TestWindow(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("the window did not quit after its self-test")
+	}
+	// The window started the agent in the background: it outlives the
+	// window (copies and tunnels go on), and `labpool quit` stops it.
+	dataDir := filepath.Join(dir, "data")
+	sock := filepath.Join(dataDir, "labpool.sock")
+	defer func() { // never leave an agent behind
+		if pid, err := os.ReadFile(filepath.Join(dataDir, "daemon.lock")); err == nil {
+			exec.Command("kill", strings.TrimSpace(string(pid))).Run()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := app.NewClient(sock).Ping(ctx); err != nil {
+		t.Errorf("the agent did not outlive the window: %v", err)
+	}
+	if out, err := exec.Command(gui, "--data", dataDir, "quit").CombinedOutput(); err != nil {
+		t.Errorf("labpool quit: %v %s", err, out)
+	}
+	if err := app.NewClient(sock).Ping(ctx); err == nil {
+		t.Errorf("the agent still answers after labpool quit")
 	}
 }

@@ -1,0 +1,93 @@
+//go:build !headless
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/cli"
+	"github.com/labpool/labpool/app/daemon"
+)
+
+// ensureAgent returns the socket of the daemon serving cfg.DataDir: the one
+// running, or a background agent started now, in a process of its own so
+// that copies, tunnels and this machine's place in the pool outlive the
+// window (`labpool quit` stops it). Where no agent can be started, the
+// daemon runs in this process and done stops it.
+func ensureAgent(ctx context.Context, cfg daemon.Config, log *slog.Logger) (socket string, done func() error, err error) {
+	socket = cli.SocketPath(cfg.DataDir)
+	if answers(ctx, socket) {
+		log.Info("attached to the running labpool daemon", "socket", socket)
+		return socket, func() error { return nil }, nil
+	}
+	if os.Getenv("LABPOOL_WINDOW_DAEMON") != "inprocess" {
+		err := startAgent(ctx, cfg, socket)
+		if err == nil {
+			log.Info("started the labpool agent in the background", "socket", socket, "log", filepath.Join(cfg.DataDir, "agent.log"))
+			return socket, func() error { return nil }, nil
+		}
+		log.Warn("could not start a background agent: the daemon runs in this window and stops with it", "err", err)
+	}
+	return daemon.Ensure(ctx, cfg, log)
+}
+
+func answers(ctx context.Context, socket string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return app.NewClient(socket).Ping(ctx) == nil
+}
+
+// startAgent runs `labpool agent` for cfg detached from this process, and
+// waits until it answers.
+func startAgent(ctx context.Context, cfg daemon.Config, socket string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(cfg.DataDir, "agent.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	args := []string{"--data", cfg.DataDir, "agent", "--listen", cfg.Listen}
+	if cfg.Name != "" {
+		args = append(args, "--name", cfg.Name)
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	detach(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reap it should it end while the window is open
+	deadline := time.NewTimer(20 * time.Second)
+	defer deadline.Stop()
+	for {
+		if answers(ctx, socket) {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the agent exited at once (%v); see %s", err, logPath)
+		case <-deadline.C:
+			cmd.Process.Kill()
+			return errors.New("the agent did not answer within 20 s; see " + logPath)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
