@@ -259,6 +259,15 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 		return fmt.Errorf("read files at the source: %w", err)
 	}
 	defer rc.Close()
+	// Each destination directory is opened once, as a root of its own: a
+	// file then costs a handful of system calls on one name, not a walk
+	// down its whole path for every step.
+	dirs := map[string]*os.Root{}
+	defer func() {
+		for _, r := range dirs {
+			r.Close()
+		}
+	}()
 	got := 0
 	err = ReadBundle(rc, func(item BundleItem, data []byte) error {
 		m, ok := byPath[item.Path]
@@ -272,7 +281,17 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 			return fmt.Errorf("%s arrived damaged", item.Path)
 		}
 		got++
-		return p.putSmall(join(target, m.Rel), data, m)
+		name := join(target, m.Rel)
+		dir, base := path.Split(name)
+		r := dirs[dir]
+		if r == nil {
+			var err error
+			if r, err = p.Dst.OpenRoot(path.Clean("./" + dir)); err != nil {
+				return fmt.Errorf("open %s: %w", dir, err)
+			}
+			dirs[dir] = r
+		}
+		return p.putSmall(r, base, name, data, m)
 	})
 	if err != nil {
 		return err
@@ -283,16 +302,17 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 	return nil
 }
 
-// putSmall writes a received small file under a partial name, then renames.
-func (p *Pull) putSmall(name string, data []byte, m FileMeta) error {
-	partial := partialName(name)
-	if err := p.Dst.WriteFile(partial, data, 0o600); err != nil {
-		p.Dst.Remove(partial)
+// putSmall writes a received small file under a partial name in dir, then
+// renames it to base (name is its path, for messages).
+func (p *Pull) putSmall(dir *os.Root, base, name string, data []byte, m FileMeta) error {
+	partial := partialName(base)
+	if err := dir.WriteFile(partial, data, 0o600); err != nil {
+		dir.Remove(partial)
 		return writeError(name, err)
 	}
-	p.Dst.Chmod(partial, m.Mode)
-	p.Dst.Chtimes(partial, m.MTime, m.MTime)
-	if err := p.Dst.Rename(partial, name); err != nil {
+	dir.Chmod(partial, m.Mode)
+	dir.Chtimes(partial, m.MTime, m.MTime)
+	if err := dir.Rename(partial, base); err != nil {
 		return fmt.Errorf("put %s in place: %w", name, err)
 	}
 	p.changed.Store(true)
