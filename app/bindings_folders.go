@@ -9,6 +9,20 @@ func (b *Bindings) Folders() ([]Folder, error) {
 	return b.client.Folders(ctx)
 }
 
+// Share shares a directory of this machine with the pool.
+func (b *Bindings) Share(name, path string, readWrite bool) (Folder, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.Share(ctx, ShareRequest{Name: name, Path: path, ReadWrite: readWrite})
+}
+
+// Unshare stops sharing a folder of this machine.
+func (b *Bindings) Unshare(name string) error {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.Unshare(ctx, name)
+}
+
 // Ls lists a directory of a shared folder.
 func (b *Bindings) Ls(node, folder, path string) ([]folders.Entry, error) {
 	ctx, cancel := b.call()

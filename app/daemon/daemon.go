@@ -74,6 +74,7 @@ type Daemon struct {
 	tunnels *app.Tunnels
 	jobs    *jobs.Manager
 	folders *folders.Registry
+	shared  publishedFolders // what was last published of each share
 	xfers   transfers
 	runCtx  context.Context     // the context run serves under; copies end with it
 	rt      *containers.Runtime // nil without a reachable Docker engine

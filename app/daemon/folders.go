@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -64,20 +65,53 @@ func (f *folderManager) Unshare(ctx context.Context, name string) error {
 	if err := d.folders.Remove(name); err != nil {
 		return fmt.Errorf("%w: %v", app.ErrNotFound, err)
 	}
+	d.shared.mu.Lock()
+	delete(d.shared.last, name)
+	d.shared.mu.Unlock()
 	return d.writeFolder(ctx, folders.Info{Name: name, Removed: true})
 }
 
-// publishFolder measures a share and writes its replicated record.
+// publishedFolders remembers the record last written for each share, so
+// that an unchanged share adds nothing to the replicated log.
+type publishedFolders struct {
+	mu   sync.Mutex
+	last map[string]string // share name -> its record's JSON
+}
+
+// publishFolder measures a share and writes its replicated record, unless
+// it is what was last written.
 func (d *Daemon) publishFolder(ctx context.Context, s folders.Share) folders.Info {
 	info := folders.Info{Name: s.Name, Mode: s.Mode(), Members: s.Members}
 	if root, _, err := d.folders.OpenRoot(s.Name, "", false); err == nil {
 		info.SizeBytes, info.Files, _ = folders.Usage(root)
 		root.Close()
 	}
+	data, _ := json.Marshal(info)
+	d.shared.mu.Lock()
+	same := d.shared.last[s.Name] == string(data)
+	d.shared.mu.Unlock()
+	if same {
+		return info
+	}
 	if err := d.writeFolder(ctx, info); err != nil {
 		d.log.Warn("write folder record", "folder", s.Name, "err", err)
+		return info
 	}
+	d.shared.mu.Lock()
+	if d.shared.last == nil {
+		d.shared.last = map[string]string{}
+	}
+	d.shared.last[s.Name] = string(data)
+	d.shared.mu.Unlock()
 	return info
+}
+
+// republish measures the share name again (after a copy into it) and
+// publishes it if it changed.
+func (d *Daemon) republish(name string) {
+	if s, err := d.folders.Get(name); err == nil {
+		d.publishFolder(d.runCtx, s)
+	}
 }
 
 func (d *Daemon) writeFolder(ctx context.Context, info folders.Info) error {

@@ -250,7 +250,10 @@ func (d *Daemon) receive(req transferRequest, member string) (app.Transfer, erro
 	}
 	t := &app.Transfer{ID: newTransferID(), Node: d.id.ID.String(), Src: req.Label[0], Dst: req.Label[1], State: "running", Started: time.Now().UTC()}
 	pull := &folders.Pull{Src: httpSource{hc, req.SrcFolder}, SrcPath: req.SrcPath, SrcName: req.SrcName, Dst: root, DstPath: req.DstPath}
-	d.startTransfer(d.runCtx, t, pull, func() { root.Close() })
+	d.startTransfer(d.runCtx, t, pull, func() {
+		root.Close()
+		d.republish(req.DstFolder) // its size and file count changed
+	})
 	return *t, nil
 }
 

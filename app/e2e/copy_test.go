@@ -51,6 +51,25 @@ func TestCopy(t *testing.T) {
 		t.Logf("%s", strings.TrimSpace(out))
 		sameFiles(t, data, filepath.Join(scratch, "from-gpu1"))
 	})
+	t.Run("folder sizes follow copies", func(t *testing.T) {
+		// gpu2:scratch now holds two copies of the 67 MiB tree: its record,
+		// republished when a copy into it ends, says so on the laptop.
+		waitFor(t, 10*time.Second, "scratch's new size on the laptop", func() error {
+			fs, err := laptop.client().Folders(context.Background())
+			if err != nil {
+				return err
+			}
+			for _, f := range fs {
+				if f.NodeName == "gpu2" && f.Name == "scratch" {
+					if f.Files != 12 {
+						return fmt.Errorf("gpu2:scratch listed with %d files, %d bytes", f.Files, f.SizeBytes)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("gpu2:scratch not listed")
+		})
+	})
 	t.Run("machine to laptop", func(t *testing.T) {
 		dst := filepath.Join(base, "back")
 		os.Mkdir(dst, 0o755)
@@ -71,7 +90,10 @@ func TestCopy(t *testing.T) {
 			return nil
 		})
 		script := filepath.Join(repoRoot(), "frontend", "e2e", "folders.mjs")
+		mine := filepath.Join(base, "laptop-notes")
+		os.MkdirAll(mine, 0o755)
 		cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", script, "--url", "http://"+webAddr,
+			"--share-name", "notes", "--share-path", mine,
 			"--folder", "gpu1:data", "--expect-entry", "readme.txt", "--src", "gpu1:data", "--dst", "gpu2:scratch/from-ui",
 			"--screenshot", filepath.Join(artifacts(t), "folders.png"))
 		cmd.Dir = filepath.Join(repoRoot(), "frontend")
@@ -81,6 +103,10 @@ func TestCopy(t *testing.T) {
 			t.Fatalf("browser folders test: %v", err)
 		}
 		sameFiles(t, data, filepath.Join(scratch, "from-ui"))
+		// The folder shared from the window is this machine's, for the pool.
+		if out := mustCLI(t, gpu1, "folders"); !strings.Contains(out, "laptop:notes") {
+			t.Errorf("the folder shared in the window is not listed on gpu1:\n%s", out)
+		}
 	})
 	t.Run("a copy does not starve telemetry or control", func(t *testing.T) {
 		os.MkdirAll(filepath.Join(data, "big"), 0o755)

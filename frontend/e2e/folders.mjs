@@ -2,11 +2,15 @@
 //
 //   node e2e/folders.mjs --url http://127.0.0.1:PORT/ --folder gpu1:data \
 //        --expect-entry readme.txt --src gpu1:data --dst gpu2:scratch/from-ui \
-//        --screenshot /tmp/folders.png [--chromium /usr/bin/chromium]
+//        --screenshot /tmp/folders.png [--chromium /usr/bin/chromium] \
+//        [--share-name NAME --share-path /abs/path]
 //
-// Opens the Folders tab, browses the folder and waits for the entry, starts
-// a copy from the form and waits for its transfer to be done. One JSON line
-// out; exit 1 with the failing stage (and a screenshot) otherwise.
+// Opens the Folders tab; with --share-name and --share-path, first shares
+// that directory of the page's machine from the form and waits for its card
+// (and its Unshare button). Then browses the folder and waits for the entry,
+// starts a copy from the form and waits for its transfer to be done. One
+// JSON line out ({"ok":true}, plus "shared":NAME when it shared); exit 1
+// with the failing stage (and a screenshot) otherwise.
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,14 +18,31 @@ import { chromium } from 'playwright-core'
 
 function parseArgs(argv) {
   const out = { timeout: 30, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
-  const keys = { '--url': 'url', '--folder': 'folder', '--expect-entry': 'entry', '--src': 'src', '--dst': 'dst', '--screenshot': 'screenshot', '--chromium': 'chromium', '--timeout': 'timeout' }
+  const keys = { '--url': 'url', '--folder': 'folder', '--expect-entry': 'entry', '--src': 'src', '--dst': 'dst', '--screenshot': 'screenshot', '--chromium': 'chromium', '--timeout': 'timeout',
+    '--share-name': 'shareName', '--share-path': 'sharePath' }
   for (let i = 0; i < argv.length; i++) {
     const k = keys[argv[i]]
     if (!k || i + 1 >= argv.length) throw new Error(`bad argument ${argv[i]}`)
     out[k] = k === 'timeout' ? Number(argv[++i]) : argv[++i]
   }
   for (const k of ['url', 'folder', 'entry', 'src', 'dst', 'screenshot']) if (!out[k]) throw new Error(`missing ${k}`)
+  if (!out.shareName !== !out.sharePath) throw new Error('--share-name and --share-path go together')
   return out
+}
+
+// Shares path as name from the form; waits for the folder's card, or throws
+// with the error the view shows.
+async function share(page, name, path, ms) {
+  const form = page.getByTestId('share-form')
+  await form.locator('input[name="share-name"]').fill(name, { timeout: ms })
+  await form.locator('input[name="share-path"]').fill(path)
+  await form.getByTestId('share-submit').click()
+  const unshare = page.locator(`[data-testid="unshare"][data-name="${name}"]`)
+  const failed = page.getByTestId('folders-error')
+  await unshare.or(failed).first().waitFor({ timeout: ms })
+  if (!(await unshare.count())) throw new Error(`share ${name}: ${await failed.first().textContent()}`)
+  const card = await unshare.getAttribute('data-folder')
+  await page.locator(`[data-testid="folder"][data-folder="${card}"]`).waitFor({ timeout: ms })
 }
 
 async function main() {
@@ -50,6 +71,12 @@ async function main() {
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
     stage = 'browse'
     await page.getByTestId('tab-folders').click()
+    if (opts.shareName) {
+      stage = 'share'
+      await share(page, opts.shareName, opts.sharePath, ms)
+      result.shared = opts.shareName
+    }
+    stage = 'browse'
     await page.locator(`[data-testid="folder"][data-folder="${opts.folder}"]`).click({ timeout: ms })
     await page.locator(`[data-testid="entry"][data-name="${opts.entry}"]`).waitFor({ timeout: ms })
     stage = 'copy'

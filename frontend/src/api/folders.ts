@@ -34,6 +34,10 @@ export interface Transfer {
 /** Shared-folder operations, implemented by both transports. */
 export interface FoldersTransport {
   folders(): Promise<Folder[]>
+  /** Shares a directory (an absolute path) of this machine as name. */
+  share(name: string, path: string, readWrite: boolean): Promise<Folder>
+  /** Stops sharing a folder of this machine. */
+  unshare(name: string): Promise<void>
   ls(node: string, folder: string, path: string): Promise<Entry[]>
   copy(src: string, dst: string): Promise<Transfer>
   transfers(): Promise<Transfer[]>

@@ -126,6 +126,8 @@ export function httpTransport(): Transport {
     removeMember: (id) => request<void>('DELETE', `/pool/members/${encodeURIComponent(id)}`),
     ...httpJobs(),
     folders: async () => (await request<Folder[] | null>('GET', '/folders')) ?? [],
+    share: (name, path, readWrite) => request<Folder>('POST', '/folders', { name, path, rw: readWrite }),
+    unshare: (name) => request<void>('DELETE', `/folders/${enc(name)}`),
     ls: async (node, folder, path) =>
       (await request<Entry[] | null>('GET', `/ls?node=${enc(node)}&folder=${enc(folder)}&path=${enc(path)}`)) ?? [],
     copy: (src, dst) => request<FolderTransfer>('POST', '/copy', { src, dst }),

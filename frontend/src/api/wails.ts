@@ -30,6 +30,8 @@ export interface WailsBindings {
   FollowLogs(id: string, tail: number): Promise<void>
   StopLogs(id: string): Promise<void>
   Folders(): Promise<Folder[] | null>
+  Share(name: string, path: string, readWrite: boolean): Promise<Folder>
+  Unshare(name: string): Promise<void>
   Ls(node: string, folder: string, path: string): Promise<Entry[] | null>
   Copy(src: string, dst: string): Promise<Transfer>
   Transfers(): Promise<Transfer[] | null>
@@ -94,6 +96,8 @@ export function wailsTransport(b: WailsBindings): Transport {
       }
     },
     folders: async () => (await call(() => b.Folders())) ?? [],
+    share: (name, path, readWrite) => call(() => b.Share(name, path, readWrite)),
+    unshare: (name) => call(() => b.Unshare(name)),
     ls: async (node, folder, path) => (await call(() => b.Ls(node, folder, path))) ?? [],
     copy: (src, dst) => call(() => b.Copy(src, dst)),
     transfers: async () => (await call(() => b.Transfers())) ?? [],
