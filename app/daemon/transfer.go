@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,7 +61,7 @@ func (s httpSource) get(ctx context.Context, op string, q url.Values) (*http.Res
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, sourceError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -81,6 +82,16 @@ func (s httpSource) decode(ctx context.Context, op string, q url.Values, v any) 
 	}
 	defer resp.Body.Close()
 	return json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(v)
+}
+
+// sourceError says that the sending machine could not be reached, without
+// the request's URL.
+func sourceError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("the sending machine did not answer: %w", err)
 }
 
 // Walk implements folders.Source.
@@ -111,7 +122,7 @@ func (s httpSource) Bundle(ctx context.Context, paths []string) (io.ReadCloser, 
 	}
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, sourceError(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -172,6 +183,9 @@ func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folde
 		t.Progress, t.Finished, t.State = p, &now, "done"
 		if err != nil {
 			t.State, t.Error = "failed", err.Error()
+			if p.Done > 0 && !errors.Is(err, context.Canceled) && !errors.Is(err, folders.ErrFull) {
+				t.Error += " (what arrived is kept: the same copy resumes from there)"
+			}
 		}
 		d.xfers.mu.Unlock()
 		close(ended)

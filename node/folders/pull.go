@@ -392,6 +392,14 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 	return nil
 }
 
+// receiveError explains a stream from the source that broke off.
+func receiveError(name string, err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return fmt.Errorf("receive %s: the sending machine stopped in the middle (%w)", name, err)
+	}
+	return fmt.Errorf("receive %s: %w", name, err)
+}
+
 // ErrFull means the destination's file system has no space left.
 var ErrFull = errors.New("the destination is full")
 
@@ -539,7 +547,7 @@ func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, 
 	for i := r.first; i < r.first+r.n; i++ {
 		n := blockLen(sums.Size, i)
 		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
-			return fmt.Errorf("receive %s: %w", src, err)
+			return receiveError(src, err)
 		}
 		if hexSum(buf[:n]) != sums.Blocks[i] {
 			return fmt.Errorf("%s changed at the source during the copy (block %d)", src, i)
@@ -596,17 +604,17 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int
 	for i := r.first; i < r.first+r.n; i++ {
 		n := blockLen(size, i)
 		if _, err := io.ReadFull(rc, head[:1]); err != nil {
-			return fmt.Errorf("receive %s: %w", src, err)
+			return receiveError(src, err)
 		}
 		if head[0] == blockZero {
 			p.done.Add(int64(n))
 			continue
 		}
 		if _, err := io.ReadFull(rc, head[1:]); err != nil {
-			return fmt.Errorf("receive %s: %w", src, err)
+			return receiveError(src, err)
 		}
 		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
-			return fmt.Errorf("receive %s: %w", src, err)
+			return receiveError(src, err)
 		}
 		if blockSum(buf[:n]) != [sumSize]byte(head[1:]) {
 			return fmt.Errorf("%s: block %d arrived damaged", src, i)
