@@ -329,11 +329,46 @@ func (c *copier) Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, e
 	}
 	var t app.Transfer
 	if err := d.svc.NodeCall(ctx, dst.ID, http.MethodPost, "/v1/transfers", tr, &t); err != nil {
+		if !sRemote {
+			d.folders.Remove(tr.SrcFolder)
+		}
 		return app.Transfer{}, err
 	}
 	d.remember(t)
+	if !sRemote {
+		go d.withdrawOffer(tr.SrcFolder, t)
+	}
 	return t, nil
 }
+
+// withdrawOffer removes the transient share of a local source once its
+// copy has ended (a later copy offers it again), or once the receiver has
+// not answered for offerLinger.
+func (d *Daemon) withdrawOffer(share string, t app.Transfer) {
+	defer d.folders.Remove(share)
+	silent := time.Now()
+	for d.runCtx.Err() == nil {
+		cur, err := (*copier)(d).Transfer(d.runCtx, t.Node, t.ID, app.MaxTransferWait)
+		switch {
+		case err == nil && cur.State != "running":
+			return
+		case err == nil:
+			silent = time.Now()
+		case time.Since(silent) > offerLinger:
+			d.log.Info("the receiver of a copy stopped answering: its source is no longer offered", "id", t.ID, "share", share)
+			return
+		default:
+			select { // unreachable for now: try again shortly
+			case <-d.runCtx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// offerLinger is how long a local source stays offered to a receiver that
+// does not answer (a receiver restarted mid-copy forgets the copy).
+const offerLinger = 2 * time.Minute
 
 // remember records a copy started through this daemon (the last 100).
 func (d *Daemon) remember(t app.Transfer) {
