@@ -129,6 +129,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	if d.folders, err = folders.Open(shareStore{d.db}); err != nil {
 		return nil, err
 	}
+	d.loadTransfers(ctx)
 	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
 	d.openJobs(ctx)
 	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))

@@ -45,8 +45,49 @@ type transfers struct {
 	started []startedTransfer        // newest last
 }
 
-// startedTransfer names a copy started through this daemon.
-type startedTransfer struct{ node, id string }
+// startedTransfer is a copy started through this daemon, with its state as
+// last seen. The list is kept in the settings, so that the window lists
+// copies across restarts of either.
+type startedTransfer struct {
+	Node string       `json:"node"`
+	ID   string       `json:"id"`
+	Last app.Transfer `json:"last"`
+}
+
+// settingTransfers keeps the copies started through this machine.
+const settingTransfers = "transfers"
+
+// loadTransfers reads the list of started copies.
+func (d *Daemon) loadTransfers(ctx context.Context) {
+	v, ok, err := d.db.Setting(ctx, settingTransfers)
+	if err != nil || !ok {
+		return
+	}
+	var list []startedTransfer
+	if err := json.Unmarshal([]byte(v), &list); err != nil {
+		d.log.Warn("unreadable list of copies: starting a new one", "err", err)
+		return
+	}
+	d.xfers.mu.Lock()
+	d.xfers.started = list
+	d.xfers.mu.Unlock()
+}
+
+// saveTransfers writes the list of started copies.
+func (d *Daemon) saveTransfers(ctx context.Context) {
+	d.xfers.mu.Lock()
+	b, err := json.Marshal(d.xfers.started)
+	d.xfers.mu.Unlock()
+	if err == nil {
+		err = d.db.SetSetting(ctx, settingTransfers, string(b))
+	}
+	if err != nil {
+		d.log.Warn("save the list of copies", "err", err)
+	}
+}
+
+// ended reports whether a copy's state is final.
+func ended(t app.Transfer) bool { return t.State == "done" || t.State == "failed" }
 
 // httpSource reads a member's shared folder over the pool's transport.
 type httpSource struct {
@@ -373,27 +414,53 @@ const offerLinger = 2 * time.Minute
 // remember records a copy started through this daemon (the last 100).
 func (d *Daemon) remember(t app.Transfer) {
 	d.xfers.mu.Lock()
-	defer d.xfers.mu.Unlock()
-	d.xfers.started = append(d.xfers.started, startedTransfer{t.Node, t.ID})
+	d.xfers.started = append(d.xfers.started, startedTransfer{t.Node, t.ID, t})
 	if n := len(d.xfers.started); n > 100 {
 		d.xfers.started = d.xfers.started[n-100:]
 	}
+	d.xfers.mu.Unlock()
+	d.saveTransfers(d.runCtx)
 }
 
-// Transfers implements app.Copier: each copy as its receiver reports it,
-// or as last known when the receiver cannot be reached.
+// Transfers implements app.Copier: each copy as its receiver reports it
+// while it runs, as it ended, or as last known when the receiver cannot be
+// reached (it may have restarted: copying again resumes).
 func (c *copier) Transfers(ctx context.Context) ([]app.Transfer, error) {
 	d := (*Daemon)(c)
 	d.xfers.mu.Lock()
 	started := slices.Clone(d.xfers.started)
 	d.xfers.mu.Unlock()
 	out := []app.Transfer{}
+	changed := map[string]app.Transfer{}
 	for i := len(started) - 1; i >= 0; i-- {
-		t, err := c.Transfer(ctx, started[i].node, started[i].id, 0)
-		if err != nil {
-			t = app.Transfer{ID: started[i].id, Node: started[i].node, State: "unknown", Error: err.Error()}
+		s := started[i]
+		if ended(s.Last) {
+			out = append(out, s.Last) // final: no need to ask
+			continue
+		}
+		t, err := c.Transfer(ctx, s.Node, s.ID, 0)
+		switch {
+		case err == nil:
+			if t.State != s.Last.State {
+				changed[s.ID] = t
+			}
+		case s.Last.ID != "":
+			t = s.Last
+			t.State, t.Error = "unknown", "the receiving machine does not answer about this copy: "+err.Error()
+		default:
+			t = app.Transfer{ID: s.ID, Node: s.Node, State: "unknown", Error: err.Error()}
 		}
 		out = append(out, t)
+	}
+	if len(changed) > 0 {
+		d.xfers.mu.Lock()
+		for i := range d.xfers.started {
+			if t, ok := changed[d.xfers.started[i].ID]; ok {
+				d.xfers.started[i].Last = t
+			}
+		}
+		d.xfers.mu.Unlock()
+		d.saveTransfers(ctx)
 	}
 	return out, nil
 }

@@ -165,6 +165,24 @@ func TestCopy(t *testing.T) {
 			t.Errorf("copy into a read-only share: exit %d %q", code, errOut)
 		}
 	})
+	t.Run("the list of copies outlives a restart", func(t *testing.T) {
+		before, err := laptop.client().Transfers(context.Background())
+		if err != nil || len(before) < 5 {
+			t.Fatalf("%d copies listed before the restart (%v)", len(before), err)
+		}
+		laptop.kill()
+		laptop.start("web", "--listen", webAddr, "--name", "laptop", "--iface", "eth0", "--peer-listen", ":7420")
+		laptop.waitDaemon()
+		after, err := laptop.client().Transfers(context.Background())
+		if err != nil || len(after) != len(before) {
+			t.Fatalf("%d copies listed after the restart, %d before (%v)", len(after), len(before), err)
+		}
+		for i := range after {
+			if after[i].ID != before[i].ID || after[i].State != "done" || after[i].Src != before[i].Src || after[i].Progress != before[i].Progress {
+				t.Errorf("copy %d after the restart: %+v, before: %+v", i, after[i], before[i])
+			}
+		}
+	})
 }
 
 func mustCLI(t testing.TB, h *host, args ...string) string {
