@@ -81,6 +81,32 @@ func TestCopy(t *testing.T) {
 			t.Errorf("a re-copy of an unchanged tree sent data: %s", again)
 		}
 	})
+	t.Run("members only: the serving machine enforces a share's members", func(t *testing.T) {
+		me, err := nodeByName(gpu1, "laptop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		private := filepath.Join(base, "gpu1-private")
+		os.MkdirAll(private, 0o755)
+		os.WriteFile(filepath.Join(private, "secret.txt"), []byte("for the laptop only\n"), 0o600)
+		mustCLI(t, gpu1, "share", "--members", me.ID, "private", private)
+		defer mustCLI(t, gpu1, "unshare", "private")
+		if out, errOut, code := laptop.cli("ls", "gpu1:private"); code != 0 || !strings.Contains(out, "secret.txt") {
+			t.Errorf("the member could not list it: exit %d %s%s", code, out, errOut)
+		}
+		if out, errOut, code := gpu2.cli("ls", "gpu1:private"); code == 0 || strings.Contains(out, "secret.txt") {
+			t.Errorf("a non-member listed it: exit %d %s%s", code, out, errOut)
+		}
+		// gpu2 pulls a copy the laptop asks for: gpu1 refuses gpu2 itself.
+		_, errOut, code := laptop.cli("cp", "gpu1:private", "gpu2:scratch/stolen")
+		if code == 0 {
+			t.Errorf("a copy out of a members-only share to a non-member machine succeeded")
+		}
+		if _, err := os.Stat(filepath.Join(scratch, "stolen")); err == nil {
+			t.Errorf("the non-member received the share: %s", errOut)
+		}
+		t.Logf("copy to a non-member: exit %d: %s", code, strings.TrimSpace(errOut))
+	})
 	t.Run("browser: browse and copy", func(t *testing.T) {
 		waitFor(t, 10*time.Second, "the folders listed on the laptop", func() error {
 			out, _, _ := laptop.cli("folders")
@@ -178,7 +204,7 @@ func TestCopy(t *testing.T) {
 			t.Fatalf("%d copies listed after the restart, %d before (%v)", len(after), len(before), err)
 		}
 		for i := range after {
-			if after[i].ID != before[i].ID || after[i].State != "done" || after[i].Src != before[i].Src || after[i].Progress != before[i].Progress {
+			if after[i].ID != before[i].ID || after[i].State != before[i].State || after[i].State == "running" || after[i].Src != before[i].Src || after[i].Progress != before[i].Progress {
 				t.Errorf("copy %d after the restart: %+v, before: %+v", i, after[i], before[i])
 			}
 		}
