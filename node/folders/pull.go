@@ -107,13 +107,17 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 		}
 	}
 	var dirs []FileMeta  // Rel is the source's
-	var small []FileMeta // files of one block at most, fetched in parallel
+	small := make([]FileMeta, 0, len(items)) // files of one block at most, fetched in parallel
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			return p.snapshot(), err
 		}
 		if _, err := CleanPath(it.Rel); err != nil && it.Rel != "" {
 			return p.snapshot(), fmt.Errorf("the source sent a bad name: %w", err)
+		}
+		if it.small() {
+			small = append(small, it)
+			continue
 		}
 		name := join(target, it.Rel)
 		switch {
@@ -134,8 +138,6 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 				return p.snapshot(), fmt.Errorf("link %s: %w", name, err)
 			}
 			p.changed.Store(true)
-		case it.small():
-			small = append(small, it)
 		default:
 			if err := p.file(ctx, join(p.SrcPath, it.Rel), name, it); err != nil {
 				return p.snapshot(), err

@@ -8,9 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -36,104 +33,6 @@ func (m FileMeta) small() bool { return !m.Dir && m.Link == "" && m.Size <= Bloc
 type Sums struct {
 	Size   int64    `json:"size"`
 	Blocks []string `json:"blocks"` // hex blockSum of each BlockSize block
-}
-
-// Walk lists the tree at p of root (a file gives one entry), directories
-// before what they hold, in lexical order. Directories are read in
-// parallel: a listing is one lstat a file, and on a large tree those
-// system calls are the whole cost.
-func Walk(root *os.Root, p string) ([]FileMeta, error) {
-	clean, err := CleanPath(p)
-	if err != nil {
-		return nil, err
-	}
-	top, err := root.Lstat(clean)
-	if err != nil {
-		return nil, err
-	}
-	m, err := meta(root, clean, "", top)
-	if err != nil || !top.IsDir() {
-		return []FileMeta{m}, err
-	}
-	w := walker{root: root, sem: make(chan struct{}, max(4, runtime.GOMAXPROCS(0)))}
-	rest, err := w.dir(clean, "")
-	return append([]FileMeta{m}, rest...), err
-}
-
-// walker reads directories, at most cap(sem) at once beside the caller.
-type walker struct {
-	root *os.Root
-	sem  chan struct{}
-}
-
-// subtree is the listing of one subdirectory, read in the background or
-// in place.
-type subtree struct {
-	after int // index of the directory's own entry
-	items []FileMeta
-	err   error
-	done  chan struct{} // nil when read in place
-}
-
-// dir lists the tree under directory name (rel from the walk's top).
-func (w *walker) dir(name, rel string) ([]FileMeta, error) {
-	f, err := w.root.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	entries, err := f.ReadDir(-1) // in a Root each entry is lstat'ed here
-	f.Close()
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	own := make([]FileMeta, 0, len(entries))
-	var subs []*subtree
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			return nil, err
-		}
-		m, err := meta(w.root, path.Join(name, e.Name()), join(rel, e.Name()), info)
-		if err != nil {
-			return nil, err
-		}
-		own = append(own, m)
-		if !m.Dir {
-			continue
-		}
-		s := &subtree{after: len(own) - 1}
-		subs = append(subs, s)
-		select {
-		case w.sem <- struct{}{}:
-			s.done = make(chan struct{})
-			go func() {
-				defer close(s.done)
-				s.items, s.err = w.dir(path.Join(name, e.Name()), m.Rel)
-				<-w.sem
-			}()
-		default:
-			s.items, s.err = w.dir(path.Join(name, e.Name()), m.Rel)
-		}
-	}
-	if len(subs) == 0 {
-		return own, nil
-	}
-	var out []FileMeta
-	var firstErr error
-	next := 0
-	for _, s := range subs {
-		if s.done != nil {
-			<-s.done
-		}
-		if firstErr == nil {
-			firstErr = s.err
-		}
-		out = append(out, own[next:s.after+1]...)
-		out = append(out, s.items...)
-		next = s.after + 1
-	}
-	return append(out, own[next:]...), firstErr
 }
 
 func meta(root *os.Root, name, rel string, fi fs.FileInfo) (FileMeta, error) {

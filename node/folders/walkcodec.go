@@ -126,16 +126,20 @@ func parseWalkLine(line []byte) (FileMeta, error) {
 	case kind == 'l' && k != 6, kind != 'l' && k != 5, kind != 'f' && kind != 'd' && kind != 'l':
 		return FileMeta{}, fmt.Errorf("%w: %d fields for kind %q", errWalkLine, k, kind)
 	}
-	size, err := strconv.ParseInt(string(f[1]), 10, 64)
-	if err != nil || size < 0 {
+	size, ok := parseDecimal(f[1])
+	if !ok {
 		return FileMeta{}, fmt.Errorf("%w: size", errWalkLine)
 	}
 	mode, err := strconv.ParseUint(string(f[2]), 8, 32)
 	if err != nil || mode > uint64(fs.ModePerm) {
 		return FileMeta{}, fmt.Errorf("%w: mode", errWalkLine)
 	}
-	ns, err := strconv.ParseInt(string(f[3]), 10, 64)
-	if err != nil {
+	ns, ok := parseDecimal(f[3])
+	if !ok && len(f[3]) > 1 && f[3][0] == '-' {
+		ns, ok = parseDecimal(f[3][1:]) // a time before 1970
+		ns = -ns
+	}
+	if !ok {
 		return FileMeta{}, fmt.Errorf("%w: mtime", errWalkLine)
 	}
 	rel, err := parseName(f[4])
@@ -149,6 +153,22 @@ func parseWalkLine(line []byte) (FileMeta, error) {
 		}
 	}
 	return it, nil
+}
+
+// parseDecimal parses a non-negative decimal int64 with no sign or spaces,
+// as strconv would but without a string to allocate.
+func parseDecimal(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, n >= 0 // 19 nines overflow
 }
 
 func parseName(b []byte) (string, error) {
