@@ -145,10 +145,19 @@ func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
 	if len(paths) > maxBundle {
 		return fmt.Errorf("%w: %d files in one bundle, at most %d", ErrBadPath, len(paths), maxBundle)
 	}
-	enc := json.NewEncoder(w)
+	bw := bufio.NewWriterSize(w, 256<<10) // many small files: few large writes
+	enc := json.NewEncoder(bw)
+	// Each directory is opened once, as a root of its own: a file is then
+	// opened by its name alone, not by a walk down its path.
+	dirs := map[string]*os.Root{}
+	defer func() {
+		for _, r := range dirs {
+			r.Close()
+		}
+	}()
 	for _, p := range paths {
 		item := BundleItem{Path: p}
-		data, err := readSmall(root, p)
+		data, err := readSmall(root, dirs, p)
 		if err != nil {
 			item.Error = err.Error()
 		} else {
@@ -157,19 +166,31 @@ func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
 		if err := enc.Encode(item); err != nil {
 			return err
 		}
-		if _, err := w.Write(data); err != nil {
+		if _, err := bw.Write(data); err != nil {
 			return err
 		}
 	}
-	return nil
+	return bw.Flush()
 }
 
-func readSmall(root *os.Root, p string) ([]byte, error) {
+// readSmall reads the small file p of root, through dirs (directory ->
+// its root, filled as needed).
+func readSmall(root *os.Root, dirs map[string]*os.Root, p string) ([]byte, error) {
 	clean, err := CleanPath(p)
 	if err != nil {
 		return nil, err
 	}
-	f, err := root.Open(clean)
+	dir, base := path.Split(clean)
+	r := root
+	if dir != "" {
+		if r = dirs[dir]; r == nil {
+			if r, err = root.OpenRoot(path.Clean(dir)); err != nil {
+				return nil, err
+			}
+			dirs[dir] = r
+		}
+	}
+	f, err := r.Open(base)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +202,11 @@ func readSmall(root *os.Root, p string) ([]byte, error) {
 	if !fi.Mode().IsRegular() || fi.Size() > BlockSize {
 		return nil, fmt.Errorf("%s is not a small regular file", p)
 	}
-	return io.ReadAll(io.LimitReader(f, BlockSize+1))
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("read %s: %w (did it shrink?)", p, err)
+	}
+	return data, nil
 }
 
 // ReadBundle reads a bundle, calling fn with each header and its bytes
