@@ -53,6 +53,7 @@ func daemonConfig(o cli.DaemonOptions) daemon.Config {
 		cfg.Listen = o.Listen
 	}
 	cfg.SimulateGPUs, _ = strconv.Atoi(os.Getenv("LABPOOL_SIMULATE_GPUS"))
+	cfg.QUICOnly = os.Getenv("LABPOOL_DATA_PATH") == "quic"
 	return cfg
 }
 

@@ -48,6 +48,9 @@ type Config struct {
 	// SimulateGPUs, when above 0, replaces NVML with that many simulated
 	// GPUs (named as such): for demos and tests on machines without one.
 	SimulateGPUs int
+	// QUICOnly serves no TCP data path (LABPOOL_DATA_PATH=quic): copies
+	// from here ride QUIC.
+	QUICOnly bool
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
@@ -122,6 +125,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	tcfg := transport.DefaultConfig()
 	tcfg.Listen = cfg.Listen
+	tcfg.QUICOnly = cfg.QUICOnly
 	if d.ep, err = transport.New(d.id, tcfg, log); err != nil {
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}

@@ -134,10 +134,13 @@ func TestCopy(t *testing.T) {
 			t.Errorf("the folder shared in the window is not listed on gpu1:\n%s", out)
 		}
 	})
-	t.Run("a copy does not starve telemetry or control", func(t *testing.T) {
+	// starve copies 1.5 GiB from gpu1 to gpu2 and checks that control
+	// requests to gpu1 and telemetry of both stay on time meanwhile.
+	starve := func(t *testing.T) {
 		os.MkdirAll(filepath.Join(data, "big"), 0o755)
 		writeRandom(t, filepath.Join(data, "big", "weights.bin"), 1536<<20)
 		defer os.RemoveAll(filepath.Join(data, "big"))
+		defer os.RemoveAll(filepath.Join(scratch, "big"))
 		// A control request that crosses to gpu1, the busy sender.
 		ls := func() time.Duration {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -182,8 +185,18 @@ func TestCopy(t *testing.T) {
 		}
 		// Telemetry of both ends kept flowing to the laptop: samples come
 		// every second.
-		checkGaps(t, laptop, "gpu1", 2500*time.Millisecond)
-		checkGaps(t, laptop, "gpu2", 2500*time.Millisecond)
+		checkGapsSince(t, laptop, "gpu1", start.Add(-3*time.Second), 2500*time.Millisecond)
+		checkGapsSince(t, laptop, "gpu2", start.Add(-3*time.Second), 2500*time.Millisecond)
+	}
+	t.Run("a copy does not starve telemetry or control", starve)
+	t.Run("nor over QUIC, where TCP is blocked", func(t *testing.T) {
+		gpu1.kill()
+		gpu1.env = append(gpu1.env, "LABPOOL_DATA_PATH=quic")
+		gpu1.agent()
+		gpu1.waitDaemon()
+		waitFor(t, 20*time.Second, "gpu1 back", func() error { return liveNodes(laptop, "gpu1") })
+		waitFor(t, 20*time.Second, "gpu2 sees gpu1 back", func() error { return liveNodes(gpu2, "gpu1") })
+		starve(t)
 	})
 	t.Run("read-only share refuses writes", func(t *testing.T) {
 		_, errOut, code := laptop.cli("cp", src, "gpu1:data/")

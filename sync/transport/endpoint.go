@@ -57,6 +57,9 @@ type Config struct {
 	ConnReceiveWindow uint64
 	// MaxStreams is how many concurrent streams a peer may open to us.
 	MaxStreams int64
+	// QUICOnly serves no TCP data path: peers' copies from here fall back
+	// to QUIC (as where a firewall lets only UDP through).
+	QUICOnly bool
 }
 
 // DefaultConfig returns the settings labpool uses on a LAN.
@@ -129,7 +132,9 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		qconf: cfg.quic(),
 		peers: make(map[peer.ID]*pinned),
 	}
-	e.tcp = e.listenData()
+	if !cfg.QUICOnly {
+		e.tcp = e.listenData()
+	}
 	return e, nil
 }
 
