@@ -106,7 +106,7 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 			p.progress.p.Files++
 		}
 	}
-	var dirs []FileMeta  // Rel is the source's
+	var dirs []FileMeta                      // Rel is the source's
 	small := make([]FileMeta, 0, len(items)) // files of one block at most, fetched in parallel
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
