@@ -129,12 +129,25 @@ func (d *dataPath) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := d.rt.RoundTrip(retarget(req))
 	if err != nil && errors.Is(err, ErrNoDataPath) && req.Context().Err() == nil {
-		// Nothing was sent: the request goes over QUIC instead.
+		// Nothing was sent: the request goes over QUIC instead, with its
+		// body afresh (the failed attempt closed it).
 		d.mu.Lock()
 		d.downTill = time.Now().Add(dataRetry)
 		d.mu.Unlock()
 		d.p.e.log.Debug("tcp data path down: using quic", "peer", d.p.id.Short(), "err", err)
-		return d.p.RoundTrip(req)
+		again := req
+		if req.Body != nil && req.Body != http.NoBody {
+			if req.GetBody == nil {
+				return nil, err
+			}
+			body, berr := req.GetBody()
+			if berr != nil {
+				return nil, err
+			}
+			again = req.Clone(req.Context())
+			again.Body = body
+		}
+		return d.p.RoundTrip(again)
 	}
 	return resp, err
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +15,15 @@ import (
 	"github.com/labpool/labpool/sync/transport"
 )
 
-// whoHandler answers the asking device's ID and the protocol it came over.
+// whoHandler answers the asking device's ID and the protocol it came over,
+// then the request's body, if any.
 var whoHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	id, _ := transport.PeerID(r)
+	body, _ := io.ReadAll(r.Body)
+	if r.Method == http.MethodPost {
+		io.WriteString(w, r.Proto+" "+id.String()+" "+string(body))
+		return
+	}
 	io.WriteString(w, r.Proto+" "+id.String())
 })
 
@@ -79,7 +86,18 @@ func TestDataPathFallsBackToQUIC(t *testing.T) {
 	if ln, err := net.Listen("tcp", p.addr()); err == nil {
 		ln.Close() // make sure the port is closed, not merely unserved
 	}
+	// The first request finds TCP closed: a POST, whose body must cross
+	// whole on the retry over QUIC.
 	c := cli.DataClient(srv.ID(), []string{p.addr()})
+	resp, err := c.Post("https://peer/echo", "text/plain", strings.NewReader("a body to send twice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != "HTTP/3.0 "+cli.ID().String()+" a body to send twice" {
+		t.Fatalf("fallback POST answered %q, want HTTP/3 and the whole body", got)
+	}
 	if code, body := get(t, c, "https://peer/who"); code != 200 || body != "HTTP/3.0 "+cli.ID().String() {
 		t.Fatalf("fallback answered %d %q, want HTTP/3", code, body)
 	}
