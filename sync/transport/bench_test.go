@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"github.com/labpool/labpool/sync/transport"
 )
 
 func BenchmarkRoundTrip(b *testing.B) {
@@ -26,8 +28,16 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 }
 
-// BenchmarkStream measures the throughput of one response stream.
+// BenchmarkStream measures the throughput of one response stream over QUIC.
 func BenchmarkStream(b *testing.B) {
+	benchStream(b, func(cli, srv *transport.Endpoint) *http.Client {
+		return cli.Client(srv.ID(), []string{srv.Addr().String()})
+	})
+}
+
+// benchStream measures one response stream of b.N MiB through the client
+// that client makes.
+func benchStream(b *testing.B, client func(cli, srv *transport.Endpoint) *http.Client) {
 	const chunk = 1 << 20
 	srv, cli := newEndpoint(b, testConfig()), newEndpoint(b, testConfig())
 	serve(b, srv, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +49,7 @@ func BenchmarkStream(b *testing.B) {
 			}
 		}
 	}))
-	c := cli.Client(srv.ID(), []string{srv.Addr().String()})
+	c := client(cli, srv)
 	get(b, c, "https://peer/warmup?mib=1")
 	b.SetBytes(chunk)
 	b.ResetTimer()

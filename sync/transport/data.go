@@ -163,33 +163,8 @@ func (p *pinned) dialData(ctx context.Context, _, _ string) (net.Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	results := make(chan result, len(addrs))
-	for _, addr := range addrs {
-		go func() {
-			c, err := p.dialDataOne(ctx, addr)
-			results <- result{c, err}
-		}()
-	}
-	var won net.Conn
-	var errs []error
-	for range addrs {
-		r := <-results
-		switch {
-		case r.err != nil:
-			errs = append(errs, r.err)
-		case won == nil:
-			won = r.conn
-			cancel()
-		default:
-			r.conn.Close()
-		}
-	}
-	if won == nil {
-		err := errors.Join(errs...)
+	won, err := firstOf(ctx, addrs, p.dialDataOne, func(c net.Conn) { c.Close() })
+	if err != nil {
 		if errors.Is(err, ErrWrongPeer) {
 			return nil, err // someone else answers there: no fallback hides that
 		}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,29 +105,7 @@ func TestDataPathFallsBackToQUIC(t *testing.T) {
 // BenchmarkDataStream measures one response stream on the data path, to
 // set beside BenchmarkStream (QUIC).
 func BenchmarkDataStream(b *testing.B) {
-	const chunk = 1 << 20
-	srv, cli := newEndpoint(b, testConfig()), newEndpoint(b, testConfig())
-	serve(b, srv, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n, _ := strconv.Atoi(r.URL.Query().Get("mib"))
-		buf := make([]byte, chunk)
-		for range n {
-			if _, err := w.Write(buf); err != nil {
-				return
-			}
-		}
-	}))
-	c := cli.DataClient(srv.ID(), []string{srv.Addr().String()})
-	get(b, c, "https://peer/warmup?mib=1")
-	b.SetBytes(chunk)
-	b.ResetTimer()
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet,
-		"https://peer/stream?mib="+strconv.Itoa(b.N), nil)
-	resp, err := c.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if n, err := io.Copy(io.Discard, resp.Body); err != nil || n != int64(b.N)*chunk {
-		b.Fatalf("read %d bytes, %v; want %d", n, err, int64(b.N)*chunk)
-	}
+	benchStream(b, func(cli, srv *transport.Endpoint) *http.Client {
+		return cli.DataClient(srv.ID(), []string{srv.Addr().String()})
+	})
 }

@@ -17,35 +17,47 @@ func (e *Endpoint) dialFirst(ctx context.Context, addrs []string, tlsConf *tls.C
 	if len(addrs) == 0 {
 		return nil, errors.New("dial: no address known")
 	}
+	return firstOf(ctx, addrs,
+		func(ctx context.Context, addr string) (*quic.Conn, error) {
+			return e.dialOne(ctx, addr, tlsConf.Clone(), qconf)
+		},
+		func(c *quic.Conn) { c.CloseWithError(0, "duplicate connection") })
+}
+
+// firstOf runs dial on every address at once and returns the first
+// connection made, cancelling the other dials and dropping what they make
+// anyway; with none made, every error joined.
+func firstOf[C any](ctx context.Context, addrs []string, dial func(context.Context, string) (C, error), drop func(C)) (C, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
-		conn *quic.Conn
+		conn C
 		err  error
 	}
 	results := make(chan result, len(addrs))
 	for _, addr := range addrs {
 		go func() {
-			conn, err := e.dialOne(ctx, addr, tlsConf.Clone(), qconf)
+			conn, err := dial(ctx, addr)
 			results <- result{conn, err}
 		}()
 	}
-	var won *quic.Conn
+	var won C
+	var ok bool
 	var errs []error
 	for range addrs {
 		r := <-results
 		switch {
 		case r.err != nil:
 			errs = append(errs, r.err)
-		case won == nil:
-			won = r.conn
+		case !ok:
+			won, ok = r.conn, true
 			cancel()
 		default:
-			r.conn.CloseWithError(0, "duplicate connection")
+			drop(r.conn)
 		}
 	}
-	if won == nil {
-		return nil, errors.Join(errs...)
+	if !ok {
+		return won, errors.Join(errs...)
 	}
 	return won, nil
 }
