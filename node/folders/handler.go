@@ -52,13 +52,21 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 		reply(w, es, err)
 	}))
 	mux.HandleFunc("GET /v1/folders/{name}/walk", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
-		items, err := Walk(root, req.URL.Query().Get("path"))
-		if err != nil {
+		// The listing streams while the tree is read; an error before the
+		// first item still gets its status.
+		var enc *WalkEncoder
+		err := WalkFunc(root, req.URL.Query().Get("path"), func(it FileMeta) error {
+			if enc == nil {
+				w.Header().Set("Content-Type", WalkContentType)
+				enc = NewWalkEncoder(w)
+			}
+			return enc.Add(it)
+		})
+		if enc == nil {
 			reply(w, nil, err)
 			return
 		}
-		w.Header().Set("Content-Type", WalkContentType)
-		EncodeWalk(w, items)
+		enc.End(err)
 	}))
 	mux.HandleFunc("GET /v1/folders/{name}/sums", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
 		sums, err := FileSums(root, req.URL.Query().Get("path"))

@@ -20,7 +20,10 @@ import (
 // tab-separated; KIND is f, d or l; MODE octal permission bits; MTIME Unix
 // nanoseconds; REL and LINK raw, or Go-quoted when they hold a control
 // character, a quote, a backslash or invalid UTF-8 (a raw name never starts
-// with a quote).
+// with a quote). The last line is "E" for a complete listing, or "E", a
+// tab and the quoted error that cut it short: a listing is streamed while
+// the tree is read, so a failure can only be told at its end, and a stream
+// without its end line is incomplete.
 
 // WalkContentType names the listing format.
 const WalkContentType = "text/x-labpool-walk; v=1"
@@ -29,17 +32,43 @@ const WalkContentType = "text/x-labpool-walk; v=1"
 // (Linux's PATH_MAX), each quoted at worst four bytes a byte, and numbers.
 const maxWalkLine = 2*(4*4096+2) + 128
 
-// EncodeWalk writes items to w.
+// EncodeWalk writes items to w as a complete listing.
 func EncodeWalk(w io.Writer, items []FileMeta) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	var line []byte
+	enc := NewWalkEncoder(w)
 	for _, it := range items {
-		line = appendWalkLine(line[:0], it)
-		if _, err := bw.Write(line); err != nil {
+		if err := enc.Add(it); err != nil {
 			return err
 		}
 	}
-	return bw.Flush()
+	return enc.End(nil)
+}
+
+// WalkEncoder writes a listing item by item.
+type WalkEncoder struct {
+	bw   *bufio.Writer
+	line []byte
+}
+
+// NewWalkEncoder returns an encoder writing to w, in writes of 64 KiB.
+func NewWalkEncoder(w io.Writer) *WalkEncoder {
+	return &WalkEncoder{bw: bufio.NewWriterSize(w, 64<<10)}
+}
+
+// Add writes one item.
+func (e *WalkEncoder) Add(it FileMeta) error {
+	e.line = appendWalkLine(e.line[:0], it)
+	_, err := e.bw.Write(e.line)
+	return err
+}
+
+// End writes the end line, saying err if the listing was cut short.
+func (e *WalkEncoder) End(err error) error {
+	if err != nil {
+		e.bw.WriteString("E\t" + strconv.Quote(err.Error()) + "\n")
+	} else {
+		e.bw.WriteString("E\n")
+	}
+	return e.bw.Flush()
 }
 
 func appendWalkLine(b []byte, it FileMeta) []byte {
@@ -87,10 +116,23 @@ func DecodeWalk(r io.Reader) ([]FileMeta, error) {
 			return nil, fmt.Errorf("listing line %d: longer than %d bytes", n, br.Size())
 		}
 		if err == io.EOF && len(line) == 0 {
-			return out, nil
+			return nil, errors.New("listing cut short: no end line")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("listing line %d: %w", n, err)
+		}
+		if line[0] == 'E' && (len(line) == 2 || line[1] == '\t') {
+			if len(line) > 2 {
+				msg, qerr := strconv.Unquote(string(line[2 : len(line)-1]))
+				if qerr != nil {
+					msg = "unreadable reason"
+				}
+				return nil, fmt.Errorf("the source could not list its tree: %s", msg)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				return nil, errors.New("listing: data after its end line")
+			}
+			return out, nil
 		}
 		it, err := parseWalkLine(line[:len(line)-1])
 		if err != nil {

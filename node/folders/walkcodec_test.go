@@ -2,6 +2,7 @@ package folders
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -54,17 +55,68 @@ func TestWalkCodecRejects(t *testing.T) {
 		"ff\t1\t644\t0\tname\n",
 		strings.Repeat("x", 70000) + "\n",
 	} {
-		if _, err := DecodeWalk(strings.NewReader(in)); err == nil {
+		if _, err := DecodeWalk(strings.NewReader(in + "E\n")); err == nil {
 			t.Errorf("DecodeWalk(%.40q) accepted", in)
 		}
+	}
+	good := "d\t0\t755\t0\t\nf\t1\t644\t0\tname\n"
+	for _, tc := range []struct{ in, want string }{
+		{good, "cut short"}, // no end line
+		{good + "E\tlstat x: permission denied\n", "unreadable reason"}, // an end line always quotes its reason
+		{good + "E\t\"lstat x: permission denied\"\n", "permission denied"},
+		{good + "E\nf\t1\t644\t0\tmore\n", "after its end"},
+	} {
+		if _, err := DecodeWalk(strings.NewReader(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DecodeWalk(%q) = %v, want an error saying %q", tc.in, err, tc.want)
+		}
+	}
+	if items, err := DecodeWalk(strings.NewReader(good + "E\n")); err != nil || len(items) != 2 {
+		t.Errorf("a complete listing: %d items, %v", len(items), err)
+	}
+}
+
+// TestWalkFuncStreams: the streamed walk lists what Walk lists, in order,
+// and stops at the first error emit returns.
+func TestWalkFuncStreams(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 500 {
+		p := filepath.Join(dir, fmt.Sprintf("d%02d", i%23), fmt.Sprintf("s%d", i%3), fmt.Sprintf("f%03d", i))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, []byte{byte(i)}, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "top.txt"), nil, 0o644)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	want, err := Walk(root, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []FileMeta
+	if err := WalkFunc(root, ".", func(m FileMeta) error { got = append(got, m); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("WalkFunc listed %d items, Walk %d, or in another order", len(got), len(want))
+	}
+	stop := errors.New("enough")
+	n := 0
+	if err := WalkFunc(root, ".", func(FileMeta) error { n++; return map[bool]error{true: stop}[n == 100] }); err != stop || n != 100 {
+		t.Fatalf("WalkFunc went on after emit failed: %d items, %v", n, err)
+	}
+	if err := WalkFunc(root, "missing", func(FileMeta) error { t.Fatal("emitted for a missing top"); return nil }); err == nil {
+		t.Fatal("no error for a missing top")
 	}
 }
 
 // FuzzDecodeWalk: a listing from the network never panics, and what
 // decodes encodes back to the same items.
 func FuzzDecodeWalk(f *testing.F) {
-	f.Add("d\t0\t755\t0\t\nf\t12\t644\t1700000000000000000\ta/b.txt\nl\t0\t777\t5\tln\t\"../x\\ny\"\n")
-	f.Add("f\t1\t644\t0\t\"\\xff\"\n")
+	f.Add("d\t0\t755\t0\t\nf\t12\t644\t1700000000000000000\ta/b.txt\nl\t0\t777\t5\tln\t\"../x\\ny\"\nE\n")
+	f.Add("f\t1\t644\t0\t\"\\xff\"\nE\n")
+	f.Add("f\t1\t644\t0\tx\nE\t\"no\"\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		items, err := DecodeWalk(strings.NewReader(in))
 		if err != nil {
