@@ -557,6 +557,7 @@ func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, 
 		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
 			return writeError(src, err)
 		}
+		startWriteback(f, int64(i)*BlockSize, int64(n))
 		p.sent.Add(int64(n))
 		p.done.Add(int64(n))
 		p.report()
@@ -624,6 +625,7 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int
 		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
 			return writeError(src, err)
 		}
+		startWriteback(f, int64(i)*BlockSize, int64(n))
 		p.sent.Add(int64(n))
 		p.done.Add(int64(n))
 		p.report()
