@@ -50,8 +50,8 @@ func (e *Endpoint) dataServerTLS() *tls.Config {
 	return c
 }
 
-// serveData answers h over the data path until stop is closed; it returns
-// once the server has closed.
+// serveData answers h over the data path until stop is called, which
+// returns once the server has closed.
 func (e *Endpoint) serveData(h http.Handler) (stop func()) {
 	if e.tcp == nil {
 		return func() {}
@@ -121,6 +121,13 @@ func (p *pinned) newDataTransport() *http.Transport {
 
 // RoundTrip sends req over TCP, or over QUIC while TCP is down.
 func (d *dataPath) RoundTrip(req *http.Request) (*http.Response, error) {
+	d.p.mu.Lock()
+	closed := d.p.rt == nil
+	d.p.mu.Unlock()
+	if closed {
+		closeBody(req)
+		return nil, fmt.Errorf("request peer %s: %w", d.p.id.Short(), net.ErrClosed)
+	}
 	d.mu.Lock()
 	down := time.Now().Before(d.downTill)
 	d.mu.Unlock()

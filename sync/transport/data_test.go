@@ -109,3 +109,20 @@ func BenchmarkDataStream(b *testing.B) {
 		return cli.DataClient(srv.ID(), []string{srv.Addr().String()})
 	})
 }
+
+// TestDataPathClosed: a closed endpoint sends nothing over the data path.
+func TestDataPathClosed(t *testing.T) {
+	srv, cli := newEndpoint(t, testConfig()), newEndpoint(t, testConfig())
+	serve(t, srv, whoHandler)
+	c := cli.DataClient(srv.ID(), []string{srv.Addr().String()})
+	get(t, c, "https://peer/who")
+	cli.Close()
+	resp, err := c.Get("https://peer/who")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatal("a request went out after Close")
+	}
+	if !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("err = %v, want net.ErrClosed", err)
+	}
+}
