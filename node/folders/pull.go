@@ -261,15 +261,8 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 		return fmt.Errorf("read files at the source: %w", err)
 	}
 	defer rc.Close()
-	// Each destination directory is opened once, as a root of its own: a
-	// file then costs a handful of system calls on one name, not a walk
-	// down its whole path for every step.
-	dirs := map[string]*os.Root{}
-	defer func() {
-		for _, r := range dirs {
-			r.Close()
-		}
-	}()
+	dirs := newDirRoots(p.Dst)
+	defer dirs.close()
 	got := 0
 	err = ReadBundle(rc, func(item BundleItem, data []byte) error {
 		m, ok := byPath[item.Path]
@@ -284,14 +277,9 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 		}
 		got++
 		name := join(target, m.Rel)
-		dir, base := path.Split(name)
-		r := dirs[dir]
-		if r == nil {
-			var err error
-			if r, err = p.Dst.OpenRoot(path.Clean("./" + dir)); err != nil {
-				return fmt.Errorf("open %s: %w", dir, err)
-			}
-			dirs[dir] = r
+		r, base, err := dirs.split(name)
+		if err != nil {
+			return fmt.Errorf("open the directory of %s: %w", name, err)
 		}
 		return p.putSmall(r, base, name, data, m)
 	})

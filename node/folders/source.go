@@ -147,17 +147,11 @@ func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
 	}
 	bw := bufio.NewWriterSize(w, 256<<10) // many small files: few large writes
 	enc := json.NewEncoder(bw)
-	// Each directory is opened once, as a root of its own: a file is then
-	// opened by its name alone, not by a walk down its path.
-	dirs := map[string]*os.Root{}
-	defer func() {
-		for _, r := range dirs {
-			r.Close()
-		}
-	}()
+	dirs := newDirRoots(root)
+	defer dirs.close()
 	for _, p := range paths {
 		item := BundleItem{Path: p}
-		data, err := readSmall(root, dirs, p)
+		data, err := readSmall(dirs, p)
 		if err != nil {
 			item.Error = err.Error()
 		} else {
@@ -173,22 +167,15 @@ func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
 	return bw.Flush()
 }
 
-// readSmall reads the small file p of root, through dirs (directory ->
-// its root, filled as needed).
-func readSmall(root *os.Root, dirs map[string]*os.Root, p string) ([]byte, error) {
+// readSmall reads the small file p through dirs.
+func readSmall(dirs *dirRoots, p string) ([]byte, error) {
 	clean, err := CleanPath(p)
 	if err != nil {
 		return nil, err
 	}
-	dir, base := path.Split(clean)
-	r := root
-	if dir != "" {
-		if r = dirs[dir]; r == nil {
-			if r, err = root.OpenRoot(path.Clean(dir)); err != nil {
-				return nil, err
-			}
-			dirs[dir] = r
-		}
+	r, base, err := dirs.split(clean)
+	if err != nil {
+		return nil, err
 	}
 	f, err := r.Open(base)
 	if err != nil {
