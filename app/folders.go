@@ -171,7 +171,7 @@ func (s *Service) Transfer(ctx context.Context, node, id string, wait time.Durat
 	if s.copier == nil {
 		return Transfer{}, ErrReadOnly
 	}
-	return s.copier.Transfer(ctx, node, id, min(max(wait, 0), MaxTransferWait))
+	return s.copier.Transfer(ctx, node, id, wait) // the machine running it bounds the wait
 }
 
 // Transfers lists the copies started through this machine, newest first,

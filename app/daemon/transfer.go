@@ -234,9 +234,10 @@ func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folde
 	}()
 }
 
-// waitTransfer is transfer once the copy has ended, wait has passed or ctx
-// is done.
+// waitTransfer is transfer once the copy has ended, wait (at most
+// app.MaxTransferWait, whoever asks) has passed or ctx is done.
 func (d *Daemon) waitTransfer(ctx context.Context, id string, wait time.Duration) (app.Transfer, bool) {
+	wait = min(wait, app.MaxTransferWait)
 	d.xfers.mu.Lock()
 	ended := d.xfers.ended[id]
 	d.xfers.mu.Unlock()
@@ -281,7 +282,7 @@ func (d *Daemon) transferHandler() http.Handler {
 	})
 	mux.HandleFunc("GET /v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
 		wait, _ := time.ParseDuration(r.URL.Query().Get("wait")) // none, if not a duration
-		t, ok := d.waitTransfer(r.Context(), r.PathValue("id"), min(max(wait, 0), app.MaxTransferWait))
+		t, ok := d.waitTransfer(r.Context(), r.PathValue("id"), wait)
 		if !ok {
 			writeJSON(w, nil, fmt.Errorf("%w: no transfer %s", app.ErrNotFound, r.PathValue("id")))
 			return
