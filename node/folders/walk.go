@@ -33,7 +33,7 @@ func WalkFunc(root *os.Root, p string, emit func(FileMeta) error) error {
 		}
 		return err
 	}
-	return newWalker().stream(d, emit)
+	return newWalker().stream(d, "", emit)
 }
 
 // walkTop returns the top item of a walk and, for a directory, it opened.
@@ -74,6 +74,19 @@ type walker struct {
 	sem chan struct{}
 }
 
+// readNow marks a subtree read in place: its listing is there.
+var readNow = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// closed reports whether c is closed.
+func closed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // subtree is the listing of one subdirectory, read in the background or
 // in place.
 type subtree struct {
@@ -85,108 +98,81 @@ type subtree struct {
 
 // dir lists the tree under d (rel from the walk's top) and closes d.
 func (w *walker) dir(d dirReader, rel string) ([]FileMeta, error) {
-	own, err := d.list()
-	if err != nil {
-		d.close()
-		return nil, err
-	}
-	var subs []*subtree
-	var firstErr error
-	for i := range own {
-		name := own[i].Rel
-		own[i].Rel = join(rel, name)
-		if !own[i].Dir || firstErr != nil {
-			continue
-		}
-		s := &subtree{after: i}
-		subs = append(subs, s)
-		sd, err := d.sub(name) // opened now: d is closed before the subtree is read
-		if err != nil {
-			firstErr = err
-			continue
-		}
-		select {
-		case w.sem <- struct{}{}:
-			s.done = make(chan struct{})
-			go func(rel string) {
-				defer close(s.done)
-				s.items, s.err = w.dir(sd, rel)
-				<-w.sem
-			}(own[i].Rel)
-		default:
-			s.items, s.err = w.dir(sd, own[i].Rel)
-		}
-	}
-	d.close()
-	if len(subs) == 0 {
-		return own, firstErr
-	}
-	out := make([]FileMeta, 0, len(own))
-	next := 0
-	for _, s := range subs {
-		if s.done != nil {
-			<-s.done
-		}
-		if firstErr == nil {
-			firstErr = s.err
-		}
-		out = append(out, own[next:s.after+1]...)
-		out = append(out, s.items...)
-		next = s.after + 1
-	}
-	return append(out, own[next:]...), firstErr
+	var out []FileMeta
+	err := w.stream(d, rel, func(m FileMeta) error {
+		out = append(out, m)
+		return nil
+	})
+	return out, err
 }
 
-// stream lists the tree under the top directory d in order, emitting each
-// item once everything before it is known: the top's own entries at once,
-// each subtree as soon as it has been read (in the background where the
-// walker has room, else in place when its turn comes). It closes d.
-func (w *walker) stream(d dirReader, emit func(FileMeta) error) error {
+// stream lists the tree under directory d (rel from the walk's top) in
+// order, emitting each item once everything before it is known: d's own
+// entries at once, each subtree as soon as it has been read. Subtrees are
+// read in the background as the walker has room, ahead of the one being
+// emitted; one whose turn comes first is read in place. It closes d.
+func (w *walker) stream(d dirReader, rel string, emit func(FileMeta) error) error {
 	defer d.close()
 	own, err := d.list()
 	if err != nil {
 		return err
 	}
+	names := make([]string, len(own))
 	var subs []*subtree
 	for i := range own {
-		if !own[i].Dir {
-			continue
-		}
-		s := &subtree{after: i}
-		subs = append(subs, s)
-		select {
-		case w.sem <- struct{}{}:
-			sd, err := d.sub(own[i].Rel)
-			if err != nil {
-				<-w.sem
-				s.err = err
-				continue
-			}
-			s.done = make(chan struct{})
-			go func(rel string) {
-				defer close(s.done)
-				s.items, s.err = w.dir(sd, rel)
-				<-w.sem
-			}(own[i].Rel)
-		default: // read in place when its turn comes
+		names[i] = own[i].Rel
+		own[i].Rel = join(rel, names[i])
+		if own[i].Dir {
+			subs = append(subs, &subtree{after: i})
 		}
 	}
+	read := func(s *subtree) ([]FileMeta, error) {
+		sd, err := d.sub(names[s.after])
+		if err != nil {
+			return nil, err
+		}
+		return w.dir(sd, own[s.after].Rel)
+	}
+	ahead := 0 // subs before it have been started
+	launch := func() {
+		for ; ahead < len(subs); ahead++ {
+			select {
+			case w.sem <- struct{}{}:
+			default:
+				return
+			}
+			s := subs[ahead]
+			s.done = make(chan struct{})
+			go func() {
+				defer close(s.done)
+				s.items, s.err = read(s)
+				<-w.sem
+			}()
+		}
+	}
+	launch()
 	next := 0
-	for _, s := range subs {
+	for k, s := range subs {
 		for ; next <= s.after; next++ {
 			if err := emit(own[next]); err != nil {
 				return err
 			}
 		}
-		switch {
-		case s.done != nil:
-			<-s.done
-		case s.err == nil:
-			var sd dirReader
-			if sd, s.err = d.sub(own[s.after].Rel); s.err == nil {
-				s.items, s.err = w.dir(sd, own[s.after].Rel)
-			}
+		launch()
+		if k == ahead { // not started: its turn has come
+			ahead++
+			s.items, s.err = read(s)
+			s.done = readNow
 		}
+		// While it is read in the background, read the next ones not
+		// started yet in place rather than wait idle.
+		for ahead < len(subs) && !closed(s.done) {
+			t := subs[ahead]
+			ahead++
+			t.items, t.err = read(t)
+			t.done = readNow
+		}
+		<-s.done
 		if s.err != nil {
 			return s.err
 		}
