@@ -7,7 +7,6 @@ package folders
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 	"unicode/utf8"
@@ -65,41 +64,4 @@ func ValidName(s string) bool {
 		}
 	}
 	return true
-}
-
-// dirRoots opens the directories under one root as roots of their own,
-// each once, so that a file is reached by its name alone rather than by a
-// walk down its whole path at every step.
-type dirRoots struct {
-	root *os.Root
-	open map[string]*os.Root
-}
-
-func newDirRoots(root *os.Root) *dirRoots {
-	return &dirRoots{root: root, open: map[string]*os.Root{}}
-}
-
-// split returns the root of the directory of name (a clean path under the
-// root) and name's last element.
-func (d *dirRoots) split(name string) (*os.Root, string, error) {
-	dir, base := path.Split(name)
-	if dir == "" {
-		return d.root, base, nil
-	}
-	if r := d.open[dir]; r != nil {
-		return r, base, nil
-	}
-	r, err := d.root.OpenRoot(path.Clean(dir))
-	if err != nil {
-		return nil, "", err
-	}
-	d.open[dir] = r
-	return r, base, nil
-}
-
-// close closes the directories opened.
-func (d *dirRoots) close() {
-	for _, r := range d.open {
-		r.Close()
-	}
 }

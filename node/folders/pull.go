@@ -160,6 +160,9 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	return p.snapshot(), nil
 }
 
+// Changed reports whether the copy wrote anything at the destination.
+func (p *Pull) Changed() bool { return p.changed.Load() }
+
 // target resolves where the copied top goes, following cp -r.
 func (p *Pull) target() (string, error) {
 	into := len(p.DstPath) > 0 && p.DstPath[len(p.DstPath)-1] == '/'
@@ -276,12 +279,14 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 			return fmt.Errorf("%s arrived damaged", item.Path)
 		}
 		got++
-		name := join(target, m.Rel)
-		r, base, err := dirs.split(name)
-		if err != nil {
-			return fmt.Errorf("open the directory of %s: %w", name, err)
+		if err := dirs.put(join(target, m.Rel), data, m); err != nil {
+			return err
 		}
-		return p.putSmall(r, base, name, data, m)
+		p.changed.Store(true)
+		p.sent.Add(int64(len(data)))
+		p.done.Add(int64(len(data)))
+		p.fileDone()
+		return nil
 	})
 	if err != nil {
 		return err
@@ -289,26 +294,6 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 	if got != len(batch) {
 		return fmt.Errorf("the source sent %d of %d files", got, len(batch))
 	}
-	return nil
-}
-
-// putSmall writes a received small file under a partial name in dir, then
-// renames it to base (name is its path, for messages).
-func (p *Pull) putSmall(dir *os.Root, base, name string, data []byte, m FileMeta) error {
-	partial := partialName(base)
-	if err := dir.WriteFile(partial, data, 0o600); err != nil {
-		dir.Remove(partial)
-		return writeError(name, err)
-	}
-	dir.Chmod(partial, m.Mode)
-	dir.Chtimes(partial, m.MTime, m.MTime)
-	if err := dir.Rename(partial, base); err != nil {
-		return fmt.Errorf("put %s in place: %w", name, err)
-	}
-	p.changed.Store(true)
-	p.sent.Add(int64(len(data)))
-	p.done.Add(int64(len(data)))
-	p.fileDone()
 	return nil
 }
 
@@ -488,15 +473,16 @@ func runs(need []int, max int) []run {
 
 // fetch fetches the needed blocks over several streams, verifying each.
 func (p *Pull) fetch(ctx context.Context, src string, f *os.File, sums Sums, need []int) error {
-	work := make(chan run)
-	errc := make(chan error, p.Streams)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	w := newBlockWriter(p, f, src, cancel)
+	work := make(chan run)
+	errc := make(chan error, p.Streams)
 	var wg sync.WaitGroup
 	for range p.Streams {
 		wg.Go(func() {
 			for r := range work {
-				if err := p.fetchRun(ctx, src, f, sums, r); err != nil {
+				if err := p.fetchRun(ctx, src, w, sums, r); err != nil {
 					errc <- err
 					cancel()
 					return
@@ -514,6 +500,9 @@ feed:
 	}
 	close(work)
 	wg.Wait()
+	if err := w.close(); err != nil {
+		return err // the cause of any cancel seen by the streams
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -522,9 +511,88 @@ feed:
 	}
 }
 
-func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, r run) error {
+// blockWriter puts the blocks that the streams of one file receive on
+// disk from a single goroutine. Writers to one file take turns on its
+// inode lock, and several at once spend their time spinning on it; one
+// writer also lets the streams go on receiving while a write waits.
+type blockWriter struct {
+	p      *Pull
+	f      *os.File
+	src    string
+	cancel context.CancelFunc // stops the streams when a write fails
+	writes chan blockWrite
+	free   chan []byte // buffers for the streams, as the writer frees them
+	done   chan struct{}
+	err    error // the first failed write; read after done
+}
+
+type blockWrite struct {
+	off int64
+	buf []byte
+}
+
+func newBlockWriter(p *Pull, f *os.File, src string, cancel context.CancelFunc) *blockWriter {
+	n := 2*p.Streams + 2
+	w := &blockWriter{p: p, f: f, src: src, cancel: cancel, writes: make(chan blockWrite, n), free: make(chan []byte, n), done: make(chan struct{})}
+	for range n {
+		w.free <- make([]byte, BlockSize)
+	}
+	go w.run()
+	return w
+}
+
+// buffer waits for a free block buffer.
+func (w *blockWriter) buffer(ctx context.Context) ([]byte, error) {
+	select {
+	case b := <-w.free:
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// write queues buf (from buffer) to be written at off; the writer frees it.
+func (w *blockWriter) write(ctx context.Context, off int64, buf []byte) error {
+	select {
+	case w.writes <- blockWrite{off, buf}:
+		return nil
+	case <-ctx.Done():
+		w.free <- buf[:cap(buf)]
+		return ctx.Err()
+	}
+}
+
+// release gives back a buffer that is not written.
+func (w *blockWriter) release(buf []byte) { w.free <- buf[:cap(buf)] }
+
+func (w *blockWriter) run() {
+	defer close(w.done)
+	for b := range w.writes {
+		if w.err == nil {
+			if _, err := w.f.WriteAt(b.buf, b.off); err != nil {
+				w.err = writeError(w.src, err)
+				w.cancel()
+			} else {
+				startWriteback(w.f, b.off, int64(len(b.buf)))
+				w.p.sent.Add(int64(len(b.buf)))
+				w.p.done.Add(int64(len(b.buf)))
+				w.p.report()
+			}
+		}
+		w.free <- b.buf[:cap(b.buf)]
+	}
+}
+
+// close waits for the queued writes and returns the first failure.
+func (w *blockWriter) close() error {
+	close(w.writes)
+	<-w.done
+	return w.err
+}
+
+func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums Sums, r run) error {
 	if sums.Blocks == nil {
-		return p.fetchBlocks(ctx, src, f, sums.Size, r)
+		return p.fetchBlocks(ctx, src, w, sums.Size, r)
 	}
 	off := int64(r.first) * BlockSize
 	end := min(sums.Size, int64(r.first+r.n)*BlockSize)
@@ -533,22 +601,23 @@ func (p *Pull) fetchRun(ctx context.Context, src string, f *os.File, sums Sums, 
 		return fmt.Errorf("read %s at the source: %w", src, err)
 	}
 	defer rc.Close()
-	buf := make([]byte, BlockSize)
 	for i := r.first; i < r.first+r.n; i++ {
 		n := blockLen(sums.Size, i)
+		buf, err := w.buffer(ctx)
+		if err != nil {
+			return err
+		}
 		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
+			w.release(buf)
 			return receiveError(src, err)
 		}
 		if hexSum(buf[:n]) != sums.Blocks[i] {
+			w.release(buf)
 			return fmt.Errorf("%s changed at the source during the copy (block %d)", src, i)
 		}
-		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
-			return writeError(src, err)
+		if err := w.write(ctx, int64(i)*BlockSize, buf[:n]); err != nil {
+			return err
 		}
-		startWriteback(f, int64(i)*BlockSize, int64(n))
-		p.sent.Add(int64(n))
-		p.done.Add(int64(n))
-		p.report()
 	}
 	return nil
 }
@@ -584,14 +653,13 @@ func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadClos
 
 // fetchBlocks fetches a run of a fresh file as hashed blocks; zero blocks
 // stay holes.
-func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int64, r run) error {
+func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size int64, r run) error {
 	rc, err := p.Src.Blocks(ctx, src, r.first, r.n)
 	if err != nil {
 		return fmt.Errorf("read %s at the source: %w", src, err)
 	}
 	defer rc.Close()
 	var head [1 + sumSize]byte
-	buf := make([]byte, BlockSize)
 	for i := r.first; i < r.first+r.n; i++ {
 		n := blockLen(size, i)
 		if _, err := io.ReadFull(rc, head[:1]); err != nil {
@@ -604,19 +672,21 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, f *os.File, size int
 		if _, err := io.ReadFull(rc, head[1:]); err != nil {
 			return receiveError(src, err)
 		}
+		buf, err := w.buffer(ctx)
+		if err != nil {
+			return err
+		}
 		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
+			w.release(buf)
 			return receiveError(src, err)
 		}
 		if blockSum(buf[:n]) != [sumSize]byte(head[1:]) {
+			w.release(buf)
 			return fmt.Errorf("%s: block %d arrived damaged", src, i)
 		}
-		if _, err := f.WriteAt(buf[:n], int64(i)*BlockSize); err != nil {
-			return writeError(src, err)
+		if err := w.write(ctx, int64(i)*BlockSize, buf[:n]); err != nil {
+			return err
 		}
-		startWriteback(f, int64(i)*BlockSize, int64(n))
-		p.sent.Add(int64(n))
-		p.done.Add(int64(n))
-		p.report()
 	}
 	return nil
 }

@@ -173,27 +173,7 @@ func readSmall(dirs *dirRoots, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, base, err := dirs.split(clean)
-	if err != nil {
-		return nil, err
-	}
-	f, err := r.Open(base)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > BlockSize {
-		return nil, fmt.Errorf("%s is not a small regular file", p)
-	}
-	data := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
-		return nil, fmt.Errorf("read %s: %w (did it shrink?)", p, err)
-	}
-	return data, nil
+	return dirs.read(clean)
 }
 
 // ReadBundle reads a bundle, calling fn with each header and its bytes

@@ -23,17 +23,26 @@ type fdDir struct {
 }
 
 func openTop(root *os.Root, name string) (dirReader, error) {
-	f, err := root.Open(name)
+	fd, err := openDirFD(root, name)
 	if err != nil {
 		return nil, err
+	}
+	return fdDir{fd: fd, name: name}, nil
+}
+
+// openDirFD opens the directory name of root and returns its descriptor.
+func openDirFD(root *os.Root, name string) (int, error) {
+	f, err := root.Open(name)
+	if err != nil {
+		return -1, err
 	}
 	fd, err := unix.Dup(int(f.Fd()))
 	f.Close()
 	if err != nil {
-		return nil, &os.PathError{Op: "dup", Path: name, Err: err}
+		return -1, &os.PathError{Op: "dup", Path: name, Err: err}
 	}
 	unix.CloseOnExec(fd)
-	return fdDir{fd: fd, name: name}, nil
+	return fd, nil
 }
 
 func (d fdDir) list() ([]FileMeta, error) {

@@ -1,0 +1,98 @@
+//go:build !linux
+
+package folders
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path"
+)
+
+// dirRoots opens the directories under one root as roots of their own,
+// each once, so that a small file is reached by its name alone rather than
+// by a walk down its whole path at every step.
+type dirRoots struct {
+	root *os.Root
+	open map[string]*os.Root
+}
+
+func newDirRoots(root *os.Root) *dirRoots {
+	return &dirRoots{root: root, open: map[string]*os.Root{}}
+}
+
+// split returns the root of the directory of name (a clean path under the
+// root) and name's last element.
+func (d *dirRoots) split(name string) (*os.Root, string, error) {
+	dir, base := path.Split(name)
+	if dir == "" {
+		return d.root, base, nil
+	}
+	if r := d.open[dir]; r != nil {
+		return r, base, nil
+	}
+	r, err := d.root.OpenRoot(path.Clean(dir))
+	if err != nil {
+		return nil, "", err
+	}
+	d.open[dir] = r
+	return r, base, nil
+}
+
+// close closes the directories opened.
+func (d *dirRoots) close() {
+	for _, r := range d.open {
+		r.Close()
+	}
+}
+
+// read reads the small regular file name (a clean path).
+func (d *dirRoots) read(name string) ([]byte, error) {
+	r, base, err := d.split(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.Open(base)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > BlockSize {
+		return nil, fmt.Errorf("%s is not a small regular file", name)
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("read %s: %w (did it shrink?)", name, err)
+	}
+	return data, nil
+}
+
+// put writes data as the file name (a clean path) with m's mode and time:
+// under a partial name first, renamed once complete.
+func (d *dirRoots) put(name string, data []byte, m FileMeta) error {
+	r, base, err := d.split(name)
+	if err != nil {
+		return fmt.Errorf("open the directory of %s: %w", name, err)
+	}
+	partial := partialName(base)
+	if err := r.WriteFile(partial, data, 0o600); err != nil {
+		r.Remove(partial)
+		return writeError(name, err)
+	}
+	if err := r.Chmod(partial, m.Mode.Perm()); err != nil {
+		r.Remove(partial)
+		return writeError(name, err)
+	}
+	if err := r.Chtimes(partial, m.MTime, m.MTime); err != nil {
+		r.Remove(partial)
+		return writeError(name, err)
+	}
+	if err := r.Rename(partial, base); err != nil {
+		return fmt.Errorf("put %s in place: %w", name, err)
+	}
+	return nil
+}
