@@ -308,7 +308,9 @@ func (d *Daemon) receive(req transferRequest, member string) (app.Transfer, erro
 	pull := &folders.Pull{Src: httpSource{hc, req.SrcFolder}, SrcPath: req.SrcPath, SrcName: req.SrcName, Dst: root, DstPath: req.DstPath}
 	d.startTransfer(d.runCtx, t, pull, func() {
 		root.Close()
-		d.republish(req.DstFolder) // its size and file count changed
+		if pull.Changed() {
+			d.republish(req.DstFolder) // its size and file count changed
+		}
 	})
 	return *t, nil
 }

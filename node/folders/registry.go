@@ -76,7 +76,11 @@ func (r *Registry) Add(s Share) (Share, error) {
 	s.Path = abs
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	old, had := r.shares[s.Name]
 	r.shares[s.Name] = s
+	if s.Transient && (!had || old.Transient) {
+		return s, nil // nothing saved changes
+	}
 	return s, r.saveLocked()
 }
 
@@ -84,10 +88,14 @@ func (r *Registry) Add(s Share) (Share, error) {
 func (r *Registry) Remove(name string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.shares[name]; !ok {
+	s, ok := r.shares[name]
+	if !ok {
 		return fmt.Errorf("%w: %q", ErrNoShare, name)
 	}
 	delete(r.shares, name)
+	if s.Transient {
+		return nil // it was never saved
+	}
 	return r.saveLocked()
 }
 
@@ -210,11 +218,22 @@ func entry(fi fs.FileInfo) Entry {
 }
 
 // Usage walks a share's tree and returns its total size and file count;
-// symlinks are counted, never followed.
+// symlinks are counted, never followed. Parts that cannot be read are
+// skipped.
 func Usage(root *os.Root) (size int64, files int, err error) {
+	if items, err := Walk(root, "."); err == nil {
+		for _, it := range items[1:] { // the top is not counted
+			if !it.Dir {
+				files++
+				size += it.Size // a link's is 0
+			}
+		}
+		return size, files, nil
+	}
+	// Something is unreadable: a slower walk goes around it.
 	err = fs.WalkDir(root.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
 		if err != nil {
-			return nil // unreadable parts are skipped
+			return nil
 		}
 		if d.IsDir() {
 			return nil
