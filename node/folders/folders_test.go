@@ -165,3 +165,47 @@ func TestMembershipAndReadOnly(t *testing.T) {
 		t.Errorf("after unshare: %v", err)
 	}
 }
+
+// countingStore counts the saves of the share list.
+type countingStore struct {
+	memStore
+	saves int
+}
+
+func (c *countingStore) SaveShares(s []Share) error {
+	c.saves++
+	return c.memStore.SaveShares(s)
+}
+
+// TestTransientShares: a share offered for one copy is served like any
+// other but never saved, and adding or removing one writes nothing.
+func TestTransientShares(t *testing.T) {
+	store := &countingStore{}
+	r, err := Open(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Add(Share{Name: "kept", Path: t.TempDir()}); err != nil || store.saves != 1 {
+		t.Fatalf("add a share: %v, %d saves", err, store.saves)
+	}
+	if _, err := r.Add(Share{Name: "xfer-1", Path: t.TempDir(), Members: []string{"BOB"}, Transient: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.OpenRoot("xfer-1", "BOB", false); err != nil {
+		t.Errorf("the transient share is not served: %v", err)
+	}
+	if err := r.Remove("xfer-1"); err != nil {
+		t.Fatal(err)
+	}
+	if store.saves != 1 || len(store.shares) != 1 || store.shares[0].Name != "kept" {
+		t.Errorf("after a transient share came and went: %d saves, saved %+v", store.saves, store.shares)
+	}
+	// A transient share that replaces a kept one of the same name is saved
+	// as gone.
+	if _, err := r.Add(Share{Name: "kept", Path: t.TempDir(), Transient: true}); err != nil {
+		t.Fatal(err)
+	}
+	if store.saves != 2 || len(store.shares) != 0 {
+		t.Errorf("a kept share replaced by a transient one: %d saves, saved %+v", store.saves, store.shares)
+	}
+}
