@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -176,6 +177,10 @@ func (p *Pull) target() (string, error) {
 		return "", fmt.Errorf("%s is not a directory", p.DstPath)
 	}
 	if into {
+		// The name comes with the request: one plain element, or nothing.
+		if c, err := CleanPath(p.SrcName); err != nil || c != p.SrcName || c == "." || strings.Contains(c, "/") {
+			return "", fmt.Errorf("%w: %q cannot name the copy", ErrBadPath, p.SrcName)
+		}
 		return join(dst, p.SrcName), nil
 	}
 	if parent := path.Dir(dst); parent != "." {

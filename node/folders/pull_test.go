@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -314,5 +316,27 @@ func BenchmarkFreshTree(b *testing.B) {
 		b.StopTimer()
 		rd.Close()
 		b.StartTimer()
+	}
+}
+
+// TestBadSourceName: the name a copy takes at the destination comes with
+// the request, and only a plain name is taken.
+func TestBadSourceName(t *testing.T) {
+	src, dst := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(src, "f"), []byte("x"), 0o644)
+	rs, _ := os.OpenRoot(src)
+	rd, _ := os.OpenRoot(dst)
+	for _, name := range []string{"", ".", "..", "../up", "a/b", "a\\b", "nul\x00", strings.Repeat("n", 300)} {
+		p := &Pull{Src: RootSource{rs}, SrcPath: "f", SrcName: name, Dst: rd, DstPath: "./"}
+		if _, err := p.Run(context.Background()); !errors.Is(err, ErrBadPath) {
+			t.Errorf("copy named %q: %v", name, err)
+		}
+	}
+	p := &Pull{Src: RootSource{rs}, SrcPath: "f", SrcName: "good name", Dst: rd, DstPath: "./"}
+	if _, err := p.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dst, "good name")); err != nil || string(data) != "x" {
+		t.Errorf("good name: %q %v", data, err)
 	}
 }
