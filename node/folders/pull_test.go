@@ -201,18 +201,32 @@ func TestPullRefusesWrongBlocks(t *testing.T) {
 	}
 }
 
+// BenchmarkPullLocal measures a first copy of one file, source and
+// destination on this machine (hashing, verifying and writing, no network).
 func BenchmarkPullLocal(b *testing.B) {
-	src, dst := b.TempDir(), b.TempDir()
-	os.WriteFile(filepath.Join(src, "f"), randBytes(64*BlockSize), 0o644)
-	rs, _ := os.OpenRoot(src)
-	rd, _ := os.OpenRoot(dst)
-	b.SetBytes(64 * BlockSize)
-	for b.Loop() {
-		os.Remove(filepath.Join(dst, "f"))
-		p := &Pull{Src: RootSource{rs}, SrcPath: "f", SrcName: "f", Dst: rd, DstPath: "f"}
-		if _, err := p.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
+	for _, size := range []int64{64 << 20, 2 << 30} {
+		b.Run(fmt.Sprintf("%dMiB", size>>20), func(b *testing.B) {
+			src, dst := b.TempDir(), b.TempDir()
+			f, err := os.Create(filepath.Join(src, "f"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			chunk := randBytes(64 << 20)
+			for off := int64(0); off < size; off += int64(len(chunk)) {
+				f.Write(chunk)
+			}
+			f.Close()
+			rs, _ := os.OpenRoot(src)
+			rd, _ := os.OpenRoot(dst)
+			b.SetBytes(size)
+			for b.Loop() {
+				os.Remove(filepath.Join(dst, "f"))
+				p := &Pull{Src: RootSource{rs}, SrcPath: "f", SrcName: "f", Dst: rd, DstPath: "f"}
+				if _, err := p.Run(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
