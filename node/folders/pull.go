@@ -537,7 +537,10 @@ type blockWrite struct {
 }
 
 func newBlockWriter(p *Pull, f *os.File, src string, cancel context.CancelFunc) *blockWriter {
-	n := 2*p.Streams + 2
+	// One buffer a stream: a block received waits for the disk in its
+	// stream's buffer, so an interruption loses at most one received block
+	// a stream, as when each stream wrote its own.
+	n := p.Streams
 	w := &blockWriter{p: p, f: f, src: src, cancel: cancel, writes: make(chan blockWrite, n), free: make(chan []byte, n), done: make(chan struct{})}
 	for range n {
 		w.free <- make([]byte, BlockSize)
