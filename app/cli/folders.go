@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -123,11 +124,14 @@ func lsCmd(g *globals) *cobra.Command {
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			for _, e := range es {
-				name := e.Name
-				if e.Dir {
-					name += "/"
+				name, mode := e.Name, e.Mode.Perm()
+				switch {
+				case e.Dir:
+					name, mode = name+"/", mode|fs.ModeDir
+				case e.Link:
+					mode |= fs.ModeSymlink
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Mode, strings.TrimSpace(Bytes(uint64(e.Size))), e.ModTime.Local().Format(time.DateTime), name)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mode, strings.TrimSpace(Bytes(uint64(e.Size))), e.ModTime.Local().Format(time.DateTime), name)
 			}
 			return tw.Flush()
 		},

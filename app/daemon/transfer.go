@@ -389,7 +389,10 @@ func (c *copier) Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, e
 // copy has ended (a later copy offers it again), or once the receiver has
 // not answered for offerLinger.
 func (d *Daemon) withdrawOffer(share string, t app.Transfer) {
-	defer d.folders.Remove(share)
+	defer func() {
+		d.folders.Remove(share)
+		d.log.Info("a local path is no longer offered", "share", share, "copy", t.ID)
+	}()
 	silent := time.Now()
 	for d.runCtx.Err() == nil {
 		cur, err := (*copier)(d).Transfer(d.runCtx, t.Node, t.ID, app.MaxTransferWait)
@@ -488,6 +491,7 @@ func (d *Daemon) offerLocal(src, receiver string, tr transferRequest) (transferR
 		return tr, err
 	}
 	tr.SrcNode, tr.SrcFolder, tr.SrcPath, tr.SrcName = d.id.ID.String(), share, name, filepath.Base(abs)
+	d.log.Info("offering a local path for one copy", "share", share, "to", receiver)
 	return tr, nil
 }
 

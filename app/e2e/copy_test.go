@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,25 @@ func TestCopy(t *testing.T) {
 		out := mustCLI(t, laptop, "cp", src, "gpu2:scratch/")
 		t.Logf("%s", strings.TrimSpace(out))
 		sameFiles(t, src, filepath.Join(scratch, "project"))
+		// The local path was offered to gpu2 for this copy alone: once it
+		// ended, gpu2 can no longer read it.
+		offers := regexp.MustCompile(`offering a local path for one copy.*? share=(xfer-[0-9a-f]+)`).FindAllStringSubmatch(laptop.logText(), -1)
+		if len(offers) == 0 {
+			t.Fatal("the laptop did not log the share it offered")
+		}
+		share := "laptop:" + offers[len(offers)-1][1]
+		waitFor(t, 10*time.Second, "the offer withdrawn", func() error {
+			if out, errOut, code := gpu2.cli("ls", share); code == 0 || !strings.Contains(errOut, "no such shared folder") {
+				return fmt.Errorf("ls %s: exit %d %s%s", share, code, out, errOut)
+			}
+			return nil
+		})
+	})
+	t.Run("ls", func(t *testing.T) {
+		out := mustCLI(t, laptop, "ls", "gpu1:data")
+		if !regexp.MustCompile(`(?m)^drwx.*\sdeep/$`).MatchString(out) || !regexp.MustCompile(`(?m)^-rw.*\sreadme\.txt$`).MatchString(out) {
+			t.Errorf("ls gpu1:data:\n%s", out)
+		}
 	})
 	t.Run("machine to machine", func(t *testing.T) {
 		out := mustCLI(t, laptop, "cp", "gpu1:data", "gpu2:scratch/from-gpu1")

@@ -194,6 +194,16 @@ func (h *host) kill() {
 	}
 }
 
+// logText is the log of h's running process.
+func (h *host) logText() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.log == nil {
+		return ""
+	}
+	return h.log.String()
+}
+
 func (h *host) dumpLogs() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
