@@ -81,7 +81,7 @@ func TestCopy(t *testing.T) {
 			}
 			for _, f := range fs {
 				if f.NodeName == "gpu2" && f.Name == "scratch" {
-					if f.Files != 12 {
+					if f.Files != 14 {
 						return fmt.Errorf("gpu2:scratch listed with %d files, %d bytes", f.Files, f.SizeBytes)
 					}
 					return nil
@@ -264,6 +264,8 @@ func makeTree(t *testing.T, dir string) {
 		"deep/a/b/c/empty":          nil,
 		"run.sh":                    []byte("#!/bin/sh\necho hi\n"),
 		"weird name (1) & [x].json": []byte("{}"),
+		// Legal on Linux, only Windows forbids them: they copy.
+		`deep/a/back\slash & c:olon`: []byte("odd"),
 	}
 	for name, data := range files {
 		p := filepath.Join(dir, name)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,10 +22,16 @@ const (
 	maxName = 255
 )
 
+// windowsPaths is true where a backslash separates a path and a colon
+// names a drive or a stream. Elsewhere both are ordinary characters of a
+// name: a file called `a\b` or `1:2.txt` copies like any other, and only a
+// receiver on Windows refuses it.
+var windowsPaths = runtime.GOOS == "windows"
+
 // CleanPath checks a slash-separated path inside a share and returns it
 // cleaned, "." for the share's top. It refuses NUL bytes, absolute paths,
-// ".." anywhere, invalid UTF-8 and over-long names, instead of repairing
-// them.
+// ".." anywhere, invalid UTF-8 and over-long names, and on Windows
+// backslashes and colons, instead of repairing them.
 func CleanPath(p string) (string, error) {
 	if p == "" || p == "." || p == "/" {
 		return ".", nil
@@ -36,7 +43,7 @@ func CleanPath(p string) (string, error) {
 		return "", fmt.Errorf("%w: contains a NUL byte", ErrBadPath)
 	case !utf8.ValidString(p):
 		return "", fmt.Errorf("%w: not UTF-8", ErrBadPath)
-	case strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || (len(p) > 1 && p[1] == ':'):
+	case strings.HasPrefix(p, "/"), windowsPaths && (strings.HasPrefix(p, `\`) || len(p) > 1 && p[1] == ':'):
 		return "", fmt.Errorf("%w: %q is absolute", ErrBadPath, p)
 	}
 	for _, part := range strings.Split(p, "/") {
@@ -45,8 +52,8 @@ func CleanPath(p string) (string, error) {
 			return "", fmt.Errorf("%w: %q leaves the folder", ErrBadPath, p)
 		case len(part) > maxName:
 			return "", fmt.Errorf("%w: a name is longer than %d bytes", ErrBadPath, maxName)
-		case strings.ContainsRune(part, '\\'):
-			return "", fmt.Errorf("%w: %q has a backslash", ErrBadPath, p)
+		case windowsPaths && strings.ContainsAny(part, `\:`):
+			return "", fmt.Errorf("%w: %q has a backslash or a colon, which Windows does not allow in a name", ErrBadPath, p)
 		}
 	}
 	return path.Clean(p), nil

@@ -114,7 +114,7 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 			return p.snapshot(), err
 		}
 		if _, err := CleanPath(it.Rel); err != nil && it.Rel != "" {
-			return p.snapshot(), fmt.Errorf("the source sent a bad name: %w", err)
+			return p.snapshot(), fmt.Errorf("cannot copy %q here: %w", it.Rel, err)
 		}
 		if it.small() {
 			small = append(small, it)
