@@ -99,7 +99,9 @@ func (d *dirRoots) put(name string, data []byte, m FileMeta) error {
 		return fmt.Errorf("open the directory of %s: %w", name, err)
 	}
 	partial := partialName(base)
-	fd, err := unix.Openat(dirfd, partial, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	// O_NONBLOCK: a fifo planted under the partial name fails at once
+	// rather than hang the copy (it means nothing to a regular file).
+	fd, err := unix.Openat(dirfd, partial, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return writeError(name, err)
 	}
