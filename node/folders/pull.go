@@ -518,8 +518,8 @@ feed:
 
 // blockWriter puts the blocks that the streams of one file receive on
 // disk from a single goroutine. Writers to one file take turns on its
-// inode lock, and several at once spend their time spinning on it; one
-// writer also lets the streams go on receiving while a write waits.
+// inode lock, and several at once spend their time spinning on it; with one
+// writer, the other streams go on receiving while a block is written.
 type blockWriter struct {
 	p      *Pull
 	f      *os.File
@@ -565,7 +565,7 @@ func (w *blockWriter) write(ctx context.Context, off int64, buf []byte) error {
 	case w.writes <- blockWrite{off, buf}:
 		return nil
 	case <-ctx.Done():
-		w.free <- buf[:cap(buf)]
+		w.release(buf)
 		return ctx.Err()
 	}
 }
@@ -587,7 +587,7 @@ func (w *blockWriter) run() {
 				w.p.report()
 			}
 		}
-		w.free <- b.buf[:cap(b.buf)]
+		w.release(b.buf)
 	}
 }
 
