@@ -19,6 +19,7 @@ require (
 	github.com/wailsapp/wails/v2 v2.16.0
 	github.com/zeebo/blake3 v0.2.4
 	golang.org/x/sync v0.24.0
+	golang.org/x/sys v0.49.0
 	modernc.org/sqlite v1.61.1
 )
 
@@ -99,7 +100,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
-	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.46.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	gotest.tools/v3 v3.5.2 // indirect

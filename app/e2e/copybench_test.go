@@ -104,7 +104,8 @@ func BenchmarkCopyVsSSH(b *testing.B) {
 			res["scp-"+set] += timeIt("scp "+set, shell(scp+" "+src+" "+dest))
 		}
 		// Unchanged re-copy of the tree: after a first copy, each tool
-		// copies it again three times (the mean is reported).
+		// copies it again three times, or LABPOOL_BENCH_RECOPIES (the mean
+		// is reported).
 		recopies := 3
 		if n, err := strconv.Atoi(os.Getenv("LABPOOL_BENCH_RECOPIES")); err == nil && n > 0 {
 			recopies = n
@@ -204,8 +205,7 @@ func warmMemory(b *testing.B, dir string, n int64) {
 		}
 	}
 	f.Close()
-	os.Remove(name)
-	exec.Command("sync").Run()
+	os.Remove(name) // timeIt syncs next
 }
 
 // startSSHD runs Debian's sshd in h's namespace on port 2222 and returns
