@@ -18,6 +18,7 @@ type MemberRow struct {
 	Removed bool      `json:"removed,omitempty"` // a tombstone
 	AddedAt time.Time `json:"added_at"`          // millisecond precision, UTC
 	AddedBy string    `json:"added_by"`          // device ID of the writer of this version
+	Role    string    `json:"role,omitempty"`    // owner, admin, member or viewer
 }
 
 // Supersedes reports whether m replaces old in the merge: a higher Version,
@@ -40,11 +41,11 @@ func (m MemberRow) Supersedes(old MemberRow) bool {
 
 // upsertMember keeps the greater row in the order of MemberRow.Supersedes,
 // which SQLite's row-value comparison follows.
-const upsertMember = `INSERT INTO members (id, name, version, removed, added_ms, added_by)
-	VALUES (?, ?, ?, ?, ?, ?)
+const upsertMember = `INSERT INTO members (id, name, version, removed, added_ms, added_by, role)
+	VALUES (?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO UPDATE SET
 		name = excluded.name, version = excluded.version, removed = excluded.removed,
-		added_ms = excluded.added_ms, added_by = excluded.added_by
+		added_ms = excluded.added_ms, added_by = excluded.added_by, role = excluded.role
 	WHERE (excluded.version, excluded.added_by, excluded.removed, excluded.name, excluded.added_ms)
 		> (members.version, members.added_by, members.removed, members.name, members.added_ms)`
 
@@ -58,7 +59,7 @@ func (db *DB) PutMember(ctx context.Context, m MemberRow) (bool, error) {
 	var changed bool
 	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
 		res, err := tx.ExecContext(ctx, upsertMember,
-			m.ID, m.Name, int64(m.Version), m.Removed, toMS(m.AddedAt), m.AddedBy)
+			m.ID, m.Name, int64(m.Version), m.Removed, toMS(m.AddedAt), m.AddedBy, m.Role)
 		if err != nil {
 			return false, err
 		}
@@ -74,7 +75,7 @@ func (db *DB) PutMember(ctx context.Context, m MemberRow) (bool, error) {
 
 // Members returns every member row, tombstones included, sorted by ID.
 func (db *DB) Members(ctx context.Context) ([]MemberRow, error) {
-	const q = `SELECT id, name, version, removed, added_ms, added_by FROM members ORDER BY id`
+	const q = `SELECT id, name, version, removed, added_ms, added_by, role FROM members ORDER BY id`
 	rows, err := db.r.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("read members: %w", err)
@@ -87,7 +88,7 @@ func (db *DB) Members(ctx context.Context) ([]MemberRow, error) {
 			version int64
 			ms      int64
 		)
-		if err := rows.Scan(&m.ID, &m.Name, &version, &m.Removed, &ms, &m.AddedBy); err != nil {
+		if err := rows.Scan(&m.ID, &m.Name, &version, &m.Removed, &ms, &m.AddedBy, &m.Role); err != nil {
 			return nil, fmt.Errorf("read members: %w", err)
 		}
 		m.Version, m.AddedAt = uint64(version), fromMS(ms)
@@ -95,3 +96,4 @@ func (db *DB) Members(ctx context.Context) ([]MemberRow, error) {
 	}
 	return out, rows.Err()
 }
+
