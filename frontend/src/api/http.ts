@@ -4,6 +4,7 @@ import { ApiError, parseErrorBody } from './errors.ts'
 import { eventNames, type EventName, type EventPayloads } from './events.ts'
 import type { Entry, Folder, Transfer as FolderTransfer } from './folders.ts'
 import type { Image, Job, JobStats, JobsTransport, Plan, Tunnel } from './jobs.ts'
+import { httpPool } from './pool.ts'
 import type { Transport, Unsubscribe } from './transport.ts'
 import type { GPU, History, JoinCode, JoinRequest, Node, PoolStatus, Self } from './types.ts'
 
@@ -125,6 +126,7 @@ export function httpTransport(): Transport {
     },
     removeMember: (id) => request<void>('DELETE', `/pool/members/${encodeURIComponent(id)}`),
     ...httpJobs(),
+    ...httpPool(request),
     folders: async () => (await request<Folder[] | null>('GET', '/folders')) ?? [],
     share: (name, path, readWrite) => request<Folder>('POST', '/folders', { name, path, rw: readWrite }),
     unshare: (name) => request<void>('DELETE', `/folders/${enc(name)}`),

@@ -7,6 +7,7 @@ import { wailsBindings, wailsTransport } from './wails.ts'
 export { ApiError, toApiError } from './errors.ts'
 export { EventJobs, EventLogs, EventNodes, EventSample } from './events.ts'
 export type * from './jobs.ts'
+export type { PoolTransport } from './pool.ts'
 export type { Transport, Unsubscribe } from './transport.ts'
 export type * from './types.ts'
 

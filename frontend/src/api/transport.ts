@@ -2,11 +2,12 @@
 import type { EventName, EventPayloads } from './events.ts'
 import type { FoldersTransport } from './folders.ts'
 import type { JobsTransport } from './jobs.ts'
+import type { PoolTransport } from './pool.ts'
 import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
 
 export type Unsubscribe = () => void
 
-export interface Transport extends JobsTransport, FoldersTransport {
+export interface Transport extends JobsTransport, FoldersTransport, PoolTransport {
   /** "wails" inside the desktop window, "http" in a browser. */
   readonly kind: 'wails' | 'http'
   self(): Promise<Self>

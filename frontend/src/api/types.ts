@@ -88,16 +88,70 @@ export interface History {
   samples: Sample[] | null
 }
 
+/** A role in the pool, from the most to the least trusted. */
+export type Role = 'owner' | 'admin' | 'member' | 'viewer'
+
+/** What this machine may do in the pool, as the daemon decides it. */
+export interface Can {
+  /** Launch jobs (member and above). */
+  launch: boolean
+  /** Invites, roles and removal of members and viewers (admin and above). */
+  manage_members: boolean
+  /** Making and removing admins and owners (owners). */
+  manage_admins: boolean
+  /** Why an action is not allowed, e.g. why a viewer cannot launch. */
+  why?: string
+}
+
 export interface Member {
   id: string
   name: string
+  role?: Role | ''
   added_at: string
+  added_by?: string
   removed: boolean
+  online?: boolean
+  /** This machine. */
+  self?: boolean
+  /** The device that created the pool: nobody demotes or removes it. */
+  creator?: boolean
+}
+
+export interface Invite {
+  id: string
+  role: Role
+  /** How many joins the code allows, 0 = unlimited. */
+  uses: number
+  used: number
+  /** -1 = unlimited. */
+  uses_left: number
+  expires: string
+  created_by: string
+  created_at: string
+  state: 'active' | 'expired' | 'used up' | 'revoked'
+}
+
+export interface InviteRequest {
+  role: Role
+  /** 0 = unlimited within the expiry. */
+  uses: number
+  expires_seconds: number
+}
+
+export interface NewInvite {
+  invite: Invite
+  code: string
 }
 
 export interface PoolStatus {
   pool_id: string
   members: Member[] | null
+  /** Empty for members and viewers. */
+  invites?: Invite[] | null
+  self_id?: string
+  /** "" when not in a pool. */
+  self_role?: Role | ''
+  can?: Can
 }
 
 export interface JoinCode {

@@ -6,7 +6,7 @@ import { EventLogs, type EventName, type EventPayloads } from './events.ts'
 import type { Entry, Folder, Transfer } from './folders.ts'
 import type { Image, Job, JobStats, LaunchRequest, LogChunk, Plan, Tunnel as JobTunnel } from './jobs.ts'
 import type { Transport, Unsubscribe } from './transport.ts'
-import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
+import type { GPU, History, Invite, JoinCode, NewInvite, Node, PoolStatus, Role, Self } from './types.ts'
 
 export interface WailsBindings {
   Self(): Promise<Self>
@@ -17,6 +17,10 @@ export interface WailsBindings {
   CreatePool(): Promise<JoinCode>
   JoinPool(code: string, addr: string): Promise<PoolStatus>
   RemoveMember(id: string): Promise<void>
+  Invites(): Promise<Invite[] | null>
+  CreateInvite(role: string, uses: number, expiresSeconds: number): Promise<NewInvite>
+  RevokeInvite(id: string): Promise<void>
+  SetRole(id: string, role: string): Promise<void>
   Jobs(all: boolean): Promise<Job[] | null>
   Job(id: string): Promise<Job>
   PlanLaunch(req: LaunchRequest): Promise<Plan>
@@ -74,6 +78,10 @@ export function wailsTransport(b: WailsBindings): Transport {
     createPool: () => call(() => b.CreatePool()),
     joinPool: (code, addr) => call(() => b.JoinPool(code, addr)),
     removeMember: (id) => call(() => b.RemoveMember(id)),
+    invites: async () => (await call(() => b.Invites())) ?? [],
+    createInvite: (req) => call(() => b.CreateInvite(req.role, req.uses, req.expires_seconds)),
+    revokeInvite: (id) => call(() => b.RevokeInvite(id)),
+    setRole: (id, role: Role) => call(() => b.SetRole(id, role)),
     jobs: async (all) => (await call(() => b.Jobs(all))) ?? [],
     job: (id) => call(() => b.Job(id)),
     plan: (req) => call(() => b.PlanLaunch(req)),

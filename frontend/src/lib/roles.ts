@@ -1,0 +1,111 @@
+// Pure helpers for roles, members and invites: who may do what in the
+// Members view, and how invites read. The daemon decides; these only decide
+// which buttons to show (a refusal from the daemon is still shown as-is).
+import type { Can, Invite, Member, PoolStatus, Role } from '../api/types.ts'
+import { formatDuration, isZeroTime } from './format.ts'
+
+export const roles: Role[] = ['owner', 'admin', 'member', 'viewer']
+
+/** Lifetimes offered for a new invite, in seconds. */
+export const inviteLifetimes: { label: string; seconds: number }[] = [
+  { label: '1 h', seconds: 3600 },
+  { label: '24 h', seconds: 86400 },
+  { label: '7 d', seconds: 7 * 86400 },
+]
+
+const none: Can = { launch: false, manage_members: false, manage_admins: false }
+
+/** What this machine may do; an older daemon without roles allows what it always did. */
+export function canOf(pool: PoolStatus | null | undefined): Can {
+  if (!pool) return none
+  return pool.can ?? { launch: true, manage_members: true, manage_admins: false }
+}
+
+/** Whether acting on a device or invite of this role needs the owners' right. */
+function needsOwner(role: string | undefined): boolean {
+  return role === 'owner' || role === 'admin'
+}
+
+/** Whether can covers a device or invite of this role. */
+export function mayManage(can: Can, role: string | undefined): boolean {
+  return needsOwner(role) ? can.manage_admins : can.manage_members
+}
+
+/** Whether the role of m may be changed here: never the creator's, never this machine's own. */
+export function mayChangeRole(can: Can, m: Member): boolean {
+  return !m.removed && !m.creator && !m.self && mayManage(can, m.role) && rolesOffered(can).length > 1
+}
+
+/** Whether m may be removed here: never the creator, never this machine (leaving is not offered). */
+export function mayRemove(can: Can, m: Member): boolean {
+  return !m.removed && !m.creator && !m.self && mayManage(can, m.role)
+}
+
+/** The roles this machine may give a member. */
+export function rolesOffered(can: Can): Role[] {
+  if (can.manage_admins) return roles
+  if (can.manage_members) return ['member', 'viewer']
+  return []
+}
+
+/** The roles this machine may invite with, the usual one first. */
+export function inviteRolesOffered(can: Can): Role[] {
+  if (can.manage_admins) return ['member', 'viewer', 'admin']
+  if (can.manage_members) return ['member', 'viewer']
+  return []
+}
+
+/** Whether inv may be revoked here. */
+export function mayRevoke(can: Can, inv: Invite): boolean {
+  return inv.state === 'active' && mayManage(can, inv.role)
+}
+
+export type MemberState = 'online' | 'offline' | 'removed'
+
+export function memberState(m: Member): MemberState {
+  if (m.removed) return 'removed'
+  return m.online ? 'online' : 'offline'
+}
+
+/** Members in the order the view lists them: this machine, then by role, then by name; removed ones last. */
+export function sortMembers(list: readonly Member[]): Member[] {
+  const rank = (m: Member) => (m.removed ? 10 : m.self ? -1 : Math.max(0, roles.indexOf(m.role as Role)))
+  return [...list].sort((a, b) => rank(a) - rank(b) || (a.name || a.id).localeCompare(b.name || b.id))
+}
+
+/** "XXXX-XXXX", the short form of a device ID the CLI shows. */
+export function shortID(id: string): string {
+  const s = id.replace(/-/g, '')
+  return s.length <= 8 ? s : `${s.slice(0, 4)}-${s.slice(4, 8)}`
+}
+
+/** "unlimited", or "2 of 3 left". */
+export function usesLeftLabel(inv: Invite): string {
+  if (inv.uses_left < 0 || inv.uses <= 0) return 'unlimited'
+  return `${inv.uses_left} of ${inv.uses} left`
+}
+
+/** When an invite ends, relative to now (ms): "in 23 h", "2 h ago", "never". */
+export function expiryRelative(expires: string, now: number): string {
+  if (isZeroTime(expires)) return 'never'
+  const diff = (Date.parse(expires) - now) / 1000
+  return diff >= 0 ? `in ${formatDuration(diff)}` : `${formatDuration(-diff)} ago`
+}
+
+/** An absolute time for people, in the viewer's time zone: "15 Jun, 10:32". */
+export function formatWhen(t: string): string {
+  if (isZeroTime(t)) return ''
+  return new Date(t).toLocaleString('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' })
+}
+
+/**
+ * Why this machine cannot launch jobs, or "" when it can (or when the
+ * daemon does not say: then the Launch button stays and the daemon decides).
+ */
+export function whyNoLaunch(pool: PoolStatus | null | undefined): string {
+  const can = pool?.can
+  if (!can || can.launch) return ''
+  if (can.why) return can.why
+  const role = pool?.self_role
+  return role ? `This machine is a ${role} of the pool: it cannot launch jobs.` : 'This machine cannot launch jobs.'
+}
