@@ -14,6 +14,8 @@ const timeoutMs = 8000
 const unreachable = () =>
   new ApiError('Cannot reach the labpool daemon; is it running?', 'unreachable')
 
+const mutating = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())
+
 async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   const ctl = new AbortController()
   const timer = setTimeout(() => ctl.abort(), timeoutMs)
@@ -23,7 +25,11 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
       method,
       signal: ctl.signal,
       cache: 'no-store',
-      headers: body === undefined ? undefined : { 'Content-Type': 'application/json' },
+      // The page's cookie carries this run's token; `labpool web` refuses a
+      // call that changes something unless it says JSON, with or without a
+      // body (a form or text/plain is what other sites can send).
+      credentials: 'same-origin',
+      headers: body === undefined && !mutating(method) ? undefined : { 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
   } catch {
@@ -161,7 +167,7 @@ function httpJobs(): JobsTransport {
       const ctl = new AbortController()
       void (async () => {
         try {
-          const res = await fetch(`${base}/jobs/${enc(id)}/logs?follow=1&tail=${tail}`, { signal: ctl.signal })
+          const res = await fetch(`${base}/jobs/${enc(id)}/logs?follow=1&tail=${tail}`, { signal: ctl.signal, credentials: 'same-origin' })
           if (!res.ok || !res.body) {
             const parsed = parseErrorBody(await res.text().catch(() => ''))
             onText(`\n[${parsed?.message ?? 'logs unavailable: ' + res.status}]\n`, true)
