@@ -3,8 +3,9 @@
 // every other member's stream, so a viewer catches up after any outage
 // (history included) and learns liveness from the stream itself.
 //
-// The member set, written by many, travels on the same streams and is merged
-// last-writer-wins by the store.
+// The pool's membership, written by many as signed records (sync/pool),
+// travels on the same streams; the follower hands it to a checker and never
+// stores it unchecked.
 package replica
 
 import (
@@ -26,13 +27,16 @@ const MaxFrame = 8 << 20
 // maxBatch bounds the records of one frame.
 const maxBatch = 512
 
+// maxPool bounds the membership records of one frame.
+const maxPool = 10000
+
 // ErrFrameTooLarge means a peer sent a line over MaxFrame.
 var ErrFrameTooLarge = errors.New("replication frame too large")
 
 // Frame is one NDJSON line of the stream. An empty frame is a heartbeat.
 type Frame struct {
 	Records []store.Record    `json:"r,omitempty"`
-	Members []store.MemberRow `json:"m,omitempty"`
+	Pool    []json.RawMessage `json:"p,omitempty"` // signed membership records, relayed as received
 }
 
 // Decoder reads frames from a stream.
@@ -61,17 +65,12 @@ func DecodeFrame(line []byte) (Frame, error) {
 	if err := json.Unmarshal(line, &f); err != nil {
 		return Frame{}, fmt.Errorf("decode replication frame: %w", err)
 	}
-	if len(f.Records) > maxBatch || len(f.Members) > maxBatch {
-		return Frame{}, fmt.Errorf("decode replication frame: %d records, %d members: over %d", len(f.Records), len(f.Members), maxBatch)
+	if len(f.Records) > maxBatch || len(f.Pool) > maxPool {
+		return Frame{}, fmt.Errorf("decode replication frame: %d records, %d pool records: over %d or %d", len(f.Records), len(f.Pool), maxBatch, maxPool)
 	}
 	for _, r := range f.Records {
 		if r.Seq == 0 || r.Kind == "" || len(r.Kind) > 64 || len(r.Key) > 256 {
 			return Frame{}, fmt.Errorf("decode replication frame: malformed record (seq %d, kind %q)", r.Seq, r.Kind)
-		}
-	}
-	for _, m := range f.Members {
-		if m.ID == "" || len(m.ID) > 128 || len(m.Name) > 256 {
-			return Frame{}, errors.New("decode replication frame: malformed member")
 		}
 	}
 	return f, nil

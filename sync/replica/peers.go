@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,9 @@ type Peers struct {
 	// OnChange is called (from any goroutine) when a member goes online or
 	// offline; it must not block.
 	OnChange func(id string, online bool)
+	// OnPool is given the signed membership records a member relays; it
+	// checks and keeps the valid ones (sync/pool.Manager.Receive).
+	OnPool func(ctx context.Context, from peer.ID, recs []json.RawMessage) error
 
 	mu    sync.Mutex // guards peers
 	peers map[string]*follower
@@ -254,14 +258,16 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 			return err
 		}
 		watchdog.Reset(p.cfg.Silence)
-		if err := p.apply(ctx, origin, fr); err != nil {
+		if err := p.apply(ctx, f, fr); err != nil {
 			return err
 		}
 	}
 }
 
-// apply stores a frame; records must be the peer's own.
-func (p *Peers) apply(ctx context.Context, origin string, fr Frame) error {
+// apply stores a frame; records must be the peer's own. Membership
+// records go to OnPool, which checks each one.
+func (p *Peers) apply(ctx context.Context, f *follower, fr Frame) error {
+	origin := f.id.String()
 	for _, r := range fr.Records {
 		if r.Origin != origin {
 			return fmt.Errorf("peer %s sent a record of %s", origin, r.Origin)
@@ -272,10 +278,8 @@ func (p *Peers) apply(ctx context.Context, origin string, fr Frame) error {
 			return err
 		}
 	}
-	for _, m := range fr.Members {
-		if _, err := p.db.PutMember(ctx, m); err != nil {
-			return err
-		}
+	if len(fr.Pool) > 0 && p.OnPool != nil {
+		return p.OnPool(ctx, f.id, fr.Pool)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -21,6 +20,9 @@ type Server struct {
 	// Heartbeat is the longest silence on a stream, so followers can tell a
 	// quiet peer from a dead one.
 	Heartbeat time.Duration
+	// Pool returns the signed membership records to relay and a
+	// fingerprint that changes with them; nil relays none.
+	Pool func() ([]json.RawMessage, uint64)
 }
 
 // NewServer returns a server of origin's records in db.
@@ -30,7 +32,7 @@ func NewServer(db *store.DB, origin string, log *slog.Logger) *Server {
 
 // ServeHTTP answers GET StreamPath?since=N with every record of ours whose
 // seq is above N, then with new ones as they are written, and with the
-// member set whenever it changes, until the follower goes away.
+// membership records whenever they change, until the follower goes away.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	since, err := strconv.ParseUint(r.URL.Query().Get("since"), 10, 64)
 	if err != nil && r.URL.Query().Get("since") != "" {
@@ -57,7 +59,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 	enc := json.NewEncoder(w)
 	beat := time.NewTicker(s.Heartbeat)
 	defer beat.Stop()
-	var membersHash uint64
+	var poolSum uint64
 	dirty := true // read the store at start and after each change only
 	for {
 		if dirty {
@@ -65,7 +67,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 			if err != nil {
 				return err
 			}
-			if membersHash, err = s.sendMembers(ctx, enc, membersHash); err != nil {
+			if poolSum, err = s.sendPool(enc, poolSum); err != nil {
 				return err
 			}
 			fl.Flush()
@@ -99,22 +101,18 @@ func (s *Server) sendSince(ctx context.Context, enc *json.Encoder, since *uint64
 	return len(recs), enc.Encode(Frame{Records: recs})
 }
 
-func (s *Server) sendMembers(ctx context.Context, enc *json.Encoder, last uint64) (uint64, error) {
-	ms, err := s.db.Members(ctx)
-	if err != nil {
-		return last, err
+// sendPool sends the membership records when they differ from what was
+// last sent (fingerprint last).
+func (s *Server) sendPool(enc *json.Encoder, last uint64) (uint64, error) {
+	if s.Pool == nil {
+		return last, nil
 	}
-	h := fnv.New64a()
-	for _, m := range ms {
-		b, _ := json.Marshal(m)
-		h.Write(b)
-	}
-	sum := h.Sum64()
-	if sum == last || len(ms) == 0 {
+	recs, sum := s.Pool()
+	if sum == last || len(recs) == 0 {
 		return sum, nil
 	}
-	if len(ms) > maxBatch {
-		ms = ms[:maxBatch]
+	if len(recs) > maxPool {
+		recs = recs[len(recs)-maxPool:]
 	}
-	return sum, enc.Encode(Frame{Members: ms})
+	return sum, enc.Encode(Frame{Pool: recs})
 }
