@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -57,4 +58,53 @@ func syncDir(dir string) error {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
+}
+
+// SecureDir makes the data directory dir and the regular files directly in
+// it its owner's alone, taking group and other permissions away (0755
+// becomes 0700, 0644 becomes 0600): a directory made by an older labpool,
+// by hand or under a loose umask is tightened at start. Symbolic links are
+// left as they are. It returns one line per change, for the log.
+func SecureDir(dir string) ([]string, error) {
+	var fixed []string
+	tighten := func(path string, mode fs.FileMode) error {
+		if mode.Perm()&0o077 == 0 {
+			return nil
+		}
+		tight := mode.Perm() &^ 0o077
+		if err := os.Chmod(path, tight); err != nil {
+			return fmt.Errorf("tighten %s: %w", path, err)
+		}
+		fixed = append(fixed, fmt.Sprintf("%s was %04o, now %04o", path, mode.Perm(), tight))
+		return nil
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tighten data directory: %w", err)
+	}
+	if !info.IsDir() {
+		return nil, fmt.Errorf("tighten data directory: %s is not a directory", dir)
+	}
+	if err := tighten(dir, info.Mode()); err != nil {
+		return fixed, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fixed, fmt.Errorf("tighten data directory: %w", err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed meanwhile
+		} else if err != nil {
+			return fixed, fmt.Errorf("tighten data directory: %w", err)
+		}
+		if err := tighten(filepath.Join(dir, e.Name()), info.Mode()); err != nil {
+			return fixed, err
+		}
+	}
+	return fixed, nil
 }

@@ -22,7 +22,7 @@ var ErrCorrupt = errors.New("identity file is corrupt")
 // Names of the identity files inside a data directory.
 const (
 	KeyFile  = "key.pem"  // PKCS #8 Ed25519 private key, mode 0600
-	CertFile = "cert.pem" // self-signed X.509 certificate, mode 0644
+	CertFile = "cert.pem" // self-signed X.509 certificate, mode 0600
 )
 
 // Identity is this device's ID and the certificate (with its private key)
@@ -33,13 +33,17 @@ type Identity struct {
 }
 
 // LoadOrCreate loads the identity kept in dir, creating dir, the key and
-// the certificate on first use. A missing certificate is re-issued for the
+// the certificate on first use. It makes dir and its files the owner's
+// alone (SecureDir; call that first to log what it changed). A missing certificate is re-issued for the
 // existing key (the ID does not change); a missing key next to an existing
 // certificate, or any file that cannot be parsed, is an error wrapping
 // ErrCorrupt.
 func LoadOrCreate(dir string) (*Identity, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	if _, err := SecureDir(dir); err != nil {
+		return nil, err
 	}
 	key, err := loadOrCreateKey(dir)
 	if err != nil {
@@ -117,7 +121,7 @@ func loadOrCreateCert(dir string, key ed25519.PrivateKey) ([]byte, error) {
 		return nil, err
 	}
 	block := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := writeNew(path, block, 0o644); errors.Is(err, fs.ErrExist) {
+	if err := writeNew(path, block, 0o600); errors.Is(err, fs.ErrExist) {
 		return loadCert(path, key)
 	} else if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func TestLoadOrCreateReuses(t *testing.T) {
 	if err := cert.CheckSignature(cert.SignatureAlgorithm, cert.RawTBSCertificate, cert.Signature); err != nil {
 		t.Errorf("certificate is not self-signed: %v", err)
 	}
-	for name, want := range map[string]os.FileMode{peer.KeyFile: 0o600, peer.CertFile: 0o644} {
+	for name, want := range map[string]os.FileMode{peer.KeyFile: 0o600, peer.CertFile: 0o600} {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)

@@ -23,7 +23,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 
@@ -50,10 +52,14 @@ type DB struct {
 
 // Open opens or creates the replica at path (a file; not ":memory:") and
 // brings its schema up to date. It fails with ErrSchemaTooNew when the file
-// was written by a newer labpool.
+// was written by a newer labpool. The file and its -wal and -shm files are
+// the owner's alone (0600), also when an older labpool made them 0644.
 func Open(path string) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
+		return nil, fmt.Errorf("open replica %s: %w", path, err)
+	}
+	if err := ownerOnly(abs); err != nil {
 		return nil, fmt.Errorf("open replica %s: %w", path, err)
 	}
 	w, err := sql.Open("sqlite", dsn(abs, "_txlock=immediate&_journal_mode=WAL"))
@@ -74,6 +80,31 @@ func Open(path string) (*DB, error) {
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
 	return &DB{w: w, r: r}, nil
+}
+
+// ownerOnly creates the replica file 0600 when it is missing (SQLite gives
+// its -wal and -shm files the database's mode) and takes group and other
+// permissions away from an existing one and its -wal and -shm files.
+func ownerOnly(abs string) error {
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	for _, p := range []string{abs, abs + "-wal", abs + "-shm"} {
+		info, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && !info.Mode().IsRegular()) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if perm := info.Mode().Perm(); perm&0o077 != 0 {
+			if err := os.Chmod(p, perm&^0o077); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // dsn returns the SQLite URI of the file at the absolute path abs, with the
