@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -56,13 +55,14 @@ type Peers struct {
 	// checks and keeps the valid ones (sync/pool.Manager.Receive).
 	OnPool func(ctx context.Context, from peer.ID, recs []json.RawMessage) error
 
-	mu    sync.Mutex // guards peers
-	peers map[string]*follower
+	mu      sync.Mutex // guards peers, pending and each follower's book
+	peers   map[string]*follower
+	pending map[string]*pendingHint // hints for devices without a follower
 }
 
 type follower struct {
 	id     peer.ID
-	addrs  []string // hints: mDNS, the join address, the peer's own record
+	book   addrBook // pinned address, then hints: mDNS, the join address, the peer's own record
 	online bool
 	since  time.Time // of the current state
 	cancel context.CancelFunc
@@ -82,34 +82,31 @@ func (p *Peers) Online(id string) bool {
 	return f != nil && f.online
 }
 
-// Addrs returns the addresses known for id, newest first.
+// Addrs returns the addresses known for id: the one where a session last
+// succeeded first, then hints, newest first.
 func (p *Peers) Addrs(id string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if f := p.peers[id]; f != nil {
-		return slices.Clone(f.addrs)
+		return f.book.list()
 	}
 	return nil
 }
 
 // Hint records addresses where id may be reached (from mDNS or a join).
+// They are unverified: they go after the address where a session with id
+// last succeeded, and never displace it. A hint for a device that has no
+// follower (not a member, or not reconciled yet) waits in a small table
+// that forgets it after a while; a follower starts only for a member.
 func (p *Peers) Hint(id string, addrs ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	f := p.peers[id]
 	if f == nil {
-		f = &follower{wake: make(chan struct{}, 1)}
-		p.peers[id] = f
+		p.holdHint(id, addrs, time.Now())
+		return
 	}
-	for _, a := range addrs {
-		if i := slices.Index(f.addrs, a); i >= 0 {
-			f.addrs = slices.Delete(f.addrs, i, i+1)
-		}
-		f.addrs = append([]string{a}, f.addrs...) // newest first
-	}
-	if len(f.addrs) > 8 {
-		f.addrs = f.addrs[:8]
-	}
+	f.book.hint(addrs)
 	if !f.online {
 		select {
 		case f.wake <- struct{}{}:
@@ -177,6 +174,7 @@ func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
 		}
 		if f == nil {
 			f = &follower{wake: make(chan struct{}, 1)}
+			p.adoptHints(m.ID, f, time.Now())
 			p.peers[m.ID] = f
 		}
 		fctx, cancel := context.WithCancel(ctx)
@@ -219,7 +217,7 @@ func (p *Peers) follow(ctx context.Context, f *follower) {
 func (p *Peers) addrs(f *follower) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(f.addrs)
+	return f.book.list()
 }
 
 // session runs one replication stream from f's device until it fails.
@@ -251,6 +249,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		return fmt.Errorf("replication stream: %s: %s", resp.Status, msg)
 	}
 	p.setOnline(f, true)
+	p.pinSession(f)
 	dec := NewDecoder(resp.Body)
 	for {
 		fr, err := dec.Next()
