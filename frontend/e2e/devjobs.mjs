@@ -27,9 +27,10 @@ const images = {
 
 /**
  * Creates the fixture's jobs over the given machines. nodes() returns the
- * current node views; self is this machine; emit(name, data) sends an event.
+ * current node views; self is this machine; emit(name, data) sends an event;
+ * role() is this machine's role in the pool ("" outside one): a viewer launches nothing.
  */
-export function createJobs({ nodes, self, emit, seed = true, port }) {
+export function createJobs({ nodes, self, emit, seed = true, port, role = () => '' }) {
   const jobs = [] // newest first
   const logs = new Map() // job id -> { text, listeners: Set<(chunk|null) => void> }
   const tunnels = []
@@ -117,6 +118,7 @@ export function createJobs({ nodes, self, emit, seed = true, port }) {
   }
 
   function launch(req) {
+    if (role() === 'viewer') throw apiErr(403, 'forbidden', 'viewers cannot launch jobs: ask an admin to make this machine a member')
     const spec = req.spec ?? {}
     refuse(spec)
     const p = plan(req)

@@ -3,11 +3,19 @@
 // synthetic, changing data of three machines (lab1: this machine, 2 GPUs;
 // lab2: "no NVIDIA GPU found"; lab3: 1 GPU, goes offline after a while),
 // so the dashboard and e2e/dashboard.mjs can be exercised without a daemon;
-// plus in-memory jobs (e2e/devjobs.mjs) for the jobs UI and e2e/jobs.mjs.
+// plus in-memory jobs (e2e/devjobs.mjs) for the jobs UI and e2e/jobs.mjs,
+// and an in-memory pool with roles and invites (e2e/devpool.mjs) for the
+// Members view and e2e/members.mjs.
 //
 //   node e2e/devserver.mjs [--port 8787] [--offline-after 25] [--down-after 0]
 //                          [--no-events] [--hostile] [--no-jobs]
+//                          [--role owner|admin|member|viewer] [--shown-role ROLE]
 //
+// --role R: start in a pool where this machine is R (with an owner, an admin
+//   or owner, members, a viewer, a removed member and invites in every state);
+//   without it, start outside a pool (Create makes this machine the owner).
+// --shown-role R: report R to the UI while enforcing --role (a stale view,
+//   to see a refusal's message in the UI).
 // --no-jobs: start without the sample jobs (launching still works).
 // --down-after N: the API answers 503 after N seconds (daemon unreachable).
 // --no-events: no SSE events, so the UI must fall back to polling.
@@ -17,6 +25,7 @@ import { createServer } from 'node:http'
 import { extname, join, normalize } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { createJobs, tunnelPage } from './devjobs.mjs'
+import { createPool } from './devpool.mjs'
 
 const args = process.argv.slice(2)
 const opt = (name, def) => {
@@ -30,6 +39,11 @@ const downAfter = Number(opt('--down-after', '0'))
 const noEvents = flag('--no-events')
 const hostile = flag('--hostile')
 const noJobs = flag('--no-jobs')
+const role = opt('--role', '')
+const shownRole = opt('--shown-role', '')
+for (const r of [role, shownRole]) {
+  if (r && !['owner', 'admin', 'member', 'viewer'].includes(r)) throw new Error(`--role ${r}: want owner, admin, member or viewer`)
+}
 const dist = fileURLToPath(new URL('../dist/', import.meta.url))
 const started = Date.now()
 const GiB = 1024 ** 3
@@ -131,7 +145,7 @@ function nodeView(s, now) {
   }
 }
 
-let pool = { pool_id: '', members: null }
+const pool = createPool({ machines, online: (id) => online(machines.find((m) => m.id === id), Date.now()), role, shownRole })
 const self = { id: machines[0].id, short_id: machines[0].short_id, name: 'lab1', version: '0.1.0-dev', api_version: 1, data_dir: '(dev fixture)', listen: '127.0.0.1:' + port }
 
 const clients = new Set()
@@ -140,7 +154,7 @@ const emit = (name, data) => {
   for (const c of clients) c.write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`)
 }
 let jobs = null
-jobs = createJobs({ nodes: () => state.map((s) => nodeView(s, Date.now())), self, emit, seed: !noJobs, port })
+jobs = createJobs({ nodes: () => state.map((s) => nodeView(s, Date.now())), self, emit, seed: !noJobs, port, role: pool.role })
 
 const json = (res, status, v) => {
   res.writeHead(status, { 'Content-Type': 'application/json', 'Cache-Control': 'no-store' })
@@ -178,36 +192,7 @@ async function api(req, res, url) {
     const from = now - secs * 1000
     return json(res, 200, { node: s.m.id, samples: s.samples.filter((x) => Date.parse(x.time) >= from) })
   }
-  if (req.method === 'GET' && p === '/pool') return json(res, 200, pool)
-  if (req.method === 'POST' && p === '/pool/create') {
-    if (!pool.pool_id) {
-      pool = { pool_id: 'P3H7-QK2M-XV9T', members: [{ id: self.id, name: 'lab1', added_at: new Date().toISOString(), removed: false }] }
-    }
-    return json(res, 200, { pool_id: pool.pool_id, code: 'lp1-P3H7QK2MXV9T-4f9a2c7e1b8d6053aa91e2c4d7b0f318' })
-  }
-  if (req.method === 'POST' && p === '/pool/join') {
-    let jr
-    try {
-      jr = JSON.parse(await body(req))
-    } catch {
-      return fail(res, 400, 'invalid', 'decode join request: bad JSON')
-    }
-    if (!jr.code) return fail(res, 400, 'invalid', 'invalid: a join code is required')
-    if (jr.code === 'bad') return fail(res, 403, 'forbidden', 'join pool: the join code was refused by 10.203.0.2:7443')
-    pool = {
-      pool_id: 'J2W8-LP4R-MN6S',
-      members: machines.map((m) => ({ id: m.id, name: m.name, added_at: new Date().toISOString(), removed: false })),
-    }
-    return json(res, 200, pool)
-  }
-  const rm = p.match(/^\/pool\/members\/(.+)$/)
-  if (req.method === 'DELETE' && rm) {
-    const m = (pool.members ?? []).find((x) => x.id === decodeURIComponent(rm[1]))
-    if (!m) return fail(res, 404, 'not_found', 'remove member: no such member')
-    m.removed = true
-    res.writeHead(204)
-    return res.end()
-  }
+  if (await pool.handle(req, res, p, { json, fail, body })) return
   if (await jobs.handle(req, res, url, p, { json, fail, body })) return
   if (req.method === 'GET' && p === '/events') {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store' })
