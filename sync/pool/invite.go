@@ -1,0 +1,200 @@
+package pool
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+)
+
+// An invite is a key pair derived from the secret of a join code. Its
+// record in the log holds only the public key, so members who read the
+// log learn no secret, and yet every one of them can check that a join was
+// signed by someone who held the code.
+
+// inviteIDLen is the length of an invite ID's text: 8 bytes in hex.
+const inviteIDLen = 16
+
+// InviteKey returns the invite key that a join code's secret seeds.
+func InviteKey(secret [16]byte) ed25519.PrivateKey {
+	seed := sha256.Sum256(append([]byte(inviteKeyLabel), secret[:]...))
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+// InviteID returns the ID of the invite with public key pub: the hex of the
+// first 8 bytes of its SHA-256.
+func InviteID(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return hex.EncodeToString(sum[:inviteIDLen/2])
+}
+
+// InviteState is an invite as the log knows it.
+type InviteState struct {
+	ID        string
+	Role      Role // the role it grants
+	Uses      int  // joins it allows, 0 = unlimited
+	Used      int  // joins it made
+	Expires   time.Time
+	Revoked   bool // revoked, or its creator was removed or lost the right to make it
+	CreatedBy string
+	CreatedAt time.Time
+	Key       []byte // its Ed25519 public key
+	Version   uint64 // of its latest record
+}
+
+// State returns "revoked", "used up", "expired" or "active", in that order of precedence.
+func (i InviteState) State(now time.Time) string {
+	switch {
+	case i.Revoked:
+		return "revoked"
+	case i.Uses > 0 && i.Used >= i.Uses:
+		return "used up"
+	case now.After(i.Expires):
+		return "expired"
+	}
+	return "active"
+}
+
+// NewInvite makes and signs, with key, an invite to join as role, good for
+// uses joins (0 = unlimited) until expires, and returns the record and the
+// code to hand out. It returns the rule that refuses it, if any.
+func (l *Log) NewInvite(key ed25519.PrivateKey, role Role, uses int, expires, now time.Time) (Record, Code, error) {
+	signer, err := signerID(key)
+	if err != nil {
+		return Record{}, Code{}, fmt.Errorf("make invite: %w", err)
+	}
+	code := Code{Pool: l.pool}
+	if _, err := rand.Read(code.Secret[:]); err != nil {
+		return Record{}, Code{}, fmt.Errorf("make invite secret: %w", err)
+	}
+	pub := InviteKey(code.Secret).Public().(ed25519.PublicKey)
+	r := Record{
+		Pool: l.pool, Kind: KindInvite, Subject: InviteID(pub), Version: l.NextVersion(now),
+		Role: role, Key: bytes.Clone(pub), Uses: uses, Expires: expires.UnixMilli(), Signer: signer,
+	}
+	r.Sig = ed25519.Sign(key, r.SigningBytes())
+	if err := l.Check(r, now); err != nil {
+		return Record{}, Code{}, fmt.Errorf("make invite: %w", err)
+	}
+	return r, code, nil
+}
+
+// NewRevoke makes and signs, with key, the record that ends invite id.
+func (l *Log) NewRevoke(key ed25519.PrivateKey, id string, now time.Time) (Record, error) {
+	return l.newRecord(key, Record{Kind: KindRevoke, Subject: id}, now)
+}
+
+// Invite returns the invite with ID id.
+func (l *Log) Invite(id string) (InviteState, bool) {
+	i, ok := l.invites[id]
+	if !ok {
+		return InviteState{}, false
+	}
+	return *i, true
+}
+
+// Invites returns every invite, revoked ones included, newest first.
+func (l *Log) Invites() []InviteState {
+	all := make([]InviteState, 0, len(l.invites))
+	for _, i := range l.invites {
+		all = append(all, *i)
+	}
+	sortInvites(all)
+	return all
+}
+
+// CheckJoin reports whether Apply would accept the join r now, and more:
+// it also refuses an invite past its expiry now (Apply judges expiry at
+// the record's version, which the holder of a code chooses) and a record
+// made more than MaxSkew ago. A member admitting a joiner calls it.
+func (l *Log) CheckJoin(r Record, now time.Time) error {
+	if r.Kind != KindJoin {
+		return refuse(ErrMalformed, "a %s record is not a join", r.Kind)
+	}
+	if err := l.Check(r, now); err != nil {
+		return err
+	}
+	inv := l.invites[r.Invite]
+	if now.After(inv.Expires) {
+		return refuse(ErrInvite, "invite %s expired at %s", inv.ID, inv.Expires.UTC().Format(time.RFC3339))
+	}
+	if made := time.UnixMilli(int64(r.Version)); now.Sub(made) > MaxSkew {
+		return refuse(ErrReplayed, "join record made %s ago", now.Sub(made).Round(time.Second))
+	}
+	return nil
+}
+
+// checkInvite applies the rules of an invite record signed by s.
+func (l *Log) checkInvite(r *Record, s *MemberState) error {
+	if _, ok := l.invites[r.Subject]; ok {
+		return refuse(ErrReplayed, "invite %s exists", r.Subject)
+	}
+	return grantRule(s.Role, r.Role, "make")
+}
+
+// checkRevoke applies the rules of a revoke record signed by s.
+func (l *Log) checkRevoke(r *Record, s *MemberState) error {
+	inv, ok := l.invites[r.Subject]
+	switch {
+	case !ok:
+		return refuse(ErrUnknownInvite, "invite %s", r.Subject)
+	case inv.Revoked:
+		return refuse(ErrInvite, "invite %s is already revoked", r.Subject)
+	case r.Version <= inv.Version:
+		return refuse(ErrReplayed, "version %d of invite %s is not above %d", r.Version, r.Subject, inv.Version)
+	}
+	return grantRule(s.Role, inv.Role, "revoke")
+}
+
+// checkJoinInvite applies the rules of the invite that signed join r.
+func (l *Log) checkJoinInvite(r *Record, inv *InviteState) error {
+	switch {
+	case inv.Revoked:
+		return refuse(ErrInvite, "invite %s was revoked", inv.ID)
+	case int64(r.Version) > inv.Expires.UnixMilli():
+		return refuse(ErrInvite, "invite %s expired at %s", inv.ID, inv.Expires.UTC().Format(time.RFC3339))
+	case inv.Uses > 0 && inv.Used >= inv.Uses:
+		return refuse(ErrInvite, "invite %s is used up (%d of %d)", inv.ID, inv.Used, inv.Uses)
+	case r.Role != "" && r.Role != inv.Role:
+		return refuse(ErrOutOfRole, "invite %s grants %s, not %s", inv.ID, inv.Role, r.Role)
+	}
+	return nil
+}
+
+// canGrant reports whether a device of role by may make or revoke invites
+// for role: owners for any role but owner, admins for members and viewers.
+func canGrant(by, role Role) bool {
+	switch by {
+	case RoleOwner:
+		return role != RoleOwner
+	case RoleAdmin:
+		return role.rank() <= RoleMember.rank()
+	}
+	return false
+}
+
+func grantRule(by, role Role, verb string) error {
+	switch {
+	case canGrant(by, role):
+		return nil
+	case by.rank() < RoleAdmin.rank():
+		return refuse(ErrOutOfRole, "only admins and owners manage invites")
+	case role == RoleOwner:
+		return refuse(ErrOutOfRole, "no invite makes an owner: an owner makes one with a role change")
+	}
+	return refuse(ErrOutOfRole, "%s cannot %s an invite for %s", by.article(), verb, role.article())
+}
+
+// revokeInvitesOf revokes the invites created by id that its new role no
+// longer allows it to make (all of them when it is removed), so that a
+// device demoted or removed cannot come back through its own invites.
+func (l *Log) revokeInvitesOf(id string, role Role, removed bool) {
+	for _, inv := range l.invites {
+		if inv.CreatedBy == id && (removed || !canGrant(role, inv.Role)) {
+			inv.Revoked = true
+		}
+	}
+}

@@ -1,0 +1,473 @@
+package pool_test
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
+)
+
+// TestLogRefusesAttacks tries every rule as an attacker would: each record
+// must be refused with its sentinel and leave the log as it was.
+func TestLogRefusesAttacks(t *testing.T) {
+	tests := []struct {
+		name string
+		make func(f *fixture) pool.Record
+		want error
+	}{
+		{"member removes another member", func(f *fixture) pool.Record {
+			return f.record("member", pool.Record{Kind: pool.KindRemove, Subject: f.id("viewer")})
+		}, pool.ErrOutOfRole},
+		{"member tombstones an admin", func(f *fixture) pool.Record {
+			return f.record("member", pool.Record{Kind: pool.KindRemove, Subject: f.id("admin")})
+		}, pool.ErrOutOfRole},
+		{"member forges the creator's signature", func(f *fixture) pool.Record {
+			r := f.record("member", pool.Record{Kind: pool.KindRemove, Subject: f.id("viewer")})
+			r.Signer = f.id("creator")
+			return signed(r, f.keys["member"])
+		}, pool.ErrForged},
+		{"member raises its own role", func(f *fixture) pool.Record {
+			return f.record("member", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleOwner})
+		}, pool.ErrOutOfRole},
+		{"viewer makes itself a member", func(f *fixture) pool.Record {
+			return f.record("viewer", pool.Record{Kind: pool.KindRole, Subject: f.id("viewer"), Role: pool.RoleMember})
+		}, pool.ErrOutOfRole},
+		{"admin raises its own role", func(f *fixture) pool.Record {
+			return f.record("admin", pool.Record{Kind: pool.KindRole, Subject: f.id("admin"), Role: pool.RoleOwner})
+		}, pool.ErrOutOfRole},
+		{"admin makes a member an admin", func(f *fixture) pool.Record {
+			return f.record("admin", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleAdmin})
+		}, pool.ErrOutOfRole},
+		{"admin removes an owner", func(f *fixture) pool.Record {
+			return f.record("admin", pool.Record{Kind: pool.KindRemove, Subject: f.id("owner2")})
+		}, pool.ErrOutOfRole},
+		{"admin demotes an owner", func(f *fixture) pool.Record {
+			return f.record("admin", pool.Record{Kind: pool.KindRole, Subject: f.id("owner2"), Role: pool.RoleViewer})
+		}, pool.ErrOutOfRole},
+		{"owner removes the creator", func(f *fixture) pool.Record {
+			return f.record("owner2", pool.Record{Kind: pool.KindRemove, Subject: f.id("creator")})
+		}, pool.ErrOutOfRole},
+		{"owner demotes the creator", func(f *fixture) pool.Record {
+			return f.record("owner2", pool.Record{Kind: pool.KindRole, Subject: f.id("creator"), Role: pool.RoleAdmin})
+		}, pool.ErrOutOfRole},
+		{"creator removes itself", func(f *fixture) pool.Record {
+			return f.record("creator", pool.Record{Kind: pool.KindRemove, Subject: f.id("creator")})
+		}, pool.ErrOutOfRole},
+		{"admin makes an admin invite", func(f *fixture) pool.Record {
+			r, _ := inviteRecord(f, "admin", pool.RoleAdmin)
+			return r
+		}, pool.ErrOutOfRole},
+		{"owner makes an owner invite", func(f *fixture) pool.Record {
+			r, _ := inviteRecord(f, "owner2", pool.RoleOwner)
+			return r
+		}, pool.ErrOutOfRole},
+		{"member makes an invite", func(f *fixture) pool.Record {
+			r, _ := inviteRecord(f, "member", pool.RoleViewer)
+			return r
+		}, pool.ErrOutOfRole},
+		{"admin revokes an admin invite", func(f *fixture) pool.Record {
+			return f.record("admin", pool.Record{Kind: pool.KindRevoke, Subject: inviteOf(f.codes[pool.RoleAdmin])})
+		}, pool.ErrOutOfRole},
+		{"version at its maximum", func(f *fixture) pool.Record {
+			r := f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+			r.Version = math.MaxUint64
+			return signed(r, f.keys["creator"])
+		}, pool.ErrFuture},
+		{"version 11 minutes ahead", func(f *fixture) pool.Record {
+			r := f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+			r.Version = uint64(f.now.Add(11 * time.Minute).UnixMilli())
+			return signed(r, f.keys["creator"])
+		}, pool.ErrFuture},
+		{"old role record replayed after a newer one", func(f *fixture) pool.Record {
+			old := f.role("creator", "member", pool.RoleViewer) // held back by someone
+			f.apply(f.role("creator", "member", pool.RoleAdmin))
+			return old
+		}, pool.ErrReplayed},
+		{"role record older than the subject's join", func(f *fixture) pool.Record {
+			r := f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("viewer"), Role: pool.RoleMember})
+			r.Version = uint64(epoch.UnixMilli()) + 1
+			return signed(r, f.keys["creator"])
+		}, pool.ErrReplayed},
+		{"join past expiry", func(f *fixture) pool.Record {
+			r, code := f.invite("creator", pool.RoleMember, 0, time.Minute)
+			f.apply(r)
+			f.now = f.now.Add(2 * time.Minute)
+			return joinRecord(f, code, "stranger")
+		}, pool.ErrInvite},
+		{"join past its uses", func(f *fixture) pool.Record {
+			r, code := f.invite("creator", pool.RoleMember, 1, time.Hour)
+			f.apply(r)
+			f.apply(joinRecord(f, code, "new1"))
+			return joinRecord(f, code, "stranger")
+		}, pool.ErrInvite},
+		{"join after revocation", func(f *fixture) pool.Record {
+			f.apply(f.record("creator", pool.Record{Kind: pool.KindRevoke, Subject: inviteOf(f.codes[pool.RoleMember])}))
+			return joinRecord(f, f.codes[pool.RoleMember], "stranger")
+		}, pool.ErrInvite},
+		{"join with an unknown invite", func(f *fixture) pool.Record {
+			return joinRecord(f, pool.Code{Pool: f.l.Pool(), Secret: [16]byte{9}}, "stranger")
+		}, pool.ErrUnknownInvite},
+		{"join claiming a higher role than its invite", func(f *fixture) pool.Record {
+			r := joinRecord(f, f.codes[pool.RoleViewer], "stranger")
+			r.Role = pool.RoleAdmin
+			return signed(r, pool.InviteKey(f.codes[pool.RoleViewer].Secret))
+		}, pool.ErrOutOfRole},
+		{"join binding another key to the device", func(f *fixture) pool.Record {
+			r := joinRecord(f, f.codes[pool.RoleMember], "stranger")
+			r.Subject = f.id("member2")
+			return signed(r, pool.InviteKey(f.codes[pool.RoleMember].Secret))
+		}, pool.ErrForged},
+		{"removed device rejoins under its ID", func(f *fixture) pool.Record {
+			f.apply(f.remove("admin", "member"))
+			r, code := f.invite("creator", pool.RoleMember, 0, time.Hour)
+			f.apply(r)
+			return joinRecord(f, code, "member")
+		}, pool.ErrRemoved},
+		{"removed device gets a role", func(f *fixture) pool.Record {
+			f.apply(f.remove("admin", "member"))
+			return f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleMember})
+		}, pool.ErrRemoved},
+		{"removed admin signs", func(f *fixture) pool.Record {
+			f.apply(f.remove("creator", "admin"))
+			return f.record("admin", pool.Record{Kind: pool.KindRemove, Subject: f.id("viewer")})
+		}, pool.ErrRemoved},
+		{"removed admin's own invite", func(f *fixture) pool.Record {
+			r, code := f.invite("admin", pool.RoleMember, 0, time.Hour)
+			f.apply(r)
+			f.apply(f.remove("creator", "admin"))
+			return joinRecord(f, code, "stranger")
+		}, pool.ErrInvite},
+		{"remover's invite reused by a new identity", func(f *fixture) pool.Record {
+			r, code := f.invite("creator", pool.RoleMember, 0, time.Hour)
+			f.apply(r)
+			f.apply(joinRecord(f, code, "new1"))
+			f.apply(f.remove("creator", "new1"))
+			return joinRecord(f, code, "stranger")
+		}, pool.ErrInvite},
+		{"signed by the wrong key", func(f *fixture) pool.Record {
+			r := f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+			return signed(r, f.keys["stranger"])
+		}, pool.ErrForged},
+		{"signed by a stranger", func(f *fixture) pool.Record {
+			return f.record("stranger", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+		}, pool.ErrForged},
+		{"moved to another pool", func(f *fixture) pool.Record {
+			r := f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+			r.Pool[0] ^= 1
+			return signed(r, f.keys["creator"])
+		}, pool.ErrForged},
+		{"second genesis", func(f *fixture) pool.Record {
+			g := f.l.Records()[0]
+			g.Name, g.Version = "again", g.Version+100
+			return signed(g, f.keys["creator"])
+		}, pool.ErrReplayed},
+		{"invite ID not that of its key", func(f *fixture) pool.Record {
+			r, _ := inviteRecord(f, "creator", pool.RoleMember)
+			r.Subject = inviteOf(f.codes[pool.RoleMember])
+			return signed(r, f.keys["creator"])
+		}, pool.ErrMalformed},
+		{"role record with a stray field", func(f *fixture) pool.Record {
+			return f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer, Uses: 3})
+		}, pool.ErrMalformed},
+		{"unknown kind", func(f *fixture) pool.Record {
+			return f.record("creator", pool.Record{Kind: "promote", Subject: f.id("member")})
+		}, pool.ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			f.keys["new1"], f.keys["member2"] = f.newKey("new1"), f.newKey("member2")
+			r := tt.make(f)
+			before := f.l.Records()
+			changed, err := f.l.Apply(r, f.now)
+			if changed || !errors.Is(err, tt.want) {
+				t.Fatalf("Apply = %v, %v; want false, %v", changed, err, tt.want)
+			}
+			if !reflect.DeepEqual(f.l.Records(), before) {
+				t.Errorf("a refused record changed the log")
+			}
+			if err := f.l.Check(r, f.now); !errors.Is(err, tt.want) {
+				t.Errorf("Check = %v; want %v", err, tt.want)
+			}
+			t.Log(err)
+		})
+	}
+}
+
+// inviteRecord makes an invite record signed by by, whatever its role.
+func inviteRecord(f *fixture, by string, role pool.Role) (pool.Record, pool.Code) {
+	code := pool.Code{Pool: f.l.Pool(), Secret: [16]byte{0xaa, byte(len(role))}}
+	pub := pubOf(pool.InviteKey(code.Secret))
+	return f.record(by, pool.Record{Kind: pool.KindInvite, Subject: pool.InviteID(pub), Role: role, Key: pub,
+		Expires: f.now.Add(time.Hour).UnixMilli()}), code
+}
+
+func inviteOf(code pool.Code) string { return pool.InviteID(pubOf(pool.InviteKey(code.Secret))) }
+
+// joinRecord makes the join of device name with code, as the joiner does.
+func joinRecord(f *fixture, code pool.Code, name string) pool.Record {
+	f.tick()
+	now := f.now
+	if _, ok := f.keys[name]; !ok {
+		f.keys[name] = f.newKey(name)
+	}
+	r, err := pool.NewJoin(code, pubOf(f.keys[name]), name, now)
+	if err != nil {
+		f.tb.Fatal(err)
+	}
+	return r
+}
+
+func TestLogAccepts(t *testing.T) {
+	tests := []struct {
+		name  string
+		make  func(f *fixture) pool.Record
+		check func(f *fixture) bool
+	}{
+		{"owner makes an admin", func(f *fixture) pool.Record { return f.role("owner2", "member", pool.RoleAdmin) },
+			func(f *fixture) bool { return role(f, "member") == pool.RoleAdmin }},
+		{"owner demotes an owner", func(f *fixture) pool.Record { return f.role("creator", "owner2", pool.RoleViewer) },
+			func(f *fixture) bool { return role(f, "owner2") == pool.RoleViewer }},
+		{"admin makes a member a viewer", func(f *fixture) pool.Record { return f.role("admin", "member", pool.RoleViewer) },
+			func(f *fixture) bool { return role(f, "member") == pool.RoleViewer }},
+		{"admin removes a member", func(f *fixture) pool.Record { return f.remove("admin", "member") },
+			func(f *fixture) bool { m, _ := f.l.Member(f.id("member")); return m.Removed }},
+		{"owner removes an owner", func(f *fixture) pool.Record { return f.remove("creator", "owner2") },
+			func(f *fixture) bool { m, _ := f.l.Member(f.id("owner2")); return m.Removed }},
+		{"member leaves", func(f *fixture) pool.Record { return f.remove("member", "member") },
+			func(f *fixture) bool {
+				inv, _ := f.l.Invite(inviteOf(f.codes[pool.RoleMember]))
+				m, _ := f.l.Member(f.id("member"))
+				return m.Removed && !inv.Revoked // leaving closes no door behind it
+			}},
+		{"removal revokes the invite it came in by", func(f *fixture) pool.Record { return f.remove("admin", "viewer") },
+			func(f *fixture) bool {
+				inv, _ := f.l.Invite(inviteOf(f.codes[pool.RoleViewer]))
+				return inv.Revoked && inv.State(f.now) == "revoked"
+			}},
+		{"owner makes an admin invite", func(f *fixture) pool.Record { r, _ := f.invite("owner2", pool.RoleAdmin, 3, time.Hour); return r },
+			func(f *fixture) bool { return len(f.l.Invites()) == 4 && f.l.Invites()[0].Uses == 3 }},
+		{"admin revokes a member invite", func(f *fixture) pool.Record {
+			f.tick()
+			r, err := f.l.NewRevoke(f.keys["admin"], inviteOf(f.codes[pool.RoleMember]), f.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}, func(f *fixture) bool { inv, _ := f.l.Invite(inviteOf(f.codes[pool.RoleMember])); return inv.Revoked }},
+		{"join through a member invite", func(f *fixture) pool.Record { return joinRecord(f, f.codes[pool.RoleMember], "stranger") },
+			func(f *fixture) bool {
+				m, _ := f.l.Member(f.id("stranger"))
+				inv, _ := f.l.Invite(inviteOf(f.codes[pool.RoleMember]))
+				return m.Role == pool.RoleMember && m.AddedBy == f.id("creator") && inv.Used == 2
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			f.apply(tt.make(f))
+			if !tt.check(f) {
+				t.Errorf("state after the record: %+v", f.l.Members())
+			}
+		})
+	}
+}
+
+func role(f *fixture, name string) pool.Role {
+	m, _ := f.l.Member(f.id(name))
+	return m.Role
+}
+
+func TestLogState(t *testing.T) {
+	f := newFixture(t, false)
+	if f.l.Creator() != f.id("creator") {
+		t.Errorf("Creator = %q", f.l.Creator())
+	}
+	ms := f.l.Members()
+	if len(ms) != 5 || !slices.IsSortedFunc(ms, func(a, b pool.MemberState) int { return cmpString(a.ID, b.ID) }) {
+		t.Fatalf("Members = %+v; want 5 sorted by ID", ms)
+	}
+	want := map[string]pool.Role{"creator": pool.RoleOwner, "owner2": pool.RoleOwner, "admin": pool.RoleAdmin, "member": pool.RoleMember, "viewer": pool.RoleViewer}
+	for name, r := range want {
+		m, ok := f.l.Member(f.id(name))
+		if !ok || m.Role != r || m.Name != name || peer.NewID(m.Key).String() != m.ID {
+			t.Errorf("Member(%s) = %+v, %v; want role %s", name, m, ok, r)
+		}
+	}
+	recs := f.l.Records()
+	if !slices.IsSortedFunc(recs, func(a, b pool.Record) int { return int(a.Version) - int(b.Version) }) {
+		t.Errorf("Records not in version order")
+	}
+	if changed, err := f.l.Apply(recs[3], f.now); changed || err != nil {
+		t.Errorf("Apply of a held record = %v, %v; want false, nil", changed, err)
+	}
+	if v := f.l.NextVersion(epoch); v != recs[len(recs)-1].Version+1 {
+		t.Errorf("NextVersion(past) = %d; want the highest version + 1", v)
+	}
+	if v := f.l.NextVersion(f.now.Add(time.Hour)); v != uint64(f.now.Add(time.Hour).UnixMilli()) {
+		t.Errorf("NextVersion(future) = %d; want now", v)
+	}
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func TestCheckJoin(t *testing.T) {
+	f := newFixture(t, false)
+	r, code := f.invite("creator", pool.RoleMember, 0, time.Minute)
+	f.apply(r)
+	j := joinRecord(f, code, "stranger")
+	if err := f.l.CheckJoin(j, f.now); err != nil {
+		t.Fatalf("CheckJoin of a fresh join = %v", err)
+	}
+	// Made within the invite's time, presented after it.
+	if err := f.l.CheckJoin(j, f.now.Add(2*time.Minute)); !errors.Is(err, pool.ErrInvite) {
+		t.Errorf("CheckJoin after expiry = %v; want ErrInvite", err)
+	}
+	// A join record kept back and presented much later.
+	long := f.codes[pool.RoleMember]
+	old := joinRecord(f, long, "new1")
+	if err := f.l.CheckJoin(old, f.now.Add(time.Hour)); !errors.Is(err, pool.ErrReplayed) {
+		t.Errorf("CheckJoin of an hour-old join = %v; want ErrReplayed", err)
+	}
+	if err := f.l.CheckJoin(f.role("creator", "member", pool.RoleViewer), f.now); !errors.Is(err, pool.ErrMalformed) {
+		t.Errorf("CheckJoin of a role record = %v; want ErrMalformed", err)
+	}
+}
+
+func TestVerify(t *testing.T) {
+	f := newFixture(t, false)
+	f.apply(f.remove("admin", "member"))
+	recs := f.l.Records()
+	rand.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	l, err := pool.Verify(f.l.Pool(), append(recs, recs[0]), f.now)
+	if err != nil {
+		t.Fatalf("Verify of a good log: %v", err)
+	}
+	if !reflect.DeepEqual(l.Members(), f.l.Members()) || !reflect.DeepEqual(l.Records(), f.l.Records()) {
+		t.Errorf("Verify derives another state")
+	}
+
+	t.Run("genesis of another pool", func(t *testing.T) {
+		other := f.l.Pool()
+		other[0] ^= 1
+		if _, err := pool.Verify(other, f.l.Records(), f.now); !errors.Is(err, pool.ErrForged) {
+			t.Errorf("Verify = %v; want ErrForged", err)
+		}
+	})
+	t.Run("genesis swapped for the attacker's", func(t *testing.T) {
+		_, key, _ := ed25519.GenerateKey(nil)
+		g, _ := pool.NewGenesis(key, "evil", epoch)
+		recs := append([]pool.Record{g}, f.l.Records()[1:]...)
+		if _, err := pool.Verify(f.l.Pool(), recs, f.now); !errors.Is(err, pool.ErrForged) {
+			t.Errorf("Verify = %v; want ErrForged", err)
+		}
+	})
+	t.Run("no genesis", func(t *testing.T) {
+		if _, err := pool.Verify(f.l.Pool(), f.l.Records()[1:], f.now); !errors.Is(err, pool.ErrNoGenesis) {
+			t.Errorf("Verify = %v; want ErrNoGenesis", err)
+		}
+		if _, err := pool.Verify(f.l.Pool(), nil, f.now); !errors.Is(err, pool.ErrNoGenesis) {
+			t.Errorf("Verify(nil) = %v; want ErrNoGenesis", err)
+		}
+	})
+	t.Run("member added by a non-admin", func(t *testing.T) {
+		g := newFixture(t, false)
+		inv, code := inviteRecord(g, "member", pool.RoleMember)
+		g.keys["puppet"] = g.newKey("puppet")
+		join, err := pool.NewJoin(code, pubOf(g.keys["puppet"]), "puppet", g.now.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := append(g.l.Records(), inv, join)
+		if _, err := pool.Verify(g.l.Pool(), recs, g.now.Add(time.Minute)); !errors.Is(err, pool.ErrOutOfRole) {
+			t.Errorf("Verify = %v; want ErrOutOfRole", err)
+		}
+	})
+	t.Run("tampered record", func(t *testing.T) {
+		recs := f.l.Records()
+		recs[4].Name = "mallory"
+		if _, err := pool.Verify(f.l.Pool(), recs, f.now); !errors.Is(err, pool.ErrForged) {
+			t.Errorf("Verify = %v; want ErrForged", err)
+		}
+	})
+}
+
+// TestLogConverges applies the same records in every order a network may
+// deliver them, concurrent changes included: every replica ends the same.
+func TestLogConverges(t *testing.T) {
+	f := newFixture(t, false)
+	base := f.l.Records()
+	// Two owners act at once: the creator removes the admin, while the
+	// admin, not knowing yet, demotes the member; owner2 makes an invite.
+	f.tick()
+	remove, err := f.l.NewRemove(f.keys["creator"], f.id("admin"), f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	demote := f.record("admin", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+	inv, _ := f.invite("owner2", pool.RoleViewer, 0, time.Hour)
+	late := []pool.Record{demote, remove, inv}
+	want := ""
+	for range 20 {
+		rand.Shuffle(len(late), func(i, j int) { late[i], late[j] = late[j], late[i] })
+		l, err := pool.Verify(f.l.Pool(), base, f.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range late {
+			l.Apply(r, f.now) // some are refused in some orders: that is the point
+		}
+		got := summary(l)
+		if want == "" {
+			want = got
+		} else if got != want {
+			t.Fatalf("replicas diverge:\n%s\n%s", want, got)
+		}
+	}
+	t.Log(want)
+}
+
+func summary(l *pool.Log) string {
+	s := ""
+	for _, m := range l.Members() {
+		s += m.Name + ":" + string(m.Role) + map[bool]string{true: "(removed)"}[m.Removed] + " "
+	}
+	for _, r := range l.Records() {
+		s += string(r.Kind) + " "
+	}
+	return s
+}
+
+// TestLogLateRecordDropsWhatItInvalidates: a removal that sorts before a
+// change the removed admin signed makes that change invalid everywhere.
+func TestLogLateRecordDropsWhatItInvalidates(t *testing.T) {
+	f := newFixture(t, false)
+	f.tick()
+	remove, err := f.l.NewRemove(f.keys["creator"], f.id("admin"), f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	demote := f.record("admin", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+	f.apply(demote)
+	if changed, err := f.l.Apply(remove, f.now); !changed || err != nil {
+		t.Fatalf("Apply(late removal) = %v, %v", changed, err)
+	}
+	if role(f, "member") != pool.RoleMember || slices.ContainsFunc(f.l.Records(), func(r pool.Record) bool { return r.Hash() == demote.Hash() }) {
+		t.Errorf("the removed admin's later change survives: %+v", f.l.Members())
+	}
+}
