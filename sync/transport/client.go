@@ -67,8 +67,9 @@ type pinned struct {
 	e  *Endpoint
 	id peer.ID
 
-	mu    sync.Mutex // guards addrs, rt and data
+	mu    sync.Mutex // guards addrs, via, rt and data
 	addrs []string
+	via   string           // of addrs, where a handshake last proved id
 	rt    *http3.Transport // nil once closed
 	data  *dataPath        // made by DataClient
 }
@@ -86,11 +87,19 @@ func (p *pinned) dial(ctx context.Context, _ string, tlsConf *tls.Config, qconf 
 	p.mu.Lock()
 	addrs := slices.Clone(p.addrs)
 	p.mu.Unlock()
-	conn, err := p.e.dialFirst(ctx, addrs, tlsConf, qconf)
+	conn, addr, err := p.e.dialFirst(ctx, addrs, tlsConf, qconf)
 	if err != nil {
 		return nil, fmt.Errorf("dial peer %s: %w", p.id.Short(), err)
 	}
+	p.proved(addr)
 	return conn, nil
+}
+
+// proved records that a handshake at addr proved the peer.
+func (p *pinned) proved(addr string) {
+	p.mu.Lock()
+	p.via = addr
+	p.mu.Unlock()
 }
 
 func (p *pinned) setAddrs(addrs []string) {

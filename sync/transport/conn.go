@@ -22,7 +22,7 @@ type Conn struct {
 // learnt, not checked. Use it only where a proof checks the peer instead,
 // i.e. to join a pool with KeyingMaterial.
 func (e *Endpoint) DialAny(ctx context.Context, addr string) (*Conn, error) {
-	qc, err := e.dialFirst(ctx, []string{addr}, e.clientTLS(nil), e.clientQUIC())
+	qc, _, err := e.dialFirst(ctx, []string{addr}, e.clientTLS(nil), e.clientQUIC())
 	if err != nil {
 		return nil, err
 	}

@@ -68,7 +68,7 @@ func (e *Endpoint) serveData(h http.Handler) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		srv.Serve(tls.NewListener(e.tcp, e.dataServerTLS()))
+		srv.Serve(tls.NewListener(trackingTCP{e.tcp, e}, e.guardData(e.dataServerTLS())))
 	}()
 	return func() {
 		srv.Close() // closes e.tcp too: a later Serve is QUIC only
@@ -170,13 +170,14 @@ func (p *pinned) dialData(ctx context.Context, _, _ string) (net.Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	won, err := firstOf(ctx, addrs, p.dialDataOne, func(c net.Conn) { c.Close() })
+	won, addr, err := firstOf(ctx, addrs, p.dialDataOne, func(c net.Conn) { c.Close() })
 	if err != nil {
 		if errors.Is(err, ErrWrongPeer) {
 			return nil, err // someone else answers there: no fallback hides that
 		}
 		return nil, fmt.Errorf("%w: %v", ErrNoDataPath, err)
 	}
+	p.proved(addr)
 	return won, nil
 }
 
@@ -191,11 +192,13 @@ func (p *pinned) dialDataOne(ctx context.Context, addr string) (net.Conn, error)
 	}
 	conf := p.e.clientTLS(&p.id)
 	conf.NextProtos = []string{dataProto}
-	c := tls.Client(raw, conf)
+	tc := &trackedConn{Conn: raw, e: p.e}
+	c := tls.Client(tc, conf)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
 		return nil, fmt.Errorf("tls with %s: %w", addr, err)
 	}
+	tc.track(p.id)
 	return c, nil
 }
 

@@ -11,11 +11,11 @@ import (
 )
 
 // dialFirst dials every address at once over the endpoint's socket and
-// returns the first connection whose handshake succeeds; the others are
-// cancelled or closed before it returns.
-func (e *Endpoint) dialFirst(ctx context.Context, addrs []string, tlsConf *tls.Config, qconf *quic.Config) (*quic.Conn, error) {
+// returns the first connection whose handshake succeeds, and its address;
+// the others are cancelled or closed before it returns.
+func (e *Endpoint) dialFirst(ctx context.Context, addrs []string, tlsConf *tls.Config, qconf *quic.Config) (*quic.Conn, string, error) {
 	if len(addrs) == 0 {
-		return nil, errors.New("dial: no address known")
+		return nil, "", errors.New("dial: no address known")
 	}
 	return firstOf(ctx, addrs,
 		func(ctx context.Context, addr string) (*quic.Conn, error) {
@@ -25,23 +25,25 @@ func (e *Endpoint) dialFirst(ctx context.Context, addrs []string, tlsConf *tls.C
 }
 
 // firstOf runs dial on every address at once and returns the first
-// connection made, cancelling the other dials and dropping what they make
-// anyway; with none made, every error joined.
-func firstOf[C any](ctx context.Context, addrs []string, dial func(context.Context, string) (C, error), drop func(C)) (C, error) {
+// connection made and its address, cancelling the other dials and dropping
+// what they make anyway; with none made, every error joined.
+func firstOf[C any](ctx context.Context, addrs []string, dial func(context.Context, string) (C, error), drop func(C)) (C, string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
 		conn C
+		addr string
 		err  error
 	}
 	results := make(chan result, len(addrs))
 	for _, addr := range addrs {
 		go func() {
 			conn, err := dial(ctx, addr)
-			results <- result{conn, err}
+			results <- result{conn, addr, err}
 		}()
 	}
 	var won C
+	var wonAddr string
 	var ok bool
 	var errs []error
 	for range addrs {
@@ -50,16 +52,16 @@ func firstOf[C any](ctx context.Context, addrs []string, dial func(context.Conte
 		case r.err != nil:
 			errs = append(errs, r.err)
 		case !ok:
-			won, ok = r.conn, true
+			won, wonAddr, ok = r.conn, r.addr, true
 			cancel()
 		default:
 			drop(r.conn)
 		}
 	}
 	if !ok {
-		return won, errors.Join(errs...)
+		return won, "", errors.Join(errs...)
 	}
-	return won, nil
+	return won, wonAddr, nil
 }
 
 func (e *Endpoint) dialOne(ctx context.Context, addr string, tlsConf *tls.Config, qconf *quic.Config) (*quic.Conn, error) {
@@ -71,6 +73,7 @@ func (e *Endpoint) dialOne(ctx context.Context, addr string, tlsConf *tls.Config
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
+	e.trackQUIC(conn)
 	return conn, nil
 }
 

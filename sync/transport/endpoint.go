@@ -60,6 +60,12 @@ type Config struct {
 	// QUICOnly serves no TCP data path: peers' copies from here fall back
 	// to QUIC (as where a firewall lets only UDP through).
 	QUICOnly bool
+	// Handshakes is each source address's budget of incoming handshakes,
+	// QUIC and TCP together (32 at once, then 1 a second): see admit.go.
+	Handshakes LimiterConfig
+	// Refusals is each source address's budget of refused requests (10 at
+	// once, then 10 a minute), the Limiter that Refusals returns.
+	Refusals LimiterConfig
 }
 
 // DefaultConfig returns the settings labpool uses on a LAN.
@@ -72,6 +78,8 @@ func DefaultConfig() Config {
 		StreamReceiveWindow: 16 << 20,
 		ConnReceiveWindow:   32 << 20,
 		MaxStreams:          1000,
+		Handshakes:          LimiterConfig{What: "handshakes", Burst: 32, Rate: 1},
+		Refusals:            LimiterConfig{What: "refused requests", Burst: 10, Rate: 10.0 / 60},
 	}
 }
 
@@ -95,6 +103,10 @@ type Endpoint struct {
 	tcp   net.Listener // the data path (see DataClient); nil without one
 	tr    *quic.Transport
 	qconf *quic.Config
+
+	handshakes *Limiter // incoming handshakes per source
+	refusals   *Limiter // refused requests per source (Refusals)
+	conns      connSet  // open connections by device, for Disconnect
 
 	mu      sync.Mutex // guards peers, serving and closed
 	peers   map[peer.ID]*pinned
@@ -131,7 +143,11 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		tr:    &quic.Transport{Conn: udp, StatelessResetKey: reset},
 		qconf: cfg.quic(),
 		peers: make(map[peer.ID]*pinned),
+
+		handshakes: NewLimiter(cfg.Handshakes, log),
+		refusals:   NewLimiter(cfg.Refusals, log),
 	}
+	e.guardQUIC(e.tr)
 	if !cfg.QUICOnly {
 		e.tcp = e.listenData()
 	}
@@ -157,6 +173,10 @@ func (e *Endpoint) clientQUIC() *quic.Config {
 	c.MaxIncomingStreams = -1
 	return c
 }
+
+// Refusals returns the limiter of refused requests per source address, for
+// AuthorizeLimited and RateLimited.
+func (e *Endpoint) Refusals() *Limiter { return e.refusals }
 
 // ID returns this endpoint's device ID.
 func (e *Endpoint) ID() peer.ID { return e.id.ID }

@@ -32,7 +32,7 @@ func (e *Endpoint) Serve(ctx context.Context, h http.Handler) error {
 	defer stopData()
 	srv := &http3.Server{Handler: h, Logger: e.log}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ServeListener(ln) }()
+	go func() { errc <- srv.ServeListener(trackingListener{ln, e}) }()
 	select {
 	case <-ctx.Done():
 		srv.Close()

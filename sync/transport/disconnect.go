@@ -1,0 +1,157 @@
+package transport
+
+import (
+	"context"
+	"net"
+	"sync"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/labpool/labpool/sync/peer"
+)
+
+// Disconnect closes every connection with device id at once: QUIC
+// connections it made to us and we made to it, and both directions of the
+// TCP data path. Every stream on them (replication, logs, tunnels, copies)
+// fails on both sides within a round trip. The device may connect again:
+// Authorize refuses its requests once it is no longer a member.
+func (e *Endpoint) Disconnect(id peer.ID) {
+	e.conns.closeAll(id)
+	e.Drop(id) // the pinned transports forget the closed connections
+}
+
+// ProvenAddr returns the address (as given to Client or SetAddrs) of the
+// last handshake with id that proved it, made by Client or DataClient.
+func (e *Endpoint) ProvenAddr(id peer.ID) (string, bool) {
+	e.mu.Lock()
+	p := e.peers[id]
+	e.mu.Unlock()
+	if p == nil {
+		return "", false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.via, p.via != ""
+}
+
+// connSet files open connections under the device they proved.
+type connSet struct {
+	mu   sync.Mutex // guards byID
+	byID map[peer.ID]map[any]func()
+}
+
+// add files conn (a *quic.Conn or *trackedConn) under id; close closes it.
+func (s *connSet) add(id peer.ID, conn any, close func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byID == nil {
+		s.byID = map[peer.ID]map[any]func(){}
+	}
+	m := s.byID[id]
+	if m == nil {
+		m = map[any]func(){}
+		s.byID[id] = m
+	}
+	m[conn] = close
+}
+
+func (s *connSet) remove(id peer.ID, conn any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m := s.byID[id]; m != nil {
+		delete(m, conn)
+		if len(m) == 0 {
+			delete(s.byID, id)
+		}
+	}
+}
+
+// closeAll closes and forgets every connection filed under id.
+func (s *connSet) closeAll(id peer.ID) {
+	s.mu.Lock()
+	m := s.byID[id]
+	delete(s.byID, id)
+	s.mu.Unlock()
+	for _, close := range m {
+		close()
+	}
+}
+
+// count is how many connections are filed under id.
+func (s *connSet) count(id peer.ID) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.byID[id])
+}
+
+// trackQUIC files a QUIC connection whose handshake is done until it ends.
+func (e *Endpoint) trackQUIC(qc *quic.Conn) {
+	cs := qc.ConnectionState().TLS
+	id, err := stateID(&cs)
+	if err != nil {
+		return
+	}
+	e.conns.add(id, qc, func() { qc.CloseWithError(0, "disconnected") })
+	context.AfterFunc(qc.Context(), func() { e.conns.remove(id, qc) })
+}
+
+// trackingListener files every QUIC connection it accepts.
+type trackingListener struct {
+	*quic.Listener
+	e *Endpoint
+}
+
+func (l trackingListener) Accept(ctx context.Context) (*quic.Conn, error) {
+	qc, err := l.Listener.Accept(ctx)
+	if err == nil {
+		l.e.trackQUIC(qc)
+	}
+	return qc, err
+}
+
+// trackedConn is a TCP connection of the data path, filed under its
+// device once a handshake proved it, until it is closed.
+type trackedConn struct {
+	net.Conn
+	e *Endpoint
+
+	mu     sync.Mutex // guards id, filed and closed
+	id     peer.ID
+	filed  bool
+	closed bool
+}
+
+// track files c under id.
+func (c *trackedConn) track(id peer.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.filed || c.closed {
+		return
+	}
+	c.id, c.filed = id, true
+	c.e.conns.add(id, c, func() { c.Conn.Close() })
+}
+
+func (c *trackedConn) Close() error {
+	c.mu.Lock()
+	if c.filed {
+		c.e.conns.remove(c.id, c)
+	}
+	c.closed, c.filed = true, false
+	c.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// trackingTCP wraps each accepted connection in a trackedConn.
+type trackingTCP struct {
+	net.Listener
+	e *Endpoint
+}
+
+func (l trackingTCP) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &trackedConn{Conn: c, e: l.e}, nil
+}
