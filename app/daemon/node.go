@@ -115,11 +115,12 @@ func (d *Daemon) txt(poolID string) discovery.TXT {
 	return discovery.TXT{ID: d.id.ID.String(), APIVersion: app.APIVersion, Port: d.ep.Addr().Port, Pool: poolID}
 }
 
-// found is the browser's callback: remember the candidate for joins and
-// hint its addresses. It must not block.
+// found is the browser's callback: remember the candidate for joins (in a
+// table bounded by discovery.Remember) and hint its addresses, which the
+// followers use only for members. It must not block.
 func (d *Daemon) found(c discovery.Candidate) {
 	d.mu.Lock()
-	d.candidates[c.Instance] = c
+	discovery.Remember(d.candidates, c)
 	d.mu.Unlock()
 	addrs := make([]string, 0, len(c.Addrs))
 	for _, a := range c.Addrs {
@@ -130,17 +131,26 @@ func (d *Daemon) found(c discovery.Candidate) {
 	}
 }
 
-// poolCandidates lists the addresses of machines announcing poolID.
+// poolCandidates lists the addresses of machines announcing poolID that
+// were heard lately, the most recently heard first, each address once.
+// They are claims: a join tries every one.
 func (d *Daemon) poolCandidates(poolID string) []string {
+	now := time.Now()
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	var out []string
+	var cs []discovery.Candidate
 	for _, c := range d.candidates {
-		if c.TXT.Pool != poolID || c.TXT.ID == d.id.ID.String() {
-			continue
+		if c.TXT.Pool == poolID && c.TXT.ID != d.id.ID.String() && c.Fresh(now) {
+			cs = append(cs, c)
 		}
+	}
+	d.mu.Unlock()
+	slices.SortFunc(cs, func(a, b discovery.Candidate) int { return b.Seen.Compare(a.Seen) })
+	var out []string
+	for _, c := range cs {
 		for _, a := range c.Addrs {
-			out = append(out, a.String())
+			if s := a.String(); !slices.Contains(out, s) {
+				out = append(out, s)
+			}
 		}
 	}
 	return out
