@@ -135,18 +135,67 @@ type History struct {
 	Samples []Sample `json:"samples"`
 }
 
-// PoolStatus says which pool this machine belongs to, if any.
+// PoolStatus says which pool this machine belongs to, if any, who is in
+// it with which role, and what this machine may do.
 type PoolStatus struct {
-	PoolID  string   `json:"pool_id"` // empty when not in a pool
-	Members []Member `json:"members"`
+	PoolID   string   `json:"pool_id"` // empty when not in a pool
+	Members  []Member `json:"members"`
+	Invites  []Invite `json:"invites"`   // shown to admins and owners only
+	SelfID   string   `json:"self_id"`   // this machine's device ID
+	SelfRole string   `json:"self_role"` // "" when not in a pool
+	Can      Can      `json:"can"`
+}
+
+// Can says what this machine's role allows in the pool.
+type Can struct {
+	Launch        bool   `json:"launch"`         // member and above: launch, copy, share
+	ManageMembers bool   `json:"manage_members"` // admin and above: invites, members and viewers
+	ManageAdmins  bool   `json:"manage_admins"`  // owner: admins and owners
+	Why           string `json:"why,omitempty"`  // why Launch is false
 }
 
 // Member is one device admitted to the pool.
 type Member struct {
 	ID      string    `json:"id"`
 	Name    string    `json:"name"`
+	Role    string    `json:"role"` // owner, admin, member or viewer
 	AddedAt time.Time `json:"added_at"`
+	AddedBy string    `json:"added_by"`
 	Removed bool      `json:"removed"`
+	Online  bool      `json:"online"`
+	Self    bool      `json:"self"`
+	Creator bool      `json:"creator"`
+}
+
+// Invite is a code's record: what role it grants, how often and how long.
+type Invite struct {
+	ID        string    `json:"id"`
+	Role      string    `json:"role"`
+	Uses      int       `json:"uses"` // 0: unlimited
+	Used      int       `json:"used"`
+	UsesLeft  int       `json:"uses_left"` // -1: unlimited
+	Expires   time.Time `json:"expires"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	State     string    `json:"state"` // active, expired, used up or revoked
+}
+
+// InviteRequest asks for a new invite: POST /api/v1/pool/invites.
+type InviteRequest struct {
+	Role           string `json:"role"`            // member (default), viewer or admin
+	Uses           int    `json:"uses"`            // 0: unlimited
+	ExpiresSeconds int64  `json:"expires_seconds"` // 0: 24 hours
+}
+
+// NewInvite is a new invite and the code to hand over.
+type NewInvite struct {
+	Invite Invite `json:"invite"`
+	Code   string `json:"code"`
+}
+
+// RoleRequest changes a member's role: PUT /api/v1/pool/members/{id}/role.
+type RoleRequest struct {
+	Role string `json:"role"`
 }
 
 // JoinCode is printed by `labpool pool create`.

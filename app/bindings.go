@@ -124,6 +124,35 @@ func (b *Bindings) RemoveMember(id string) error {
 	return b.client.RemoveMember(ctx, id)
 }
 
+// Invites lists the pool's invites.
+func (b *Bindings) Invites() ([]Invite, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.Invites(ctx)
+}
+
+// CreateInvite makes an invite for role, good for uses joins (0: unlimited)
+// for expiresSeconds (0: 24 hours).
+func (b *Bindings) CreateInvite(role string, uses int, expiresSeconds int64) (NewInvite, error) {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.CreateInvite(ctx, InviteRequest{Role: role, Uses: uses, ExpiresSeconds: expiresSeconds})
+}
+
+// RevokeInvite ends an invite.
+func (b *Bindings) RevokeInvite(id string) error {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.RevokeInvite(ctx, id)
+}
+
+// SetRole changes a member's role.
+func (b *Bindings) SetRole(id, role string) error {
+	ctx, cancel := b.call()
+	defer cancel()
+	return b.client.SetRole(ctx, id, role)
+}
+
 // SelfTestEnabled tells the page to report what it rendered.
 func (b *Bindings) SelfTestEnabled() bool { return b.selfTest != "" }
 

@@ -96,6 +96,28 @@ func (c *Client) RemoveMember(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/pool/members/"+url.PathEscape(id), nil, nil)
 }
 
+// Invites lists the pool's invites.
+func (c *Client) Invites(ctx context.Context) ([]Invite, error) {
+	var v []Invite
+	return v, c.do(ctx, http.MethodGet, "/api/v1/pool/invites", nil, &v)
+}
+
+// CreateInvite makes an invite code.
+func (c *Client) CreateInvite(ctx context.Context, req InviteRequest) (NewInvite, error) {
+	var v NewInvite
+	return v, c.do(ctx, http.MethodPost, "/api/v1/pool/invites", req, &v)
+}
+
+// RevokeInvite ends an invite.
+func (c *Client) RevokeInvite(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/pool/invites/"+url.PathEscape(id), nil, nil)
+}
+
+// SetRole changes a member's role.
+func (c *Client) SetRole(ctx context.Context, id, role string) error {
+	return c.do(ctx, http.MethodPut, "/api/v1/pool/members/"+url.PathEscape(id)+"/role", RoleRequest{Role: role}, nil)
+}
+
 // Probe reports what the machine at addr answers to this daemon.
 func (c *Client) Probe(ctx context.Context, addr string) (ProbeResult, error) {
 	var p ProbeResult

@@ -32,6 +32,9 @@ type PoolManager interface {
 	Join(ctx context.Context, req JoinRequest) (PoolStatus, error)
 	Remove(ctx context.Context, id string) error
 	Probe(ctx context.Context, addr string) (ProbeResult, error)
+	CreateInvite(ctx context.Context, req InviteRequest) (NewInvite, error)
+	RevokeInvite(ctx context.Context, id string) error
+	SetRole(ctx context.Context, id, role string) error
 }
 
 // Service answers the UI and the CLI from the local replica.
@@ -225,10 +228,61 @@ func (s *Service) poolFromReplica(ctx context.Context) (PoolStatus, error) {
 	if err != nil {
 		return ps, err
 	}
+	ps.SelfID = s.self.ID
 	for _, m := range rows {
-		ps.Members = append(ps.Members, Member{ID: m.ID, Name: m.Name, AddedAt: m.AddedAt, Removed: m.Removed})
+		ps.Members = append(ps.Members, Member{ID: m.ID, Name: m.Name, Role: m.Role, AddedAt: m.AddedAt, AddedBy: m.AddedBy,
+			Removed: m.Removed, Self: m.ID == s.self.ID})
+		if m.ID == s.self.ID && !m.Removed {
+			ps.SelfRole = m.Role
+		}
 	}
+	ps.Invites = []Invite{}
+	ps.Can = CanFor(ps.SelfRole)
 	return ps, nil
+}
+
+// CanFor says what role allows ("" is no pool, where this machine can do
+// everything to itself).
+func CanFor(role string) Can {
+	switch role {
+	case "owner":
+		return Can{Launch: true, ManageMembers: true, ManageAdmins: true}
+	case "admin":
+		return Can{Launch: true, ManageMembers: true}
+	case "member", "":
+		return Can{Launch: true}
+	}
+	return Can{Why: "Viewers watch the pool: ask an admin to make this machine a member to launch jobs, copy or share."}
+}
+
+// CreateInvite makes an invite code (admins and owners).
+func (s *Service) CreateInvite(ctx context.Context, req InviteRequest) (NewInvite, error) {
+	if s.pool == nil {
+		return NewInvite{}, ErrReadOnly
+	}
+	return s.pool.CreateInvite(ctx, req)
+}
+
+// Invites lists the pool's invites (admins and owners see them).
+func (s *Service) Invites(ctx context.Context) ([]Invite, error) {
+	ps, err := s.Pool(ctx)
+	return ps.Invites, err
+}
+
+// RevokeInvite ends an invite.
+func (s *Service) RevokeInvite(ctx context.Context, id string) error {
+	if s.pool == nil {
+		return ErrReadOnly
+	}
+	return s.pool.RevokeInvite(ctx, id)
+}
+
+// SetRole changes a member's role.
+func (s *Service) SetRole(ctx context.Context, id, role string) error {
+	if s.pool == nil {
+		return ErrReadOnly
+	}
+	return s.pool.SetRole(ctx, id, role)
 }
 
 // ErrReadOnly means the call needs a running daemon.

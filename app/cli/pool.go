@@ -11,14 +11,15 @@ import (
 
 func poolCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "pool", Short: "Create, join and edit the pool"}
-	c.AddCommand(poolCreateCmd(g), poolJoinCmd(g), poolMembersCmd(g), poolRemoveCmd(g))
+	c.AddCommand(poolCreateCmd(g), poolJoinCmd(g), poolMembersCmd(g), poolRemoveCmd(g),
+		poolInviteCmd(g), poolInvitesCmd(g), poolRevokeCmd(g), poolRoleCmd(g))
 	return c
 }
 
 func poolCreateCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "create",
-		Short: "Create a pool with this machine in it and print its join code",
+		Short: "Create a pool with this machine as its owner and print its first invite code (role member, 24 h)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := connect(cmd.Context(), g)
@@ -77,7 +78,7 @@ func poolMembersCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "members",
-		Short: "List the devices admitted to the pool",
+		Short: "List the devices admitted to the pool, with their roles",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
@@ -97,13 +98,18 @@ func poolMembersCmd(g *globals) *cobra.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "pool %s\nID\tNAME\tADDED\tSTATE\n", ps.PoolID)
+			fmt.Fprintf(tw, "pool %s\nID\tNAME\tROLE\tADDED\tSTATE\n", ps.PoolID)
 			for _, m := range ps.Members {
-				state := "member"
-				if m.Removed {
+				state := "offline"
+				switch {
+				case m.Removed:
 					state = "removed"
+				case m.Self:
+					state = "this machine"
+				case m.Online:
+					state = "online"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Name, m.AddedAt.Local().Format(time.DateTime), state)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.Name, m.Role, m.AddedAt.Local().Format(time.DateTime), state)
 			}
 			return tw.Flush()
 		},
@@ -115,7 +121,7 @@ func poolMembersCmd(g *globals) *cobra.Command {
 func poolRemoveCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "remove ID",
-		Short: "Remove a device from the pool; it is refused everywhere afterwards",
+		Short: "Remove a device from the pool: refused everywhere at once, its jobs stopped, its invite revoked (admins and owners)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := connect(cmd.Context(), g)

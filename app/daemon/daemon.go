@@ -68,6 +68,7 @@ type Daemon struct {
 	db    *store.DB
 	ep    *transport.Endpoint
 	peers *replica.Peers
+	pool  *pool.Manager
 	svc   *app.Service
 	telem *agent.Telemetry
 	gpus  *gpu.Sampler // nil without a driver
@@ -85,6 +86,8 @@ type Daemon struct {
 
 	mu         sync.Mutex // guards candidates
 	candidates map[string]discovery.Candidate
+
+	evictions chan peer.ID // devices removed from the pool, whose work here ends
 }
 
 // Socket is the path of the local API's unix socket in dataDir.
@@ -135,6 +138,11 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	d.loadTransfers(ctx)
 	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
+	if err := d.openPool(ctx); err != nil {
+		return nil, err
+	}
+	d.peers.OnPool = d.pool.Receive
+	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
 	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
 	d.svc.SetNodeCaller(d)
@@ -237,6 +245,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.tunnels.Run(ctx) })
 	g.Go(func() error { return d.jobs.Run(ctx) })
 	g.Go(func() error { return d.runFolders(ctx) })
+	g.Go(func() error { return d.runEvictions(ctx) })
 	if err := d.startDiscovery(ctx, g); err != nil {
 		return err
 	}
@@ -255,8 +264,10 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 func (d *Daemon) peerHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/node/", agent.Handler(d.telem))
-	mux.Handle("GET "+replica.StreamPath, replica.NewServer(d.db, d.id.ID.String(), d.log))
-	mux.Handle("POST "+pool.JoinPath, d.joinHandler())
+	rs := replica.NewServer(d.db, d.id.ID.String(), d.log)
+	rs.Pool = d.pool.Records
+	mux.Handle("GET "+replica.StreamPath, rs)
+	mux.Handle("POST "+pool.JoinPath, d.pool.JoinHandler())
 	jh := jobs.Handler(d.jobs, func(r *http.Request) string {
 		id, _ := transport.PeerID(r)
 		return id.String()
@@ -271,25 +282,6 @@ func (d *Daemon) peerHandler() http.Handler {
 	mux.Handle("/v1/transfers", th)
 	mux.Handle("/v1/transfers/", th)
 	return transport.Authorize(d.isMember, []string{pool.JoinPath}, mux)
-}
-
-// isMember reports whether id may use this node: a current member of our pool.
-func (d *Daemon) isMember(id peer.ID) bool {
-	ms, err := d.db.Members(context.Background())
-	if err != nil {
-		d.log.Warn("read members", "err", err)
-		return false
-	}
-	key := id.String()
-	if id == d.id.ID {
-		return true // this daemon's own calls (jobs on this machine)
-	}
-	for _, m := range ms {
-		if m.ID == key {
-			return !m.Removed
-		}
-	}
-	return false
 }
 
 func listenSocket(dir string) (net.Listener, error) {

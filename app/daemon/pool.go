@@ -12,83 +12,64 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
-	"github.com/labpool/labpool/sync/store"
 )
 
-// poolManager implements app.PoolManager on the daemon.
+// poolManager implements app.PoolManager over the daemon's sync/pool.Manager.
 type poolManager Daemon
-
-// joinWait bounds how long a join looks for the pool by mDNS.
-const joinWait = 10 * time.Second
 
 func (p *poolManager) d() *Daemon { return (*Daemon)(p) }
 
-// current returns the pool's code, or ok false when not in a pool.
-func (p *poolManager) current(ctx context.Context) (pool.Code, bool, error) {
-	d := p.d()
-	secret, ok, err := d.db.Setting(ctx, app.SettingPoolSecret)
-	if err != nil || !ok {
-		return pool.Code{}, false, err
-	}
-	c, err := pool.ParseCode(secret)
-	if err != nil {
-		return pool.Code{}, false, fmt.Errorf("stored pool secret: %w", err)
-	}
-	return c, true, nil
-}
-
 // Status implements app.PoolManager.
 func (p *poolManager) Status(ctx context.Context) (app.PoolStatus, error) {
-	ps := app.PoolStatus{Members: []app.Member{}}
-	c, ok, err := p.current(ctx)
-	if err != nil || !ok {
-		return ps, err
+	d := p.d()
+	ps := app.PoolStatus{Members: []app.Member{}, Invites: []app.Invite{}, SelfID: d.id.ID.String(), Can: app.CanFor("")}
+	st, ok := d.pool.Snapshot()
+	if !ok {
+		return ps, nil
 	}
-	ps.PoolID = c.PoolID()
-	rows, err := p.d().db.Members(ctx)
-	if err != nil {
-		return ps, err
+	ps.PoolID = st.Pool.String()
+	self := d.id.ID.String()
+	for _, m := range st.Members {
+		ps.Members = append(ps.Members, app.Member{
+			ID: m.ID, Name: m.Name, Role: string(m.Role), AddedAt: m.AddedAt, AddedBy: m.AddedBy, Removed: m.Removed,
+			Online: !m.Removed && (m.ID == self || d.peers.Online(m.ID)), Self: m.ID == self, Creator: m.ID == st.Creator,
+		})
+		if m.ID == self && !m.Removed {
+			ps.SelfRole = string(m.Role)
+		}
 	}
-	for _, m := range rows {
-		ps.Members = append(ps.Members, app.Member{ID: m.ID, Name: m.Name, AddedAt: m.AddedAt, Removed: m.Removed})
+	ps.Can = app.CanFor(ps.SelfRole)
+	if ps.SelfRole == "" {
+		ps.Can = app.Can{Why: "This machine was removed from the pool."}
+	}
+	if ps.Can.ManageMembers {
+		now := time.Now()
+		for _, inv := range st.Invites {
+			ps.Invites = append(ps.Invites, appInvite(inv, now))
+		}
 	}
 	return ps, nil
 }
 
-// Create implements app.PoolManager; in a pool already, it returns that
-// pool's code again.
-func (p *poolManager) Create(ctx context.Context) (app.JoinCode, error) {
-	d := p.d()
-	c, ok, err := p.current(ctx)
-	if err != nil {
-		return app.JoinCode{}, err
+func appInvite(inv pool.InviteState, now time.Time) app.Invite {
+	left := -1
+	if inv.Uses > 0 {
+		left = max(inv.Uses-inv.Used, 0)
 	}
-	if !ok {
-		if c, err = pool.NewCode(); err != nil {
-			return app.JoinCode{}, err
-		}
-		if err := p.enter(ctx, c); err != nil {
-			return app.JoinCode{}, err
-		}
-		self := store.MemberRow{ID: d.id.ID.String(), Name: d.name, Version: 1, AddedAt: time.Now().UTC(), AddedBy: d.id.ID.String()}
-		if _, err := d.db.PutMember(ctx, self); err != nil {
-			return app.JoinCode{}, err
-		}
-		d.log.Info("created pool", "pool", c.PoolID())
+	return app.Invite{
+		ID: inv.ID, Role: string(inv.Role), Uses: inv.Uses, Used: inv.Used, UsesLeft: left, Expires: inv.Expires,
+		CreatedBy: inv.CreatedBy, CreatedAt: inv.CreatedAt, State: inv.State(now),
 	}
-	return app.JoinCode{PoolID: c.PoolID(), Code: c.String()}, nil
 }
 
-// enter records the pool and announces membership of it.
-func (p *poolManager) enter(ctx context.Context, c pool.Code) error {
-	d := p.d()
-	if err := d.db.SetSetting(ctx, app.SettingPoolSecret, c.String()); err != nil {
-		return err
+// Create implements app.PoolManager: a new pool and its first invite.
+func (p *poolManager) Create(ctx context.Context) (app.JoinCode, error) {
+	inv, code, err := p.d().pool.Create(ctx)
+	if err != nil {
+		return app.JoinCode{}, poolError(err)
 	}
-	if err := d.db.SetSetting(ctx, app.SettingPoolID, c.PoolID()); err != nil {
-		return err
-	}
-	return d.ann.SetTXT(d.txt(c.PoolID()))
+	_ = inv
+	return app.JoinCode{PoolID: code.PoolID(), Code: code.String()}, nil
 }
 
 // Join implements app.PoolManager.
@@ -97,109 +78,76 @@ func (p *poolManager) Join(ctx context.Context, req app.JoinRequest) (app.PoolSt
 	if err != nil {
 		return app.PoolStatus{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	if cur, ok, err := p.current(ctx); err != nil {
-		return app.PoolStatus{}, err
-	} else if ok && cur.PoolID() != code.PoolID() {
-		return app.PoolStatus{}, fmt.Errorf("%w: this machine is already in pool %s", app.ErrInvalid, cur.PoolID())
+	if err := p.d().pool.Join(ctx, code, req.Addr); err != nil {
+		return app.PoolStatus{}, poolError(err)
 	}
-	addrs, err := p.findPool(ctx, code.PoolID(), req.Addr)
-	if err != nil {
-		return app.PoolStatus{}, err
-	}
-	var errs []error
-	for _, addr := range addrs {
-		err := p.joinAt(ctx, code, addr)
-		if err == nil {
-			return p.Status(ctx)
-		}
-		if errors.Is(err, pool.ErrWrongCode) {
-			return app.PoolStatus{}, &app.APIError{Status: http.StatusForbidden, Code: "wrong_code",
-				Message: "the pool refused the join code: check it was typed as printed by `labpool pool create`"}
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
-	}
-	return app.PoolStatus{}, fmt.Errorf("join pool %s: %w", code.PoolID(), errors.Join(errs...))
+	return p.Status(ctx)
 }
 
-// findPool returns the addresses to try: the one given, or those of the
-// pool's members found by mDNS within joinWait.
-func (p *poolManager) findPool(ctx context.Context, poolID, addr string) ([]string, error) {
-	if addr != "" {
-		return []string{addr}, nil
+// CreateInvite implements app.PoolManager.
+func (p *poolManager) CreateInvite(ctx context.Context, req app.InviteRequest) (app.NewInvite, error) {
+	role := pool.RoleMember
+	if req.Role != "" {
+		r, err := pool.ParseRole(req.Role)
+		if err != nil {
+			return app.NewInvite{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+		}
+		role = r
 	}
-	deadline := time.Now().Add(joinWait)
-	for {
-		if addrs := p.d().poolCandidates(poolID); len(addrs) > 0 {
-			return addrs, nil
-		}
-		if time.Now().After(deadline) {
-			return nil, &app.APIError{Status: http.StatusNotFound, Code: "pool_not_found",
-				Message: fmt.Sprintf("no member of pool %s answered on the local network in %s: give an address, `labpool pool join CODE HOST:PORT`", poolID, joinWait)}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	if req.Uses < 0 || req.ExpiresSeconds < 0 {
+		return app.NewInvite{}, fmt.Errorf("%w: uses and expiry must not be negative", app.ErrInvalid)
 	}
+	inv, code, err := p.d().pool.Invite(ctx, role, req.Uses, time.Duration(req.ExpiresSeconds)*time.Second)
+	if err != nil {
+		return app.NewInvite{}, poolError(err)
+	}
+	return app.NewInvite{Invite: appInvite(inv, time.Now()), Code: code.String()}, nil
 }
 
-// joinAt runs the join handshake with the machine at addr.
-func (p *poolManager) joinAt(ctx context.Context, code pool.Code, addr string) error {
-	d := p.d()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	conn, err := d.ep.DialAny(ctx, addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	ekm, err := conn.KeyingMaterial()
-	if err != nil {
-		return err
-	}
-	resp, err := pool.Join(ctx, conn.Client(), ekm, code, d.id.ID, d.name)
-	if err != nil {
-		return err
-	}
-	for _, m := range resp.Members {
-		if _, err := d.db.PutMember(ctx, memberRow(m)); err != nil {
-			return err
-		}
-	}
-	if err := p.enter(ctx, code); err != nil {
-		return err
-	}
-	d.peers.Hint(conn.PeerID().String(), addr)
-	d.log.Info("joined pool", "pool", code.PoolID(), "via", conn.PeerID())
-	return nil
+// RevokeInvite implements app.PoolManager.
+func (p *poolManager) RevokeInvite(ctx context.Context, id string) error {
+	return poolError(p.d().pool.Revoke(ctx, id))
 }
 
-// Remove implements app.PoolManager: a tombstone that outranks the member's
-// row, replicated to every member.
+// SetRole implements app.PoolManager.
+func (p *poolManager) SetRole(ctx context.Context, id, role string) error {
+	r, err := pool.ParseRole(role)
+	if err != nil {
+		return fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	}
+	return poolError(p.d().pool.SetRole(ctx, id, r))
+}
+
+// Remove implements app.PoolManager.
 func (p *poolManager) Remove(ctx context.Context, who string) error {
-	d := p.d()
-	rows, err := d.db.Members(ctx)
-	if err != nil {
-		return err
-	}
-	var match []store.MemberRow
-	for _, m := range rows {
-		if !m.Removed && (m.ID == who || strings.EqualFold(m.Name, who) || strings.HasPrefix(m.ID, strings.ToUpper(who))) {
-			match = append(match, m)
-		}
-	}
+	return poolError(p.d().pool.Remove(ctx, who))
+}
+
+// poolError turns the pool's refusals into the local API's errors; the
+// message names the rule.
+func poolError(err error) error {
 	switch {
-	case len(match) == 0:
-		return fmt.Errorf("%w: no member %q in the pool", app.ErrNotFound, who)
-	case len(match) > 1:
-		return fmt.Errorf("%w: %q matches %d members: give more of the device ID", app.ErrInvalid, who, len(match))
-	case match[0].ID == d.id.ID.String():
-		return fmt.Errorf("%w: this machine cannot remove itself", app.ErrInvalid)
+	case err == nil:
+		return nil
+	case errors.Is(err, pool.ErrWrongCode):
+		return &app.APIError{Status: http.StatusForbidden, Code: "wrong_code",
+			Message: "every member that answered refused the join code: check it was typed as printed by `labpool pool invite` or `pool create`"}
+	case errors.Is(err, pool.ErrRemoved):
+		return &app.APIError{Status: http.StatusForbidden, Code: "removed", Message: err.Error()}
+	case errors.Is(err, pool.ErrInvite):
+		return &app.APIError{Status: http.StatusForbidden, Code: "invite_ended", Message: err.Error()}
+	case errors.Is(err, pool.ErrOutOfRole):
+		return &app.APIError{Status: http.StatusForbidden, Code: "forbidden", Message: err.Error()}
+	case errors.Is(err, pool.ErrNotFound):
+		return &app.APIError{Status: http.StatusNotFound, Code: "pool_not_found", Message: err.Error()}
+	case errors.Is(err, pool.ErrNoMember), errors.Is(err, pool.ErrNoInvite):
+		return fmt.Errorf("%w: %v", app.ErrNotFound, err)
+	case errors.Is(err, pool.ErrNotInPool):
+		return fmt.Errorf("%w: this machine is not in a pool: run `labpool pool create` or `labpool pool join CODE`", app.ErrInvalid)
+	case errors.Is(err, pool.ErrAmbiguous), errors.Is(err, pool.ErrInPool), errors.Is(err, pool.ErrBadRole),
+		errors.Is(err, pool.ErrOtherPool):
+		return fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	m := match[0]
-	m.Removed, m.Version, m.AddedBy = true, m.Version+1, d.id.ID.String()
-	_, err = d.db.PutMember(ctx, m)
 	return err
 }
 
@@ -234,48 +182,41 @@ func (p *poolManager) Probe(ctx context.Context, addr string) (app.ProbeResult, 
 	return res, nil
 }
 
-// joinHandler admits devices that prove they hold our pool's code.
-func (d *Daemon) joinHandler() http.Handler {
-	p := (*poolManager)(d)
-	return pool.JoinHandler(pool.JoinConfig{
-		Self: d.id.ID,
-		Name: func() string { return d.name },
-		Pool: func() (pool.Code, bool) {
-			c, ok, err := p.current(context.Background())
-			return c, ok && err == nil
-		},
-		Members: func() []pool.Member {
-			rows, err := d.db.Members(context.Background())
-			if err != nil {
-				return nil
+// openPool loads the pool manager; the daemon's announcer, replica and
+// removal effects are wired through its callbacks.
+func (d *Daemon) openPool(ctx context.Context) error {
+	var err error
+	d.pool, err = pool.NewManager(ctx, pool.ManagerConfig{
+		Identity:   d.id,
+		Name:       func() string { return d.name },
+		DB:         d.db,
+		Dial:       d.ep.DialAny,
+		Candidates: d.poolCandidates,
+		Entered: func(poolID string) error {
+			if d.ann == nil {
+				return nil // announced with the pool ID when discovery starts
 			}
-			out := make([]pool.Member, 0, len(rows))
-			for _, r := range rows {
-				if m, err := poolMember(r); err == nil {
-					out = append(out, m)
-				}
-			}
-			return out
+			return d.ann.SetTXT(d.txt(poolID))
 		},
-		Admit: func(m pool.Member) error {
-			_, err := d.db.PutMember(context.Background(), memberRow(m))
-			if err == nil {
-				d.log.Info("admitted a device to the pool", "peer", m.ID, "name", m.Name)
-			}
-			return err
-		},
+		Hint:    func(id, addr string) { d.peers.Hint(id, addr) },
+		Removed: d.removed,
+		Log:     d.log,
 	})
+	return err
 }
 
-func memberRow(m pool.Member) store.MemberRow {
-	return store.MemberRow{ID: m.ID.String(), Name: m.Name, Version: m.Version, Removed: m.Removed, AddedAt: m.AddedAt, AddedBy: m.AddedBy.String()}
-}
-
-func poolMember(r store.MemberRow) (pool.Member, error) {
-	id, err := peer.ParseID(r.ID)
-	if err != nil {
-		return pool.Member{}, err
+// roleOf is who may do what on this node: its own calls act with the
+// machine's authority (owner); members with their role in the pool.
+func (d *Daemon) roleOf(id peer.ID) (string, bool) {
+	if id == d.id.ID {
+		return string(pool.RoleOwner), true
 	}
-	by, _ := peer.ParseID(r.AddedBy)
-	return pool.Member{ID: id, Name: r.Name, Version: r.Version, Removed: r.Removed, AddedAt: r.AddedAt, AddedBy: by}, nil
+	r, ok := d.pool.Role(id)
+	return string(r), ok
+}
+
+// isMember reports whether id may use this node: a current member of our pool.
+func (d *Daemon) isMember(id peer.ID) bool {
+	_, ok := d.roleOf(id)
+	return ok
 }

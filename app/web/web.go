@@ -29,6 +29,10 @@ type API interface {
 	CreatePool(ctx context.Context) (app.JoinCode, error)
 	JoinPool(ctx context.Context, req app.JoinRequest) (app.PoolStatus, error)
 	RemoveMember(ctx context.Context, id string) error
+	Invites(ctx context.Context) ([]app.Invite, error)
+	CreateInvite(ctx context.Context, req app.InviteRequest) (app.NewInvite, error)
+	RevokeInvite(ctx context.Context, id string) error
+	SetRole(ctx context.Context, id, role string) error
 	Probe(ctx context.Context, addr string) (app.ProbeResult, error)
 	Hub() *app.Hub
 }
@@ -49,6 +53,10 @@ func Handler(api API, assets fs.FS, log *slog.Logger) http.Handler {
 	mux.HandleFunc("POST /api/v1/pool/create", h.createPool)
 	mux.HandleFunc("POST /api/v1/pool/join", h.joinPool)
 	mux.HandleFunc("DELETE /api/v1/pool/members/{id}", h.removeMember)
+	mux.HandleFunc("PUT /api/v1/pool/members/{id}/role", h.setRole)
+	mux.HandleFunc("GET /api/v1/pool/invites", h.invites)
+	mux.HandleFunc("POST /api/v1/pool/invites", h.createInvite)
+	mux.HandleFunc("DELETE /api/v1/pool/invites/{id}", h.revokeInvite)
 	mux.HandleFunc("POST /api/v1/probe", h.probe)
 	mux.HandleFunc("GET /api/v1/events", h.events)
 	if ja, ok := api.(JobsAPI); ok {

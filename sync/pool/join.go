@@ -3,12 +3,12 @@ package pool
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -25,13 +25,14 @@ var (
 	ErrWrongCode = errors.New("wrong join code")
 	ErrNotInPool = errors.New("this machine is not in a pool")
 	ErrOtherPool = errors.New("this machine is in another pool")
+	ErrImpostor  = errors.New("peer is not a member of the pool")
 	ErrRemoved   = errors.New("this device was removed from the pool")
-	ErrImpostor  = errors.New("peer does not know the pool secret")
 )
 
 // Error codes of a refused join, in the {"code", "message"} body.
 const (
 	codeWrongCode  = "wrong_code"
+	codeInvite     = "invite_ended" // expired, used up or revoked: the message says which
 	codeNotInPool  = "not_in_pool"
 	codeOtherPool  = "other_pool"
 	codeRemoved    = "removed"
@@ -39,58 +40,34 @@ const (
 	codeInternal   = "internal"
 )
 
-// JoinConfig is what JoinHandler needs from the member it runs on. Pool,
-// Members and Admit are required.
-type JoinConfig struct {
-	Self    peer.ID             // this device: AddedBy of the records it writes
-	Name    func() string       // this device's name, told to the joiner; nil means none
-	Pool    func() (Code, bool) // the pool this device is in; false when none
-	Members func() []Member     // the current member set, tombstones included
-	Admit   func(Member) error  // stores (and replicates) a new member record
-
-	// Exporter and PeerID read the TLS session of a request; nil means
-	// transport.KeyingMaterial and transport.PeerID.
-	Exporter func(*http.Request) ([]byte, error)
-	PeerID   func(*http.Request) (peer.ID, bool)
-	Now      func() time.Time // nil means time.Now
-	Log      *slog.Logger     // nil means slog.Default()
+// JoinRequest is what a joiner posts to JoinPath.
+type JoinRequest struct {
+	PoolID string          `json:"pool_id"` // the pool the joiner means, to tell "other pool" from "wrong code"
+	Record json.RawMessage `json:"record"`  // the joiner's join record, signed with the invite's key
 }
 
-func (c JoinConfig) withDefaults() JoinConfig {
-	if c.Exporter == nil {
-		c.Exporter = transport.KeyingMaterial
-	}
-	if c.PeerID == nil {
-		c.PeerID = transport.PeerID
-	}
-	if c.Name == nil {
-		c.Name = func() string { return "" }
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Log == nil {
-		c.Log = slog.Default()
-	}
-	return c
+// JoinResponse is the answer of a member that admitted the joiner.
+type JoinResponse struct {
+	PoolID  string            `json:"pool_id"`
+	Records []json.RawMessage `json:"records"` // the whole signed log, the joiner's record included
+	Name    string            `json:"name"`    // the answering member's device name
 }
 
-// JoinHandler admits a device that proves, over this TLS session, that it
-// knows the pool secret: it writes the joiner's member record (version
-// above every other) and answers a JoinResponse.
-func JoinHandler(cfg JoinConfig) http.Handler {
-	cfg = cfg.withDefaults()
+// JoinHandler admits a device whose join record is signed with the key of
+// a live invite: it adds the record to the log and answers the whole log,
+// which the joiner checks back to the pool's creator.
+func (m *Manager) JoinHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
 			writeError(w, http.StatusMethodNotAllowed, codeBadRequest, "use POST")
 			return
 		}
-		resp, status, code, err := cfg.join(r)
+		resp, status, code, err := m.admit(r)
 		if err != nil {
 			msg := err.Error()
 			if status == http.StatusInternalServerError {
-				cfg.Log.Error("serve join", "err", err)
+				m.cfg.Log.Error("serve join", "err", err)
 				msg = "internal error"
 			}
 			writeError(w, status, code, msg)
@@ -101,62 +78,237 @@ func JoinHandler(cfg JoinConfig) http.Handler {
 	})
 }
 
-// join checks the request and admits the joiner; on failure it returns the
-// HTTP status, the error code and the message for the joiner.
-func (c JoinConfig) join(r *http.Request) (JoinResponse, int, string, error) {
-	pool, ok := c.Pool()
+// admit checks a join request and applies its record; on failure it returns
+// the HTTP status, the error code and the message for the joiner.
+func (m *Manager) admit(r *http.Request) (JoinResponse, int, string, error) {
+	pool, ok := m.PoolID()
 	if !ok {
 		return JoinResponse{}, http.StatusNotFound, codeNotInPool, ErrNotInPool
 	}
-	joiner, ok := c.PeerID(r)
+	joiner, ok := transport.PeerID(r)
 	if !ok {
 		return JoinResponse{}, http.StatusBadRequest, codeBadRequest, errors.New("no device certificate")
 	}
-	req, err := DecodeJoinRequest(r.Body)
+	var req JoinRequest
+	if err := decodeBounded(r.Body, maxRequestSize, &req); err != nil {
+		return JoinResponse{}, http.StatusBadRequest, codeBadRequest, fmt.Errorf("decode join request: %w", err)
+	}
+	if req.PoolID != pool.String() {
+		return JoinResponse{}, http.StatusConflict, codeOtherPool,
+			fmt.Errorf("%w (%s, not %s)", ErrOtherPool, pool, req.PoolID)
+	}
+	rec, err := DecodeRecord(req.Record)
 	if err != nil {
 		return JoinResponse{}, http.StatusBadRequest, codeBadRequest, err
 	}
-	if req.PoolID != "" && req.PoolID != pool.PoolID() {
-		return JoinResponse{}, http.StatusConflict, codeOtherPool,
-			fmt.Errorf("%w (%s, not %s)", ErrOtherPool, pool.PoolID(), req.PoolID)
+	if rec.Kind != KindJoin || rec.Subject != joiner.String() {
+		return JoinResponse{}, http.StatusBadRequest, codeBadRequest, errors.New("the join record is not this device's")
 	}
-	ekm, err := c.Exporter(r)
-	if err != nil {
-		return JoinResponse{}, http.StatusInternalServerError, codeInternal, err
+	m.mu.Lock()
+	err = m.log.CheckJoin(rec, m.cfg.Now())
+	if err == nil {
+		_, err = m.log.Apply(rec, m.cfg.Now())
 	}
-	if !VerifyProof(pool.Secret[:], ekm, joiner, req.Proof) {
-		c.Log.Warn("join refused: wrong code", "peer", joiner)
-		return JoinResponse{}, http.StatusForbidden, codeWrongCode, ErrWrongCode
+	if err == nil {
+		m.raw[rec.Hash()] = []byte(req.Record)
 	}
-	members, err := c.admit(joiner, req.Name)
-	if errors.Is(err, ErrRemoved) {
+	m.mu.Unlock()
+	switch {
+	case errors.Is(err, ErrRemoved):
 		return JoinResponse{}, http.StatusForbidden, codeRemoved, err
-	} else if err != nil {
-		return JoinResponse{}, http.StatusInternalServerError, codeInternal, err
+	case errors.Is(err, ErrInvite) && errors.Is(err, ErrUnknownInvite):
+		m.cfg.Log.Warn("join refused: wrong code", "peer", joiner)
+		return JoinResponse{}, http.StatusForbidden, codeWrongCode, ErrWrongCode
+	case errors.Is(err, ErrInvite):
+		m.cfg.Log.Warn("join refused", "peer", joiner, "err", err)
+		return JoinResponse{}, http.StatusForbidden, codeInvite, err
+	case errors.Is(err, ErrReplayed):
+		// Already a member (a join retried): answer the log again.
+	case err != nil:
+		m.cfg.Log.Warn("join refused", "peer", joiner, "err", err)
+		return JoinResponse{}, http.StatusForbidden, codeWrongCode, fmt.Errorf("%w: %v", ErrWrongCode, err)
+	default:
+		if err := m.commit(r.Context(), []Record{rec}); err != nil {
+			return JoinResponse{}, http.StatusInternalServerError, codeInternal, err
+		}
+		m.cfg.Log.Info("admitted to pool", "peer", joiner, "name", rec.Name, "role", rec.Role)
 	}
-	return JoinResponse{
-		PoolID:  pool.PoolID(),
-		Proof:   memberProof(pool.Secret[:], ekm),
-		Members: members,
-		Name:    c.Name(),
-	}, http.StatusOK, "", nil
+	recs, _ := m.Records()
+	return JoinResponse{PoolID: pool.String(), Records: recs, Name: m.cfg.Name()}, http.StatusOK, "", nil
 }
 
-// admit adds joiner unless it is a member already, and returns the set.
-func (c JoinConfig) admit(joiner peer.ID, name string) ([]Member, error) {
-	set := NewSet(c.Members()...)
-	if m, ok := set[joiner]; ok {
-		if m.Removed {
-			return nil, ErrRemoved
+// Join joins the pool of code: through the member at addr, or through
+// every machine announcing the pool on the local network. It reports a
+// wrong code only after every address it found refused it.
+func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
+	if cur, ok := m.PoolID(); ok {
+		if cur == code.Pool {
+			return nil
 		}
-		return set.All(), nil
+		return fmt.Errorf("%w (%s)", ErrInPool, cur)
 	}
-	m := set.Admit(joiner, name, c.Self, c.Now().UTC())
-	if err := c.Admit(m); err != nil {
-		return nil, fmt.Errorf("admit %s: %w", joiner.Short(), err)
+	addrs, err := m.find(ctx, code.Pool.String(), addr)
+	if err != nil {
+		return err
 	}
-	c.Log.Info("admitted to pool", "peer", joiner, "name", name)
-	return set.All(), nil
+	var errs []error
+	wrong := 0
+	for _, a := range addrs {
+		err := m.joinAt(ctx, code, a)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrWrongCode) {
+			wrong++
+		}
+		if !errors.Is(err, ErrWrongCode) && (errors.Is(err, ErrRemoved) || errors.Is(err, ErrInvite)) {
+			return err // the pool itself answered: the invite ended or this device was removed
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", a, err))
+	}
+	if wrong == len(addrs) {
+		return ErrWrongCode
+	}
+	return fmt.Errorf("join pool %s: %w", code.Pool, errors.Join(errs...))
+}
+
+// find returns the addresses to try: the one given, or those of the pool's
+// members found by mDNS within FindWait.
+func (m *Manager) find(ctx context.Context, poolID, addr string) ([]string, error) {
+	if addr != "" {
+		return []string{addr}, nil
+	}
+	deadline := m.cfg.Now().Add(m.cfg.FindWait)
+	for {
+		if m.cfg.Candidates != nil {
+			if addrs := m.cfg.Candidates(poolID); len(addrs) > 0 {
+				return addrs, nil
+			}
+		}
+		if m.cfg.Now().After(deadline) {
+			return nil, fmt.Errorf("%w on the local network in %s (pool %s): give an address, `labpool pool join CODE HOST:PORT`",
+				ErrNotFound, m.cfg.FindWait, poolID)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// joinAt runs the join with the machine at addr and, once its answer is
+// checked back to the pool's creator, enters the pool.
+func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := m.cfg.Dial(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	now := m.cfg.Now()
+	rec, err := NewJoin(code, m.key.Public().(ed25519.PublicKey), m.cfg.Name(), now)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode join record: %w", err)
+	}
+	resp, err := postJoin(ctx, conn.Client(), JoinRequest{PoolID: code.Pool.String(), Record: raw})
+	if err != nil {
+		return err
+	}
+	recs := make([]Record, 0, len(resp.Records))
+	raws := map[[32]byte][]byte{}
+	for _, b := range resp.Records {
+		r, err := DecodeRecord(b)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrImpostor, err)
+		}
+		recs = append(recs, r)
+		raws[r.Hash()] = b
+	}
+	l, err := Verify(code.Pool, recs, m.cfg.Now())
+	if err != nil {
+		return fmt.Errorf("%w: the pool's log does not check out: %v", ErrImpostor, err)
+	}
+	if ms, ok := l.Member(conn.PeerID().String()); !ok || ms.Removed {
+		return fmt.Errorf("%w: %s answered but is not a member", ErrImpostor, conn.PeerID().Short())
+	}
+	if ms, ok := l.Member(m.Self().String()); !ok || ms.Removed {
+		return fmt.Errorf("%w: the answer does not admit this device", ErrImpostor)
+	}
+	m.mu.Lock()
+	if m.log != nil {
+		m.mu.Unlock()
+		return ErrInPool
+	}
+	m.log = l
+	m.raw = raws
+	m.mu.Unlock()
+	if err := m.commit(ctx, l.Records()); err != nil {
+		return err
+	}
+	if err := m.enter(ctx, code.Pool); err != nil {
+		return err
+	}
+	if m.cfg.Hint != nil {
+		m.cfg.Hint(conn.PeerID().String(), addr)
+	}
+	m.cfg.Log.Info("joined pool", "pool", code.Pool.String(), "via", conn.PeerID())
+	return nil
+}
+
+func postJoin(ctx context.Context, client *http.Client, jr JoinRequest) (JoinResponse, error) {
+	body, err := json.Marshal(jr)
+	if err != nil {
+		return JoinResponse{}, fmt.Errorf("encode join request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://peer"+JoinPath, bytes.NewReader(body))
+	if err != nil {
+		return JoinResponse{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return JoinResponse{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return JoinResponse{}, refusal(resp)
+	}
+	var out JoinResponse
+	if err := decodeBounded(resp.Body, maxResponseSize, &out); err != nil {
+		return JoinResponse{}, fmt.Errorf("decode join response: %w", err)
+	}
+	if len(out.Records) > maxRecords {
+		return JoinResponse{}, fmt.Errorf("decode join response: %d records: %w", len(out.Records), ErrBadMessage)
+	}
+	return out, nil
+}
+
+// refusal turns an error answer into the matching sentinel.
+func refusal(resp *http.Response) error {
+	var e errorBody
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	json.Unmarshal(b, &e) // a body that is not JSON leaves e empty
+	switch {
+	case e.Code == codeRemoved:
+		return ErrRemoved
+	case e.Code == codeInvite:
+		return fmt.Errorf("%w: %s", ErrInvite, e.Message)
+	case e.Code == codeWrongCode:
+		return ErrWrongCode
+	case e.Code == codeNotInPool || resp.StatusCode == http.StatusNotFound:
+		return ErrNotInPool
+	case e.Code == codeOtherPool:
+		return fmt.Errorf("%w: %s", ErrOtherPool, e.Message)
+	case e.Message != "":
+		return fmt.Errorf("refused (%s): %s", resp.Status, e.Message)
+	}
+	return fmt.Errorf("refused: %s", resp.Status)
 }
 
 // writeError answers {"code": ..., "message": ...}.
@@ -171,59 +323,7 @@ type errorBody struct {
 	Message string `json:"message"`
 }
 
-// Join asks the member behind client (see transport.Endpoint.DialAny) to
-// admit this device. ekm is the session's exporter (transport.Conn's
-// KeyingMaterial) and self this device's ID, as in its certificate. A
-// refusal is one of ErrWrongCode, ErrNotInPool, ErrOtherPool, ErrRemoved;
-// ErrImpostor means the answer did not come from a member.
-func Join(ctx context.Context, client *http.Client, ekm []byte, code Code, self peer.ID, name string) (JoinResponse, error) {
-	body, err := json.Marshal(JoinRequest{
-		PoolID: code.PoolID(),
-		Proof:  Proof(code.Secret[:], ekm, self),
-		Name:   name,
-	})
-	if err != nil {
-		return JoinResponse{}, fmt.Errorf("encode join request: %w", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://peer"+JoinPath, bytes.NewReader(body))
-	if err != nil {
-		return JoinResponse{}, fmt.Errorf("join pool %s: %w", code.PoolID(), err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return JoinResponse{}, fmt.Errorf("join pool %s: %w", code.PoolID(), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return JoinResponse{}, fmt.Errorf("join pool %s: %w", code.PoolID(), refusal(resp))
-	}
-	jr, err := DecodeJoinResponse(resp.Body)
-	if err != nil {
-		return JoinResponse{}, fmt.Errorf("join pool %s: %w", code.PoolID(), err)
-	}
-	if jr.PoolID != code.PoolID() || !hmac.Equal(jr.Proof, memberProof(code.Secret[:], ekm)) {
-		return JoinResponse{}, fmt.Errorf("join pool %s: %w", code.PoolID(), ErrImpostor)
-	}
-	return jr, nil
-}
+func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }
 
-// refusal turns an error answer into the matching sentinel.
-func refusal(resp *http.Response) error {
-	var e errorBody
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	json.Unmarshal(b, &e) // a body that is not JSON leaves e empty
-	switch {
-	case e.Code == codeRemoved:
-		return ErrRemoved
-	case resp.StatusCode == http.StatusForbidden:
-		return ErrWrongCode
-	case e.Code == codeNotInPool || resp.StatusCode == http.StatusNotFound:
-		return ErrNotInPool
-	case e.Code == codeOtherPool:
-		return fmt.Errorf("%w: %s", ErrOtherPool, e.Message)
-	case e.Message != "":
-		return fmt.Errorf("refused (%s): %s", resp.Status, e.Message)
-	}
-	return fmt.Errorf("refused: %s", resp.Status)
-}
+// ensure peer stays imported for docs of the types used above.
+var _ peer.ID

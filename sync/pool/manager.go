@@ -1,0 +1,566 @@
+package pool
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
+)
+
+// Settings the Manager keeps in the store.
+const settingPoolID = "pool.id"
+
+// Conditions the Manager's callers branch on.
+var (
+	ErrInPool    = errors.New("this machine is in a pool already")
+	ErrNoMember  = errors.New("no such member")
+	ErrAmbiguous = errors.New("matches more than one member")
+	ErrNoInvite  = errors.New("no such invite")
+	ErrNotFound  = errors.New("no member of the pool answered")
+)
+
+// DefaultInviteTTL is how long an invite lasts when none is asked.
+const DefaultInviteTTL = 24 * time.Hour
+
+// ManagerConfig is what a Manager needs from the daemon it runs in.
+// Identity, DB and Dial are required.
+type ManagerConfig struct {
+	Identity *peer.Identity
+	Name     func() string // this device's name; nil means none
+	DB       *store.DB
+	// Dial reaches any device at addr (a stranger until the join proves
+	// otherwise); transport.Endpoint.DialAny.
+	Dial func(ctx context.Context, addr string) (*transport.Conn, error)
+	// Candidates lists addresses of machines announcing poolID on the
+	// local network; nil means none.
+	Candidates func(poolID string) []string
+	// Entered is told the pool this device is now in (to announce it).
+	Entered func(poolID string) error
+	// Hint tells the replica where a member was reached.
+	Hint func(id, addr string)
+	// Removed is called once for every device the log removes (locally or
+	// as learned from a peer), after the change is stored. It must not block.
+	Removed func(id peer.ID)
+	// FindWait bounds how long Join looks for the pool on the network.
+	FindWait time.Duration
+	Now      func() time.Time // nil means time.Now
+	Log      *slog.Logger     // nil means slog.Default()
+}
+
+// Manager owns this device's view of the pool: the signed membership log,
+// its storage, joining, and the changes this device signs.
+type Manager struct {
+	cfg ManagerConfig
+	key ed25519.PrivateKey
+	db  *store.DB
+
+	mu      sync.Mutex // guards log, dropped, sum
+	log     *Log       // nil: not in a pool
+	raw     map[[32]byte][]byte
+	dropped map[[32]byte]bool // records refused already, logged once each
+	gone    map[string]bool   // devices whose removal was reported
+	sum     uint64            // fingerprint of the records held
+}
+
+// NewManager loads the pool this device is in, if any, from the store.
+func NewManager(ctx context.Context, cfg ManagerConfig) (*Manager, error) {
+	if cfg.Name == nil {
+		cfg.Name = func() string { return "" }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.FindWait == 0 {
+		cfg.FindWait = 10 * time.Second
+	}
+	key, ok := cfg.Identity.Cert.PrivateKey.(ed25519.PrivateKey)
+	if !ok {
+		return nil, errors.New("pool manager: the device key is not Ed25519")
+	}
+	m := &Manager{cfg: cfg, key: key, db: cfg.DB, dropped: map[[32]byte]bool{}, gone: map[string]bool{}, raw: map[[32]byte][]byte{}}
+	return m, m.load(ctx)
+}
+
+// load reads the log from the store and replays it.
+func (m *Manager) load(ctx context.Context) error {
+	idText, ok, err := m.db.Setting(ctx, settingPoolID)
+	if err != nil || !ok {
+		return err
+	}
+	id, err := ParseID(idText)
+	if err != nil {
+		return fmt.Errorf("stored pool id: %w", err)
+	}
+	rows, err := m.db.PoolRecords(ctx)
+	if err != nil {
+		return err
+	}
+	l := NewLog(id)
+	now := m.cfg.Now()
+	for _, row := range rows {
+		r, err := DecodeRecord(row.Data)
+		if err != nil {
+			m.cfg.Log.Warn("stored pool record unreadable", "hash", row.Hash, "err", err)
+			continue
+		}
+		if _, err := l.Apply(r, now); err != nil {
+			m.cfg.Log.Warn("stored pool record refused", "hash", row.Hash, "err", err)
+			continue
+		}
+		m.raw[r.Hash()] = row.Data
+	}
+	if l.Creator() == "" {
+		m.cfg.Log.Warn("the stored pool has no valid genesis: this machine is in no pool", "pool", idText)
+		return nil
+	}
+	m.mu.Lock()
+	m.log = l
+	m.resum()
+	m.gone = m.removed()
+	m.mu.Unlock()
+	return nil
+}
+
+// DecodeRecord reads one record from the network or the store.
+func DecodeRecord(b []byte) (Record, error) {
+	var r Record
+	if err := decodeBounded(strings.NewReader(string(b)), maxRecordSize, &r); err != nil {
+		return Record{}, fmt.Errorf("decode pool record: %w", err)
+	}
+	return r, nil
+}
+
+// Self returns this device's ID.
+func (m *Manager) Self() peer.ID { return m.cfg.Identity.ID }
+
+// PoolID returns the pool this device is in.
+func (m *Manager) PoolID() (ID, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.log == nil {
+		return ID{}, false
+	}
+	return m.log.Pool(), true
+}
+
+// Role returns id's role, and false when id is not an active member.
+func (m *Manager) Role(id peer.ID) (Role, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.log == nil {
+		return "", false
+	}
+	ms, ok := m.log.Member(id.String())
+	if !ok || ms.Removed {
+		return "", false
+	}
+	return ms.Role, true
+}
+
+// State is a snapshot of the pool for display.
+type State struct {
+	Pool    ID
+	Creator string
+	Members []MemberState
+	Invites []InviteState
+}
+
+// Snapshot returns the pool as this device knows it; ok is false outside a pool.
+func (m *Manager) Snapshot() (State, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.log == nil {
+		return State{}, false
+	}
+	return State{Pool: m.log.Pool(), Creator: m.log.Creator(), Members: m.log.Members(), Invites: m.log.Invites()}, true
+}
+
+// Records returns the signed records held, as sent to peers, and a
+// fingerprint that changes whenever they do.
+func (m *Manager) Records() ([]json.RawMessage, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.log == nil {
+		return nil, 0
+	}
+	recs := m.log.Records()
+	out := make([]json.RawMessage, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, m.raw[r.Hash()])
+	}
+	return out, m.sum
+}
+
+func (m *Manager) resum() {
+	h := fnv.New64a()
+	for _, r := range m.log.Records() {
+		sum := r.Hash()
+		h.Write(sum[:])
+	}
+	m.sum = h.Sum64()
+}
+
+// Create makes a new pool with this device as its creator and owner, and
+// its first invite (role member, DefaultInviteTTL, unlimited uses).
+func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
+	m.mu.Lock()
+	if m.log != nil {
+		id := m.log.Pool()
+		m.mu.Unlock()
+		return InviteState{}, Code{}, fmt.Errorf("%w (%s): make a code for another machine with `labpool pool invite`", ErrInPool, id)
+	}
+	now := m.cfg.Now()
+	g, err := NewGenesis(m.key, m.cfg.Name(), now)
+	if err != nil {
+		m.mu.Unlock()
+		return InviteState{}, Code{}, err
+	}
+	l := NewLog(g.Pool)
+	if _, err := l.Apply(g, now); err != nil {
+		m.mu.Unlock()
+		return InviteState{}, Code{}, fmt.Errorf("create pool: %w", err)
+	}
+	m.log = l
+	m.mu.Unlock()
+	if err := m.commit(ctx, []Record{g}); err != nil {
+		return InviteState{}, Code{}, err
+	}
+	if err := m.enter(ctx, g.Pool); err != nil {
+		return InviteState{}, Code{}, err
+	}
+	m.cfg.Log.Info("created pool", "pool", g.Pool.String())
+	return m.Invite(ctx, RoleMember, 0, DefaultInviteTTL)
+}
+
+// enter records the pool in the settings and announces it.
+func (m *Manager) enter(ctx context.Context, id ID) error {
+	if err := m.db.SetSetting(ctx, settingPoolID, id.String()); err != nil {
+		return err
+	}
+	if m.cfg.Entered != nil {
+		return m.cfg.Entered(id.String())
+	}
+	return nil
+}
+
+// sign applies records this device just signed; a refusal is returned as is.
+func (m *Manager) sign(ctx context.Context, make func(l *Log, now time.Time) ([]Record, error)) error {
+	m.mu.Lock()
+	if m.log == nil {
+		m.mu.Unlock()
+		return ErrNotInPool
+	}
+	now := m.cfg.Now()
+	recs, err := make(m.log, now)
+	if err == nil {
+		for _, r := range recs {
+			if _, err = m.log.Apply(r, now); err != nil {
+				break
+			}
+		}
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return m.commit(ctx, recs)
+}
+
+// commit stores records that the log has accepted, rewrites the member
+// table and reports removals.
+func (m *Manager) commit(ctx context.Context, recs []Record) error {
+	m.mu.Lock()
+	rows := make([]store.PoolRecord, 0, len(recs))
+	for _, r := range recs {
+		h := r.Hash()
+		data, ok := m.raw[h]
+		if !ok {
+			b, err := json.Marshal(r)
+			if err != nil {
+				m.mu.Unlock()
+				return fmt.Errorf("encode pool record: %w", err)
+			}
+			data = b
+			m.raw[h] = b
+		}
+		rows = append(rows, store.PoolRecord{Hash: hex.EncodeToString(h[:]), Version: r.Version, Data: data})
+	}
+	members := memberRows(m.log.Members())
+	m.resum()
+	var newlyGone []string
+	for id := range m.removed() {
+		if !m.gone[id] {
+			m.gone[id] = true
+			newlyGone = append(newlyGone, id)
+		}
+	}
+	m.mu.Unlock()
+	if err := m.db.SavePool(ctx, rows, members); err != nil {
+		return err
+	}
+	for _, id := range newlyGone {
+		if m.cfg.Removed != nil {
+			if pid, err := peer.ParseID(id); err == nil {
+				m.cfg.Log.Info("device removed from the pool", "peer", pid)
+				m.cfg.Removed(pid)
+			}
+		}
+	}
+	return nil
+}
+
+// removed returns the devices the log says are removed; m.mu is held.
+func (m *Manager) removed() map[string]bool {
+	out := map[string]bool{}
+	if m.log == nil {
+		return out
+	}
+	for _, ms := range m.log.Members() {
+		if ms.Removed {
+			out[ms.ID] = true
+		}
+	}
+	return out
+}
+
+func memberRows(ms []MemberState) []store.MemberRow {
+	rows := make([]store.MemberRow, 0, len(ms))
+	for _, s := range ms {
+		rows = append(rows, store.MemberRow{ID: s.ID, Name: s.Name, Version: s.Version, Removed: s.Removed,
+			AddedAt: s.AddedAt, AddedBy: s.AddedBy, Role: string(s.Role)})
+	}
+	return rows
+}
+
+// Receive applies records relayed by a member (from its replication
+// stream): each is checked on its own; a forged, replayed or out-of-role
+// one is dropped and logged once.
+func (m *Manager) Receive(ctx context.Context, from peer.ID, raws []json.RawMessage) error {
+	type item struct {
+		r   Record
+		raw []byte
+	}
+	var items []item
+	for _, raw := range raws {
+		r, err := DecodeRecord(raw)
+		if err != nil {
+			m.dropOnce(sumOf(raw), from, err)
+			continue
+		}
+		items = append(items, item{r, raw})
+	}
+	slices.SortFunc(items, func(a, b item) int { return compareRecords(a.r, b.r) })
+	m.mu.Lock()
+	if m.log == nil {
+		m.mu.Unlock()
+		return nil
+	}
+	now := m.cfg.Now()
+	var accepted []Record
+	var refused []error
+	for _, it := range items {
+		h := it.r.Hash()
+		if _, held := m.raw[h]; held || m.dropped[h] {
+			continue
+		}
+		changed, err := m.log.Apply(it.r, now)
+		if err != nil {
+			refused = append(refused, fmt.Errorf("record %x (%s of %s by %s): %w", h[:4], it.r.Kind, it.r.Subject, it.r.Signer, err))
+			if len(m.dropped) < maxDropped {
+				m.dropped[h] = true
+			}
+			continue
+		}
+		if changed {
+			m.raw[h] = it.raw
+			accepted = append(accepted, it.r)
+		}
+	}
+	m.mu.Unlock()
+	for _, err := range refused {
+		m.cfg.Log.Warn("dropped a pool record a member relayed", "peer", from, "err", err)
+	}
+	if len(accepted) == 0 {
+		return nil
+	}
+	return m.commit(ctx, accepted)
+}
+
+// maxDropped bounds the memory of refused records (each logged once).
+const maxDropped = 4096
+
+func (m *Manager) dropOnce(h [32]byte, from peer.ID, err error) {
+	m.mu.Lock()
+	seen := m.dropped[h]
+	if !seen && len(m.dropped) < maxDropped {
+		m.dropped[h] = true
+	}
+	m.mu.Unlock()
+	if !seen {
+		m.cfg.Log.Warn("dropped a pool record a member relayed", "peer", from, "err", err)
+	}
+}
+
+func compareRecords(a, b Record) int {
+	if a.Version != b.Version {
+		if a.Version < b.Version {
+			return -1
+		}
+		return 1
+	}
+	ha, hb := a.Hash(), b.Hash()
+	return strings.Compare(string(ha[:]), string(hb[:]))
+}
+
+// Invite makes an invite for role, good for uses joins (0: unlimited)
+// until ttl from now, and returns it with its code.
+func (m *Manager) Invite(ctx context.Context, role Role, uses int, ttl time.Duration) (InviteState, Code, error) {
+	if ttl <= 0 {
+		ttl = DefaultInviteTTL
+	}
+	if uses < 0 {
+		return InviteState{}, Code{}, fmt.Errorf("uses must be 0 (unlimited) or more, not %d", uses)
+	}
+	var code Code
+	var id string
+	err := m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		r, c, err := l.NewInvite(m.key, role, uses, now.Add(ttl), now)
+		code, id = c, r.Subject
+		return []Record{r}, err
+	})
+	if err != nil {
+		return InviteState{}, Code{}, err
+	}
+	m.mu.Lock()
+	inv, _ := m.log.Invite(id)
+	m.mu.Unlock()
+	return inv, code, nil
+}
+
+// Revoke ends an invite (its ID, or a unique prefix of it).
+func (m *Manager) Revoke(ctx context.Context, invite string) error {
+	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		id, err := findInvite(l, invite)
+		if err != nil {
+			return nil, err
+		}
+		r, err := l.NewRevoke(m.key, id, now)
+		return []Record{r}, err
+	})
+}
+
+func findInvite(l *Log, s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	var match []string
+	for _, inv := range l.Invites() {
+		if inv.ID == s {
+			return inv.ID, nil
+		}
+		if s != "" && strings.HasPrefix(inv.ID, s) {
+			match = append(match, inv.ID)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return "", fmt.Errorf("%w %q", ErrNoInvite, s)
+	case 1:
+		return match[0], nil
+	}
+	return "", fmt.Errorf("invite %q: %w: give more of its ID", s, ErrAmbiguous)
+}
+
+// SetRole gives a member (its device ID, a prefix of it, or its name) role.
+func (m *Manager) SetRole(ctx context.Context, who string, role Role) error {
+	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		ms, err := findMember(l, who)
+		if err != nil {
+			return nil, err
+		}
+		if ms.Role == role {
+			return nil, nil
+		}
+		r, err := l.NewRole(m.key, ms.ID, role, now)
+		return []Record{r}, err
+	})
+}
+
+// Remove removes a member everywhere and revokes the invite it joined with.
+func (m *Manager) Remove(ctx context.Context, who string) error {
+	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		ms, err := findMember(l, who)
+		if err != nil {
+			return nil, err
+		}
+		if ms.ID == m.Self().String() {
+			return nil, errors.New("this machine cannot remove itself")
+		}
+		r, err := l.NewRemove(m.key, ms.ID, now)
+		if err != nil {
+			return nil, err
+		}
+		recs := []Record{r}
+		if inv, ok := l.Invite(ms.Invite); ok && !inv.Revoked {
+			rv, err := l.NewRevoke(m.key, inv.ID, now)
+			if err == nil {
+				recs = append(recs, rv)
+			} else {
+				m.cfg.Log.Warn("cannot revoke the invite of a removed member", "invite", inv.ID, "err", err)
+			}
+		}
+		return recs, nil
+	})
+}
+
+// findMember resolves who (device ID, unique prefix, or name) among the
+// active members.
+func findMember(l *Log, who string) (MemberState, error) {
+	who = strings.TrimSpace(who)
+	var match []MemberState
+	for _, ms := range l.Members() {
+		if ms.Removed {
+			continue
+		}
+		if ms.ID == who {
+			return ms, nil
+		}
+		if who != "" && (strings.EqualFold(ms.Name, who) || strings.HasPrefix(ms.ID, strings.ToUpper(who))) {
+			match = append(match, ms)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return MemberState{}, fmt.Errorf("%w %q in the pool", ErrNoMember, who)
+	case 1:
+		return match[0], nil
+	}
+	return MemberState{}, fmt.Errorf("%q %w (%d): give more of the device ID", who, ErrAmbiguous, len(match))
+}
+
+// status maps a Manager error to the HTTP status the local API answers.
+func Status(err error) int {
+	switch {
+	case errors.Is(err, ErrOutOfRole), errors.Is(err, ErrRemoved):
+		return http.StatusForbidden
+	case errors.Is(err, ErrNoMember), errors.Is(err, ErrNoInvite), errors.Is(err, ErrNotInPool):
+		return http.StatusNotFound
+	case errors.Is(err, ErrAmbiguous), errors.Is(err, ErrInPool), errors.Is(err, ErrBadRole):
+		return http.StatusBadRequest
+	}
+	return 0
+}

@@ -1,0 +1,349 @@
+package pool_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
+)
+
+// device is one machine of a test: its identity, replica, endpoint and
+// pool manager, serving the join endpoint and a members-only path the way
+// the daemon does.
+type device struct {
+	name string
+	id   *peer.Identity
+	db   *store.DB
+	ep   *transport.Endpoint
+	m    *pool.Manager
+
+	mu      sync.Mutex // guards removed
+	removed []peer.ID
+	logs    *logBuffer
+}
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newDevice(t *testing.T, name string, candidates func(string) []string) *device {
+	t.Helper()
+	dir := t.TempDir()
+	id, err := peer.LoadOrCreate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(filepath.Join(dir, "replica.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cfg := transport.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	ep, err := transport.New(id, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	d := &device{name: name, id: id, db: db, ep: ep, logs: &logBuffer{}}
+	d.m, err = pool.NewManager(context.Background(), pool.ManagerConfig{
+		Identity: id, Name: func() string { return name }, DB: db, Dial: ep.DialAny,
+		Candidates: candidates, FindWait: time.Second,
+		Removed: func(id peer.ID) {
+			d.mu.Lock()
+			d.removed = append(d.removed, id)
+			d.mu.Unlock()
+		},
+		Log: slog.New(slog.NewTextHandler(d.logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(pool.JoinPath, d.m.JoinHandler())
+	mux.HandleFunc("/v1/nodes", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "[]") })
+	allowed := func(p peer.ID) bool { _, ok := d.m.Role(p); return ok }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ep.Serve(ctx, transport.Authorize(allowed, []string{pool.JoinPath}, mux)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return d
+}
+
+func (d *device) addr() string { return d.ep.Addr().String() }
+
+func (d *device) wasRemoved(id peer.ID) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.removed {
+		if r == id {
+			return true
+		}
+	}
+	return false
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// reach reports the status a GET of a members-only path gets from to.
+func reach(t *testing.T, from, to *device) int {
+	req, _ := http.NewRequestWithContext(ctxT(t), http.MethodGet, "https://peer/v1/nodes", nil)
+	resp, err := from.ep.Client(to.id.ID, []string{to.addr()}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func create(t *testing.T, d *device) pool.Code {
+	t.Helper()
+	_, code, err := d.m.Create(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+func invite(t *testing.T, d *device, role pool.Role, uses int, ttl time.Duration) pool.Code {
+	t.Helper()
+	_, code, err := d.m.Invite(ctxT(t), role, uses, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
+}
+
+func roleOf(d *device, of *device) pool.Role {
+	r, _ := d.m.Role(of.id.ID)
+	return r
+}
+
+func TestJoinWithInvite(t *testing.T) {
+	owner, laptop := newDevice(t, "lab1", nil), newDevice(t, "laptop", nil)
+	code := create(t, owner)
+	if got := reach(t, laptop, owner); got != http.StatusForbidden {
+		t.Fatalf("a stranger got %d on a members-only path; want 403", got)
+	}
+	if err := laptop.m.Join(ctxT(t), code, owner.addr()); err != nil {
+		t.Fatalf("Join: %v", err)
+	}
+	if got := reach(t, laptop, owner); got != http.StatusOK {
+		t.Errorf("a member got %d; want 200", got)
+	}
+	if r := roleOf(owner, laptop); r != pool.RoleMember {
+		t.Errorf("the owner sees the laptop as %q; want member", r)
+	}
+	if r := roleOf(laptop, owner); r != pool.RoleOwner {
+		t.Errorf("the laptop sees the creator as %q; want owner", r)
+	}
+	// Both hold the same records, stored: a restart keeps the pool.
+	a, _ := owner.m.Records()
+	b, _ := laptop.m.Records()
+	if len(a) != len(b) || len(a) != 3 {
+		t.Errorf("owner holds %d records, laptop %d; want 3 each (genesis, invite, join)", len(a), len(b))
+	}
+	rows, _ := laptop.db.Members(context.Background())
+	if len(rows) != 2 || rows[0].Role == "" {
+		t.Errorf("laptop's member table = %+v; want 2 rows with roles", rows)
+	}
+	again, err := pool.NewManager(context.Background(), pool.ManagerConfig{Identity: laptop.id, DB: laptop.db, Dial: laptop.ep.DialAny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := again.Role(owner.id.ID); !ok || r != pool.RoleOwner {
+		t.Errorf("after a restart the laptop sees the creator as %q, %v", r, ok)
+	}
+}
+
+func TestJoinRefusals(t *testing.T) {
+	owner := newDevice(t, "lab1", nil)
+	create(t, owner)
+	other := newDevice(t, "lab9", nil)
+	otherCode := create(t, other)
+	wrong := pool.Code{Pool: mustPool(t, owner), Secret: otherCode.Secret}
+
+	t.Run("wrong code", func(t *testing.T) {
+		j := newDevice(t, "j", nil)
+		if err := j.m.Join(ctxT(t), wrong, owner.addr()); !errors.Is(err, pool.ErrWrongCode) {
+			t.Errorf("Join with a wrong code = %v; want ErrWrongCode", err)
+		}
+	})
+	t.Run("used up", func(t *testing.T) {
+		code := invite(t, owner, pool.RoleMember, 1, time.Hour)
+		if err := newDevice(t, "j1", nil).m.Join(ctxT(t), code, owner.addr()); err != nil {
+			t.Fatal(err)
+		}
+		err := newDevice(t, "j2", nil).m.Join(ctxT(t), code, owner.addr())
+		if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "used up") {
+			t.Errorf("a second join with a one-use code = %v; want it refused as used up", err)
+		}
+	})
+	t.Run("revoked", func(t *testing.T) {
+		inv, code, err := owner.m.Invite(ctxT(t), pool.RoleMember, 0, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := owner.m.Revoke(ctxT(t), inv.ID); err != nil {
+			t.Fatal(err)
+		}
+		err = newDevice(t, "j3", nil).m.Join(ctxT(t), code, owner.addr())
+		if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "revoked") {
+			t.Errorf("a join with a revoked code = %v; want it refused as revoked", err)
+		}
+	})
+	t.Run("expired", func(t *testing.T) {
+		code := invite(t, owner, pool.RoleMember, 0, time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		err := newDevice(t, "j4", nil).m.Join(ctxT(t), code, owner.addr())
+		if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "expired") {
+			t.Errorf("a join with an expired code = %v; want it refused as expired", err)
+		}
+	})
+}
+
+func mustPool(t *testing.T, d *device) pool.ID {
+	id, ok := d.m.PoolID()
+	if !ok {
+		t.Fatal("not in a pool")
+	}
+	return id
+}
+
+// TestJoinTriesEveryAddress: a stranger that answers first with a refusal
+// does not abort the join.
+func TestJoinTriesEveryAddress(t *testing.T) {
+	owner := newDevice(t, "lab1", nil)
+	code := create(t, owner)
+	liar := newDevice(t, "liar", nil)
+	create(t, liar) // in another pool: it refuses the code
+	j := newDevice(t, "laptop", func(string) []string { return []string{liar.addr(), owner.addr()} })
+	if err := j.m.Join(ctxT(t), code, ""); err != nil {
+		t.Fatalf("Join through a stranger then the member: %v", err)
+	}
+	if _, ok := j.m.Role(owner.id.ID); !ok {
+		t.Error("not joined")
+	}
+	// Where every address refuses, the answer is a wrong code.
+	k := newDevice(t, "k", func(string) []string { return []string{liar.addr()} })
+	if err := k.m.Join(ctxT(t), code, ""); err == nil {
+		t.Error("a join through a stranger alone succeeded")
+	}
+}
+
+// TestRemovedCannotRejoin: removal revokes the invite the device joined
+// with, so neither it nor a new identity joins with that code again.
+func TestRemovedCannotRejoin(t *testing.T) {
+	owner := newDevice(t, "lab1", nil)
+	create(t, owner)
+	code := invite(t, owner, pool.RoleMember, 0, time.Hour)
+	student := newDevice(t, "student", nil)
+	if err := student.m.Join(ctxT(t), code, owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.m.Remove(ctxT(t), student.id.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	if !owner.wasRemoved(student.id.ID) {
+		t.Error("the Removed hook was not called")
+	}
+	if got := reach(t, student, owner); got != http.StatusForbidden {
+		t.Errorf("a removed member got %d; want 403", got)
+	}
+	if err := newDevice(t, "student-again", nil).m.Join(ctxT(t), code, owner.addr()); !errors.Is(err, pool.ErrInvite) {
+		t.Errorf("a new identity joining with the removed member's code = %v; want it refused (revoked)", err)
+	}
+	// The same device, from a fresh data directory holding its key, with a fresh code.
+	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	same, err := pool.NewManager(context.Background(), pool.ManagerConfig{Identity: student.id, DB: db, Dial: student.ep.DialAny})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := invite(t, owner, pool.RoleMember, 0, time.Hour)
+	if err := same.Join(ctxT(t), fresh, owner.addr()); !errors.Is(err, pool.ErrRemoved) {
+		t.Errorf("a removed device joining again with a fresh code = %v; want ErrRemoved", err)
+	}
+}
+
+// TestRelayedForgeryDropped: a member that writes a record into its own
+// replica and relays it gets it dropped by the others, logged once.
+func TestRelayedForgeryDropped(t *testing.T) {
+	owner, admin, mallory := newDevice(t, "lab1", nil), newDevice(t, "admin", nil), newDevice(t, "mallory", nil)
+	create(t, owner)
+	if err := admin.m.Join(ctxT(t), invite(t, owner, pool.RoleAdmin, 1, time.Hour), owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 1, time.Hour), owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	// Mallory signs a removal of the admin with its own key, bypassing its
+	// Manager (which would refuse): what a hostile replica would relay.
+	forged := pool.Record{Pool: mustPool(t, owner), Kind: pool.KindRemove, Subject: admin.id.ID.String(),
+		Version: uint64(time.Now().UnixMilli()), Signer: mallory.id.ID.String()}
+	forged.Sig = ed25519.Sign(mallory.id.Cert.PrivateKey.(ed25519.PrivateKey), forged.SigningBytes())
+	raw, err := json.Marshal(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// And a version pushed to the maximum.
+	maxed := forged
+	maxed.Kind, maxed.Subject, maxed.Role, maxed.Version = pool.KindRole, mallory.id.ID.String(), pool.RoleOwner, math.MaxUint64
+	maxed.Sig = ed25519.Sign(mallory.id.Cert.PrivateKey.(ed25519.PrivateKey), maxed.SigningBytes())
+	rawMax, _ := json.Marshal(maxed)
+	for range 3 {
+		if err := owner.m.Receive(ctxT(t), mallory.id.ID, []json.RawMessage{raw, rawMax}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := roleOf(owner, admin); r != pool.RoleAdmin {
+		t.Errorf("after a forged removal the admin is %q; want admin", r)
+	}
+	if r := roleOf(owner, mallory); r != pool.RoleMember {
+		t.Errorf("after a forged promotion mallory is %q; want member", r)
+	}
+	if n := strings.Count(owner.logs.String(), "dropped a pool record"); n != 2 {
+		t.Errorf("logged %d drops for 2 bad records relayed 3 times; want 2:\n%s", n, owner.logs.String())
+	}
+	// A valid record relayed by anyone is taken: the owner's own removal of
+	// mallory, relayed by the admin, reaches a third member.
+}
