@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/sync/peer"
 )
 
 // running reports whether a daemon answers on dataDir's socket.
@@ -45,10 +49,19 @@ func Ensure(ctx context.Context, cfg Config, log *slog.Logger) (string, func() e
 	}
 }
 
+// localOnly are the local API's paths served on the unix socket alone,
+// never over `labpool web`: a machine's policy is its owner's, at its console.
+var localOnly = []string{"/api/v1/policy"}
+
 // RunWeb serves the UI and the local API on addr (loopback TCP) until ctx is
 // cancelled: proxied to the daemon already serving cfg.DataDir, or with one
-// in this process.
+// in this process. Once it serves, it prints the URL to open, with this run's
+// token, as the last line on stdout.
 func RunWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slog.Logger) error {
+	return runWeb(ctx, cfg, addr, assets, log, os.Stdout)
+}
+
+func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slog.Logger, out io.Writer) error {
 	if err := checkLoopback(addr); err != nil {
 		return err
 	}
@@ -57,25 +70,75 @@ func RunWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	defer l.Close()
+	door, err := newWebDoor(addr, l.Addr())
+	if err != nil {
+		return err
+	}
 	if running(ctx, cfg.DataDir) {
-		log.Info("serving the web UI for the running daemon", "url", "http://"+l.Addr().String())
-		srv := &http.Server{Handler: attachedHandler(Socket(cfg.DataDir), assets), ReadHeaderTimeout: 10 * time.Second,
-			BaseContext: func(net.Listener) context.Context { return ctx }}
+		log.Info("serving the web UI for the running daemon", "addr", l.Addr().String())
+		srv := &http.Server{Handler: web.Guard(attachedHandler(Socket(cfg.DataDir), assets), door.guard),
+			ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+		fmt.Fprintln(out, door.url)
 		return serveUntil(ctx, srv, l)
 	}
+	secureDataDir(cfg.DataDir, log)
 	d, err := open(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer d.close()
-	srv := &http.Server{Handler: web.Handler(d.svc, assets, log), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
-	log.Info("serving the web UI", "url", "http://"+l.Addr().String())
-	return d.run(ctx, nil, func(ctx context.Context) error { return serveUntil(ctx, srv, l) })
+	srv := &http.Server{Handler: web.Guard(web.Handler(d.svc, assets, log), door.guard),
+		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	log.Info("serving the web UI", "addr", l.Addr().String())
+	printURL := func(*Daemon) { fmt.Fprintln(out, door.url) }
+	return d.run(ctx, printURL, func(ctx context.Context) error { return serveUntil(ctx, srv, l) })
 }
 
-// checkLoopback refuses to serve the UI beyond this machine: the local API
-// has no authentication of its own.
+// webDoor is what one run of `labpool web` lets in, and the URL that opens it.
+type webDoor struct {
+	guard web.GuardConfig
+	url   string // http://HOST:PORT/?token=SECRET
+}
+
+// newWebDoor makes a fresh token for the server asked to listen on addr and
+// listening on bound.
+func newWebDoor(addr string, bound net.Addr) (webDoor, error) {
+	host, _, _ := net.SplitHostPort(addr) // checkLoopback parsed it
+	_, port, err := net.SplitHostPort(bound.String())
+	if err != nil {
+		return webDoor{}, fmt.Errorf("web address %s: %w", bound, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return webDoor{}, fmt.Errorf("web address %s: %w", bound, err)
+	}
+	token, err := web.NewToken()
+	if err != nil {
+		return webDoor{}, err
+	}
+	return webDoor{
+		guard: web.GuardConfig{Token: token, Port: p, Hosts: []string{host}, LocalOnly: localOnly},
+		url:   "http://" + net.JoinHostPort(host, port) + "/?token=" + token,
+	}, nil
+}
+
+// secureDataDir takes group and other permissions away from the data
+// directory and its files, and logs what it changed.
+func secureDataDir(dir string, log *slog.Logger) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return // open reports it
+	}
+	fixed, err := peer.SecureDir(dir)
+	for _, f := range fixed {
+		log.Warn("tightened the data directory: other users could read it", "file", f)
+	}
+	if err != nil {
+		log.Warn("tighten the data directory", "err", err)
+	}
+}
+
+// checkLoopback refuses to serve the UI beyond this machine: its token
+// travels in clear HTTP, and the Host check names loopback only.
 func checkLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -96,6 +159,9 @@ func attachedHandler(sock string, assets fs.FS) http.Handler {
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(&url.URL{Scheme: "http", Host: "labpool"})
+			// The token opened the web door; the socket needs none.
+			r.Out.Header.Del("Authorization")
+			r.Out.Header.Del("Cookie")
 		},
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

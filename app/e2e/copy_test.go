@@ -138,7 +138,7 @@ func TestCopy(t *testing.T) {
 		script := filepath.Join(repoRoot(), "frontend", "e2e", "folders.mjs")
 		mine := filepath.Join(base, "laptop-notes")
 		os.MkdirAll(mine, 0o755)
-		cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", script, "--url", "http://"+webAddr,
+		cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", script, "--url", laptop.webURL(),
 			"--share-name", "notes", "--share-path", mine,
 			"--folder", "gpu1:data", "--expect-entry", "readme.txt", "--src", "gpu1:data", "--dst", "gpu2:scratch/from-ui",
 			"--screenshot", filepath.Join(artifacts(t), "folders.png"))

@@ -194,6 +194,33 @@ func (h *host) kill() {
 	}
 }
 
+// web starts `labpool web` on addr with the agent's flags named after the
+// host and returns the URL it printed.
+func (h *host) web(addr string) string {
+	h.lan.t.Helper()
+	h.start("web", "--listen", addr, "--name", h.name, "--iface", "eth0", "--peer-listen", ":7420")
+	return h.webURL()
+}
+
+// webURL waits for the URL that h's running `labpool web` prints as the last
+// line of its output (http://HOST:PORT/?token=SECRET, a new secret at each
+// start) and returns it.
+func (h *host) webURL() string {
+	h.lan.t.Helper()
+	var url string
+	waitFor(h.lan.t, 30*time.Second, h.name+": the URL printed by labpool web", func() error {
+		lines := strings.Split(strings.TrimSpace(h.logText()), "\n")
+		for i := len(lines) - 1; i >= 0; i-- {
+			if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "http://") && strings.Contains(l, "/?token=") {
+				url = l
+				return nil
+			}
+		}
+		return fmt.Errorf("not printed yet")
+	})
+	return url
+}
+
 // logText is the log of h's running process.
 func (h *host) logText() string {
 	h.mu.Lock()

@@ -128,7 +128,7 @@ func TestJobs(t *testing.T) {
 
 	t.Run("browser: launch, logs, stop", func(t *testing.T) {
 		script := filepath.Join(repoRoot(), "frontend", "e2e", "jobs.mjs")
-		cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", script, "--url", "http://"+webAddr,
+		cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", script, "--url", laptop.webURL(),
 			"--node", "gpu2", "--image", img, "--cmd", "sh -c 'echo hello from the browser; sleep 600'",
 			"--expect-log", "hello from the browser", "--screenshot", filepath.Join(artifacts(t), "jobs.png"))
 		cmd.Dir = filepath.Join(repoRoot(), "frontend")

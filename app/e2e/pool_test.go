@@ -122,7 +122,7 @@ func TestPool(t *testing.T) {
 	})
 
 	t.Run("browser dashboard", func(t *testing.T) {
-		browserTest(t, laptop, webAddr, "gpu1", "gpu2")
+		browserTest(t, laptop, "gpu1", "gpu2")
 	})
 
 	t.Run("killed agent offline within 3 s and back", func(t *testing.T) {
@@ -298,8 +298,9 @@ func mutate(code string) string {
 	return code + "X"
 }
 
-// browserTest drives the dashboard with Playwright in the viewer's namespace.
-func browserTest(t *testing.T, h *host, addr string, names ...string) {
+// browserTest drives the dashboard with Playwright in the viewer's
+// namespace, opening the URL its `labpool web` printed.
+func browserTest(t *testing.T, h *host, names ...string) {
 	if _, err := exec.LookPath("node"); err != nil {
 		skipOrFail(t, "browser test needs node")
 	}
@@ -309,7 +310,7 @@ func browserTest(t *testing.T, h *host, addr string, names ...string) {
 	script := filepath.Join(repoRoot(), "frontend", "e2e", "dashboard.mjs")
 	shot := filepath.Join(artifacts(t), "dashboard.png")
 	cmd := exec.Command("ip", "netns", "exec", h.ns, "node", script,
-		"--url", "http://"+addr, "--names", strings.Join(names, ","), "--screenshot", shot)
+		"--url", h.webURL(), "--names", strings.Join(names, ","), "--screenshot", shot)
 	cmd.Dir = filepath.Join(repoRoot(), "frontend")
 	out, err := cmd.CombinedOutput()
 	t.Logf("playwright: %s", strings.TrimSpace(string(out)))

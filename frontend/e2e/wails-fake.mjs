@@ -7,6 +7,8 @@
 // Runs in the page before any script: Go-binding look-alikes over HTTP.
 export function shim() {
   const get = async (path, init) => {
+    // `labpool web` takes a call that changes something only as JSON.
+    if (init?.method && init.method !== 'GET') init = { ...init, headers: { 'Content-Type': 'application/json', ...init.headers } }
     const r = await fetch('/api/v1' + path, init)
     const t = await r.text()
     if (!r.ok) throw new Error(JSON.parse(t).message) // Wails rejects with the Go error text
