@@ -25,6 +25,7 @@ type Folder struct {
 	Mode      string   `json:"mode"` // ro or rw
 	SizeBytes int64    `json:"size_bytes"`
 	Files     int      `json:"files"`
+	AtLeast   bool     `json:"size_at_least,omitempty"` // the share was too large to measure whole: at least this much
 	Members   []string `json:"members,omitempty"`
 	Stale     bool     `json:"stale"`
 }
@@ -64,7 +65,7 @@ func (s *Service) Folders(ctx context.Context) ([]Folder, error) {
 				continue
 			}
 			out = append(out, Folder{Node: n.ID, NodeName: n.Name, Name: fi.Name, Mode: fi.Mode,
-				SizeBytes: fi.SizeBytes, Files: fi.Files, Members: fi.Members, Stale: !n.Online})
+				SizeBytes: fi.SizeBytes, Files: fi.Files, AtLeast: fi.AtLeast, Members: fi.Members, Stale: !n.Online})
 		}
 	}
 	sort.Slice(out, func(i, k int) bool {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -56,7 +57,7 @@ func (f *folderManager) Share(ctx context.Context, req app.ShareRequest) (app.Fo
 	info := d.publishFolder(ctx, s)
 	d.log.Info("shared a folder", "folder", s.Name, "mode", s.Mode())
 	return app.Folder{Node: d.id.ID.String(), NodeName: d.name, Name: info.Name, Mode: info.Mode,
-		SizeBytes: info.SizeBytes, Files: info.Files, Members: info.Members}, nil
+		SizeBytes: info.SizeBytes, Files: info.Files, AtLeast: info.AtLeast, Members: info.Members}, nil
 }
 
 // Unshare implements app.FolderManager.
@@ -83,7 +84,8 @@ type publishedFolders struct {
 func (d *Daemon) publishFolder(ctx context.Context, s folders.Share) folders.Info {
 	info := folders.Info{Name: s.Name, Mode: s.Mode(), Members: s.Members}
 	if root, _, err := d.folders.OpenRoot(s.Name, "", false); err == nil {
-		info.SizeBytes, info.Files, _ = folders.Usage(root)
+		size := folders.Measure(root, folders.DefaultLimit)
+		info.SizeBytes, info.Files, info.AtLeast = size.Bytes, size.Files, size.AtLeast
 		root.Close()
 	}
 	data, _ := json.Marshal(info)
@@ -139,14 +141,26 @@ func (d *Daemon) runFolders(ctx context.Context) error {
 	}
 }
 
-// folderHandler serves listings to members; this daemon's own calls act
-// as the machine itself.
+// folderHandler serves this machine's shares to the pool: each request is
+// checked against the role of the device asking, and a copy's reads
+// against the member who asked for the copy (its grant).
 func (d *Daemon) folderHandler() http.Handler {
-	return folders.Handler(d.folders, func(r *http.Request) string {
-		id, _ := transport.PeerID(r)
-		if id == d.id.ID {
-			return ""
-		}
-		return id.String()
-	})
+	return folders.Handler(d.folders, folders.Access{Caller: d.folderCaller, Role: d.folderRole})
+}
+
+// folderCaller is the device that TLS proved for r, with its role.
+func (d *Daemon) folderCaller(r *http.Request) folders.Caller {
+	id, _ := transport.PeerID(r)
+	role, _ := d.roleOf(id)
+	return folders.Caller{ID: id.String(), Role: role}
+}
+
+// folderRole is the role of the device id (text form), "" for none.
+func (d *Daemon) folderRole(id string) string {
+	pid, err := peer.ParseID(id)
+	if err != nil {
+		return ""
+	}
+	role, _ := d.roleOf(pid)
+	return role
 }

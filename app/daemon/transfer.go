@@ -1,8 +1,8 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -15,14 +15,12 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/folders"
-	"github.com/labpool/labpool/sync/transport"
 )
 
 // transferRequest asks a receiving machine to pull from a member's folder.
@@ -34,15 +32,26 @@ type transferRequest struct {
 	DstFolder string    `json:"dst_folder"`
 	DstPath   string    `json:"dst_path"`
 	Label     [2]string `json:"label"` // SRC and DST as the user wrote them
+	// Grant is the asking member's authority to read the source
+	// (folders.Grant, encoded): the receiver forwards it to the source.
+	Grant string `json:"grant"`
 }
 
 // transfers runs the copies this machine receives, and remembers the
 // copies started through it.
 type transfers struct {
-	mu      sync.Mutex // guards list, ended, started
+	mu      sync.Mutex // guards list, ended, running, started
 	list    map[string]*app.Transfer
 	ended   map[string]chan struct{} // closed when the copy ends
+	running map[string]runningCopy   // by transfer ID, until the copy ends
 	started []startedTransfer        // newest last
+}
+
+// runningCopy is a copy this machine receives: who asked for it, where it
+// reads, and how to end it.
+type runningCopy struct {
+	member, src string // device IDs
+	cancel      context.CancelFunc
 }
 
 // startedTransfer is a copy started through this daemon, with its state as
@@ -89,118 +98,21 @@ func (d *Daemon) saveTransfers(ctx context.Context) {
 // ended reports whether a copy's state is final.
 func ended(t app.Transfer) bool { return t.State == "done" || t.State == "failed" }
 
-// httpSource reads a member's shared folder over the pool's transport.
-type httpSource struct {
-	hc     *http.Client
-	folder string
-}
-
-func (s httpSource) get(ctx context.Context, op string, q url.Values) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://node/v1/folders/"+url.PathEscape(s.folder)+"/"+op+"?"+q.Encode(), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return nil, sourceError(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		var e app.Error
-		json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
-		if e.Message == "" {
-			e.Message = resp.Status
-		}
-		return nil, fmt.Errorf("%s", e.Message)
-	}
-	return resp, nil
-}
-
-func (s httpSource) decode(ctx context.Context, op string, q url.Values, v any) error {
-	resp, err := s.get(ctx, op, q)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	return json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(v)
-}
-
-// sourceError says that the sending machine could not be reached, without
-// the request's URL.
-func sourceError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return fmt.Errorf("the sending machine did not answer: %w", err)
-}
-
-// Walk implements folders.Source.
-func (s httpSource) Walk(ctx context.Context, p string) ([]folders.FileMeta, error) {
-	resp, err := s.get(ctx, "walk", url.Values{"path": {p}})
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	return folders.DecodeWalk(resp.Body)
-}
-
-// Sums implements folders.Source.
-func (s httpSource) Sums(ctx context.Context, p string) (folders.Sums, error) {
-	var sums folders.Sums
-	return sums, s.decode(ctx, "sums", url.Values{"path": {p}}, &sums)
-}
-
-// Bundle implements folders.Source.
-func (s httpSource) Bundle(ctx context.Context, paths []string) (io.ReadCloser, error) {
-	body, err := json.Marshal(map[string][]string{"paths": paths})
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://node/v1/folders/"+url.PathEscape(s.folder)+"/bundle", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	resp, err := s.hc.Do(req)
-	if err != nil {
-		return nil, sourceError(err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		var e app.Error
-		json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
-		return nil, fmt.Errorf("bundle: %s %s", resp.Status, e.Message)
-	}
-	return resp.Body, nil
-}
-
-// Blocks implements folders.Source.
-func (s httpSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
-	resp, err := s.get(ctx, "blocks", url.Values{"path": {p}, "first": {strconv.Itoa(first)}, "n": {strconv.Itoa(n)}})
-	if err != nil {
-		return nil, err
-	}
-	return resp.Body, nil
-}
-
-// Read implements folders.Source.
-func (s httpSource) Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	resp, err := s.get(ctx, "read", url.Values{"path": {p}, "off": {strconv.FormatInt(off, 10)}, "len": {strconv.FormatInt(n, 10)}})
-	if err != nil {
-		return nil, err
-	}
-	return resp.Body, nil
-}
-
 func newTransferID() string {
 	b := make([]byte, 6)
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// start runs pull in the background, recording its progress as id.
-func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folders.Pull, done func()) {
+// startTransfer runs pull in the background, recording its progress as
+// t.ID, for member reading from the node src (cancelCopiesOf ends it).
+func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folders.Pull, member, src string, done func()) {
+	ctx, cancel := context.WithCancel(ctx)
 	d.xfers.mu.Lock()
+	if d.xfers.running == nil {
+		d.xfers.running = map[string]runningCopy{}
+	}
+	d.xfers.running[t.ID] = runningCopy{member: member, src: src, cancel: cancel}
 	if d.xfers.list == nil {
 		d.xfers.list = map[string]*app.Transfer{}
 	}
@@ -218,9 +130,11 @@ func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folde
 	}
 	go func() {
 		defer done()
+		defer cancel()
 		p, err := pull.Run(ctx)
 		now := time.Now().UTC()
 		d.xfers.mu.Lock()
+		delete(d.xfers.running, t.ID)
 		t.Progress, t.Finished, t.State = p, &now, "done"
 		if err != nil {
 			t.State, t.Error = "failed", err.Error()
@@ -232,6 +146,32 @@ func (d *Daemon) startTransfer(ctx context.Context, t *app.Transfer, pull *folde
 		close(ended)
 		d.log.Info("copy ended", "id", t.ID, "src", t.Src, "dst", t.Dst, "state", t.State, "sent", p.Sent, "err", err)
 	}()
+}
+
+// cancelCopiesOf ends at once the copies this machine receives that the
+// device asked for or reads from, and what this machine offered it (for a
+// device removed from the pool).
+func (d *Daemon) cancelCopiesOf(device string) {
+	d.folders.DropTransient(device)
+	d.xfers.mu.Lock()
+	defer d.xfers.mu.Unlock()
+	for id, c := range d.xfers.running {
+		if c.member == device || c.src == device {
+			c.cancel()
+			d.log.Info("ended a copy of a device removed from the pool", "id", id, "peer", device)
+		}
+	}
+}
+
+// grant signs this machine's authority for receiver to read p of folder on
+// the node src, for one copy.
+func (d *Daemon) grant(src, folder, p, receiver string) (string, error) {
+	key, ok := d.id.Cert.PrivateKey.(ed25519.PrivateKey)
+	if !ok {
+		return "", errors.New("this machine's key is not an Ed25519 key")
+	}
+	s := folders.Signer{Key: key.Public().(ed25519.PublicKey), Sign: func(m []byte) []byte { return ed25519.Sign(key, m) }}
+	return s.Grant(src, folder, p, receiver, time.Now())
 }
 
 // waitTransfer is transfer once the copy has ended, wait (at most
@@ -272,12 +212,7 @@ func (d *Daemon) transferHandler() http.Handler {
 			http.Error(w, `{"code":"invalid","message":"decode the copy request"}`, http.StatusBadRequest)
 			return
 		}
-		who, _ := transport.PeerID(r)
-		member := who.String()
-		if who == d.id.ID {
-			member = ""
-		}
-		t, err := d.receive(req, member)
+		t, err := d.receive(req, d.folderCaller(r))
 		writeJSON(w, t, err)
 	})
 	mux.HandleFunc("GET /v1/transfers/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -292,22 +227,36 @@ func (d *Daemon) transferHandler() http.Handler {
 	return mux
 }
 
-// receive starts pulling req into one of this machine's folders, on behalf
-// of member ("" for this machine itself).
-func (d *Daemon) receive(req transferRequest, member string) (app.Transfer, error) {
-	root, _, err := d.folders.OpenRoot(req.DstFolder, member, true)
+// receive starts pulling req into one of this machine's folders for the
+// member who asks, on that member's authority: the member must be allowed
+// to write the destination here, and signed the grant this machine
+// forwards to the source, which checks the member's right to read there.
+func (d *Daemon) receive(req transferRequest, who folders.Caller) (app.Transfer, error) {
+	g, err := folders.DecodeGrant(req.Grant)
+	switch {
+	case err != nil:
+		return app.Transfer{}, err
+	case g.Member() != who.ID:
+		return app.Transfer{}, fmt.Errorf("%w: it was signed by another device than the one asking", folders.ErrGrant)
+	case g.Receiver != d.id.ID.String():
+		return app.Transfer{}, fmt.Errorf("%w: it names another receiver", folders.ErrGrant)
+	case g.Src != req.SrcNode || g.Folder != req.SrcFolder || g.Path != req.SrcPath:
+		return app.Transfer{}, fmt.Errorf("%w: it names another source than the copy", folders.ErrGrant)
+	}
+	dst, err := d.folders.OpenFor(req.DstFolder, who, folders.Write)
 	if err != nil {
 		return app.Transfer{}, err
 	}
 	hc, err := d.NodeDataClient(req.SrcNode)
 	if err != nil {
-		root.Close()
+		dst.Close()
 		return app.Transfer{}, err
 	}
 	t := &app.Transfer{ID: newTransferID(), Node: d.id.ID.String(), Src: req.Label[0], Dst: req.Label[1], State: "running", Started: time.Now().UTC()}
-	pull := &folders.Pull{Src: httpSource{hc, req.SrcFolder}, SrcPath: req.SrcPath, SrcName: req.SrcName, Dst: root, DstPath: req.DstPath}
-	d.startTransfer(d.runCtx, t, pull, func() {
-		root.Close()
+	src := folders.HTTPSource{Client: hc, Folder: req.SrcFolder, Grant: req.Grant}
+	pull := &folders.Pull{Src: src, SrcPath: req.SrcPath, SrcName: req.SrcName, Dst: dst.Root, DstPath: req.DstPath}
+	d.startTransfer(d.runCtx, t, pull, who.ID, req.SrcNode, func() {
+		dst.Close()
 		if pull.Changed() {
 			d.republish(req.DstFolder) // its size and file count changed
 		}
@@ -322,7 +271,7 @@ func writeJSON(w http.ResponseWriter, v any, err error) {
 		switch {
 		case strings.Contains(err.Error(), "not shared with you"), strings.Contains(err.Error(), "no such shared folder"):
 			status = http.StatusNotFound
-		case strings.Contains(err.Error(), "read-only"):
+		case strings.Contains(err.Error(), "read-only"), strings.HasPrefix(err.Error(), "refused"):
 			status = http.StatusForbidden
 		}
 		w.WriteHeader(status)
@@ -370,6 +319,12 @@ func (c *copier) Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, e
 		if tr, err = d.offerLocal(req.Src, dst.ID, tr); err != nil {
 			return app.Transfer{}, err
 		}
+	}
+	if tr.Grant, err = d.grant(tr.SrcNode, tr.SrcFolder, tr.SrcPath, dst.ID); err != nil {
+		if !sRemote {
+			d.folders.Remove(tr.SrcFolder)
+		}
+		return app.Transfer{}, err
 	}
 	var t app.Transfer
 	if err := d.svc.NodeCall(ctx, dst.ID, http.MethodPost, "/v1/transfers", tr, &t); err != nil {
@@ -471,26 +426,23 @@ func (c *copier) Transfers(ctx context.Context) ([]app.Transfer, error) {
 	return out, nil
 }
 
-// offerLocal shares a local source for the receiving machine only, until
-// the daemon stops (the share is named after the transfer).
+// offerLocal shares a local source for the receiving machine only: the
+// file or the tree itself, never what is beside it, until its copy ends or
+// it goes unused for the registry's TransientIdle (the share is named
+// after the transfer).
 func (d *Daemon) offerLocal(src, receiver string, tr transferRequest) (transferRequest, error) {
 	abs, err := filepath.Abs(src)
 	if err != nil {
 		return tr, err
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
+	if _, err := os.Stat(abs); err != nil {
 		return tr, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	dir, name := abs, ""
-	if !fi.IsDir() {
-		dir, name = filepath.Dir(abs), filepath.Base(abs)
-	}
 	share := "xfer-" + newTransferID()
-	if _, err := d.folders.Add(folders.Share{Name: share, Path: dir, Members: []string{receiver}, Transient: true}); err != nil {
-		return tr, err
+	if _, err := d.folders.Add(folders.Share{Name: share, Path: abs, Members: []string{receiver}, Transient: true}); err != nil {
+		return tr, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	tr.SrcNode, tr.SrcFolder, tr.SrcPath, tr.SrcName = d.id.ID.String(), share, name, filepath.Base(abs)
+	tr.SrcNode, tr.SrcFolder, tr.SrcPath, tr.SrcName = d.id.ID.String(), share, "", filepath.Base(abs)
 	d.log.Info("offering a local path for one copy", "share", share, "to", receiver)
 	return tr, nil
 }
@@ -524,9 +476,14 @@ func (d *Daemon) pullHere(ctx context.Context, node, folder, p, dst string, labe
 	if p == "" || p == "." {
 		name = folder
 	}
+	grant, err := d.grant(src.ID, folder, p, d.id.ID.String())
+	if err != nil {
+		root.Close()
+		return app.Transfer{}, err
+	}
 	t := &app.Transfer{ID: newTransferID(), Node: d.id.ID.String(), Src: label[0], Dst: label[1], State: "running", Started: time.Now().UTC()}
-	pull := &folders.Pull{Src: httpSource{hc, folder}, SrcPath: p, SrcName: name, Dst: root, DstPath: rel}
-	d.startTransfer(d.runCtx, t, pull, func() { root.Close() })
+	pull := &folders.Pull{Src: folders.HTTPSource{Client: hc, Folder: folder, Grant: grant}, SrcPath: p, SrcName: name, Dst: root, DstPath: rel}
+	d.startTransfer(d.runCtx, t, pull, d.id.ID.String(), src.ID, func() { root.Close() })
 	d.remember(*t)
 	return *t, nil
 }

@@ -7,8 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"os"
-	"slices"
 	"strconv"
 )
 
@@ -18,6 +16,7 @@ type Info struct {
 	Mode      string   `json:"mode"` // "ro" or "rw"
 	SizeBytes int64    `json:"size_bytes"`
 	Files     int      `json:"files"`
+	AtLeast   bool     `json:"size_at_least,omitempty"` // the measure stopped at its limit
 	Members   []string `json:"members,omitempty"`
 	Removed   bool     `json:"removed,omitempty"`
 }
@@ -30,32 +29,66 @@ func (s Share) Mode() string {
 	return "ro"
 }
 
-// Handler serves listings of this machine's shares to members; member
-// names the device asking.
-func Handler(r *Registry, member func(*http.Request) string) http.Handler {
+// Access is what the handler learns from the daemon about who asks.
+type Access struct {
+	// Caller is the device proven by TLS and its role in the pool.
+	Caller func(*http.Request) Caller
+	// Role is a device's role in the pool ("" = not a member), for the
+	// member who signed a copy's grant.
+	Role func(id string) string
+}
+
+// Handler serves this machine's shares to the pool. Browsing (ls and the
+// list of shares) checks the caller; reading a copy's data (walk, sums,
+// read, blocks, bundle) checks the grant the request carries, that is the
+// rights of the member who asked for the copy, whoever receives it.
+func Handler(r *Registry, a Access) http.Handler {
 	mux := http.NewServeMux()
-	// reading serves a request on the share it names, opened read-only for
-	// the member asking.
-	reading := func(serve func(http.ResponseWriter, *http.Request, *os.Root)) http.HandlerFunc {
+	// reading serves a request of a copy's receiver on the share it
+	// names, on the authority of the grant it carries.
+	reading := func(serve func(http.ResponseWriter, *http.Request, *Opened)) http.HandlerFunc {
 		return func(w http.ResponseWriter, req *http.Request) {
-			root, _, err := r.OpenRoot(req.PathValue("name"), member(req), false)
+			g, err := DecodeGrant(req.Header.Get(GrantHeader))
 			if err != nil {
 				reply(w, nil, err)
 				return
 			}
-			defer root.Close()
-			serve(w, req, root)
+			o, err := r.OpenGranted(req.PathValue("name"), a.Caller(req), g, a.Role)
+			if err != nil {
+				reply(w, nil, err)
+				return
+			}
+			defer o.Close()
+			serve(w, req, o)
 		}
 	}
-	mux.HandleFunc("GET /v1/folders/{name}/ls", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
-		es, err := ReadDir(root, req.URL.Query().Get("path"))
+	// at is the path the request names, mapped into the share.
+	at := func(o *Opened, req *http.Request) (string, error) { return o.Path(req.URL.Query().Get("path")) }
+	mux.HandleFunc("GET /v1/folders/{name}/ls", func(w http.ResponseWriter, req *http.Request) {
+		o, err := r.OpenFor(req.PathValue("name"), a.Caller(req), Browse)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		defer o.Close()
+		p, err := at(o, req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		es, err := ReadDir(o.Root, p)
 		reply(w, es, err)
-	}))
-	mux.HandleFunc("GET /v1/folders/{name}/walk", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
+	})
+	mux.HandleFunc("GET /v1/folders/{name}/walk", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
+		p, err := at(o, req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
 		// The listing streams while the tree is read; an error before the
 		// first item still gets its status.
 		var enc *WalkEncoder
-		err := WalkFunc(root, req.URL.Query().Get("path"), func(it FileMeta) error {
+		err = WalkFunc(o.Root, p, func(it FileMeta) error {
 			if enc == nil {
 				w.Header().Set("Content-Type", WalkContentType)
 				enc = NewWalkEncoder(w)
@@ -68,11 +101,16 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 		}
 		enc.End(err)
 	}))
-	mux.HandleFunc("GET /v1/folders/{name}/sums", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
-		sums, err := FileSums(root, req.URL.Query().Get("path"))
+	mux.HandleFunc("GET /v1/folders/{name}/sums", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
+		p, err := at(o, req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		sums, err := FileSums(o.Root, p)
 		reply(w, sums, err)
 	}))
-	mux.HandleFunc("GET /v1/folders/{name}/read", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
+	mux.HandleFunc("GET /v1/folders/{name}/read", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
 		q := req.URL.Query()
 		off, err1 := strconv.ParseInt(q.Get("off"), 10, 64)
 		n, err2 := strconv.ParseInt(q.Get("len"), 10, 64)
@@ -80,7 +118,12 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 			reply(w, nil, fmt.Errorf("%w: off and len must be numbers", ErrBadPath))
 			return
 		}
-		rc, err := OpenRange(root, q.Get("path"), off, n)
+		p, err := at(o, req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
+		rc, err := OpenRange(o.Root, p, off, n)
 		if err != nil {
 			reply(w, nil, err)
 			return
@@ -90,7 +133,7 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 		io.Copy(w, rc)
 	}))
-	mux.HandleFunc("GET /v1/folders/{name}/blocks", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
+	mux.HandleFunc("GET /v1/folders/{name}/blocks", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
 		q := req.URL.Query()
 		first, err1 := strconv.Atoi(q.Get("first"))
 		n, err2 := strconv.Atoi(q.Get("n"))
@@ -98,10 +141,15 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 			reply(w, nil, fmt.Errorf("%w: first and n must be numbers", ErrBadPath))
 			return
 		}
+		p, err := at(o, req)
+		if err != nil {
+			reply(w, nil, err)
+			return
+		}
 		w.Header().Set("Content-Type", "application/octet-stream")
-		WriteBlocks(root, q.Get("path"), first, n, w)
+		WriteBlocks(o.Root, p, first, n, w)
 	}))
-	mux.HandleFunc("POST /v1/folders/{name}/bundle", reading(func(w http.ResponseWriter, req *http.Request, root *os.Root) {
+	mux.HandleFunc("POST /v1/folders/{name}/bundle", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
 		var body struct {
 			Paths []string `json:"paths"`
 		}
@@ -114,13 +162,13 @@ func Handler(r *Registry, member func(*http.Request) string) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
-		WriteBundle(root, body.Paths, w)
+		writeBundle(o.Root, body.Paths, o.Path, w)
 	}))
 	mux.HandleFunc("GET /v1/folders", func(w http.ResponseWriter, req *http.Request) {
-		who := member(req)
+		who := a.Caller(req)
 		out := []Info{}
 		for _, s := range r.List() {
-			if who == "" || len(s.Members) == 0 || slices.Contains(s.Members, who) {
+			if r.allow(s, who, Browse) == nil {
 				out = append(out, Info{Name: s.Name, Mode: s.Mode(), Members: s.Members})
 			}
 		}
@@ -139,6 +187,8 @@ func reply(w http.ResponseWriter, v any, err error) {
 			status, code = http.StatusNotFound, "no_share" // a non-member learns nothing more
 		case errors.Is(err, ErrReadOnly):
 			status, code = http.StatusForbidden, "read_only"
+		case errors.Is(err, ErrGrant), errors.Is(err, ErrViewer), errors.Is(err, ErrNoRole), errors.Is(err, ErrRefusedPath):
+			status, code = http.StatusForbidden, "forbidden"
 		case errors.Is(err, fs.ErrNotExist):
 			status, code = http.StatusNotFound, "not_found"
 		}

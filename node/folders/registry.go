@@ -26,7 +26,9 @@ type Share struct {
 	ReadWrite bool     `json:"rw"`
 	Members   []string `json:"members,omitempty"` // device IDs allowed; empty: every member
 	// Transient shares exist for one copy from a local path: never saved,
-	// never listed to the pool.
+	// never listed to the pool, never mounted, and gone once unused for
+	// Config.TransientIdle. A transient share's Path may be a file: the
+	// share then holds that file alone, as its top.
 	Transient bool `json:"-"`
 }
 
@@ -36,28 +38,77 @@ type Store interface {
 	SaveShares([]Share) error
 }
 
-// Registry holds this machine's shares.
-type Registry struct {
-	store Store
-
-	mu     sync.Mutex // guards shares
-	shares map[string]Share
+// Config is a registry's settings.
+type Config struct {
+	// Self is this machine's device ID: its own calls and grants may use
+	// every share (a read-only one still refuses writes).
+	Self string
+	// DataDir is labpool's data directory: never shared, nor anything
+	// that holds it.
+	DataDir string
+	// TransientIdle ends a transient share unused for this long.
+	TransientIdle time.Duration
+	// GrantIdle keeps a copy's grant valid past its expiry while the copy
+	// uses it at least this often.
+	GrantIdle time.Duration
+	// MaxGrants bounds the copies served at once.
+	MaxGrants int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
-// Open loads the shares kept in store.
-func Open(store Store) (*Registry, error) {
+// DefaultConfig returns the settings of a daemon's registry, without Self
+// and DataDir.
+func DefaultConfig() Config {
+	return Config{TransientIdle: 3 * time.Minute, GrantIdle: 3 * time.Minute, MaxGrants: 4096}
+}
+
+// Registry holds this machine's shares.
+type Registry struct {
+	cfg     Config
+	refused refusedPaths
+	store   Store
+
+	mu     sync.Mutex // guards shares, used, grants
+	shares map[string]Share
+	used   map[string]time.Time // transient share -> last use
+	grants map[string]grantUse  // a grant in use (member + nonce) -> its last use
+}
+
+// Open loads the shares kept in store, with DefaultConfig.
+func Open(store Store) (*Registry, error) { return OpenWith(DefaultConfig(), store) }
+
+// OpenWith loads the shares kept in store. A saved share that is no longer
+// allowed (a system directory) stays listed but refuses every use.
+func OpenWith(cfg Config, store Store) (*Registry, error) {
+	def := DefaultConfig()
+	if cfg.TransientIdle <= 0 {
+		cfg.TransientIdle = def.TransientIdle
+	}
+	if cfg.GrantIdle <= 0 {
+		cfg.GrantIdle = def.GrantIdle
+	}
+	if cfg.MaxGrants <= 0 {
+		cfg.MaxGrants = def.MaxGrants
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	list, err := store.LoadShares()
 	if err != nil {
 		return nil, fmt.Errorf("load shared folders: %w", err)
 	}
-	r := &Registry{store: store, shares: map[string]Share{}}
+	r := &Registry{cfg: cfg, refused: newRefusedPaths(cfg.DataDir), store: store,
+		shares: map[string]Share{}, used: map[string]time.Time{}, grants: map[string]grantUse{}}
 	for _, s := range list {
 		r.shares[s.Name] = s
 	}
 	return r, nil
 }
 
-// Add shares a directory under a name (replacing a share of that name).
+// Add shares a directory under a name (replacing a share of that name). A
+// system directory, labpool's data directory, or one holding them is
+// refused (ErrRefusedPath).
 func (r *Registry) Add(s Share) (Share, error) {
 	if !ValidName(s.Name) {
 		return Share{}, fmt.Errorf("share name %q: use 1 to 64 letters, digits, '.', '_' or '-'", s.Name)
@@ -70,14 +121,21 @@ func (r *Registry) Add(s Share) (Share, error) {
 	if err != nil {
 		return Share{}, fmt.Errorf("share %s: %w", s.Name, err)
 	}
-	if !fi.IsDir() {
+	if !fi.IsDir() && !s.Transient {
 		return Share{}, fmt.Errorf("share %s: %s is not a directory", s.Name, abs)
+	}
+	if _, err := r.refused.check(abs); err != nil {
+		return Share{}, err
 	}
 	s.Path = abs
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, had := r.shares[s.Name]
 	r.shares[s.Name] = s
+	delete(r.used, s.Name)
+	if s.Transient {
+		r.used[s.Name] = r.cfg.Now()
+	}
 	if s.Transient && (!had || old.Transient) {
 		return s, nil // nothing saved changes
 	}
@@ -93,10 +151,30 @@ func (r *Registry) Remove(name string) error {
 		return fmt.Errorf("%w: %q", ErrNoShare, name)
 	}
 	delete(r.shares, name)
+	delete(r.used, name)
 	if s.Transient {
 		return nil // it was never saved
 	}
 	return r.saveLocked()
+}
+
+// DropTransient ends the transient shares offered to the device member
+// and the copies it was granted or granted (for a device removed from the
+// pool): they refuse every request from now on.
+func (r *Registry) DropTransient(member string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, s := range r.shares {
+		if s.Transient && slices.Contains(s.Members, member) {
+			delete(r.shares, name)
+			delete(r.used, name)
+		}
+	}
+	for k, u := range r.grants {
+		if u.member == member || u.receiver == member {
+			delete(r.grants, k)
+		}
+	}
 }
 
 func (r *Registry) saveLocked() error {
@@ -124,43 +202,117 @@ func (r *Registry) List() []Share {
 	return out
 }
 
-// Get returns one share.
+// Get returns one share. A transient share unused for TransientIdle is
+// gone, whatever its copy's receiver says.
 func (r *Registry) Get(name string) (Share, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.getLocked(name)
+}
+
+func (r *Registry) getLocked(name string) (Share, error) {
 	s, ok := r.shares[name]
+	if ok && s.Transient && r.cfg.Now().Sub(r.used[name]) > r.cfg.TransientIdle {
+		delete(r.shares, name)
+		delete(r.used, name)
+		ok = false
+	}
 	if !ok {
 		return Share{}, fmt.Errorf("%w: %q", ErrNoShare, name)
 	}
 	return s, nil
 }
 
+// touch records a use of a transient share.
+func (r *Registry) touch(s Share) {
+	if !s.Transient {
+		return
+	}
+	r.mu.Lock()
+	if _, ok := r.shares[s.Name]; ok {
+		r.used[s.Name] = r.cfg.Now()
+	}
+	r.mu.Unlock()
+}
+
 // Resolve implements jobs.FolderResolver: the directory of a share, for a
-// job's mount on this machine.
+// job's mount on this machine. It checks no member list: use ResolveFor.
 func (r *Registry) Resolve(name string) (string, bool, error) {
 	s, err := r.Get(name)
-	return s.Path, s.ReadWrite, err
+	if err != nil {
+		return "", false, err
+	}
+	if s.Transient {
+		return "", false, fmt.Errorf("%w: %q (offered for one copy, never mounted)", ErrNoShare, name)
+	}
+	real, err := r.refused.check(s.Path)
+	return real, s.ReadWrite, err
+}
+
+// ResolveFor returns the directory of a share for a job of the device
+// member on this machine, refusing a device not on the share's member
+// list (ErrNotMember), a write to a read-only share (ErrReadOnly), a
+// transient share and a system directory (ErrRefusedPath). The path
+// returned has its symlinks resolved. The caller checks member's role.
+func (r *Registry) ResolveFor(name, member string, rw bool) (string, error) {
+	s, err := r.Get(name)
+	if err != nil {
+		return "", err
+	}
+	if s.Transient {
+		return "", fmt.Errorf("%w: %q (offered for one copy, never mounted)", ErrNoShare, name)
+	}
+	if member == "" {
+		return "", fmt.Errorf("%w: %s: a mount needs the device of the job's owner", ErrNotMember, name)
+	}
+	if err := r.listed(s, member); err != nil {
+		return "", err
+	}
+	if rw && !s.ReadWrite {
+		return "", fmt.Errorf("%w: %s: a job mounts it read-only or not at all", ErrReadOnly, name)
+	}
+	return r.refused.check(s.Path)
+}
+
+// listed refuses member when s has a member list without it; this machine
+// is always on it.
+func (r *Registry) listed(s Share, member string) error {
+	if r.cfg.Self != "" && member == r.cfg.Self {
+		return nil
+	}
+	if len(s.Members) > 0 && !slices.Contains(s.Members, member) {
+		return fmt.Errorf("%w: %s is shared with its member list only", ErrNotMember, s.Name)
+	}
+	return nil
 }
 
 // OpenRoot opens a share for member (a device ID; "" for this machine
 // itself) as an os.Root, refusing non-members and writes to a read-only
-// share. The caller closes the root.
+// share. It checks no role and no grant: requests from the network go
+// through OpenFor and OpenGranted. The caller closes the root. A one-file
+// transient share opens its directory.
 func (r *Registry) OpenRoot(name, member string, write bool) (*os.Root, Share, error) {
 	s, err := r.Get(name)
 	if err != nil {
 		return nil, Share{}, err
 	}
-	if member != "" && len(s.Members) > 0 && !slices.Contains(s.Members, member) {
-		return nil, Share{}, fmt.Errorf("%w: %s", ErrNotMember, name)
+	if member != "" {
+		if err := r.listed(s, member); err != nil {
+			return nil, Share{}, err
+		}
 	}
 	if write && !s.ReadWrite {
 		return nil, Share{}, fmt.Errorf("%w: %s", ErrReadOnly, name)
 	}
-	root, err := os.OpenRoot(s.Path)
+	o, err := r.openShare(s)
 	if err != nil {
-		return nil, Share{}, fmt.Errorf("open share %s: %w", name, err)
+		return nil, Share{}, err
 	}
-	return root, s, nil
+	if o.file != "" {
+		o.Close()
+		return nil, Share{}, fmt.Errorf("%w: %s offers one file: open it with OpenFor", ErrBadPath, name)
+	}
+	return o.Root, s, nil
 }
 
 // Entry is one item of a folder listing.
@@ -215,34 +367,4 @@ func ReadDir(root *os.Root, p string) ([]Entry, error) {
 func entry(fi fs.FileInfo) Entry {
 	return Entry{Name: fi.Name(), Size: fi.Size(), Mode: fi.Mode().Perm(), ModTime: fi.ModTime().UTC(),
 		Dir: fi.IsDir(), Link: fi.Mode()&fs.ModeSymlink != 0}
-}
-
-// Usage walks a share's tree and returns its total size and file count;
-// symlinks are counted, never followed. Parts that cannot be read are
-// skipped.
-func Usage(root *os.Root) (size int64, files int, err error) {
-	if items, err := Walk(root, "."); err == nil {
-		for _, it := range items[1:] { // the top is not counted
-			if !it.Dir {
-				files++
-				size += it.Size // a link's is 0
-			}
-		}
-		return size, files, nil
-	}
-	// Something is unreadable: a slower walk goes around it.
-	err = fs.WalkDir(root.FS(), ".", func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		files++
-		if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
-			size += info.Size()
-		}
-		return nil
-	})
-	return size, files, err
 }

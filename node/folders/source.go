@@ -142,6 +142,12 @@ const maxBundle = 1024
 // WriteBundle writes the small files paths of root to w, each as a JSON
 // header line and its bytes, so that many small files cross in one request.
 func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
+	return writeBundle(root, paths, CleanPath, w)
+}
+
+// writeBundle is WriteBundle reading each path p at place(p) in root; the
+// headers carry p as asked.
+func writeBundle(root *os.Root, paths []string, place func(string) (string, error), w io.Writer) error {
 	if len(paths) > maxBundle {
 		return fmt.Errorf("%w: %d files in one bundle, at most %d", ErrBadPath, len(paths), maxBundle)
 	}
@@ -151,7 +157,11 @@ func WriteBundle(root *os.Root, paths []string, w io.Writer) error {
 	defer dirs.close()
 	for _, p := range paths {
 		item := BundleItem{Path: p}
-		data, err := readSmall(dirs, p)
+		name, err := place(p)
+		var data []byte
+		if err == nil {
+			data, err = readSmall(dirs, name)
+		}
 		if err != nil {
 			item.Error = err.Error()
 		} else {

@@ -1,0 +1,120 @@
+package folders
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// HTTPSource reads a shared folder of another machine through Handler,
+// for a copy this machine receives. Every request carries Grant, the
+// authority of the member who asked for the copy.
+type HTTPSource struct {
+	Client *http.Client // reaches the source machine at https://node/
+	Folder string
+	Grant  string // an encoded, signed Grant
+}
+
+var _ Source = HTTPSource{}
+
+func (s HTTPSource) url(op string, q url.Values) string {
+	u := "https://node/v1/folders/" + url.PathEscape(s.Folder) + "/" + op
+	if q != nil {
+		u += "?" + q.Encode()
+	}
+	return u
+}
+
+// do sends a request and returns the response of a 200, or the source's
+// refusal as an error.
+func (s HTTPSource) do(ctx context.Context, method, op string, q url.Values, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, s.url(op, q), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(GrantHeader, s.Grant)
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return nil, sourceError(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		var e struct {
+			Message string `json:"message"`
+		}
+		json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
+		if e.Message == "" {
+			e.Message = resp.Status
+		}
+		return nil, fmt.Errorf("%s", e.Message)
+	}
+	return resp, nil
+}
+
+// sourceError says that the sending machine could not be reached, without
+// the request's URL.
+func sourceError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("the sending machine did not answer: %w", err)
+}
+
+// Walk implements Source.
+func (s HTTPSource) Walk(ctx context.Context, p string) ([]FileMeta, error) {
+	resp, err := s.do(ctx, http.MethodGet, "walk", url.Values{"path": {p}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return DecodeWalk(resp.Body)
+}
+
+// Sums implements Source.
+func (s HTTPSource) Sums(ctx context.Context, p string) (Sums, error) {
+	var sums Sums
+	resp, err := s.do(ctx, http.MethodGet, "sums", url.Values{"path": {p}}, nil)
+	if err != nil {
+		return sums, err
+	}
+	defer resp.Body.Close()
+	return sums, json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&sums)
+}
+
+// Bundle implements Source.
+func (s HTTPSource) Bundle(ctx context.Context, paths []string) (io.ReadCloser, error) {
+	body, err := json.Marshal(map[string][]string{"paths": paths})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.do(ctx, http.MethodPost, "bundle", nil, body)
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	return resp.Body, nil
+}
+
+// Blocks implements Source.
+func (s HTTPSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
+	resp, err := s.do(ctx, http.MethodGet, "blocks", url.Values{"path": {p}, "first": {strconv.Itoa(first)}, "n": {strconv.Itoa(n)}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// Read implements Source.
+func (s HTTPSource) Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
+	resp, err := s.do(ctx, http.MethodGet, "read", url.Values{"path": {p}, "off": {strconv.FormatInt(off, 10)}, "len": {strconv.FormatInt(n, 10)}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
