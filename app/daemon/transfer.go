@@ -236,14 +236,12 @@ func (d *Daemon) receive(req transferRequest, who folders.Caller) (app.Transfer,
 	switch {
 	case err != nil:
 		return app.Transfer{}, err
-	case g.Member() != who.ID:
-		return app.Transfer{}, fmt.Errorf("%w: it was signed by another device than the one asking", folders.ErrGrant)
 	case g.Receiver != d.id.ID.String():
 		return app.Transfer{}, fmt.Errorf("%w: it names another receiver", folders.ErrGrant)
 	case g.Src != req.SrcNode || g.Folder != req.SrcFolder || g.Path != req.SrcPath:
 		return app.Transfer{}, fmt.Errorf("%w: it names another source than the copy", folders.ErrGrant)
 	}
-	dst, err := d.folders.OpenFor(req.DstFolder, who, folders.Write)
+	dst, err := d.folders.OpenReceiving(req.DstFolder, who, g)
 	if err != nil {
 		return app.Transfer{}, err
 	}

@@ -205,3 +205,17 @@ func (r *Registry) openShare(s Share) (*Opened, error) {
 	r.touch(s)
 	return o, nil
 }
+
+// OpenReceiving opens the destination of a copy this machine receives
+// for the member who asks (who, proven by TLS), on the authority of the
+// grant it will forward to the source: who must have signed it for this
+// machine, and may write dst here.
+func (r *Registry) OpenReceiving(dst string, who Caller, g Grant) (*Opened, error) {
+	switch {
+	case g.Member() != who.ID:
+		return nil, fmt.Errorf("%w: it was signed by another device than the one asking", ErrGrant)
+	case r.cfg.Self != "" && g.Receiver != r.cfg.Self:
+		return nil, fmt.Errorf("%w: it names another receiver", ErrGrant)
+	}
+	return r.OpenFor(dst, who, Write)
+}

@@ -505,3 +505,49 @@ func FuzzDecodeGrant(f *testing.F) {
 		}
 	})
 }
+
+// TestReceiverChecksTheAskingMember: the receiving machine writes into
+// its folder for the member who asks, and only with that member's grant.
+func TestReceiverChecksTheAskingMember(t *testing.T) {
+	p := newPool(t)
+	alice, bob, vera := newDevice(t), newDevice(t), newDevice(t)
+	p.roles[alice.id], p.roles[bob.id], p.roles[vera.id] = RoleMember, RoleMember, RoleViewer
+	p.reg.Add(Share{Name: "scratch", Path: t.TempDir(), ReadWrite: true, Members: []string{alice.id, vera.id}})
+	p.reg.Add(Share{Name: "ro", Path: t.TempDir(), Members: []string{alice.id}})
+	grantOf := func(d device) Grant {
+		enc, _ := d.signer().Grant("SRC", "data", "", p.self.id, p.clk.Now())
+		g, err := DecodeGrant(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	caller := func(d device) Caller { return Caller{ID: d.id, Role: p.roles[d.id]} }
+	if o, err := p.reg.OpenReceiving("scratch", caller(alice), grantOf(alice)); err != nil {
+		t.Errorf("alice into her folder: %v", err)
+	} else {
+		o.Close()
+	}
+	tests := []struct {
+		name   string
+		folder string
+		who    device
+		signer device
+		want   error
+	}{
+		{"bob, not on the member list", "scratch", bob, bob, ErrNotMember},
+		{"a viewer", "scratch", vera, vera, ErrViewer},
+		{"alice's grant relayed by bob", "scratch", bob, alice, ErrGrant},
+		{"a read-only folder", "ro", alice, alice, ErrReadOnly},
+	}
+	for _, tt := range tests {
+		if _, err := p.reg.OpenReceiving(tt.folder, caller(tt.who), grantOf(tt.signer)); !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v; want %v", tt.name, err, tt.want)
+		}
+	}
+	enc, _ := alice.signer().Grant("SRC", "data", "", bob.id, p.clk.Now())
+	g, _ := DecodeGrant(enc)
+	if _, err := p.reg.OpenReceiving("scratch", caller(alice), g); !errors.Is(err, ErrGrant) {
+		t.Errorf("a grant naming another receiver: %v", err)
+	}
+}
