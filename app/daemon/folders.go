@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -51,7 +52,10 @@ type folderManager Daemon
 func (f *folderManager) Share(ctx context.Context, req app.ShareRequest) (app.Folder, error) {
 	d := (*Daemon)(f)
 	s, err := d.folders.Add(folders.Share{Name: req.Name, Path: req.Path, ReadWrite: req.ReadWrite, Members: req.Members})
-	if err != nil {
+	switch {
+	case errors.Is(err, folders.ErrRefusedPath):
+		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrForbidden, err)
+	case err != nil:
 		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
 	info := d.publishFolder(ctx, s)
