@@ -437,7 +437,10 @@ func (d *Daemon) offerLocal(src, receiver string, tr transferRequest) (transferR
 		return tr, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
 	share := "xfer-" + newTransferID()
-	if _, err := d.folders.Add(folders.Share{Name: share, Path: abs, Members: []string{receiver}, Transient: true}); err != nil {
+	// This machine is listed beside the receiver, as the member whose grant
+	// the receiver forwards (folders.Config.Self makes that implicit).
+	members := []string{receiver, d.id.ID.String()}
+	if _, err := d.folders.Add(folders.Share{Name: share, Path: abs, Members: members, Transient: true}); err != nil {
 		return tr, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
 	tr.SrcNode, tr.SrcFolder, tr.SrcPath, tr.SrcName = d.id.ID.String(), share, "", filepath.Base(abs)
