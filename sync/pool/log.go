@@ -293,3 +293,26 @@ func (l *Log) newRecord(key ed25519.PrivateKey, r Record, now time.Time) (Record
 	}
 	return r, nil
 }
+
+// Clone returns a copy of l that shares nothing mutable with it, e.g. to
+// try records before applying them for real.
+func (l *Log) Clone() *Log {
+	c := *l
+	c.recs = slices.Clone(l.recs)
+	c.hashes = slices.Clone(l.hashes)
+	c.held = make(map[[32]byte]bool, len(l.held))
+	for h := range l.held {
+		c.held[h] = true
+	}
+	c.members = make(map[string]*MemberState, len(l.members))
+	for id, m := range l.members {
+		mm := *m
+		c.members[id] = &mm
+	}
+	c.invites = make(map[string]*InviteState, len(l.invites))
+	for id, inv := range l.invites {
+		ii := *inv
+		c.invites[id] = &ii
+	}
+	return &c
+}

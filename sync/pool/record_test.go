@@ -141,7 +141,7 @@ func (f *fixture) apply(r pool.Record) {
 	}
 }
 
-func (f *fixture) tick()                { f.now = f.now.Add(time.Second) }
+func (f *fixture) tick()                 { f.now = f.now.Add(time.Second) }
 func (f *fixture) id(name string) string { return peer.NewID(pubOf(f.keys[name])).String() }
 
 func pubOf(key ed25519.PrivateKey) ed25519.PublicKey { return key.Public().(ed25519.PublicKey) }
