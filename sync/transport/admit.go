@@ -12,12 +12,18 @@ import (
 // Handshakes cost the server a key exchange, a signature and the check of
 // the peer's, whoever the peer is: the device is known only once they are
 // done. So each source address has a budget of handshakes (Config.
-// Handshakes), spent before any cryptography. Over QUIC a source that
-// handshook lately must first prove it owns its address (a Retry, one round
-// trip), so that packets with a forged source cannot spend another's
-// budget; a source over its budget is refused (CONNECTION_REFUSED) at its
-// first packet. On the TCP data path the kernel's handshake proves the
-// address, and a source over its budget is refused at its ClientHello.
+// Handshakes), spent before any cryptography, and a source over it is
+// refused at its first packet (QUIC CONNECTION_REFUSED, or a TLS alert
+// at the ClientHello on the TCP data path).
+//
+// A QUIC packet's source address can be forged, so a source has two
+// budgets: one for handshakes from an address not proven, and one for
+// those from an address that is (after a Retry, one round trip; TCP
+// connections are proven by the kernel). Forged packets spend only the
+// first: the real owner of the address, once that is spent, proves its
+// address and spends the second. A source that has spent both is refused
+// without a Retry, which would cost as much as the refusal itself, until
+// its proven budget refills.
 
 // errTooManyHandshakes refuses a handshake over its source's budget.
 var errTooManyHandshakes = errors.New("too many handshakes from this address")
@@ -25,10 +31,15 @@ var errTooManyHandshakes = errors.New("too many handshakes from this address")
 // guardQUIC installs the handshake budget on the QUIC transport.
 func (e *Endpoint) guardQUIC(tr *quic.Transport) {
 	tr.VerifySourceAddress = func(a net.Addr) bool {
-		return !e.handshakes.Idle(netAddrIP(a))
+		ip := netAddrIP(a)
+		return e.handshakes.Spent(ip) && !e.proven.Spent(ip)
 	}
 	tr.ConnContext = func(ctx context.Context, ci *quic.ClientInfo) (context.Context, error) {
-		if !e.handshakes.Allow(netAddrIP(ci.RemoteAddr)) {
+		budget := e.handshakes
+		if ci.AddrVerified {
+			budget = e.proven
+		}
+		if !budget.Allow(netAddrIP(ci.RemoteAddr)) {
 			return ctx, errTooManyHandshakes
 		}
 		return ctx, nil
@@ -41,7 +52,7 @@ func (e *Endpoint) guardQUIC(tr *quic.Transport) {
 func (e *Endpoint) guardData(base *tls.Config) *tls.Config {
 	c := base.Clone()
 	c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-		if !e.handshakes.Allow(netAddrIP(hello.Conn.RemoteAddr())) {
+		if !e.proven.Allow(netAddrIP(hello.Conn.RemoteAddr())) {
 			return nil, errTooManyHandshakes
 		}
 		tc, ok := hello.Conn.(*trackedConn)

@@ -104,7 +104,8 @@ type Endpoint struct {
 	tr    *quic.Transport
 	qconf *quic.Config
 
-	handshakes *Limiter // incoming handshakes per source
+	handshakes *Limiter // incoming handshakes per source, address not proven
+	proven     *Limiter // the same from proven addresses (QUIC Retry, TCP)
 	refusals   *Limiter // refused requests per source (Refusals)
 	conns      connSet  // open connections by device, for Disconnect
 
@@ -145,6 +146,7 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		peers: make(map[peer.ID]*pinned),
 
 		handshakes: NewLimiter(cfg.Handshakes, log),
+		proven:     NewLimiter(proven(cfg.Handshakes), log),
 		refusals:   NewLimiter(cfg.Refusals, log),
 	}
 	e.guardQUIC(e.tr)
@@ -171,6 +173,11 @@ func resetKey(key ed25519.PrivateKey) (*quic.StatelessResetKey, error) {
 func (e *Endpoint) clientQUIC() *quic.Config {
 	c := e.qconf.Clone()
 	c.MaxIncomingStreams = -1
+	return c
+}
+
+func proven(c LimiterConfig) LimiterConfig {
+	c.What += " from a proven address"
 	return c
 }
 

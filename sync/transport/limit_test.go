@@ -55,9 +55,10 @@ func strangerDials(t *testing.T, srv *transport.Endpoint, ip string, n int) int 
 	return ok
 }
 
-// TestHandshakeBudget: a source that keeps handshaking is refused once its
-// budget is spent, on QUIC and on the TCP data path, and logged once;
-// another source is not affected.
+// TestHandshakeBudget: a source that keeps handshaking is refused once it
+// has spent its budgets (5 from its address unproven, then 5 after a
+// Retry proved it), on QUIC and on the TCP data path, and logged once for
+// each budget; another source is not affected.
 func TestHandshakeBudget(t *testing.T) {
 	var logs logBuffer
 	id, err := peer.LoadOrCreate(t.TempDir())
@@ -75,8 +76,8 @@ func TestHandshakeBudget(t *testing.T) {
 	serve(t, srv, whoami())
 
 	start := time.Now()
-	if got := strangerDials(t, srv, "127.0.0.1", 20); got != 5 {
-		t.Errorf("%d of 20 QUIC handshakes from one source succeeded; want the budget of 5", got)
+	if got := strangerDials(t, srv, "127.0.0.1", 20); got != 10 {
+		t.Errorf("%d of 20 QUIC handshakes from one source succeeded; want the budgets of 5 and 5", got)
 	}
 	t.Logf("20 QUIC dials from one source took %v", time.Since(start).Round(time.Millisecond))
 	if got := tcpDials(t, srv, "127.0.0.1", 5); got != 0 {
@@ -85,8 +86,8 @@ func TestHandshakeBudget(t *testing.T) {
 	if got := strangerDials(t, srv, "127.0.0.2", 3); got != 3 {
 		t.Errorf("%d of 3 handshakes from another source succeeded; want 3", got)
 	}
-	if n := logs.count("source over its budget"); n != 1 {
-		t.Errorf("%d log lines about the refused source; want 1:\n%s", n, logs.b.String())
+	if n := logs.count("source over its budget"); n != 2 {
+		t.Errorf("%d log lines about the refused source; want 2 (one a budget):\n%s", n, logs.b.String())
 	}
 }
 

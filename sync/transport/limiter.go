@@ -106,15 +106,15 @@ func (l *Limiter) Charge(ip netip.Addr) {
 	}
 }
 
-// Idle reports whether ip has its whole budget (it spent nothing lately).
-func (l *Limiter) Idle(ip netip.Addr) bool {
+// Spent reports whether ip has no event left, quietly.
+func (l *Limiter) Spent(ip netip.Addr) bool {
 	if l == nil || l.cfg.Burst <= 0 {
-		return true
+		return false
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.srcs[ip.Unmap().WithZone("")]
-	return !ok || l.refill(b, l.now()) >= float64(l.cfg.Burst)
+	return ok && l.refill(b, l.now()) < 1
 }
 
 // bucket returns ip's bucket refilled to now. l.mu must be held.

@@ -68,7 +68,7 @@ func TestLimiterBounded(t *testing.T) {
 	if _, ok := l.srcs[fresh]; !ok {
 		t.Error("refilled sources were not forgotten to make room")
 	}
-	if !l.Idle(netip.MustParseAddr("10.0.0.5")) {
-		t.Error("a source that refilled is not idle")
+	if l.Spent(netip.MustParseAddr("10.0.0.5")) {
+		t.Error("a source that refilled is spent")
 	}
 }
