@@ -106,19 +106,28 @@ func TestTrust(t *testing.T) {
 		for _, c := range []struct {
 			who  *host
 			args []string
-			want string
+			want []string // the rule, in one of these words
 		}{
-			{member, []string{"pool", "remove", ids[member2]}, "admins and owners"},
-			{member, []string{"pool", "role", ids[member], "admin"}, "admins and owners"},
-			{member, []string{"pool", "role", ids[member], "owner"}, "owners"},
-			{member, []string{"pool", "invite"}, "admins and owners"},
-			{viewer, []string{"pool", "invite", "--role", "viewer"}, "admins and owners"},
-			{admin, []string{"pool", "remove", ids[lab1]}, "cannot remove an owner"},
-			{admin, []string{"pool", "role", ids[admin], "owner"}, "owner"},
-			{admin, []string{"pool", "invite", "--role", "admin"}, "owner"},
+			{member, []string{"pool", "remove", ids[member2]}, []string{"admins and owners"}},
+			{member, []string{"pool", "role", ids[member], "admin"}, []string{"admins and owners"}},
+			{member, []string{"pool", "role", ids[member], "owner"}, []string{"admins and owners", "owners"}},
+			{member, []string{"pool", "invite"}, []string{"admins and owners"}},
+			{viewer, []string{"pool", "invite", "--role", "viewer"}, []string{"admins and owners"}},
+			{admin, []string{"pool", "remove", ids[lab1]}, []string{"cannot remove an owner", "creator"}},
+			{admin, []string{"pool", "role", ids[admin], "owner"}, []string{"an admin cannot", "owners"}},
+			{admin, []string{"pool", "invite", "--role", "admin"}, []string{"an admin cannot", "owners"}},
 		} {
 			out, errOut, code := c.who.cli(c.args...)
-			refusedNaming(t, c.who.name+": labpool "+strings.Join(c.args, " "), out, errOut, code, c.want)
+			refusedNaming(t, c.who.name+": labpool "+strings.Join(c.args, " "), out, errOut, code, c.want...)
+		}
+		// The allowed path: an admin manages a member's role.
+		mustCLI(t, admin, "pool", "role", ids[member2], "viewer")
+		waitFor(t, 5*time.Second, "member2 a viewer on lab1", func() error {
+			return hasRoles(lab1, map[string]string{ids[member2]: "viewer"})
+		})
+		mustCLI(t, admin, "pool", "role", ids[member2], "member")
+		for _, h := range members {
+			waitFor(t, 5*time.Second, h.name+" shows the roles back", func() error { return hasRoles(h, roles) })
 		}
 		for _, h := range members {
 			if err := hasRoles(h, roles); err != nil {
@@ -248,7 +257,7 @@ func TestTrust(t *testing.T) {
 		defer lab1.cli("policy", "--launch", "members", "--max-gpus-per-member", "0")
 		out, errOut, code := member.cli("run", "--node", "lab1", img, "true")
 		refusedNaming(t, "member's launch under --launch admins", out, errOut, code, "policy")
-		trRun(t, admin, "--node", "lab1", img, "true")
+		trRun(t, admin, "--node", "lab1", img, "sh", "-c", "exit 0")
 		mustCLI(t, lab1, "policy", "--launch", "nobody")
 		out, errOut, code = admin.cli("run", "--node", "lab1", img, "true")
 		refusedNaming(t, "admin's launch under --launch nobody", out, errOut, code, "policy")
@@ -260,8 +269,7 @@ func TestTrust(t *testing.T) {
 		defer member.cli("stop", first)
 		out, errOut, code = member.cli("run", "--node", "lab1", "--gpus", "1", img, "sleep", "600")
 		refusedNaming(t, "member's second GPU under --max-gpus-per-member 1", out, errOut, code, "max-gpus-per-member", "policy")
-		id := trRun(t, member2, "--node", "lab1", "--gpus", "1", img, "true")
-		trWaitJob(t, member2, id, "exited")
+		trRun(t, member2, "--node", "lab1", "--gpus", "1", img, "sh", "-c", "exit 0")
 	})
 
 	t.Run("share members checked on every use", func(t *testing.T) {
@@ -288,7 +296,7 @@ func TestTrust(t *testing.T) {
 			{"run", "--node", "lab1", "--mount", "private:/p", img, "cat", "/p/secret.txt"},
 		} {
 			out, errOut, code := member.cli(args...)
-			refusedNaming(t, "member: labpool "+strings.Join(args, " "), out, errOut, code, "member")
+			refusedNaming(t, "member: labpool "+strings.Join(args, " "), out, errOut, code, "member", "not shared with you")
 			if strings.Contains(out, "secret.txt") || strings.Contains(out, "for the admin only") {
 				t.Errorf("member: labpool %v showed the share's content: %s", args, out)
 			}
@@ -305,6 +313,9 @@ func TestTrust(t *testing.T) {
 		}{{lab1, "etc", "/etc"}, {lab1, "root", "/"}, {lab1, "usr", "/usr/"}, {member, "etc", "/etc"}, {lab1, "data", lab1.data}} {
 			out, errOut, code := c.h.cli("share", c.name, c.path)
 			refusedNaming(t, c.h.name+": labpool share "+c.name+" "+c.path, out, errOut, code, "")
+			if code == 0 {
+				c.h.cli("unshare", c.name)
+			}
 		}
 	})
 
@@ -314,6 +325,9 @@ func TestTrust(t *testing.T) {
 		dir := t.TempDir()
 		out, errOut, code = viewer.cli("share", "mine", dir)
 		refusedNaming(t, "viewer: labpool share", out, errOut, code, "viewer")
+		if code == 0 {
+			viewer.cli("unshare", "mine")
+		}
 		mustCLI(t, viewer, "pool", "members")
 		mustCLI(t, viewer, "ps")
 		mustCLI(t, viewer, "nodes")
@@ -330,8 +344,19 @@ func TestTrust(t *testing.T) {
 				t.Errorf("%s answers the stranger %d (%s), want 403", h.name, res.Status, res.Message)
 			}
 		}
-		out, errOut, code := stranger.cli("pool", "join", mutate(memberCode), lab1.ip+":7420")
+		// A well-formed code of this pool with the wrong secret: it has to
+		// reach lab1 to be refused.
+		wrong, err := pool.ParseCode(memberCode)
+		if err != nil {
+			t.Fatalf("parse the invite code: %v", err)
+		}
+		wrong.Secret[0] ^= 0xff
+		out, errOut, code := stranger.cli("pool", "join", wrong.String(), lab1.ip+":7420")
 		refusedNaming(t, "stranger: join with a wrong code", out, errOut, code, "code")
+		res, err := stranger.client().Probe(context.Background(), lab1.ip+":7420")
+		if err != nil || res.Member {
+			t.Errorf("after its join, lab1 answers the stranger %+v (%v)", res, err)
+		}
 		if err := hasRoles(lab1, roles); err != nil {
 			t.Errorf("after the stranger: %v", err)
 		}
