@@ -43,6 +43,8 @@ type InviteState struct {
 	CreatedAt time.Time
 	Key       []byte // its Ed25519 public key
 	Version   uint64 // of its latest record
+
+	revokeHeld bool // a revoke record ended it (not merely its creator's or user's removal)
 }
 
 // State returns "revoked", "used up", "expired" or "active", in that order of precedence.
@@ -141,7 +143,7 @@ func (l *Log) checkRevoke(r *Record, s *MemberState) error {
 	switch {
 	case !ok:
 		return refuse(ErrUnknownInvite, "invite %s", r.Subject)
-	case inv.Revoked:
+	case inv.revokeHeld:
 		return refuse(ErrInvite, "invite %s is already revoked", r.Subject)
 	case r.Version <= inv.Version:
 		return refuse(ErrReplayed, "version %d of invite %s is not above %d", r.Version, r.Subject, inv.Version)

@@ -159,7 +159,7 @@ func (l *Log) add(r Record, h [32]byte) {
 			Expires: time.UnixMilli(r.Expires), CreatedBy: r.Signer, CreatedAt: at, Key: r.Key, Version: r.Version}
 	case KindRevoke:
 		inv := l.invites[r.Subject]
-		inv.Revoked, inv.Version = true, r.Version
+		inv.Revoked, inv.revokeHeld, inv.Version = true, true, r.Version
 	}
 }
 

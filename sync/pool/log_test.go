@@ -471,3 +471,29 @@ func TestLogLateRecordDropsWhatItInvalidates(t *testing.T) {
 		t.Errorf("the removed admin's later change survives: %+v", f.l.Members())
 	}
 }
+
+// TestRemoveThenRevoke: the removal revokes the invite the device came in
+// by; a revoke record made beside it, from the same state, still applies,
+// and a second one does not.
+func TestRemoveThenRevoke(t *testing.T) {
+	f := newFixture(t, false)
+	f.tick()
+	inv := inviteOf(f.codes[pool.RoleMember])
+	remove, err := f.l.NewRemove(f.keys["admin"], f.id("member"), f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoke, err := f.l.NewRevoke(f.keys["admin"], inv, f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(remove)
+	if st, _ := f.l.Invite(inv); !st.Revoked {
+		t.Errorf("the removal leaves the device's invite open")
+	}
+	f.apply(revoke)
+	again := f.record("creator", pool.Record{Kind: pool.KindRevoke, Subject: inv})
+	if _, err := f.l.Apply(again, f.now); !errors.Is(err, pool.ErrInvite) {
+		t.Errorf("second revoke = %v; want ErrInvite", err)
+	}
+}
