@@ -68,6 +68,7 @@ export function createPool({ machines, online, role = '', shownRole = '' }) {
       member(lab3.id, lab3.name, 'member'),
       member('A5NNL9PTQ2RSTUV3WXYZ4ABCD5EFGH6IJKL7MNOP2QRST3UVWX', 'anna-laptop', 'viewer', { added_at: iso(now() - 7200e3) }),
       member('M1KEQ4XRB7CDEF2GHIJ3KLMN4OPQR5STUV6WXYZ7ABCD2EFGH', 'mike-ws', 'member', { added_at: iso(now() - 86400e3) }),
+      member('P1WSR6TNA3BCDE4FGHI5JKLM6NOPQ7RSTU2VWXY3ZABC4DEFG', 'pi-ws', 'owner', { added_at: iso(now() - 86400e3 * 8) }),
       member('Z0LDW3RKS8TUVW2XYZA3BCDE4FGHI5JKLM6NOPQ7RSTU2VWXY', 'old-ws', 'member', { removed: true, added_at: iso(now() - 86400e3 * 30) }),
     ]
     invite('member', 5, 2, 20 * 3600)

@@ -11,6 +11,7 @@ import {
   memberState,
   rolesOffered,
   shortID,
+  sortInvites,
   sortMembers,
   usesLeftLabel,
   whyNoLaunch,
@@ -102,4 +103,14 @@ test('why no launch', () => {
   assert.match(whyNoLaunch(pool({ ...viewer, why: '' }, 'viewer')), /viewer/)
   assert.deepEqual(canOf(null), { launch: false, manage_members: false, manage_admins: false })
   assert.equal(canOf(pool(owner)).manage_admins, true)
+})
+
+test('invite order', () => {
+  const got = sortInvites([
+    inv({ id: 'old', created_at: '2025-06-01T00:00:00Z' }),
+    inv({ id: 'revoked', state: 'revoked', created_at: '2025-06-03T00:00:00Z' }),
+    inv({ id: 'new', created_at: '2025-06-02T00:00:00Z' }),
+    inv({ id: 'expired', state: 'expired', created_at: '2025-06-04T00:00:00Z' }),
+  ]).map((i) => i.id)
+  assert.deepEqual(got, ['new', 'old', 'expired', 'revoked'])
 })

@@ -73,6 +73,12 @@ export function sortMembers(list: readonly Member[]): Member[] {
   return [...list].sort((a, b) => rank(a) - rank(b) || (a.name || a.id).localeCompare(b.name || b.id))
 }
 
+/** Invites in the order the view lists them: active ones first, then the newest first. */
+export function sortInvites(list: readonly Invite[]): Invite[] {
+  const t = (i: Invite) => Date.parse(i.created_at) || 0
+  return [...list].sort((a, b) => Number(b.state === 'active') - Number(a.state === 'active') || t(b) - t(a))
+}
+
 /** "XXXX-XXXX", the short form of a device ID the CLI shows. */
 export function shortID(id: string): string {
   const s = id.replace(/-/g, '')
