@@ -67,7 +67,8 @@ type Manager struct {
 	key ed25519.PrivateKey
 	db  *store.DB
 
-	mu      sync.Mutex // guards log, dropped, sum
+	saveMu  sync.Mutex // held from a snapshot of the log until it is stored
+	mu      sync.Mutex // guards log, raw, dropped, gone, sum
 	log     *Log       // nil: not in a pool
 	raw     map[[32]byte][]byte
 	dropped map[[32]byte]bool // records refused already, logged once each
@@ -282,25 +283,36 @@ func (m *Manager) sign(ctx context.Context, make func(l *Log, now time.Time) ([]
 	return m.commit(ctx, recs)
 }
 
-// commit stores records that the log has accepted, rewrites the member
-// table and reports removals.
+// commit stores the log after it accepted recs (which it holds now, or
+// dropped again), rewrites the member table and reports removals.
 func (m *Manager) commit(ctx context.Context, recs []Record) error {
+	m.saveMu.Lock() // snapshots reach the store in the order they were taken
+	defer m.saveMu.Unlock()
 	m.mu.Lock()
-	rows := make([]store.PoolRecord, 0, len(recs))
 	for _, r := range recs {
+		if _, ok := m.raw[r.Hash()]; ok {
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			m.mu.Unlock()
+			return fmt.Errorf("encode pool record: %w", err)
+		}
+		m.raw[r.Hash()] = b
+	}
+	held := m.log.Records()
+	rows := make([]store.PoolRecord, 0, len(held))
+	raw := make(map[[32]byte][]byte, len(held))
+	for _, r := range held {
 		h := r.Hash()
 		data, ok := m.raw[h]
 		if !ok {
-			b, err := json.Marshal(r)
-			if err != nil {
-				m.mu.Unlock()
-				return fmt.Errorf("encode pool record: %w", err)
-			}
-			data = b
-			m.raw[h] = b
+			data, _ = json.Marshal(r)
 		}
+		raw[h] = data
 		rows = append(rows, store.PoolRecord{Hash: hex.EncodeToString(h[:]), Version: r.Version, Data: data})
 	}
+	m.raw = raw
 	members := memberRows(m.log.Members())
 	m.resum()
 	var newlyGone []string

@@ -37,12 +37,15 @@ func (db *DB) PoolRecords(ctx context.Context) ([]PoolRecord, error) {
 	return out, rows.Err()
 }
 
-// SavePool adds membership records (those held already are kept as they
-// are) and replaces the member table with members, in one transaction:
-// the table always says what the records say.
-func (db *DB) SavePool(ctx context.Context, add []PoolRecord, members []MemberRow) error {
+// SavePool replaces the membership records with recs and the member table
+// with members, in one transaction: the table always says what the records
+// say.
+func (db *DB) SavePool(ctx context.Context, recs []PoolRecord, members []MemberRow) error {
 	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
-		for _, r := range add {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM pool_records`); err != nil {
+			return false, err
+		}
+		for _, r := range recs {
 			if r.Hash == "" || r.Version > math.MaxInt64 {
 				return false, fmt.Errorf("pool record %q: invalid hash or version %d", r.Hash, r.Version)
 			}

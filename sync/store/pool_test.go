@@ -18,9 +18,9 @@ func TestSavePoolReplacesMembers(t *testing.T) {
 	if err := db.SavePool(ctx, []store.PoolRecord{a, b}, []store.MemberRow{m1, m2}); err != nil {
 		t.Fatal(err)
 	}
-	// A record held already keeps its bytes; the members are replaced whole.
+	// Records and members are replaced whole (a late record can void later ones).
 	m2.Removed = true
-	if err := db.SavePool(ctx, []store.PoolRecord{{Hash: "aa", Version: 2, Data: []byte("other")}}, []store.MemberRow{m2}); err != nil {
+	if err := db.SavePool(ctx, []store.PoolRecord{b, a}, []store.MemberRow{m2}); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := db.PoolRecords(ctx)
