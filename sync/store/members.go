@@ -96,4 +96,3 @@ func (db *DB) Members(ctx context.Context) ([]MemberRow, error) {
 	}
 	return out, rows.Err()
 }
-
