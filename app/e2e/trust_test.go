@@ -451,42 +451,40 @@ func testRemoval(t *testing.T, l *lan, lab1, removed *host, members []*host, id,
 	mustCLI(t, lab1, "pool", "remove", id)
 	start := time.Now()
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	seen, refused := map[string]time.Duration{}, map[string]time.Duration{}
+	type reached struct {
+		seen, refused       time.Duration
+		seenErr, refusedErr error
+	}
+	got := map[string]*reached{}
 	for _, h := range online {
+		r := &reached{}
+		got[h.name] = r
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			if d, ok := pollUntil(5*time.Second, 20*time.Millisecond, func() bool { return isRemoved(h, id) }, start); ok {
-				mu.Lock()
-				seen[h.name] = d
-				mu.Unlock()
-			}
+			r.seen, r.seenErr = pollUntil(5*time.Second, 20*time.Millisecond, func() error { return removedOn(h, id) }, start)
 		}()
 		go func() {
 			defer wg.Done()
-			d, ok := pollUntil(5*time.Second, 100*time.Millisecond, func() bool {
+			r.refused, r.refusedErr = pollUntil(5*time.Second, 100*time.Millisecond, func() error {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
 				res, err := removed.client().Probe(ctx, h.ip+":7420")
-				return err == nil && !res.Member
+				if err == nil && res.Member {
+					err = fmt.Errorf("%s serves it", h.name)
+				}
+				return err
 			}, start)
-			if ok {
-				mu.Lock()
-				refused[h.name] = d
-				mu.Unlock()
-			}
 		}()
 	}
 	wg.Wait()
 	// Stop its retries from spending its address's budget of refusals.
 	removed.kill()
 	for _, h := range online {
-		s, okS := seen[h.name]
-		r, okR := refused[h.name]
-		t.Logf("%s: removal seen after %v, probe refused after %v", h.name, s.Round(time.Millisecond), r.Round(time.Millisecond))
-		if !okS || !okR || s > time.Second || r > time.Second {
-			t.Errorf("%s: removal seen %v (%v), refused %v (%v); want both within 1 s", h.name, okS, s, okR, r)
+		r := got[h.name]
+		t.Logf("%s: removal seen after %v, probe refused after %v", h.name, r.seen.Round(time.Millisecond), r.refused.Round(time.Millisecond))
+		if r.seenErr != nil || r.refusedErr != nil || r.seen > time.Second || r.refused > time.Second {
+			t.Errorf("%s: removal seen after %v (%v), refused after %v (%v); want both within 1 s", h.name, r.seen, r.seenErr, r.refused, r.refusedErr)
 		}
 	}
 	waitFor(t, 10*time.Second, "the removed member's job stopped, its record kept", func() error {
@@ -519,23 +517,24 @@ func testRemoval(t *testing.T, l *lan, lab1, removed *host, members []*host, id,
 	out, errOut, code = removed.cli("pool", "join", fresh, lab1.ip+":7420")
 	refusedNaming(t, "the removed identity joining with a fresh invite", out, errOut, code, "removed")
 	for _, h := range online {
-		if !isRemoved(h, id) {
-			t.Errorf("%s no longer lists the device as removed", h.name)
+		if err := removedOn(h, id); err != nil {
+			t.Errorf("after the rejoin attempts: %v", err)
 		}
 	}
 }
 
-// pollUntil calls cond every step until it holds or d passes, and returns
-// the time since start at which it held.
-func pollUntil(d, step time.Duration, cond func() bool, start time.Time) (time.Duration, bool) {
+// pollUntil calls cond every step until it returns nil or d passes, and
+// returns the time since start at which it held, or cond's last error.
+func pollUntil(d, step time.Duration, cond func() error, start time.Time) (time.Duration, error) {
 	deadline := start.Add(d)
+	var err error
 	for time.Now().Before(deadline) {
-		if cond() {
-			return time.Since(start), true
+		if err = cond(); err == nil {
+			return time.Since(start), nil
 		}
 		time.Sleep(step)
 	}
-	return 0, false
+	return 0, err
 }
 
 // readdress gives h a new address, last octet n, on its LAN.
@@ -628,14 +627,19 @@ func hasRoles(h *host, want map[string]string) error {
 	return nil
 }
 
-// isRemoved reports whether h lists id as removed, or no longer lists it.
-func isRemoved(h *host, id string) bool {
+// removedOn checks that h lists id as removed, or no longer lists it.
+func removedOn(h *host, id string) error {
 	st, err := poolStatus(h)
-	if err != nil || st.PoolID == "" {
-		return false
+	if err != nil {
+		return err
 	}
-	m, ok := st.member(id)
-	return !ok || m.Removed
+	if st.PoolID == "" {
+		return fmt.Errorf("%s is in no pool", h.name)
+	}
+	if m, ok := st.member(id); ok && !m.Removed {
+		return fmt.Errorf("%s lists %s as %s", h.name, m.Name, m.Role)
+	}
+	return nil
 }
 
 func (s trustStatus) member(id string) (trustMember, bool) {

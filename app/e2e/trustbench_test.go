@@ -69,6 +69,7 @@ func BenchmarkRemoval(b *testing.B) {
 		start := time.Now()
 		s, c := removalReached(b, joiner, members, self.ID, start)
 		seen, cut = append(seen, s), append(cut, c)
+		b.Logf("iteration %d: the slowest member saw the removal after %v; the removed device lost every member after %v", i, s.Round(time.Millisecond), c.Round(time.Millisecond))
 		for _, h := range members {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			res, err := joiner.client().Probe(ctx, h.ip+":7420")
@@ -94,12 +95,12 @@ func removalReached(b *testing.B, removed *host, members []*host, id string, sta
 	const limit, step = 5 * time.Second, 20 * time.Millisecond
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	note := func(to *time.Duration, what string, d time.Duration, ok bool) {
+	note := func(to *time.Duration, what string, d time.Duration, err error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !ok {
+		if err != nil {
 			d = limit
-			b.Errorf("%s: not within %v", what, limit)
+			b.Errorf("%s: not within %v: %v", what, limit, err)
 		}
 		*to = max(*to, d)
 	}
@@ -107,16 +108,18 @@ func removalReached(b *testing.B, removed *host, members []*host, id string, sta
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			d, ok := pollUntil(limit, step, func() bool { return isRemoved(h, id) }, start)
-			note(&seen, h.name+" lists the device as removed", d, ok)
+			d, err := pollUntil(limit, step, func() error { return removedOn(h, id) }, start)
+			note(&seen, h.name+" lists the device as removed", d, err)
 		}()
 		go func() {
 			defer wg.Done()
-			d, ok := pollUntil(limit, step, func() bool {
-				n, err := nodeByName(removed, h.name)
-				return err != nil || !n.Online
+			d, err := pollUntil(limit, step, func() error {
+				if n, err := nodeByName(removed, h.name); err == nil && n.Online {
+					return fmt.Errorf("%s online on the removed device", h.name)
+				}
+				return nil
 			}, start)
-			note(&cut, "the removed device lost "+h.name, d, ok)
+			note(&cut, "the removed device lost "+h.name, d, err)
 		}()
 	}
 	wg.Wait()
