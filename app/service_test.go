@@ -289,9 +289,9 @@ func TestServicePoolFromReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := PoolStatus{PoolID: "pool-1", Members: []Member{
-		{ID: goneID, Name: "gone", AddedAt: t0, Removed: true},
-		{ID: selfID, Name: "zeta", AddedAt: t0},
-	}}
+		{ID: goneID, Name: "gone", AddedAt: t0, AddedBy: selfID, Removed: true},
+		{ID: selfID, Name: "zeta", AddedAt: t0, AddedBy: selfID, Self: true},
+	}, Invites: []Invite{}, SelfID: selfID, Can: Can{Launch: true}}
 	if diff := cmp.Diff(want, ps); diff != "" {
 		t.Errorf("Pool() mismatch (-want +got):\n%s", diff)
 	}
@@ -311,6 +311,11 @@ func (f *fakePool) Join(_ context.Context, r JoinRequest) (PoolStatus, error) {
 	return f.status, f.err
 }
 func (f *fakePool) Remove(context.Context, string) error { return f.err }
+func (f *fakePool) CreateInvite(_ context.Context, r InviteRequest) (NewInvite, error) {
+	return NewInvite{Invite: Invite{ID: "i1", Role: r.Role}, Code: "c"}, f.err
+}
+func (f *fakePool) RevokeInvite(context.Context, string) error    { return f.err }
+func (f *fakePool) SetRole(context.Context, string, string) error { return f.err }
 func (f *fakePool) Probe(_ context.Context, addr string) (ProbeResult, error) {
 	return ProbeResult{Addr: addr}, f.err
 }
@@ -334,6 +339,12 @@ func TestServicePoolCalls(t *testing.T) {
 			err = s.RemoveMember(ctx, mikeID)
 		case "probe":
 			_, err = s.Probe(ctx, "10.0.0.9:7420")
+		case "invite":
+			_, err = s.CreateInvite(ctx, InviteRequest{Role: "viewer"})
+		case "revoke":
+			err = s.RevokeInvite(ctx, "i1")
+		case "role":
+			err = s.SetRole(ctx, mikeID, "admin")
 		case "probe no addr":
 			_, err = s.Probe(ctx, "")
 		case "pool":
@@ -352,6 +363,9 @@ func TestServicePoolCalls(t *testing.T) {
 		{"remove", ErrReadOnly, nil, 1},
 		{"probe", ErrReadOnly, nil, 1},
 		{"probe no addr", ErrReadOnly, ErrInvalid, 1},
+		{"invite", ErrReadOnly, nil, 1},
+		{"revoke", ErrReadOnly, nil, 1},
+		{"role", ErrReadOnly, nil, 1},
 		{"pool", nil, nil, 1},
 	}
 	for _, tt := range tests {

@@ -120,6 +120,14 @@ func (f *fakePool) Remove(_ context.Context, id string) error {
 	return nil
 }
 
+func (f *fakePool) CreateInvite(_ context.Context, r app.InviteRequest) (app.NewInvite, error) {
+	return app.NewInvite{Invite: app.Invite{ID: "0123abcd", Role: r.Role, UsesLeft: -1}, Code: "TIGER-LAMP-4822"}, nil
+}
+
+func (f *fakePool) RevokeInvite(context.Context, string) error { return nil }
+
+func (f *fakePool) SetRole(context.Context, string, string) error { return nil }
+
 func (f *fakePool) Probe(_ context.Context, addr string) (app.ProbeResult, error) {
 	return app.ProbeResult{Addr: addr, ID: peerID, Member: true, Status: 200, Message: "serves this machine"}, nil
 }
@@ -349,6 +357,13 @@ func TestMainAgainstDaemon(t *testing.T) {
 		{name: "pool members", args: []string{"pool", "members"}, code: ExitOK, contains: "removed"},
 		{name: "pool members --json", args: []string{"pool", "members", "--json"}, code: ExitOK, contains: `"pool_id": "pool-1"`},
 		{name: "pool remove", args: []string{"pool", "remove", peerID}, code: ExitOK, last: "Removed " + peerID + " from the pool."},
+		{name: "pool invite", args: []string{"pool", "invite", "--role", "viewer", "--uses", "2", "--expires", "1h"}, code: ExitOK,
+			last: "TIGER-LAMP-4822", contains: "role viewer"},
+		{name: "pool invite bad uses", args: []string{"pool", "invite", "--uses", "-1"}, code: ExitUsage},
+		{name: "pool invites", args: []string{"pool", "invites"}, code: ExitOK, contains: "USES LEFT"},
+		{name: "pool revoke", args: []string{"pool", "revoke", "0123"}, code: ExitOK, last: "Revoked invite 0123."},
+		{name: "pool role", args: []string{"pool", "role", peerID, "admin"}, code: ExitOK, last: peerID + " is now admin."},
+		{name: "pool members shows roles", args: []string{"pool", "members"}, code: ExitOK, contains: "ROLE"},
 		{name: "debug probe", args: []string{"debug", "probe", "192.0.2.1:7420"}, code: ExitOK, last: "192.0.2.1:7420 is device " + peerID + ": serves this machine"},
 		{name: "nodes", args: []string{"nodes"}, code: ExitOK, contains: "this machine"},
 	}

@@ -133,7 +133,9 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}
 	d.openTelemetry(ctx)
-	if d.folders, err = folders.Open(shareStore{d.db}); err != nil {
+	fcfg := folders.DefaultConfig()
+	fcfg.Self, fcfg.DataDir = d.id.ID.String(), cfg.DataDir
+	if d.folders, err = folders.OpenWith(fcfg, shareStore{d.db}); err != nil {
 		return nil, err
 	}
 	d.loadTransfers(ctx)
@@ -267,7 +269,7 @@ func (d *Daemon) peerHandler() http.Handler {
 	rs := replica.NewServer(d.db, d.id.ID.String(), d.log)
 	rs.Pool = d.pool.Records
 	mux.Handle("GET "+replica.StreamPath, rs)
-	mux.Handle("POST "+pool.JoinPath, d.pool.JoinHandler())
+	mux.Handle("POST "+pool.JoinPath, transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler()))
 	jh := jobs.Handler(d.jobs, func(r *http.Request) string {
 		id, _ := transport.PeerID(r)
 		return id.String()
@@ -281,7 +283,7 @@ func (d *Daemon) peerHandler() http.Handler {
 	th := d.transferHandler()
 	mux.Handle("/v1/transfers", th)
 	mux.Handle("/v1/transfers/", th)
-	return transport.Authorize(d.isMember, []string{pool.JoinPath}, mux)
+	return transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, []string{pool.JoinPath}, mux)
 }
 
 func listenSocket(dir string) (net.Listener, error) {

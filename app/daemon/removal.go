@@ -16,7 +16,7 @@ const evictTimeout = 30 * time.Second
 // does not block.
 func (d *Daemon) removed(id peer.ID) {
 	d.ep.Disconnect(id)
-	d.folders.DropTransient(id.String())
+	d.cancelCopiesOf(id.String())
 	select {
 	case d.evictions <- id:
 	default:
@@ -40,7 +40,6 @@ func (d *Daemon) runEvictions(ctx context.Context) error {
 			} else if cancelled+stopped > 0 {
 				d.log.Info("ended the jobs of a removed device", "peer", id, "cancelled", cancelled, "stopped", stopped)
 			}
-			d.cancelCopiesOf(id.String())
 		}
 	}
 }

@@ -117,13 +117,19 @@ func TestCopy(t *testing.T) {
 		if out, errOut, code := gpu2.cli("ls", "gpu1:private"); code == 0 || strings.Contains(out, "secret.txt") {
 			t.Errorf("a non-member listed it: exit %d %s%s", code, out, errOut)
 		}
-		// gpu2 pulls a copy the laptop asks for: gpu1 refuses gpu2 itself.
-		_, errOut, code := laptop.cli("cp", "gpu1:private", "gpu2:scratch/stolen")
+		// gpu2 asks for a copy out of it: gpu1 checks gpu2, which is not
+		// on the list, whoever receives.
+		_, errOut, code := gpu2.cli("cp", "gpu1:private", "gpu2:scratch/stolen")
 		if code == 0 {
-			t.Errorf("a copy out of a members-only share to a non-member machine succeeded")
+			t.Errorf("a non-member copied out of a members-only share")
 		}
 		if _, err := os.Stat(filepath.Join(scratch, "stolen")); err == nil {
 			t.Errorf("the non-member received the share: %s", errOut)
+		}
+		// The laptop asks gpu2 to pull it: gpu1 checks the laptop (its
+		// grant), not gpu2, and gpu2 checks the laptop's right to write.
+		if out, errOut, code := laptop.cli("cp", "gpu1:private", "gpu2:scratch/for-laptop"); code != 0 {
+			t.Errorf("the member's copy to another machine: exit %d %s%s", code, out, errOut)
 		}
 		t.Logf("copy to a non-member: exit %d: %s", code, strings.TrimSpace(errOut))
 	})

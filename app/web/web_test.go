@@ -37,6 +37,30 @@ type fakePool struct {
 	join   func(app.JoinRequest) (app.PoolStatus, error)
 	remove func(id string) error
 	probe  func(addr string) (app.ProbeResult, error)
+	invite func(app.InviteRequest) (app.NewInvite, error)
+	revoke func(id string) error
+	role   func(id, role string) error
+}
+
+func (f *fakePool) CreateInvite(_ context.Context, r app.InviteRequest) (app.NewInvite, error) {
+	if f.invite == nil {
+		return app.NewInvite{}, nil
+	}
+	return f.invite(r)
+}
+
+func (f *fakePool) RevokeInvite(_ context.Context, id string) error {
+	if f.revoke == nil {
+		return nil
+	}
+	return f.revoke(id)
+}
+
+func (f *fakePool) SetRole(_ context.Context, id, role string) error {
+	if f.role == nil {
+		return nil
+	}
+	return f.role(id, role)
 }
 
 func (f *fakePool) Status(context.Context) (app.PoolStatus, error) {
