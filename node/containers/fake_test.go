@@ -18,13 +18,14 @@ type fakeDocker struct {
 	dockerAPI
 	calls   []string
 	created *container.HostConfig
+	config  *container.Config
 	labels  map[string]string
 	start   func(id string) error
 }
 
 func (f *fakeDocker) ContainerCreate(_ context.Context, cfg *container.Config, host *container.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, _ string) (container.CreateResponse, error) {
 	f.calls = append(f.calls, "create")
-	f.created, f.labels = host, cfg.Labels
+	f.created, f.config, f.labels = host, cfg, cfg.Labels
 	return container.CreateResponse{ID: "c1"}, nil
 }
 
@@ -70,12 +71,15 @@ func TestCreateHardensEveryRequest(t *testing.T) {
 	}
 	h := f.created
 	if h.Privileged || !*h.Init || *h.PidsLimit != 4096 || !slices.Equal(h.CapDrop, []string{"ALL"}) ||
-		!slices.Equal(h.CapAdd, Capabilities) || !slices.Equal(h.SecurityOpt, []string{"no-new-privileges:true"}) ||
+		len(h.CapAdd) != 0 || !slices.Equal(h.SecurityOpt, []string{"no-new-privileges:true", "seccomp=" + Seccomp()}) ||
 		h.NetworkMode != "bridge" || h.IpcMode != "private" || h.DeviceRequests != nil || h.RestartPolicy.Name != "no" {
 		t.Errorf("host config %+v", h)
 	}
 	if b := h.PortBindings["80/tcp"]; len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "" {
 		t.Errorf("port binding %+v, want an ephemeral loopback port", b)
+	}
+	if f.config.User != DefaultJobUser {
+		t.Errorf("user %q, want %s on an engine that does not remap users", f.config.User, DefaultJobUser)
 	}
 	if f.labels[LabelManaged] != "true" || f.labels[LabelNode] != "N1" || f.labels[LabelJob] != "j" {
 		t.Errorf("labels %v: labpool's own labels must win", f.labels)
@@ -98,6 +102,11 @@ func TestCreateRefusesBadRequestsBeforeDocker(t *testing.T) {
 		{"relative host path", Launch{Binds: []Bind{{HostPath: "data", Target: "/data"}}}, "absolute"},
 		{"relative target", Launch{Binds: []Bind{{HostPath: "/data", Target: "data"}}}, "absolute"},
 		{"unknown restart", Launch{Restart: "always"}, "restart policy"},
+		{"root", Launch{User: "root"}, "root in the container would be root on the host"},
+		{"uid 0", Launch{User: "0:1000"}, "would be root on the host"},
+		{"gid 0", Launch{User: "1000:0"}, "would be root on the host"},
+		{"a name", Launch{User: "postgres"}, "numeric uid:gid"},
+		{"uid alone", Launch{User: "1000"}, "numeric uid:gid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,5 +131,67 @@ func TestExplain(t *testing.T) {
 		if got := explain(errors.New(tt.docker), tt.img).Error(); !strings.HasPrefix(got, tt.want) {
 			t.Errorf("explain(%q) = %q, want prefix %q", tt.docker, got, tt.want)
 		}
+	}
+}
+
+// TestUserAndCapabilities: who a container runs as and what it keeps, by
+// engine (remapping users or not) and policy (root allowed or not).
+func TestUserAndCapabilities(t *testing.T) {
+	tests := []struct {
+		name     string
+		remap    bool
+		l        Launch
+		wantUser string
+		wantCaps []string
+	}{
+		{"default", false, Launch{}, DefaultJobUser, nil},
+		{"share owner", false, Launch{User: "1000:1000"}, "1000:1000", nil},
+		{"root allowed by policy", false, Launch{User: "root", AllowRoot: true}, "root", HostRootCapabilities},
+		{"image user allowed by policy", false, Launch{AllowRoot: true}, "", HostRootCapabilities},
+		{"remapped image user", true, Launch{}, "", Capabilities},
+		{"remapped root", true, Launch{User: "0"}, "0", Capabilities},
+		{"remapped user", true, Launch{User: "1000:1000"}, "1000:1000", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeDocker{}
+			r := newRuntime(DefaultConfig(), f)
+			r.remap = tt.remap
+			tt.l.Image = "img"
+			if _, err := r.Create(context.Background(), tt.l); err != nil {
+				t.Fatal(err)
+			}
+			if f.config.User != tt.wantUser || !slices.Equal(f.created.CapAdd, tt.wantCaps) {
+				t.Errorf("user %q caps %v, want %q %v", f.config.User, f.created.CapAdd, tt.wantUser, tt.wantCaps)
+			}
+			for _, c := range f.created.CapAdd {
+				if !tt.remap && slices.Contains([]string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETUID", "SETGID", "MKNOD"}, c) {
+					t.Errorf("capability %s acts on files as host root", c)
+				}
+			}
+		})
+	}
+}
+
+// TestSeccompProfile: the set-ID syscalls are allowed only under the mode
+// condition, and nowhere unconditionally.
+func TestSeccompProfile(t *testing.T) {
+	p := jobProfile()
+	for _, s := range p.Syscalls {
+		for _, n := range s.Names {
+			_, guarded := modeArg[n]
+			switch {
+			case guarded && (s.Action != "SCMP_ACT_ALLOW" || len(s.Args) != 1 || s.Args[0].Index != modeArg[n] ||
+				s.Args[0].Value != 0o6000 || s.Args[0].ValueTwo != 0 || s.Args[0].Op != "SCMP_CMP_MASKED_EQ"):
+				t.Errorf("rule for %s: %+v", n, s)
+			case n == "openat2" && (s.Action != "SCMP_ACT_ERRNO" || s.ErrnoRet == nil || *s.ErrnoRet != 38):
+				t.Errorf("rule for openat2: %+v", s)
+			case n == "io_uring_setup" || n == "io_uring_enter":
+				t.Errorf("%s is allowed: its opens escape seccomp", n)
+			}
+		}
+	}
+	if p.DefaultAction != "SCMP_ACT_ERRNO" {
+		t.Errorf("default action %s", p.DefaultAction)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 )
 
 // Images lists the engine's images, newest first.
@@ -57,28 +58,126 @@ var ErrBadArchive = errors.New("not an image archive from `docker save`")
 // LoadImage loads an image archive (docker save format) and returns the
 // tags (or, for untagged images, the IDs) it loaded. progress (may be nil)
 // sees the bytes read from archive.
-func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, progress Progress) ([]string, error) {
+//
+// The archive is loaded untagged (see untag), then each of its tags is
+// applied unless it already names another image here: an existing tag is
+// never moved, not even for a moment, unless force is set. Tags left alone
+// make a *TagTakenError; an image that got none of its tags is removed
+// again.
+func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, force bool, progress Progress) ([]string, error) {
 	counted := &countReader{r: archive, progress: progress}
-	resp, err := r.api.ImageLoad(ctx, counted)
+	pr, pw := io.Pipe()
+	var imgs []archiveImage
+	rewritten := make(chan error, 1)
+	go func() {
+		var err error
+		imgs, err = untag(counted, pw)
+		pw.CloseWithError(err)
+		rewritten <- err
+	}()
+	loaded, err := r.load(ctx, pr)
+	pr.CloseWithError(errors.New("load ended")) // unblocks the rewriter if the engine stopped reading
+	if rerr := <-rewritten; rerr != nil {
+		return nil, fmt.Errorf("load image: %w", badArchive(rerr))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(imgs) == 0 { // an archive without manifest.json (Docker before 1.10)
+		if len(loaded) == 0 {
+			return nil, fmt.Errorf("load image: %w: it held no image", ErrBadArchive)
+		}
+		return loaded, nil
+	}
+	return r.applyTags(ctx, imgs, loaded, force)
+}
+
+// load sends an archive to the engine and returns what it says it loaded.
+func (r *Runtime) load(ctx context.Context, archive io.Reader) ([]string, error) {
+	resp, err := r.api.ImageLoad(ctx, archive)
 	if err != nil {
 		return nil, fmt.Errorf("load image: %w", badArchive(explain(err, "")))
 	}
 	defer resp.Body.Close()
-	var tags []string
+	var loaded []string
 	err = readMessages(resp.Body, func(m jsonMessage) {
 		for _, prefix := range []string{"Loaded image: ", "Loaded image ID: "} {
 			if s, ok := strings.CutPrefix(strings.TrimSpace(m.Stream), prefix); ok {
-				tags = append(tags, s)
+				loaded = append(loaded, s)
 			}
 		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load image: %w", badArchive(err))
 	}
-	if len(tags) == 0 {
-		return nil, fmt.Errorf("load image: %w: it held no image", ErrBadArchive)
+	return loaded, nil
+}
+
+// applyTags gives each loaded image its archive tags, except those naming
+// another image here (unless force).
+func (r *Runtime) applyTags(ctx context.Context, imgs []archiveImage, loaded []string, force bool) ([]string, error) {
+	var out, taken []string
+	for i, img := range imgs {
+		if img.ID == "" && len(imgs) == len(loaded) {
+			img.ID = loaded[i] // a config path of an unknown shape: the engine's order
+		}
+		if img.ID == "" {
+			return out, fmt.Errorf("load image: %w: manifest.json names no config digest", ErrBadArchive)
+		}
+		applied := 0
+		for _, tag := range img.Tags {
+			ok, err := r.tag(ctx, img.ID, tag, force)
+			if err != nil {
+				return out, err
+			}
+			if ok {
+				out, applied = append(out, tag), applied+1
+			} else {
+				taken = append(taken, tag)
+			}
+		}
+		switch {
+		case len(img.Tags) == 0:
+			out = append(out, img.ID)
+		case applied == 0:
+			r.dropUntagged(ctx, img.ID)
+		}
 	}
-	return tags, nil
+	if len(taken) > 0 {
+		return out, &TagTakenError{Tags: taken}
+	}
+	return out, nil
+}
+
+// tag points tag at id unless it names another image (force: even then).
+// ok is false when the tag was left alone.
+func (r *Runtime) tag(ctx context.Context, id, tag string, force bool) (ok bool, err error) {
+	ictx, cancel := r.bounded(ctx)
+	defer cancel()
+	cur, err := r.api.ImageInspect(ictx, tag)
+	switch {
+	case err == nil && cur.ID == id:
+		return true, nil
+	case err == nil && !force:
+		return false, nil
+	case err != nil && !client.IsErrNotFound(err):
+		return false, fmt.Errorf("load image: read tag %s: %w", tag, explain(err, ""))
+	}
+	if err := r.api.ImageTag(ictx, id, tag); err != nil {
+		return false, fmt.Errorf("load image: tag %s: %w", tag, explain(err, ""))
+	}
+	return true, nil
+}
+
+// dropUntagged removes an image that a load brought in and that got none
+// of its tags, if nothing else names or uses it.
+func (r *Runtime) dropUntagged(ctx context.Context, id string) {
+	ictx, cancel := r.bounded(ctx)
+	defer cancel()
+	if cur, err := r.api.ImageInspect(ictx, id); err != nil || len(cur.RepoTags) > 0 {
+		return
+	}
+	r.api.ImageRemove(ictx, id, image.RemoveOptions{PruneChildren: true}) // best effort: a container may use it
 }
 
 // archiveFaults are fragments of the engine's complaints about an archive's
@@ -100,7 +199,20 @@ func badArchive(err error) error {
 
 // PullImage pulls ref from a registry the engine can reach. progress (may
 // be nil) sees the bytes of the layers so far and a status line.
-func (r *Runtime) PullImage(ctx context.Context, ref string, progress Progress) error {
+//
+// A tag that names an image loaded here (one no registry gave: it has no
+// repository digest) is not replaced by a pull unless force is set: a pull
+// of "lab/tool:1" would otherwise swap the lab's own image for whatever
+// the registry serves under that name.
+func (r *Runtime) PullImage(ctx context.Context, ref string, force bool, progress Progress) error {
+	if !force {
+		ictx, cancel := r.bounded(ctx)
+		cur, err := r.api.ImageInspect(ictx, ref)
+		cancel()
+		if err == nil && len(cur.RepoDigests) == 0 {
+			return fmt.Errorf("pull %s: %w", ref, &TagTakenError{Tags: []string{ref}})
+		}
+	}
 	rc, err := r.api.ImagePull(ctx, ref, image.PullOptions{})
 	if err != nil {
 		return fmt.Errorf("pull %s: %w", ref, explain(err, ""))

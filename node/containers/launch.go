@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,15 +18,20 @@ import (
 	"github.com/docker/go-connections/nat"
 )
 
-// Capabilities is the allowlist every container keeps after dropping ALL:
-// Docker's defaults minus those that reach past the container (MKNOD makes
-// device nodes, NET_RAW forges packets, AUDIT_WRITE writes the host's audit
-// log). What remains lets ordinary images chown their files, drop to a user
-// (SETUID, SETGID, SETPCAP), signal their own processes, chroot and bind
-// ports below 1024 inside their own network namespace. With
-// no-new-privileges, no process can gain more than it started with.
-var Capabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL",
+// Capabilities are what root keeps in a container where the engine remaps
+// users (its uid 0 is an unprivileged host uid): Docker's defaults minus
+// those that reach past the container (MKNOD makes device nodes, NET_RAW
+// forges packets, AUDIT_WRITE writes the host's audit log) and FSETID. It
+// lets ordinary images chown their files and drop to a user. A job that
+// runs as a user other than root (every job, on an engine that does not
+// remap users, unless the machine's policy allows root) keeps none.
+var Capabilities = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "KILL",
 	"SETGID", "SETUID", "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT"}
+
+// HostRootCapabilities are what root keeps where it is the host's root
+// (no userns-remap; allowed by the machine's policy only): none that acts
+// on files or users.
+var HostRootCapabilities = []string{"KILL", "NET_BIND_SERVICE", "SYS_CHROOT"}
 
 // Create creates a hardened, labelled container for l, not started. If it
 // cannot read back what it created, it removes it.
@@ -99,8 +106,22 @@ func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, e
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := &container.Config{Image: l.Image, Cmd: l.Cmd, Env: l.Env, Labels: r.labels(l.Labels), ExposedPorts: exposed}
+	user, root, err := r.user(l)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := &container.Config{Image: l.Image, Cmd: l.Cmd, Env: l.Env, Labels: r.labels(l.Labels), ExposedPorts: exposed, User: user}
 	host := r.hardened()
+	switch {
+	case root && r.remap:
+		host.CapAdd = slices.Clone(Capabilities)
+	case root:
+		host.CapAdd = slices.Clone(HostRootCapabilities)
+	}
+	if l.LogMaxBytes > 0 {
+		host.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{
+			"max-size": strconv.FormatInt(max(l.LogMaxBytes/2, 1<<20), 10), "max-file": "2"}}
+	}
 	host.PortBindings, host.Mounts, host.RestartPolicy = bindings, binds, restart
 	host.ShmSize, host.NanoCPUs, host.Memory = l.ShmBytes, int64(l.CPUs*1e9), l.MemoryBytes
 	if len(l.GPUs) > 0 {
@@ -112,21 +133,46 @@ func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, e
 }
 
 // hardened is the HostConfig every container starts from: init as PID 1,
-// no new privileges, all capabilities dropped but the allowlist, a pids
+// no new privileges, every capability dropped (configs gives root a few
+// back), the seccomp profile that refuses setuid and setgid bits, a pids
 // limit, the default bridge, private IPC, no host namespaces, no devices.
 func (r *Runtime) hardened() *container.HostConfig {
 	init := true
 	pids := r.cfg.PidsLimit
 	return &container.HostConfig{
 		Init:        &init,
-		SecurityOpt: []string{"no-new-privileges:true"},
+		SecurityOpt: []string{"no-new-privileges:true", "seccomp=" + Seccomp()},
 		CapDrop:     []string{"ALL"},
-		CapAdd:      append([]string(nil), Capabilities...),
 		Privileged:  false,
 		NetworkMode: network.NetworkBridge,
 		IpcMode:     container.IPCModePrivate,
 		Resources:   container.Resources{PidsLimit: &pids},
 	}
+}
+
+// numericUser is "uid:gid", both numbers: what a job runs as on an engine
+// that does not remap users (a name would be looked up in the image's own
+// /etc/passwd, which the job's author writes).
+var numericUser = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
+
+// user is the user l runs as, and whether it is (or may be) root. Root is
+// refused on an engine that does not remap users unless l.AllowRoot.
+func (r *Runtime) user(l Launch) (string, bool, error) {
+	u := l.User
+	if u == "" && !r.remap && !l.AllowRoot {
+		u = r.cfg.JobUser
+	}
+	name, group, _ := strings.Cut(u, ":")
+	root := u == "" || name == "root" || name == "0" || group == "root" || group == "0"
+	switch {
+	case r.remap || l.AllowRoot:
+		return u, root, nil
+	case root:
+		return "", false, fmt.Errorf("run %s as %q: this engine does not remap users, so root in the container would be root on the host", describe(l), u)
+	case !numericUser.MatchString(u):
+		return "", false, fmt.Errorf("run %s as %q: on this engine a job runs as a numeric uid:gid", describe(l), u)
+	}
+	return u, false, nil
 }
 
 // labels adds labpool's own labels to the caller's; they cannot be

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -48,6 +50,10 @@ type dockerAPI interface {
 	ImageList(ctx context.Context, options image.ListOptions) ([]image.Summary, error)
 	ImageLoad(ctx context.Context, input io.Reader, opts ...client.ImageLoadOption) (image.LoadResponse, error)
 	ImagePull(ctx context.Context, ref string, options image.PullOptions) (io.ReadCloser, error)
+	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImageTag(ctx context.Context, source, target string) error
+	ImageRemove(ctx context.Context, ref string, options image.RemoveOptions) ([]image.DeleteResponse, error)
+	Info(ctx context.Context) (system.Info, error)
 	Close() error
 }
 
@@ -70,11 +76,18 @@ type Config struct {
 	// with it and List returns only containers labelled with it, so agents
 	// sharing an engine never adopt each other's containers.
 	Node string
+	// JobUser is the host "uid:gid" a container runs as when its Launch
+	// names no user and the engine does not remap users ("" = 65534:65534,
+	// nobody).
+	JobUser string
 }
+
+// DefaultJobUser is the unprivileged host user jobs run as: nobody.
+const DefaultJobUser = "65534:65534"
 
 // DefaultConfig returns the settings the agent uses.
 func DefaultConfig() Config {
-	return Config{PidsLimit: 4096, MaxRestarts: 5, Timeout: 30 * time.Second}
+	return Config{PidsLimit: 4096, MaxRestarts: 5, Timeout: 30 * time.Second, JobUser: DefaultJobUser}
 }
 
 // Runtime runs labpool's containers on one Docker engine. It is safe for
@@ -82,6 +95,10 @@ func DefaultConfig() Config {
 type Runtime struct {
 	cfg Config
 	api dockerAPI
+
+	// remap says whether the engine maps container users to unprivileged
+	// host users (dockerd --userns-remap); read once at Open.
+	remap bool
 
 	mu  sync.Mutex           // guards cpu
 	cpu map[string]cpuSample // last CPU reading per container, for Stats
@@ -109,12 +126,38 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("%w at %s: %v", ErrNoDocker, c.DaemonHost(), err)
 	}
 	c.NegotiateAPIVersion(pctx)
+	info, err := c.Info(pctx)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("read the docker engine's settings: %w", err)
+	}
+	r.remap = remapsUsers(info)
 	return r, nil
 }
+
+// remapsUsers says whether the engine runs with userns-remap: its security
+// options then list "name=userns".
+func remapsUsers(info system.Info) bool {
+	for _, o := range info.SecurityOptions {
+		for _, kv := range strings.Split(o, ",") {
+			if kv == "name=userns" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// RemapsUsers says whether the engine maps container users to unprivileged
+// host users: root in a container is then no host root.
+func (r *Runtime) RemapsUsers() bool { return r.remap }
 
 func newRuntime(cfg Config, api dockerAPI) *Runtime {
 	if cfg.PidsLimit <= 0 {
 		cfg.PidsLimit = DefaultConfig().PidsLimit
+	}
+	if cfg.JobUser == "" {
+		cfg.JobUser = DefaultJobUser
 	}
 	return &Runtime{cfg: cfg, api: api, cpu: map[string]cpuSample{}}
 }

@@ -100,7 +100,7 @@ func TestHardening(t *testing.T) {
 	ctx := context.Background()
 	l := launch(fmt.Sprintf("lp-hard-%d", time.Now().UnixNano()), "sleep", "30")
 	l.Ports = []int{8080, 9090}
-	l.MemoryBytes, l.CPUs, l.ShmBytes, l.Restart = 64<<20, 0.5, 32<<20, "on-failure"
+	l.MemoryBytes, l.CPUs, l.ShmBytes, l.Restart, l.LogMaxBytes = 64<<20, 0.5, 32<<20, "on-failure", 64<<20
 	dir := t.TempDir()
 	l.Binds = []Bind{{HostPath: dir, Target: "/data", ReadOnly: true}, {HostPath: dir, Target: "/out"}}
 	c, err := r.Create(ctx, l)
@@ -123,6 +123,12 @@ func TestHardening(t *testing.T) {
 		if strings.Contains(o, "unconfined") {
 			t.Errorf("security option %q", o)
 		}
+	}
+	if h.LogConfig.Type != "json-file" || h.LogConfig.Config["max-size"] != "33554432" || h.LogConfig.Config["max-file"] != "2" {
+		t.Errorf("log config %+v, want json-file capped at 2 x 32 MiB", h.LogConfig)
+	}
+	if ins.Config.User != DefaultJobUser || len(h.CapAdd) != 0 {
+		t.Errorf("user %q caps %v, want %s with no capability", ins.Config.User, h.CapAdd, DefaultJobUser)
 	}
 	if h.RestartPolicy.Name != "on-failure" || h.RestartPolicy.MaximumRetryCount != DefaultConfig().MaxRestarts {
 		t.Errorf("restart policy %+v", h.RestartPolicy)
@@ -150,8 +156,8 @@ func TestHardening(t *testing.T) {
 		}
 	}
 	out, err := exec.Command("docker", "-H", dockertest.Engine(t), "inspect", "-f", "{{.HostConfig.Privileged}} {{.HostConfig.SecurityOpt}} {{index .Config.Labels \"labpool.managed\"}}", c.ID).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "false [no-new-privileges:true] true" {
-		t.Errorf("docker inspect says %q (%v)", out, err)
+	if got := strings.TrimSpace(string(out)); err != nil || !strings.HasPrefix(got, "false [no-new-privileges:true seccomp={") || !strings.HasSuffix(got, "}] true") {
+		t.Errorf("docker inspect says %.200q (%v)", out, err)
 	}
 }
 
@@ -160,7 +166,7 @@ func TestHTTPThroughLoopbackPort(t *testing.T) {
 	ctx := context.Background()
 	page := fmt.Sprintf("labpool page %d", time.Now().UnixNano())
 	l := launch(fmt.Sprintf("lp-http-%d", time.Now().UnixNano()), "sh", "-c",
-		"mkdir -p /srv && echo '"+page+"' > /srv/index.html && exec httpd -f -p 8080 -h /srv")
+		"mkdir -p /tmp/srv && echo '"+page+"' > /tmp/srv/index.html && exec httpd -f -p 8080 -h /tmp/srv")
 	l.Ports = []int{8080}
 	c, err := r.Run(ctx, l)
 	if err != nil {
@@ -267,7 +273,7 @@ func TestUnknownImageAndCorruptArchive(t *testing.T) {
 		"no manifest": tarOf(t, map[string]string{"hello.txt": "hi"}),
 	} {
 		var read int64
-		_, err = r.LoadImage(ctx, strings.NewReader(archive), func(done, _ int64, _ string) { read = done })
+		_, err = r.LoadImage(ctx, strings.NewReader(archive), false, func(done, _ int64, _ string) { read = done })
 		if !errors.Is(err, ErrBadArchive) {
 			t.Errorf("load %s: %v, want ErrBadArchive", name, err)
 		} else {
@@ -354,14 +360,14 @@ func TestLoadSavedImageAndPullError(t *testing.T) {
 		t.Fatalf("docker save: %v", err)
 	}
 	var last int64
-	tags, err := r.LoadImage(ctx, strings.NewReader(string(saved)), func(done, _ int64, _ string) { last = done })
+	tags, err := r.LoadImage(ctx, strings.NewReader(string(saved)), false, func(done, _ int64, _ string) { last = done })
 	if err != nil || !slices.Contains(tags, dockertest.Image) {
 		t.Errorf("LoadImage = %v, %v; want %s", tags, err, dockertest.Image)
 	}
 	if last != int64(len(saved)) {
 		t.Errorf("progress ended at %d bytes of %d", last, len(saved))
 	}
-	err = r.PullImage(ctx, "127.0.0.1:1/labpool-test/nope:1", nil)
+	err = r.PullImage(ctx, "127.0.0.1:1/labpool-test/nope:1", false, nil)
 	if err == nil || !strings.Contains(err.Error(), "pull 127.0.0.1:1/labpool-test/nope:1") {
 		t.Errorf("pull from nowhere: %v", err)
 	}

@@ -31,6 +31,19 @@ type Launch struct {
 	Ports       []int             // container TCP ports, published on 127.0.0.1
 	Restart     string            // "" / "no" / "on-failure"
 	Labels      map[string]string // labpool.* labels (LabelManaged is added)
+
+	// User is "uid:gid" to run as; "" means Config.JobUser, or the image's
+	// own user where the engine remaps users or AllowRoot is set. Root
+	// ("root", "0", "0:...") needs an engine that remaps users, or
+	// AllowRoot; elsewhere only a numeric "uid:gid" is taken.
+	User string
+	// AllowRoot lets User be root on an engine that does not remap users
+	// (the machine's policy says so): root then keeps no capability that
+	// acts on files, and its files in a read-write folder are root's.
+	AllowRoot bool
+	// LogMaxBytes caps the container's log (json-file, two files of half
+	// each); 0 = the engine's default (unbounded).
+	LogMaxBytes int64
 }
 
 // Bind mounts a host directory into the container.

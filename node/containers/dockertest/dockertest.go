@@ -237,7 +237,12 @@ func ImportBusybox(host string) error {
 		}
 	}
 	os.WriteFile(filepath.Join(root, "www", "index.html"), []byte("labpool test page\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "etc", "passwd"), []byte("root:x:0:0:root:/:/bin/sh\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "etc", "passwd"), []byte("root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n"), 0o644)
+	// The image's own group file puts nobody in root's group: a job must
+	// not get that group (tests check `id`).
+	os.WriteFile(filepath.Join(root, "etc", "group"), []byte("root:x:0:nobody\nnogroup:x:65534:\n"), 0o644)
+	// Jobs run as nobody: /tmp is theirs to write, as on any system.
+	os.Chmod(filepath.Join(root, "tmp"), 0o777|os.ModeSticky)
 	tarCmd := exec.Command("tar", "-C", root, "-c", ".")
 	imp := exec.Command("docker", "-H", host, "import", "-", Image)
 	pipe, err := tarCmd.StdoutPipe()
