@@ -243,6 +243,10 @@ func TestTrust(t *testing.T) {
 		}
 		if after := imageID(t, dk, img); after != before {
 			t.Errorf("the tag %s moved from %s to %s", img, before, after)
+			// Put it back, or every later job runs the forged image.
+			if out, err := exec.Command("docker", "-H", dk, "tag", before, img).CombinedOutput(); err != nil {
+				t.Fatalf("docker tag %s %s: %v: %s", before, img, err, out)
+			}
 		}
 		// The allowed path: a new tag loads.
 		fresh := filepath.Join(dir, "fresh.tar")
@@ -831,7 +835,7 @@ func forgeRecords(t *testing.T, dir, adminID string) []forgedRecord {
 		{sign(pool.Record{Pool: genesis.Pool, Kind: pool.KindRole, Subject: self, Role: pool.RoleOwner,
 			Version: math.MaxInt64, Signer: self}), "a member raising itself to owner at the highest version"},
 	}
-	var add []store.PoolRecord
+	add := rows // SavePool replaces every record: keep the true ones
 	var out []forgedRecord
 	for _, f := range forged {
 		data, err := json.Marshal(f.r)
