@@ -5,6 +5,7 @@ import {
   canOf,
   expiryRelative,
   inviteRolesOffered,
+  mayActOnJob,
   mayChangeRole,
   mayRemove,
   mayRevoke,
@@ -113,4 +114,16 @@ test('invite order', () => {
     inv({ id: 'expired', state: 'expired', created_at: '2025-06-04T00:00:00Z' }),
   ]).map((i) => i.id)
   assert.deepEqual(got, ['new', 'old', 'expired', 'revoked'])
+})
+
+test('mayActOnJob: the owner, admins and the machine that runs the job', () => {
+  const base = { pool_id: 'p', members: [], invites: [], self_id: 'ME', self_role: 'member' }
+  const member = { ...base, can: { launch: true, manage_members: false, manage_admins: false } } as PoolStatus
+  const admin = { ...base, self_role: 'admin', can: { launch: true, manage_members: true, manage_admins: false } } as PoolStatus
+  const other = { owner: 'YOU', node: 'LAB1' }
+  assert.equal(mayActOnJob(member, { owner: 'ME', node: 'LAB1' }), true)
+  assert.equal(mayActOnJob(member, other), false)
+  assert.equal(mayActOnJob(member, { owner: 'YOU', node: 'ME' }), true)
+  assert.equal(mayActOnJob(admin, other), true)
+  assert.equal(mayActOnJob(null, other), true)
 })

@@ -115,3 +115,14 @@ export function whyNoLaunch(pool: PoolStatus | null | undefined): string {
   const role = pool?.self_role
   return role ? `This machine is a ${role} of the pool: it cannot launch jobs.` : 'This machine cannot launch jobs.'
 }
+
+/**
+ * Whether this machine may stop, remove, read the logs of or open ports of
+ * job j: its owner, an admin or owner of the pool, or the machine that runs
+ * it. Everyone else sees that it exists. Without pool information the
+ * buttons stay and the node decides.
+ */
+export function mayActOnJob(pool: PoolStatus | null | undefined, j: { owner: string; node: string }): boolean {
+  if (!pool?.self_id || !pool.can) return true
+  return pool.can.manage_members || j.owner === pool.self_id || j.node === pool.self_id
+}
