@@ -12,7 +12,11 @@ import (
 
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
 )
+
+// The endpoint the daemon dials with tells where a session was proven.
+var _ provenAddrer = (*transport.Endpoint)(nil)
 
 // provenDialer is httpDialer that says every session was made at addr, as
 // transport.Endpoint says where its handshake proved the device.

@@ -9,6 +9,11 @@
 // DialAny is the one unpinned dial, for joining a pool; KeyingMaterial binds
 // a join proof to the TLS session on both sides.
 //
+// Strangers can reach the socket: each source address has a budget of
+// handshakes (Config.Handshakes, see admit.go) and of refused requests
+// (Refusals, for AuthorizeLimited and RateLimited). Disconnect closes every
+// connection with a device at once, as when it is removed from the pool.
+//
 // Keepalives (Config.KeepAlive) hold long streams open while quiet. A peer
 // that stops answering is declared dead KeepAlive + IdleTimeout after its
 // last packet (3 s by default: QUIC restarts the idle timer when it sends
