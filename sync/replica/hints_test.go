@@ -112,4 +112,3 @@ func TestAddrBook(t *testing.T) {
 		t.Errorf("after pinning c = %v; want c, a, ...", got)
 	}
 }
-
