@@ -16,7 +16,7 @@ const (
 	maxAddrs = 8
 	// maxPending bounds the hints kept for devices that have no follower
 	// (not members, or members the next reconcile has not reached yet).
-	maxPending = 64
+	maxPending = 256
 	// pendingTTL is how long such a hint waits for its follower.
 	pendingTTL = 10 * time.Minute
 )
