@@ -72,6 +72,7 @@ bench: agent ## run the benchmarks the issues ask for (root, for the namespaces)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./node/... ./sync/... ./app
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench 'AgentVisible|AgentCost|LaunchOverhead' -benchtime 7x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench CopyVsSSH -benchtime 1x -timeout 20m ./app/e2e
+	LABPOOL_BIN=$(CURDIR)/bin/labpool LABPOOL_BENCH_HANDSHAKES=10000 $(GO) test -run '^$$' -bench HandshakeFlood -benchtime 1x -timeout 20m ./app/e2e
 
 .PHONY: fuzz
 fuzz: ## fuzz each network decoder for 20 s
@@ -79,6 +80,10 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzParseTXT -fuzztime 20s ./discovery
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 20s ./sync/replica
 	$(GO) test -run '^$$' -fuzz FuzzParseCode -fuzztime 20s ./sync/pool
+	$(GO) test -run '^$$' -fuzz FuzzApplyRecord -fuzztime 20s ./sync/pool
+	$(GO) test -run '^$$' -fuzz FuzzVerifyLog -fuzztime 20s ./sync/pool
+	$(GO) test -run '^$$' -fuzz FuzzInviteCode -fuzztime 20s ./sync/pool
+	$(GO) test -run '^$$' -fuzz FuzzDecodeGrant -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./node/jobs
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzDecodeWalk -fuzztime 20s ./node/folders
