@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -15,6 +16,7 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/transport"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -57,10 +59,40 @@ func (d *Daemon) selfAddr() string {
 }
 
 // jobStore keeps this node's job records in its replicated log, so every
-// member sees them.
+// member sees them, and their environments in its local settings, which
+// never leave this machine (the manager saves public records only).
 type jobStore struct {
 	db     *store.DB
 	origin string
+}
+
+// settingJobEnv prefixes the local setting holding a job's environment.
+const settingJobEnv = "job-env:"
+
+// SaveEnv implements jobs.Store: local settings only.
+func (s jobStore) SaveEnv(id string, env []string) error {
+	v := ""
+	if env != nil {
+		b, err := json.Marshal(env)
+		if err != nil {
+			return err
+		}
+		v = string(b)
+	}
+	return s.db.SetSetting(context.Background(), settingJobEnv+id, v)
+}
+
+// LoadEnv implements jobs.Store.
+func (s jobStore) LoadEnv(id string) ([]string, error) {
+	v, ok, err := s.db.Setting(context.Background(), settingJobEnv+id)
+	if err != nil || !ok || v == "" {
+		return nil, err
+	}
+	var env []string
+	if err := json.Unmarshal([]byte(v), &env); err != nil {
+		return nil, fmt.Errorf("read the environment of job %s: %w", id, err)
+	}
+	return env, nil
 }
 
 // SaveJob implements jobs.Store.
@@ -107,6 +139,61 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.Node = d.id.ID.String()
 	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0
 	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, d.folders, jobStore{d.db, d.id.ID.String()}, d.log)
+	if p, err := d.loadPolicy(ctx); err != nil {
+		d.log.Error("read this machine's policy: keeping the defaults", "err", err)
+	} else if err := d.jobs.SetPolicy(p); err != nil {
+		d.log.Error("this machine's stored policy is refused: keeping the defaults", "err", err)
+	}
+}
+
+// settingPolicy is the local setting holding this machine's policy.
+const settingPolicy = "policy"
+
+// policyMu serializes policy changes (read, apply, store), of every daemon
+// in this process: they are rare.
+var policyMu sync.Mutex
+
+// loadPolicy reads the machine's policy over the defaults.
+func (d *Daemon) loadPolicy(ctx context.Context) (jobs.Policy, error) {
+	p := jobs.DefaultPolicy()
+	v, ok, err := d.db.Setting(ctx, settingPolicy)
+	if err != nil || !ok {
+		return p, err
+	}
+	if err := json.Unmarshal([]byte(v), &p); err != nil {
+		return jobs.DefaultPolicy(), fmt.Errorf("decode policy: %w", err)
+	}
+	return p, nil
+}
+
+// Policy implements app.PolicyManager.
+func (d *Daemon) Policy(ctx context.Context) (app.Policy, error) { return d.jobs.Policy(), nil }
+
+// SetPolicy implements app.PolicyManager: the job manager checks the
+// policy, the local settings keep it.
+func (d *Daemon) SetPolicy(ctx context.Context, u app.PolicyUpdate) (app.Policy, error) {
+	policyMu.Lock()
+	defer policyMu.Unlock()
+	p := u.Apply(d.jobs.Policy())
+	if err := p.Check(); err != nil {
+		return app.Policy{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return app.Policy{}, err
+	}
+	if err := d.db.SetSetting(ctx, settingPolicy, string(b)); err != nil {
+		return app.Policy{}, err
+	}
+	return p, d.jobs.SetPolicy(p)
+}
+
+// jobCaller is who asks the jobs API: the device the transport proved,
+// with its role in the pool ("" when it has none).
+func (d *Daemon) jobCaller(r *http.Request) jobs.Caller {
+	id, _ := transport.PeerID(r)
+	role, _ := d.pool.Role(id)
+	return jobs.Caller{ID: id.String(), Role: string(role)}
 }
 
 // telemetryGPUs gives the job manager the latest GPU sample.

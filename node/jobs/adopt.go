@@ -180,7 +180,7 @@ func apply(j *Job, c containers.Container) {
 	switch {
 	case c.Running || c.State == "restarting":
 		j.State, j.Finished, j.ExitCode = Running, nil, nil
-		if j.Error != stoppedByUser {
+		if !stoppedOnPurpose(j.Error) {
 			j.Error = ""
 		}
 	case c.State == "created":
@@ -201,7 +201,7 @@ func ended(j *Job, c containers.Container) {
 	}
 	j.Finished = &fin
 	j.State = Exited
-	if code == 0 || j.Error == stoppedByUser {
+	if code == 0 || stoppedOnPurpose(j.Error) {
 		return
 	}
 	j.State = Failed

@@ -23,8 +23,9 @@ import (
 type fakeRuntime struct {
 	createFn func(containers.Launch) (containers.Container, error)
 	startFn  func(id string) (containers.Container, error)
-	loadFn   func(io.Reader, containers.Progress) ([]string, error)
-	pullFn   func(string, containers.Progress) error
+	loadFn   func(io.Reader, bool, containers.Progress) ([]string, error)
+	pullFn   func(string, bool, containers.Progress) error
+	remap    bool // the engine remaps users
 
 	mu       sync.Mutex // guards the fields below
 	calls    []string
@@ -189,14 +190,23 @@ func (f *fakeRuntime) Images(context.Context) ([]containers.Image, error) {
 	return []containers.Image{{ID: "sha256:1", Tags: []string{"img:1"}, Size: 10}}, nil
 }
 
-func (f *fakeRuntime) LoadImage(_ context.Context, r io.Reader, p containers.Progress) ([]string, error) {
-	f.call("LoadImage")
-	return f.loadFn(r, p)
+func (f *fakeRuntime) LoadImage(_ context.Context, r io.Reader, force bool, p containers.Progress) ([]string, error) {
+	f.call(fmt.Sprintf("LoadImage force=%v", force))
+	return f.loadFn(r, force, p)
 }
 
-func (f *fakeRuntime) PullImage(_ context.Context, ref string, p containers.Progress) error {
+func (f *fakeRuntime) PullImage(_ context.Context, ref string, force bool, p containers.Progress) error {
 	f.call("PullImage " + ref)
-	return f.pullFn(ref, p)
+	return f.pullFn(ref, force, p)
+}
+
+func (f *fakeRuntime) RemapsUsers() bool { return f.remap }
+
+// lastLaunch is the latest container asked for.
+func (f *fakeRuntime) lastLaunch() containers.Launch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.launches[len(f.launches)-1]
 }
 
 // fakeGPUState is GPUState over a settable slice.
@@ -229,11 +239,39 @@ func fakeGPUs(n int) []gpu.Stats {
 	return out
 }
 
+// memStore is the Store: jobs stands for the replicated log, env for the
+// machine's local state.
 type memStore struct {
 	mu    sync.Mutex
 	jobs  map[string]Job
+	env   map[string][]string
 	saves int
 }
+
+func (s *memStore) SaveEnv(id string, env []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.env == nil {
+		s.env = map[string][]string{}
+	}
+	if env == nil {
+		delete(s.env, id)
+	} else {
+		s.env[id] = slices.Clone(env)
+	}
+	return nil
+}
+
+func (s *memStore) LoadEnv(id string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.env[id]), nil
+}
+
+// member, admin, viewer are callers of those roles.
+func member(id string) Caller { return Caller{ID: id, Role: RoleMember} }
+func admin(id string) Caller  { return Caller{ID: id, Role: RoleAdmin} }
+func viewer(id string) Caller { return Caller{ID: id, Role: RoleViewer} }
 
 func (s *memStore) SaveJob(j Job) error {
 	s.mu.Lock()

@@ -16,10 +16,13 @@ const (
 	maxImage = 1 << 40 // an image archive (1 TiB)
 )
 
-// Handler serves the jobs API of this node to members; owner names who is
-// asking (the device ID proven by the transport).
-func Handler(m *Manager, owner func(*http.Request) string) http.Handler {
-	h := &handler{m: m, owner: owner}
+// Handler serves the jobs API of this node to members; caller names who
+// is asking (the device proven by the transport, and its role). Everyone
+// lists and reads jobs (Env values only to a job's owner); only a job's
+// owner, admins and owners act on it; viewers launch nothing; launches
+// follow the machine's Policy.
+func Handler(m *Manager, caller func(*http.Request) Caller) http.Handler {
+	h := &handler{m: m, caller: caller}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/jobs", h.submit)
 	mux.HandleFunc("GET /v1/jobs", h.list)
@@ -36,8 +39,8 @@ func Handler(m *Manager, owner func(*http.Request) string) http.Handler {
 }
 
 type handler struct {
-	m     *Manager
-	owner func(*http.Request) string
+	m      *Manager
+	caller func(*http.Request) Caller
 }
 
 // DecodeSpec reads a launch request body (network input).
@@ -57,23 +60,47 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	j, err := h.m.Submit(r.Context(), h.owner(r), spec)
+	j, err := h.m.Submit(r.Context(), h.caller(r), spec)
 	reply(w, j, err)
 }
 
-func (h *handler) list(w http.ResponseWriter, r *http.Request) { reply(w, h.m.List(), nil) }
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	c := h.caller(r)
+	js := h.m.List()
+	for i, j := range js {
+		js[i] = h.m.View(c, j)
+	}
+	reply(w, js, nil)
+}
 
 func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 	j, err := h.m.Get(r.PathValue("id"))
-	reply(w, j, err)
+	reply(w, h.m.View(h.caller(r), j), err)
+}
+
+// authorized answers the request with a refusal, and returns false, unless
+// its caller may act on the job in the path.
+func (h *handler) authorized(w http.ResponseWriter, r *http.Request) (Job, bool) {
+	j, err := h.m.Authorize(h.caller(r), r.PathValue("id"))
+	if err != nil {
+		reply(w, nil, err)
+		return Job{}, false
+	}
+	return j, true
 }
 
 func (h *handler) stop(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.authorized(w, r); !ok {
+		return
+	}
 	j, err := h.m.Stop(r.Context(), r.PathValue("id"))
-	reply(w, j, err)
+	reply(w, h.m.View(h.caller(r), j), err)
 }
 
 func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.authorized(w, r); !ok {
+		return
+	}
 	if err := h.m.Remove(r.Context(), r.PathValue("id")); err != nil {
 		reply(w, nil, err)
 		return
@@ -82,11 +109,17 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) stats(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.authorized(w, r); !ok {
+		return
+	}
 	s, err := h.m.Stats(r.Context(), r.PathValue("id"))
 	reply(w, s, err)
 }
 
 func (h *handler) logs(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.authorized(w, r); !ok {
+		return
+	}
 	q := r.URL.Query()
 	tail := -1
 	if s := q.Get("tail"); s != "" && s != "all" {
@@ -135,9 +168,8 @@ func CopyFlushing(w http.ResponseWriter, r io.Reader) {
 }
 
 func (h *handler) tunnel(w http.ResponseWriter, r *http.Request) {
-	j, err := h.m.Get(r.PathValue("id"))
-	if err != nil {
-		reply(w, nil, err)
+	j, ok := h.authorized(w, r)
+	if !ok {
 		return
 	}
 	port, _ := strconv.Atoi(r.URL.Query().Get("port"))
@@ -163,14 +195,36 @@ type progressLine struct {
 	Tags   []string `json:"tags,omitempty"`
 }
 
+// imageRights refuses an image load or pull to callers who launch nothing
+// here, and force (replacing a tag) to all but this machine's own user
+// and the pool's owners.
+func (h *handler) imageRights(w http.ResponseWriter, r *http.Request) (force, ok bool) {
+	c := h.caller(r)
+	force = isTrue(r.URL.Query().Get("force"))
+	err := h.m.mayLaunch(c)
+	if err == nil && force && !h.m.local(c) && c.Role != RoleOwner {
+		err = forbid("only the machine's owner replaces image tags", "force is this machine's own user's, or a pool owner's")
+	}
+	if err == nil && h.m.rt == nil {
+		err = ErrNoRuntime
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return false, false
+	}
+	return force, true
+}
+
+func isTrue(s string) bool { return s != "" && s != "0" && s != "false" }
+
 func (h *handler) load(w http.ResponseWriter, r *http.Request) {
-	if h.m.rt == nil {
-		reply(w, nil, ErrNoRuntime)
+	force, ok := h.imageRights(w, r)
+	if !ok {
 		return
 	}
 	body := http.MaxBytesReader(w, r.Body, maxImage)
 	send := h.progressWriter(w)
-	tags, err := h.m.rt.LoadImage(r.Context(), body, func(done, total int64, status string) {
+	tags, err := h.m.rt.LoadImage(r.Context(), body, force, func(done, total int64, status string) {
 		send(progressLine{Done: done, Total: total, Status: status}, false)
 	})
 	if err != nil {
@@ -181,8 +235,8 @@ func (h *handler) load(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
-	if h.m.rt == nil {
-		reply(w, nil, ErrNoRuntime)
+	force, ok := h.imageRights(w, r)
+	if !ok {
 		return
 	}
 	ref := r.URL.Query().Get("ref")
@@ -191,7 +245,7 @@ func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	send := h.progressWriter(w)
-	err := h.m.rt.PullImage(r.Context(), ref, func(done, total int64, status string) {
+	err := h.m.rt.PullImage(r.Context(), ref, force, func(done, total int64, status string) {
 		send(progressLine{Done: done, Total: total, Status: status}, false)
 	})
 	if err != nil {
@@ -235,9 +289,14 @@ func reply(w http.ResponseWriter, v any, err error) {
 func classify(err error) (int, string) {
 	var refused *RefusedError
 	var busy *BusyError
+	var taken *containers.TagTakenError
 	switch {
+	case errors.As(err, &refused) && refused.Forbidden:
+		return http.StatusForbidden, "forbidden"
 	case errors.As(err, &refused):
 		return http.StatusBadRequest, "refused"
+	case errors.As(err, &taken):
+		return http.StatusConflict, "tag_taken"
 	case errors.Is(err, containers.ErrBadArchive):
 		return http.StatusBadRequest, "invalid"
 	case errors.As(err, &busy):

@@ -18,7 +18,13 @@ func apiTest(t *testing.T, gpus int) (*httptest.Server, *fakeRuntime) {
 	t.Helper()
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, gpus, &memStore{})
-	srv := httptest.NewServer(Handler(m, func(r *http.Request) string { return r.Header.Get("X-Owner") }))
+	srv := httptest.NewServer(Handler(m, func(r *http.Request) Caller {
+		role := r.Header.Get("X-Role")
+		if role == "" {
+			role = RoleMember
+		}
+		return Caller{ID: r.Header.Get("X-Owner"), Role: role}
+	}))
 	t.Cleanup(srv.Close)
 	return srv, rt
 }
@@ -60,7 +66,11 @@ func TestHandlerJobs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := do(t, srv, tt.method, tt.path, "bob", tt.body)
+			who := "bob"
+			if strings.Contains(tt.path, j.ID) {
+				who = "alice" // the job's owner
+			}
+			resp, body := do(t, srv, tt.method, tt.path, who, tt.body)
 			var e struct{ Code, Message string }
 			if resp.StatusCode != tt.status || json.Unmarshal([]byte(body), &e) != nil || e.Code != tt.code || !strings.Contains(e.Message, strings.ReplaceAll(tt.contains, `\"`, `"`)) {
 				t.Errorf("%s %s = %d %s, want %d %s %q", tt.method, tt.path, resp.StatusCode, body, tt.status, tt.code, tt.contains)
@@ -74,7 +84,7 @@ func TestHandlerJobs(t *testing.T) {
 	if resp, body := do(t, srv, "GET", "/v1/jobs", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 2 {
 		t.Errorf("list: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?follow=1&tail=5", "", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" ||
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?follow=1&tail=5", "alice", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("logs: %d %q", resp.StatusCode, body)
 	}
@@ -82,26 +92,26 @@ func TestHandlerJobs(t *testing.T) {
 		t.Errorf("logs call: %s", calls)
 	}
 	// The CLI and the app ask for every line with tail=-1.
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?tail=-1", "", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?tail=-1", "alice", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" {
 		t.Errorf("logs tail=-1: %d %q", resp.StatusCode, body)
 	}
 	if calls := strings.Join(rt.callList(), ","); !strings.Contains(calls, "Logs "+j.Container+" false -1") {
 		t.Errorf("logs call: %s", calls)
 	}
 	var st Stats
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil || st.CPUPercent != 50 || len(st.GPUs) != 1 {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "alice", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil || st.CPUPercent != 50 || len(st.GPUs) != 1 {
 		t.Errorf("stats: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "POST", "/v1/jobs/"+j.ID+"/stop", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"state":"exited"`) {
+	if resp, body := do(t, srv, "POST", "/v1/jobs/"+j.ID+"/stop", "alice", ""); resp.StatusCode != 200 || !strings.Contains(body, `"state":"exited"`) {
 		t.Errorf("stop: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "", ""); resp.StatusCode != 409 {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "alice", ""); resp.StatusCode != 409 {
 		t.Errorf("stats of a stopped job: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "DELETE", "/v1/jobs/"+j.ID, "", ""); resp.StatusCode != 204 {
+	if resp, body := do(t, srv, "DELETE", "/v1/jobs/"+j.ID, "alice", ""); resp.StatusCode != 204 {
 		t.Errorf("remove: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs", "", ""); resp.StatusCode != 409 {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs", "alice", ""); resp.StatusCode != 409 {
 		t.Errorf("logs of a removed job: %d %s", resp.StatusCode, body)
 	}
 }
@@ -112,7 +122,7 @@ func TestHandlerImages(t *testing.T) {
 	if resp, body := do(t, srv, "GET", "/v1/images", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &imgs) != nil || imgs[0].Tags[0] != "img:1" {
 		t.Errorf("images: %d %s", resp.StatusCode, body)
 	}
-	rt.loadFn = func(r io.Reader, p containers.Progress) ([]string, error) {
+	rt.loadFn = func(r io.Reader, _ bool, p containers.Progress) ([]string, error) {
 		b, _ := io.ReadAll(r)
 		p(int64(len(b)), int64(len(b)), "loading")
 		if string(b) != "TAR" {
@@ -141,7 +151,7 @@ func TestHandlerImages(t *testing.T) {
 	if ps := lines(body); ps[len(ps)-1].Error == "" {
 		t.Errorf("load of a corrupt archive: %s", body)
 	}
-	rt.pullFn = func(ref string, p containers.Progress) error {
+	rt.pullFn = func(ref string, _ bool, p containers.Progress) error {
 		p(1, 2, "pulling")
 		if ref != "lab/img:1" {
 			return errors.New("manifest unknown")

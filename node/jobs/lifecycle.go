@@ -12,6 +12,13 @@ import (
 // (SIGTERM, SIGKILL) is not a failure.
 const stoppedByUser = "stopped"
 
+// evicted is the Error of a job whose owner was removed from the pool.
+const evicted = "owner removed from the pool"
+
+// stoppedOnPurpose says whether a job's Error records a stop by a user or
+// an eviction: its non-zero exit is no failure.
+func stoppedOnPurpose(why string) bool { return why == stoppedByUser || why == evicted }
+
 // Stop stops a running job, or takes a queued one out of the queue. A job
 // that already ended is returned as it is.
 func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
@@ -35,7 +42,7 @@ func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
 	if err := m.rt.Stop(ctx, j.Container, m.cfg.StopTimeout); err != nil && !isGone(err) {
 		return Job{}, fmt.Errorf("stop %s: %w", j.Name, err)
 	}
-	if err := m.refresh(ctx, id, true); err != nil {
+	if err := m.refresh(ctx, id, stoppedByUser); err != nil {
 		return Job{}, fmt.Errorf("stop %s: %w", j.Name, err)
 	}
 	return m.Get(id)
@@ -62,9 +69,14 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 		}
 	}
 	_, err = m.update(id, func(j *Job) error {
-		j.Removed, j.Container, j.Ports = true, "", nil
+		j.Removed, j.Container, j.Ports, j.Spec.Env = true, "", nil, nil
 		return nil
 	})
+	if err == nil {
+		if derr := m.store.SaveEnv(id, nil); derr != nil {
+			m.log.Warn("drop a removed job's environment", "job", id, "err", derr)
+		}
+	}
 	return err
 }
 

@@ -39,8 +39,9 @@ type Runtime interface {
 	Stats(ctx context.Context, id string) (containers.Usage, error)
 	Events(ctx context.Context) (<-chan containers.Event, <-chan error)
 	Images(ctx context.Context) ([]containers.Image, error)
-	LoadImage(ctx context.Context, archive io.Reader, progress containers.Progress) ([]string, error)
-	PullImage(ctx context.Context, ref string, progress containers.Progress) error
+	LoadImage(ctx context.Context, archive io.Reader, force bool, progress containers.Progress) ([]string, error)
+	PullImage(ctx context.Context, ref string, force bool, progress containers.Progress) error
+	RemapsUsers() bool
 }
 
 // GPUState gives the latest GPU figures of this node, each GPU with its
@@ -54,10 +55,15 @@ type FolderResolver interface {
 	Resolve(name string) (hostPath string, writable bool, err error)
 }
 
-// Store keeps job records (the daemon backs it with the replicated log).
+// Store keeps job records. The daemon backs SaveJob and LoadJobs with the
+// replicated log, so the manager hands them public records only (see
+// Job.Public); a job's Env values go to SaveEnv, which keeps them in this
+// machine's local state.
 type Store interface {
 	SaveJob(Job) error
 	LoadJobs() ([]Job, error)
+	SaveEnv(id string, env []string) error // nil env drops it
+	LoadEnv(id string) ([]string, error)
 }
 
 // Config tunes the manager.
@@ -97,10 +103,11 @@ type Manager struct {
 	// must not see a container its job record does not list yet.
 	ops sync.RWMutex
 
-	mu     sync.Mutex           // guards jobs, queue, served
-	jobs   map[string]*Job      // never shared with callers
+	mu     sync.Mutex           // guards jobs, queue, served, policy
+	jobs   map[string]*Job      // never shared with callers; Env included
 	queue  map[string]bool      // IDs of the queued jobs
 	served map[string]time.Time // owner -> when a job of theirs last started
+	policy Policy
 
 	saveMu sync.Mutex // taken before mu is released: saves reach the Store in the order of the changes
 }
@@ -115,7 +122,8 @@ func NewManager(cfg Config, rt Runtime, gpus GPUState, folders FolderResolver, s
 	cfg.StarveAfter = orDefault(cfg.StarveAfter, def.StarveAfter)
 	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, def.MaxBackoff)
 	return &Manager{cfg: cfg, rt: rt, gpus: gpus, folders: folders, store: store, log: log,
-		ledger: NewLedger(), kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{}}
+		ledger: NewLedger(), kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
+		policy: DefaultPolicy()}
 }
 
 func orDefault(d, def time.Duration) time.Duration {
@@ -208,7 +216,7 @@ func (m *Manager) saveLocked(j Job) {
 	m.saveMu.Lock()
 	m.mu.Unlock()
 	defer m.saveMu.Unlock()
-	if err := m.store.SaveJob(j); err != nil {
+	if err := m.store.SaveJob(j.Public()); err != nil {
 		m.log.Error("save job record", "job", j.ID, "err", err)
 	}
 }

@@ -24,7 +24,7 @@ func TestRefusedBeforeAnyDockerCall(t *testing.T) {
 		{Image: "x", PortBinds: []string{"0.0.0.0:80:80"}}, {Image: "x", Devices: []string{"/dev/nvidia0"}},
 	} {
 		var re *RefusedError
-		if _, err := m.Submit(context.Background(), "o", s); !errors.As(err, &re) {
+		if _, err := m.Submit(context.Background(), member("o"), s); !errors.As(err, &re) {
 			t.Errorf("Submit(%+v) = %v, want a refusal", s, err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestSubmitLaunch(t *testing.T) {
 	spec := Spec{Image: "img:1", Cmd: []string{"python", "train.py"}, Env: []string{"A=1"}, GPUIDs: []int{1, 3},
 		CPUs: 4, MemoryBytes: 8 << 30, ShmBytes: 1 << 30, Ports: []int{8888}, PortBinds: []string{"127.0.0.1::6006", "127.0.0.1:9000:8888"},
 		Mounts: []Mount{{Folder: "data", Target: "/data/", ReadWrite: true}, {Folder: "ro", Target: "/ro"}}, Restart: "on-failure"}
-	j, err := m.Submit(context.Background(), "OWNER", spec)
+	j, err := m.Submit(context.Background(), member("OWNER"), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestSubmitLaunch(t *testing.T) {
 	if got := st.jobs[j.ID]; got.State != Running || got.Container == "" {
 		t.Errorf("saved %+v", got)
 	}
-	j2, err := m.Submit(context.Background(), "OWNER", Spec{Image: "img"})
+	j2, err := m.Submit(context.Background(), member("OWNER"), Spec{Image: "img"})
 	if err != nil || !slices.Contains(rt.launches[1].Env, "NVIDIA_VISIBLE_DEVICES=void") || len(j2.GPUs) != 0 {
 		t.Errorf("a job without GPUs: %+v %v, env %v", j2, err, rt.launches[1].Env)
 	}
@@ -102,7 +102,7 @@ func TestNothingHalfCreated(t *testing.T) {
 			rt := newFakeRuntime()
 			tt.set(rt)
 			m := newTestManager(t, rt, 2, &memStore{})
-			_, err := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 2})
+			_, err := m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 2})
 			if err == nil || !strings.Contains(err.Error(), "on this machine") {
 				t.Fatalf("Submit = %v", err)
 			}
@@ -122,16 +122,16 @@ func TestGrantNamesUUIDsAndQueue(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 2, &memStore{})
 	ctx := context.Background()
-	j1, err := m.Submit(ctx, "alice", Spec{Image: "img", GPUs: 2})
+	j1, err := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Submit(ctx, "bob", Spec{Image: "img", GPUs: 1})
+	_, err = m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1})
 	var busy *BusyError
 	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "GPU 0: job "+j1.ID+" of alice") {
 		t.Fatalf("busy GPUs: %v", err)
 	}
-	q, err := m.Submit(ctx, "bob", Spec{Image: "img", GPUs: 1, Queue: true})
+	q, err := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true})
 	if err != nil || q.State != Queued {
 		t.Fatalf("queued submit: %+v %v", q, err)
 	}
@@ -152,13 +152,13 @@ func TestExternalProcessesAreBusy(t *testing.T) {
 	gs := &fakeGPUState{gpus: fakeGPUs(2)}
 	gs.gpus[0].Processes = []gpu.Process{{PID: 99, MemBytes: 1 << 30}}
 	m := startManager(t, rt, gs, &memStore{}, nil)
-	j, err := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
+	j, err := m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 1})
 	if err != nil || !slices.Equal(j.GPUs, []string{"GPU-0001"}) {
 		t.Fatalf("grant beside an external process: %+v %v", j, err)
 	}
 	// The job's own process on its GPU does not make it external.
 	gs.gpus[1].Processes = []gpu.Process{{PID: 4242, MemBytes: 2 << 30}}
-	_, err = m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
+	_, err = m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 1})
 	if err == nil || !strings.Contains(err.Error(), "GPU 0: a process outside labpool") || !strings.Contains(err.Error(), "GPU 1: job "+j.ID+" of o") {
 		t.Fatalf("busy: %v", err)
 	}
@@ -172,7 +172,7 @@ func TestExitCodesAndStop(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 1, &memStore{})
 	ctx := context.Background()
-	j, err := m.Submit(ctx, "o", Spec{Image: "img", GPUs: 1})
+	j, err := m.Submit(ctx, member("o"), Spec{Image: "img", GPUs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestExitCodesAndStop(t *testing.T) {
 	if _, err := m.Stats(ctx, j.ID); !errors.Is(err, ErrConflict) {
 		t.Errorf("stats of an ended job: %v", err)
 	}
-	j, _ = m.Submit(ctx, "o", Spec{Image: "img"})
+	j, _ = m.Submit(ctx, member("o"), Spec{Image: "img"})
 	got, err = m.Stop(ctx, j.ID)
 	if err != nil || got.State != Exited || got.ExitCode == nil || *got.ExitCode != 143 {
 		t.Fatalf("after stop: %+v %v", got, err)
@@ -202,7 +202,7 @@ func TestExitCodesAndStop(t *testing.T) {
 		t.Errorf("Get(unknown) = %v", err)
 	}
 	// Remove of a running job stops it first.
-	j, _ = m.Submit(ctx, "o", Spec{Image: "img"})
+	j, _ = m.Submit(ctx, member("o"), Spec{Image: "img"})
 	if err := m.Remove(ctx, j.ID); err != nil || rt.running() != 0 {
 		t.Errorf("remove running: %v, %d running", err, rt.running())
 	}
@@ -219,14 +219,14 @@ func TestReadopt(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for range 3 {
-		j, err := m1.Submit(ctx, "alice", Spec{Image: "img", GPUs: 1})
+		j, err := m1.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, j.ID)
 	}
-	gone, _ := m1.Submit(ctx, "alice", Spec{Image: "img"})
-	orphan, _ := m1.Submit(ctx, "bob", Spec{Image: "img", Name: "orphan", GPUs: 1})
+	gone, _ := m1.Submit(ctx, member("alice"), Spec{Image: "img"})
+	orphan, _ := m1.Submit(ctx, member("bob"), Spec{Image: "img", Name: "orphan", GPUs: 1})
 	rt.mu.Lock()
 	delete(rt.cs, gone.Container) // removed while the agent was down
 	rt.cs["bad"] = &containers.Container{ID: "bad", Labels: map[string]string{containers.LabelJob: "../x y"}, Running: true}
@@ -262,7 +262,7 @@ func TestReadopt(t *testing.T) {
 	if g := m2.Ledger().Granted(); len(g) != 4 {
 		t.Errorf("ledger after re-adoption: %v", g)
 	}
-	if _, err := m2.Submit(ctx, "carol", Spec{Image: "img", GPUs: 1}); err == nil {
+	if _, err := m2.Submit(ctx, member("carol"), Spec{Image: "img", GPUs: 1}); err == nil {
 		t.Errorf("re-adopted GPUs were granted again")
 	}
 }
@@ -273,11 +273,11 @@ func TestReadopt(t *testing.T) {
 func TestEngineRestartReportsLostJobs(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 2, &memStore{})
-	j, err := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
+	j, err := m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, _ := m.Submit(context.Background(), "o", Spec{Image: "img", GPUs: 1})
+	k, _ := m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 1})
 	rt.mu.Lock()
 	c := rt.cs[j.Container]
 	c.Running, c.State, c.ExitCode, c.Finished = false, "exited", 137, time.Now() // the engine stopped it
@@ -321,7 +321,7 @@ func TestRunReturns(t *testing.T) {
 	if err := NewManager(DefaultConfig(), nil, fixedGPUs(nil), nil, &memStore{}, testLog()).Run(ctx); err != nil {
 		t.Errorf("Run without an engine: %v", err)
 	}
-	if _, err := NewManager(DefaultConfig(), nil, fixedGPUs(nil), nil, &memStore{}, testLog()).Submit(ctx, "o", Spec{Image: "x"}); !errors.Is(err, ErrNoRuntime) {
+	if _, err := NewManager(DefaultConfig(), nil, fixedGPUs(nil), nil, &memStore{}, testLog()).Submit(ctx, member("o"), Spec{Image: "x"}); !errors.Is(err, ErrNoRuntime) {
 		t.Errorf("Submit without an engine: %v", err)
 	}
 }
@@ -335,7 +335,7 @@ func BenchmarkSubmit(b *testing.B) {
 	spec := Spec{Image: "img:1", Cmd: []string{"sleep", "1"}, Env: []string{"A=1"}, GPUs: 1, Ports: []int{8888},
 		Mounts: []Mount{{Folder: "data", Target: "/data"}}}
 	for b.Loop() {
-		j, err := m.Submit(ctx, "o", spec)
+		j, err := m.Submit(ctx, member("o"), spec)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -45,16 +45,16 @@ func TestFairQueue(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 1, &memStore{})
 	ctx := context.Background()
-	run, err := m.Submit(ctx, "alice", Spec{Image: "img", GPUs: 1})
+	run, err := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var alice []Job
 	for range 3 {
-		j, _ := m.Submit(ctx, "alice", Spec{Image: "img", GPUs: 1, Queue: true})
+		j, _ := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1, Queue: true})
 		alice = append(alice, j)
 	}
-	bob, _ := m.Submit(ctx, "bob", Spec{Image: "img", GPUs: 1, Queue: true})
+	bob, _ := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true})
 	rt.exit(run.Container, 0)
 	b := waitState(t, m, bob.ID, Running)
 	if j, _ := m.Get(alice[0].ID); j.State != Queued {
@@ -76,9 +76,9 @@ func TestQueueBackfillAndStarvation(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 2, &memStore{})
 	ctx := context.Background()
-	hold, _ := m.Submit(ctx, "alice", Spec{Image: "img", GPUs: 1})
-	big, _ := m.Submit(ctx, "bob", Spec{Image: "img", GPUs: 2, Queue: true})
-	small, err := m.Submit(ctx, "carol", Spec{Image: "img", GPUs: 1, Queue: true})
+	hold, _ := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1})
+	big, _ := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 2, Queue: true})
+	small, err := m.Submit(ctx, member("carol"), Spec{Image: "img", GPUs: 1, Queue: true})
 	if err != nil || small.State != Running {
 		t.Fatalf("a small job behind a big one: %+v %v", small, err)
 	}
@@ -91,11 +91,11 @@ func TestQueueBackfillAndStarvation(t *testing.T) {
 	m.mu.Unlock()
 	rt.exit(hold.Container, 0)
 	waitState(t, m, hold.ID, Exited)
-	late, err := m.Submit(ctx, "dave", Spec{Image: "img", GPUs: 1, Queue: true})
+	late, err := m.Submit(ctx, member("dave"), Spec{Image: "img", GPUs: 1, Queue: true})
 	if err != nil || late.State != Queued {
 		t.Fatalf("a new job took a GPU reserved for a starving one: %+v %v", late, err)
 	}
-	if _, err := m.Submit(ctx, "dave", Spec{Image: "img", GPUs: 1}); err == nil {
+	if _, err := m.Submit(ctx, member("dave"), Spec{Image: "img", GPUs: 1}); err == nil {
 		t.Fatalf("a new unqueued job took a GPU reserved for a starving one")
 	}
 	s, _ := m.Get(small.ID)
@@ -112,9 +112,9 @@ func TestStopQueued(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 1, &memStore{})
 	ctx := context.Background()
-	run, _ := m.Submit(ctx, "a", Spec{Image: "img", GPUs: 1})
-	q1, _ := m.Submit(ctx, "a", Spec{Image: "img", GPUs: 1, Queue: true})
-	q2, _ := m.Submit(ctx, "a", Spec{Image: "img", GPUs: 1, Queue: true})
+	run, _ := m.Submit(ctx, member("a"), Spec{Image: "img", GPUs: 1})
+	q1, _ := m.Submit(ctx, member("a"), Spec{Image: "img", GPUs: 1, Queue: true})
+	q2, _ := m.Submit(ctx, member("a"), Spec{Image: "img", GPUs: 1, Queue: true})
 	if j, err := m.Stop(ctx, q1.ID); err != nil || j.State != Exited {
 		t.Fatalf("stop queued: %+v %v", j, err)
 	}

@@ -55,6 +55,11 @@ func (m *Manager) load() error {
 	defer m.mu.Unlock()
 	for _, j := range jobs {
 		if _, ok := m.jobs[j.ID]; !ok && j.ID != "" {
+			if !j.Removed {
+				if j.Spec.Env, err = m.store.LoadEnv(j.ID); err != nil {
+					m.log.Warn("read a job's environment", "job", j.ID, "err", err)
+				}
+			}
 			m.setLocked(j)
 		}
 	}
@@ -116,14 +121,15 @@ func (m *Manager) onEvent(ctx context.Context, ev containers.Event) {
 	if id == "" {
 		return
 	}
-	if err := m.refresh(ctx, id, false); err != nil {
+	if err := m.refresh(ctx, id, ""); err != nil {
 		m.log.Debug("refresh job after event", "job", id, "event", ev.Action, "err", err)
 	}
 }
 
-// refresh re-reads a job's container; stopped marks a stop by a user. A job
-// that ended frees its GPUs and wakes the queue.
-func (m *Manager) refresh(ctx context.Context, id string, stopped bool) error {
+// refresh re-reads a job's container; stopped, when set, is why it was
+// stopped on purpose (stoppedByUser, evicted). A job that ended frees its
+// GPUs and wakes the queue.
+func (m *Manager) refresh(ctx context.Context, id string, stopped string) error {
 	j, err := m.Get(id)
 	if err != nil || j.Container == "" {
 		return err
@@ -143,8 +149,8 @@ func (m *Manager) refresh(ctx context.Context, id string, stopped bool) error {
 		case gone:
 			j.Container = ""
 		default:
-			if stopped {
-				j.Error = stoppedByUser
+			if stopped != "" {
+				j.Error = stopped
 			}
 			apply(j, c)
 		}
@@ -177,7 +183,7 @@ func (m *Manager) settleGPUs(j Job) {
 func (m *Manager) resync(ctx context.Context) {
 	for _, j := range m.List() {
 		if j.State == Running {
-			if err := m.refresh(ctx, j.ID, false); err != nil {
+			if err := m.refresh(ctx, j.ID, ""); err != nil {
 				m.log.Debug("resync job", "job", j.ID, "err", err)
 			}
 		}

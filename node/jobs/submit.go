@@ -21,11 +21,15 @@ import (
 // keeps it.
 const LabelName = "labpool.name"
 
-// Submit validates spec and starts it on free GPUs, or queues it when
-// spec.Queue is set and they are busy. Refusals (*RefusedError) and busy
-// GPUs (*BusyError) come before any Docker call; a launch that fails
-// leaves no container and no GPU granted.
-func (m *Manager) Submit(ctx context.Context, owner string, spec Spec) (Job, error) {
+// Submit validates spec and starts it for caller on free GPUs, or queues it
+// when spec.Queue is set and they are busy. Refusals (*RefusedError: who
+// asks, the machine's policy, the safety rules) and busy GPUs (*BusyError)
+// come before any Docker call; a launch that fails leaves no container and
+// no GPU granted. A job without a memory limit gets the policy's default.
+func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, error) {
+	if err := m.mayLaunch(caller); err != nil {
+		return Job{}, err
+	}
 	if m.rt == nil {
 		return Job{}, ErrNoRuntime
 	}
@@ -35,16 +39,27 @@ func (m *Manager) Submit(ctx context.Context, owner string, spec Spec) (Job, err
 	if err := Validate(spec, len(gpus)); err != nil {
 		return Job{}, err
 	}
+	if err := m.resourcePolicy(caller, &spec); err != nil {
+		return Job{}, err
+	}
 	binds, err := m.binds(spec)
 	if err != nil {
 		return Job{}, err
 	}
+	if _, _, err := m.runAs(spec, binds); err != nil {
+		return Job{}, err
+	}
+	owner := caller.ID
 	j := newJob(m.cfg.Node, owner, spec)
+	if err := m.store.SaveEnv(j.ID, spec.Env); err != nil {
+		return Job{}, fmt.Errorf("keep the job's environment: %w", err)
+	}
 	blocked, reserved := m.blocked(gpus)
 	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
 	if err != nil {
 		err = m.explainBusy(err, reserved)
 		if !spec.Queue {
+			m.store.SaveEnv(j.ID, nil)
 			return Job{}, err
 		}
 		j.State, j.Error = Queued, "waiting for GPUs: "+err.Error()
@@ -57,6 +72,7 @@ func (m *Manager) Submit(ctx context.Context, owner string, spec Spec) (Job, err
 	c, err := m.launch(ctx, j, binds)
 	if err != nil {
 		m.ledger.Release(j.ID)
+		m.store.SaveEnv(j.ID, nil)
 		m.wake()
 		return Job{}, err
 	}
@@ -81,7 +97,15 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
+// specHash identifies a spec; it is replicated, so it covers the names of
+// the environment's variables, not their values.
 func specHash(s Spec) string {
+	for i, e := range s.Env {
+		if i == 0 {
+			s.Env = slices.Clone(s.Env)
+		}
+		s.Env[i], _, _ = strings.Cut(e, "=")
+	}
 	b, _ := json.Marshal(s)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
@@ -177,8 +201,13 @@ func (m *Manager) binds(s Spec) ([]containers.Bind, error) {
 }
 
 // launchFor is the container j runs in.
-func (m *Manager) launchFor(j Job, binds []containers.Bind) containers.Launch {
+func (m *Manager) launchFor(j Job, binds []containers.Bind) (containers.Launch, error) {
+	user, allowRoot, err := m.runAs(j.Spec, binds)
+	if err != nil {
+		return containers.Launch{}, err
+	}
 	l := containers.Launch{
+		User: user, AllowRoot: allowRoot, LogMaxBytes: m.Policy().LogMaxBytes,
 		Name: "labpool-" + j.Name + "-" + j.ID[:6], Image: j.Spec.Image, Cmd: j.Spec.Cmd, GPUs: j.GPUs,
 		CPUs: j.Spec.CPUs, MemoryBytes: j.Spec.MemoryBytes, ShmBytes: j.Spec.ShmBytes, Binds: binds,
 		Ports: specPorts(j.Spec), Restart: j.Spec.Restart,
@@ -198,7 +227,7 @@ func (m *Manager) launchFor(j Job, binds []containers.Bind) containers.Launch {
 	if m.cfg.SimulatedGPUs {
 		l.GPUs = nil
 	}
-	return l
+	return l, nil
 }
 
 // specPorts is the spec's container ports and those of its loopback port
@@ -216,7 +245,11 @@ func specPorts(s Spec) []int {
 // launch creates and starts j's container; if either fails, no container
 // is left.
 func (m *Manager) launch(ctx context.Context, j Job, binds []containers.Bind) (containers.Container, error) {
-	c, err := m.rt.Create(ctx, m.launchFor(j, binds))
+	l, err := m.launchFor(j, binds)
+	if err != nil {
+		return containers.Container{}, err
+	}
+	c, err := m.rt.Create(ctx, l)
 	if err != nil {
 		return c, fmt.Errorf("launch %s: %w", j.Name, err)
 	}
@@ -246,7 +279,7 @@ func setRunning(j *Job, c containers.Container) {
 // afterStart reads a new job's container once: a quick job may have ended
 // before it was recorded, its die event finding no job.
 func (m *Manager) afterStart(ctx context.Context, id string) (Job, error) {
-	if err := m.refresh(ctx, id, false); err != nil {
+	if err := m.refresh(ctx, id, ""); err != nil {
 		m.log.Debug("read a new job's container", "job", id, "err", err)
 	}
 	return m.Get(id)

@@ -35,6 +35,10 @@ type Spec struct {
 	Ports          []int    `json:"ports,omitempty"`   // container ports, published on the node's loopback
 	Restart        string   `json:"restart,omitempty"` // "" | "no" | "on-failure"
 	Queue          bool     `json:"queue,omitempty"`   // wait for busy GPUs instead of failing
+	// User is who the job runs as: "" (the machine decides, see Policy),
+	// "root", or a numeric uid[:gid]. Only where the engine remaps users or
+	// the policy allows root may a job choose.
+	User string `json:"user,omitempty"`
 
 	// Dangerous options a client may send; every one is refused.
 	Privileged  bool     `json:"privileged,omitempty"`

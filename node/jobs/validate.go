@@ -9,14 +9,19 @@ import (
 	"strings"
 )
 
-// RefusedError is a request refused by a safety or sanity rule; the
-// message names the rule.
+// RefusedError is a request refused by a safety or sanity rule, or (when
+// Forbidden) by who asks or the machine's policy; the message names the
+// rule.
 type RefusedError struct {
-	Rule   string
-	Detail string
+	Rule      string
+	Detail    string
+	Forbidden bool // an authorization or policy rule: HTTP 403 "forbidden"
 }
 
 func (e *RefusedError) Error() string {
+	if e.Forbidden {
+		return e.Rule + ": " + e.Detail
+	}
 	return fmt.Sprintf("refused by rule %q: %s", e.Rule, e.Detail)
 }
 
@@ -26,6 +31,9 @@ func refuse(rule, format string, a ...any) error {
 
 // imageRef is a loose check of a Docker image reference.
 var imageRef = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$`)
+
+// numericUser is a user a spec may name besides root.
+var numericUser = regexp.MustCompile(`^[0-9]{1,10}(:[0-9]{1,10})?$`)
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -149,6 +157,9 @@ func validateShape(s Spec) error {
 			return refuse("port", "port %d is listed twice", p)
 		}
 		seen[p] = true
+	}
+	if s.User != "" && s.User != "root" && !numericUser.MatchString(s.User) {
+		return refuse("user", "user %q: ask for root, or a numeric uid or uid:gid", s.User)
 	}
 	if s.Restart != "" && s.Restart != "no" && s.Restart != "on-failure" {
 		return refuse("restart", "restart %q: use no or on-failure", s.Restart)

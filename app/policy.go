@@ -1,0 +1,103 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// Policy is this machine's own say over its resources (see jobs.Policy).
+type Policy = jobs.Policy
+
+// PolicyUpdate changes the fields it sets and leaves the others.
+type PolicyUpdate struct {
+	Launch             *string `json:"launch,omitempty"` // "members" | "admins" | "nobody"
+	MaxGPUsPerMember   *int    `json:"max_gpus_per_member,omitempty"`
+	DefaultMemoryBytes *int64  `json:"default_memory_bytes,omitempty"`
+	MaxMemoryBytes     *int64  `json:"max_memory_bytes,omitempty"`
+	LogMaxBytes        *int64  `json:"log_max_bytes,omitempty"`
+	JobUser            *string `json:"job_user,omitempty"`
+	AllowRoot          *bool   `json:"allow_root,omitempty"`
+}
+
+// Apply returns p with u's fields set.
+func (u PolicyUpdate) Apply(p Policy) Policy {
+	if u.Launch != nil {
+		p.Launch = *u.Launch
+	}
+	if u.MaxGPUsPerMember != nil {
+		p.MaxGPUsPerMember = *u.MaxGPUsPerMember
+	}
+	if u.DefaultMemoryBytes != nil {
+		p.DefaultMemoryBytes = *u.DefaultMemoryBytes
+	}
+	if u.MaxMemoryBytes != nil {
+		p.MaxMemoryBytes = *u.MaxMemoryBytes
+	}
+	if u.LogMaxBytes != nil {
+		p.LogMaxBytes = *u.LogMaxBytes
+	}
+	if u.JobUser != nil {
+		p.JobUser = *u.JobUser
+	}
+	if u.AllowRoot != nil {
+		p.AllowRoot = *u.AllowRoot
+	}
+	return p
+}
+
+// PolicyManager reads and sets this machine's policy, persisting it in the
+// local settings (implemented by the daemon).
+type PolicyManager interface {
+	Policy(ctx context.Context) (Policy, error)
+	SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error)
+}
+
+// policyManagers holds each Service's PolicyManager until the Service
+// struct gets a field for it.
+var policyManagers sync.Map // *Service -> PolicyManager
+
+// SetPolicyManager hooks the daemon's policy to the service (once, at
+// startup).
+func (s *Service) SetPolicyManager(p PolicyManager) { policyManagers.Store(s, p) }
+
+func (s *Service) policyManager() (PolicyManager, error) {
+	if p, ok := policyManagers.Load(s); ok {
+		return p.(PolicyManager), nil
+	}
+	return nil, fmt.Errorf("%w: the machine's policy is held by its running agent", ErrReadOnly)
+}
+
+// Policy returns this machine's policy.
+func (s *Service) Policy(ctx context.Context) (Policy, error) {
+	p, err := s.policyManager()
+	if err != nil {
+		return Policy{}, err
+	}
+	return p.Policy(ctx)
+}
+
+// SetPolicy changes this machine's policy; a policy that makes no sense is
+// refused, naming the field.
+func (s *Service) SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error) {
+	p, err := s.policyManager()
+	if err != nil {
+		return Policy{}, err
+	}
+	return p.SetPolicy(ctx, u)
+}
+
+// Policy asks the daemon for this machine's policy.
+func (c *Client) Policy(ctx context.Context) (Policy, error) {
+	var p Policy
+	return p, c.do(ctx, http.MethodGet, "/api/v1/policy", nil, &p)
+}
+
+// SetPolicy asks the daemon to change this machine's policy.
+func (c *Client) SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error) {
+	var p Policy
+	return p, c.do(ctx, http.MethodPut, "/api/v1/policy", u, &p)
+}

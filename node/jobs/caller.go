@@ -1,0 +1,81 @@
+package jobs
+
+import "fmt"
+
+// Roles a caller holds in the pool (sync/pool's, as strings).
+const (
+	RoleOwner  = "owner"
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+	RoleViewer = "viewer"
+)
+
+// Caller is who asks: the device proven by the transport and its role in
+// the pool. The machine's own device (Config.Node) is its local user: it
+// acts on every job here, launches whatever the policy says, and is the one
+// to whom Policy.Launch "nobody" leaves the machine.
+type Caller struct {
+	ID   string // device ID proven by TLS, or this machine's own ID for local calls
+	Role string // "owner" | "admin" | "member" | "viewer"; "" = not a member
+}
+
+// local says whether c is this machine's own user.
+func (m *Manager) local(c Caller) bool { return c.ID != "" && c.ID == m.cfg.Node }
+
+// manages says whether c may act on anyone's job here.
+func (m *Manager) manages(c Caller) bool {
+	return m.local(c) || c.Role == RoleOwner || c.Role == RoleAdmin
+}
+
+// sees says whether c may read j's secrets (its Env values): its owner, or
+// this machine's own user.
+func (m *Manager) sees(c Caller, j Job) bool { return j.Owner == c.ID || m.local(c) }
+
+// forbid is a refusal by an authorization or policy rule (HTTP 403).
+func forbid(rule, format string, a ...any) error {
+	return &RefusedError{Rule: rule, Detail: fmt.Sprintf(format, a...), Forbidden: true}
+}
+
+// mayLaunch refuses callers who launch nothing: non-members and viewers
+// (launches, image loads and pulls).
+func (m *Manager) mayLaunch(c Caller) error {
+	switch {
+	case m.local(c):
+		return nil
+	case c.Role == RoleViewer:
+		return forbid("viewers cannot launch jobs", "this device is a viewer of the pool; an admin can make it a member")
+	case c.Role != RoleOwner && c.Role != RoleAdmin && c.Role != RoleMember:
+		return forbid("members only", "this device is not a member of the pool")
+	}
+	return m.launchPolicy(c)
+}
+
+// Authorize returns job id if c may act on it (stop, remove, logs, stats,
+// tunnels): its owner, an admin or owner of the pool, or this machine's
+// own user.
+func (m *Manager) Authorize(c Caller, id string) (Job, error) {
+	j, err := m.Get(id)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.Owner != c.ID && !m.manages(c) {
+		return Job{}, forbid("only a job's owner, admins and owners act on it", "job %s belongs to %s", j.Name, j.Owner)
+	}
+	return j, nil
+}
+
+// View is j as c may see it: without Env values unless c owns it.
+func (m *Manager) View(c Caller, j Job) Job {
+	if m.sees(c, j) {
+		return j
+	}
+	return j.Public()
+}
+
+// Public is j without what must not leave this machine but to its owner:
+// the values of its environment.
+func (j Job) Public() Job {
+	j.Spec.Env = nil
+	return j
+}
+
