@@ -16,8 +16,8 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
-	"github.com/labpool/labpool/sync/transport"
 	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
 )
 
 // NodeClient implements app.NodeCaller: a client pinned to node id, over

@@ -78,4 +78,3 @@ func (j Job) Public() Job {
 	j.Spec.Env = nil
 	return j
 }
-

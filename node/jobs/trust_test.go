@@ -1,0 +1,375 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/node/containers"
+)
+
+// trustServer serves a manager's API; the caller is named by the X-Owner
+// and X-Role headers.
+func trustServer(t *testing.T, m *Manager) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(Handler(m, func(r *http.Request) Caller {
+		return Caller{ID: r.Header.Get("X-Owner"), Role: r.Header.Get("X-Role")}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func call(t *testing.T, srv *httptest.Server, c Caller, method, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	req.Header.Set("X-Owner", c.ID)
+	req.Header.Set("X-Role", c.Role)
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestSecondMemberRefusedOnAnothersJob: bob, a member, can neither stop,
+// remove, read the logs or stats of, nor tunnel into alice's job; an admin,
+// an owner and the machine's own user can.
+func TestSecondMemberRefusedOnAnothersJob(t *testing.T) {
+	rt := newFakeRuntime()
+	m := newTestManager(t, rt, 0, &memStore{})
+	srv := trustServer(t, m)
+	alice, bob := member("alice"), member("bob")
+	launch := func() Job {
+		code, body := call(t, srv, alice, "POST", "/v1/jobs", `{"image":"img","ports":[8080]}`)
+		var j Job
+		if code != 200 || json.Unmarshal([]byte(body), &j) != nil {
+			t.Fatalf("launch: %d %s", code, body)
+		}
+		return j
+	}
+	j := launch()
+	actions := []struct{ method, path string }{
+		{"POST", "/v1/jobs/" + j.ID + "/stop"},
+		{"DELETE", "/v1/jobs/" + j.ID},
+		{"GET", "/v1/jobs/" + j.ID + "/logs"},
+		{"GET", "/v1/jobs/" + j.ID + "/stats"},
+		{"POST", "/v1/jobs/" + j.ID + "/tunnel?port=8080"},
+	}
+	for _, who := range []Caller{bob, viewer("vera"), {ID: "stranger"}} {
+		for _, a := range actions {
+			code, body := call(t, srv, who, a.method, a.path, "")
+			var e struct{ Code, Message string }
+			json.Unmarshal([]byte(body), &e)
+			if code != 403 || e.Code != "forbidden" || !strings.HasPrefix(e.Message, "only a job's owner, admins and owners act on it: ") {
+				t.Errorf("%s (%s) %s %s = %d %s, want 403 forbidden naming the rule", who.ID, who.Role, a.method, a.path, code, body)
+			}
+		}
+	}
+	if j, _ := m.Get(j.ID); j.State != Running || strings.Contains(strings.Join(rt.callList(), ","), "Stop") {
+		t.Fatalf("a refused caller reached the job: %s, calls %v", j.State, rt.callList())
+	}
+	// Those who may.
+	for _, who := range []Caller{alice, admin("ada"), {ID: "olga", Role: RoleOwner}, {ID: "NODE"}} {
+		j := launch()
+		for _, p := range []string{"/logs", "/stats"} {
+			if code, body := call(t, srv, who, "GET", "/v1/jobs/"+j.ID+p, ""); code != 200 {
+				t.Errorf("%s (%s) %s = %d %s", who.ID, who.Role, p, code, body)
+			}
+		}
+		if code, body := call(t, srv, who, "POST", "/v1/jobs/"+j.ID+"/stop", ""); code != 200 {
+			t.Errorf("%s (%s) stop = %d %s", who.ID, who.Role, code, body)
+		}
+		if code, body := call(t, srv, who, "DELETE", "/v1/jobs/"+j.ID, ""); code != 204 {
+			t.Errorf("%s (%s) remove = %d %s", who.ID, who.Role, code, body)
+		}
+	}
+}
+
+// TestEnvOnlyToItsOwner: everyone sees that a job exists; its Env values
+// reach its owner (and the machine's own user) only, and never the
+// replicated record.
+func TestEnvOnlyToItsOwner(t *testing.T) {
+	rt := newFakeRuntime()
+	st := &memStore{}
+	m := newTestManager(t, rt, 0, st)
+	srv := trustServer(t, m)
+	code, body := call(t, srv, member("alice"), "POST", "/v1/jobs", `{"image":"img","env":["TOKEN=secret"]}`)
+	var j Job
+	if code != 200 || json.Unmarshal([]byte(body), &j) != nil {
+		t.Fatalf("launch: %d %s", code, body)
+	}
+	if l := rt.lastLaunch(); !strings.Contains(strings.Join(l.Env, " "), "TOKEN=secret") {
+		t.Errorf("the container lacks its env: %v", l.Env)
+	}
+	for _, who := range []Caller{member("bob"), admin("ada"), viewer("vera")} {
+		for _, p := range []string{"/v1/jobs", "/v1/jobs/" + j.ID} {
+			code, body := call(t, srv, who, "GET", p, "")
+			if code != 200 || strings.Contains(body, "secret") || !strings.Contains(body, j.ID) || !strings.Contains(body, `"owner":"alice"`) {
+				t.Errorf("%s (%s) GET %s = %d %s", who.ID, who.Role, p, code, body)
+			}
+		}
+	}
+	for _, who := range []Caller{member("alice"), {ID: "NODE"}} {
+		if _, body := call(t, srv, who, "GET", "/v1/jobs/"+j.ID, ""); !strings.Contains(body, "TOKEN=secret") {
+			t.Errorf("%s does not see its job's env: %s", who.ID, body)
+		}
+	}
+	st.mu.Lock()
+	rec, _ := json.Marshal(st.jobs[j.ID])
+	st.mu.Unlock()
+	if strings.Contains(string(rec), "secret") || !strings.Contains(string(rec), j.ID) {
+		t.Errorf("replicated record %s", rec)
+	}
+	// A restarted agent gets the env back from local state (a queued job
+	// needs it to start).
+	m2 := NewManager(DefaultConfig(), rt, fixedGPUs(nil), nil, st, testLog())
+	if err := m2.load(); err != nil {
+		t.Fatal(err)
+	}
+	if j2, _ := m2.Get(j.ID); strings.Join(j2.Spec.Env, ",") != "TOKEN=secret" {
+		t.Errorf("reloaded env %v", j2.Spec.Env)
+	}
+	if code, _ := call(t, srv, member("alice"), "DELETE", "/v1/jobs/"+j.ID, ""); code != 204 {
+		t.Fatal("remove")
+	}
+	if env, _ := st.LoadEnv(j.ID); env != nil {
+		t.Errorf("a removed job's env stayed: %v", env)
+	}
+}
+
+// TestViewersLaunchNothing: a viewer (or a device of no role) cannot
+// launch, load or pull, and the refusal names the rule.
+func TestViewersLaunchNothing(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.loadFn = func(io.Reader, bool, containers.Progress) ([]string, error) { return []string{"x:1"}, nil }
+	rt.pullFn = func(string, bool, containers.Progress) error { return nil }
+	m := newTestManager(t, rt, 0, &memStore{})
+	srv := trustServer(t, m)
+	for _, tt := range []struct {
+		who  Caller
+		rule string
+	}{{viewer("vera"), "viewers cannot launch jobs"}, {Caller{ID: "stranger"}, "members only"}} {
+		for _, r := range [][2]string{{"POST", "/v1/jobs"}, {"POST", "/v1/images/load"}, {"POST", "/v1/images/pull?ref=img:1"}} {
+			code, body := call(t, srv, tt.who, r[0], r[1], `{"image":"img"}`)
+			if code != 403 || !strings.Contains(body, `"code":"forbidden"`) || !strings.Contains(body, tt.rule+": ") {
+				t.Errorf("%s %s %s = %d %s, want 403 %q", tt.who.ID, r[0], r[1], code, body, tt.rule)
+			}
+		}
+	}
+	if calls := strings.Join(rt.callList(), ","); strings.Contains(calls, "Create") || strings.Contains(calls, "Image") {
+		t.Errorf("refused callers reached the engine: %s", calls)
+	}
+	if code, body := call(t, srv, viewer("vera"), "GET", "/v1/images", ""); code != 200 {
+		t.Errorf("a viewer lists images: %d %s", code, body)
+	}
+	// Force replaces tags for the machine's own user and owners only.
+	for _, tt := range []struct {
+		who  Caller
+		want int
+	}{{member("bob"), 403}, {admin("ada"), 403}, {Caller{ID: "olga", Role: RoleOwner}, 200}, {Caller{ID: "NODE"}, 200}} {
+		code, body := call(t, srv, tt.who, "POST", "/v1/images/load?force=1", "TAR")
+		if code != tt.want {
+			t.Errorf("%s (%s) forced load = %d %s, want %d", tt.who.ID, tt.who.Role, code, body, tt.want)
+		}
+	}
+	if calls := rt.callList(); !strings.Contains(strings.Join(calls, ","), "LoadImage force=true") {
+		t.Errorf("force did not reach the engine: %v", calls)
+	}
+}
+
+// TestTagTakenSaysSo: the engine's refusal to move a tag reaches the
+// client as the load's error line.
+func TestTagTakenSaysSo(t *testing.T) {
+	rt := newFakeRuntime()
+	rt.loadFn = func(io.Reader, bool, containers.Progress) ([]string, error) {
+		return nil, &containers.TagTakenError{Tags: []string{"nvidia/cuda:12"}}
+	}
+	m := newTestManager(t, rt, 0, &memStore{})
+	srv := trustServer(t, m)
+	_, body := call(t, srv, member("bob"), "POST", "/v1/images/load", "TAR")
+	if !strings.Contains(body, "image tag nvidia/cuda:12 already names another image on this machine; the machine's owner can replace it with --force") {
+		t.Errorf("load: %s", body)
+	}
+}
+
+// TestPolicy: the machine's policy refuses with the rule's name.
+func TestPolicy(t *testing.T) {
+	rt := newFakeRuntime()
+	m := newTestManager(t, rt, 4, &memStore{})
+	ctx := context.Background()
+	set := func(fn func(*Policy)) {
+		t.Helper()
+		p := m.Policy()
+		fn(&p)
+		if err := m.SetPolicy(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forbidden := func(err error, rule string) {
+		t.Helper()
+		var re *RefusedError
+		if !errors.As(err, &re) || !re.Forbidden || re.Rule != rule || !strings.HasPrefix(err.Error(), rule+": ") {
+			t.Errorf("got %v, want a refusal by %q", err, rule)
+		}
+	}
+	set(func(p *Policy) { p.Launch = LaunchAdmins })
+	_, err := m.Submit(ctx, member("bob"), Spec{Image: "img"})
+	forbidden(err, "policy launch=admins")
+	if err.Error() != "policy launch=admins: only admins and owners launch on this machine" {
+		t.Errorf("message %q", err)
+	}
+	if _, err := m.Submit(ctx, admin("ada"), Spec{Image: "img"}); err != nil {
+		t.Errorf("an admin under launch=admins: %v", err)
+	}
+	set(func(p *Policy) { p.Launch = LaunchNobody })
+	for _, c := range []Caller{member("bob"), admin("ada"), {ID: "olga", Role: RoleOwner}} {
+		_, err := m.Submit(ctx, c, Spec{Image: "img"})
+		forbidden(err, "policy launch=nobody")
+	}
+	if _, err := m.Submit(ctx, Caller{ID: "NODE"}, Spec{Image: "img"}); err != nil {
+		t.Errorf("the machine's own user under launch=nobody: %v", err)
+	}
+
+	set(func(p *Policy) { p.Launch, p.MaxGPUsPerMember = LaunchMembers, 2 })
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true})
+	forbidden(err, "policy max-gpus-per-member=2")
+	if err != nil && !strings.Contains(err.Error(), "bob holds 2 GPUs here (queued and running) and asks for 1 more") {
+		t.Errorf("message %q", err)
+	}
+	if _, err := m.Submit(ctx, member("carol"), Spec{Image: "img", GPUIDs: []int{2, 3}}); err != nil {
+		t.Errorf("another member's own share: %v", err)
+	}
+
+	set(func(p *Policy) { p.DefaultMemoryBytes, p.MaxMemoryBytes = 1<<30, 4<<30 })
+	j, err := m.Submit(ctx, member("dan"), Spec{Image: "img"})
+	if err != nil || j.Spec.MemoryBytes != 1<<30 || rt.lastLaunch().MemoryBytes != 1<<30 || rt.lastLaunch().LogMaxBytes != 64<<20 {
+		t.Errorf("default memory: %v, %d, launch %+v", err, j.Spec.MemoryBytes, rt.lastLaunch())
+	}
+	if _, err := m.Submit(ctx, member("dan"), Spec{Image: "img", MemoryBytes: 4 << 30}); err != nil || rt.lastLaunch().MemoryBytes != 4<<30 {
+		t.Errorf("memory up to the max: %v", err)
+	}
+	_, err = m.Submit(ctx, member("dan"), Spec{Image: "img", MemoryBytes: 5 << 30})
+	forbidden(err, "policy max-memory")
+
+	for _, bad := range []Policy{{Launch: "everyone"}, {Launch: LaunchMembers, MaxGPUsPerMember: -1}} {
+		p := m.Policy()
+		p.Launch, p.MaxGPUsPerMember = bad.Launch, bad.MaxGPUsPerMember
+		if err := m.SetPolicy(p); err == nil {
+			t.Errorf("SetPolicy(%+v) accepted", bad)
+		}
+	}
+	p := m.Policy()
+	p.JobUser = "0:0"
+	if err := m.SetPolicy(p); err == nil {
+		t.Error("a root job user accepted")
+	}
+}
+
+// TestJobUser: without userns-remap a job runs as the policy's user, or
+// as the owner of its read-write folder; root needs the policy.
+func TestJobUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown a folder")
+	}
+	dir := t.TempDir()
+	if err := os.Chown(dir, 1000, 1001); err != nil {
+		t.Fatal(err)
+	}
+	rt := newFakeRuntime()
+	m := startManager(t, rt, fixedGPUs(nil), &memStore{}, dirFolders{"data": dir})
+	ctx := context.Background()
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img"}); err != nil || rt.lastLaunch().User != "65534:65534" || rt.lastLaunch().AllowRoot {
+		t.Errorf("default user: %v %+v", err, rt.lastLaunch())
+	}
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d", ReadWrite: true}}}); err != nil || rt.lastLaunch().User != "1000:1001" {
+		t.Errorf("share owner: %v %q", err, rt.lastLaunch().User)
+	}
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d"}}}); err != nil || rt.lastLaunch().User != "65534:65534" {
+		t.Errorf("read-only share: %v %q", err, rt.lastLaunch().User)
+	}
+	_, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "root"})
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Rule != "policy allow-root=false" {
+		t.Errorf("root: %v", err)
+	}
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "1234"}); !errors.As(err, &re) || re.Rule != "job-user" {
+		t.Errorf("a chosen uid: %v", err)
+	}
+	p := m.Policy()
+	p.AllowRoot = true
+	m.SetPolicy(p)
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "root"}); err != nil || rt.lastLaunch().User != "root" || !rt.lastLaunch().AllowRoot {
+		t.Errorf("root allowed: %v %+v", err, rt.lastLaunch())
+	}
+	p.AllowRoot = false
+	m.SetPolicy(p)
+	rt.remap = true
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "root"}); err != nil || rt.lastLaunch().User != "root" || rt.lastLaunch().AllowRoot {
+		t.Errorf("root where the engine remaps users: %v %+v", err, rt.lastLaunch())
+	}
+}
+
+type dirFolders map[string]string
+
+func (f dirFolders) Resolve(name string) (string, bool, error) {
+	d, ok := f[name]
+	if !ok {
+		return "", false, errors.New("no such folder")
+	}
+	return d, true, nil
+}
+
+// TestEvict: a removed member's queued jobs are cancelled and running ones
+// stopped at once, records kept; others' jobs run on.
+func TestEvict(t *testing.T) {
+	rt := newFakeRuntime()
+	st := &memStore{}
+	m := newTestManager(t, rt, 1, st)
+	ctx := context.Background()
+	run, err := m.Submit(ctx, member("mallory"), Spec{Image: "img", GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ := m.Submit(ctx, member("mallory"), Spec{Image: "img", GPUs: 1, Queue: true})
+	other, _ := m.Submit(ctx, member("alice"), Spec{Image: "img"})
+	waiting, _ := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1, Queue: true})
+	start := time.Now()
+	cancelled, stopped, err := m.Evict(ctx, "mallory")
+	if err != nil || cancelled != 1 || stopped != 1 {
+		t.Fatalf("Evict = %d, %d, %v", cancelled, stopped, err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Evict took %v", d)
+	}
+	for _, id := range []string{run.ID, q.ID} {
+		j, err := m.Get(id)
+		if err != nil || j.State != Exited || j.Error != "owner removed from the pool" || j.Finished == nil {
+			t.Errorf("mallory's job %s: %+v %v", id, j, err)
+		}
+		if st.jobs[id].Error != "owner removed from the pool" {
+			t.Errorf("record of %s: %+v", id, st.jobs[id])
+		}
+	}
+	if j, _ := m.Get(other.ID); j.State != Running {
+		t.Errorf("alice's job: %s", j.State)
+	}
+	waitState(t, m, waiting.ID, Running) // the freed GPU goes to the next in line
+	if c, s, err := m.Evict(ctx, "mallory"); c != 0 || s != 0 || err != nil {
+		t.Errorf("Evict again = %d, %d, %v", c, s, err)
+	}
+}
