@@ -37,7 +37,25 @@ func runCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run [flags] IMAGE [CMD...]",
 		Short: "Launch a container on free GPUs of the pool; prints the job ID last",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Launch a container on free GPUs of the pool; prints the job ID last.
+
+Isolation, on the machine that runs the job:
+  Where its Docker does not remap users (userns-remap), a job runs as an
+  unprivileged host user: uid 65534 (nobody), or the owner of its read-write
+  shared folder when that owner is not root. It runs as root only if that
+  machine's policy allows it (labpool policy --allow-root). Where Docker remaps
+  users, root in the job is an unprivileged user on the host.
+  A job keeps no Linux capability, gains no privilege (no-new-privileges), and
+  cannot set a setuid or setgid bit on any file (seccomp: Docker's default
+  profile, plus chmod, open, mkdir and mknod refused with such a mode), so
+  nothing it writes into a shared folder is root's or runs as anyone else.
+  Memory is limited to the machine's default (8 GiB or half its RAM, whichever
+  is less) unless --memory asks more, up to the machine's maximum; logs are
+  capped at 64 MiB.
+  Only the job's owner (and the pool's admins and owners) stop it, remove it,
+  read its logs and stats or open its ports; everyone sees that it exists.
+  Environment values (-e) never leave that machine except to the job's owner.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := f.spec(args)
 			if err != nil {

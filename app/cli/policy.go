@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/spf13/cobra"
+)
+
+// policyCmd shows this machine's policy, or sets the parts its flags name.
+func policyCmd(g *globals) *cobra.Command {
+	var launch, defMem, maxMem string
+	var maxGPUs int
+	var allowRoot, asJSON bool
+	c := &cobra.Command{
+		Use:   "policy [--launch members|admins|nobody] [--max-gpus-per-member N] [--json]",
+		Short: "Show or set this machine's own say: who launches here, how many GPUs one member holds",
+		Long: `Show this machine's policy, or set the parts named by flags. The policy is this
+machine's alone (kept in its local settings, set only through its local socket):
+  --launch members     members, admins and owners of the pool launch jobs here (default)
+  --launch admins      only admins and owners do
+  --launch nobody      only this machine's own user does
+  --max-gpus-per-member N   GPUs one device may hold here, queued and running (0 = no limit)
+Requests beyond the policy are refused with the rule's name, e.g.
+"policy launch=admins: only admins and owners launch on this machine".`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var u app.PolicyUpdate
+			fl := cmd.Flags()
+			if fl.Changed("launch") {
+				u.Launch = &launch
+			}
+			if fl.Changed("max-gpus-per-member") {
+				u.MaxGPUsPerMember = &maxGPUs
+			}
+			for _, s := range []struct {
+				flag, in string
+				dst      **int64
+			}{{"default-memory", defMem, &u.DefaultMemoryBytes}, {"max-memory", maxMem, &u.MaxMemoryBytes}} {
+				if fl.Changed(s.flag) {
+					n, err := jobs.ParseSize(s.in)
+					if err != nil {
+						return usageError{fmt.Errorf("--%s: %w", s.flag, err)}
+					}
+					*s.dst = &n
+				}
+			}
+			if fl.Changed("allow-root") {
+				u.AllowRoot = &allowRoot
+			}
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			var p app.Policy
+			if u == (app.PolicyUpdate{}) {
+				p, err = c.Policy(cmd.Context())
+			} else {
+				p, err = c.SetPolicy(cmd.Context(), u)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), p)
+			}
+			return writePolicy(cmd.OutOrStdout(), p)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVar(&launch, "launch", "", "who launches jobs here: members, admins or nobody")
+	fl.IntVar(&maxGPUs, "max-gpus-per-member", 0, "GPUs one member may hold here, queued and running (0 = no limit)")
+	fl.StringVar(&defMem, "default-memory", "", "memory limit of a job that asks none, e.g. 8g")
+	fl.StringVar(&maxMem, "max-memory", "", "the most memory a job may ask, e.g. 64g (0 = no limit)")
+	fl.BoolVar(&allowRoot, "allow-root", false, "let jobs run as root although this machine's Docker does not remap users (root in a job is then root on this machine's files)")
+	fl.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func writePolicy(w io.Writer, p app.Policy) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	gpus := "no limit"
+	if p.MaxGPUsPerMember > 0 {
+		gpus = fmt.Sprint(p.MaxGPUsPerMember)
+	}
+	maxMem := "no limit"
+	if p.MaxMemoryBytes > 0 {
+		maxMem = Bytes(uint64(p.MaxMemoryBytes))
+	}
+	root := "no"
+	if p.AllowRoot {
+		root = "yes (root in a job is root on this machine's files)"
+	}
+	fmt.Fprintf(tw, "launch\t%s\n", p.Launch)
+	fmt.Fprintf(tw, "max gpus per member\t%s\n", gpus)
+	fmt.Fprintf(tw, "default memory\t%s\n", Bytes(uint64(p.DefaultMemoryBytes)))
+	fmt.Fprintf(tw, "max memory\t%s\n", maxMem)
+	fmt.Fprintf(tw, "log cap\t%s\n", Bytes(uint64(p.LogMaxBytes)))
+	fmt.Fprintf(tw, "job user\t%s\n", p.JobUser)
+	fmt.Fprintf(tw, "allow root\t%s\n", root)
+	return tw.Flush()
+}
