@@ -209,8 +209,8 @@ func TestTrust(t *testing.T) {
 		id := trRun(t, member, "--node", "lab1", "--mount", "results:/out:rw", img, "sh", "-c",
 			"id; cp /bin/busybox /out/sh; touch /out/plain; chown 0:0 /out/sh /out/plain; chmod 6755 /out/sh; chmod 2775 /out/plain; ls -ln /out")
 		trWaitJob(t, member, id, "exited")
-		logs, _, _ := member.cli("logs", id)
-		t.Logf("the job's output:\n%s", strings.TrimSpace(logs))
+		logs, errOut, _ := member.cli("logs", id)
+		t.Logf("the job's output:\n%s%s", logs, errOut)
 		for _, name := range []string{"sh", "plain"} {
 			p := filepath.Join(dir, name)
 			out, err := exec.Command("ip", "netns", "exec", lab1.ns, "stat", "-c", "%u %g %#a", p).CombinedOutput()
@@ -236,11 +236,7 @@ func TestTrust(t *testing.T) {
 		evil := filepath.Join(dir, "evil.tar")
 		forgedImage(t, dk, evil, img)
 		out, errOut, code := member.cli("image", "load", "lab1", evil)
-		if code == 0 {
-			t.Errorf("loading an archive tagged %s succeeded: %s%s", img, out, errOut)
-		} else {
-			t.Logf("refused: %s", strings.TrimSpace(errOut))
-		}
+		refusedNaming(t, "loading an archive tagged "+img, out, lastLine(errOut), code, "already names another image", "exists")
 		if after := imageID(t, dk, img); after != before {
 			t.Errorf("the tag %s moved from %s to %s", img, before, after)
 			// Put it back, or every later job runs the forged image.
@@ -491,7 +487,7 @@ func testRemoval(t *testing.T, l *lan, lab1, removed *host, members []*host, id,
 			t.Errorf("%s: removal seen after %v (%v), refused after %v (%v); want both within 1 s", h.name, r.seen, r.seenErr, r.refused, r.refusedErr)
 		}
 	}
-	waitFor(t, 10*time.Second, "the removed member's job stopped, its record kept", func() error {
+	if _, err := pollUntil(10*time.Second, 50*time.Millisecond, func() error {
 		j, err := lab1.client().Job(context.Background(), job)
 		if err != nil {
 			return err
@@ -500,7 +496,9 @@ func testRemoval(t *testing.T, l *lan, lab1, removed *host, members []*host, id,
 			return fmt.Errorf("still %s", j.State)
 		}
 		return nil
-	})
+	}, time.Now()); err != nil {
+		t.Errorf("the removed member's job on lab1, 10 s after the removal: %v (want stopped, its record kept)", err)
+	}
 
 	// A new address too: the old one may have spent its refusals.
 	readdress(t, l, removed, 200)
