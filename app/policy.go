@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -56,19 +55,15 @@ type PolicyManager interface {
 	SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error)
 }
 
-// policyManagers holds each Service's PolicyManager until the Service
-// struct gets a field for it.
-var policyManagers sync.Map // *Service -> PolicyManager
-
 // SetPolicyManager hooks the daemon's policy to the service (once, at
 // startup).
-func (s *Service) SetPolicyManager(p PolicyManager) { policyManagers.Store(s, p) }
+func (s *Service) SetPolicyManager(p PolicyManager) { s.policy = p }
 
 func (s *Service) policyManager() (PolicyManager, error) {
-	if p, ok := policyManagers.Load(s); ok {
-		return p.(PolicyManager), nil
+	if s.policy == nil {
+		return nil, fmt.Errorf("%w: the machine's policy is held by its running agent", ErrReadOnly)
 	}
-	return nil, fmt.Errorf("%w: the machine's policy is held by its running agent", ErrReadOnly)
+	return s.policy, nil
 }
 
 // Policy returns this machine's policy.

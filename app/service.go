@@ -50,6 +50,7 @@ type Service struct {
 	tunnels *Tunnels      // nil: no tunnels (no daemon)
 	folders FolderManager // nil: cannot share (no daemon)
 	copier  Copier        // nil: cannot copy (no daemon)
+	policy  PolicyManager // nil: the policy is the running agent's
 }
 
 // NewService returns a service over db. live and pool may be nil for a

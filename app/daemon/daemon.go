@@ -148,6 +148,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.openJobs(ctx)
 	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
 	d.svc.SetNodeCaller(d)
+	d.svc.SetPolicyManager(d)
 	d.svc.SetFolderManager((*folderManager)(d))
 	d.svc.SetCopier((*copier)(d))
 	d.tunnels = app.NewTunnels(d.svc, log)
@@ -270,10 +271,7 @@ func (d *Daemon) peerHandler() http.Handler {
 	rs.Pool = d.pool.Records
 	mux.Handle("GET "+replica.StreamPath, rs)
 	mux.Handle("POST "+pool.JoinPath, transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler()))
-	jh := jobs.Handler(d.jobs, func(r *http.Request) string {
-		id, _ := transport.PeerID(r)
-		return id.String()
-	})
+	jh := jobs.Handler(d.jobs, d.jobCaller)
 	for _, p := range []string{"/v1/jobs", "/v1/jobs/", "/v1/images", "/v1/images/"} {
 		mux.Handle(p, jh)
 	}

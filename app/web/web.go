@@ -65,6 +65,9 @@ func Handler(api API, assets fs.FS, log *slog.Logger) http.Handler {
 	if fa, ok := api.(FoldersAPI); ok {
 		h.routeFolders(mux, fa)
 	}
+	if pa, ok := api.(PolicyAPI); ok {
+		h.routePolicy(mux, pa)
+	}
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API call: "+r.Method+" "+r.URL.Path)
 	})
