@@ -83,8 +83,8 @@ func (c *Client) Logs(ctx context.Context, ref string, follow bool, tail int) (i
 }
 
 // LoadImage sends an image archive to node; the reply is NDJSON progress.
-func (c *Client) LoadImage(ctx context.Context, node string, archive io.Reader) (io.ReadCloser, error) {
-	return c.streamReq(ctx, http.MethodPost, "/api/v1/images/load?node="+url.QueryEscape(node), archive, "application/x-tar")
+func (c *Client) LoadImage(ctx context.Context, node string, archive io.Reader, force bool) (io.ReadCloser, error) {
+	return c.streamReq(ctx, http.MethodPost, "/api/v1/images/load?node="+url.QueryEscape(node)+forceQuery("&", force), archive, "application/x-tar")
 }
 
 // PullImage makes node pull ref; the reply is NDJSON progress.

@@ -337,12 +337,21 @@ func (s *Service) Images(ctx context.Context, node string) ([]jobs.Image, error)
 }
 
 // LoadImage sends an image archive to a node; the reply streams progress.
-func (s *Service) LoadImage(ctx context.Context, node string, archive io.Reader) (io.ReadCloser, error) {
+// An existing tag that names another image is never moved unless force
+// (which only the machine's owner may ask).
+func (s *Service) LoadImage(ctx context.Context, node string, archive io.Reader, force bool) (io.ReadCloser, error) {
 	n, err := s.nodeOrSelf(ctx, node)
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/load", archive)
+	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/load"+forceQuery("?", force), archive)
+}
+
+func forceQuery(sep string, force bool) string {
+	if force {
+		return sep + "force=1"
+	}
+	return ""
 }
 
 // PullImage makes a node pull an image; the reply streams progress.
@@ -354,7 +363,7 @@ func (s *Service) PullImage(ctx context.Context, req PullRequest) (io.ReadCloser
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/pull?ref="+url.QueryEscape(req.Ref), nil)
+	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/pull?ref="+url.QueryEscape(req.Ref)+forceQuery("&", req.Force), nil)
 }
 
 func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {

@@ -66,8 +66,9 @@ type Tunnel struct {
 
 // PullRequest asks a node to pull an image from a registry it can reach.
 type PullRequest struct {
-	Node string `json:"node"`
-	Ref  string `json:"ref"`
+	Node  string `json:"node"`
+	Ref   string `json:"ref"`
+	Force bool   `json:"force,omitempty"` // replace a local image of that tag (the machine's owner only)
 }
 
 // ImageProgress is one line of an image load or pull.

@@ -376,9 +376,10 @@ func imagesCmd(g *globals) *cobra.Command {
 
 func imageCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "image", Short: "Copy or pull container images to a machine"}
+	var loadForce, pullForce bool
 	load := &cobra.Command{
 		Use:   "load NODE FILE.tar",
-		Short: "Copy an image archive (docker save) to a machine, with progress",
+		Short: "Copy an image archive (docker save) to a machine, with progress; an existing tag of another image is never replaced but with --force (the machine's owner)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[1])
@@ -395,7 +396,7 @@ func imageCmd(g *globals) *cobra.Command {
 				return err
 			}
 			bar := progressbar.DefaultBytes(fi.Size(), "sending "+fi.Name())
-			rc, err := c.LoadImage(cmd.Context(), args[0], io.TeeReader(f, bar))
+			rc, err := c.LoadImage(cmd.Context(), args[0], io.TeeReader(f, bar), loadForce)
 			if err != nil {
 				return err
 			}
@@ -413,7 +414,7 @@ func imageCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rc, err := c.PullImage(cmd.Context(), app.PullRequest{Node: args[0], Ref: args[1]})
+			rc, err := c.PullImage(cmd.Context(), app.PullRequest{Node: args[0], Ref: args[1], Force: pullForce})
 			if err != nil {
 				return err
 			}
@@ -421,6 +422,8 @@ func imageCmd(g *globals) *cobra.Command {
 			return printProgress(cmd.OutOrStdout(), rc)
 		},
 	}
+	load.Flags().BoolVar(&loadForce, "force", false, "replace a tag that names another image (the machine's own user or a pool owner only)")
+	pull.Flags().BoolVar(&pullForce, "force", false, "replace an image of that tag loaded on the machine (the machine's own user or a pool owner only)")
 	c.AddCommand(load, pull)
 	return c
 }

@@ -24,7 +24,7 @@ type JobsAPI interface {
 	Open(ctx context.Context, ref string, port int) (app.Tunnel, error)
 	TunnelList(ctx context.Context) ([]app.Tunnel, error)
 	Images(ctx context.Context, node string) ([]jobs.Image, error)
-	LoadImage(ctx context.Context, node string, archive io.Reader) (io.ReadCloser, error)
+	LoadImage(ctx context.Context, node string, archive io.Reader, force bool) (io.ReadCloser, error)
 	PullImage(ctx context.Context, req app.PullRequest) (io.ReadCloser, error)
 }
 
@@ -139,7 +139,8 @@ func (j *jobsHandler) loadImage(w http.ResponseWriter, r *http.Request) {
 	// The node answers with progress while the archive is still arriving:
 	// keep reading the body after the reply has started (HTTP/1.1).
 	http.NewResponseController(w).EnableFullDuplex()
-	rc, err := j.api.LoadImage(r.Context(), r.URL.Query().Get("node"), r.Body)
+	force := r.URL.Query().Get("force") == "1"
+	rc, err := j.api.LoadImage(r.Context(), r.URL.Query().Get("node"), r.Body, force)
 	j.stream(w, "application/x-ndjson", rc, err)
 }
 
