@@ -171,6 +171,13 @@ func TestTrust(t *testing.T) {
 		for _, args := range [][]string{{"stop", id}, {"rm", id}, {"logs", id}, {"stats", id}, {"open", id, "8080"}} {
 			out, errOut, code := member2.cli(args...)
 			refusedNaming(t, "member2: labpool "+strings.Join(args, " "), out, errOut, code, "owner")
+			if args[0] == "open" && code == 0 {
+				page, err := exec.Command("ip", "netns", "exec", member2.ns, "curl", "-sf", "--max-time", "5", lastLine(out)).CombinedOutput()
+				t.Logf("member2 through the tunnel it opened: %v %q", err, page)
+				if strings.Contains(string(page), "labpool test page") {
+					t.Errorf("member2 reached member's job through a tunnel")
+				}
+			}
 			if strings.Contains(out+errOut, "s3cret") {
 				t.Errorf("member2: labpool %v showed the job's secret", args)
 			}
