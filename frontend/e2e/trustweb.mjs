@@ -92,7 +92,7 @@ async function attack(target) {
   const out = {}
   const tryFetch = async (name, url, init) => {
     try {
-      const r = await fetch(url, init)
+      const r = await fetch(url, { ...init, signal: AbortSignal.timeout(10000) })
       out[name] = r.type === 'opaque' ? 'opaque' : r.status
     } catch (err) {
       out[name] = 'failed: ' + String(err.message ?? err)
@@ -127,7 +127,9 @@ async function formPost(page, url, ms) {
     document.body.append(f)
     f.submit()
   }, url)
-  return (await resp).status()
+  const status = (await resp).status()
+  await page.waitForURL(url, { timeout: ms }) // the navigation is over before the next one
+  return status
 }
 
 // A response the attacker's page could read as a success.
@@ -151,6 +153,11 @@ async function main() {
   const ms = opts.timeout * 1000
   let context, page, evil, rebind
   let stage = 'evil server'
+  // A step that hangs (a tab that never opens) still ends with a report.
+  setTimeout(() => {
+    console.log(JSON.stringify({ ...result, stage, error: `stuck for ${opts.timeout * 6}s` }).replaceAll(token || '\0', '<token>'))
+    process.exit(1)
+  }, opts.timeout * 6000).unref()
   try {
     evil = await evilServer(opts.evilPort)
     rebind = await rebindServer(port)
@@ -190,23 +197,24 @@ async function main() {
     }
     await page.getByTestId('no-pool').waitFor({ timeout: ms })
 
+    // One tab for every attacker page, beside the UI's tab (which holds
+    // the cookie in the same browser).
     result.attacks = {}
+    stage = 'open a tab for the attacker'
+    const p = await context.newPage()
     for (const origin of [`http://evil.example:${opts.evilPort}`, `http://localhost:${opts.evilPort}`, `http://127.0.0.1:${opts.evilPort}`]) {
       stage = `attack from ${origin}`
-      const p = await context.newPage()
       await p.goto(origin + '/', { waitUntil: 'domcontentloaded', timeout: ms })
       const got = await p.evaluate(attack, target)
       got['form post create'] = await formPost(p, target + '/api/v1/pool/create', ms)
-      await p.close()
       result.attacks[origin] = got
     }
 
     stage = 'DNS rebinding'
     const rebound = `http://rebind.example:${port}`
-    const p = await context.newPage()
     await p.goto(rebound + '/rebound.html', { waitUntil: 'domcontentloaded', timeout: ms })
     result.attacks[rebound] = await p.evaluate(async () => {
-      const st = (u, init) => fetch(u, init).then((r) => r.status, (e) => 'failed: ' + e.message)
+      const st = (u, init) => fetch(u, { ...init, signal: AbortSignal.timeout(10000) }).then((r) => r.status, (e) => 'failed: ' + e.message)
       return {
         'read pool': await st('/api/v1/pool'),
         'read ui': await st('/'),
@@ -214,7 +222,6 @@ async function main() {
         'create json': await st('/api/v1/pool/create', { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' } }),
       }
     })
-    await p.close()
 
     stage = 'judge'
     const leaks = []
