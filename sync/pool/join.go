@@ -142,10 +142,14 @@ func (m *Manager) admit(r *http.Request) (JoinResponse, int, string, error) {
 // wrong code only after every address it found refused it.
 func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
 	if cur, ok := m.PoolID(); ok {
-		if cur == code.Pool {
-			return nil
+		if cur != code.Pool {
+			return fmt.Errorf("%w (%s)", ErrInPool, cur)
 		}
-		return fmt.Errorf("%w (%s)", ErrInPool, cur)
+		if _, member := m.Role(m.Self()); !member {
+			return ErrRemoved // the log this device holds says so; members refuse it
+		}
+		// This log may not know yet that this device was removed (members
+		// cut a removed device off at once): ask a member all the same.
 	}
 	addrs, err := m.find(ctx, code.Pool.String(), addr)
 	if err != nil {
@@ -243,7 +247,7 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 	m.mu.Lock()
 	if m.log != nil {
 		m.mu.Unlock()
-		return ErrInPool
+		return m.Receive(ctx, conn.PeerID(), resp.Records) // a member already: catch up
 	}
 	m.log = l
 	m.raw = raws

@@ -167,6 +167,12 @@ func TestJoinWithInvite(t *testing.T) {
 	if got := reach(t, laptop, owner); got != http.StatusOK {
 		t.Errorf("a member got %d; want 200", got)
 	}
+	if err := laptop.m.Join(ctxT(t), invite(t, owner, pool.RoleViewer, 0, time.Hour), owner.addr()); err != nil {
+		t.Errorf("a member joining again: %v; want nil (it is in)", err)
+	}
+	if r := roleOf(owner, laptop); r != pool.RoleMember {
+		t.Errorf("a member joining again with a viewer's code became %q; want member still", r)
+	}
 	if r := roleOf(owner, laptop); r != pool.RoleMember {
 		t.Errorf("the owner sees the laptop as %q; want member", r)
 	}
@@ -176,8 +182,8 @@ func TestJoinWithInvite(t *testing.T) {
 	// Both hold the same records, stored: a restart keeps the pool.
 	a, _ := owner.m.Records()
 	b, _ := laptop.m.Records()
-	if len(a) != len(b) || len(a) != 3 {
-		t.Errorf("owner holds %d records, laptop %d; want 3 each (genesis, invite, join)", len(a), len(b))
+	if len(a) != len(b) || len(a) != 4 {
+		t.Errorf("owner holds %d records, laptop %d; want 4 each (genesis, two invites, join)", len(a), len(b))
 	}
 	rows, _ := laptop.db.Members(context.Background())
 	if len(rows) != 2 || rows[0].Role == "" {
@@ -289,6 +295,10 @@ func TestRemovedCannotRejoin(t *testing.T) {
 	if err := newDevice(t, "student-again", nil).m.Join(ctxT(t), code, owner.addr()); !errors.Is(err, pool.ErrInvite) {
 		t.Errorf("a new identity joining with the removed member's code = %v; want it refused (revoked)", err)
 	}
+	// The same device with its own data directory, with a fresh code.
+	if err := student.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); !errors.Is(err, pool.ErrRemoved) {
+		waitRemoved(t, student)
+	}
 	// The same device, from a fresh data directory holding its key, with a fresh code.
 	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
 	if err != nil {
@@ -346,4 +356,16 @@ func TestRelayedForgeryDropped(t *testing.T) {
 	}
 	// A valid record relayed by anyone is taken: the owner's own removal of
 	// mallory, relayed by the admin, reaches a third member.
+}
+
+// waitRemoved waits until d has learned its own removal; it cannot, from
+// a member that has cut it off, so a join must not claim success.
+func waitRemoved(t *testing.T, d *device) {
+	t.Helper()
+	if err := d.m.Join(ctxT(t), pool.Code{Pool: mustPool(t, d)}, ""); errors.Is(err, pool.ErrRemoved) {
+		return
+	}
+	if _, ok := d.m.Role(d.id.ID); ok {
+		t.Error("a removed device that never learned its removal reports itself a member; its join must ask a member")
+	}
 }
