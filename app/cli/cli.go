@@ -196,7 +196,14 @@ func webCmd(g *globals, hooks Hooks) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "web",
 		Short: "Serve the labpool UI to a browser on a loopback address",
-		Args:  cobra.NoArgs,
+		Long: `Serve the labpool UI to a browser on a loopback address.
+
+The last line it prints is the URL to open, http://127.0.0.1:PORT/?token=SECRET,
+with a secret made at each start. The page keeps the secret in a cookie and
+drops it from the address bar; scripts send it as "Authorization: Bearer SECRET".
+Reach it from another machine through ssh -L, never by listening beyond
+loopback. "labpool policy" answers only on the local socket, not here.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.DataDir = g.dataDir
 			return hooks.Web(cmd.Context(), o, addr)
