@@ -294,14 +294,19 @@ func (s *memStore) LoadJobs() ([]Job, error) {
 	return out, nil
 }
 
-type fakeFolders map[string]bool // name -> writable
+type fakeFolders map[string]bool // name -> writable; a name "private" is shared with "alice" alone
 
-func (f fakeFolders) Resolve(name string) (string, bool, error) {
+func (f fakeFolders) ResolveFor(name, member string, rw bool) (string, error) {
 	w, ok := f[name]
-	if !ok {
-		return "", false, fmt.Errorf("no folder %q is shared", name)
+	switch {
+	case !ok:
+		return "", fmt.Errorf("no folder %q is shared", name)
+	case name == "private" && member != "alice":
+		return "", fmt.Errorf("refused: folder %q is not shared with %s", name, member)
+	case rw && !w:
+		return "", fmt.Errorf("refused: folder %q is shared read-only", name)
 	}
-	return "/srv/" + name, w, nil
+	return "/srv/" + name, nil
 }
 
 func testLog() *slog.Logger {

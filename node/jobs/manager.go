@@ -50,9 +50,11 @@ type GPUState interface {
 	GPUs() []gpu.Stats
 }
 
-// FolderResolver maps a shared folder's name to its directory here.
+// FolderResolver maps a shared folder's name to its directory here, for
+// a job of member: it refuses a member the share is not shared with, and a
+// write (rw) to a read-only share, naming the rule.
 type FolderResolver interface {
-	Resolve(name string) (hostPath string, writable bool, err error)
+	ResolveFor(name, member string, rw bool) (hostPath string, err error)
 }
 
 // Store keeps job records. The daemon backs SaveJob and LoadJobs with the

@@ -15,13 +15,14 @@ import (
 // TestRefusedBeforeAnyDockerCall: a dangerous spec never reaches Docker.
 func TestRefusedBeforeAnyDockerCall(t *testing.T) {
 	rt := newFakeRuntime()
-	m := startManager(t, rt, fixedGPUs(fakeGPUs(2)), &memStore{}, fakeFolders{"ro": false})
+	m := startManager(t, rt, fixedGPUs(fakeGPUs(2)), &memStore{}, fakeFolders{"ro": false, "private": true})
 	before := len(rt.callList())
 	for _, s := range []Spec{
 		{Image: "x", Privileged: true}, {Image: "x", Binds: []string{"/:/h"}}, {Image: "x", CapAdd: []string{"SYS_ADMIN"}},
 		{Image: "x", NetworkMode: "host"}, {Image: "x", GPUs: 3}, {Image: "x", Mounts: []Mount{{Folder: "f", Target: "/d"}}},
 		{Image: "x", Mounts: []Mount{{Folder: "ro", Target: "/d", ReadWrite: true}}}, {Image: "x", Env: []string{"NVIDIA_VISIBLE_DEVICES=all"}},
 		{Image: "x", PortBinds: []string{"0.0.0.0:80:80"}}, {Image: "x", Devices: []string{"/dev/nvidia0"}},
+		{Image: "x", Mounts: []Mount{{Folder: "private", Target: "/d"}}}, // shared with alice alone
 	} {
 		var re *RefusedError
 		if _, err := m.Submit(context.Background(), member("o"), s); !errors.As(err, &re) {
@@ -340,5 +341,21 @@ func BenchmarkSubmit(b *testing.B) {
 			b.Fatal(err)
 		}
 		m.ledger.Release(j.ID) // the job ends; its GPU is free for the next
+	}
+}
+
+// TestMountsFollowShareMembers: a share's member list holds for mounts: the
+// member it names mounts it, another member is refused naming the rule.
+func TestMountsFollowShareMembers(t *testing.T) {
+	rt := newFakeRuntime()
+	m := startManager(t, rt, fixedGPUs(fakeGPUs(2)), &memStore{}, fakeFolders{"private": true})
+	spec := Spec{Image: "x", Mounts: []Mount{{Folder: "private", Target: "/d", ReadWrite: true}}}
+	if _, err := m.Submit(context.Background(), member("alice"), spec); err != nil {
+		t.Fatalf("the share's member mounting it: %v", err)
+	}
+	_, err := m.Submit(context.Background(), member("bob"), spec)
+	var re *RefusedError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "not shared with bob") {
+		t.Errorf("another member mounting it = %v; want a refusal naming the share's members", err)
 	}
 }

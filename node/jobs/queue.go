@@ -188,7 +188,7 @@ func (m *Manager) startClaimed(ctx context.Context, j Job) {
 		})
 		m.log.Warn("start queued job", "job", j.ID, "err", err)
 	}
-	binds, err := m.binds(j.Spec)
+	binds, err := m.binds(j.Spec, j.Owner)
 	if err != nil {
 		fail(err)
 		return

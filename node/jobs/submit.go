@@ -42,7 +42,7 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 	if err := m.resourcePolicy(caller, &spec); err != nil {
 		return Job{}, err
 	}
-	binds, err := m.binds(spec)
+	binds, err := m.binds(spec, caller.ID)
 	if err != nil {
 		return Job{}, err
 	}
@@ -182,18 +182,15 @@ func indexesOf(uuids []string, gpus []gpu.Stats) []int {
 }
 
 // binds resolves the spec's shared folders to host directories.
-func (m *Manager) binds(s Spec) ([]containers.Bind, error) {
+func (m *Manager) binds(s Spec, owner string) ([]containers.Bind, error) {
 	var out []containers.Bind
 	for _, mt := range s.Mounts {
 		if m.folders == nil {
 			return nil, refuse("shared-folders-only", "folder %q: this machine shares no folders", mt.Folder)
 		}
-		dir, writable, err := m.folders.Resolve(mt.Folder)
+		dir, err := m.folders.ResolveFor(mt.Folder, owner, mt.ReadWrite)
 		if err != nil {
 			return nil, refuse("shared-folders-only", "folder %q: %v", mt.Folder, err)
-		}
-		if mt.ReadWrite && !writable {
-			return nil, refuse("read-only-folder", "folder %q is shared read-only", mt.Folder)
 		}
 		out = append(out, containers.Bind{HostPath: dir, Target: path.Clean(mt.Target), ReadOnly: !mt.ReadWrite})
 	}

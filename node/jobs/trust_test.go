@@ -326,12 +326,12 @@ func TestJobUser(t *testing.T) {
 
 type dirFolders map[string]string
 
-func (f dirFolders) Resolve(name string) (string, bool, error) {
+func (f dirFolders) ResolveFor(name, member string, rw bool) (string, error) {
 	d, ok := f[name]
 	if !ok {
-		return "", false, errors.New("no such folder")
+		return "", errors.New("no such folder")
 	}
-	return d, true, nil
+	return d, nil
 }
 
 // TestEvict: a removed member's queued jobs are cancelled and running ones
