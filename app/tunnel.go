@@ -81,6 +81,10 @@ func (t *Tunnels) Open(ctx context.Context, ref string, port int) (Tunnel, error
 	if _, ok := j.Ports[port]; !ok {
 		return Tunnel{}, fmt.Errorf("%w: job %s publishes no port %d (it publishes %v); launch it with --port %d", ErrInvalid, j.Name, port, sortedPorts(j.Ports), port)
 	}
+	// The node decides who may reach into its job: ask before listening.
+	if err := t.svc.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/access", nil, nil); err != nil {
+		return Tunnel{}, err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.base == nil {

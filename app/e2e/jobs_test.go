@@ -197,7 +197,10 @@ func TestJobs(t *testing.T) {
 		base := t.TempDir()
 		data, results := filepath.Join(base, "datasets"), filepath.Join(base, "results")
 		os.MkdirAll(filepath.Join(data, "train set"), 0o755)
-		os.MkdirAll(results, 0o777)
+		os.MkdirAll(results, 0o755)
+		// Jobs run as an unprivileged user (uid 65534 where the share's owner
+		// is root): a folder they write to must let them.
+		os.Chmod(results, 0o777)
 		os.WriteFile(filepath.Join(data, "in.txt"), []byte("input data\n"), 0o644)
 		os.WriteFile(filepath.Join(data, "train set", "ünï.bin"), make([]byte, 4096), 0o644)
 		for _, args := range [][]string{{"share", "datasets", data}, {"share", "--rw", "results", results}} {

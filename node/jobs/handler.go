@@ -32,6 +32,7 @@ func Handler(m *Manager, caller func(*http.Request) Caller) http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.logs)
 	mux.HandleFunc("GET /v1/jobs/{id}/stats", h.stats)
 	mux.HandleFunc("POST /v1/jobs/{id}/tunnel", h.tunnel)
+	mux.HandleFunc("GET /v1/jobs/{id}/access", h.access)
 	mux.HandleFunc("GET /v1/images", h.images)
 	mux.HandleFunc("POST /v1/images/load", h.load)
 	mux.HandleFunc("POST /v1/images/pull", h.pull)
@@ -164,6 +165,15 @@ func CopyFlushing(w http.ResponseWriter, r io.Reader) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// access answers 204 when the caller may act on the job (stop, logs,
+// tunnels), the refusal naming the rule otherwise: what a tunnel is checked
+// against when it is opened, before any connection rides it.
+func (h *handler) access(w http.ResponseWriter, r *http.Request) {
+	if _, ok := h.authorized(w, r); ok {
+		w.WriteHeader(http.StatusNoContent)
 	}
 }
 

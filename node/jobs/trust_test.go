@@ -63,6 +63,7 @@ func TestSecondMemberRefusedOnAnothersJob(t *testing.T) {
 		{"GET", "/v1/jobs/" + j.ID + "/logs"},
 		{"GET", "/v1/jobs/" + j.ID + "/stats"},
 		{"POST", "/v1/jobs/" + j.ID + "/tunnel?port=8080"},
+		{"GET", "/v1/jobs/" + j.ID + "/access"},
 	}
 	for _, who := range []Caller{bob, viewer("vera"), {ID: "stranger"}} {
 		for _, a := range actions {
@@ -80,8 +81,8 @@ func TestSecondMemberRefusedOnAnothersJob(t *testing.T) {
 	// Those who may.
 	for _, who := range []Caller{alice, admin("ada"), {ID: "olga", Role: RoleOwner}, {ID: "NODE"}} {
 		j := launch()
-		for _, p := range []string{"/logs", "/stats"} {
-			if code, body := call(t, srv, who, "GET", "/v1/jobs/"+j.ID+p, ""); code != 200 {
+		for _, p := range []string{"/logs", "/stats", "/access"} {
+			if code, body := call(t, srv, who, "GET", "/v1/jobs/"+j.ID+p, ""); code != 200 && code != 204 {
 				t.Errorf("%s (%s) %s = %d %s", who.ID, who.Role, p, code, body)
 			}
 		}
