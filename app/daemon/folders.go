@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/labpool/labpool/sync/pool"
 	"net/http"
 	"sync"
 	"time"
@@ -51,6 +52,9 @@ type folderManager Daemon
 // Share implements app.FolderManager.
 func (f *folderManager) Share(ctx context.Context, req app.ShareRequest) (app.Folder, error) {
 	d := (*Daemon)(f)
+	if r, ok := d.pool.Role(d.id.ID); ok && r == pool.RoleViewer {
+		return app.Folder{}, fmt.Errorf("%w: viewers share nothing: ask an admin to make this machine a member to share folders", app.ErrForbidden)
+	}
 	s, err := d.folders.Add(folders.Share{Name: req.Name, Path: req.Path, ReadWrite: req.ReadWrite, Members: req.Members})
 	switch {
 	case errors.Is(err, folders.ErrRefusedPath):
