@@ -81,8 +81,7 @@ func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 		fmt.Fprintln(out, door.url)
 		return serveUntil(ctx, srv, l)
 	}
-	secureDataDir(cfg.DataDir, log)
-	d, err := open(ctx, cfg, log)
+	d, err := open(ctx, cfg, log) // tightens the data directory first
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
+	secureDataDir(cfg.DataDir, log)
 	d := &Daemon{cfg: cfg, log: log, candidates: map[string]discovery.Candidate{}}
 	defer func() {
 		if err != nil {
