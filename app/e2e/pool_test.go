@@ -196,6 +196,50 @@ func TestPool(t *testing.T) {
 		l.ip("-n", laptop.ns, "link", "set", "eth0", "up")
 		waitFor(t, 20*time.Second, "reconnect by itself", func() error { return liveNodes(laptop, "gpu1", "gpu2") })
 	})
+
+	t.Run("browser members view", func(t *testing.T) {
+		// As a plain member, the laptop's view offers no invite or removal;
+		// made admin by the owner, it invites, changes gpu2's role, revokes
+		// the invite and removes gpu2, through the real agents.
+		membersTest(t, laptop, "members-member", "--as", "member")
+		mustCLI(t, gpu1, "pool", "role", "laptop", "admin")
+		waitFor(t, 10*time.Second, "the laptop sees itself admin", func() error {
+			ps, err := laptop.client().Pool(context.Background())
+			if err != nil || ps.SelfRole != "admin" {
+				return fmt.Errorf("role %q: %v", ps.SelfRole, err)
+			}
+			return nil
+		})
+		membersTest(t, laptop, "members-admin", "--as", "admin", "--member", "gpu2")
+		waitFor(t, 5*time.Second, "gpu2 removed on gpu1", func() error {
+			ps, err := gpu1.client().Pool(context.Background())
+			if err != nil {
+				return err
+			}
+			for _, m := range ps.Members {
+				if m.Name == "gpu2" && m.Removed {
+					return nil
+				}
+			}
+			return fmt.Errorf("gpu2 not removed: %+v", ps.Members)
+		})
+	})
+}
+
+// membersTest runs e2e/members.mjs against h's `labpool web`, saving its
+// screenshots under the artifacts in a folder named shots.
+func membersTest(t *testing.T, h *host, shots string, args ...string) {
+	t.Helper()
+	script := filepath.Join(repoRoot(), "frontend", "e2e", "members.mjs")
+	dir := filepath.Join(artifacts(t), shots)
+	full := append([]string{"netns", "exec", h.ns, "node", script, "--url", h.webURL(), "--shots", dir}, args...)
+	cmd := exec.Command("ip", full...)
+	cmd.Dir = filepath.Join(repoRoot(), "frontend")
+	out, err := cmd.CombinedOutput()
+	t.Logf("playwright: %s", strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("members view test: %v", err)
+	}
 }
 
 // liveNodes checks that every named node is online with a fresh sample.
