@@ -15,6 +15,10 @@ const evictTimeout = 30 * time.Second
 // streams, tunnels and copies stop; its jobs here end in runEvictions. It
 // does not block.
 func (d *Daemon) removed(id peer.ID) {
+	if id == d.id.ID {
+		d.log.Warn("this machine was removed from the pool: the members refuse it from now on")
+		return // its own jobs and copies here are its own
+	}
 	d.ep.Disconnect(id)
 	d.cancelCopiesOf(id.String())
 	select {
