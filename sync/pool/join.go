@@ -151,38 +151,75 @@ func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
 		// This log may not know yet that this device was removed (members
 		// cut a removed device off at once): ask a member all the same.
 	}
-	addrs, err := m.find(ctx, code.Pool.String(), addr)
-	if err != nil {
-		return err
+	deadline := m.cfg.Now().Add(m.cfg.FindWait)
+	var (
+		tried          = map[string]bool{}
+		errs           []error
+		removed, ended error
+		wrong          int
+		rescanUntil    time.Time
+	)
+	for {
+		addrs, err := m.find(ctx, code.Pool.String(), addr, deadline)
+		if err != nil && len(tried) == 0 {
+			return err
+		}
+		for _, a := range addrs {
+			if tried[a] {
+				continue
+			}
+			tried[a] = true
+			err := m.joinAt(ctx, code, a)
+			// A refusal may come from a stranger that answers for the pool:
+			// none ends the join before every address was tried.
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, ErrRemoved):
+				removed = err
+			case errors.Is(err, ErrWrongCode):
+				wrong++
+			case errors.Is(err, ErrInvite):
+				ended = err
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", a, err))
+		}
+		if rescanUntil.IsZero() {
+			rescanUntil = m.cfg.Now().Add(rescanWait)
+			if rescanUntil.After(deadline) {
+				rescanUntil = deadline
+			}
+		}
+		if addr != "" || err != nil || m.cfg.Now().After(rescanUntil) {
+			break
+		}
+		select { // more members may answer mDNS: try them too
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	var errs []error
-	wrong := 0
-	for _, a := range addrs {
-		err := m.joinAt(ctx, code, a)
-		if err == nil {
-			return nil
-		}
-		if errors.Is(err, ErrWrongCode) {
-			wrong++
-		}
-		if !errors.Is(err, ErrWrongCode) && (errors.Is(err, ErrRemoved) || errors.Is(err, ErrInvite)) {
-			return err // the pool itself answered: the invite ended or this device was removed
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", a, err))
-	}
-	if wrong == len(addrs) {
+	switch {
+	case removed != nil:
+		return removed
+	case ended != nil:
+		return ended
+	case wrong == len(tried):
 		return ErrWrongCode
 	}
 	return fmt.Errorf("join pool %s: %w", code.Pool, errors.Join(errs...))
 }
 
+// rescanWait is how long a join that found the pool by mDNS keeps looking
+// for more of its members once those it found refused it.
+const rescanWait = 2 * time.Second
+
 // find returns the addresses to try: the one given, or those of the pool's
-// members found by mDNS within FindWait.
-func (m *Manager) find(ctx context.Context, poolID, addr string) ([]string, error) {
+// members found by mDNS by deadline.
+func (m *Manager) find(ctx context.Context, poolID, addr string, deadline time.Time) ([]string, error) {
 	if addr != "" {
 		return []string{addr}, nil
 	}
-	deadline := m.cfg.Now().Add(m.cfg.FindWait)
 	for {
 		if m.cfg.Candidates != nil {
 			if addrs := m.cfg.Candidates(poolID); len(addrs) > 0 {

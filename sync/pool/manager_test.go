@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,11 +267,47 @@ func TestJoinTriesEveryAddress(t *testing.T) {
 	if _, ok := j.m.Role(owner.id.ID); !ok {
 		t.Error("not joined")
 	}
+	// A stranger that claims the invite ended, and a member that answers
+	// mDNS only after the stranger, do not end the join either.
+	claims := newLiar(t, http.StatusForbidden, `{"code":"invite_ended","message":"invite x was revoked"}`)
+	var calls atomic.Int32
+	late := newDevice(t, "late", func(string) []string {
+		if calls.Add(1) < 3 {
+			return []string{claims}
+		}
+		return []string{claims, owner.addr()}
+	})
+	if err := late.m.Join(ctxT(t), code, ""); err != nil {
+		t.Fatalf("Join past a stranger claiming the invite ended, the member found later: %v", err)
+	}
 	// Where every address refuses, the answer is a wrong code.
 	k := newDevice(t, "k", func(string) []string { return []string{liar.addr()} })
 	if err := k.m.Join(ctxT(t), code, ""); err == nil {
 		t.Error("a join through a stranger alone succeeded")
 	}
+}
+
+// newLiar serves a join endpoint that answers every join with status and
+// body, as a stranger on the network may; it returns its address.
+func newLiar(t *testing.T, status int, body string) string {
+	d := newDevice(t, "liar", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// A second endpoint of the same identity, serving the lie.
+	cfg := transport.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	ep, err := transport.New(d.id, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	lie := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, body)
+	})
+	go ep.Serve(ctx, lie)
+	return ep.Addr().String()
 }
 
 // TestRemovedCannotRejoin: removal revokes the invite the device joined
