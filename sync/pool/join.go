@@ -152,37 +152,20 @@ func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
 		// cut a removed device off at once): ask a member all the same.
 	}
 	deadline := m.cfg.Now().Add(m.cfg.FindWait)
-	var (
-		tried          = map[string]bool{}
-		errs           []error
-		removed, ended error
-		wrong          int
-		rescanUntil    time.Time
-	)
+	var out outcomes
+	var rescanUntil time.Time
 	for {
 		addrs, err := m.find(ctx, code.Pool.String(), addr, deadline)
-		if err != nil && len(tried) == 0 {
+		if err != nil && len(out.tried) == 0 {
 			return err
 		}
 		for _, a := range addrs {
-			if tried[a] {
+			if out.tried[a] {
 				continue
 			}
-			tried[a] = true
-			err := m.joinAt(ctx, code, a)
-			// A refusal may come from a stranger that answers for the pool:
-			// none ends the join before every address was tried.
-			switch {
-			case err == nil:
+			if err := m.joinAt(ctx, code, a); out.add(a, err) {
 				return nil
-			case errors.Is(err, ErrRemoved):
-				removed = err
-			case errors.Is(err, ErrWrongCode):
-				wrong++
-			case errors.Is(err, ErrInvite):
-				ended = err
 			}
-			errs = append(errs, fmt.Errorf("%s: %w", a, err))
 		}
 		if rescanUntil.IsZero() {
 			rescanUntil = m.cfg.Now().Add(rescanWait)
@@ -199,15 +182,51 @@ func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	return out.verdict(code.Pool)
+}
+
+// outcomes collects the answers of the addresses a join tried. A refusal
+// may come from a stranger that answers for the pool: none ends the join
+// before every address was tried.
+type outcomes struct {
+	tried          map[string]bool
+	errs           []error
+	removed, ended error
+	wrong          int
+}
+
+// add records the answer of addr and reports whether the join succeeded.
+func (o *outcomes) add(addr string, err error) bool {
+	if o.tried == nil {
+		o.tried = map[string]bool{}
+	}
+	o.tried[addr] = true
 	switch {
-	case removed != nil:
-		return removed
-	case ended != nil:
-		return ended
-	case wrong == len(tried):
+	case err == nil:
+		return true
+	case errors.Is(err, ErrRemoved):
+		o.removed = err
+	case errors.Is(err, ErrWrongCode):
+		o.wrong++
+	case errors.Is(err, ErrInvite):
+		o.ended = err
+	}
+	o.errs = append(o.errs, fmt.Errorf("%s: %w", addr, err))
+	return false
+}
+
+// verdict is the error of a join that every address refused: the pool's
+// most telling answer first.
+func (o *outcomes) verdict(pool ID) error {
+	switch {
+	case o.removed != nil:
+		return o.removed
+	case o.ended != nil:
+		return o.ended
+	case o.wrong == len(o.tried):
 		return ErrWrongCode
 	}
-	return fmt.Errorf("join pool %s: %w", code.Pool, errors.Join(errs...))
+	return fmt.Errorf("join pool %s: %w", pool, errors.Join(o.errs...))
 }
 
 // rescanWait is how long a join that found the pool by mDNS keeps looking
@@ -261,25 +280,9 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 	if err != nil {
 		return err
 	}
-	recs := make([]Record, 0, len(resp.Records))
-	raws := map[[32]byte][]byte{}
-	for _, b := range resp.Records {
-		r, err := DecodeRecord(b)
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrImpostor, err)
-		}
-		recs = append(recs, r)
-		raws[r.Hash()] = b
-	}
-	l, err := Verify(code.Pool, recs, m.cfg.Now())
+	l, raws, err := m.checkAnswer(code.Pool, conn.PeerID(), resp)
 	if err != nil {
-		return fmt.Errorf("%w: the pool's log does not check out: %v", ErrImpostor, err)
-	}
-	if ms, ok := l.Member(conn.PeerID().String()); !ok || ms.Removed {
-		return fmt.Errorf("%w: %s answered but is not a member", ErrImpostor, conn.PeerID().Short())
-	}
-	if ms, ok := l.Member(m.Self().String()); !ok || ms.Removed {
-		return fmt.Errorf("%w: the answer does not admit this device", ErrImpostor)
+		return err
 	}
 	m.mu.Lock()
 	if m.log != nil {
@@ -300,6 +303,33 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 	}
 	m.cfg.Log.Info("joined pool", "pool", code.Pool.String(), "via", conn.PeerID())
 	return nil
+}
+
+// checkAnswer verifies a member's answer to this device's join: the whole
+// log back to the pool's creator, the answering device a member of it, and
+// this device admitted. It returns the log and each record's bytes.
+func (m *Manager) checkAnswer(pool ID, from peer.ID, resp JoinResponse) (*Log, map[[32]byte][]byte, error) {
+	recs := make([]Record, 0, len(resp.Records))
+	raws := map[[32]byte][]byte{}
+	for _, b := range resp.Records {
+		r, err := DecodeRecord(b)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", ErrImpostor, err)
+		}
+		recs = append(recs, r)
+		raws[r.Hash()] = b
+	}
+	l, err := Verify(pool, recs, m.cfg.Now())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: the pool's log does not check out: %v", ErrImpostor, err)
+	}
+	if ms, ok := l.Member(from.String()); !ok || ms.Removed {
+		return nil, nil, fmt.Errorf("%w: %s answered but is not a member", ErrImpostor, from.Short())
+	}
+	if ms, ok := l.Member(m.Self().String()); !ok || ms.Removed {
+		return nil, nil, fmt.Errorf("%w: the answer does not admit this device", ErrImpostor)
+	}
+	return l, raws, nil
 }
 
 func postJoin(ctx context.Context, client *http.Client, jr JoinRequest) (JoinResponse, error) {
@@ -365,6 +395,3 @@ type errorBody struct {
 }
 
 func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }
-
-// ensure peer stays imported for docs of the types used above.
-var _ peer.ID
