@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
@@ -47,7 +48,7 @@ func writeBenchReplica(b *testing.B, path string) string {
 		recs = append(recs, store.Record{Kind: app.KindNode, Time: end, Data: mustMarshal(b, nr)})
 		for s := range benchSeconds {
 			tm := end.Add(-time.Duration(benchSeconds-s) * time.Second)
-			recs = append(recs, store.Record{Kind: app.KindSample1s, Key: fmt.Sprintf("%012d", tm.Unix()), Time: tm, Data: mustMarshal(b, benchSample(tm, s))})
+			recs = append(recs, store.Record{Kind: history.KindSample1s, Key: fmt.Sprintf("%012d", tm.Unix()), Time: tm, Data: mustMarshal(b, benchSample(tm, s))})
 		}
 		if i == 0 {
 			_, err = db.AppendBatch(ctx, id, recs)

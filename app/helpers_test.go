@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
@@ -92,7 +93,7 @@ func putRecord(t testing.TB, db *store.DB, origin, kind, key string, tm time.Tim
 // putSample stores s as a record of kind from origin.
 func putSample(t testing.TB, db *store.DB, origin, kind string, s agent.Sample) {
 	t.Helper()
-	putRecord(t, db, origin, kind, sampleKey(s.Time), s.Time, mustJSON(t, s))
+	putRecord(t, db, origin, kind, history.Key(s.Time), s.Time, mustJSON(t, s))
 }
 
 // putNode stores origin's node record.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -46,6 +47,8 @@ type Service struct {
 	hub  *Hub
 	now  func() time.Time
 
+	history *history.Store
+
 	caller  NodeCaller    // nil: jobs can be listed, not launched
 	tunnels *Tunnels      // nil: no tunnels (no daemon)
 	folders FolderManager // nil: cannot share (no daemon)
@@ -56,7 +59,7 @@ type Service struct {
 // NewService returns a service over db. live and pool may be nil for a
 // read-only view of the replica with no daemon running.
 func NewService(db *store.DB, self Self, live Liveness, pool PoolManager) *Service {
-	return &Service{db: db, self: self, live: live, pool: pool, hub: NewHub(), now: time.Now}
+	return &Service{db: db, self: self, live: live, pool: pool, hub: NewHub(), now: time.Now, history: history.NewStore(db)}
 }
 
 // Self returns this machine's identity.
@@ -71,13 +74,14 @@ func (s *Service) Nodes(ctx context.Context) ([]Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	latest, err := s.latestSamples(ctx)
+	latest, err := s.history.Latest(ctx)
 	if err != nil {
 		return nil, err
 	}
 	nodes := make([]Node, 0, len(ids))
 	for _, id := range ids {
-		n, err := s.node(ctx, id, names[id], latest[id])
+		sm, ok := latest[id]
+		n, err := s.node(ctx, id, names[id], sm, ok)
 		if err != nil {
 			return nil, err
 		}
@@ -110,29 +114,17 @@ func (s *Service) nodeIDs(ctx context.Context) ([]string, map[string]string, err
 	return ids, names, nil
 }
 
-func (s *Service) latestSamples(ctx context.Context) (map[string]store.Record, error) {
-	recs, err := s.db.LatestByKind(ctx, KindSample1s)
-	if err != nil {
-		return nil, fmt.Errorf("read latest samples: %w", err)
-	}
-	m := make(map[string]store.Record, len(recs))
-	for _, r := range recs {
-		m[r.Origin] = r
-	}
-	return m, nil
-}
-
 // node builds the view of id: name is the member's name, used unless the
-// node record names the node.
-func (s *Service) node(ctx context.Context, id, name string, sample store.Record) (Node, error) {
+// node record names the node; sm is its latest sample, if ok.
+func (s *Service) node(ctx context.Context, id, name string, sm agent.Sample, ok bool) (Node, error) {
 	n := Node{ID: id, ShortID: shortID(id), Name: name, Self: id == s.self.ID, GPUs: []GPU{}, Addresses: []string{}}
 	n.Online = n.Self || (s.live != nil && s.live.Online(id))
 	n.Stale = !n.Online
-	rec, ok, err := s.db.Latest(ctx, id, KindNode, "")
+	rec, found, err := s.db.Latest(ctx, id, KindNode, "")
 	if err != nil {
 		return n, fmt.Errorf("read node %s: %w", shortID(id), err)
 	}
-	if ok {
+	if found {
 		var nr NodeRecord
 		if err := json.Unmarshal(rec.Data, &nr); err == nil {
 			if nr.Info.Name != "" {
@@ -146,12 +138,8 @@ func (s *Service) node(ctx context.Context, id, name string, sample store.Record
 			}
 		}
 	}
-	if sample.Seq == 0 {
-		return n, nil
-	}
-	sm, err := decodeSample(sample.Data)
-	if err != nil {
-		return n, nil // a bad record from a peer shows as no data, not an error
+	if !ok {
+		return n, nil // no sample, or a bad one from a peer: no data, not an error
 	}
 	n.LastSeen = sm.Time
 	n.Host = hostStats(sm)
@@ -183,28 +171,15 @@ func (s *Service) History(ctx context.Context, node string, seconds int) (Histor
 	if node == "" {
 		return History{}, fmt.Errorf("%w: node is required", ErrInvalid)
 	}
-	if seconds <= 0 || seconds > 366*24*3600 {
-		return History{}, fmt.Errorf("%w: seconds must be between 1 and 31622400", ErrInvalid)
+	if seconds <= 0 || seconds > int(history.MaxWindow/time.Second) {
+		return History{}, fmt.Errorf("%w: seconds must be between 1 and %d", ErrInvalid, int(history.MaxWindow/time.Second))
 	}
-	window := time.Duration(seconds) * time.Second
-	kind := KindSample1s
-	switch {
-	case window > retention[KindSample1m]:
-		kind = KindSample15m
-	case window > retention[KindSample1s]:
-		kind = KindSample1m
-	}
-	to := s.now()
-	recs, err := s.db.Range(ctx, node, kind, to.Add(-window), to.Add(time.Minute))
+	samples, err := s.history.Window(ctx, node, time.Duration(seconds)*time.Second, s.now())
 	if err != nil {
 		return History{}, fmt.Errorf("read history of %s: %w", shortID(node), err)
 	}
-	h := History{Node: node, Samples: make([]Sample, 0, len(recs))}
-	for _, r := range recs {
-		sm, err := decodeSample(r.Data)
-		if err != nil {
-			continue
-		}
+	h := History{Node: node, Samples: make([]Sample, 0, len(samples))}
+	for _, sm := range samples {
 		h.Samples = append(h.Samples, point(node, sm))
 	}
 	return h, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/host"
 )
@@ -47,28 +48,28 @@ func poolFixture(t *testing.T) *Service {
 	}
 	for _, d := range []time.Duration{-2 * time.Second, 0, -time.Second} { // newest is not last
 		s := testSample(t0.Add(d), 10, 2)
-		if _, err := db.Append(ctx, selfID, KindSample1s, sampleKey(s.Time), s.Time, mustJSON(t, s)); err != nil {
+		if _, err := db.Append(ctx, selfID, history.KindSample1s, history.Key(s.Time), s.Time, mustJSON(t, s)); err != nil {
 			t.Fatal(err)
 		}
 	}
 
 	putNode(t, db, alphaID, NodeRecord{Info: agent.Info{ID: alphaID, Name: "alpha"}, Addresses: []string{"10.0.0.2:7420", "[fe80::2]:7420"}})
-	putSample(t, db, alphaID, KindSample1s, testSample(t0.Add(-5*time.Second), 20, 1))
+	putSample(t, db, alphaID, history.KindSample1s, testSample(t0.Add(-5*time.Second), 20, 1))
 
 	mike := testSample(t0.Add(-time.Hour), 30, 1)
 	mike.GPUError = lostGPU
-	putSample(t, db, mikeID, KindSample1s, mike)
+	putSample(t, db, mikeID, history.KindSample1s, mike)
 
 	putNode(t, db, echoID, NodeRecord{Info: agent.Info{ID: echoID, GPUError: noGPU}}) // unnamed
-	putSample(t, db, echoID, KindSample1s, testSample(t0.Add(-3*time.Second), 40, 0))
+	putSample(t, db, echoID, history.KindSample1s, testSample(t0.Add(-3*time.Second), 40, 0))
 
 	putNode(t, db, badID, NodeRecord{Info: agent.Info{ID: badID, Name: "bad"}})
-	putRecord(t, db, badID, KindSample1s, sampleKey(t0), t0, []byte(`{"time":"yesterday","gpus":7}`))
+	putRecord(t, db, badID, history.KindSample1s, history.Key(t0), t0, []byte(`{"time":"yesterday","gpus":7}`))
 
 	putNode(t, db, goneID, NodeRecord{Info: agent.Info{ID: goneID, Name: "gone"}})
-	putSample(t, db, goneID, KindSample1s, testSample(t0, 50, 1))
+	putSample(t, db, goneID, history.KindSample1s, testSample(t0, 50, 1))
 	putNode(t, db, strangerID, NodeRecord{Info: agent.Info{ID: strangerID, Name: "stranger"}})
-	putSample(t, db, strangerID, KindSample1s, testSample(t0, 60, 1))
+	putSample(t, db, strangerID, history.KindSample1s, testSample(t0, 60, 1))
 
 	return NewService(db, Self{ID: selfID, ShortID: shortID(selfID), Name: "zeta"}, fakeLive{alphaID: true, goneID: true}, nil)
 }
@@ -195,17 +196,17 @@ func historyFixture(t *testing.T) *Service {
 		cpu  float64
 		ages []time.Duration
 	}{
-		{KindSample1s, 1, []time.Duration{2 * time.Hour, 400 * time.Second, 299 * time.Second, 10 * time.Second, 0}},
-		{KindSample1m, 2, []time.Duration{8 * 24 * time.Hour, 3 * time.Hour, 119 * time.Minute, 5 * time.Minute}},
-		{KindSample15m, 3, []time.Duration{40 * 24 * time.Hour, 29 * 24 * time.Hour, 24 * time.Hour}},
+		{history.KindSample1s, 1, []time.Duration{2 * time.Hour, 400 * time.Second, 299 * time.Second, 10 * time.Second, 0}},
+		{history.KindSample1m, 2, []time.Duration{8 * 24 * time.Hour, 3 * time.Hour, 119 * time.Minute, 5 * time.Minute}},
+		{history.KindSample15m, 3, []time.Duration{40 * 24 * time.Hour, 29 * 24 * time.Hour, 24 * time.Hour}},
 	}
 	for _, tier := range tiers {
 		for _, age := range tier.ages {
 			putSample(t, db, mikeID, tier.kind, testSample(t0.Add(-age), tier.cpu, 2))
 		}
 	}
-	putSample(t, db, mikeID, KindSample1s, testSample(t0.Add(2*time.Minute), 1, 2))          // beyond now + 1 min
-	putRecord(t, db, mikeID, KindSample1s, "bad", t0.Add(-time.Second), []byte(`"garbage"`)) // skipped
+	putSample(t, db, mikeID, history.KindSample1s, testSample(t0.Add(2*time.Minute), 1, 2))          // beyond now + 1 min
+	putRecord(t, db, mikeID, history.KindSample1s, "bad", t0.Add(-time.Second), []byte(`"garbage"`)) // skipped
 	svc := NewService(db, Self{ID: selfID}, nil, nil)
 	svc.now = func() time.Time { return t0 }
 	return svc

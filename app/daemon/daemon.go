@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/node/agent"
@@ -241,7 +242,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.telem.Run(ctx) })
 	samples, cancel := d.telem.Subscribe()
 	defer cancel()
-	g.Go(func() error { return app.NewRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, samples) })
+	g.Go(func() error { return history.NewRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, samples) })
 	g.Go(func() error { return d.ep.Serve(ctx, d.peerHandler()) })
 	g.Go(func() error { return d.peers.Run(ctx) })
 	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })

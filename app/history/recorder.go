@@ -1,4 +1,4 @@
-package app
+package history
 
 import (
 	"context"
@@ -79,7 +79,7 @@ func (r *Recorder) append(ctx context.Context, kind string, s agent.Sample) erro
 	if err != nil {
 		return fmt.Errorf("encode sample: %w", err)
 	}
-	_, err = r.db.Append(ctx, r.origin, kind, sampleKey(s.Time), s.Time, data)
+	_, err = r.db.Append(ctx, r.origin, kind, Key(s.Time), s.Time, data)
 	return err
 }
 

@@ -1,4 +1,4 @@
-package app
+package history
 
 import (
 	"context"
@@ -36,11 +36,11 @@ func tier(t *testing.T, db *store.DB, origin, kind string) []agent.Sample {
 	}
 	var out []agent.Sample
 	for _, r := range recs {
-		s, err := decodeSample(r.Data)
+		s, err := Decode(r.Data)
 		if err != nil {
 			t.Fatalf("%s/%s: %v", kind, r.Key, err)
 		}
-		if r.Key != sampleKey(s.Time) || !r.Time.Equal(s.Time) {
+		if r.Key != Key(s.Time) || !r.Time.Equal(s.Time) {
 			t.Errorf("%s record key %q time %v holds a sample of %v", kind, r.Key, r.Time, s.Time)
 		}
 		out = append(out, s)
@@ -210,7 +210,7 @@ func TestRecorderPrune(t *testing.T) {
 		for _, age := range append(append([]time.Duration{}, tr.kept...), tr.gone...) {
 			putSample(t, db, alphaID, tr.kind, testSample(t0.Add(-age), 1, 0)) // a peer's
 			s := testSample(t0.Add(-age), 1, 0)
-			if _, err := db.Append(ctx, selfID, tr.kind, sampleKey(s.Time), s.Time, mustJSON(t, s)); err != nil {
+			if _, err := db.Append(ctx, selfID, tr.kind, Key(s.Time), s.Time, mustJSON(t, s)); err != nil {
 				t.Fatal(err)
 			}
 		}
