@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -11,13 +12,21 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/cli"
+	"github.com/labpool/labpool/app/web"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+	"github.com/wailsapp/wails/v2/pkg/options/linux"
 	"github.com/wailsapp/wails/v2/pkg/runtime"
 )
 
 func init() { window = runWindow }
+
+// appIcon is the window's icon on Linux (macOS and Windows take theirs from
+// the bundle that wails build packs from build/). Drawn by build/appicon.go.
+//
+//go:embed build/appicon.png
+var appIcon []byte
 
 // runWindow opens the labpool window over this machine's daemon: the one
 // already serving the data directory, or a background agent it starts.
@@ -34,7 +43,7 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 		fmt.Fprintln(os.Stderr, "labpool:", err)
 		return cli.ExitFailure
 	}
-	b := app.NewBindings(app.NewClient(socket), os.Getenv("LABPOOL_SELFTEST"))
+	b := app.NewBindings(web.NewClient(socket), os.Getenv("LABPOOL_SELFTEST"))
 	err = wails.Run(&options.App{
 		Title:       "labpool",
 		Width:       1280,
@@ -42,6 +51,13 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 		MinWidth:    720,
 		MinHeight:   480,
 		AssetServer: &assetserver.Options{Assets: assets},
+		Linux: &linux.Options{
+			Icon:        appIcon,
+			ProgramName: "labpool", // WM_CLASS, matched by build/linux/labpool.desktop
+			// What Wails picks when Linux is nil (wailsapp/wails#2977); a
+			// non-nil Options would otherwise switch to on-demand.
+			WebviewGpuPolicy: linux.WebviewGpuPolicyNever,
+		},
 		OnStartup: func(ctx context.Context) {
 			app.StartBindings(ctx, b,
 				func(name string, data any) { runtime.EventsEmit(ctx, name, data) },
