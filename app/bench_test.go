@@ -99,7 +99,7 @@ func BenchmarkViewerStart(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		svc := app.NewService(db, app.Self{ID: self}, nil, nil)
+		svc := app.NewReader(db, app.Self{ID: self})
 		nodes, err := svc.Nodes(ctx)
 		if err != nil {
 			b.Fatal(err)

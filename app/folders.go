@@ -44,24 +44,21 @@ type FolderManager interface {
 	Unshare(ctx context.Context, name string) error
 }
 
-// SetFolderManager lets the service share folders of this machine.
-func (s *Service) SetFolderManager(f FolderManager) { s.folders = f }
-
 // Folders lists every shared folder of the pool from the replica.
-func (s *Service) Folders(ctx context.Context) ([]Folder, error) {
-	nodes, err := s.Nodes(ctx)
+func (r *Reader) Folders(ctx context.Context) ([]Folder, error) {
+	nodes, err := r.Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := []Folder{}
 	for _, n := range nodes {
-		recs, err := s.db.Range(ctx, n.ID, KindFolder, time.Time{}, time.Now().Add(24*time.Hour))
+		recs, err := r.db.Range(ctx, n.ID, KindFolder, time.Time{}, time.Now().Add(24*time.Hour))
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range recs {
+		for _, rec := range recs {
 			var fi folders.Info
-			if json.Unmarshal(r.Data, &fi) != nil || fi.Name == "" || fi.Removed {
+			if json.Unmarshal(rec.Data, &fi) != nil || fi.Name == "" || fi.Removed {
 				continue
 			}
 			out = append(out, Folder{Node: n.ID, NodeName: n.Name, Name: fi.Name, Mode: fi.Mode,
@@ -79,9 +76,6 @@ func (s *Service) Folders(ctx context.Context) ([]Folder, error) {
 
 // Share shares a directory of this machine with the pool.
 func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
-	if s.folders == nil {
-		return Folder{}, ErrReadOnly
-	}
 	if !folders.ValidName(req.Name) {
 		return Folder{}, fmt.Errorf("%w: share name %q: use 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, req.Name)
 	}
@@ -90,9 +84,6 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 
 // Unshare stops sharing a folder of this machine.
 func (s *Service) Unshare(ctx context.Context, name string) error {
-	if s.folders == nil {
-		return ErrReadOnly
-	}
 	return s.folders.Unshare(ctx, name)
 }
 
@@ -149,14 +140,8 @@ type Copier interface {
 	Transfers(ctx context.Context) ([]Transfer, error)
 }
 
-// SetCopier lets the service start copies.
-func (s *Service) SetCopier(c Copier) { s.copier = c }
-
 // Copy starts a copy and returns its transfer.
 func (s *Service) Copy(ctx context.Context, req CopyRequest) (Transfer, error) {
-	if s.copier == nil {
-		return Transfer{}, ErrReadOnly
-	}
 	if req.Src == "" || req.Dst == "" {
 		return Transfer{}, fmt.Errorf("%w: a source and a destination are required", ErrInvalid)
 	}
@@ -169,17 +154,11 @@ const MaxTransferWait = 10 * time.Second
 // Transfer returns the state of a copy on the machine that runs it, after
 // waiting up to wait (at most MaxTransferWait) for it to end.
 func (s *Service) Transfer(ctx context.Context, node, id string, wait time.Duration) (Transfer, error) {
-	if s.copier == nil {
-		return Transfer{}, ErrReadOnly
-	}
 	return s.copier.Transfer(ctx, node, id, wait) // the machine running it bounds the wait
 }
 
 // Transfers lists the copies started through this machine, newest first,
 // with their state on the machines that run them.
 func (s *Service) Transfers(ctx context.Context) ([]Transfer, error) {
-	if s.copier == nil {
-		return []Transfer{}, nil
-	}
 	return s.copier.Transfers(ctx)
 }

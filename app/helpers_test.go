@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -110,3 +112,50 @@ func putMember(t testing.TB, db *store.DB, id, name string, removed bool) {
 		t.Fatalf("put member %s: %v", id, err)
 	}
 }
+
+// newService builds a service over db with live (nil: nobody online) and
+// pool (nil: the replica's pool); its other parts fail every call.
+func newService(t testing.TB, db *store.DB, self Self, live Liveness, pool PoolManager) *Service {
+	t.Helper()
+	if live == nil {
+		live = fakeLive{}
+	}
+	stub := stubDaemon{NewReader(db, self)}
+	if pool == nil {
+		pool = stub
+	}
+	s, err := New(Deps{DB: db, Self: self, Live: live, Pool: pool, Nodes: stub, Folders: stub, Copier: stub, Policy: stub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// errStub is the answer of the parts a test does not use.
+var errStub = errors.New("not part of this test")
+
+// stubDaemon reads the pool from the replica and fails everything else.
+type stubDaemon struct{ r *Reader }
+
+func (d stubDaemon) Status(ctx context.Context) (PoolStatus, error) { return d.r.Pool(ctx) }
+func (stubDaemon) Create(context.Context) (JoinCode, error)         { return JoinCode{}, errStub }
+func (stubDaemon) Join(context.Context, JoinRequest) (PoolStatus, error) {
+	return PoolStatus{}, errStub
+}
+func (stubDaemon) Remove(context.Context, string) error                     { return errStub }
+func (stubDaemon) Probe(context.Context, string) (ProbeResult, error)       { return ProbeResult{}, errStub }
+func (stubDaemon) RevokeInvite(context.Context, string) error               { return errStub }
+func (stubDaemon) SetRole(context.Context, string, string) error            { return errStub }
+func (stubDaemon) NodeClient(context.Context, string) (*http.Client, error) { return nil, errStub }
+func (stubDaemon) Share(context.Context, ShareRequest) (Folder, error)      { return Folder{}, errStub }
+func (stubDaemon) Unshare(context.Context, string) error                    { return errStub }
+func (stubDaemon) Copy(context.Context, CopyRequest) (Transfer, error)      { return Transfer{}, errStub }
+func (stubDaemon) Transfers(context.Context) ([]Transfer, error)            { return nil, errStub }
+func (stubDaemon) Policy(context.Context) (Policy, error)                   { return Policy{}, errStub }
+func (stubDaemon) CreateInvite(context.Context, InviteRequest) (NewInvite, error) {
+	return NewInvite{}, errStub
+}
+func (stubDaemon) Transfer(context.Context, string, string, time.Duration) (Transfer, error) {
+	return Transfer{}, errStub
+}
+func (stubDaemon) SetPolicy(context.Context, PolicyUpdate) (Policy, error) { return Policy{}, errStub }

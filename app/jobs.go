@@ -28,16 +28,10 @@ type NodeCaller interface {
 	NodeClient(ctx context.Context, id string) (*http.Client, error)
 }
 
-// ErrNoCaller means the service was opened without a daemon.
-var errNoCaller = ErrReadOnly
-
-// SetNodeCaller lets the service reach nodes; without one, only reads work.
-func (s *Service) SetNodeCaller(c NodeCaller) { s.caller = c }
-
 // Jobs lists jobs of every node from the replica, newest first: active ones,
 // or all with all set. A job of an offline node is marked stale.
-func (s *Service) Jobs(ctx context.Context, all bool) ([]Job, error) {
-	nodes, err := s.Nodes(ctx)
+func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
+	nodes, err := r.Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -48,13 +42,13 @@ func (s *Service) Jobs(ctx context.Context, all bool) ([]Job, error) {
 	}
 	out := []Job{}
 	for _, n := range nodes {
-		recs, err := s.db.Range(ctx, n.ID, KindJob, time.Time{}, time.Now().Add(24*time.Hour))
+		recs, err := r.db.Range(ctx, n.ID, KindJob, time.Time{}, time.Now().Add(24*time.Hour))
 		if err != nil {
 			return nil, fmt.Errorf("read jobs of %s: %w", n.Name, err)
 		}
-		for _, r := range recs {
+		for _, rec := range recs {
 			var j jobs.Job
-			if json.Unmarshal(r.Data, &j) != nil || j.ID == "" {
+			if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" {
 				continue // a malformed record from a peer: skip it
 			}
 			if j.Removed || (!all && !active(j.State)) {
@@ -79,8 +73,8 @@ func ownerName(names map[string]string, id string) string {
 }
 
 // Job finds one job by ID, unique ID prefix, or name.
-func (s *Service) Job(ctx context.Context, ref string) (Job, error) {
-	all, err := s.Jobs(ctx, true)
+func (r *Reader) Job(ctx context.Context, ref string) (Job, error) {
+	all, err := r.Jobs(ctx, true)
 	if err != nil {
 		return Job{}, err
 	}
@@ -103,8 +97,8 @@ func (s *Service) Job(ctx context.Context, ref string) (Job, error) {
 }
 
 // NodeByRef resolves a node by name, ID or ID prefix.
-func (s *Service) NodeByRef(ctx context.Context, ref string) (Node, error) {
-	nodes, err := s.Nodes(ctx)
+func (r *Reader) NodeByRef(ctx context.Context, ref string) (Node, error) {
+	nodes, err := r.Nodes(ctx)
 	if err != nil {
 		return Node{}, err
 	}
@@ -401,9 +395,6 @@ func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, o
 // nodeStream calls a node's agent API and returns the reply body of a
 // success; a failure becomes an *APIError with the node's message.
 func (s *Service) nodeStream(ctx context.Context, node, method, path string, body io.Reader) (io.ReadCloser, error) {
-	if s.caller == nil {
-		return nil, errNoCaller
-	}
 	hc, err := s.caller.NodeClient(ctx, node)
 	if err != nil {
 		return nil, err

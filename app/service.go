@@ -1,6 +1,7 @@
 package app
 
 import (
+	"log/slog"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -38,50 +39,78 @@ type PoolManager interface {
 	SetRole(ctx context.Context, id, role string) error
 }
 
-// Service answers the UI and the CLI from the local replica.
+// Service answers the UI and the CLI: reads from the local replica (its
+// Reader), everything else through the daemon's parts it is built from.
 type Service struct {
-	db   *store.DB
-	self Self
-	live Liveness    // nil: nothing is live (the replica read without a daemon)
-	pool PoolManager // nil: read-only
-	hub  *Hub
-	now  func() time.Time
+	*Reader
+	hub *Hub
 
-	history *history.Store
-
-	caller  NodeCaller    // nil: jobs can be listed, not launched
-	tunnels *Tunnels      // nil: no tunnels (no daemon)
-	folders FolderManager // nil: cannot share (no daemon)
-	copier  Copier        // nil: cannot copy (no daemon)
-	policy  PolicyManager // nil: the policy is the running agent's
+	pool    PoolManager
+	caller  NodeCaller
+	tunnels *Tunnels
+	folders FolderManager
+	copier  Copier
+	policy  PolicyManager
 }
 
-// NewService returns a service over db. live and pool may be nil for a
-// read-only view of the replica with no daemon running.
-func NewService(db *store.DB, self Self, live Liveness, pool PoolManager) *Service {
-	return &Service{db: db, self: self, live: live, pool: pool, hub: NewHub(), now: time.Now, history: history.NewStore(db)}
+// Deps are the parts a Service is built from; all are required but Log.
+type Deps struct {
+	DB      *store.DB
+	Self    Self
+	Live    Liveness      // which members have a live session
+	Pool    PoolManager   // creates, joins and edits the pool
+	Nodes   NodeCaller    // reaches the agent API of every node
+	Folders FolderManager // shares this machine's folders
+	Copier  Copier        // runs copies
+	Policy  PolicyManager // this machine's policy
+	Log     *slog.Logger  // nil: discard
+}
+
+// New returns the service built from d; it names the first required part
+// that is missing.
+func New(d Deps) (*Service, error) {
+	for _, dep := range []struct {
+		name    string
+		missing bool
+	}{
+		{"DB", d.DB == nil}, {"Self", d.Self.ID == ""}, {"Live", d.Live == nil}, {"Pool", d.Pool == nil},
+		{"Nodes", d.Nodes == nil}, {"Folders", d.Folders == nil}, {"Copier", d.Copier == nil}, {"Policy", d.Policy == nil},
+	} {
+		if dep.missing {
+			return nil, fmt.Errorf("build the service: Deps.%s is required", dep.name)
+		}
+	}
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := NewReader(d.DB, d.Self)
+	r.live = d.Live
+	s := &Service{Reader: r, hub: NewHub(), pool: d.Pool, caller: d.Nodes, folders: d.Folders, copier: d.Copier, policy: d.Policy}
+	s.tunnels = newTunnels(s, log)
+	return s, nil
 }
 
 // Self returns this machine's identity.
-func (s *Service) Self(ctx context.Context) (Self, error) { return s.self, nil }
+func (r *Reader) Self(ctx context.Context) (Self, error) { return r.self, nil }
 
 // Hub returns the event hub the service publishes to.
 func (s *Service) Hub() *Hub { return s.hub }
 
 // Nodes returns every member of the pool, this machine first, then by name.
-func (s *Service) Nodes(ctx context.Context) ([]Node, error) {
-	ids, names, err := s.nodeIDs(ctx)
+func (r *Reader) Nodes(ctx context.Context) ([]Node, error) {
+	ids, names, err := r.nodeIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	latest, err := s.history.Latest(ctx)
+	latest, err := r.history.Latest(ctx)
 	if err != nil {
 		return nil, err
 	}
 	nodes := make([]Node, 0, len(ids))
 	for _, id := range ids {
 		sm, ok := latest[id]
-		n, err := s.node(ctx, id, names[id], sm, ok)
+		n, err := r.node(ctx, id, names[id], sm, ok)
 		if err != nil {
 			return nil, err
 		}
@@ -97,15 +126,15 @@ func (s *Service) Nodes(ctx context.Context) ([]Node, error) {
 }
 
 // nodeIDs lists this machine and the pool's current members.
-func (s *Service) nodeIDs(ctx context.Context) ([]string, map[string]string, error) {
-	ids := []string{s.self.ID}
-	names := map[string]string{s.self.ID: s.self.Name}
-	members, err := s.db.Members(ctx)
+func (r *Reader) nodeIDs(ctx context.Context) ([]string, map[string]string, error) {
+	ids := []string{r.self.ID}
+	names := map[string]string{r.self.ID: r.self.Name}
+	members, err := r.db.Members(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read members: %w", err)
 	}
 	for _, m := range members {
-		if m.Removed || m.ID == s.self.ID {
+		if m.Removed || m.ID == r.self.ID {
 			continue
 		}
 		ids = append(ids, m.ID)
@@ -116,11 +145,11 @@ func (s *Service) nodeIDs(ctx context.Context) ([]string, map[string]string, err
 
 // node builds the view of id: name is the member's name, used unless the
 // node record names the node; sm is its latest sample, if ok.
-func (s *Service) node(ctx context.Context, id, name string, sm agent.Sample, ok bool) (Node, error) {
-	n := Node{ID: id, ShortID: shortID(id), Name: name, Self: id == s.self.ID, GPUs: []GPU{}, Addresses: []string{}}
-	n.Online = n.Self || (s.live != nil && s.live.Online(id))
+func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok bool) (Node, error) {
+	n := Node{ID: id, ShortID: shortID(id), Name: name, Self: id == r.self.ID, GPUs: []GPU{}, Addresses: []string{}}
+	n.Online = n.Self || r.live.Online(id)
 	n.Stale = !n.Online
-	rec, found, err := s.db.Latest(ctx, id, KindNode, "")
+	rec, found, err := r.db.Latest(ctx, id, KindNode, "")
 	if err != nil {
 		return n, fmt.Errorf("read node %s: %w", shortID(id), err)
 	}
@@ -153,8 +182,8 @@ func (s *Service) node(ctx context.Context, id, name string, sm agent.Sample, ok
 }
 
 // GPUs returns every GPU of the pool.
-func (s *Service) GPUs(ctx context.Context) ([]GPU, error) {
-	nodes, err := s.Nodes(ctx)
+func (r *Reader) GPUs(ctx context.Context) ([]GPU, error) {
+	nodes, err := r.Nodes(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -167,14 +196,14 @@ func (s *Service) GPUs(ctx context.Context) ([]GPU, error) {
 
 // History returns a node's samples over the last seconds, oldest first,
 // from the finest tier that covers the window.
-func (s *Service) History(ctx context.Context, node string, seconds int) (History, error) {
+func (r *Reader) History(ctx context.Context, node string, seconds int) (History, error) {
 	if node == "" {
 		return History{}, fmt.Errorf("%w: node is required", ErrInvalid)
 	}
 	if seconds <= 0 || seconds > int(history.MaxWindow/time.Second) {
 		return History{}, fmt.Errorf("%w: seconds must be between 1 and %d", ErrInvalid, int(history.MaxWindow/time.Second))
 	}
-	samples, err := s.history.Window(ctx, node, time.Duration(seconds)*time.Second, s.now())
+	samples, err := r.history.Window(ctx, node, time.Duration(seconds)*time.Second, r.now())
 	if err != nil {
 		return History{}, fmt.Errorf("read history of %s: %w", shortID(node), err)
 	}
@@ -185,30 +214,29 @@ func (s *Service) History(ctx context.Context, node string, seconds int) (Histor
 	return h, nil
 }
 
-// Pool returns the pool this machine belongs to.
+// Pool returns the pool this machine belongs to, as the daemon knows it.
 func (s *Service) Pool(ctx context.Context) (PoolStatus, error) {
-	if s.pool == nil {
-		return s.poolFromReplica(ctx)
-	}
 	return s.pool.Status(ctx)
 }
 
-func (s *Service) poolFromReplica(ctx context.Context) (PoolStatus, error) {
+// Pool returns the pool this machine belongs to, as the replica last
+// recorded it (no invites: those are the daemon's).
+func (r *Reader) Pool(ctx context.Context) (PoolStatus, error) {
 	ps := PoolStatus{Members: []Member{}}
-	id, _, err := s.db.Setting(ctx, SettingPoolID)
+	id, _, err := r.db.Setting(ctx, SettingPoolID)
 	if err != nil {
 		return ps, err
 	}
 	ps.PoolID = id
-	rows, err := s.db.Members(ctx)
+	rows, err := r.db.Members(ctx)
 	if err != nil {
 		return ps, err
 	}
-	ps.SelfID = s.self.ID
+	ps.SelfID = r.self.ID
 	for _, m := range rows {
 		ps.Members = append(ps.Members, Member{ID: m.ID, Name: m.Name, Role: m.Role, AddedAt: m.AddedAt, AddedBy: m.AddedBy,
-			Removed: m.Removed, Self: m.ID == s.self.ID})
-		if m.ID == s.self.ID && !m.Removed {
+			Removed: m.Removed, Self: m.ID == r.self.ID})
+		if m.ID == r.self.ID && !m.Removed {
 			ps.SelfRole = m.Role
 		}
 	}
@@ -233,9 +261,6 @@ func CanFor(role string) Can {
 
 // CreateInvite makes an invite code (admins and owners).
 func (s *Service) CreateInvite(ctx context.Context, req InviteRequest) (NewInvite, error) {
-	if s.pool == nil {
-		return NewInvite{}, ErrReadOnly
-	}
 	return s.pool.CreateInvite(ctx, req)
 }
 
@@ -247,17 +272,11 @@ func (s *Service) Invites(ctx context.Context) ([]Invite, error) {
 
 // RevokeInvite ends an invite.
 func (s *Service) RevokeInvite(ctx context.Context, id string) error {
-	if s.pool == nil {
-		return ErrReadOnly
-	}
 	return s.pool.RevokeInvite(ctx, id)
 }
 
 // SetRole changes a member's role.
 func (s *Service) SetRole(ctx context.Context, id, role string) error {
-	if s.pool == nil {
-		return ErrReadOnly
-	}
 	return s.pool.SetRole(ctx, id, role)
 }
 
@@ -266,17 +285,11 @@ var ErrReadOnly = errors.New("this needs the labpool daemon: start `labpool agen
 
 // CreatePool creates a pool with this machine as its first member.
 func (s *Service) CreatePool(ctx context.Context) (JoinCode, error) {
-	if s.pool == nil {
-		return JoinCode{}, ErrReadOnly
-	}
 	return s.pool.Create(ctx)
 }
 
 // JoinPool joins the pool of req.Code.
 func (s *Service) JoinPool(ctx context.Context, req JoinRequest) (PoolStatus, error) {
-	if s.pool == nil {
-		return PoolStatus{}, ErrReadOnly
-	}
 	if req.Code == "" {
 		return PoolStatus{}, fmt.Errorf("%w: a join code is required", ErrInvalid)
 	}
@@ -285,17 +298,11 @@ func (s *Service) JoinPool(ctx context.Context, req JoinRequest) (PoolStatus, er
 
 // RemoveMember removes a device from the pool.
 func (s *Service) RemoveMember(ctx context.Context, id string) error {
-	if s.pool == nil {
-		return ErrReadOnly
-	}
 	return s.pool.Remove(ctx, id)
 }
 
 // Probe reports what the machine at addr answers to this one.
 func (s *Service) Probe(ctx context.Context, addr string) (ProbeResult, error) {
-	if s.pool == nil {
-		return ProbeResult{}, ErrReadOnly
-	}
 	if addr == "" {
 		return ProbeResult{}, fmt.Errorf("%w: an address HOST:PORT is required", ErrInvalid)
 	}
@@ -365,25 +372,3 @@ func nodeInfo(i agent.Info) NodeInfo {
 
 // ErrForbidden means the pool refused this machine (for example a wrong join code).
 var ErrForbidden = errors.New("forbidden")
-
-// Settings that let the replica be read without a daemon.
-const (
-	SettingSelfID   = "self.id"
-	SettingSelfName = "self.name"
-)
-
-// LoadSelf reads this machine's identity as the daemon last recorded it.
-func LoadSelf(ctx context.Context, db *store.DB) (Self, error) {
-	id, ok, err := db.Setting(ctx, SettingSelfID)
-	if err != nil {
-		return Self{}, err
-	}
-	if !ok {
-		return Self{}, errors.New("the replica has no identity yet: start `labpool agent` once")
-	}
-	name, _, err := db.Setting(ctx, SettingSelfName)
-	if err != nil {
-		return Self{}, err
-	}
-	return Self{ID: id, ShortID: shortID(id), Name: name, APIVersion: APIVersion}, nil
-}

@@ -71,7 +71,7 @@ func poolFixture(t *testing.T) *Service {
 	putNode(t, db, strangerID, NodeRecord{Info: agent.Info{ID: strangerID, Name: "stranger"}})
 	putSample(t, db, strangerID, history.KindSample1s, testSample(t0, 60, 1))
 
-	return NewService(db, Self{ID: selfID, ShortID: shortID(selfID), Name: "zeta"}, fakeLive{alphaID: true, goneID: true}, nil)
+	return newService(t, db, Self{ID: selfID, ShortID: shortID(selfID), Name: "zeta"}, fakeLive{alphaID: true, goneID: true}, nil)
 }
 
 func TestServiceNodes(t *testing.T) {
@@ -121,8 +121,8 @@ func TestServiceNodes(t *testing.T) {
 
 func TestServiceNodesReadOnly(t *testing.T) {
 	svc := poolFixture(t)
-	svc.live = nil // the replica read with no daemon: only this machine is online
-	nodes, err := svc.Nodes(context.Background())
+	r := NewReader(svc.db, svc.self) // the replica read with no daemon: only this machine is online
+	nodes, err := r.Nodes(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestServiceNodesReadOnly(t *testing.T) {
 
 func TestServiceNodesOnlySelf(t *testing.T) {
 	db := openDB(t)
-	svc := NewService(db, Self{ID: selfID, Name: "lonely"}, nil, nil)
+	svc := NewReader(db, Self{ID: selfID, Name: "lonely"})
 	nodes, err := svc.Nodes(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -179,7 +179,7 @@ func TestServiceGPUs(t *testing.T) {
 }
 
 func TestServiceGPUsEmpty(t *testing.T) {
-	svc := NewService(openDB(t), Self{ID: selfID}, nil, nil)
+	svc := NewReader(openDB(t), Self{ID: selfID})
 	gpus, err := svc.GPUs(context.Background())
 	if err != nil || gpus == nil || len(gpus) != 0 {
 		t.Errorf("GPUs() = %v, %v; want [] and no error", gpus, err)
@@ -188,7 +188,7 @@ func TestServiceGPUsEmpty(t *testing.T) {
 
 // historyFixture holds, for mikeID, samples in each tier whose CPU percent
 // says the tier: 1 (1 s), 2 (1 min), 3 (15 min), at ages in seconds.
-func historyFixture(t *testing.T) *Service {
+func historyFixture(t *testing.T) *Reader {
 	t.Helper()
 	db := openDB(t)
 	tiers := []struct {
@@ -207,7 +207,7 @@ func historyFixture(t *testing.T) *Service {
 	}
 	putSample(t, db, mikeID, history.KindSample1s, testSample(t0.Add(2*time.Minute), 1, 2))          // beyond now + 1 min
 	putRecord(t, db, mikeID, history.KindSample1s, "bad", t0.Add(-time.Second), []byte(`"garbage"`)) // skipped
-	svc := NewService(db, Self{ID: selfID}, nil, nil)
+	svc := NewReader(db, Self{ID: selfID})
 	svc.now = func() time.Time { return t0 }
 	return svc
 }
@@ -275,7 +275,7 @@ func TestHistoryPoint(t *testing.T) {
 func TestServicePoolFromReplica(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	svc := NewService(db, Self{ID: selfID}, nil, nil)
+	svc := NewReader(db, Self{ID: selfID})
 	ps, err := svc.Pool(ctx)
 	if err != nil || ps.PoolID != "" || ps.Members == nil || len(ps.Members) != 0 {
 		t.Fatalf("Pool() outside a pool = %+v, %v; want no pool and [] members", ps, err)
@@ -321,13 +321,26 @@ func (f *fakePool) Probe(_ context.Context, addr string) (ProbeResult, error) {
 	return ProbeResult{Addr: addr}, f.err
 }
 
+// poolReader is what both a Reader and a Service answer about the pool.
+type poolReader interface {
+	Pool(ctx context.Context) (PoolStatus, error)
+}
+
 func TestServicePoolCalls(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	ro := NewService(db, Self{ID: selfID}, nil, nil)
+	ro := NewReader(db, Self{ID: selfID})
 	pool := &fakePool{status: PoolStatus{PoolID: "p1"}}
-	rw := NewService(db, Self{ID: selfID}, nil, pool)
-	call := func(s *Service, op string) error {
+	rw := newService(t, db, Self{ID: selfID}, nil, pool)
+	call := func(r poolReader, op string) error {
+		if op == "pool" {
+			_, err := r.Pool(ctx)
+			return err
+		}
+		s, ok := r.(*Service)
+		if !ok {
+			return ErrReadOnly // a Reader has no method that writes: it cannot be asked
+		}
 		var err error
 		switch op {
 		case "create":
@@ -348,8 +361,6 @@ func TestServicePoolCalls(t *testing.T) {
 			err = s.SetRole(ctx, mikeID, "admin")
 		case "probe no addr":
 			_, err = s.Probe(ctx, "")
-		case "pool":
-			_, err = s.Pool(ctx)
 		}
 		return err
 	}

@@ -40,12 +40,13 @@ type tunnel struct {
 	l    net.Listener
 }
 
-// NewTunnels returns the tunnel set of svc; Run must be running for Open.
-func NewTunnels(svc *Service, log *slog.Logger) *Tunnels {
-	t := &Tunnels{svc: svc, log: log, open: map[tunnelKey]*tunnel{}}
-	svc.tunnels = t
-	return t
+// newTunnels returns the tunnel set of svc; Run must be running for Open.
+func newTunnels(svc *Service, log *slog.Logger) *Tunnels {
+	return &Tunnels{svc: svc, log: log, open: map[tunnelKey]*tunnel{}}
 }
+
+// Tunnels returns the service's tunnels, for the daemon to Run.
+func (s *Service) Tunnels() *Tunnels { return s.tunnels }
 
 // Run keeps the tunnels until ctx is cancelled, closing those whose job
 // has ended.
@@ -189,16 +190,10 @@ func (t *Tunnels) closeAll() {
 
 // Open returns a tunnel to a job's container port (see Tunnels.Open).
 func (s *Service) Open(ctx context.Context, ref string, port int) (Tunnel, error) {
-	if s.tunnels == nil {
-		return Tunnel{}, ErrReadOnly
-	}
 	return s.tunnels.Open(ctx, ref, port)
 }
 
 // TunnelList returns the open tunnels.
 func (s *Service) TunnelList(ctx context.Context) ([]Tunnel, error) {
-	if s.tunnels == nil {
-		return []Tunnel{}, nil
-	}
 	return s.tunnels.List(), nil
 }

@@ -148,12 +148,12 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.peers.OnPool = d.pool.Receive
 	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
-	d.svc = app.NewService(d.db, d.self(), d.peers, (*poolManager)(d))
-	d.svc.SetNodeCaller(d)
-	d.svc.SetPolicyManager(d)
-	d.svc.SetFolderManager((*folderManager)(d))
-	d.svc.SetCopier((*copier)(d))
-	d.tunnels = app.NewTunnels(d.svc, log)
+	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
+		Nodes: d, Folders: (*folderManager)(d), Copier: (*copier)(d), Policy: d, Log: log})
+	if err != nil {
+		return nil, err
+	}
+	d.tunnels = d.svc.Tunnels()
 	return d, nil
 }
 
