@@ -64,7 +64,9 @@ func (l *lab) add(name string) *machine {
 		l.t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	caller := func(r *http.Request) folders.Caller { return folders.Caller{ID: r.Header.Get(peerHeader), Role: "member"} }
+	caller := func(r *http.Request) folders.Caller {
+		return folders.Caller{ID: r.Header.Get(peerHeader), Role: "member"}
+	}
 	fh := folders.Handler(m.reg, folders.Access{Caller: caller, Role: func(string) string { return "member" }})
 	mux.Handle("/v1/folders/", fh)
 	th := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.rcv.Load().Handler(caller).ServeHTTP(w, r) })
