@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/cli"
 	"github.com/labpool/labpool/app/daemon"
+	"github.com/labpool/labpool/app/web"
 )
 
 // ensureAgent returns the socket of the daemon serving cfg.DataDir: the one
@@ -42,7 +42,7 @@ func ensureAgent(ctx context.Context, cfg daemon.Config, log *slog.Logger) (sock
 func answers(ctx context.Context, socket string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return app.NewClient(socket).Ping(ctx) == nil
+	return web.NewClient(socket).Ping(ctx) == nil
 }
 
 // startAgent runs `labpool agent` for cfg detached from this process, and

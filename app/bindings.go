@@ -12,7 +12,7 @@ import (
 // Bindings are the methods the Wails window calls (window.go.app.Bindings).
 // Each validates, delegates to the daemon's local API and returns (T, error).
 type Bindings struct {
-	client     *Client
+	client     DaemonClient
 	selfTest   string // file the self-test report goes to; "" when off
 	ctx        context.Context
 	quit       func()
@@ -24,7 +24,7 @@ type Bindings struct {
 
 // NewBindings returns bindings over the daemon at client. With selfTest
 // set, the UI reports what it rendered to that file and the window quits.
-func NewBindings(client *Client, selfTest string) *Bindings {
+func NewBindings(client DaemonClient, selfTest string) *Bindings {
 	return &Bindings{client: client, selfTest: selfTest, ctx: context.Background(), selfTested: make(chan struct{})}
 }
 

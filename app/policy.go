@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -83,16 +82,4 @@ func (s *Service) SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error)
 		return Policy{}, err
 	}
 	return p.SetPolicy(ctx, u)
-}
-
-// Policy asks the daemon for this machine's policy.
-func (c *Client) Policy(ctx context.Context) (Policy, error) {
-	var p Policy
-	return p, c.do(ctx, http.MethodGet, "/api/v1/policy", nil, &p)
-}
-
-// SetPolicy asks the daemon to change this machine's policy.
-func (c *Client) SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error) {
-	var p Policy
-	return p, c.do(ctx, http.MethodPut, "/api/v1/policy", u, &p)
 }

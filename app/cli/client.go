@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -23,10 +24,10 @@ type reader interface {
 }
 
 // connect returns a client of the running daemon, or ErrNoDaemon.
-func connect(ctx context.Context, g *globals) (*app.Client, error) {
-	c := app.NewClient(SocketPath(g.dataDir))
+func connect(ctx context.Context, g *globals) (*web.Client, error) {
+	c := web.NewClient(SocketPath(g.dataDir))
 	if err := c.Ping(ctx); err != nil {
-		if errors.Is(err, app.ErrNoDaemon) {
+		if errors.Is(err, web.ErrNoDaemon) {
 			return nil, fmt.Errorf("no labpool daemon is running for %s: start `labpool agent` or open the app", g.dataDir)
 		}
 		return nil, err
@@ -37,12 +38,12 @@ func connect(ctx context.Context, g *globals) (*app.Client, error) {
 // open returns the daemon's view, or, with no daemon running, the replica's
 // last known state after a note on stderr that it may be stale.
 func open(ctx context.Context, g *globals, stderr io.Writer) (reader, func(), error) {
-	c := app.NewClient(SocketPath(g.dataDir))
+	c := web.NewClient(SocketPath(g.dataDir))
 	err := c.Ping(ctx)
 	if err == nil {
 		return c, func() {}, nil
 	}
-	if !errors.Is(err, app.ErrNoDaemon) {
+	if !errors.Is(err, web.ErrNoDaemon) {
 		return nil, nil, err
 	}
 	path := filepath.Join(g.dataDir, "replica.db")

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/sync/peer"
 )
@@ -24,7 +23,7 @@ import (
 func running(ctx context.Context, dataDir string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return app.NewClient(Socket(dataDir)).Ping(ctx) == nil
+	return web.NewClient(Socket(dataDir)).Ping(ctx) == nil
 }
 
 // Ensure makes sure a daemon serves cfg.DataDir: the one already running, or

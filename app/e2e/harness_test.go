@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/containers/dockertest"
 )
 
@@ -272,8 +272,8 @@ func (h *host) cli(args ...string) (stdout, stderr string, code int) {
 
 // client talks to h's daemon through its unix socket, which is reachable
 // from any network namespace.
-func (h *host) client() *app.Client {
-	return app.NewClient(filepath.Join(h.data, "labpool.sock"))
+func (h *host) client() *web.Client {
+	return web.NewClient(filepath.Join(h.data, "labpool.sock"))
 }
 
 // waitDaemon waits until h's daemon answers.

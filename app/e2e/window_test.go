@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
 )
 
 // TestWindow opens the real Wails build under Xvfb. The page, in self-test
@@ -114,13 +114,13 @@ func TestWindow(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := app.NewClient(sock).Ping(ctx); err != nil {
+	if err := web.NewClient(sock).Ping(ctx); err != nil {
 		t.Errorf("the agent did not outlive the window: %v", err)
 	}
 	if out, err := exec.Command(gui, "--data", dataDir, "quit").CombinedOutput(); err != nil {
 		t.Errorf("labpool quit: %v %s", err, out)
 	}
-	if err := app.NewClient(sock).Ping(ctx); err == nil {
+	if err := web.NewClient(sock).Ping(ctx); err == nil {
 		t.Errorf("the agent still answers after labpool quit")
 	}
 }

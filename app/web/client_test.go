@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
 )
 
 // serveUnix serves h on a unix socket in t's temporary directory and
@@ -54,7 +55,7 @@ func TestClientEndToEnd(t *testing.T) {
 		},
 	}
 	svc := newService(t, pool)
-	c := app.NewClient(serveUnix(t, newHandler(svc)))
+	c := web.NewClient(serveUnix(t, newHandler(svc)))
 
 	if err := c.Ping(ctx); err != nil {
 		t.Fatalf("Ping: %v", err)
@@ -124,7 +125,7 @@ func TestClientEndToEnd(t *testing.T) {
 
 func TestClientEvents(t *testing.T) {
 	svc := newService(t, nil)
-	c := app.NewClient(serveUnix(t, newHandler(svc)))
+	c := web.NewClient(serveUnix(t, newHandler(svc)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan string, 4)
@@ -155,14 +156,14 @@ func TestClientEvents(t *testing.T) {
 func TestClientNoDaemon(t *testing.T) {
 	ctx := context.Background()
 	sock := filepath.Join(t.TempDir(), "labpool.sock")
-	c := app.NewClient(sock)
-	if err := c.Ping(ctx); !errors.Is(err, app.ErrNoDaemon) {
+	c := web.NewClient(sock)
+	if err := c.Ping(ctx); !errors.Is(err, web.ErrNoDaemon) {
 		t.Errorf("Ping with no socket: %v, want ErrNoDaemon", err)
 	}
-	if _, err := c.Nodes(ctx); !errors.Is(err, app.ErrNoDaemon) {
+	if _, err := c.Nodes(ctx); !errors.Is(err, web.ErrNoDaemon) {
 		t.Errorf("Nodes with no socket: %v, want ErrNoDaemon", err)
 	}
-	if err := c.Events(ctx, func(string, json.RawMessage) {}); !errors.Is(err, app.ErrNoDaemon) {
+	if err := c.Events(ctx, func(string, json.RawMessage) {}); !errors.Is(err, web.ErrNoDaemon) {
 		t.Errorf("Events with no socket: %v, want ErrNoDaemon", err)
 	}
 
@@ -172,7 +173,7 @@ func TestClientNoDaemon(t *testing.T) {
 	}
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
-	if err := c.Ping(ctx); !errors.Is(err, app.ErrNoDaemon) {
+	if err := c.Ping(ctx); !errors.Is(err, web.ErrNoDaemon) {
 		t.Errorf("Ping of a stale socket: %v, want ErrNoDaemon", err)
 	}
 }
@@ -181,7 +182,7 @@ func TestClientNonJSONError(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "proxy exploded", http.StatusBadGateway)
 	})
-	c := app.NewClient(serveUnix(t, h))
+	c := web.NewClient(serveUnix(t, h))
 	_, err := c.Self(context.Background())
 	var apiErr *app.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != 502 || apiErr.Code != "http" || apiErr.Message != "502 Bad Gateway: proxy exploded" {

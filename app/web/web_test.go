@@ -389,7 +389,7 @@ func subscribe(t *testing.T, ctx context.Context, srv *httptest.Server) <-chan s
 	events := make(chan sseEvent, 16)
 	go func() {
 		defer close(events)
-		app.ReadSSE(resp.Body, func(name string, data json.RawMessage) { events <- sseEvent{name, data} })
+		web.ReadSSE(resp.Body, func(name string, data json.RawMessage) { events <- sseEvent{name, data} })
 	}()
 	return events
 }

@@ -1,7 +1,8 @@
-package app
+package web
 
 import (
 	"context"
+	"github.com/labpool/labpool/app"
 	"net/http"
 	"net/url"
 	"time"
@@ -10,14 +11,14 @@ import (
 )
 
 // Folders lists every shared folder of the pool.
-func (c *Client) Folders(ctx context.Context) ([]Folder, error) {
-	var f []Folder
+func (c *Client) Folders(ctx context.Context) ([]app.Folder, error) {
+	var f []app.Folder
 	return f, c.do(ctx, http.MethodGet, "/api/v1/folders", nil, &f)
 }
 
 // Share shares a directory of the daemon's machine.
-func (c *Client) Share(ctx context.Context, req ShareRequest) (Folder, error) {
-	var f Folder
+func (c *Client) Share(ctx context.Context, req app.ShareRequest) (app.Folder, error) {
+	var f app.Folder
 	return f, c.do(ctx, http.MethodPost, "/api/v1/folders", req, &f)
 }
 
@@ -34,15 +35,15 @@ func (c *Client) Ls(ctx context.Context, node, folder, path string) ([]folders.E
 }
 
 // Copy starts a copy.
-func (c *Client) Copy(ctx context.Context, req CopyRequest) (Transfer, error) {
-	var t Transfer
+func (c *Client) Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, error) {
+	var t app.Transfer
 	return t, c.do(ctx, http.MethodPost, "/api/v1/copy", req, &t)
 }
 
 // Transfer returns the state of a copy running on node, once it has ended
 // or wait has passed.
-func (c *Client) Transfer(ctx context.Context, node, id string, wait time.Duration) (Transfer, error) {
-	var t Transfer
+func (c *Client) Transfer(ctx context.Context, node, id string, wait time.Duration) (app.Transfer, error) {
+	var t app.Transfer
 	q := url.Values{"node": {node}}
 	if wait > 0 {
 		q.Set("wait", wait.String())
@@ -51,7 +52,7 @@ func (c *Client) Transfer(ctx context.Context, node, id string, wait time.Durati
 }
 
 // Transfers lists the copies started through the daemon.
-func (c *Client) Transfers(ctx context.Context) ([]Transfer, error) {
-	var t []Transfer
+func (c *Client) Transfers(ctx context.Context) ([]app.Transfer, error) {
+	var t []app.Transfer
 	return t, c.do(ctx, http.MethodGet, "/api/v1/transfers", nil, &t)
 }

@@ -1,4 +1,4 @@
-package app
+package web
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/labpool/labpool/app"
 	"io"
 	"net"
 	"net/http"
@@ -49,45 +50,45 @@ func (c *Client) Ping(ctx context.Context) error {
 }
 
 // Self returns this machine's identity.
-func (c *Client) Self(ctx context.Context) (Self, error) {
-	var s Self
+func (c *Client) Self(ctx context.Context) (app.Self, error) {
+	var s app.Self
 	return s, c.do(ctx, http.MethodGet, "/api/v1/self", nil, &s)
 }
 
 // Nodes returns every member of the pool, this machine included.
-func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
-	var n []Node
+func (c *Client) Nodes(ctx context.Context) ([]app.Node, error) {
+	var n []app.Node
 	return n, c.do(ctx, http.MethodGet, "/api/v1/nodes", nil, &n)
 }
 
 // GPUs returns every GPU of the pool.
-func (c *Client) GPUs(ctx context.Context) ([]GPU, error) {
-	var g []GPU
+func (c *Client) GPUs(ctx context.Context) ([]app.GPU, error) {
+	var g []app.GPU
 	return g, c.do(ctx, http.MethodGet, "/api/v1/gpus", nil, &g)
 }
 
 // History returns a node's samples of the last seconds.
-func (c *Client) History(ctx context.Context, node string, seconds int) (History, error) {
-	var h History
+func (c *Client) History(ctx context.Context, node string, seconds int) (app.History, error) {
+	var h app.History
 	q := url.Values{"node": {node}, "seconds": {strconv.Itoa(seconds)}}
 	return h, c.do(ctx, http.MethodGet, "/api/v1/history?"+q.Encode(), nil, &h)
 }
 
 // Pool returns the pool this machine belongs to.
-func (c *Client) Pool(ctx context.Context) (PoolStatus, error) {
-	var p PoolStatus
+func (c *Client) Pool(ctx context.Context) (app.PoolStatus, error) {
+	var p app.PoolStatus
 	return p, c.do(ctx, http.MethodGet, "/api/v1/pool", nil, &p)
 }
 
 // CreatePool creates a pool with this machine as its first member.
-func (c *Client) CreatePool(ctx context.Context) (JoinCode, error) {
-	var j JoinCode
+func (c *Client) CreatePool(ctx context.Context) (app.JoinCode, error) {
+	var j app.JoinCode
 	return j, c.do(ctx, http.MethodPost, "/api/v1/pool/create", nil, &j)
 }
 
 // JoinPool joins the pool of code, found by mDNS or at req.Addr.
-func (c *Client) JoinPool(ctx context.Context, req JoinRequest) (PoolStatus, error) {
-	var p PoolStatus
+func (c *Client) JoinPool(ctx context.Context, req app.JoinRequest) (app.PoolStatus, error) {
+	var p app.PoolStatus
 	return p, c.do(ctx, http.MethodPost, "/api/v1/pool/join", req, &p)
 }
 
@@ -97,14 +98,14 @@ func (c *Client) RemoveMember(ctx context.Context, id string) error {
 }
 
 // Invites lists the pool's invites.
-func (c *Client) Invites(ctx context.Context) ([]Invite, error) {
-	var v []Invite
+func (c *Client) Invites(ctx context.Context) ([]app.Invite, error) {
+	var v []app.Invite
 	return v, c.do(ctx, http.MethodGet, "/api/v1/pool/invites", nil, &v)
 }
 
 // CreateInvite makes an invite code.
-func (c *Client) CreateInvite(ctx context.Context, req InviteRequest) (NewInvite, error) {
-	var v NewInvite
+func (c *Client) CreateInvite(ctx context.Context, req app.InviteRequest) (app.NewInvite, error) {
+	var v app.NewInvite
 	return v, c.do(ctx, http.MethodPost, "/api/v1/pool/invites", req, &v)
 }
 
@@ -115,13 +116,13 @@ func (c *Client) RevokeInvite(ctx context.Context, id string) error {
 
 // SetRole changes a member's role.
 func (c *Client) SetRole(ctx context.Context, id, role string) error {
-	return c.do(ctx, http.MethodPut, "/api/v1/pool/members/"+url.PathEscape(id)+"/role", RoleRequest{Role: role}, nil)
+	return c.do(ctx, http.MethodPut, "/api/v1/pool/members/"+url.PathEscape(id)+"/role", app.RoleRequest{Role: role}, nil)
 }
 
 // Probe reports what the machine at addr answers to this daemon.
-func (c *Client) Probe(ctx context.Context, addr string) (ProbeResult, error) {
-	var p ProbeResult
-	return p, c.do(ctx, http.MethodPost, "/api/v1/probe", ProbeRequest{Addr: addr}, &p)
+func (c *Client) Probe(ctx context.Context, addr string) (app.ProbeResult, error) {
+	var p app.ProbeResult
+	return p, c.do(ctx, http.MethodPost, "/api/v1/probe", app.ProbeRequest{Addr: addr}, &p)
 }
 
 // Events streams events until ctx ends or the daemon goes away; fn must not
@@ -137,7 +138,7 @@ func (c *Client) Events(ctx context.Context, fn func(name string, data json.RawM
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return decodeError(resp)
+		return app.ErrorFromResponse(resp)
 	}
 	return ReadSSE(resp.Body, fn)
 }
@@ -196,7 +197,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		return decodeError(resp)
+		return app.ErrorFromResponse(resp)
 	}
 	if out == nil {
 		return nil
@@ -215,20 +216,14 @@ func (c *Client) wrap(err error) error {
 	return err
 }
 
-// APIError is an error answered by the daemon.
-type APIError struct {
-	Status  int    // HTTP status
-	Code    string // machine-readable, e.g. "not_found"
-	Message string // safe to show a person
+// Policy asks the daemon for this machine's policy.
+func (c *Client) Policy(ctx context.Context) (app.Policy, error) {
+	var p app.Policy
+	return p, c.do(ctx, http.MethodGet, "/api/v1/policy", nil, &p)
 }
 
-func (e *APIError) Error() string { return e.Message }
-
-func decodeError(resp *http.Response) error {
-	var e Error
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(b, &e) != nil || e.Message == "" {
-		e = Error{Code: "http", Message: fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(b)))}
-	}
-	return &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message}
+// SetPolicy asks the daemon to change this machine's policy.
+func (c *Client) SetPolicy(ctx context.Context, u app.PolicyUpdate) (app.Policy, error) {
+	var p app.Policy
+	return p, c.do(ctx, http.MethodPut, "/api/v1/policy", u, &p)
 }

@@ -1,7 +1,8 @@
-package app
+package web
 
 import (
 	"context"
+	"github.com/labpool/labpool/app"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,8 +12,8 @@ import (
 )
 
 // Jobs lists jobs: active ones, or all.
-func (c *Client) Jobs(ctx context.Context, all bool) ([]Job, error) {
-	var j []Job
+func (c *Client) Jobs(ctx context.Context, all bool) ([]app.Job, error) {
+	var j []app.Job
 	path := "/api/v1/jobs"
 	if all {
 		path += "?all=1"
@@ -21,26 +22,26 @@ func (c *Client) Jobs(ctx context.Context, all bool) ([]Job, error) {
 }
 
 // Job returns one job by ID, ID prefix or name.
-func (c *Client) Job(ctx context.Context, ref string) (Job, error) {
-	var j Job
+func (c *Client) Job(ctx context.Context, ref string) (app.Job, error) {
+	var j app.Job
 	return j, c.do(ctx, http.MethodGet, "/api/v1/jobs/"+url.PathEscape(ref), nil, &j)
 }
 
 // Plan says where req would run.
-func (c *Client) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
-	var p Plan
+func (c *Client) Plan(ctx context.Context, req app.LaunchRequest) (app.Plan, error) {
+	var p app.Plan
 	return p, c.do(ctx, http.MethodPost, "/api/v1/jobs/plan", req, &p)
 }
 
 // Launch runs a job.
-func (c *Client) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
-	var j Job
+func (c *Client) Launch(ctx context.Context, req app.LaunchRequest) (app.Job, error) {
+	var j app.Job
 	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs", req, &j)
 }
 
 // StopJob stops a job.
-func (c *Client) StopJob(ctx context.Context, ref string) (Job, error) {
-	var j Job
+func (c *Client) StopJob(ctx context.Context, ref string) (app.Job, error) {
+	var j app.Job
 	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(ref)+"/stop", nil, &j)
 }
 
@@ -56,14 +57,14 @@ func (c *Client) JobStats(ctx context.Context, ref string) (jobs.Stats, error) {
 }
 
 // Open opens (or returns) a tunnel to a job's container port.
-func (c *Client) Open(ctx context.Context, ref string, port int) (Tunnel, error) {
-	var t Tunnel
-	return t, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(ref)+"/open", OpenRequest{Port: port}, &t)
+func (c *Client) Open(ctx context.Context, ref string, port int) (app.Tunnel, error) {
+	var t app.Tunnel
+	return t, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(ref)+"/open", app.OpenRequest{Port: port}, &t)
 }
 
 // TunnelList returns the open tunnels.
-func (c *Client) TunnelList(ctx context.Context) ([]Tunnel, error) {
-	var t []Tunnel
+func (c *Client) TunnelList(ctx context.Context) ([]app.Tunnel, error) {
+	var t []app.Tunnel
 	return t, c.do(ctx, http.MethodGet, "/api/v1/tunnels", nil, &t)
 }
 
@@ -84,11 +85,11 @@ func (c *Client) Logs(ctx context.Context, ref string, follow bool, tail int) (i
 
 // LoadImage sends an image archive to node; the reply is NDJSON progress.
 func (c *Client) LoadImage(ctx context.Context, node string, archive io.Reader, force bool) (io.ReadCloser, error) {
-	return c.streamReq(ctx, http.MethodPost, "/api/v1/images/load?node="+url.QueryEscape(node)+forceQuery("&", force), archive, "application/x-tar")
+	return c.streamReq(ctx, http.MethodPost, "/api/v1/images/load?node="+url.QueryEscape(node)+forceParam(force), archive, "application/x-tar")
 }
 
 // PullImage makes node pull ref; the reply is NDJSON progress.
-func (c *Client) PullImage(ctx context.Context, req PullRequest) (io.ReadCloser, error) {
+func (c *Client) PullImage(ctx context.Context, req app.PullRequest) (io.ReadCloser, error) {
 	body, err := jsonBody(req)
 	if err != nil {
 		return nil, err
@@ -110,7 +111,14 @@ func (c *Client) streamReq(ctx context.Context, method, path string, body io.Rea
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		return nil, decodeError(resp)
+		return nil, app.ErrorFromResponse(resp)
 	}
 	return resp.Body, nil
+}
+
+func forceParam(force bool) string {
+	if force {
+		return "&force=1"
+	}
+	return ""
 }
