@@ -8,6 +8,10 @@
 // subscriber without ever waiting for one: a subscriber that falls behind
 // misses samples. Run returns only after every goroutine it started has
 // exited, and then closes the subscribers' channels.
+//
+// PeerHandler builds what members reach of this machine from the parts that
+// serve it (telemetry, replica stream, join, jobs, folders, copies), each
+// built by its owner and passed in, behind the pool's authorizer.
 package agent
 
 import (
