@@ -1,12 +1,12 @@
 package app
 
 import (
-	"log/slog"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
