@@ -24,6 +24,7 @@ import (
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/node/folders/copies"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
@@ -80,8 +81,7 @@ type Daemon struct {
 	jobs    *jobs.Manager
 	folders *folders.Registry
 	shared  publishedFolders // what was last published of each share
-	xfers   transfers
-	runCtx  context.Context     // the context run serves under; copies end with it
+	copies  *copies.Receiver
 	rt      *containers.Runtime // nil without a reachable Docker engine
 	rtErr   error
 
@@ -140,7 +140,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	if d.folders, err = folders.OpenWith(fcfg, shareStore{d.db}); err != nil {
 		return nil, err
 	}
-	d.loadTransfers(ctx)
+	d.openCopies()
 	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
 	if err := d.openPool(ctx); err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
-		Nodes: d, Folders: (*folderManager)(d), Copier: (*copier)(d), Policy: d, Log: log})
+		Nodes: d, Folders: (*folderManager)(d), Copier: copier{d.copies}, Policy: d, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,6 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
-	d.runCtx = ctx
 	api := &http.Server{Handler: web.Handler(d.svc, nil, d.log), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	g.Go(func() error { return serveUntil(ctx, api, sock) })
@@ -250,6 +249,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.tunnels.Run(ctx) })
 	g.Go(func() error { return d.jobs.Run(ctx) })
 	g.Go(func() error { return d.runFolders(ctx) })
+	g.Go(func() error { return d.copies.Run(ctx) })
 	g.Go(func() error { return d.runEvictions(ctx) })
 	if err := d.startDiscovery(ctx, g); err != nil {
 		return err
@@ -267,23 +267,19 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 
 // peerHandler is what members (and, for joining only, strangers) reach.
 func (d *Daemon) peerHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/v1/node/", agent.Handler(d.telem))
 	rs := replica.NewServer(d.db, d.id.ID.String(), d.log)
 	rs.Pool = d.pool.Records
-	mux.Handle("GET "+replica.StreamPath, rs)
-	mux.Handle("POST "+pool.JoinPath, transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler()))
-	jh := jobs.Handler(d.jobs, d.jobCaller)
-	for _, p := range []string{"/v1/jobs", "/v1/jobs/", "/v1/images", "/v1/images/"} {
-		mux.Handle(p, jh)
-	}
-	fh := d.folderHandler()
-	mux.Handle("/v1/folders", fh)
-	mux.Handle("/v1/folders/", fh)
-	th := d.transferHandler()
-	mux.Handle("/v1/transfers", th)
-	mux.Handle("/v1/transfers/", th)
-	return transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, []string{pool.JoinPath}, mux)
+	return agent.PeerHandler(agent.Parts{
+		Telemetry: d.telem,
+		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: rs},
+		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler())},
+		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
+		Folders:   d.folderHandler(),
+		Transfers: d.copies.Handler(d.folderCaller),
+		Authorize: func(open []string, h http.Handler) http.Handler {
+			return transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h)
+		},
+	})
 }
 
 func listenSocket(dir string) (net.Listener, error) {

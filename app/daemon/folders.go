@@ -118,9 +118,9 @@ func (d *Daemon) publishFolder(ctx context.Context, s folders.Share) folders.Inf
 
 // republish measures the share name again (after a copy into it) and
 // publishes it if it changed.
-func (d *Daemon) republish(name string) {
+func (d *Daemon) republish(ctx context.Context, name string) {
 	if s, err := d.folders.Get(name); err == nil {
-		d.publishFolder(d.runCtx, s)
+		d.publishFolder(ctx, s)
 	}
 }
 
