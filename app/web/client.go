@@ -138,7 +138,7 @@ func (c *Client) Events(ctx context.Context, fn func(name string, data json.RawM
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return app.ErrorFromResponse(resp)
+		return ReadError(resp)
 	}
 	return ReadSSE(resp.Body, fn)
 }
@@ -197,7 +197,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
-		return app.ErrorFromResponse(resp)
+		return ReadError(resp)
 	}
 	if out == nil {
 		return nil

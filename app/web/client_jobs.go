@@ -111,7 +111,7 @@ func (c *Client) streamReq(ctx context.Context, method, path string, body io.Rea
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		return nil, app.ErrorFromResponse(resp)
+		return nil, ReadError(resp)
 	}
 	return resp.Body, nil
 }

@@ -6,14 +6,12 @@ package web
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -185,41 +183,15 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) reply(w http.ResponseWriter, v any, err error) {
 	if err != nil {
-		status, code := classify(err)
+		status, body := Encode(err)
 		if status >= 500 {
 			h.log.Error("local api", "err", err)
 		}
-		writeError(w, status, code, err.Error())
+		writeBody(w, status, body)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(v); err != nil {
 		h.log.Debug("write reply", "err", err)
 	}
-}
-
-// classify maps an error to an HTTP status and a stable code.
-func classify(err error) (int, string) {
-	var apiErr *app.APIError
-	switch {
-	case errors.As(err, &apiErr):
-		return apiErr.Status, apiErr.Code
-	case errors.Is(err, app.ErrInvalid):
-		return http.StatusBadRequest, "invalid"
-	case errors.Is(err, app.ErrNotFound):
-		return http.StatusNotFound, "not_found"
-	case errors.Is(err, app.ErrReadOnly):
-		return http.StatusServiceUnavailable, "no_daemon"
-	case errors.Is(err, app.ErrForbidden):
-		return http.StatusForbidden, "forbidden"
-	case errors.Is(err, context.DeadlineExceeded):
-		return http.StatusGatewayTimeout, "timeout"
-	}
-	return http.StatusInternalServerError, "internal"
-}
-
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(app.Error{Code: code, Message: strings.TrimSpace(msg)})
 }

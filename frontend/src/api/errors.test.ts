@@ -23,3 +23,10 @@ test('toApiError never leaks raw JSON', () => {
   assert.equal(toApiError(orig), orig)
   assert.equal(orig.unreachable, true)
 })
+
+test('toApiError keeps the code of the window {code, message}', () => {
+  const e = toApiError({ code: 'forbidden', message: 'policy launch=admins: only admins launch here' })
+  assert.equal(e.code, 'forbidden')
+  assert.equal(e.message, 'policy launch=admins: only admins launch here')
+  assert.equal(toApiError({ nothing: 1 }).message, 'unknown error')
+})

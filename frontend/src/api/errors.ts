@@ -43,6 +43,11 @@ export function toApiError(err: unknown): ApiError {
     const body = parseErrorBody(err)
     return body ? new ApiError(body.message, body.code) : new ApiError(err || 'unknown error')
   }
+  if (err && typeof err === 'object' && !(err instanceof Error)) {
+    // The window's ErrorFormatter (web.FormatError) rejects with {code, message}.
+    const body = parseErrorBody(JSON.stringify(err))
+    if (body) return new ApiError(body.message, body.code)
+  }
   if (err instanceof Error) {
     const body = parseErrorBody(err.message)
     return body ? new ApiError(body.message, body.code) : new ApiError(err.message || 'unknown error')
