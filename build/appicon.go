@@ -2,9 +2,14 @@
 
 // appicon draws labpool's app icon, the header's logo (frontend/src/components/Header.svelte):
 // a rounded square in the accent colour with three bars in the background colour
-// (frontend/src/app.css), and writes it as build/appicon.png (1024×1024, what Wails
-// packs for macOS and embeds in the Linux window) and build/windows/icon.ico (PNG
-// images of 256, 128, 64, 48, 32 and 16 pixels, each drawn at its own size).
+// (frontend/src/app.css). It writes, each size drawn at its own size:
+//
+//   - build/appicon.png, 1024×1024: the icon wails build packs for macOS;
+//   - build/windows/icon.ico: PNG images of 256, 128, 64, 48, 32 and 16 pixels;
+//   - build/linux/labpool.png, 256×256: the window's icon on Linux (GDK silently
+//     drops a window icon of more than 512×512 from _NET_WM_ICON, the X property
+//     a request of at most 1 MiB must carry), and the icon the desktop entry's
+//     Icon=labpool names, installed as share/icons/hicolor/256x256/apps/labpool.png.
 //
 // From the repository root:
 //
@@ -54,6 +59,13 @@ func write(dir string) error {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "appicon.png"), icon, 0o644); err != nil {
+		return err
+	}
+	linux, err := encodePNG(draw(256))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "linux", "labpool.png"), linux, 0o644); err != nil {
 		return err
 	}
 	var images [][]byte
