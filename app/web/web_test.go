@@ -102,6 +102,14 @@ func (f *fakePool) Probe(_ context.Context, addr string) (app.ProbeResult, error
 // peer), each with a node record and a sample of one GPU.
 func newService(t *testing.T, pool app.PoolManager) *app.Service {
 	t.Helper()
+	db, self := newReplica(t)
+	return app.NewService(db, self, nil, pool)
+}
+
+// newReplica returns a replica of two nodes (this one and a peer), each
+// with a node record and a sample of one GPU, and this machine's identity.
+func newReplica(t *testing.T) (*store.DB, app.Self) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
 	if err != nil {
@@ -124,8 +132,7 @@ func newService(t *testing.T, pool app.PoolManager) *app.Service {
 			t.Fatal(err)
 		}
 	}
-	self := app.Self{ID: selfID, ShortID: "SELF-AAAA", Name: "self", APIVersion: app.APIVersion}
-	return app.NewService(db, self, nil, pool)
+	return db, app.Self{ID: selfID, ShortID: "SELF-AAAA", Name: "self", APIVersion: app.APIVersion}
 }
 
 func mustJSON(t *testing.T, v any) []byte {

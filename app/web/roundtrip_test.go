@@ -1,0 +1,314 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// fakeNode is the agent API of every node, answered in memory.
+type fakeNode struct{}
+
+func (fakeNode) NodeClient(context.Context, string) (*http.Client, error) {
+	return &http.Client{Transport: fakeNode{}}, nil
+}
+
+func (fakeNode) RoundTrip(r *http.Request) (*http.Response, error) {
+	w := httptest.NewRecorder()
+	switch p := r.URL.Path; {
+	case r.Method == http.MethodPost && p == "/v1/jobs":
+		json.NewEncoder(w).Encode(jobs.Job{ID: "job-1", Name: "train", Node: selfID, State: "running"})
+	case p == "/v1/images":
+		json.NewEncoder(w).Encode([]jobs.Image{{ID: "sha256:1", Tags: []string{"cuda:12"}}})
+	case p == "/v1/images/load" || p == "/v1/images/pull":
+		io.WriteString(w, `{"status":"loaded"}`+"\n")
+	case strings.HasPrefix(p, "/v1/folders/"):
+		io.WriteString(w, `[{"name":"a.txt","size":3}]`)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, `{"code":"not_found","message":"no such job"}`)
+	}
+	return w.Result(), nil
+}
+
+type allOnline struct{}
+
+func (allOnline) Online(string) bool { return true }
+
+type fakeFolders struct{}
+
+func (fakeFolders) Share(_ context.Context, r app.ShareRequest) (app.Folder, error) {
+	return app.Folder{Name: r.Name, Node: selfID}, nil
+}
+func (fakeFolders) Unshare(_ context.Context, name string) error {
+	if name != "data" {
+		return app.ErrNotFound
+	}
+	return nil
+}
+
+type fakeCopier struct{}
+
+func (fakeCopier) Copy(_ context.Context, r app.CopyRequest) (app.Transfer, error) {
+	return app.Transfer{ID: "t-1", Node: selfID, Src: r.Src, Dst: r.Dst, State: "running"}, nil
+}
+func (fakeCopier) Transfer(_ context.Context, node, id string, wait time.Duration) (app.Transfer, error) {
+	return app.Transfer{ID: id, Node: node, State: "done"}, nil
+}
+func (fakeCopier) Transfers(context.Context) ([]app.Transfer, error) {
+	return []app.Transfer{{ID: "t-1", State: "done"}}, nil
+}
+
+type fakePolicy struct{}
+
+func (fakePolicy) Policy(context.Context) (app.Policy, error) {
+	return app.Policy{Launch: "members"}, nil
+}
+func (fakePolicy) SetPolicy(_ context.Context, u app.PolicyUpdate) (app.Policy, error) {
+	return u.Apply(app.Policy{Launch: "members"}), nil
+}
+
+// roundTrip calls a route through the client and the Service directly and
+// wants the same answer: the same value, or the same status, code and
+// message.
+func roundTrip[T any](t *testing.T, viaClient, direct func() (T, error)) {
+	t.Helper()
+	got, gotErr := viaClient()
+	want, wantErr := direct()
+	if wantErr != nil {
+		status, body := web.Encode(wantErr)
+		var apiErr *app.APIError
+		if !errors.As(gotErr, &apiErr) || apiErr.Status != status || apiErr.Code != body.Code || apiErr.Message != body.Message {
+			t.Errorf("through the client: %#v, want %d %+v", gotErr, status, body)
+		}
+		return
+	}
+	if gotErr != nil {
+		t.Fatalf("through the client: %v, want %+v", gotErr, want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("through the client (-direct +client):\n%s", diff)
+	}
+}
+
+// noValue adapts a call that returns only an error.
+func noValue(f func() error) func() (struct{}, error) {
+	return func() (struct{}, error) { return struct{}{}, f() }
+}
+
+// readAll adapts a streamed reply.
+func readAll(f func() (io.ReadCloser, error)) func() (string, error) {
+	return func() (string, error) {
+		rc, err := f()
+		if err != nil {
+			return "", err
+		}
+		defer rc.Close()
+		b, err := io.ReadAll(rc)
+		return string(b), err
+	}
+}
+
+// TestRoundTripEveryRoute calls every route of web.Routes through the client
+// and a handler over a Service (a real replica, fakes for the nodes and the
+// daemon's parts), and wants what the Service itself answers.
+func TestRoundTripEveryRoute(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, self := newReplica(t)
+	pool := &fakePool{
+		status: func() (app.PoolStatus, error) {
+			return app.PoolStatus{PoolID: "pool-1", Members: []app.Member{{ID: selfID}, {ID: peerID}}}, nil
+		},
+		create: func() (app.JoinCode, error) { return app.JoinCode{PoolID: "pool-1", Code: "C0DE"}, nil },
+		remove: func(id string) error {
+			if id != peerID {
+				return app.ErrNotFound
+			}
+			return nil
+		},
+		probe: func(addr string) (app.ProbeResult, error) { return app.ProbeResult{Addr: addr, ID: peerID}, nil },
+	}
+	svc, err := app.New(app.Deps{DB: db, Self: self, Live: allOnline{}, Pool: pool, Nodes: fakeNode{},
+		Folders: fakeFolders{}, Copier: fakeCopier{}, Policy: fakePolicy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := web.NewClient(serveUnix(t, newHandler(svc)))
+	spec := app.LaunchRequest{Spec: jobs.Spec{Name: "train", Image: "cuda:12", GPUs: 1}}
+	launch := "members"
+
+	cases := map[string]func(t *testing.T){
+		"GET /api/v1/self": func(t *testing.T) {
+			roundTrip(t, func() (app.Self, error) { return c.Self(ctx) }, func() (app.Self, error) { return svc.Self(ctx) })
+		},
+		"GET /api/v1/nodes": func(t *testing.T) {
+			roundTrip(t, func() ([]app.Node, error) { return c.Nodes(ctx) }, func() ([]app.Node, error) { return svc.Nodes(ctx) })
+		},
+		"GET /api/v1/gpus": func(t *testing.T) {
+			roundTrip(t, func() ([]app.GPU, error) { return c.GPUs(ctx) }, func() ([]app.GPU, error) { return svc.GPUs(ctx) })
+		},
+		"GET /api/v1/history": func(t *testing.T) {
+			roundTrip(t, func() (app.History, error) { return c.History(ctx, peerID, 60) }, func() (app.History, error) { return svc.History(ctx, peerID, 60) })
+		},
+		"GET /api/v1/pool": func(t *testing.T) {
+			roundTrip(t, func() (app.PoolStatus, error) { return c.Pool(ctx) }, func() (app.PoolStatus, error) { return svc.Pool(ctx) })
+		},
+		"POST /api/v1/pool/create": func(t *testing.T) {
+			roundTrip(t, func() (app.JoinCode, error) { return c.CreatePool(ctx) }, func() (app.JoinCode, error) { return svc.CreatePool(ctx) })
+		},
+		"POST /api/v1/pool/join": func(t *testing.T) {
+			req := app.JoinRequest{Code: "C0DE", Addr: "10.0.0.2:7420"}
+			roundTrip(t, func() (app.PoolStatus, error) { return c.JoinPool(ctx, req) }, func() (app.PoolStatus, error) { return svc.JoinPool(ctx, req) })
+		},
+		"DELETE /api/v1/pool/members/{id}": func(t *testing.T) {
+			roundTrip(t, noValue(func() error { return c.RemoveMember(ctx, peerID) }), noValue(func() error { return svc.RemoveMember(ctx, peerID) }))
+			roundTrip(t, noValue(func() error { return c.RemoveMember(ctx, "nobody") }), noValue(func() error { return svc.RemoveMember(ctx, "nobody") }))
+		},
+		"PUT /api/v1/pool/members/{id}/role": func(t *testing.T) {
+			roundTrip(t, noValue(func() error { return c.SetRole(ctx, peerID, "admin") }), noValue(func() error { return svc.SetRole(ctx, peerID, "admin") }))
+		},
+		"GET /api/v1/pool/invites": func(t *testing.T) {
+			roundTrip(t, func() ([]app.Invite, error) { return c.Invites(ctx) }, func() ([]app.Invite, error) { return svc.Invites(ctx) })
+		},
+		"POST /api/v1/pool/invites": func(t *testing.T) {
+			req := app.InviteRequest{Role: "member", Uses: 2}
+			roundTrip(t, func() (app.NewInvite, error) { return c.CreateInvite(ctx, req) }, func() (app.NewInvite, error) { return svc.CreateInvite(ctx, req) })
+		},
+		"DELETE /api/v1/pool/invites/{id}": func(t *testing.T) {
+			roundTrip(t, noValue(func() error { return c.RevokeInvite(ctx, "inv-1") }), noValue(func() error { return svc.RevokeInvite(ctx, "inv-1") }))
+		},
+		"POST /api/v1/probe": func(t *testing.T) {
+			roundTrip(t, func() (app.ProbeResult, error) { return c.Probe(ctx, "10.0.0.2:7420") }, func() (app.ProbeResult, error) { return svc.Probe(ctx, "10.0.0.2:7420") })
+		},
+		"GET /api/v1/events": func(t *testing.T) {
+			got := make(chan string, 1)
+			ectx, stop := context.WithCancel(ctx)
+			defer stop()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.Events(ectx, func(name string, _ json.RawMessage) {
+					select {
+					case got <- name:
+					default:
+					}
+				})
+			}()
+			for {
+				svc.Hub().Emit(app.EventNodes, []app.Node{})
+				select {
+				case name := <-got:
+					if name != app.EventNodes {
+						t.Errorf("event %q, want %q", name, app.EventNodes)
+					}
+					stop()
+					<-done
+					return
+				case <-time.After(50 * time.Millisecond):
+				case <-ctx.Done():
+					t.Fatal("no event arrived")
+				}
+			}
+		},
+		"GET /api/v1/jobs": func(t *testing.T) {
+			roundTrip(t, func() ([]app.Job, error) { return c.Jobs(ctx, true) }, func() ([]app.Job, error) { return svc.Jobs(ctx, true) })
+		},
+		"POST /api/v1/jobs": func(t *testing.T) {
+			roundTrip(t, func() (app.Job, error) { return c.Launch(ctx, spec) }, func() (app.Job, error) { return svc.Launch(ctx, spec) })
+		},
+		"POST /api/v1/jobs/plan": func(t *testing.T) {
+			roundTrip(t, func() (app.Plan, error) { return c.Plan(ctx, spec) }, func() (app.Plan, error) { return svc.Plan(ctx, spec) })
+		},
+		"GET /api/v1/jobs/{id}": func(t *testing.T) {
+			roundTrip(t, func() (app.Job, error) { return c.Job(ctx, "job-1") }, func() (app.Job, error) { return svc.Job(ctx, "job-1") })
+		},
+		"POST /api/v1/jobs/{id}/stop": func(t *testing.T) {
+			roundTrip(t, func() (app.Job, error) { return c.StopJob(ctx, "job-1") }, func() (app.Job, error) { return svc.StopJob(ctx, "job-1") })
+		},
+		"DELETE /api/v1/jobs/{id}": func(t *testing.T) {
+			roundTrip(t, noValue(func() error { return c.RemoveJob(ctx, "job-1") }), noValue(func() error { return svc.RemoveJob(ctx, "job-1") }))
+		},
+		"GET /api/v1/jobs/{id}/logs": func(t *testing.T) {
+			roundTrip(t, readAll(func() (io.ReadCloser, error) { return c.Logs(ctx, "job-1", false, 10) }),
+				readAll(func() (io.ReadCloser, error) { return svc.Logs(ctx, "job-1", false, 10) }))
+		},
+		"GET /api/v1/jobs/{id}/stats": func(t *testing.T) {
+			roundTrip(t, func() (jobs.Stats, error) { return c.JobStats(ctx, "job-1") }, func() (jobs.Stats, error) { return svc.JobStats(ctx, "job-1") })
+		},
+		"POST /api/v1/jobs/{id}/open": func(t *testing.T) {
+			roundTrip(t, func() (app.Tunnel, error) { return c.Open(ctx, "job-1", 8888) }, func() (app.Tunnel, error) { return svc.Open(ctx, "job-1", 8888) })
+		},
+		"GET /api/v1/tunnels": func(t *testing.T) {
+			roundTrip(t, func() ([]app.Tunnel, error) { return c.TunnelList(ctx) }, func() ([]app.Tunnel, error) { return svc.TunnelList(ctx) })
+		},
+		"GET /api/v1/images": func(t *testing.T) {
+			roundTrip(t, func() ([]jobs.Image, error) { return c.Images(ctx, "") }, func() ([]jobs.Image, error) { return svc.Images(ctx, "") })
+		},
+		"POST /api/v1/images/load": func(t *testing.T) {
+			roundTrip(t, readAll(func() (io.ReadCloser, error) { return c.LoadImage(ctx, "", strings.NewReader("tar"), true) }),
+				readAll(func() (io.ReadCloser, error) { return svc.LoadImage(ctx, "", strings.NewReader("tar"), true) }))
+		},
+		"POST /api/v1/images/pull": func(t *testing.T) {
+			req := app.PullRequest{Ref: "cuda:12"}
+			roundTrip(t, readAll(func() (io.ReadCloser, error) { return c.PullImage(ctx, req) }),
+				readAll(func() (io.ReadCloser, error) { return svc.PullImage(ctx, req) }))
+		},
+		"GET /api/v1/folders": func(t *testing.T) {
+			roundTrip(t, func() ([]app.Folder, error) { return c.Folders(ctx) }, func() ([]app.Folder, error) { return svc.Folders(ctx) })
+		},
+		"POST /api/v1/folders": func(t *testing.T) {
+			req := app.ShareRequest{Name: "data", Path: "/srv/data", ReadWrite: true}
+			roundTrip(t, func() (app.Folder, error) { return c.Share(ctx, req) }, func() (app.Folder, error) { return svc.Share(ctx, req) })
+		},
+		"DELETE /api/v1/folders/{name}": func(t *testing.T) {
+			roundTrip(t, noValue(func() error { return c.Unshare(ctx, "data") }), noValue(func() error { return svc.Unshare(ctx, "data") }))
+			roundTrip(t, noValue(func() error { return c.Unshare(ctx, "other") }), noValue(func() error { return svc.Unshare(ctx, "other") }))
+		},
+		"GET /api/v1/ls": func(t *testing.T) {
+			roundTrip(t, func() (any, error) { return c.Ls(ctx, selfID, "data", "/") }, func() (any, error) { return svc.Ls(ctx, selfID, "data", "/") })
+		},
+		"POST /api/v1/copy": func(t *testing.T) {
+			req := app.CopyRequest{Src: "self:data/a", Dst: "peer:data/"}
+			roundTrip(t, func() (app.Transfer, error) { return c.Copy(ctx, req) }, func() (app.Transfer, error) { return svc.Copy(ctx, req) })
+		},
+		"GET /api/v1/transfers": func(t *testing.T) {
+			roundTrip(t, func() ([]app.Transfer, error) { return c.Transfers(ctx) }, func() ([]app.Transfer, error) { return svc.Transfers(ctx) })
+		},
+		"GET /api/v1/transfers/{id}": func(t *testing.T) {
+			roundTrip(t, func() (app.Transfer, error) { return c.Transfer(ctx, peerID, "t-1", time.Second) },
+				func() (app.Transfer, error) { return svc.Transfer(ctx, peerID, "t-1", time.Second) })
+		},
+		"GET /api/v1/policy": func(t *testing.T) {
+			roundTrip(t, func() (app.Policy, error) { return c.Policy(ctx) }, func() (app.Policy, error) { return svc.Policy(ctx) })
+		},
+		"PUT /api/v1/policy": func(t *testing.T) {
+			u := app.PolicyUpdate{Launch: &launch}
+			roundTrip(t, func() (app.Policy, error) { return c.SetPolicy(ctx, u) }, func() (app.Policy, error) { return svc.SetPolicy(ctx, u) })
+		},
+	}
+	for _, rt := range web.Routes {
+		name := rt.Method + " " + rt.Path
+		test, ok := cases[name]
+		if !ok {
+			t.Errorf("route %s has no round trip: add one", name)
+			continue
+		}
+		delete(cases, name)
+		t.Run(name, test)
+	}
+	for name := range cases {
+		t.Errorf("round trip %s has no route", name)
+	}
+}
