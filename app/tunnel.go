@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,12 +21,16 @@ import (
 // stream per TCP connection. A tunnel keeps its local port for as long as
 // the job runs: a dropped network only fails the connections open at that
 // moment, and the next ones reach the job again through a new session.
+//
+// Run owns every goroutine of every tunnel, and returns after they are gone.
 type Tunnels struct {
 	svc *Service
 	log *slog.Logger
 
-	mu   sync.Mutex // guards base and open
-	base context.Context
+	serve chan *tunnel  // Open to Run: a new listener to serve
+	done  chan struct{} // closed when Run returns
+
+	mu   sync.Mutex // guards open
 	open map[tunnelKey]*tunnel
 }
 
@@ -42,25 +47,30 @@ type tunnel struct {
 
 // newTunnels returns the tunnel set of svc; Run must be running for Open.
 func newTunnels(svc *Service, log *slog.Logger) *Tunnels {
-	return &Tunnels{svc: svc, log: log, open: map[tunnelKey]*tunnel{}}
+	return &Tunnels{svc: svc, log: log, open: map[tunnelKey]*tunnel{}, serve: make(chan *tunnel), done: make(chan struct{})}
 }
 
 // Tunnels returns the service's tunnels, for the daemon to Run.
 func (s *Service) Tunnels() *Tunnels { return s.tunnels }
 
-// Run keeps the tunnels until ctx is cancelled, closing those whose job
-// has ended.
+// ErrTunnelsClosed means the tunnels were asked for after Run returned.
+var ErrTunnelsClosed = errors.New("tunnels are closed: the daemon is stopping")
+
+// Run serves the tunnels Open makes until ctx is cancelled, closing those
+// whose job has ended, and returns once every tunnel goroutine has.
 func (t *Tunnels) Run(ctx context.Context) error {
-	t.mu.Lock()
-	t.base = ctx
-	t.mu.Unlock()
+	defer close(t.done)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after closeAll: the listeners are closed, ctx ends the connections
+	defer t.closeAll()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			t.closeAll()
 			return nil
+		case tn := <-t.serve:
+			wg.Go(func() { t.accept(ctx, tn) })
 		case <-tick.C:
 			t.closeEnded(ctx)
 		}
@@ -86,11 +96,14 @@ func (t *Tunnels) Open(ctx context.Context, ref string, port int) (Tunnel, error
 	if err := t.svc.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/access", nil, nil); err != nil {
 		return Tunnel{}, err
 	}
+	return t.listen(ctx, j, port)
+}
+
+// listen opens the tunnel to port of j, or returns the one open, and hands
+// a new one to Run.
+func (t *Tunnels) listen(ctx context.Context, j Job, port int) (Tunnel, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.base == nil {
-		return Tunnel{}, ErrReadOnly
-	}
 	key := tunnelKey{j.ID, port}
 	if tn, ok := t.open[key]; ok {
 		return tn.Tunnel, nil
@@ -100,8 +113,16 @@ func (t *Tunnels) Open(ctx context.Context, ref string, port int) (Tunnel, error
 		return Tunnel{}, fmt.Errorf("listen for tunnel: %w", err)
 	}
 	tn := &tunnel{Tunnel: Tunnel{Job: j.ID, Port: port, URL: "http://" + l.Addr().String() + "/"}, node: j.Node, l: l}
+	select {
+	case t.serve <- tn:
+	case <-t.done:
+		l.Close()
+		return Tunnel{}, ErrTunnelsClosed
+	case <-ctx.Done():
+		l.Close()
+		return Tunnel{}, ctx.Err()
+	}
 	t.open[key] = tn
-	go t.serve(t.base, tn)
 	t.log.Info("opened tunnel", "job", j.ID, "port", port, "url", tn.URL)
 	return tn.Tunnel, nil
 }
@@ -127,27 +148,37 @@ func (t *Tunnels) List() []Tunnel {
 	return out
 }
 
-func (t *Tunnels) serve(ctx context.Context, tn *tunnel) {
+// accept forwards each connection to tn until its listener is closed, and
+// returns once every connection it forwards has ended.
+func (t *Tunnels) accept(ctx context.Context, tn *tunnel) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		c, err := tn.l.Accept()
 		if err != nil {
 			return // closed
 		}
-		go t.forward(ctx, tn, c)
+		wg.Go(func() { t.forward(ctx, tn, c) })
 	}
 }
 
 // forward carries one TCP connection over one request stream to the node:
 // the request body goes to the container, the reply body comes back.
 func (t *Tunnels) forward(ctx context.Context, tn *tunnel, c net.Conn) {
-	defer c.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	path := "/v1/jobs/" + url.PathEscape(tn.Job) + "/tunnel?port=" + strconv.Itoa(tn.Port)
 	pr, pw := io.Pipe()
+	sent := make(chan struct{})
 	go func() {
+		defer close(sent)
 		_, err := io.Copy(pw, c)
 		pw.CloseWithError(err)
+	}()
+	defer func() {
+		c.Close()  // ends the copy's read
+		pr.Close() // ends its write, should the request not have read it all
+		<-sent
 	}()
 	body, err := t.svc.nodeStream(ctx, tn.node, http.MethodPost, path, pr)
 	if err != nil {
@@ -155,6 +186,8 @@ func (t *Tunnels) forward(ctx context.Context, tn *tunnel, c net.Conn) {
 		return
 	}
 	defer body.Close()
+	stop := context.AfterFunc(ctx, func() { body.Close() }) // a quiet stream ends with ctx
+	defer stop()
 	io.Copy(c, body)
 }
 
