@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GUI_TAGS  := production,webkit2_41
 APT_PKGS  := build-essential pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth \
-             iproute2 chromium imagemagick jq curl docker.io busybox-static docker-registry
+             iproute2 chromium imagemagick jq curl docker.io busybox-static docker-registry desktop-file-utils
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
 GO_SRC    := $(shell find . -name '*.go' -not -path './frontend/*' 2>/dev/null) go.mod go.sum
@@ -96,9 +96,11 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzReadSSE -fuzztime 20s ./app
 
 .PHONY: check
-check: ## fail when gofmt or go mod tidy would change something
+check: ## fail when gofmt or go mod tidy would change something, or the desktop entry is invalid
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) mod tidy -e && git diff --exit-code go.mod go.sum
+	@command -v desktop-file-validate >/dev/null || { echo "make check needs desktop-file-validate (apt package desktop-file-utils)"; exit 1; }
+	desktop-file-validate build/linux/labpool.desktop
 
 .PHONY: clean
 clean: ## remove build outputs
