@@ -21,8 +21,8 @@ var dist embed.FS
 // version is set with -ldflags "-X main.version=...".
 var version = "0.1.0-dev"
 
-// window opens the desktop UI; nil in the headless build.
-var window func(assets fs.FS, log *slog.Logger) int
+// openWindow opens the desktop UI; nil in the headless build.
+var openWindow func(assets fs.FS, log *slog.Logger) int
 
 func main() {
 	log := newLogger()
@@ -31,8 +31,8 @@ func main() {
 	if err != nil {
 		panic(err)
 	}
-	if len(os.Args) == 1 && window != nil {
-		os.Exit(window(assets, log))
+	if len(os.Args) == 1 && openWindow != nil {
+		os.Exit(openWindow(assets, log))
 	}
 	hooks := cli.Hooks{
 		Version: version,

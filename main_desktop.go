@@ -9,10 +9,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"sync"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/cli"
 	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/app/window"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
@@ -20,7 +21,7 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/runtime"
 )
 
-func init() { window = runWindow }
+func init() { openWindow = runWindow }
 
 // appIcon is the window's icon on Linux, 256×256 (GDK drops larger ones from
 // _NET_WM_ICON); macOS and Windows take theirs from the bundle that wails
@@ -44,7 +45,10 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 		fmt.Fprintln(os.Stderr, "labpool:", err)
 		return cli.ExitFailure
 	}
-	b := app.NewBindings(web.NewClient(socket), os.Getenv("LABPOOL_SELFTEST"))
+	wcfg := window.DefaultConfig()
+	wcfg.SelfTest = os.Getenv("LABPOOL_SELFTEST")
+	b := window.New(web.NewClient(socket), wcfg)
+	var relay sync.WaitGroup // b.Run, from the window's start until stop
 	err = wails.Run(&options.App{
 		Title:       "labpool",
 		Width:       1280,
@@ -59,16 +63,14 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 			// non-nil Options would otherwise switch to on-demand.
 			WebviewGpuPolicy: linux.WebviewGpuPolicyNever,
 		},
-		OnStartup: func(ctx context.Context) {
-			app.StartBindings(ctx, b,
-				func(name string, data any) { runtime.EventsEmit(ctx, name, data) },
-				func() { runtime.Quit(ctx) },
-				func(url string) { runtime.BrowserOpenURL(ctx, url) })
+		OnStartup: func(wctx context.Context) {
+			relay.Go(func() { b.Run(ctx, wailsPage{wctx}) })
 		},
 		Bind:           []any{b},
-		ErrorFormatter: func(err error) any { return err.Error() },
+		ErrorFormatter: web.FormatError, // {code, message}, the code kept
 	})
 	stop()
+	relay.Wait()
 	if derr := done(); derr != nil {
 		log.Error("daemon", "err", derr)
 	}
@@ -78,3 +80,11 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	}
 	return cli.ExitOK
 }
+
+// wailsPage is the window as app/window drives it, through the Wails
+// runtime context captured once at startup.
+type wailsPage struct{ ctx context.Context }
+
+func (p wailsPage) Emit(name string, data any) { runtime.EventsEmit(p.ctx, name, data) }
+func (p wailsPage) Quit()                      { runtime.Quit(p.ctx) }
+func (p wailsPage) Browse(url string)          { runtime.BrowserOpenURL(p.ctx, url) }
