@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -54,32 +53,13 @@ type PolicyManager interface {
 	SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error)
 }
 
-// SetPolicyManager hooks the daemon's policy to the service (once, at
-// startup).
-func (s *Service) SetPolicyManager(p PolicyManager) { s.policy = p }
-
-func (s *Service) policyManager() (PolicyManager, error) {
-	if s.policy == nil {
-		return nil, fmt.Errorf("%w: the machine's policy is held by its running agent", ErrReadOnly)
-	}
-	return s.policy, nil
-}
-
 // Policy returns this machine's policy.
 func (s *Service) Policy(ctx context.Context) (Policy, error) {
-	p, err := s.policyManager()
-	if err != nil {
-		return Policy{}, err
-	}
-	return p.Policy(ctx)
+	return s.policy.Policy(ctx)
 }
 
 // SetPolicy changes this machine's policy; a policy that makes no sense is
 // refused, naming the field.
 func (s *Service) SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error) {
-	p, err := s.policyManager()
-	if err != nil {
-		return Policy{}, err
-	}
-	return p.SetPolicy(ctx, u)
+	return s.policy.SetPolicy(ctx, u)
 }

@@ -60,7 +60,7 @@ func open(ctx context.Context, g *globals, stderr io.Writer) (reader, func(), er
 		return nil, nil, err
 	}
 	fmt.Fprintln(stderr, "labpool: no daemon is running; showing the last known state, which may be stale")
-	return app.NewService(db, self, nil, nil), func() { db.Close() }, nil
+	return app.NewReader(db, self), func() { db.Close() }, nil
 }
 
 func printJSON(w io.Writer, v any) error {
