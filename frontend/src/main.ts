@@ -1,6 +1,7 @@
 import './locale-fix.ts'
 import { mount } from 'svelte'
 import './app.css'
+import './styles/controls.css'
 import { connect } from './api/index.ts'
 import App from './App.svelte'
 
