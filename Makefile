@@ -93,12 +93,17 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzDecodeWalk -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzReadBundle -fuzztime 20s ./node/folders
-	$(GO) test -run '^$$' -fuzz FuzzReadSSE -fuzztime 20s ./app
+	$(GO) test -run '^$$' -fuzz FuzzReadSSE -fuzztime 20s ./app/web
+
+.PHONY: gen
+gen: ## regenerate what is generated: the TypeScript types of the local API (frontend/src/api/types.gen.ts)
+	$(GO) generate ./...
 
 .PHONY: check
-check: ## fail when gofmt or go mod tidy would change something, or the desktop entry is invalid
+check: ## fail when gofmt, go mod tidy or go generate would change something, or the desktop entry is invalid
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) mod tidy -e && git diff --exit-code go.mod go.sum
+	$(GO) generate ./... && git diff --exit-code frontend/src/api/types.gen.ts
 	@command -v desktop-file-validate >/dev/null || { echo "make check needs desktop-file-validate (apt package desktop-file-utils)"; exit 1; }
 	desktop-file-validate build/linux/labpool.desktop
 

@@ -25,6 +25,10 @@ func (fakeNode) NodeClient(context.Context, string) (*http.Client, error) {
 }
 
 func (fakeNode) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil { // as a node does, read the whole request first
+		io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
 	w := httptest.NewRecorder()
 	switch p := r.URL.Path; {
 	case r.Method == http.MethodPost && p == "/v1/jobs":

@@ -95,8 +95,7 @@ type loadReq struct {
 	force   bool
 }
 
-// loadArgs streams the archive: the node answers with progress while it is
-// still arriving, so the body is read after the reply has started.
+// loadArgs passes the archive on as it arrives.
 func loadArgs(r *http.Request) (loadReq, error) {
 	return loadReq{r.URL.Query().Get("node"), r.Body, r.URL.Query().Get("force") == "1"}, nil
 }

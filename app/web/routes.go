@@ -94,7 +94,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/jobs/{id}/open", call(openArgs, open)},
 	{"GET", "/api/v1/tunnels", call(none, noArg(API.TunnelList))},
 	{"GET", "/api/v1/images", call(queryValue("node"), API.Images)},
-	{"POST", "/api/v1/images/load", stream("application/x-ndjson", loadArgs, loadImage)},
+	{"POST", "/api/v1/images/load", fullDuplex(stream("application/x-ndjson", loadArgs, loadImage))},
 	{"POST", "/api/v1/images/pull", stream("application/x-ndjson", body[app.PullRequest], API.PullImage)},
 
 	{"GET", "/api/v1/folders", call(none, noArg(API.Folders))},
@@ -139,9 +139,6 @@ func stream[In any](contentType string, in func(*http.Request) (In, error), do f
 				h.reply(w, nil, err)
 				return
 			}
-			// A node may answer while a streamed body is still arriving
-			// (images/load): keep reading it after the reply has started.
-			http.NewResponseController(w).EnableFullDuplex()
 			rc, err := do(h.api, r.Context(), v)
 			if err != nil {
 				h.reply(w, nil, err)
@@ -152,6 +149,19 @@ func stream[In any](contentType string, in func(*http.Request) (In, error), do f
 			w.Header().Set("Cache-Control", "no-store")
 			w.WriteHeader(http.StatusOK)
 			jobs.CopyFlushing(w, rc)
+		}
+	}
+}
+
+// fullDuplex lets serve keep reading the request body after its reply has
+// started: the node answers an image load with progress while the archive
+// is still arriving (HTTP/1.1).
+func fullDuplex(serve func(*handler) http.HandlerFunc) func(*handler) http.HandlerFunc {
+	return func(h *handler) http.HandlerFunc {
+		next := serve(h)
+		return func(w http.ResponseWriter, r *http.Request) {
+			http.NewResponseController(w).EnableFullDuplex()
+			next(w, r)
 		}
 	}
 }

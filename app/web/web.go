@@ -3,6 +3,8 @@
 // browser, together with the UI's static files.
 package web
 
+//go:generate go run ./tsgen -o ../../frontend/src/api/types.gen.ts
+
 import (
 	"encoding/json"
 	"fmt"

@@ -1,34 +1,16 @@
-// Types of the shared-folders API, mirrored from app/folders.go and
-// node/folders.
-export interface Folder {
-  node: string
-  node_name: string
-  name: string
+// Types of the shared-folders API (app/folders.go, node/folders), generated
+// into types.gen.ts; modes and states are narrowed to their values.
+import type * as G from './types.gen.ts'
+import type { Entry } from './types.gen.ts'
+
+export type { Entry } from './types.gen.ts'
+
+export interface Folder extends Omit<G.Folder, 'mode'> {
   mode: 'ro' | 'rw'
-  size_bytes: number
-  files: number
-  stale: boolean
 }
 
-export interface Entry {
-  name: string
-  size: number
-  mode: number
-  mtime: string
-  dir: boolean
-  link?: boolean
-}
-
-export interface Transfer {
-  id: string
-  node: string
-  src: string
-  dst: string
+export interface Transfer extends Omit<G.Transfer, 'state'> {
   state: 'running' | 'done' | 'failed' | 'unknown'
-  error?: string
-  progress: { files: number; files_done: number; bytes: number; done: number; sent: number }
-  started: string
-  finished?: string | null
 }
 
 /** Shared-folder operations, implemented by both transports. */
