@@ -157,6 +157,11 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		"GET /api/v1/self": func(t *testing.T) {
 			roundTrip(t, func() (app.Self, error) { return c.Self(ctx) }, func() (app.Self, error) { return svc.Self(ctx) })
 		},
+		"GET /api/v1/version": func(t *testing.T) {
+			roundTrip(t, func() (app.Version, error) {
+				return web.Call[app.Version](ctx, c, http.MethodGet, "/api/v1/version", nil)
+			}, func() (app.Version, error) { return svc.Version(ctx) })
+		},
 		"GET /api/v1/nodes": func(t *testing.T) {
 			roundTrip(t, func() ([]app.Node, error) { return c.Nodes(ctx) }, func() ([]app.Node, error) { return svc.Nodes(ctx) })
 		},

@@ -33,7 +33,7 @@ func historyArgs(r *http.Request) (historyReq, error) {
 	return historyReq{r.URL.Query().Get("node"), seconds}, nil
 }
 
-func history(a API, ctx context.Context, v historyReq) (app.History, error) {
+func history(a *app.Service, ctx context.Context, v historyReq) (app.History, error) {
 	return a.History(ctx, v.node, v.seconds)
 }
 
@@ -44,9 +44,11 @@ func roleArgs(r *http.Request) (roleReq, error) {
 	return roleReq{r.PathValue("id"), req.Role}, err
 }
 
-func setRole(a API, ctx context.Context, v roleReq) error { return a.SetRole(ctx, v.id, v.role) }
+func setRole(a *app.Service, ctx context.Context, v roleReq) error {
+	return a.SetRole(ctx, v.id, v.role)
+}
 
-func probe(a API, ctx context.Context, req app.ProbeRequest) (app.ProbeResult, error) {
+func probe(a *app.Service, ctx context.Context, req app.ProbeRequest) (app.ProbeResult, error) {
 	return a.Probe(ctx, req.Addr)
 }
 
@@ -71,7 +73,7 @@ func logsArgs(r *http.Request) (logsReq, error) {
 	return v, nil
 }
 
-func logs(a API, ctx context.Context, v logsReq) (io.ReadCloser, error) {
+func logs(a *app.Service, ctx context.Context, v logsReq) (io.ReadCloser, error) {
 	return a.Logs(ctx, v.ref, v.follow, v.tail)
 }
 
@@ -85,7 +87,7 @@ func openArgs(r *http.Request) (openReq, error) {
 	return openReq{r.PathValue("id"), req.Port}, err
 }
 
-func open(a API, ctx context.Context, v openReq) (app.Tunnel, error) {
+func open(a *app.Service, ctx context.Context, v openReq) (app.Tunnel, error) {
 	return a.Open(ctx, v.ref, v.port)
 }
 
@@ -100,7 +102,7 @@ func loadArgs(r *http.Request) (loadReq, error) {
 	return loadReq{r.URL.Query().Get("node"), r.Body, r.URL.Query().Get("force") == "1"}, nil
 }
 
-func loadImage(a API, ctx context.Context, v loadReq) (io.ReadCloser, error) {
+func loadImage(a *app.Service, ctx context.Context, v loadReq) (io.ReadCloser, error) {
 	return a.LoadImage(ctx, v.node, v.archive, v.force)
 }
 
@@ -111,7 +113,7 @@ func lsArgs(r *http.Request) (lsReq, error) {
 	return lsReq{q.Get("node"), q.Get("folder"), q.Get("path")}, nil
 }
 
-func ls(a API, ctx context.Context, v lsReq) ([]folders.Entry, error) {
+func ls(a *app.Service, ctx context.Context, v lsReq) ([]folders.Entry, error) {
 	return a.Ls(ctx, v.node, v.folder, v.path)
 }
 
@@ -131,6 +133,6 @@ func transferArgs(r *http.Request) (transferReq, error) {
 	return v, nil
 }
 
-func transfer(a API, ctx context.Context, v transferReq) (app.Transfer, error) {
+func transfer(a *app.Service, ctx context.Context, v transferReq) (app.Transfer, error) {
 	return a.Transfer(ctx, v.node, v.id, v.wait)
 }

@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/labpool/labpool/app"
 )
 
 // maxBody bounds request bodies of the local API.
@@ -19,8 +21,8 @@ const maxBody = 1 << 20
 
 // Handler returns the local API of Routes under /api/v1/ and, when assets is
 // not nil, the UI's files everywhere else.
-func Handler(api API, assets fs.FS, log *slog.Logger) http.Handler {
-	h := &handler{api: api, log: log}
+func Handler(svc *app.Service, assets fs.FS, log *slog.Logger) http.Handler {
+	h := &handler{svc: svc, log: log}
 	mux := http.NewServeMux()
 	for _, rt := range Routes {
 		mux.HandleFunc(rt.Method+" "+rt.Path, rt.serve(h))
@@ -35,7 +37,7 @@ func Handler(api API, assets fs.FS, log *slog.Logger) http.Handler {
 }
 
 type handler struct {
-	api API
+	svc *app.Service
 	log *slog.Logger
 }
 
@@ -47,7 +49,7 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
-	ch, cancel := h.api.Hub().Subscribe()
+	ch, cancel := h.svc.Hub().Subscribe()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

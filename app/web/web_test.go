@@ -144,8 +144,8 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-func newHandler(api web.API) http.Handler {
-	return web.Handler(api, nil, slog.New(slog.DiscardHandler))
+func newHandler(svc *app.Service) http.Handler {
+	return web.Handler(svc, nil, slog.New(slog.DiscardHandler))
 }
 
 // serve runs one request through h and returns the response.
