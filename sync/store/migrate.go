@@ -11,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // ErrSchemaTooNew means the replica was written by a newer labpool, whose
@@ -90,9 +93,11 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 }
 
-// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY).
+// isBusy reports whether err is SQLite's "database is locked" (SQLITE_BUSY,
+// or one of its extended codes).
 func isBusy(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "SQLITE_BUSY")
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // migrateStep applies the next missing migration, or reports that none is
