@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -92,7 +91,7 @@ func (f *fakeRuntime) Start(_ context.Context, id string) (containers.Container,
 	defer f.mu.Unlock()
 	c, ok := f.cs[id]
 	if !ok {
-		return containers.Container{}, errors.New("No such container: " + id)
+		return containers.Container{}, noContainer(id)
 	}
 	c.State, c.Running, c.Started = "running", true, time.Now()
 	for i, p := range f.launchOf(id).Ports {
@@ -130,7 +129,7 @@ func (f *fakeRuntime) Remove(_ context.Context, id string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.cs[id]; !ok {
-		return errors.New("No such container: " + id)
+		return noContainer(id)
 	}
 	delete(f.cs, id)
 	return nil
@@ -141,7 +140,7 @@ func (f *fakeRuntime) Inspect(_ context.Context, id string) (containers.Containe
 	defer f.mu.Unlock()
 	c, ok := f.cs[id]
 	if !ok {
-		return containers.Container{}, errors.New("No such container: " + id)
+		return containers.Container{}, noContainer(id)
 	}
 	return *c, nil
 }
@@ -364,3 +363,10 @@ func waitState(t *testing.T, m *Manager, id string, want State) Job {
 	})
 	return j
 }
+
+// noContainer is the engine's answer about a container it does not have: a
+// not-found error as Docker's errdefs types it.
+type noContainer string
+
+func (id noContainer) Error() string { return "No such container: " + string(id) }
+func (noContainer) NotFound()        {}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -239,10 +238,11 @@ func (m *Manager) Images(ctx context.Context) ([]Image, error) {
 	return out, nil
 }
 
-// isGone says whether err means the container no longer exists.
+// isGone says whether err means the container no longer exists: the
+// engine's not-found error (Docker's errdefs give it a NotFound method).
 func isGone(err error) bool {
 	var nf interface{ NotFound() }
-	return errors.As(err, &nf) || strings.Contains(err.Error(), "No such container")
+	return errors.As(err, &nf)
 }
 
 func shortContainer(id string) string {
