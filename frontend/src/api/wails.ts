@@ -1,4 +1,5 @@
-// Transport for the Wails window: Go bindings on window.go.app.Bindings and
+// Transport for the Wails window: Go bindings on window.go.window.Bindings
+// (app/window; the e2e shims inject window.go.app.Bindings) and
 // runtime events. Declared here by hand (mirroring app/api.go) rather than
 // from generated wailsjs files.
 import { toApiError } from './errors.ts'
@@ -49,14 +50,14 @@ export interface WailsRuntime {
 
 declare global {
   interface Window {
-    go?: { app?: { Bindings?: WailsBindings } }
+    go?: { window?: { Bindings?: WailsBindings }; app?: { Bindings?: WailsBindings } }
     runtime?: WailsRuntime
   }
 }
 
 /** Returns the bindings when running inside the Wails window. */
 export function wailsBindings(): WailsBindings | undefined {
-  return typeof window === 'undefined' ? undefined : window.go?.app?.Bindings
+  return typeof window === 'undefined' ? undefined : (window.go?.window?.Bindings ?? window.go?.app?.Bindings)
 }
 
 async function call<T>(f: () => Promise<T>): Promise<T> {
