@@ -221,8 +221,9 @@ func TestFollowSilentPeerGoesOffline(t *testing.T) {
 	p.OnChange = func(_ string, online bool) { mu.Lock(); changes = append(changes, online); mu.Unlock() }
 	p.Hint(writerID.String(), "test")
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go p.Run(ctx)
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
 	waitUntil(t, 5*time.Second, "online then offline", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
