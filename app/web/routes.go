@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
@@ -15,7 +16,27 @@ import (
 // unix socket: the guard of `labpool web` refuses it ("local_only").
 type Route struct {
 	Method, Path string
-	serve        func(h *handler) http.HandlerFunc
+	adapter
+}
+
+// adapter serves a route over a handler, and knows the Go types of the
+// request it decodes and of the reply it encodes (nil: none or a stream).
+type adapter struct {
+	serve   func(h *handler) http.HandlerFunc
+	in, out reflect.Type
+}
+
+// Types returns the Go types a route carries as JSON, for the TypeScript
+// generator: the request body (nil when the request is read from the path
+// and query) and the reply (nil for 204 and streams).
+func (r Route) Types() (body, reply reflect.Type) {
+	if r.in != nil && r.in.Kind() == reflect.Struct && r.in.PkgPath() != reflect.TypeFor[Route]().PkgPath() {
+		body = r.in // a JSON body: the arguments this package reads are its own types
+	}
+	if r.out != nil && r.out != reflect.TypeFor[noContent]() {
+		reply = r.out
+	}
+	return body, reply
 }
 
 // Routes is the local API: adding a call is one line here over a method of
@@ -35,7 +56,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/pool/invites", call(body[app.InviteRequest], (*app.Service).CreateInvite)},
 	{"DELETE", "/api/v1/pool/invites/{id}", empty(pathValue("id"), (*app.Service).RevokeInvite)},
 	{"POST", "/api/v1/probe", call(body[app.ProbeRequest], probe)},
-	{"GET", "/api/v1/events", func(h *handler) http.HandlerFunc { return h.events }},
+	{"GET", "/api/v1/events", adapter{serve: func(h *handler) http.HandlerFunc { return h.events }}},
 
 	{"GET", "/api/v1/jobs", call(allArg, (*app.Service).Jobs)},
 	{"POST", "/api/v1/jobs", call(body[app.LaunchRequest], (*app.Service).Launch)},
@@ -64,8 +85,8 @@ var Routes = []Route{
 }
 
 // call decodes a request with in, calls do and answers its result as JSON.
-func call[In, Out any](in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) (Out, error)) func(*handler) http.HandlerFunc {
-	return func(h *handler) http.HandlerFunc {
+func call[In, Out any](in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) (Out, error)) adapter {
+	serve := func(h *handler) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			v, err := in(r)
 			if err != nil {
@@ -76,17 +97,18 @@ func call[In, Out any](in func(*http.Request) (In, error), do func(*app.Service,
 			h.reply(w, out, err)
 		}
 	}
+	return adapter{serve, reflect.TypeFor[In](), reflect.TypeFor[Out]()}
 }
 
 // empty is call for a method that returns only an error: 204 on success.
-func empty[In any](in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) error) func(*handler) http.HandlerFunc {
+func empty[In any](in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) error) adapter {
 	return call(in, func(a *app.Service, ctx context.Context, v In) (noContent, error) { return noContent{}, do(a, ctx, v) })
 }
 
 // stream is call for a method whose reply is a stream, copied to the
 // client as it comes.
-func stream[In any](contentType string, in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) (io.ReadCloser, error)) func(*handler) http.HandlerFunc {
-	return func(h *handler) http.HandlerFunc {
+func stream[In any](contentType string, in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) (io.ReadCloser, error)) adapter {
+	serve := func(h *handler) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			v, err := in(r)
 			if err != nil {
@@ -105,19 +127,22 @@ func stream[In any](contentType string, in func(*http.Request) (In, error), do f
 			jobs.CopyFlushing(w, rc)
 		}
 	}
+	return adapter{serve: serve, in: reflect.TypeFor[In]()}
 }
 
 // fullDuplex lets serve keep reading the request body after its reply has
 // started: the node answers an image load with progress while the archive
 // is still arriving (HTTP/1.1).
-func fullDuplex(serve func(*handler) http.HandlerFunc) func(*handler) http.HandlerFunc {
-	return func(h *handler) http.HandlerFunc {
+func fullDuplex(a adapter) adapter {
+	serve := a.serve
+	a.serve = func(h *handler) http.HandlerFunc {
 		next := serve(h)
 		return func(w http.ResponseWriter, r *http.Request) {
 			http.NewResponseController(w).EnableFullDuplex()
 			next(w, r)
 		}
 	}
+	return a
 }
 
 // noContent is the result of a call that answers 204.

@@ -21,23 +21,36 @@ var (
 type generator struct {
 	names   map[reflect.Type]string // TS name of each struct written or queued
 	queue   []reflect.Type
-	written map[string]string // TS name -> declaration
+	written map[string]string       // TS name -> declaration
+	from    map[string]reflect.Type // TS name -> the Go type written under it
 }
 
-func generate() string {
-	g := &generator{names: map[reflect.Type]string{}, written: map[string]string{}}
-	for _, r := range roots {
-		t := reflect.TypeOf(r.v)
-		g.names[t] = r.name
-		g.queue = append(g.queue, t)
+// generate returns the TypeScript of roots() and of the named structs they
+// reach; two Go types under one TS name are an error.
+func generate() (string, error) {
+	g := &generator{names: map[reflect.Type]string{}, written: map[string]string{}, from: map[string]reflect.Type{}}
+	for _, t := range roots() {
+		if t == nil {
+			continue
+		}
+		for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() == reflect.Struct && t.Name() != "" {
+			g.typ(t, "")
+		}
 	}
 	for len(g.queue) > 0 {
 		t := g.queue[0]
 		g.queue = g.queue[1:]
 		name := g.names[t]
-		if _, done := g.written[name]; done {
+		if other, ok := g.from[name]; ok {
+			if other != t {
+				return "", fmt.Errorf("%s and %s are both %s in TypeScript: name one in tsgen's names", other, t, name)
+			}
 			continue
 		}
+		g.from[name] = t
 		g.written[name] = fmt.Sprintf("/** %s */\nexport interface %s %s\n", t.String(), name, g.object(t, ""))
 	}
 	names := make([]string, 0, len(g.written))
@@ -51,7 +64,7 @@ func generate() string {
 	for _, n := range names {
 		b.WriteString("\n" + g.written[n])
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // object is the TS object type of struct t, its fields indented by indent.
@@ -131,7 +144,9 @@ func (g *generator) typ(t reflect.Type, indent string) string {
 		}
 		name, ok := g.names[t]
 		if !ok {
-			name = t.Name()
+			if name, ok = names[t]; !ok {
+				name = t.Name()
+			}
 			g.names[t] = name
 			g.queue = append(g.queue, t)
 		}

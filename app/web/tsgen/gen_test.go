@@ -14,7 +14,11 @@ func TestGeneratedFileIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(string(b), generate()); diff != "" {
+	src, err := generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(b), src); diff != "" {
 		t.Errorf("types.gen.ts is stale, run make gen (-file +generated):\n%s", diff)
 	}
 }

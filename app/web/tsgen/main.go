@@ -1,5 +1,7 @@
 // Command tsgen writes frontend/src/api/types.gen.ts: the TypeScript of the
-// Go types the local API carries, read from their JSON tags by reflection,
+// Go types the local API carries (the request bodies and replies of every
+// route of web.Routes, and a few extras), read from their JSON tags by
+// reflection,
 // so that the UI's types cannot drift from the Go ones (`make check` fails
 // when the file differs from what this writes).
 //
@@ -12,53 +14,45 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"reflect"
 
 	"github.com/labpool/labpool/app"
-	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
 )
 
-// roots are the types the API carries, under the names the UI uses; the
-// named structs they reach are written too, under their Go names unless
-// listed here.
-var roots = []struct {
-	name string
-	v    any
-}{
-	{"Self", app.Self{}},
-	{"Node", app.Node{}},
-	{"History", app.History{}},
-	{"PoolStatus", app.PoolStatus{}},
-	{"JoinCode", app.JoinCode{}},
-	{"JoinRequest", app.JoinRequest{}},
-	{"InviteRequest", app.InviteRequest{}},
-	{"NewInvite", app.NewInvite{}},
-	{"RoleRequest", app.RoleRequest{}},
-	{"ProbeRequest", app.ProbeRequest{}},
-	{"ProbeResult", app.ProbeResult{}},
-	{"ErrorBody", app.Error{}},
-	{"Job", app.Job{}},
-	{"LaunchRequest", app.LaunchRequest{}},
-	{"Plan", app.Plan{}},
-	{"Tunnel", app.Tunnel{}},
-	{"OpenRequest", app.OpenRequest{}},
-	{"PullRequest", app.PullRequest{}},
-	{"JobStats", jobs.Stats{}},
-	{"Image", jobs.Image{}},
-	{"LogChunk", app.LogChunk{}},
-	{"Folder", app.Folder{}},
-	{"ShareRequest", app.ShareRequest{}},
-	{"CopyRequest", app.CopyRequest{}},
-	{"Entry", folders.Entry{}},
-	{"Transfer", app.Transfer{}},
-	{"Policy", app.Policy{}},
-	{"PolicyUpdate", app.PolicyUpdate{}},
+// extras are the types the UI reads from elsewhere than a route's request
+// or reply: events and error bodies.
+var extras = []any{app.Error{}, app.LogChunk{}, app.Sample{}}
+
+// names are the TypeScript names of Go types whose own names the UI does not
+// use (or that would collide).
+var names = map[reflect.Type]string{
+	reflect.TypeFor[app.Error]():  "ErrorBody",
+	reflect.TypeFor[jobs.Stats](): "JobStats",
+}
+
+// roots are the types of every route of web.Routes, then the extras.
+func roots() []reflect.Type {
+	var ts []reflect.Type
+	for _, r := range web.Routes {
+		body, reply := r.Types()
+		ts = append(ts, body, reply)
+	}
+	for _, v := range extras {
+		ts = append(ts, reflect.TypeOf(v))
+	}
+	return ts
 }
 
 func main() {
 	out := flag.String("o", "types.gen.ts", "file to write")
 	flag.Parse()
-	if err := os.WriteFile(*out, []byte(generate()), 0o644); err != nil {
+	src, err := generate()
+	if err == nil {
+		err = os.WriteFile(*out, []byte(src), 0o644)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tsgen:", err)
 		os.Exit(1)
 	}

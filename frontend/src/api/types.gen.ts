@@ -239,11 +239,6 @@ export interface NodeInfo {
   started_at: string
 }
 
-/** app.OpenRequest */
-export interface OpenRequest {
-  port: number
-}
-
 /** app.Plan */
 export interface Plan {
   node: string
@@ -315,11 +310,6 @@ export interface PullRequest {
   node: string
   ref: string
   force?: boolean
-}
-
-/** app.RoleRequest */
-export interface RoleRequest {
-  role: string
 }
 
 /** app.Sample */
@@ -399,4 +389,10 @@ export interface Tunnel {
   job: string
   port: number
   url: string
+}
+
+/** app.Version */
+export interface Version {
+  version: string
+  api_version: number
 }
