@@ -86,17 +86,10 @@ var Routes = []Route{
 
 // call decodes a request with in, calls do and answers its result as JSON.
 func call[In, Out any](in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) (Out, error)) adapter {
-	serve := func(h *handler) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			v, err := in(r)
-			if err != nil {
-				h.reply(w, nil, err)
-				return
-			}
-			out, err := do(h.svc, r.Context(), v)
-			h.reply(w, out, err)
-		}
-	}
+	serve := decoded(in, func(h *handler, w http.ResponseWriter, r *http.Request, v In) {
+		out, err := do(h.svc, r.Context(), v)
+		h.reply(w, out, err)
+	})
 	return adapter{serve, reflect.TypeFor[In](), reflect.TypeFor[Out]()}
 }
 
@@ -108,26 +101,34 @@ func empty[In any](in func(*http.Request) (In, error), do func(*app.Service, con
 // stream is call for a method whose reply is a stream, copied to the
 // client as it comes.
 func stream[In any](contentType string, in func(*http.Request) (In, error), do func(*app.Service, context.Context, In) (io.ReadCloser, error)) adapter {
-	serve := func(h *handler) http.HandlerFunc {
+	serve := decoded(in, func(h *handler, w http.ResponseWriter, r *http.Request, v In) {
+		rc, err := do(h.svc, r.Context(), v)
+		if err != nil {
+			h.reply(w, nil, err)
+			return
+		}
+		defer rc.Close()
+		w.Header().Set("Content-Type", contentType)
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		jobs.CopyFlushing(w, rc)
+	})
+	return adapter{serve: serve, in: reflect.TypeFor[In]()}
+}
+
+// decoded reads a request's arguments with in and hands them to next; a
+// request it cannot read is answered with the error.
+func decoded[In any](in func(*http.Request) (In, error), next func(*handler, http.ResponseWriter, *http.Request, In)) func(*handler) http.HandlerFunc {
+	return func(h *handler) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			v, err := in(r)
 			if err != nil {
 				h.reply(w, nil, err)
 				return
 			}
-			rc, err := do(h.svc, r.Context(), v)
-			if err != nil {
-				h.reply(w, nil, err)
-				return
-			}
-			defer rc.Close()
-			w.Header().Set("Content-Type", contentType)
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusOK)
-			jobs.CopyFlushing(w, rc)
+			next(h, w, r, v)
 		}
 	}
-	return adapter{serve: serve, in: reflect.TypeFor[In]()}
 }
 
 // fullDuplex lets serve keep reading the request body after its reply has
