@@ -133,13 +133,16 @@ func decoded[In any](in func(*http.Request) (In, error), next func(*handler, htt
 
 // fullDuplex lets serve keep reading the request body after its reply has
 // started: the node answers an image load with progress while the archive
-// is still arriving (HTTP/1.1).
+// is still arriving (HTTP/1.1). What serve left unread is drained (or the
+// connection given up) before the handler returns: drained after it, the
+// server panics reading the connection's next request (Go issue 68560).
 func fullDuplex(a adapter) adapter {
 	serve := a.serve
 	a.serve = func(h *handler) http.HandlerFunc {
 		next := serve(h)
 		return func(w http.ResponseWriter, r *http.Request) {
 			http.NewResponseController(w).EnableFullDuplex()
+			defer r.Body.Close()
 			next(w, r)
 		}
 	}
