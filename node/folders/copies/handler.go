@@ -79,7 +79,7 @@ func (r *Receiver) receive(ctx context.Context, tr request, who folders.Caller) 
 	t := r.newTransfer(tr.Label)
 	src := folders.HTTPSource{Client: hc, Folder: tr.SrcFolder, Grant: tr.Grant}
 	pull := &folders.Pull{Src: src, SrcPath: tr.SrcPath, SrcName: tr.SrcName, Dst: dst.Root, DstPath: tr.DstPath}
-	err = r.start(ctx, t, pull, who.ID, tr.SrcNode, func(ctx context.Context) {
+	started, err := r.start(ctx, t, pull, who.ID, tr.SrcNode, func(ctx context.Context) {
 		dst.Close()
 		if pull.Changed() && r.deps.Changed != nil {
 			r.deps.Changed(ctx, tr.DstFolder) // its size and file count changed
@@ -89,7 +89,7 @@ func (r *Receiver) receive(ctx context.Context, tr request, who folders.Caller) 
 		dst.Close()
 		return Transfer{}, err
 	}
-	return *t, nil
+	return started, nil
 }
 
 // writeJSON writes v, or err as {code, message} with the status a refusal

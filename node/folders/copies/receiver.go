@@ -172,13 +172,16 @@ func newTransferID() string {
 
 // start runs pull under Run, recording its progress as t, for member
 // reading from the node src (CancelOf ends it); done runs once it ends.
-func (r *Receiver) start(ctx context.Context, t *Transfer, pull *folders.Pull, member, src string, done func(runCtx context.Context)) error {
+// It returns t as it was before the copy ran: from then on the copy writes
+// t, under r.mu.
+func (r *Receiver) start(ctx context.Context, t *Transfer, pull *folders.Pull, member, src string, done func(runCtx context.Context)) (Transfer, error) {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ended := make(chan struct{})
 	r.mu.Lock()
 	r.running[t.ID] = runningCopy{member: member, src: src, cancel: cancel}
 	r.list[t.ID] = t
 	r.ended[t.ID] = ended
+	started := *t
 	r.mu.Unlock()
 	pull.OnProgress = func(p folders.Progress) {
 		r.mu.Lock()
@@ -196,8 +199,9 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *folders.Pull, m
 		delete(r.list, t.ID)
 		delete(r.ended, t.ID)
 		r.mu.Unlock()
+		return Transfer{}, err
 	}
-	return err
+	return started, nil
 }
 
 // finish returns what records the end of the copy t.

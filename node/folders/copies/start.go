@@ -157,12 +157,13 @@ func (r *Receiver) pullHere(ctx context.Context, node, folder, p, dst string, la
 	}
 	t := r.newTransfer(label)
 	pull := &folders.Pull{Src: folders.HTTPSource{Client: hc, Folder: folder, Grant: grant}, SrcPath: p, SrcName: topName(folder, p), Dst: root, DstPath: rel}
-	if err := r.start(ctx, t, pull, r.cfg.Self, src, func(context.Context) { root.Close() }); err != nil {
+	started, err := r.start(ctx, t, pull, r.cfg.Self, src, func(context.Context) { root.Close() })
+	if err != nil {
 		root.Close()
 		return Transfer{}, err
 	}
-	r.remember(ctx, *t)
-	return *t, nil
+	r.remember(ctx, started)
+	return started, nil
 }
 
 // openLocal opens where a copy to the local path dst writes: the directory
