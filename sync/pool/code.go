@@ -1,15 +1,18 @@
-// Package pool is pool membership: join codes, the proof a joiner gives,
-// the replicated member set and the join endpoint.
+// Package pool is pool membership: a log of signed records (genesis, join,
+// role, remove, invite, revoke) that every member checks back to the
+// pool's creator, the Manager that keeps it, and the join endpoint.
 //
-// A pool has an ID (8 random bytes, 16 hex digits in mDNS TXT records) and
-// a 16-byte secret; a join code carries both, with a checksum. A joiner
-// proves it knows the secret with an HMAC over the TLS exporter of its
-// session (so a proof cannot be replayed on another connection) and its own
-// device ID; the member answers with its own proof, so the joiner knows it
-// reached a real member and not a device that merely answered.
+// A pool's ID binds its creator (PoolIDFor: a hash of the creator's device
+// ID and a salt), so a join code, which carries the pool ID and an invite's
+// 16-byte secret, is enough to check the whole log a member answers. The
+// secret seeds the invite's Ed25519 key: a joiner signs its join record
+// with it, and members verify it against the invite record an admin
+// signed, never learning the secret. Every other change is signed by the
+// device key of an owner or admin whose role allows it; a record dated
+// more than MaxSkew ahead is refused, and a removal is final.
 //
-// The member set is written by many: each record is last-writer-wins on
-// (Version, AddedBy), and a removal is a tombstone with a higher version.
+// Members relay the records on their replication streams; each is checked
+// on its own (Log.Apply) and a bad one is dropped, logged once.
 package pool
 
 import (
