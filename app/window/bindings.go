@@ -124,7 +124,7 @@ func (b *Bindings) Run(ctx context.Context, page Page) error {
 func (b *Bindings) relay(ctx context.Context) {
 	retry := time.NewTicker(b.cfg.Retry)
 	defer retry.Stop()
-	for {
+	for ctx.Err() == nil {
 		b.src.Events(ctx, b.pending.event) // an error ends the stream: try again
 		select {
 		case <-ctx.Done():
