@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/apptest"
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
@@ -75,7 +77,7 @@ func writeReplica(t *testing.T, dataDir string) *store.DB {
 		if _, err := db.Append(ctx, n.id, app.KindNode, "", now, mustJSON(t, nr)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Append(ctx, n.id, app.KindSample1s, "k", s.Time, mustJSON(t, s)); err != nil {
+		if _, err := db.Append(ctx, n.id, history.KindSample1s, "k", s.Time, mustJSON(t, s)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -137,7 +139,7 @@ func (f *fakePool) Probe(_ context.Context, addr string) (app.ProbeResult, error
 func startDaemon(t *testing.T, dataDir string, pool app.PoolManager) {
 	t.Helper()
 	db := writeReplica(t, dataDir)
-	svc := app.NewService(db, app.Self{ID: selfID, Name: "self"}, nil, pool)
+	svc := apptest.NewService(db, app.Self{ID: selfID, Name: "self"}, nil, pool)
 	ln, err := net.Listen("unix", SocketPath(dataDir))
 	if err != nil {
 		t.Fatal(err)

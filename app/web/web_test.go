@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/apptest"
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
@@ -103,7 +105,7 @@ func (f *fakePool) Probe(_ context.Context, addr string) (app.ProbeResult, error
 func newService(t *testing.T, pool app.PoolManager) *app.Service {
 	t.Helper()
 	db, self := newReplica(t)
-	return app.NewService(db, self, nil, pool)
+	return apptest.NewService(db, self, nil, pool)
 }
 
 // newReplica returns a replica of two nodes (this one and a peer), each
@@ -128,7 +130,7 @@ func newReplica(t *testing.T) (*store.DB, app.Self) {
 		if _, err := db.Append(ctx, id, app.KindNode, "", now, mustJSON(t, nr)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.Append(ctx, id, app.KindSample1s, fmt.Sprint(s.Time.Unix()), s.Time, mustJSON(t, s)); err != nil {
+		if _, err := db.Append(ctx, id, history.KindSample1s, fmt.Sprint(s.Time.Unix()), s.Time, mustJSON(t, s)); err != nil {
 			t.Fatal(err)
 		}
 	}
