@@ -41,7 +41,7 @@ frontend/dist/index.html: frontend/node_modules/.package-lock.json $(FRONTEND_SR
 .PHONY: frontend
 frontend: frontend/dist/index.html ## build the UI into frontend/dist
 
-build/bin/labpool: frontend/dist/index.html $(GO_SRC)
+build/bin/labpool: frontend/dist/index.html $(GO_SRC) build/linux/labpool.png
 	CGO_ENABLED=1 $(GO) build -tags $(GUI_TAGS) -ldflags '$(LDFLAGS)' -o $@ .
 
 .PHONY: desktop
