@@ -43,138 +43,161 @@ type Access struct {
 // read, blocks, bundle) checks the grant the request carries, that is the
 // rights of the member who asked for the copy, whoever receives it.
 func Handler(r *Registry, a Access) http.Handler {
+	h := &handler{r: r, a: a}
 	mux := http.NewServeMux()
-	// reading serves a request of a copy's receiver on the share it
-	// names, on the authority of the grant it carries.
-	reading := func(serve func(http.ResponseWriter, *http.Request, *Opened)) http.HandlerFunc {
-		return func(w http.ResponseWriter, req *http.Request) {
-			g, err := DecodeGrant(req.Header.Get(GrantHeader))
-			if err != nil {
-				reply(w, nil, err)
-				return
-			}
-			o, err := r.OpenGranted(req.PathValue("name"), a.Caller(req), g, a.Role)
-			if err != nil {
-				reply(w, nil, err)
-				return
-			}
-			defer o.Close()
-			serve(w, req, o)
+	mux.HandleFunc("GET /v1/folders", h.list)
+	mux.HandleFunc("GET /v1/folders/{name}/ls", h.ls)
+	mux.HandleFunc("GET /v1/folders/{name}/walk", h.reading(h.walk))
+	mux.HandleFunc("GET /v1/folders/{name}/sums", h.reading(h.sums))
+	mux.HandleFunc("GET /v1/folders/{name}/read", h.reading(h.read))
+	mux.HandleFunc("GET /v1/folders/{name}/blocks", h.reading(h.blocks))
+	mux.HandleFunc("POST /v1/folders/{name}/bundle", h.reading(h.bundle))
+	return mux
+}
+
+// handler serves the shares of r to the callers a names.
+type handler struct {
+	r *Registry
+	a Access
+}
+
+// reading serves a request of a copy's receiver on the share it names, on
+// the authority of the grant it carries.
+func (h *handler) reading(serve func(http.ResponseWriter, *http.Request, *Opened)) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		g, err := DecodeGrant(req.Header.Get(GrantHeader))
+		if err != nil {
+			reply(w, nil, err)
+			return
 		}
-	}
-	// at is the path the request names, mapped into the share.
-	at := func(o *Opened, req *http.Request) (string, error) { return o.Path(req.URL.Query().Get("path")) }
-	mux.HandleFunc("GET /v1/folders/{name}/ls", func(w http.ResponseWriter, req *http.Request) {
-		o, err := r.OpenFor(req.PathValue("name"), a.Caller(req), Browse)
+		o, err := h.r.OpenGranted(req.PathValue("name"), h.a.Caller(req), g, h.a.Role)
 		if err != nil {
 			reply(w, nil, err)
 			return
 		}
 		defer o.Close()
-		p, err := at(o, req)
-		if err != nil {
-			reply(w, nil, err)
-			return
+		serve(w, req, o)
+	}
+}
+
+// at is the path the request names, mapped into the share.
+func at(o *Opened, req *http.Request) (string, error) { return o.Path(req.URL.Query().Get("path")) }
+
+func (h *handler) list(w http.ResponseWriter, req *http.Request) {
+	who := h.a.Caller(req)
+	out := []Info{}
+	for _, s := range h.r.List() {
+		if h.r.allow(s, who, Browse) == nil {
+			out = append(out, Info{Name: s.Name, Mode: s.Mode(), Members: s.Members})
 		}
-		es, err := ReadDir(o.Root, p)
-		reply(w, es, err)
-	})
-	mux.HandleFunc("GET /v1/folders/{name}/walk", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
-		p, err := at(o, req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		// The listing streams while the tree is read; an error before the
-		// first item still gets its status.
-		var enc *WalkEncoder
-		err = WalkFunc(o.Root, p, func(it FileMeta) error {
-			if enc == nil {
-				w.Header().Set("Content-Type", WalkContentType)
-				enc = NewWalkEncoder(w)
-			}
-			return enc.Add(it)
-		})
+	}
+	reply(w, out, nil)
+}
+
+func (h *handler) ls(w http.ResponseWriter, req *http.Request) {
+	o, err := h.r.OpenFor(req.PathValue("name"), h.a.Caller(req), Browse)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	defer o.Close()
+	p, err := at(o, req)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	es, err := ReadDir(o.Root, p)
+	reply(w, es, err)
+}
+
+// walk streams the listing while the tree is read; an error before the
+// first item still gets its status.
+func (h *handler) walk(w http.ResponseWriter, req *http.Request, o *Opened) {
+	p, err := at(o, req)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	var enc *WalkEncoder
+	err = WalkFunc(o.Root, p, func(it FileMeta) error {
 		if enc == nil {
-			reply(w, nil, err)
-			return
+			w.Header().Set("Content-Type", WalkContentType)
+			enc = NewWalkEncoder(w)
 		}
-		enc.End(err)
-	}))
-	mux.HandleFunc("GET /v1/folders/{name}/sums", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
-		p, err := at(o, req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		sums, err := FileSums(o.Root, p)
-		reply(w, sums, err)
-	}))
-	mux.HandleFunc("GET /v1/folders/{name}/read", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
-		q := req.URL.Query()
-		off, err1 := strconv.ParseInt(q.Get("off"), 10, 64)
-		n, err2 := strconv.ParseInt(q.Get("len"), 10, 64)
-		if err1 != nil || err2 != nil {
-			reply(w, nil, fmt.Errorf("%w: off and len must be numbers", ErrBadPath))
-			return
-		}
-		p, err := at(o, req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		rc, err := OpenRange(o.Root, p, off, n)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		defer rc.Close()
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
-		io.Copy(w, rc)
-	}))
-	mux.HandleFunc("GET /v1/folders/{name}/blocks", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
-		q := req.URL.Query()
-		first, err1 := strconv.Atoi(q.Get("first"))
-		n, err2 := strconv.Atoi(q.Get("n"))
-		if err1 != nil || err2 != nil {
-			reply(w, nil, fmt.Errorf("%w: first and n must be numbers", ErrBadPath))
-			return
-		}
-		p, err := at(o, req)
-		if err != nil {
-			reply(w, nil, err)
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		WriteBlocks(o.Root, p, first, n, w)
-	}))
-	mux.HandleFunc("POST /v1/folders/{name}/bundle", reading(func(w http.ResponseWriter, req *http.Request, o *Opened) {
-		var body struct {
-			Paths []string `json:"paths"`
-		}
-		if err := json.NewDecoder(io.LimitReader(req.Body, 1<<20)).Decode(&body); err != nil {
-			reply(w, nil, fmt.Errorf("%w: decode the bundle request", ErrBadPath))
-			return
-		}
-		if len(body.Paths) > maxBundle {
-			reply(w, nil, fmt.Errorf("%w: too many files in one bundle", ErrBadPath))
-			return
-		}
-		w.Header().Set("Content-Type", "application/octet-stream")
-		writeBundle(o.Root, body.Paths, o.Path, w)
-	}))
-	mux.HandleFunc("GET /v1/folders", func(w http.ResponseWriter, req *http.Request) {
-		who := a.Caller(req)
-		out := []Info{}
-		for _, s := range r.List() {
-			if r.allow(s, who, Browse) == nil {
-				out = append(out, Info{Name: s.Name, Mode: s.Mode(), Members: s.Members})
-			}
-		}
-		reply(w, out, nil)
+		return enc.Add(it)
 	})
-	return mux
+	if enc == nil {
+		reply(w, nil, err)
+		return
+	}
+	enc.End(err)
+}
+
+func (h *handler) sums(w http.ResponseWriter, req *http.Request, o *Opened) {
+	p, err := at(o, req)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	sums, err := FileSums(o.Root, p)
+	reply(w, sums, err)
+}
+
+func (h *handler) read(w http.ResponseWriter, req *http.Request, o *Opened) {
+	q := req.URL.Query()
+	off, err1 := strconv.ParseInt(q.Get("off"), 10, 64)
+	n, err2 := strconv.ParseInt(q.Get("len"), 10, 64)
+	if err1 != nil || err2 != nil {
+		reply(w, nil, fmt.Errorf("%w: off and len must be numbers", ErrBadPath))
+		return
+	}
+	p, err := at(o, req)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	rc, err := OpenRange(o.Root, p, off, n)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	io.Copy(w, rc)
+}
+
+func (h *handler) blocks(w http.ResponseWriter, req *http.Request, o *Opened) {
+	q := req.URL.Query()
+	first, err1 := strconv.Atoi(q.Get("first"))
+	n, err2 := strconv.Atoi(q.Get("n"))
+	if err1 != nil || err2 != nil {
+		reply(w, nil, fmt.Errorf("%w: first and n must be numbers", ErrBadPath))
+		return
+	}
+	p, err := at(o, req)
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	WriteBlocks(o.Root, p, first, n, w)
+}
+
+func (h *handler) bundle(w http.ResponseWriter, req *http.Request, o *Opened) {
+	var body struct {
+		Paths []string `json:"paths"`
+	}
+	if err := json.NewDecoder(io.LimitReader(req.Body, 1<<20)).Decode(&body); err != nil {
+		reply(w, nil, fmt.Errorf("%w: decode the bundle request", ErrBadPath))
+		return
+	}
+	if len(body.Paths) > maxBundle {
+		reply(w, nil, fmt.Errorf("%w: too many files in one bundle", ErrBadPath))
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	writeBundle(o.Root, body.Paths, o.Path, w)
 }
 
 func reply(w http.ResponseWriter, v any, err error) {
