@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -66,38 +67,21 @@ func unshareCmd(g *globals) *cobra.Command {
 }
 
 func foldersCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "folders",
-		Short: "List every shared folder of the pool",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer done()
-			list, err := r.Folders(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), list)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "FOLDER\tMODE\tSIZE\tFILES")
-			for _, f := range list {
-				name := f.NodeName + ":" + f.Name
-				if f.Stale {
-					name += " (last known)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, f.Mode, Bytes(uint64(f.SizeBytes)), f.Files)
-			}
-			return tw.Flush()
-		},
+	c := &cobra.Command{Use: "folders", Short: "List every shared folder of the pool"}
+	return listVerb(g, c, reader.Folders, writeFolders)
+}
+
+func writeFolders(w io.Writer, list []app.Folder) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FOLDER\tMODE\tSIZE\tFILES")
+	for _, f := range list {
+		name := f.NodeName + ":" + f.Name
+		if f.Stale {
+			name += " (last known)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, f.Mode, Bytes(uint64(f.SizeBytes)), f.Files)
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	return tw.Flush()
 }
 
 func lsCmd(g *globals) *cobra.Command {

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"context"
+	"io"
+
 	"fmt"
+	"github.com/labpool/labpool/app/web"
 	"text/tabwriter"
 	"time"
 
@@ -55,74 +59,41 @@ func poolInviteCmd(g *globals) *cobra.Command {
 }
 
 func poolInvitesCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "invites",
-		Short: "List the pool's invites: role, uses left, expiry, state (admins and owners)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer done()
-			ps, err := r.Pool(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), ps.Invites)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "INVITE\tROLE\tUSES LEFT\tEXPIRES\tSTATE")
-			for _, inv := range ps.Invites {
-				left := "unlimited"
-				if inv.UsesLeft >= 0 {
-					left = fmt.Sprint(inv.UsesLeft)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Role, left, inv.Expires.Local().Format(time.DateTime), inv.State)
-			}
-			return tw.Flush()
-		},
+	c := &cobra.Command{Use: "invites", Short: "List the pool's invites: role, uses left, expiry, state (admins and owners)"}
+	invites := func(r reader, ctx context.Context) ([]app.Invite, error) {
+		ps, err := r.Pool(ctx)
+		return ps.Invites, err
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	return listVerb(g, c, invites, writeInvites)
+}
+
+func writeInvites(w io.Writer, invites []app.Invite) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INVITE\tROLE\tUSES LEFT\tEXPIRES\tSTATE")
+	for _, inv := range invites {
+		left := "unlimited"
+		if inv.UsesLeft >= 0 {
+			left = fmt.Sprint(inv.UsesLeft)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Role, left, inv.Expires.Local().Format(time.DateTime), inv.State)
+	}
+	return tw.Flush()
 }
 
 func poolRevokeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "revoke INVITE",
-		Short: "End an invite: its code is refused from now on",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := connect(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			if err := c.RevokeInvite(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Revoked invite %s.\n", args[0])
-			return nil
-		},
-	}
+	c := &cobra.Command{Use: "revoke INVITE", Short: "End an invite: its code is refused from now on", Args: cobra.ExactArgs(1)}
+	return actVerb(g, c, func(ctx context.Context, c *web.Client, args []string) (string, error) {
+		return fmt.Sprintf("Revoked invite %s.", args[0]), c.RevokeInvite(ctx, args[0])
+	})
 }
 
 func poolRoleCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "role ID ROLE",
 		Short: "Change a member's role: owner, admin, member or viewer (admins: members and viewers; owners: anyone but the creator)",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := connect(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			if err := c.SetRole(cmd.Context(), args[0], args[1]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is now %s.\n", args[0], args[1])
-			return nil
-		},
 	}
+	return actVerb(g, c, func(ctx context.Context, c *web.Client, args []string) (string, error) {
+		return fmt.Sprintf("%s is now %s.", args[0], args[1]), c.SetRole(ctx, args[0], args[1])
+	})
 }

@@ -12,55 +12,13 @@ import (
 )
 
 func nodesCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "nodes",
-		Short: "List the machines of the pool, this one included",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer done()
-			nodes, err := r.Nodes(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), nodes)
-			}
-			return writeNodes(cmd.OutOrStdout(), nodes, time.Now())
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	c := &cobra.Command{Use: "nodes", Short: "List the machines of the pool, this one included"}
+	return listVerb(g, c, reader.Nodes, func(w io.Writer, nodes []app.Node) error { return writeNodes(w, nodes, time.Now()) })
 }
 
 func gpusCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "gpus",
-		Short: "List every GPU of the pool with its latest figures",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer done()
-			gpus, err := r.GPUs(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), gpus)
-			}
-			return writeGPUs(cmd.OutOrStdout(), gpus)
-		},
-	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	c := &cobra.Command{Use: "gpus", Short: "List every GPU of the pool with its latest figures"}
+	return listVerb(g, c, reader.GPUs, writeGPUs)
 }
 
 func writeNodes(w io.Writer, nodes []app.Node, now time.Time) error {

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"context"
+	"io"
+
 	"fmt"
+	"github.com/labpool/labpool/app/web"
 	"text/tabwriter"
 	"time"
 
@@ -75,64 +79,39 @@ func countMembers(ps app.PoolStatus) int {
 }
 
 func poolMembersCmd(g *globals) *cobra.Command {
-	var asJSON bool
-	c := &cobra.Command{
-		Use:   "members",
-		Short: "List the devices admitted to the pool, with their roles",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			defer done()
-			ps, err := r.Pool(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), ps)
-			}
-			if ps.PoolID == "" {
-				fmt.Fprintln(cmd.OutOrStdout(), "This machine is not in a pool: run `labpool pool create` or `labpool pool join CODE`.")
-				return nil
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "pool %s\nID\tNAME\tROLE\tADDED\tSTATE\n", ps.PoolID)
-			for _, m := range ps.Members {
-				state := "offline"
-				switch {
-				case m.Removed:
-					state = "removed"
-				case m.Self:
-					state = "this machine"
-				case m.Online:
-					state = "online"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.Name, m.Role, m.AddedAt.Local().Format(time.DateTime), state)
-			}
-			return tw.Flush()
-		},
+	c := &cobra.Command{Use: "members", Short: "List the devices admitted to the pool, with their roles"}
+	return listVerb(g, c, reader.Pool, writeMembers)
+}
+
+func writeMembers(w io.Writer, ps app.PoolStatus) error {
+	if ps.PoolID == "" {
+		fmt.Fprintln(w, "This machine is not in a pool: run `labpool pool create` or `labpool pool join CODE`.")
+		return nil
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "pool %s\nID\tNAME\tROLE\tADDED\tSTATE\n", ps.PoolID)
+	for _, m := range ps.Members {
+		state := "offline"
+		switch {
+		case m.Removed:
+			state = "removed"
+		case m.Self:
+			state = "this machine"
+		case m.Online:
+			state = "online"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.Name, m.Role, m.AddedAt.Local().Format(time.DateTime), state)
+	}
+	return tw.Flush()
 }
 
 func poolRemoveCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "remove ID",
 		Short: "Remove a device from the pool: refused everywhere at once, its jobs stopped, its invite revoked (admins and owners)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := connect(cmd.Context(), g)
-			if err != nil {
-				return err
-			}
-			if err := c.RemoveMember(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s from the pool.\n", args[0])
-			return nil
-		},
 	}
+	return actVerb(g, c, func(ctx context.Context, c *web.Client, args []string) (string, error) {
+		return fmt.Sprintf("Removed %s from the pool.", args[0]), c.RemoveMember(ctx, args[0])
+	})
 }
