@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/labpool/labpool/node/folders/copies"
 	"net/http"
 	"net/url"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/labpool/labpool/node/folders"
@@ -88,15 +88,7 @@ func (s *Service) Unshare(ctx context.Context, name string) error {
 }
 
 // ParseRemote splits "NODE:FOLDER[/PATH]"; ok is false for a local path.
-func ParseRemote(s string) (node, folder, path string, ok bool) {
-	i := strings.IndexByte(s, ':')
-	if i <= 0 || strings.ContainsAny(s[:i], "/\\") {
-		return "", "", "", false
-	}
-	node, rest := s[:i], s[i+1:]
-	folder, path, _ = strings.Cut(rest, "/")
-	return node, folder, path, folder != ""
-}
+func ParseRemote(s string) (node, folder, path string, ok bool) { return copies.ParseRemote(s) }
 
 // Ls lists a directory of a shared folder on its node.
 func (s *Service) Ls(ctx context.Context, node, folder, path string) ([]folders.Entry, error) {
@@ -116,18 +108,9 @@ type CopyRequest struct {
 	Dst string `json:"dst"`
 }
 
-// Transfer is a copy under way or ended, on the machine that receives it.
-type Transfer struct {
-	ID       string           `json:"id"`
-	Node     string           `json:"node"` // the receiving machine, which runs it
-	Src      string           `json:"src"`
-	Dst      string           `json:"dst"`
-	State    string           `json:"state"` // running, done, failed
-	Error    string           `json:"error,omitempty"`
-	Progress folders.Progress `json:"progress"`
-	Started  time.Time        `json:"started"`
-	Finished *time.Time       `json:"finished"`
-}
+// Transfer is a copy under way or ended, on the machine that receives it
+// (the copy engine's own record).
+type Transfer = copies.Transfer
 
 // Copier runs copies (implemented by the daemon).
 type Copier interface {

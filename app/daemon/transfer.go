@@ -59,23 +59,19 @@ type copier struct{ r *copies.Receiver }
 // Copy implements app.Copier.
 func (c copier) Copy(ctx context.Context, req app.CopyRequest) (app.Transfer, error) {
 	t, err := c.r.Copy(ctx, copies.Request(req))
-	return app.Transfer(t), serviceError(err)
+	return t, serviceError(err)
 }
 
 // Transfer implements app.Copier.
 func (c copier) Transfer(ctx context.Context, node, id string, wait time.Duration) (app.Transfer, error) {
 	t, err := c.r.Transfer(ctx, node, id, wait)
-	return app.Transfer(t), serviceError(err)
+	return t, serviceError(err)
 }
 
 // Transfers implements app.Copier.
 func (c copier) Transfers(ctx context.Context) ([]app.Transfer, error) {
 	list, err := c.r.Transfers(ctx)
-	out := make([]app.Transfer, len(list))
-	for i, t := range list {
-		out[i] = app.Transfer(t)
-	}
-	return out, serviceError(err)
+	return list, serviceError(err)
 }
 
 // serviceError is a refusal of the copy engine as the service's sentinel,

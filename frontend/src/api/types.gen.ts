@@ -371,7 +371,7 @@ export interface Spec {
   port_binds?: string[] | null
 }
 
-/** app.Transfer */
+/** copies.Transfer */
 export interface Transfer {
   id: string
   node: string
