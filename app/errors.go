@@ -70,6 +70,3 @@ func ErrorFromResponse(resp *http.Response) error {
 	}
 	return &APIError{Status: resp.StatusCode, Code: e.Code, Message: e.Message}
 }
-
-// decodeError is ErrorFromResponse for the node calls of jobs.go.
-var decodeError = ErrorFromResponse

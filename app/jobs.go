@@ -418,7 +418,7 @@ func (s *Service) nodeStream(ctx context.Context, node, method, path string, bod
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		return nil, decodeError(resp)
+		return nil, ErrorFromResponse(resp)
 	}
 	return resp.Body, nil
 }
