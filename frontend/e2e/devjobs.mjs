@@ -295,20 +295,9 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
   if (seed) seedJobs()
 
   // Handles /api/v1 paths of jobs; returns false for other paths.
-  async function handle(req, res, url, p, { json, fail, body }) {
+  async function handle(req, res, url, p, { json, fail, body, answer }) {
     const m = (re) => p.match(re)
-    const reply = async (fn) => {
-      try {
-        const v = await fn()
-        if (v === undefined) {
-          res.writeHead(204)
-          res.end()
-        } else json(res, 200, v)
-      } catch (err) {
-        if (err.status) fail(res, err.status, err.code, err.message)
-        else fail(res, 400, 'invalid', `decode request: ${err.message}`)
-      }
-    }
+    const reply = (fn) => answer(res, fn)
     const readJSON = async () => JSON.parse((await body(req)) || '{}')
     let r
     if (req.method === 'GET' && p === '/jobs') return reply(() => list(url.searchParams.get('all') === '1')), true

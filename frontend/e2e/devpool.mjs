@@ -178,19 +178,8 @@ export function createPool({ machines, online, role = '', shownRole = '' }) {
   const roleNow = () => (poolID ? selfRole : '')
 
   // Handles /api/v1/pool paths; returns false for other paths.
-  async function handle(req, res, p, { json, fail, body }) {
-    const reply = async (fn) => {
-      try {
-        const v = await fn()
-        if (v === undefined) {
-          res.writeHead(204)
-          res.end()
-        } else json(res, 200, v)
-      } catch (err) {
-        if (err instanceof Refused) fail(res, err.status, err.code, err.message)
-        else fail(res, 400, 'invalid', `decode request: ${err.message}`)
-      }
-    }
+  async function handle(req, res, p, { json, fail, body, answer }) {
+    const reply = (fn) => answer(res, fn)
     const readJSON = async () => JSON.parse((await body(req)) || '{}')
     const id = (re) => {
       const r = p.match(re)

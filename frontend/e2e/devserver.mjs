@@ -178,6 +178,21 @@ async function body(req) {
   return b
 }
 
+// answer replies with what fn returns (204 when nothing), or with the
+// refusal it throws (an error with a status), or 400 for a bad request.
+async function answer(res, fn) {
+  try {
+    const v = await fn()
+    if (v === undefined) {
+      res.writeHead(204)
+      res.end()
+    } else json(res, 200, v)
+  } catch (err) {
+    if (err.status) fail(res, err.status, err.code, err.message)
+    else fail(res, 400, 'invalid', `decode request: ${err.message}`)
+  }
+}
+
 async function api(req, res, url) {
   if (down()) return fail(res, 503, 'unavailable', 'daemon stopped')
   const p = url.pathname.slice('/api/v1'.length)
@@ -192,8 +207,8 @@ async function api(req, res, url) {
     const from = now - secs * 1000
     return json(res, 200, { node: s.m.id, samples: s.samples.filter((x) => Date.parse(x.time) >= from) })
   }
-  if (await pool.handle(req, res, p, { json, fail, body })) return
-  if (await jobs.handle(req, res, url, p, { json, fail, body })) return
+  if (await pool.handle(req, res, p, { json, fail, body, answer })) return
+  if (await jobs.handle(req, res, url, p, { json, fail, body, answer })) return
   if (req.method === 'GET' && p === '/events') {
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store' })
     res.write(': labpool events (dev fixture)\n\n')
