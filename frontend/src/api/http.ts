@@ -16,7 +16,12 @@ const unreachable = () =>
 
 const mutating = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method.toUpperCase())
 
-async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+/**
+ * One call of the local API under /api/v1 (path starts with "/"): JSON in,
+ * JSON out, an error as ApiError with the daemon's code. The transport of the
+ * browser and of the desktop window alike; API modules build on it.
+ */
+export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   const ctl = new AbortController()
   const timer = setTimeout(() => ctl.abort(), timeoutMs)
   let res: Response
