@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { barWidths, csvField, formatHours, reportCSV, reportFileName, type ReportLike } from './report.ts'
+
+const row = (key: string, label: string, granted: number, used: number, idle: number, kwh: number) => ({
+  key,
+  label,
+  gpu_hours_granted: granted,
+  gpu_hours_used: used,
+  idle_granted_hours: idle,
+  energy_kwh: kwh,
+})
+
+test('csvField escapes and defuses formulas', () => {
+  assert.equal(csvField('alice'), 'alice')
+  assert.equal(csvField('a,b'), '"a,b"')
+  assert.equal(csvField('say "hi"'), '"say ""hi"""')
+  assert.equal(csvField('two\nlines'), '"two\nlines"')
+  assert.equal(csvField('=HYPERLINK("x")'), `"'=HYPERLINK(""x"")"`)
+  assert.equal(csvField('-1'), "'-1")
+  assert.equal(csvField(1.23456), '1.235')
+  assert.equal(csvField(NaN), '')
+})
+
+test('reportCSV', () => {
+  const r: ReportLike = {
+    by: 'member',
+    since: '2026-11-17T00:00:00Z',
+    until: '2026-11-24T00:00:00Z',
+    rows: [row('K7Q2', 'alice, lab', 10, 6.5, 2, 1.25), row('ZZ9', 'bob', 4, 1, 3, 0.5)],
+    totals: row('', '', 14, 7.5, 5, 1.75),
+  }
+  assert.equal(
+    reportCSV(r),
+    'member,label,gpu_hours_granted,gpu_hours_used,idle_granted_hours,energy_kwh\r\n' +
+      'K7Q2,"alice, lab",10,6.5,2,1.25\r\n' +
+      'ZZ9,bob,4,1,3,0.5\r\n' +
+      'total,total,14,7.5,5,1.75\r\n',
+  )
+  assert.equal(reportFileName(r), 'labpool-report-member-2026-11-17-2026-11-24.csv')
+  assert.equal(reportCSV({ ...r, rows: null }).split('\r\n').length, 4 - 1)
+})
+
+test('barWidths and formatHours', () => {
+  assert.deepEqual(barWidths([row('a', 'a', 10, 5, 2, 0), row('b', 'b', 5, 5, 0, 0)]), [
+    { used: 50, idle: 20 },
+    { used: 50, idle: 0 },
+  ])
+  assert.deepEqual(barWidths([row('a', 'a', 0, 0, 0, 0)]), [{ used: 0, idle: 0 }])
+  assert.equal(formatHours(0), '0')
+  assert.equal(formatHours(1.234), '1.23')
+  assert.equal(formatHours(42.25), '42.3')
+  assert.equal(formatHours(1234.5), '1235')
+})
