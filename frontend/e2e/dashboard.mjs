@@ -11,31 +11,13 @@
 // failure it prints why (still one JSON line), tries to save the
 // screenshot anyway and exits 1. The browser path can also come from
 // $CHROMIUM.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { chromium } from 'playwright-core'
+import { firstLine, openBrowser, parseArgs } from './browser.mjs'
 
-function parseArgs(argv) {
-  const out = { timeout: 30, liveTimeout: 10, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    const val = () => {
-      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`)
-      return argv[++i]
-    }
-    if (a === '--url') out.url = val()
-    else if (a === '--names') out.names = val().split(',').map((s) => s.trim()).filter(Boolean)
-    else if (a === '--screenshot') out.screenshot = val()
-    else if (a === '--timeout') out.timeout = Number(val())
-    else if (a === '--live-timeout') out.liveTimeout = Number(val())
-    else if (a === '--chromium') out.chromium = val()
-    else throw new Error(`unknown argument ${a}`)
-  }
-  if (!out.url) throw new Error('--url is required')
-  if (!out.names?.length) throw new Error('--names is required (comma-separated machine names)')
-  if (!out.screenshot) throw new Error('--screenshot is required')
-  return out
+const flags = {
+  '--url': 'url',
+  '--names': ['names', 'list'],
+  '--screenshot': 'screenshot',
+  '--live-timeout': ['liveTimeout', 'number'],
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
@@ -65,36 +47,21 @@ async function main() {
   const t0 = Date.now()
   let opts
   try {
-    opts = parseArgs(process.argv.slice(2))
+    opts = parseArgs(process.argv.slice(2), { flags, required: ['--url', '--names', '--screenshot'], defaults: { liveTimeout: 10 } })
   } catch (err) {
-    console.log(JSON.stringify({ ok: false, error: String(err.message ?? err) }))
+    console.log(JSON.stringify({ ok: false, error: firstLine(err) }))
     console.error('usage: node e2e/dashboard.mjs --url URL --names a,b --screenshot FILE')
     return 1
   }
-  const profile = mkdtempSync(join(tmpdir(), 'labpool-e2e-'))
-  const consoleErrors = []
-  let context
+  let browser
   let page
+  let consoleErrors = []
   let stage = 'launch'
   let result = { ok: false, url: opts.url, names: opts.names }
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: opts.chromium,
-      headless: true,
-      viewport: { width: 1280, height: 800 },
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    })
-    page = context.pages()[0] ?? (await context.newPage())
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
-    page.on('pageerror', (e) => consoleErrors.push(String(e)))
+    browser = await openBrowser(opts, { name: 'e2e' })
+    page = browser.page
+    consoleErrors = browser.consoleErrors
 
     stage = 'open page'
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: opts.timeout * 1000 })
@@ -156,20 +123,19 @@ async function main() {
       consoleErrors,
     }
   } catch (err) {
-    result = { ok: false, url: opts.url, stage, error: String(err?.message ?? err).split('\n')[0], consoleErrors }
+    result = { ok: false, url: opts.url, stage, error: firstLine(err), consoleErrors }
   }
   if (page) {
     try {
       await page.screenshot({ path: opts.screenshot, fullPage: true })
       result.screenshot = opts.screenshot
     } catch (err) {
-      result.screenshotError = String(err?.message ?? err).split('\n')[0]
+      result.screenshotError = firstLine(err)
       if (result.ok) result = { ...result, ok: false, error: `screenshot: ${result.screenshotError}` }
     }
   }
   result.ms = Date.now() - t0
-  await context?.close().catch(() => {})
-  rmSync(profile, { recursive: true, force: true })
+  await browser?.close()
   console.log(JSON.stringify(result))
   return result.ok ? 0 : 1
 }

@@ -11,21 +11,21 @@
 // starts a copy from the form and waits for its transfer to be done. One
 // JSON line out ({"ok":true}, plus "shared":NAME when it shared); exit 1
 // with the failing stage (and a screenshot) otherwise.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { chromium } from 'playwright-core'
+import { firstLine, openBrowser, parseArgs } from './browser.mjs'
 
-function parseArgs(argv) {
-  const out = { timeout: 30, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
-  const keys = { '--url': 'url', '--folder': 'folder', '--expect-entry': 'entry', '--src': 'src', '--dst': 'dst', '--screenshot': 'screenshot', '--chromium': 'chromium', '--timeout': 'timeout',
-    '--share-name': 'shareName', '--share-path': 'sharePath' }
-  for (let i = 0; i < argv.length; i++) {
-    const k = keys[argv[i]]
-    if (!k || i + 1 >= argv.length) throw new Error(`bad argument ${argv[i]}`)
-    out[k] = k === 'timeout' ? Number(argv[++i]) : argv[++i]
-  }
-  for (const k of ['url', 'folder', 'entry', 'src', 'dst', 'screenshot']) if (!out[k]) throw new Error(`missing ${k}`)
+const flags = {
+  '--url': 'url',
+  '--folder': 'folder',
+  '--expect-entry': 'entry',
+  '--src': 'src',
+  '--dst': 'dst',
+  '--screenshot': 'screenshot',
+  '--share-name': 'shareName',
+  '--share-path': 'sharePath',
+}
+
+function readArgs(argv) {
+  const out = parseArgs(argv, { flags, required: ['--url', '--folder', '--expect-entry', '--src', '--dst', '--screenshot'] })
   if (!out.shareName !== !out.sharePath) throw new Error('--share-name and --share-path go together')
   return out
 }
@@ -48,24 +48,17 @@ async function share(page, name, path, ms) {
 async function main() {
   let opts
   try {
-    opts = parseArgs(process.argv.slice(2))
+    opts = readArgs(process.argv.slice(2))
   } catch (err) {
-    console.log(JSON.stringify({ ok: false, error: String(err.message ?? err) }))
+    console.log(JSON.stringify({ ok: false, error: firstLine(err) }))
     return 1
   }
-  const profile = mkdtempSync(join(tmpdir(), 'labpool-folders-'))
   const result = { ok: false }
-  let context, page
+  let browser, page
   let stage = 'launch browser'
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: opts.chromium,
-      headless: true,
-      viewport: { width: 1280, height: 800 },
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    })
-    page = context.pages()[0] ?? (await context.newPage())
+    browser = await openBrowser(opts, { name: 'folders' })
+    page = browser.page
     const ms = opts.timeout * 1000
     stage = 'open page'
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
@@ -90,13 +83,12 @@ async function main() {
     return 0
   } catch (err) {
     result.stage = stage
-    result.error = String(err.message ?? err).split('\n')[0]
+    result.error = firstLine(err)
     if (page) await page.screenshot({ path: opts.screenshot, fullPage: true }).catch(() => {})
     console.log(JSON.stringify(result))
     return 1
   } finally {
-    await context?.close().catch(() => {})
-    rmSync(profile, { recursive: true, force: true })
+    await browser?.close()
   }
 }
 

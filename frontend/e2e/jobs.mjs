@@ -15,37 +15,18 @@
 // FILE-launch.png (the dialog) and FILE-running.png (running, with logs).
 // Prints one JSON line; on failure ok is false, with the stage and the
 // reason, and the exit status is 1.
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { chromium } from 'playwright-core'
+import { firstLine, openBrowser, parseArgs } from './browser.mjs'
 import { shim } from './wails-fake.mjs'
 
-function parseArgs(argv) {
-  const out = { timeout: 30, gpus: 0, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    const val = () => {
-      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`)
-      return argv[++i]
-    }
-    if (a === '--url') out.url = val()
-    else if (a === '--node') out.node = val()
-    else if (a === '--image') out.image = val()
-    else if (a === '--cmd') out.cmd = val()
-    else if (a === '--expect-log') out.expectLog = val()
-    else if (a === '--screenshot') out.screenshot = val()
-    else if (a === '--gpus') out.gpus = Number(val())
-    else if (a === '--timeout') out.timeout = Number(val())
-    else if (a === '--chromium') out.chromium = val()
-    else if (a === '--wails') out.wails = true
-    else throw new Error(`unknown argument ${a}`)
-  }
-  for (const k of ['url', 'node', 'image', 'cmd', 'expectLog', 'screenshot']) {
-    if (!out[k]) throw new Error(`--${k.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())} is required`)
-  }
-  if (!(out.timeout > 0)) throw new Error('--timeout wants seconds > 0')
-  return out
+const flags = {
+  '--url': 'url',
+  '--node': 'node',
+  '--image': 'image',
+  '--cmd': 'cmd',
+  '--expect-log': 'expectLog',
+  '--screenshot': 'screenshot',
+  '--gpus': ['gpus', 'number'],
+  '--wails': ['wails', 'bool'],
 }
 
 const shotName = (base, suffix) => base.replace(/(\.png)?$/, `-${suffix}.png`)
@@ -53,17 +34,20 @@ const shotName = (base, suffix) => base.replace(/(\.png)?$/, `-${suffix}.png`)
 async function main() {
   let opts
   try {
-    opts = parseArgs(process.argv.slice(2))
+    opts = parseArgs(process.argv.slice(2), {
+      flags,
+      required: ['--url', '--node', '--image', '--cmd', '--expect-log', '--screenshot'],
+      defaults: { gpus: 0 },
+    })
   } catch (err) {
-    console.log(JSON.stringify({ ok: false, stage: 'arguments', error: String(err.message ?? err) }))
+    console.log(JSON.stringify({ ok: false, stage: 'arguments', error: firstLine(err) }))
     console.error('usage: node e2e/jobs.mjs --url URL --node NAME --image IMAGE --cmd CMD --expect-log TEXT --screenshot FILE')
     return 1
   }
   const t0 = Date.now()
-  const profile = mkdtempSync(join(tmpdir(), 'labpool-jobs-'))
-  const consoleErrors = []
+  let consoleErrors = []
   const stages = {}
-  let context, page
+  let browser, page
   let stage = 'launch browser'
   let stageStart = Date.now()
   const enter = (s) => {
@@ -74,16 +58,9 @@ async function main() {
   const result = { ok: false, url: opts.url, node: opts.node, image: opts.image }
   const ms = opts.timeout * 1000
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: opts.chromium,
-      headless: true,
-      viewport: { width: 1360, height: 900 },
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    })
-    page = context.pages()[0] ?? (await context.newPage())
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
-    page.on('pageerror', (e) => consoleErrors.push(String(e)))
+    browser = await openBrowser(opts, { name: 'jobs', viewport: { width: 1360, height: 900 } })
+    page = browser.page
+    consoleErrors = browser.consoleErrors
     if (opts.wails) await page.addInitScript(shim)
 
     enter('open page')
@@ -152,19 +129,18 @@ async function main() {
     result.ok = true
   } catch (err) {
     result.stage = stage
-    result.error = String(err.message ?? err).split('\n')[0]
+    result.error = firstLine(err)
   }
   if (page) {
     await page.screenshot({ path: opts.screenshot, fullPage: true }).then(
       () => (result.screenshot = opts.screenshot),
-      (err) => (result.screenshotError = String(err.message ?? err).split('\n')[0]),
+      (err) => (result.screenshotError = firstLine(err)),
     )
   }
   result.stagesMs = stages
   result.ms = Date.now() - t0
   result.consoleErrors = consoleErrors
-  await context?.close().catch(() => {})
-  rmSync(profile, { recursive: true, force: true })
+  await browser?.close()
   console.log(JSON.stringify(result))
   return result.ok ? 0 : 1
 }

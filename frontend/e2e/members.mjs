@@ -22,39 +22,30 @@
 // real daemon as well as the fixture. Screenshots go to --shots (default: a
 // new temp dir). Prints one JSON line; on failure ok is false with the stage
 // and the reason, and the exit status is 1.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { chromium } from 'playwright-core'
+import { firstLine, openBrowser, parseArgs } from './browser.mjs'
 import { shim } from './wails-fake.mjs'
 
-function parseArgs(argv) {
-  const out = { timeout: 30, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    const val = () => {
-      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`)
-      return argv[++i]
-    }
-    if (a === '--url') out.url = val()
-    else if (a === '--as') out.as = val()
-    else if (a === '--member') out.member = val()
-    else if (a === '--remove') out.remove = val()
-    else if (a === '--refuse') out.refuse = val()
-    else if (a === '--expect-refusal') out.expectRefusal = val()
-    else if (a === '--shots') out.shots = val()
-    else if (a === '--timeout') out.timeout = Number(val())
-    else if (a === '--chromium') out.chromium = val()
-    else if (a === '--wails') out.wails = true
-    else throw new Error(`unknown argument ${a}`)
-  }
-  if (!out.url) throw new Error('--url is required')
+const flags = {
+  '--url': 'url',
+  '--as': 'as',
+  '--member': 'member',
+  '--remove': 'remove',
+  '--refuse': 'refuse',
+  '--expect-refusal': 'expectRefusal',
+  '--shots': 'shots',
+  '--wails': ['wails', 'bool'],
+}
+
+function readArgs(argv) {
+  const out = parseArgs(argv, { flags, required: ['--url'] })
   if (!['owner', 'admin', 'member', 'viewer'].includes(out.as)) throw new Error('--as wants owner, admin, member or viewer')
   out.manager = out.as === 'owner' || out.as === 'admin'
   if (out.manager && !out.member) throw new Error('--member NAME is required with --as owner|admin')
   out.remove ??= out.member
   if (!!out.refuse !== !!out.expectRefusal) throw new Error('--refuse and --expect-refusal go together')
-  if (!(out.timeout > 0)) throw new Error('--timeout wants seconds > 0')
   return out
 }
 
@@ -85,17 +76,16 @@ const oneLine = (s) => String(s ?? '').replace(/\s+/g, ' ').trim()
 async function main() {
   let opts
   try {
-    opts = parseArgs(process.argv.slice(2))
+    opts = readArgs(process.argv.slice(2))
   } catch (err) {
-    console.log(JSON.stringify({ ok: false, stage: 'arguments', error: String(err.message ?? err) }))
+    console.log(JSON.stringify({ ok: false, stage: 'arguments', error: firstLine(err) }))
     console.error('usage: node e2e/members.mjs --url URL --as owner|admin|member|viewer [--member NAME] [--shots DIR]')
     return 1
   }
   const t0 = Date.now()
-  const profile = mkdtempSync(join(tmpdir(), 'labpool-members-'))
   const shots = opts.shots ?? mkdtempSync(join(tmpdir(), 'labpool-members-shots-'))
   mkdirSync(shots, { recursive: true })
-  const consoleErrors = []
+  let consoleErrors = []
   const result = { ok: false, url: opts.url, as: opts.as, shots: [] }
   const ms = opts.timeout * 1000
   let stage = 'launch browser'
@@ -106,7 +96,7 @@ async function main() {
     stage = next
     stageStart = Date.now()
   }
-  let context, page
+  let browser, page
   const shot = async (name, fullPage = false) => {
     const path = join(shots, `${name}.png`)
     const t = Date.now()
@@ -115,16 +105,9 @@ async function main() {
     stages[`shot ${name}`] = Date.now() - t
   }
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: opts.chromium,
-      headless: true,
-      viewport: { width: 1360, height: 900 },
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    })
-    page = context.pages()[0] ?? (await context.newPage())
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
-    page.on('pageerror', (e) => consoleErrors.push(String(e)))
+    browser = await openBrowser(opts, { name: 'members', viewport: { width: 1360, height: 900 } })
+    page = browser.page
+    consoleErrors = browser.consoleErrors
     if (opts.wails) {
       await page.addInitScript(shim)
       await page.addInitScript(poolBindings)
@@ -256,14 +239,13 @@ async function main() {
     result.ok = true
   } catch (err) {
     result.stage = stage
-    result.error = String(err.message ?? err).split('\n')[0]
+    result.error = firstLine(err)
     if (page) await shot('failure', true).catch(() => {})
   }
   result.stagesMs = stages
   result.ms = Date.now() - t0
   result.consoleErrors = consoleErrors
-  await context?.close().catch(() => {})
-  rmSync(profile, { recursive: true, force: true })
+  await browser?.close()
   console.log(JSON.stringify(result))
   return result.ok ? 0 : 1
 }

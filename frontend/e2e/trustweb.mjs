@@ -25,29 +25,13 @@
 // mutating call must pass). One JSON line out; exit 1 with the failing stage.
 import { createServer } from 'node:http'
 import { connect, createServer as createTCPServer } from 'node:net'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { chromium } from 'playwright-core'
+import { firstLine, openBrowser, parseArgs } from './browser.mjs'
 
-function parseArgs(argv) {
-  const out = { timeout: 30, evilPort: 8099, chromium: process.env.CHROMIUM || '/usr/bin/chromium' }
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    const val = () => {
-      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`)
-      return argv[++i]
-    }
-    if (a === '--url') out.url = val()
-    else if (a === '--evil-port') out.evilPort = Number(val())
-    else if (a === '--create') out.create = true
-    else if (a === '--screenshot') out.screenshot = val()
-    else if (a === '--timeout') out.timeout = Number(val())
-    else if (a === '--chromium') out.chromium = val()
-    else throw new Error(`unknown argument ${a}`)
-  }
-  if (!out.url) throw new Error('--url is required')
-  return out
+const flags = {
+  '--url': 'url',
+  '--evil-port': ['evilPort', 'number'],
+  '--create': ['create', 'bool'],
+  '--screenshot': 'screenshot',
 }
 
 // The attacker's server: a blank page on every path.
@@ -138,20 +122,19 @@ const succeeded = (v) => typeof v === 'number' && v >= 200 && v < 300
 async function main() {
   let opts
   try {
-    opts = parseArgs(process.argv.slice(2))
+    opts = parseArgs(process.argv.slice(2), { flags, required: ['--url'], defaults: { evilPort: 8099 } })
   } catch (err) {
-    console.log(JSON.stringify({ ok: false, error: String(err.message ?? err) }))
+    console.log(JSON.stringify({ ok: false, error: firstLine(err) }))
     return 1
   }
   const printed = new URL(opts.url)
   const token = printed.searchParams.get('token') ?? ''
   const port = printed.port
   const target = `http://127.0.0.1:${port}`
-  const profile = mkdtempSync(join(tmpdir(), 'labpool-trustweb-'))
   const result = { ok: false, port }
-  const consoleErrors = []
+  let consoleErrors = []
   const ms = opts.timeout * 1000
-  let context, page, evil, rebind
+  let browser, context, page, evil, rebind
   let stage = 'evil server'
   // A step that hangs (a tab that never opens) still ends with a report.
   setTimeout(() => {
@@ -163,16 +146,13 @@ async function main() {
     rebind = await rebindServer(port)
 
     stage = 'launch browser'
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: opts.chromium,
-      headless: true,
-      viewport: { width: 1280, height: 800 },
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
-        '--no-proxy-server', '--host-resolver-rules=MAP evil.example 127.0.0.1, MAP rebind.example 127.0.0.2'],
+    browser = await openBrowser(opts, {
+      name: 'trustweb',
+      args: ['--no-proxy-server', '--host-resolver-rules=MAP evil.example 127.0.0.1, MAP rebind.example 127.0.0.2'],
     })
-    page = context.pages()[0] ?? (await context.newPage())
-    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
+    context = browser.context
+    page = browser.page
+    consoleErrors = browser.consoleErrors
 
     stage = 'open the printed URL'
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
@@ -240,17 +220,16 @@ async function main() {
     result.ok = true
   } catch (err) {
     result.stage = stage
-    result.error = String(err.message ?? err).split('\n')[0]
+    result.error = firstLine(err)
   }
   return finish()
 
   async function finish() {
     if (page && opts.screenshot) await page.screenshot({ path: opts.screenshot, fullPage: true }).catch(() => {})
     result.consoleErrors = consoleErrors.slice(0, 10)
-    await context?.close().catch(() => {})
+    await browser?.close()
     evil?.close()
     rebind?.close()
-    rmSync(profile, { recursive: true, force: true })
     const line = JSON.stringify(result)
     console.log(token ? line.replaceAll(token, '<token>') : line)
     return result.ok ? 0 : 1

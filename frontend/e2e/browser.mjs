@@ -1,0 +1,91 @@
+// What the e2e scripts share: reading their arguments and the Chromium
+// they drive (playwright-core, a throwaway profile, the flags that keep it
+// quiet and offline). A new script imports these instead of writing them
+// again:
+//
+//   import { parseArgs, openBrowser, firstLine } from './browser.mjs'
+//   const opts = parseArgs(process.argv.slice(2), {
+//     flags: { '--url': 'url', '--gpus': ['gpus', 'number'], '--wails': ['wails', 'bool'] },
+//     required: ['--url'],
+//   })
+//   const browser = await openBrowser(opts, { name: 'mine' })
+//   try { await browser.page.goto(opts.url) } finally { await browser.close() }
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium } from 'playwright-core'
+
+/**
+ * Reads argv by a table of flags: '--flag': 'key' (a string value) or
+ * '--flag': ['key', kind] with kind 'string', 'number', 'list' (comma
+ * separated, blanks dropped) or 'bool' (takes no value). --timeout (seconds,
+ * default 30, must be > 0) and --chromium ($CHROMIUM, else /usr/bin/chromium)
+ * are always known. required names flags that must be given; defaults seeds
+ * the result. Throws on an unknown flag, a missing value or a missing
+ * required flag, naming it.
+ */
+export function parseArgs(argv, { flags = {}, required = [], defaults = {} } = {}) {
+  const table = { '--timeout': ['timeout', 'number'], '--chromium': 'chromium', ...flags }
+  const spec = (flag) => {
+    const f = table[flag]
+    return typeof f === 'string' ? [f, 'string'] : f
+  }
+  const out = { timeout: 30, chromium: process.env.CHROMIUM || '/usr/bin/chromium', ...defaults }
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]
+    if (!table[a]) throw new Error(`unknown argument ${a}`)
+    const [key, kind] = spec(a)
+    if (kind === 'bool') {
+      out[key] = true
+      continue
+    }
+    if (i + 1 >= argv.length) throw new Error(`${a} needs a value`)
+    const v = argv[++i]
+    if (kind === 'number') out[key] = Number(v)
+    else if (kind === 'list') out[key] = v.split(',').map((s) => s.trim()).filter(Boolean)
+    else out[key] = v
+  }
+  for (const flag of required) {
+    const v = out[spec(flag)[0]]
+    if (v === undefined || v === '' || (Array.isArray(v) && v.length === 0)) throw new Error(`${flag} is required`)
+  }
+  if (!(out.timeout > 0)) throw new Error('--timeout wants seconds > 0')
+  return out
+}
+
+/** The first line of an error's message (Playwright's carry a call log below). */
+export const firstLine = (err) => String(err?.message ?? err).split('\n')[0]
+
+/**
+ * Starts headless Chromium (opts.chromium) on a new temporary profile and
+ * returns its context, its first page, the page's console errors (console
+ * errors and uncaught exceptions, as they come) and close(), which closes
+ * the browser and removes the profile; close never throws. args are added
+ * to the usual flags (no sandbox, GPU, QUIC, first-run or background
+ * traffic).
+ */
+export async function openBrowser(opts, { name = 'e2e', viewport = { width: 1280, height: 800 }, args = [] } = {}) {
+  const profile = mkdtempSync(join(tmpdir(), `labpool-${name}-`))
+  let context
+  const close = async () => {
+    await context?.close().catch(() => {})
+    rmSync(profile, { recursive: true, force: true })
+  }
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: opts.chromium,
+      headless: true,
+      viewport,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
+    })
+  } catch (err) {
+    await close()
+    throw err
+  }
+  const page = context.pages()[0] ?? (await context.newPage())
+  const consoleErrors = []
+  page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()))
+  page.on('pageerror', (e) => consoleErrors.push(String(e)))
+  return { context, page, consoleErrors, close }
+}
