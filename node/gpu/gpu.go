@@ -47,13 +47,41 @@ type Stats struct {
 	FanPercent     int       `json:"fan_percent"` // -1 when the GPU has no fan
 	PState         int       `json:"pstate"`      // 0 (fastest) to 15; -1 when unknown
 	Processes      []Process `json:"processes"`
+	// Health is HealthOK, HealthWarning, HealthQuarantined or HealthLost;
+	// HealthReason says why when it is not ok, e.g. "XID 79 (GPU has
+	// fallen off the bus)" or "throttled: hw_thermal_slowdown".
+	Health       string `json:"health"`
+	HealthReason string `json:"health_reason"`
+	// Throttle lists the clock throttle reasons active now (NVML's names,
+	// e.g. "hw_thermal_slowdown", "sw_power_cap"; "gpu_idle" is left out).
+	Throttle       []string `json:"throttle"`
+	EnergyMJ       uint64   `json:"energy_mj"`       // total energy counter in mJ; 0 when unsupported
+	XIDErrors      uint64   `json:"xid_errors"`      // XID events seen since the sampler started
+	ECCUncorrected uint64   `json:"ecc_uncorrected"` // volatile uncorrectable ECC errors
+	RetiredPending bool     `json:"retired_pending"` // retired pages or remapped rows pending a reset
+	// Job is the labpool job holding the GPU ("" when free); the agent
+	// fills it from the ledger, the Sampler leaves it empty.
+	Job string `json:"job"`
 	// Error says which readings failed for a reason other than "not
 	// supported", e.g. "read temperature: GPU is lost"; empty when none did.
 	Error string `json:"error,omitempty"`
 }
 
+// Health states of a GPU.
+const (
+	HealthOK          = "ok"
+	HealthWarning     = "warning"     // throttling, correctable ECC errors growing
+	HealthQuarantined = "quarantined" // a critical fault: no new job gets it
+	HealthLost        = "lost"        // NVML answers ERROR_GPU_IS_LOST
+)
+
 // Process is one process using a GPU.
 type Process struct {
 	PID      uint32 `json:"pid"`
 	MemBytes uint64 `json:"mem_bytes"` // 0 when NVML cannot tell
+	// Job and Owner are the labpool job and its owner (member ID) when the
+	// process runs in a labpool container; both empty: outside labpool.
+	// The agent fills them; the Sampler leaves them empty.
+	Job   string `json:"job"`
+	Owner string `json:"owner"`
 }

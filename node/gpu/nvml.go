@@ -9,6 +9,9 @@ type Library interface {
 	Shutdown() nvml.Return
 	DeviceGetCount() (int, nvml.Return)
 	DeviceGetHandleByIndex(int) (Device, nvml.Return)
+	// EventSetCreate makes the set XID events arrive in; a library without
+	// events returns ERROR_NOT_SUPPORTED.
+	EventSetCreate() (nvml.EventSet, nvml.Return)
 }
 
 // Device is the subset of nvml.Device a Sampler reads.
@@ -25,6 +28,14 @@ type Device interface {
 	GetPerformanceState() (nvml.Pstates, nvml.Return)
 	GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
 	GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
+	// Health.
+	GetCurrentClocksThrottleReasons() (uint64, nvml.Return)
+	GetTotalEnergyConsumption() (uint64, nvml.Return) // mJ
+	GetTotalEccErrors(nvml.MemoryErrorType, nvml.EccCounterType) (uint64, nvml.Return)
+	GetRetiredPagesPendingStatus() (nvml.EnableState, nvml.Return)
+	GetRemappedRows() (corrRows int, uncRows int, pending bool, failed bool, ret nvml.Return)
+	GetSupportedEventTypes() (uint64, nvml.Return)
+	RegisterEvents(uint64, nvml.EventSet) nvml.Return
 }
 
 var _ Device = nvml.Device(nil)
@@ -43,6 +54,8 @@ func newLibrary(path string) Library {
 func (l nvmlLibrary) Init() nvml.Return                  { return l.lib.Init() }
 func (l nvmlLibrary) Shutdown() nvml.Return              { return l.lib.Shutdown() }
 func (l nvmlLibrary) DeviceGetCount() (int, nvml.Return) { return l.lib.DeviceGetCount() }
+
+func (l nvmlLibrary) EventSetCreate() (nvml.EventSet, nvml.Return) { return l.lib.EventSetCreate() }
 
 func (l nvmlLibrary) DeviceGetHandleByIndex(i int) (Device, nvml.Return) {
 	d, ret := l.lib.DeviceGetHandleByIndex(i)

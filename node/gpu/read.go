@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -14,15 +15,21 @@ import (
 // supported, or not permitted, is expected and left out.
 type readings struct {
 	errs []string
+	lost bool // a call answered ERROR_GPU_IS_LOST: read no more
 }
 
 // ok reports whether ret is SUCCESS and records what failed otherwise.
 func (r *readings) ok(what string, ret nvml.Return) bool {
+	if r.lost && ret != nvml.SUCCESS {
+		return false // said once
+	}
 	switch ret {
 	case nvml.SUCCESS:
 		return true
 	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_NO_PERMISSION:
 		return false
+	case nvml.ERROR_GPU_IS_LOST:
+		r.lost = true
 	}
 	r.errs = append(r.errs, fmt.Sprintf("read %s: %v", what, ret))
 	return false
@@ -49,25 +56,105 @@ func readInfo(i int, d Device) Info {
 	return info
 }
 
-// readStats reads one sample of the device described by info.
-func readStats(info Info, d Device) Stats {
+// readStats reads one sample of the device described by info, and
+// assesses its health with what h remembers. A GPU found lost is read no
+// further, now or later: its calls would only fail again.
+func readStats(info Info, d Device, h *health, now time.Time) Stats {
 	var r readings
 	s := Stats{Index: info.Index, UUID: info.UUID, Name: info.Name, MemTotalBytes: info.MemTotalBytes,
-		FanPercent: -1, PState: -1, Processes: []Process{}}
-	if u, ret := d.GetUtilizationRates(); r.ok("utilization", ret) {
-		s.UtilPercent, s.MemUtilPercent = float64(u.Gpu), float64(u.Memory)
+		FanPercent: -1, PState: -1, Processes: []Process{}, Throttle: []string{}}
+	if h.lost {
+		s.Error, s.XIDErrors = h.lostReason, h.xids
+		h.assess(&s, 0, 0, false, false, now)
+		return s
 	}
-	if mem, ret := d.GetMemoryInfo(); r.ok("memory", ret) {
-		s.MemUsedBytes, s.MemTotalBytes = mem.Used, mem.Total
+	var f faults
+	steps := []func(){
+		func() {
+			if u, ret := d.GetUtilizationRates(); r.ok("utilization", ret) {
+				s.UtilPercent, s.MemUtilPercent = float64(u.Gpu), float64(u.Memory)
+			}
+		},
+		func() {
+			if mem, ret := d.GetMemoryInfo(); r.ok("memory", ret) {
+				s.MemUsedBytes, s.MemTotalBytes = mem.Used, mem.Total
+			}
+		},
+		func() {
+			if t, ret := d.GetTemperature(nvml.TEMPERATURE_GPU); r.ok("temperature", ret) {
+				s.TempC = float64(t)
+			}
+		},
+		func() { readPower(&r, d, &s) },
+		func() { readClocks(&r, d, &s) },
+		func() { s.Processes = readProcesses(&r, d) },
+		func() { f = readFaults(&r, d, &s) },
 	}
-	if t, ret := d.GetTemperature(nvml.TEMPERATURE_GPU); r.ok("temperature", ret) {
-		s.TempC = float64(t)
+	for _, step := range steps {
+		if step(); r.lost {
+			h.lost, h.lostReason = true, "GPU is lost ("+r.errs[len(r.errs)-1]+")"
+			break
+		}
 	}
-	readPower(&r, d, &s)
-	readClocks(&r, d, &s)
-	s.Processes = readProcesses(&r, d)
 	s.Error = r.String()
+	s.XIDErrors = h.xids
+	h.assess(&s, f.throttle, f.corrected, f.corrOK, f.remapFailed, now)
 	return s
+}
+
+// faults is what readFaults read beside the fields of Stats.
+type faults struct {
+	throttle    uint64
+	corrected   uint64 // volatile correctable ECC errors
+	corrOK      bool   // corrected was read
+	remapFailed bool
+}
+
+// readFaults reads throttling, energy, ECC counters and pending page
+// retirements or row remappings. Each is NOT_SUPPORTED somewhere (no ECC on
+// consumer GPUs, retirement before Ampere and remapping since): that leaves
+// its zero value.
+func readFaults(r *readings, d Device, s *Stats) faults {
+	var f faults
+	steps := []func(){
+		func() {
+			if bits, ret := d.GetCurrentClocksThrottleReasons(); r.ok("throttle reasons", ret) {
+				f.throttle, s.Throttle = bits, throttleList(bits)
+			}
+		},
+		func() {
+			if mj, ret := d.GetTotalEnergyConsumption(); r.ok("energy", ret) {
+				s.EnergyMJ = mj
+			}
+		},
+		func() {
+			if n, ret := d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); r.ok("uncorrectable ECC errors", ret) {
+				s.ECCUncorrected = n
+			}
+		},
+		func() {
+			if n, ret := d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC); r.ok("correctable ECC errors", ret) {
+				f.corrected, f.corrOK = n, true
+			}
+		},
+		func() {
+			if st, ret := d.GetRetiredPagesPendingStatus(); r.ok("retired pages", ret) && st == nvml.FEATURE_ENABLED {
+				s.RetiredPending = true
+			}
+		},
+		func() {
+			if _, _, pending, failed, ret := d.GetRemappedRows(); r.ok("remapped rows", ret) {
+				s.RetiredPending = s.RetiredPending || pending
+				f.remapFailed = failed
+			}
+		},
+	}
+	for _, step := range steps {
+		if step(); r.lost {
+			break
+		}
+	}
+	return f
 }
 
 func readPower(r *readings, d Device, s *Stats) {

@@ -31,11 +31,18 @@ type Sampler struct {
 	cfg   Config
 	infos []Info   // read in Open, never changed
 	devs  []Device // handles of infos, same order
-	// sem is held by the goroutine making NVML calls; it guards closed and
-	// serializes calls into the driver.
+	// sem is held by the goroutine making NVML calls; it guards the fields
+	// below and serializes calls into the driver.
 	sem    chan struct{}
 	closed bool
+	health []health      // per device, same order
+	events nvml.EventSet // XID events; nil where NVML has none
+	evErr  string        // why events are not read, "" when they are
+	now    func() time.Time
 }
+
+// maxEvents bounds the events drained in one Sample.
+const maxEvents = 64
 
 // Open loads NVML, initializes it and reads which GPUs there are. It returns
 // ErrNoDriver where NVML cannot be loaded. A machine with the driver but no
@@ -50,7 +57,7 @@ func OpenLibrary(lib Library, cfg Config) (*Sampler, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultConfig().Timeout
 	}
-	s := &Sampler{lib: lib, cfg: cfg, sem: make(chan struct{}, 1)}
+	s := &Sampler{lib: lib, cfg: cfg, sem: make(chan struct{}, 1), now: time.Now}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
 	defer cancel()
 	if _, err := call(ctx, s, s.open); err != nil {
@@ -98,7 +105,74 @@ func (s *Sampler) openDevices() error {
 	if n > 0 && len(s.devs) == 0 { // some GPUs may be hidden from us; none is an error
 		return errors.Join(errs...)
 	}
+	s.health = make([]health, len(s.devs))
+	s.openEvents()
 	return nil
+}
+
+// openEvents registers every device for XID events. Where NVML has no
+// event set, or a GPU does not support XID events (an old GPU, a
+// virtualized one), XIDs go unseen there and the rest still works.
+func (s *Sampler) openEvents() {
+	set, ret := s.lib.EventSetCreate()
+	if ret != nvml.SUCCESS {
+		s.evErr = fmt.Sprintf("create event set: %v", ret)
+		return
+	}
+	registered := 0
+	for _, d := range s.devs {
+		if types, ret := d.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
+			continue
+		}
+		if d.RegisterEvents(nvml.EventTypeXidCriticalError, set) == nvml.SUCCESS {
+			registered++
+		}
+	}
+	if registered == 0 {
+		set.Free()
+		s.evErr = "no GPU supports XID events"
+		return
+	}
+	s.events = set
+}
+
+// drainEvents reads the XID events waiting, without waiting for more.
+func (s *Sampler) drainEvents(ctx context.Context) {
+	if s.events == nil {
+		return
+	}
+	for range maxEvents {
+		if ctx.Err() != nil {
+			return
+		}
+		ev, ret := s.events.Wait(0)
+		if ret != nvml.SUCCESS { // ERROR_TIMEOUT: none left
+			return
+		}
+		if ev.EventType&nvml.EventTypeXidCriticalError == 0 {
+			continue
+		}
+		if i := s.deviceOf(ev.Device); i >= 0 {
+			s.health[i].xid(ev.EventData)
+		}
+	}
+}
+
+// deviceOf returns the index in s.devs of the device an event names, or -1.
+func (s *Sampler) deviceOf(d nvml.Device) int {
+	if d == nil {
+		return -1
+	}
+	for i, dev := range s.devs {
+		if any(dev) == any(d) {
+			return i
+		}
+	}
+	uuid, ret := d.GetUUID()
+	if ret != nvml.SUCCESS {
+		return -1
+	}
+	return slices.IndexFunc(s.infos, func(in Info) bool { return in.UUID == uuid })
 }
 
 // Devices lists the GPUs found by Open, by NVML index. A nil Sampler has none.
@@ -129,14 +203,56 @@ func (s *Sampler) read(ctx context.Context) ([]Stats, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
+	s.drainEvents(ctx)
+	now := s.now()
 	out := make([]Stats, 0, len(s.devs))
 	for i, d := range s.devs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, readStats(s.infos[i], d))
+		out = append(out, readStats(s.infos[i], d, &s.health[i], now))
 	}
 	return out, nil
+}
+
+// Clear forgets the faults seen so far on the GPU with uuid (an owner
+// cleared its quarantine) and returns them as an Ack to keep, for
+// Acknowledge after a restart. A new fault quarantines the GPU again; a
+// lost GPU stays lost.
+func (s *Sampler) Clear(ctx context.Context, uuid string) (Ack, error) {
+	if s == nil {
+		return Ack{}, ErrNoDriver
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	return call(ctx, s, func(context.Context) (Ack, error) {
+		i := slices.IndexFunc(s.infos, func(in Info) bool { return in.UUID == uuid })
+		if i < 0 {
+			return Ack{}, fmt.Errorf("no GPU %s here", uuid)
+		}
+		h := &s.health[i]
+		a := Ack{ECCUncorrected: h.eccLast, RetiredPending: h.pendingLast}
+		h.critical = nil
+		h.ack = a
+		return a, nil
+	})
+}
+
+// Acknowledge accepts the faults of a, kept from an earlier Clear, on the
+// GPU with uuid: what an owner cleared stays cleared across restarts.
+func (s *Sampler) Acknowledge(ctx context.Context, uuid string, a Ack) error {
+	if s == nil {
+		return ErrNoDriver
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	_, err := call(ctx, s, func(context.Context) (struct{}, error) {
+		if i := slices.IndexFunc(s.infos, func(in Info) bool { return in.UUID == uuid }); i >= 0 {
+			s.health[i].ack = a
+		}
+		return struct{}{}, nil
+	})
+	return err
 }
 
 // Close shuts NVML down. It is idempotent; a nil Sampler has nothing to close.
@@ -151,6 +267,10 @@ func (s *Sampler) Close() error {
 			return struct{}{}, nil
 		}
 		s.closed = true
+		if s.events != nil {
+			s.events.Free()
+			s.events = nil
+		}
 		if ret := s.lib.Shutdown(); ret != nvml.SUCCESS {
 			return struct{}{}, fmt.Errorf("shut down nvml: %w", ret)
 		}

@@ -31,6 +31,7 @@ func idleStats(i int) gpu.Stats {
 		Index: i, UUID: d.UUID, Name: d.Name, MemUsedBytes: d.Memory.Used, MemTotalBytes: d.Memory.Total,
 		TempC: 30, PowerW: 70, PowerLimitW: 700, SMClockMHz: 345, MemClockMHz: 2619,
 		FanPercent: -1, PState: 0, Processes: []gpu.Process{},
+		Health: gpu.HealthOK, Throttle: []string{},
 	}
 }
 
@@ -69,12 +70,26 @@ func TestSample(t *testing.T) {
 			d.Fail["GetComputeRunningProcesses"] = nvml.ERROR_NO_PERMISSION
 		}, func(s *gpu.Stats) {}},
 		{"unknown pstate", func(d *gputest.Device) { d.PState = nvml.PSTATE_UNKNOWN }, func(s *gpu.Stats) { s.PState = -1 }},
-		{"gpu lost", func(d *gputest.Device) {
+		{"gpu lost: read no further", func(d *gputest.Device) {
 			d.Fail["GetTemperature"] = nvml.ERROR_GPU_IS_LOST
 			d.Fail["GetUtilizationRates"] = nvml.ERROR_GPU_IS_LOST
 		}, func(s *gpu.Stats) {
-			s.TempC = 0
-			s.Error = "read utilization: ERROR_GPU_IS_LOST; read temperature: ERROR_GPU_IS_LOST"
+			*s = gpu.Stats{Index: s.Index, UUID: s.UUID, Name: s.Name, MemTotalBytes: s.MemTotalBytes,
+				FanPercent: -1, PState: -1, Processes: []gpu.Process{}, Throttle: []string{},
+				Health: gpu.HealthLost, HealthReason: "GPU is lost (read utilization: ERROR_GPU_IS_LOST)",
+				Error: "read utilization: ERROR_GPU_IS_LOST"}
+		}},
+		{"an old GPU: no health readings", func(d *gputest.Device) {
+			for _, m := range []string{"GetCurrentClocksThrottleReasons", "GetTotalEnergyConsumption", "GetTotalEccErrors",
+				"GetRetiredPagesPendingStatus", "GetRemappedRows"} {
+				d.Fail[m] = nvml.ERROR_NOT_SUPPORTED
+			}
+		}, func(s *gpu.Stats) {}},
+		{"energy and throttle", func(d *gputest.Device) {
+			d.EnergyMJ = 123456789
+			d.Throttle = nvml.ClocksThrottleReasonGpuIdle | nvml.ClocksThrottleReasonApplicationsClocksSetting
+		}, func(s *gpu.Stats) {
+			s.EnergyMJ, s.Throttle = 123456789, []string{"applications_clocks_setting"}
 		}},
 	}
 	for _, tt := range tests {

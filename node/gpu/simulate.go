@@ -29,6 +29,9 @@ type simLibrary struct {
 func (l *simLibrary) Init() nvml.Return                  { return nvml.SUCCESS }
 func (l *simLibrary) Shutdown() nvml.Return              { return nvml.SUCCESS }
 func (l *simLibrary) DeviceGetCount() (int, nvml.Return) { return l.n, nvml.SUCCESS }
+func (l *simLibrary) EventSetCreate() (nvml.EventSet, nvml.Return) {
+	return nil, nvml.ERROR_NOT_SUPPORTED
+}
 
 func (l *simLibrary) DeviceGetHandleByIndex(i int) (Device, nvml.Return) {
 	if i < 0 || i >= l.n {
@@ -88,4 +91,26 @@ func (d *simDevice) GetComputeRunningProcesses() ([]nvml.ProcessInfo, nvml.Retur
 }
 func (d *simDevice) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return) {
 	return nil, nvml.SUCCESS
+}
+func (d *simDevice) GetCurrentClocksThrottleReasons() (uint64, nvml.Return) {
+	return 0, nvml.SUCCESS
+}
+
+// GetTotalEnergyConsumption integrates the power drawn since the library
+// started, in mJ, at the mean load.
+func (d *simDevice) GetTotalEnergyConsumption() (uint64, nvml.Return) {
+	return uint64((90_000 + 560_000*0.55) * time.Since(d.lib.start).Seconds()), nvml.SUCCESS
+}
+func (d *simDevice) GetTotalEccErrors(nvml.MemoryErrorType, nvml.EccCounterType) (uint64, nvml.Return) {
+	return 0, nvml.SUCCESS
+}
+func (d *simDevice) GetRetiredPagesPendingStatus() (nvml.EnableState, nvml.Return) {
+	return nvml.FEATURE_DISABLED, nvml.ERROR_NOT_SUPPORTED // Hopper remaps rows instead
+}
+func (d *simDevice) GetRemappedRows() (int, int, bool, bool, nvml.Return) {
+	return 0, 0, false, false, nvml.SUCCESS
+}
+func (d *simDevice) GetSupportedEventTypes() (uint64, nvml.Return) { return 0, nvml.SUCCESS }
+func (d *simDevice) RegisterEvents(uint64, nvml.EventSet) nvml.Return {
+	return nvml.ERROR_NOT_SUPPORTED
 }

@@ -11,6 +11,9 @@ import (
 // Device is a fake GPU: each method returns its field, or the Return set
 // in Fail under the method's name.
 type Device struct {
+	// nvml.Device is nil: it makes a *Device an nvml.Device, which an
+	// event names; the methods a Sampler does not call panic.
+	nvml.Device
 	Mu           sync.Mutex // guards the fields below while a Sampler reads them
 	UUID, Name   string
 	Memory       nvml.Memory
@@ -24,7 +27,17 @@ type Device struct {
 	PState       nvml.Pstates
 	Compute      []nvml.ProcessInfo
 	Graphics     []nvml.ProcessInfo
-	Fail         map[string]nvml.Return // method name -> error it returns
+	// Health readings.
+	Throttle        uint64 // nvml.ClocksThrottleReason* bits
+	EnergyMJ        uint64
+	ECCUncorrected  uint64 // volatile
+	ECCCorrected    uint64 // volatile
+	RetiredPending  bool
+	RemapPending    bool
+	RemapFailed     bool
+	SupportedEvents uint64                 // nvml.EventType* bits; NewDevice sets XID
+	Registered      uint64                 // events registered by RegisterEvents
+	Fail            map[string]nvml.Return // method name -> error it returns
 	// Hang, when not nil, makes every call wait until it is closed.
 	Hang chan struct{}
 }
@@ -129,4 +142,62 @@ func (d *Device) GetGraphicsRunningProcesses() ([]nvml.ProcessInfo, nvml.Return)
 	r := d.ret("GetGraphicsRunningProcesses")
 	defer d.Mu.Unlock()
 	return slices.Clone(d.Graphics), r
+}
+
+// GetCurrentClocksThrottleReasons implements gpu.Device.
+func (d *Device) GetCurrentClocksThrottleReasons() (uint64, nvml.Return) {
+	r := d.ret("GetCurrentClocksThrottleReasons")
+	defer d.Mu.Unlock()
+	return d.Throttle, r
+}
+
+// GetTotalEnergyConsumption implements gpu.Device.
+func (d *Device) GetTotalEnergyConsumption() (uint64, nvml.Return) {
+	r := d.ret("GetTotalEnergyConsumption")
+	defer d.Mu.Unlock()
+	return d.EnergyMJ, r
+}
+
+// GetTotalEccErrors implements gpu.Device (volatile counters only).
+func (d *Device) GetTotalEccErrors(t nvml.MemoryErrorType, _ nvml.EccCounterType) (uint64, nvml.Return) {
+	r := d.ret("GetTotalEccErrors")
+	defer d.Mu.Unlock()
+	if t == nvml.MEMORY_ERROR_TYPE_UNCORRECTED {
+		return d.ECCUncorrected, r
+	}
+	return d.ECCCorrected, r
+}
+
+// GetRetiredPagesPendingStatus implements gpu.Device.
+func (d *Device) GetRetiredPagesPendingStatus() (nvml.EnableState, nvml.Return) {
+	r := d.ret("GetRetiredPagesPendingStatus")
+	defer d.Mu.Unlock()
+	if d.RetiredPending {
+		return nvml.FEATURE_ENABLED, r
+	}
+	return nvml.FEATURE_DISABLED, r
+}
+
+// GetRemappedRows implements gpu.Device.
+func (d *Device) GetRemappedRows() (int, int, bool, bool, nvml.Return) {
+	r := d.ret("GetRemappedRows")
+	defer d.Mu.Unlock()
+	return 0, 0, d.RemapPending, d.RemapFailed, r
+}
+
+// GetSupportedEventTypes implements gpu.Device.
+func (d *Device) GetSupportedEventTypes() (uint64, nvml.Return) {
+	r := d.ret("GetSupportedEventTypes")
+	defer d.Mu.Unlock()
+	return d.SupportedEvents, r
+}
+
+// RegisterEvents implements gpu.Device.
+func (d *Device) RegisterEvents(types uint64, _ nvml.EventSet) nvml.Return {
+	r := d.ret("RegisterEvents")
+	defer d.Mu.Unlock()
+	if r == nvml.SUCCESS {
+		d.Registered |= types
+	}
+	return r
 }

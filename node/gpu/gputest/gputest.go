@@ -26,6 +26,80 @@ type Library struct {
 	Shutdowns int         // calls to Shutdown
 	// Hang, when not nil, makes Init wait until it is closed.
 	Hang chan struct{}
+	// EventsRet, when not SUCCESS, is what EventSetCreate returns.
+	EventsRet nvml.Return
+	Events    *EventSet // the set EventSetCreate returned
+}
+
+// EventSet is a fake NVML event set: Wait returns the events queued by
+// Library.XID, then ERROR_TIMEOUT.
+type EventSet struct {
+	mu    sync.Mutex
+	queue []nvml.EventData
+	freed bool
+	// Hang, when not nil, makes Wait wait until it is closed.
+	Hang chan struct{}
+}
+
+// Wait implements nvml.EventSet.
+func (e *EventSet) Wait(uint32) (nvml.EventData, nvml.Return) {
+	e.mu.Lock()
+	hang := e.Hang
+	e.mu.Unlock()
+	if hang != nil {
+		<-hang
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.queue) == 0 {
+		return nvml.EventData{}, nvml.ERROR_TIMEOUT
+	}
+	ev := e.queue[0]
+	e.queue = e.queue[1:]
+	return ev, nvml.SUCCESS
+}
+
+// Free implements nvml.EventSet.
+func (e *EventSet) Free() nvml.Return {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.freed = true
+	return nvml.SUCCESS
+}
+
+// SetHang makes Wait block until hang is closed (nil: never).
+func (e *EventSet) SetHang(hang chan struct{}) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.Hang = hang
+}
+
+// Freed reports whether Free was called.
+func (e *EventSet) Freed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.freed
+}
+
+// EventSetCreate implements gpu.Library.
+func (l *Library) EventSetCreate() (nvml.EventSet, nvml.Return) {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	if l.EventsRet != nvml.SUCCESS {
+		return nil, l.EventsRet
+	}
+	l.Events = &EventSet{}
+	return l.Events, nvml.SUCCESS
+}
+
+// XID queues an XID event of device i, as the driver posts one.
+func (l *Library) XID(i int, code uint64) {
+	l.Mu.Lock()
+	set, d := l.Events, l.Devices[i]
+	l.Mu.Unlock()
+	set.mu.Lock()
+	defer set.mu.Unlock()
+	set.queue = append(set.queue, nvml.EventData{Device: d, EventType: nvml.EventTypeXidCriticalError, EventData: code})
 }
 
 var _ gpu.Library = (*Library)(nil)
@@ -94,6 +168,7 @@ func NewDevice(i int) *Device {
 		Memory:       nvml.Memory{Total: 80 << 30, Free: 80<<30 - 512<<20, Used: 512 << 20},
 		PowerLimitMW: 700_000, PowerMW: 70_000, TempC: 30,
 		SMClockMHz: 345, MemClockMHz: 2619, Fan: 0, PState: nvml.PSTATE_0,
-		Fail: map[string]nvml.Return{"GetFanSpeed": nvml.ERROR_NOT_SUPPORTED},
+		SupportedEvents: nvml.EventTypeXidCriticalError,
+		Fail:            map[string]nvml.Return{"GetFanSpeed": nvml.ERROR_NOT_SUPPORTED},
 	}
 }
