@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// Report groupings (ReportRequest.By).
+const (
+	ReportByMember = "member"
+	ReportByNode   = "node"
+	ReportByGPU    = "gpu"
+	ReportByJob    = "job"
+)
+
+// Energy sources of a ReportRow (EnergySource).
+const (
+	EnergyCounter = "counter" // NVML's total energy counter, differences between readings
+	EnergyPower   = "power"   // power draw integrated over time (no counter, or it was reset)
+	EnergyMixed   = "mixed"   // some of each
+)
+
+// ReportRequest asks for the report of a window: the Since seconds that end
+// at Until (unix seconds; 0 = now), grouped By member, node, gpu or job.
+type ReportRequest struct {
+	Since int    `json:"since"`
+	Until int64  `json:"until,omitempty"`
+	By    string `json:"by"`
+}
+
+// Report says where the pool's GPU hours and energy went over a window.
+// Every member of the pool may read it: it names jobs, owners and machines
+// (what viewers see anyway), never a job's environment or command.
+type Report struct {
+	Since time.Time   `json:"since"`
+	Until time.Time   `json:"until"`
+	By    string      `json:"by"`
+	Rows  []ReportRow `json:"rows"` // most GPU hours granted first
+	// Totals sums the rows; its EnergyTotalKWh is every GPU's energy over
+	// the window, granted or not.
+	Totals ReportRow `json:"totals"`
+	// StepSeconds is the resolution of the samples the figures come from
+	// (1, 60 or 900: the finest history tier that covers the window).
+	StepSeconds int `json:"step_seconds"`
+}
+
+// ReportRow is one member, machine, GPU or job of a Report. Hours are GPU
+// hours: two GPUs granted for an hour are 2.
+type ReportRow struct {
+	// Key is the member's or machine's device ID, "NODEID:INDEX" for a
+	// GPU, the job's ID; Label is its name for people.
+	Key   string `json:"key"`
+	Label string `json:"label"`
+	// GPUHoursGranted is the time GPUs were granted to jobs (a job holds
+	// its GPUs from its start to its end; a running one to the window's end).
+	GPUHoursGranted float64 `json:"gpu_hours_granted"`
+	// GPUHoursUsed weighs the granted time by utilization (an hour at 50%
+	// is half an hour used).
+	GPUHoursUsed float64 `json:"gpu_hours_used"`
+	// IdleGrantedHours is granted time with utilization under 5%.
+	IdleGrantedHours float64 `json:"idle_granted_hours"`
+	// UnmeasuredHours is granted time with no sample (the machine was
+	// off, or its history is gone): neither used nor idle.
+	UnmeasuredHours float64 `json:"unmeasured_hours"`
+	// EnergyKWh is what the granted GPUs drew while granted.
+	EnergyKWh float64 `json:"energy_kwh"`
+	// EnergyTotalKWh is what the row's GPUs drew over the whole window,
+	// granted or not: node and gpu rows, and totals (0 in member and job
+	// rows).
+	EnergyTotalKWh float64 `json:"energy_total_kwh"`
+	// EnergySource says where the energy figures come from: "counter",
+	// "power", "mixed", or "" when there was nothing to measure.
+	EnergySource string `json:"energy_source"`
+}
+
+// maxReportSeconds is the longest window a report covers: as far back as
+// history goes.
+var maxReportSeconds = int(history.MaxWindow / time.Second)
+
+// Report computes the pool's report over the window req asks for, from the
+// job records and the samples in the replica.
+func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) {
+	if err := req.check(); err != nil {
+		return Report{}, err
+	}
+	until := r.now()
+	if req.Until > 0 {
+		until = time.Unix(req.Until, 0)
+	}
+	in := reportInput{Until: until.UTC(), Since: until.Add(-time.Duration(req.Since) * time.Second).UTC(), By: req.By,
+		Names: map[string]string{}}
+	ids, names, err := r.nodeIDs(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	nodes, err := r.Nodes(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	for _, n := range nodes {
+		names[n.ID] = n.Name
+	}
+	in.Names = names
+	for _, id := range ids {
+		if err := r.reportNode(ctx, &in, id); err != nil {
+			return Report{}, err
+		}
+	}
+	rep := computeReport(in)
+	rep.StepSeconds = int(in.step / time.Second)
+	return rep, nil
+}
+
+func (req ReportRequest) check() error {
+	switch req.By {
+	case ReportByMember, ReportByNode, ReportByGPU, ReportByJob:
+	default:
+		return fmt.Errorf("%w: by must be member, node, gpu or job, not %q", ErrInvalid, req.By)
+	}
+	if req.Since <= 0 || req.Since > maxReportSeconds {
+		return fmt.Errorf("%w: since must be between 1 and %d seconds", ErrInvalid, maxReportSeconds)
+	}
+	if req.Until < 0 {
+		return fmt.Errorf("%w: until must be unix seconds, or 0 for now", ErrInvalid)
+	}
+	return nil
+}
+
+// reportNode adds node's jobs of the window and its GPUs' samples to in.
+func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string) error {
+	recs, err := r.db.Range(ctx, node, KindJob, time.Time{}, in.Until.Add(24*time.Hour))
+	if err != nil {
+		return fmt.Errorf("read jobs of %s: %w", shortID(node), err)
+	}
+	for _, rec := range recs {
+		var j jobs.Job
+		if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" || j.Node != node {
+			continue // malformed, or a node speaking for another: skip it
+		}
+		if g, ok := grantOf(j); ok {
+			in.Jobs = append(in.Jobs, g)
+		}
+	}
+	usage, step, err := r.usage(ctx, node, in.Since, in.Until)
+	if err != nil {
+		return fmt.Errorf("read history of %s: %w", shortID(node), err)
+	}
+	in.GPUs = append(in.GPUs, usage...)
+	in.step = max(in.step, step)
+	return nil
+}
+
+// grantOf is the grant a job record holds: from its start to its end (zero
+// while it runs). A job that never started held nothing.
+func grantOf(j jobs.Job) (reportJob, bool) {
+	if j.Started == nil || len(j.GPUIndexes) == 0 {
+		return reportJob{}, false
+	}
+	g := reportJob{ID: j.ID, Name: j.Name, Node: j.Node, Owner: j.Owner, GPUs: j.GPUIndexes, Start: *j.Started}
+	switch {
+	case j.Finished != nil:
+		g.End = *j.Finished
+	case j.State != jobs.Running && j.State != jobs.Starting:
+		g.End = g.Start // ended with no end recorded: count nothing rather than forever
+	}
+	if g.Name == "" {
+		g.Name = shortID(j.ID)
+	}
+	return g, true
+}

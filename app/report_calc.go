@@ -1,0 +1,230 @@
+package app
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// The report's arithmetic: a pure function of plain values (job grants and
+// per-GPU readings), whatever stores them.
+
+// idleBelow is the utilization (percent) under which granted time is idle.
+const idleBelow = 5.0
+
+// joulesPerKWh converts energy.
+const joulesPerKWh = 3.6e6
+
+// reportJob is one job's grant: GPUs of Node from Start to End (zero End:
+// still held at the window's end).
+type reportJob struct {
+	ID, Name, Node, Owner string
+	GPUs                  []int
+	Start, End            time.Time
+}
+
+// gpuUsage is one GPU's readings, oldest first.
+type gpuUsage struct {
+	Node   string
+	GPU    int
+	Step   time.Duration // the longest time one reading stands for
+	Points []usagePoint
+}
+
+// usagePoint is one reading. Its utilization and power stand for the time
+// since the previous reading, or Step before it when that is nearer (a
+// longer gap is missing samples). EnergyMJ is NVML's total energy counter
+// (millijoules since the driver loaded; 0 when unsupported): the difference
+// between two readings is the energy drawn between them, gaps included.
+type usagePoint struct {
+	Time        time.Time
+	UtilPercent float64
+	PowerW      float64
+	EnergyMJ    uint64
+}
+
+// reportInput is everything a report is computed from.
+type reportInput struct {
+	Since, Until time.Time
+	By           string
+	Jobs         []reportJob
+	GPUs         []gpuUsage
+	Names        map[string]string // device ID -> name
+	step         time.Duration     // resolution of GPUs, for the reply
+}
+
+// measure is what one GPU did over one span, in seconds and joules.
+type measure struct {
+	granted, measured, used, idle float64
+	counterJ, powerJ              float64
+}
+
+func (m *measure) add(o measure) {
+	m.granted += o.granted
+	m.measured += o.measured
+	m.used += o.used
+	m.idle += o.idle
+	m.counterJ += o.counterJ
+	m.powerJ += o.powerJ
+}
+
+// measureSpan measures u over [a, b). Energy comes from the counter where
+// two readings bound a stretch and the counter did not go back (a GPU
+// reset or driver reload zeroes it); elsewhere from power over the time a
+// reading stands for.
+func measureSpan(u *gpuUsage, a, b time.Time) measure {
+	m := measure{granted: seconds(a, b)}
+	var prev *usagePoint
+	for i := range u.Points {
+		p := &u.Points[i]
+		start := p.Time.Add(-u.Step)
+		if prev != nil && prev.Time.After(start) {
+			start = prev.Time
+		}
+		o := overlap(start, p.Time, a, b)
+		m.measured += o
+		m.used += o * p.UtilPercent / 100
+		if o > 0 && p.UtilPercent < idleBelow {
+			m.idle += o
+		}
+		if prev != nil && prev.EnergyMJ > 0 && p.EnergyMJ >= prev.EnergyMJ && p.Time.After(prev.Time) {
+			share := overlap(prev.Time, p.Time, a, b) / seconds(prev.Time, p.Time)
+			m.counterJ += float64(p.EnergyMJ-prev.EnergyMJ) / 1000 * share
+		} else {
+			m.powerJ += p.PowerW * o
+		}
+		prev = p
+	}
+	return m
+}
+
+// overlap is the length in seconds of [s, e) within [a, b).
+func overlap(s, e, a, b time.Time) float64 {
+	if s.Before(a) {
+		s = a
+	}
+	if e.After(b) {
+		e = b
+	}
+	return max(0, seconds(s, e))
+}
+
+func seconds(a, b time.Time) float64 { return b.Sub(a).Seconds() }
+
+// computeReport is the report of in.
+func computeReport(in reportInput) Report {
+	series := map[string]*gpuUsage{}
+	for i := range in.GPUs {
+		series[gpuKey(in.GPUs[i].Node, in.GPUs[i].GPU)] = &in.GPUs[i]
+	}
+	rows := map[string]*reportAcc{}
+	acc := func(key, label string) *reportAcc {
+		if rows[key] == nil {
+			rows[key] = &reportAcc{row: ReportRow{Key: key, Label: label}}
+		}
+		return rows[key]
+	}
+	var totals reportAcc
+	for _, j := range in.Jobs {
+		a, b := j.Start, j.End
+		if b.IsZero() || b.After(in.Until) {
+			b = in.Until
+		}
+		if a.Before(in.Since) {
+			a = in.Since
+		}
+		if !b.After(a) {
+			continue
+		}
+		for _, idx := range j.GPUs {
+			u := series[gpuKey(j.Node, idx)]
+			if u == nil {
+				u = &gpuUsage{}
+			}
+			m := measureSpan(u, a, b)
+			key, label := in.rowOf(j, idx)
+			acc(key, label).granted.add(m)
+			totals.granted.add(m)
+		}
+	}
+	for i := range in.GPUs {
+		u := &in.GPUs[i]
+		m := measureSpan(u, in.Since, in.Until)
+		m.granted = 0
+		totals.whole.add(m)
+		if in.By == ReportByNode || in.By == ReportByGPU {
+			key, label := in.rowOf(reportJob{Node: u.Node}, u.GPU)
+			acc(key, label).whole.add(m)
+		}
+	}
+	rep := Report{Since: in.Since, Until: in.Until, By: in.By, Rows: make([]ReportRow, 0, len(rows)), Totals: totals.result()}
+	rep.Totals.Key, rep.Totals.Label = "", "total"
+	for _, a := range rows {
+		rep.Rows = append(rep.Rows, a.result())
+	}
+	sort.Slice(rep.Rows, func(i, k int) bool {
+		a, b := rep.Rows[i], rep.Rows[k]
+		if a.GPUHoursGranted != b.GPUHoursGranted {
+			return a.GPUHoursGranted > b.GPUHoursGranted
+		}
+		if a.EnergyTotalKWh != b.EnergyTotalKWh {
+			return a.EnergyTotalKWh > b.EnergyTotalKWh
+		}
+		return a.Key < b.Key
+	})
+	return rep
+}
+
+// rowOf is the key and label of the row GPU idx of j's grant counts in.
+func (in reportInput) rowOf(j reportJob, idx int) (key, label string) {
+	switch in.By {
+	case ReportByMember:
+		return j.Owner, in.name(j.Owner)
+	case ReportByNode:
+		return j.Node, in.name(j.Node)
+	case ReportByGPU:
+		return gpuKey(j.Node, idx), in.name(j.Node) + ":" + strconv.Itoa(idx)
+	}
+	return j.ID, j.Name
+}
+
+func (in reportInput) name(id string) string {
+	if n := in.Names[id]; n != "" {
+		return n
+	}
+	return shortID(id)
+}
+
+func gpuKey(node string, idx int) string { return fmt.Sprintf("%s:%d", node, idx) }
+
+// reportAcc sums one row: the GPUs' granted spans, and their whole window.
+type reportAcc struct {
+	row            ReportRow
+	granted, whole measure
+}
+
+func (a *reportAcc) result() ReportRow {
+	r := a.row
+	g := a.granted
+	r.GPUHoursGranted = g.granted / 3600
+	r.GPUHoursUsed = g.used / 3600
+	r.IdleGrantedHours = g.idle / 3600
+	r.UnmeasuredHours = max(0, g.granted-g.measured) / 3600
+	r.EnergyKWh = (g.counterJ + g.powerJ) / joulesPerKWh
+	r.EnergyTotalKWh = (a.whole.counterJ + a.whole.powerJ) / joulesPerKWh
+	r.EnergySource = energySource(g.counterJ+a.whole.counterJ, g.powerJ+a.whole.powerJ)
+	return r
+}
+
+func energySource(counterJ, powerJ float64) string {
+	switch {
+	case counterJ > 0 && powerJ > 0:
+		return EnergyMixed
+	case counterJ > 0:
+		return EnergyCounter
+	case powerJ > 0:
+		return EnergyPower
+	}
+	return ""
+}
