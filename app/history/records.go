@@ -1,8 +1,15 @@
-// Package history keeps the telemetry of the pool over time in the replica:
-// the Recorder writes this machine's samples at 1 s and their means at 1 min
-// and 15 min, pruning each tier to its retention; Store answers the queries
-// the service makes of them (the latest sample of each node, a window of one
-// node's samples from the finest tier that covers it).
+// Package history keeps the telemetry of the pool over time in the replica.
+// The Recorder writes this machine's latest sample (kind sample.live, the
+// full agent.Sample the dashboard shows), every sample at 1 s, and as each
+// period closes its aggregate at 1 min, 15 min and 3 h: the lowest, mean and
+// highest value of every figure, so a one-second spike survives into the
+// one-year view. Each tier is pruned to its retention. Store answers the
+// queries the service makes of them: the latest sample of each node, a
+// window of one node's points from the tier that fits it, the pool's GPUs
+// busy, idle but granted and free over time.
+//
+// Tier records are compact (see Encode); records of older versions
+// (agent.Sample JSON means) are still read.
 //
 // Every node is the only writer of its own samples; the replica carries
 // them to the others. Recorder.Run returns when ctx is cancelled or its
@@ -19,27 +26,60 @@ import (
 
 // Record kinds in the replica. Every node is the only writer of its own.
 const (
-	KindSample1s  = "sample.1s"  // key: unix seconds; agent.Sample
-	KindSample1m  = "sample.1m"  // key: unix seconds of the minute; agent.Sample (means)
-	KindSample15m = "sample.15m" // key: unix seconds; agent.Sample (means)
+	KindLive      = "sample.live" // key "": the latest agent.Sample (JSON), replaced every second
+	KindSample1s  = "sample.1s"   // key: unix seconds; a Point (older: agent.Sample)
+	KindSample1m  = "sample.1m"   // key: unix seconds of the minute; a Point (older: agent.Sample means)
+	KindSample15m = "sample.15m"  // key: unix seconds; a Point (older: agent.Sample means)
+	KindSample3h  = "sample.3h"   // key: unix seconds; a Point
 )
 
-// Retention of each sample tier.
-var retention = map[string]time.Duration{
-	KindSample1s:  time.Hour,
-	KindSample1m:  7 * 24 * time.Hour,
-	KindSample15m: 365 * 24 * time.Hour,
+// Resolution is one tier of the history: its step and retention.
+type Resolution struct {
+	Name string        // "1s", "1m", "15m", "3h"
+	Kind string        // record kind
+	Step time.Duration // period of one point
+	Keep time.Duration // retention
 }
 
-// MaxWindow is the longest window a query covers (the 15 min tier's
-// retention, with a day to spare for a leap year).
+// Resolutions, finest first.
+var Resolutions = []Resolution{
+	{"1s", KindSample1s, time.Second, time.Hour},
+	{"1m", KindSample1m, time.Minute, 7 * 24 * time.Hour},
+	{"15m", KindSample15m, 15 * time.Minute, 366 * 24 * time.Hour},
+	{"3h", KindSample3h, 3 * time.Hour, 2 * 366 * 24 * time.Hour},
+}
+
+func tierOf(kind string) (Resolution, bool) {
+	for _, t := range Resolutions {
+		if t.Kind == kind {
+			return t, true
+		}
+	}
+	return Resolution{}, false
+}
+
+// MaxWindow is the longest window of the History call (the 15 min tier's
+// retention).
 const MaxWindow = 366 * 24 * time.Hour
+
+// MaxSeriesWindow is the longest window of a series: the coarsest tier's
+// retention.
+const MaxSeriesWindow = 2 * 366 * 24 * time.Hour
+
+// maxPoints bounds the points of a series: the tier chosen is the finest
+// whose step gives no more over the window.
+const maxPoints = 4000
 
 // Key orders samples by time within a tier.
 func Key(t time.Time) string { return fmt.Sprintf("%012d", t.Unix()) }
 
-// Decode reads one sample record's data.
+// Decode reads one sample record's data, of any tier and either format, as
+// a sample (of means, for a tier record).
 func Decode(data []byte) (agent.Sample, error) {
+	if len(data) > 0 && data[0] == '"' {
+		p, err := decodeBinary(data)
+		return p.Sample(), err
+	}
 	var s agent.Sample
 	if err := json.Unmarshal(data, &s); err != nil {
 		return s, fmt.Errorf("decode sample: %w", err)

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
@@ -17,45 +18,153 @@ type Store struct {
 // NewStore returns the queries over db.
 func NewStore(db *store.DB) *Store { return &Store{db: db} }
 
-// Latest returns the newest 1 s sample of every node that has one. A
+// Latest returns the newest sample of every node that has one: its live
+// record, or for a node of an older version its newest 1 s record. A
 // malformed record from a peer is left out, as if the node sent none.
 func (s *Store) Latest(ctx context.Context) (map[string]agent.Sample, error) {
-	recs, err := s.db.LatestByKind(ctx, KindSample1s)
-	if err != nil {
-		return nil, fmt.Errorf("read latest samples: %w", err)
-	}
-	m := make(map[string]agent.Sample, len(recs))
-	for _, r := range recs {
-		if sm, err := Decode(r.Data); err == nil {
-			m[r.Origin] = sm
+	m := map[string]agent.Sample{}
+	for _, kind := range []string{KindLive, KindSample1s} {
+		recs, err := s.db.LatestByKind(ctx, kind)
+		if err != nil {
+			return nil, fmt.Errorf("read latest samples: %w", err)
+		}
+		for _, r := range recs {
+			if _, ok := m[r.Origin]; ok {
+				continue
+			}
+			if sm, err := Decode(r.Data); err == nil {
+				m[r.Origin] = sm
+			}
 		}
 	}
 	return m, nil
 }
 
-// Tier is the finest tier whose retention covers window.
-func Tier(window time.Duration) string {
-	switch {
-	case window > retention[KindSample1m]:
-		return KindSample15m
-	case window > retention[KindSample1s]:
-		return KindSample1m
+// Choose returns the tier of a series over [from, to) seen at now: the
+// finest that still holds from and gives at most maxPoints points.
+func Choose(from, to, now time.Time) Resolution {
+	for _, t := range Resolutions {
+		if to.Sub(from)/t.Step <= maxPoints && !from.Before(now.Add(-t.Keep-t.Step)) {
+			return t
+		}
 	}
-	return KindSample1s
+	return Resolutions[len(Resolutions)-1]
 }
 
-// Window returns node's samples of the window that ends at now, oldest
-// first, from Tier(window). Malformed records are skipped.
+// Points returns node's points of tier t whose time is in [from, to),
+// oldest first. Malformed records are skipped.
+func (s *Store) Points(ctx context.Context, node string, t Resolution, from, to time.Time) ([]Point, error) {
+	var out []Point
+	err := s.db.Each(ctx, node, t.Kind, from, to, func(_ time.Time, data []byte) error {
+		if p, err := DecodePoint(t.Kind, data); err == nil {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TierFor is the finest tier whose retention covers window (the History
+// call's choice, which prefers detail to few points).
+func TierFor(window time.Duration) Resolution {
+	for _, t := range Resolutions[:len(Resolutions)-1] {
+		if window <= t.Keep {
+			return t
+		}
+	}
+	return Resolutions[len(Resolutions)-1]
+}
+
+// Window returns node's samples (means) of the window that ends at now,
+// oldest first, from TierFor(window). Malformed records are skipped.
 func (s *Store) Window(ctx context.Context, node string, window time.Duration, now time.Time) ([]agent.Sample, error) {
-	recs, err := s.db.Range(ctx, node, Tier(window), now.Add(-window), now.Add(time.Minute))
+	pts, err := s.Points(ctx, node, TierFor(window), now.Add(-window), now.Add(time.Minute))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]agent.Sample, 0, len(recs))
-	for _, r := range recs {
-		if sm, err := Decode(r.Data); err == nil {
-			out = append(out, sm)
-		}
+	live, _ := s.live(ctx, node)
+	out := make([]agent.Sample, len(pts))
+	for i, p := range pts {
+		out[i] = withTotals(p.Sample(), live)
 	}
 	return out, nil
 }
+
+// live returns node's latest full sample: totals and names, which tiers
+// do not keep.
+func (s *Store) live(ctx context.Context, node string) (agent.Sample, bool) {
+	for _, kind := range []string{KindLive, KindSample1s} {
+		r, ok, err := s.db.Newest(ctx, node, kind)
+		if err != nil || !ok {
+			continue
+		}
+		if sm, err := Decode(r.Data); err == nil {
+			return sm, true
+		}
+	}
+	return agent.Sample{}, false
+}
+
+// withTotals gives s the memory totals and GPU names of live.
+func withTotals(s, live agent.Sample) agent.Sample {
+	s.Host.MemTotalBytes = live.Host.MemTotalBytes
+	for i := range s.GPUs {
+		for _, g := range live.GPUs {
+			if g.Index == s.GPUs[i].Index {
+				s.GPUs[i].MemTotalBytes, s.GPUs[i].UUID, s.GPUs[i].Name = g.MemTotalBytes, g.UUID, g.Name
+			}
+		}
+	}
+	return s
+}
+
+// PoolPoint counts the pool's GPUs at one time: busy, idle but granted,
+// and free (means over the point's period).
+type PoolPoint struct {
+	Time                    time.Time
+	Busy, IdleGranted, Free float64
+}
+
+// Pool sums the GPU states of nodes over [from, to) in tier t, by time,
+// oldest first.
+func (s *Store) Pool(ctx context.Context, nodes []string, t Resolution, from, to time.Time) ([]PoolPoint, error) {
+	byTime := map[int64]*PoolPoint{}
+	var order []int64
+	for _, node := range nodes {
+		err := s.db.Each(ctx, node, t.Kind, from, to, func(_ time.Time, data []byte) error {
+			p, err := DecodePoint(t.Kind, data)
+			if err != nil {
+				return nil
+			}
+			k := p.Time.Unix()
+			pp := byTime[k]
+			if pp == nil {
+				pp = &PoolPoint{Time: p.Time}
+				byTime[k] = pp
+				order = append(order, k)
+			}
+			for _, g := range p.GPUs {
+				share := 1.0 // of the period the GPU reported in
+				if p.N > 0 {
+					share = min(1, float64(g.N)/float64(p.N))
+				}
+				pp.Busy += g.Busy * share
+				pp.IdleGranted += g.IdleGranted * share
+				pp.Free += (1 - g.Busy - g.IdleGranted) * share
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.Sort(order)
+	out := make([]PoolPoint, len(order))
+	for i, k := range order {
+		out[i] = *byTime[k]
+	}
+	return out, nil
+}
+
+// Tier is the kind of the finest tier whose retention covers window.
+func Tier(window time.Duration) string { return TierFor(window).Kind }

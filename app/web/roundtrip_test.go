@@ -171,11 +171,6 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		"GET /api/v1/history": func(t *testing.T) {
 			roundTrip(t, func() (app.History, error) { return c.History(ctx, peerID, 60) }, func() (app.History, error) { return svc.History(ctx, peerID, 60) })
 		},
-		"GET /api/v1/report": func(t *testing.T) {
-			for _, req := range []app.ReportRequest{{Since: 3600, Until: 1_700_000_000, By: "member"}, {Since: 60, By: "nobody"}} {
-				roundTrip(t, func() (app.Report, error) { return c.Report(ctx, req) }, func() (app.Report, error) { return svc.Report(ctx, req) })
-			}
-		},
 		"GET /api/v1/pool": func(t *testing.T) {
 			roundTrip(t, func() (app.PoolStatus, error) { return c.Pool(ctx) }, func() (app.PoolStatus, error) { return svc.Pool(ctx) })
 		},
@@ -278,6 +273,15 @@ func TestRoundTripEveryRoute(t *testing.T) {
 			req := app.PullRequest{Ref: "cuda:12"}
 			roundTrip(t, readAll(func() (io.ReadCloser, error) { return c.PullImage(ctx, req) }),
 				readAll(func() (io.ReadCloser, error) { return svc.PullImage(ctx, req) }))
+		},
+		"GET /api/v1/history/series": func(t *testing.T) {
+			gpu := 0
+			for _, q := range []app.SeriesQuery{{Node: peerID, Since: 600}, {Node: peerID, GPU: &gpu, Since: 600}, {Node: peerID, Since: 0}} {
+				roundTrip(t, func() (app.Series, error) { return c.Series(ctx, q) }, func() (app.Series, error) { return svc.Series(ctx, q) })
+			}
+		},
+		"GET /api/v1/history/pool": func(t *testing.T) {
+			roundTrip(t, func() (app.PoolSeries, error) { return c.PoolHistory(ctx, 600) }, func() (app.PoolSeries, error) { return svc.PoolHistory(ctx, 600) })
 		},
 		"GET /api/v1/folders": func(t *testing.T) {
 			roundTrip(t, func() ([]app.Folder, error) { return c.Folders(ctx) }, func() ([]app.Folder, error) { return svc.Folders(ctx) })

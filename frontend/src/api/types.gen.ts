@@ -196,6 +196,15 @@ export interface Member {
   creator: boolean
 }
 
+/** app.Metric */
+export interface Metric {
+  name: string
+  unit: string
+  min: number[] | null
+  mean: number[] | null
+  max: number[] | null
+}
+
 /** jobs.Mount */
 export interface Mount {
   folder: string
@@ -272,6 +281,16 @@ export interface PolicyUpdate {
   allow_root?: boolean | null
 }
 
+/** app.PoolSeries */
+export interface PoolSeries {
+  tier: string
+  step_seconds: number
+  times: number[] | null
+  busy: number[] | null
+  idle_granted: number[] | null
+  free: number[] | null
+}
+
 /** app.PoolStatus */
 export interface PoolStatus {
   pool_id: string
@@ -312,29 +331,6 @@ export interface PullRequest {
   force?: boolean
 }
 
-/** app.Report */
-export interface Report {
-  since: string
-  until: string
-  by: string
-  rows: ReportRow[] | null
-  totals: ReportRow
-  step_seconds: number
-}
-
-/** app.ReportRow */
-export interface ReportRow {
-  key: string
-  label: string
-  gpu_hours_granted: number
-  gpu_hours_used: number
-  idle_granted_hours: number
-  unmeasured_hours: number
-  energy_kwh: number
-  energy_total_kwh: number
-  energy_source: string
-}
-
 /** app.Sample */
 export interface Sample {
   node: string
@@ -354,6 +350,16 @@ export interface Self {
   api_version: number
   data_dir: string
   listen: string
+}
+
+/** app.Series */
+export interface Series {
+  node: string
+  gpu?: number | null
+  tier: string
+  step_seconds: number
+  times: number[] | null
+  metrics: Metric[] | null
 }
 
 /** app.ShareRequest */

@@ -1,0 +1,201 @@
+package history
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/labpool/labpool/node/agent"
+)
+
+// A tier record's data is a JSON string: the base64 of a fixed binary
+// layout (little endian), so it stays JSON for the replicated log and
+// decodes without a parser.
+//
+//	version   uint8  (codecV1)
+//	flags     uint8  (flagSingle: every figure is one value, min = mean = max)
+//	nHost     uint8  host figures stored
+//	nGPUM     uint8  figures stored per GPU
+//	nGPUs     uint8
+//	time      int64  unix seconds of the point
+//	n         uint32 1 s samples it stands for
+//	host      nHost x (1 or 3) float32: min, mean, max
+//	per GPU:  index uint8;
+//	          single: state uint8 (0 free, 1 busy, 2 idle but granted);
+//	          else:   n uint32, busy float32, idle granted float32;
+//	          then nGPUM x (1 or 3) float32
+//
+// A reader takes the figures it knows and skips those a newer writer added.
+// Records written before this layout are agent.Sample JSON objects (means).
+const (
+	codecV1    = 1
+	flagSingle = 1
+	headerSize = 17
+)
+
+var errCodec = errors.New("malformed history record")
+
+// Encode returns the record data of p.
+func Encode(p Point) []byte {
+	single := p.N == 1
+	k := 3
+	if single {
+		k = 1
+	}
+	gpuSize := 1 + 12
+	if single {
+		gpuSize = 2
+	}
+	size := headerSize + nHostMetrics*k*4 + len(p.GPUs)*(gpuSize+nGPUMetrics*k*4)
+	b := make([]byte, 0, size)
+	var flags byte
+	if single {
+		flags |= flagSingle
+	}
+	b = append(b, codecV1, flags, nHostMetrics, nGPUMetrics, byte(len(p.GPUs)))
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.Time.Unix()))
+	b = binary.LittleEndian.AppendUint32(b, uint32(p.N))
+	for _, a := range p.Host {
+		b = appendAgg(b, a, single)
+	}
+	for _, g := range p.GPUs {
+		b = append(b, byte(g.Index))
+		if single {
+			st := byte(stateFree)
+			if g.Busy > 0 {
+				st = stateBusy
+			} else if g.IdleGranted > 0 {
+				st = stateIdleGranted
+			}
+			b = append(b, st)
+		} else {
+			b = binary.LittleEndian.AppendUint32(b, uint32(g.N))
+			b = appendF32(b, g.Busy)
+			b = appendF32(b, g.IdleGranted)
+		}
+		for _, a := range g.M {
+			b = appendAgg(b, a, single)
+		}
+	}
+	out := make([]byte, base64.StdEncoding.EncodedLen(len(b))+2)
+	out[0], out[len(out)-1] = '"', '"'
+	base64.StdEncoding.Encode(out[1:], b)
+	return out
+}
+
+func appendAgg(b []byte, a Agg, single bool) []byte {
+	if single {
+		return appendF32(b, a.Mean)
+	}
+	return appendF32(appendF32(appendF32(b, a.Min), a.Mean), a.Max)
+}
+
+func appendF32(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint32(b, math.Float32bits(float32(v)))
+}
+
+// DecodePoint reads the data of a record of kind: the binary layout, or
+// the agent.Sample JSON of older versions (a mean standing for the tier's
+// step of samples).
+func DecodePoint(kind string, data []byte) (Point, error) {
+	if len(data) > 0 && data[0] == '"' {
+		return decodeBinary(data)
+	}
+	var s agent.Sample
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Point{}, fmt.Errorf("decode sample: %w", err)
+	}
+	p := FromSample(s)
+	if t, ok := tierOf(kind); ok && t.Step > time.Second {
+		n := int(t.Step / time.Second)
+		p.N = n
+		for i := range p.GPUs {
+			p.GPUs[i].N = n
+		}
+	}
+	return p, nil
+}
+
+// reader reads the binary layout, remembering the first overrun.
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) take(n int) []byte {
+	if len(r.b) < n {
+		r.bad = true
+		r.b = nil
+		return make([]byte, n)
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *reader) u8() byte    { return r.take(1)[0] }
+func (r *reader) u32() uint32 { return binary.LittleEndian.Uint32(r.take(4)) }
+func (r *reader) f32() float64 {
+	return float64(math.Float32frombits(binary.LittleEndian.Uint32(r.take(4))))
+}
+
+func (r *reader) agg(single bool) Agg {
+	if single {
+		return one(r.f32())
+	}
+	return Agg{r.f32(), r.f32(), r.f32()}
+}
+
+func decodeBinary(data []byte) (Point, error) {
+	if len(data) < 2 || data[len(data)-1] != '"' {
+		return Point{}, errCodec
+	}
+	raw := make([]byte, base64.StdEncoding.DecodedLen(len(data)-2))
+	n, err := base64.StdEncoding.Decode(raw, data[1:len(data)-1])
+	if err != nil {
+		return Point{}, fmt.Errorf("%w: %v", errCodec, err)
+	}
+	r := &reader{b: raw[:n]}
+	if v := r.u8(); v != codecV1 {
+		return Point{}, fmt.Errorf("%w: version %d (a newer labpool wrote it)", errCodec, v)
+	}
+	single := r.u8()&flagSingle != 0
+	nHost, nGPUM, nGPUs := int(r.u8()), int(r.u8()), int(r.u8())
+	p := Point{Time: time.Unix(int64(binary.LittleEndian.Uint64(r.take(8))), 0).UTC(), N: int(r.u32())}
+	for i := range nHost {
+		a := r.agg(single)
+		if i < nHostMetrics {
+			p.Host[i] = a
+		}
+	}
+	p.GPUs = make([]GPUPoint, nGPUs)
+	for j := range p.GPUs {
+		g := &p.GPUs[j]
+		g.Index = int(r.u8())
+		if single {
+			g.N = 1
+			switch r.u8() {
+			case stateBusy:
+				g.Busy = 1
+			case stateIdleGranted:
+				g.IdleGranted = 1
+			}
+		} else {
+			g.N, g.Busy, g.IdleGranted = int(r.u32()), r.f32(), r.f32()
+		}
+		for k := range nGPUM {
+			a := r.agg(single)
+			if k < nGPUMetrics {
+				g.M[k] = a
+			}
+		}
+	}
+	if r.bad {
+		return Point{}, fmt.Errorf("%w: truncated", errCodec)
+	}
+	return p, nil
+}
