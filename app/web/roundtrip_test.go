@@ -171,6 +171,11 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		"GET /api/v1/history": func(t *testing.T) {
 			roundTrip(t, func() (app.History, error) { return c.History(ctx, peerID, 60) }, func() (app.History, error) { return svc.History(ctx, peerID, 60) })
 		},
+		"GET /api/v1/report": func(t *testing.T) {
+			for _, req := range []app.ReportRequest{{Since: 3600, Until: 1_700_000_000, By: "member"}, {Since: 60, By: "nobody"}} {
+				roundTrip(t, func() (app.Report, error) { return c.Report(ctx, req) }, func() (app.Report, error) { return svc.Report(ctx, req) })
+			}
+		},
 		"GET /api/v1/pool": func(t *testing.T) {
 			roundTrip(t, func() (app.PoolStatus, error) { return c.Pool(ctx) }, func() (app.PoolStatus, error) { return svc.Pool(ctx) })
 		},

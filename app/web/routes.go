@@ -49,6 +49,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/history", call(historyArgs, history)},
 	{"GET", "/api/v1/history/series", call(seriesArgs, series)},
 	{"GET", "/api/v1/history/pool", call(poolHistoryArgs, poolHistory)},
+	{"GET", "/api/v1/report", call(reportArgs, report)},
 	{"GET", "/api/v1/pool", call(none, noArg((*app.Service).Pool))},
 	{"POST", "/api/v1/pool/create", call(none, noArg((*app.Service).CreatePool))},
 	{"POST", "/api/v1/pool/join", call(body[app.JoinRequest], (*app.Service).JoinPool)},

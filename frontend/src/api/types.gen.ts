@@ -331,6 +331,29 @@ export interface PullRequest {
   force?: boolean
 }
 
+/** app.Report */
+export interface Report {
+  since: string
+  until: string
+  by: string
+  rows: ReportRow[] | null
+  totals: ReportRow
+  step_seconds: number
+}
+
+/** app.ReportRow */
+export interface ReportRow {
+  key: string
+  label: string
+  gpu_hours_granted: number
+  gpu_hours_used: number
+  idle_granted_hours: number
+  unmeasured_hours: number
+  energy_kwh: number
+  energy_total_kwh: number
+  energy_source: string
+}
+
 /** app.Sample */
 export interface Sample {
   node: string
