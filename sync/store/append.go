@@ -43,7 +43,7 @@ func (db *DB) AppendBatch(ctx context.Context, origin string, recs []Record) ([]
 		}
 		out[i] = Record{Origin: origin, Kind: r.Kind, Key: r.Key, Time: fromMS(toMS(r.Time)), Data: slices.Clone(r.Data)}
 	}
-	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
+	err := db.write(ctx, classOf(out), func(tx *sql.Tx) (bool, error) {
 		return len(out) > 0, appendTx(ctx, tx, out)
 	})
 	if err != nil {

@@ -57,7 +57,7 @@ func (db *DB) PutMember(ctx context.Context, m MemberRow) (bool, error) {
 		return false, fmt.Errorf("put member %q: invalid id or version %d", m.ID, m.Version)
 	}
 	var changed bool
-	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
+	err := db.write(ctx, classControl, func(tx *sql.Tx) (bool, error) {
 		res, err := tx.ExecContext(ctx, upsertMember,
 			m.ID, m.Name, int64(m.Version), m.Removed, toMS(m.AddedAt), m.AddedBy, m.Role)
 		if err != nil {

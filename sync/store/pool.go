@@ -41,7 +41,7 @@ func (db *DB) PoolRecords(ctx context.Context) ([]PoolRecord, error) {
 // with members, in one transaction: the table always says what the records
 // say.
 func (db *DB) SavePool(ctx context.Context, recs []PoolRecord, members []MemberRow) error {
-	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
+	err := db.write(ctx, classControl, func(tx *sql.Tx) (bool, error) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM pool_records`); err != nil {
 			return false, err
 		}
@@ -73,7 +73,7 @@ func (db *DB) SavePool(ctx context.Context, recs []PoolRecord, members []MemberR
 
 // ClearPool forgets the pool: its records and its members.
 func (db *DB) ClearPool(ctx context.Context) error {
-	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
+	err := db.write(ctx, classControl, func(tx *sql.Tx) (bool, error) {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM pool_records`); err != nil {
 			return false, err
 		}

@@ -17,7 +17,7 @@ const pruneKind = `DELETE FROM records
 // seqs never go backwards and followers do not fetch the records again.
 func (db *DB) Prune(ctx context.Context, kind string, before time.Time) (int64, error) {
 	var n int64
-	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
+	err := db.write(ctx, classUpkeep, func(tx *sql.Tx) (bool, error) {
 		res, err := tx.ExecContext(ctx, pruneKind, kind, toMS(before))
 		if err != nil {
 			return false, err

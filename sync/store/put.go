@@ -22,19 +22,21 @@ const advanceCursor = `INSERT INTO cursors (origin, seq) VALUES (?, ?)
 // the version held for its (origin, kind, key) is skipped. The cursor of
 // each origin rises to the highest seq in recs. It fails, storing nothing,
 // when a record is invalid (ErrInvalidRecord).
+//
+// While history is paused by a full disk (HistoryPaused), Put skips the
+// history records in recs and keeps the cursor of their origin below the
+// first one skipped, so that they are fetched again once history resumes.
 func (db *DB) Put(ctx context.Context, recs []Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	top := make(map[string]uint64) // highest seq per origin
 	for i := range recs {
 		if err := recs[i].check(); err != nil {
 			return fmt.Errorf("put records: %w", err)
 		}
-		top[recs[i].Origin] = max(top[recs[i].Origin], recs[i].Seq)
 	}
-	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
-		return putTx(ctx, tx, recs, top)
+	err := db.write(ctx, classReplica, func(tx *sql.Tx) (bool, error) {
+		return putTx(ctx, tx, recs, db.paused.Load())
 	})
 	if err != nil {
 		return fmt.Errorf("put %d records: %w", len(recs), err)
@@ -42,16 +44,26 @@ func (db *DB) Put(ctx context.Context, recs []Record) error {
 	return nil
 }
 
-// putTx writes recs and raises the cursors to top. It reports whether a
-// record was written.
-func putTx(ctx context.Context, tx *sql.Tx, recs []Record, top map[string]uint64) (bool, error) {
+// putTx writes recs, or only their control records when skipHistory is
+// set, and raises the cursor of each origin to the highest seq written
+// below the first record skipped. It reports whether a record was written.
+func putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory bool) (bool, error) {
 	stmt, err := tx.PrepareContext(ctx, upsertRecord)
 	if err != nil {
 		return false, err
 	}
 	defer stmt.Close()
+	top := make(map[string]uint64)     // highest seq per origin
+	skipped := make(map[string]uint64) // lowest seq skipped per origin
 	var n int64
 	for _, r := range recs {
+		top[r.Origin] = max(top[r.Origin], r.Seq)
+		if skipHistory && IsHistoryKind(r.Kind) {
+			if s, ok := skipped[r.Origin]; !ok || r.Seq < s {
+				skipped[r.Origin] = r.Seq
+			}
+			continue
+		}
 		res, err := stmt.ExecContext(ctx, r.Origin, r.Kind, r.Key, int64(r.Seq), toMS(r.Time), dataArg(r.Data))
 		if err != nil {
 			return false, fmt.Errorf("write %s/%s of %s: %w", r.Kind, r.Key, r.Origin, err)
@@ -63,6 +75,9 @@ func putTx(ctx context.Context, tx *sql.Tx, recs []Record, top map[string]uint64
 		n += k
 	}
 	for origin, seq := range top {
+		if s, ok := skipped[origin]; ok {
+			seq = min(seq, s-1) // 0 still records the origin, for Prune
+		}
 		if _, err := tx.ExecContext(ctx, advanceCursor, origin, int64(seq)); err != nil {
 			return false, fmt.Errorf("advance cursor of %s: %w", origin, err)
 		}

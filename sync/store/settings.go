@@ -25,7 +25,7 @@ func (db *DB) Setting(ctx context.Context, key string) (string, bool, error) {
 func (db *DB) SetSetting(ctx context.Context, key, value string) error {
 	const q = `INSERT INTO settings (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
-	err := db.write(ctx, func(tx *sql.Tx) (bool, error) {
+	err := db.write(ctx, classControl, func(tx *sql.Tx) (bool, error) {
 		_, err := tx.ExecContext(ctx, q, key, value)
 		return false, err
 	})

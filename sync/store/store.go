@@ -28,6 +28,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -46,6 +48,12 @@ type DB struct {
 
 	notify notifier
 
+	path      string  // absolute path of the database file
+	opts      Options // with defaults filled in
+	wmu       sync.Mutex
+	paused    atomic.Bool // history paused by a full disk (see durable.go)
+	lastCheck time.Time   // of free space while paused; guarded by wmu
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -54,7 +62,12 @@ type DB struct {
 // brings its schema up to date. It fails with ErrSchemaTooNew when the file
 // was written by a newer labpool. The file and its -wal and -shm files are
 // the owner's alone (0600), also when an older labpool made them 0644.
-func Open(path string) (*DB, error) {
+func Open(path string) (*DB, error) { return OpenWith(path, Options{}) }
+
+// OpenWith is Open with options. It holds opts.ReserveBytes of disk space
+// back for control records (see durable.go); on a disk too full for that, it
+// opens with history paused.
+func OpenWith(path string, opts Options) (*DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("open replica %s: %w", path, err)
@@ -79,7 +92,11 @@ func Open(path string) (*DB, error) {
 	}
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
-	return &DB{w: w, r: r}, nil
+	db := &DB{w: w, r: r, path: abs, opts: opts.withDefaults()}
+	if err := makeReserve(db.reservePath(), db.opts.ReserveBytes); err != nil {
+		db.pause()
+	}
+	return db, nil
 }
 
 // ownerOnly creates the replica file 0600 when it is missing (SQLite gives
@@ -111,7 +128,7 @@ func ownerOnly(abs string) error {
 // pragmas every connection needs plus extra (already query-encoded).
 func dsn(abs, extra string) string {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
-	q := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=1&_synchronous=NORMAL", busyTimeoutMS)
+	q := fmt.Sprintf("_busy_timeout=%d&_foreign_keys=1&_synchronous=NORMAL&_pragma=wal_autocheckpoint(%d)", busyTimeoutMS, walPages)
 	if extra != "" {
 		q += "&" + extra
 	}
@@ -124,25 +141,4 @@ func (db *DB) Close() error {
 		db.closeErr = errors.Join(db.r.Close(), db.w.Close())
 	})
 	return db.closeErr
-}
-
-// write runs fn in a write transaction and commits it. When fn reports a
-// change, subscribers are told after the commit.
-func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) (changed bool, err error)) error {
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() // a no-op after Commit
-	changed, err := fn(tx)
-	if err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	if changed {
-		db.notify.broadcast()
-	}
-	return nil
 }
