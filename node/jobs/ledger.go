@@ -35,10 +35,19 @@ type BusyGPU struct {
 	External bool   // used by a process outside labpool
 	TooSmall bool   // less memory than asked
 	MemBytes uint64 // its memory, when TooSmall
+	// Quarantined and Lost: a GPU with a critical fault, or one NVML lost,
+	// goes to no new job; Reason says which fault.
+	Quarantined bool
+	Lost        bool
+	Reason      string
 }
 
 func (b BusyGPU) String() string {
 	switch {
+	case b.Quarantined:
+		return fmt.Sprintf("GPU %d: quarantined: %s", b.Index, b.Reason)
+	case b.Lost:
+		return fmt.Sprintf("GPU %d: lost: %s", b.Index, b.Reason)
 	case b.Reserved:
 		return fmt.Sprintf("GPU %d: kept for queued job %s of %s, waiting the longest", b.Index, b.Job, b.Owner)
 	case b.External:
@@ -71,22 +80,27 @@ func (e *BusyError) Error() string {
 }
 
 // Ledger records which job holds each GPU, by UUID. A GPU is granted to one
-// job at a time, and never while processes outside labpool use it.
+// job at a time, and never while processes outside labpool use it, nor
+// while it is quarantined or lost.
 type Ledger struct {
-	mu     sync.Mutex        // guards grants
-	grants map[string]string // GPU UUID -> job ID
+	mu          sync.Mutex            // guards grants and quarantined
+	grants      map[string]string     // GPU UUID -> job ID
+	quarantined map[string]Quarantine // GPU UUID -> its fault
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{grants: map[string]string{}}
+	return &Ledger{grants: map[string]string{}, quarantined: map[string]Quarantine{}}
 }
 
 // Grant gives job the GPUs that want asks for, from gpus (the latest
 // telemetry), and returns their UUIDs in index order. A GPU is free when no
-// other job holds it and external (UUIDs used by processes outside labpool)
-// does not name it. Asking for nothing grants nothing. A job asking again
-// keeps what it holds and may take more.
+// other job holds it, external (UUIDs used by processes outside labpool)
+// does not name it, and it is neither quarantined nor lost. Asking for
+// nothing grants nothing. A job asking again keeps what it holds and may
+// take more. Asking for a quarantined or lost GPU by index is refused
+// (*RefusedError naming the fault: waiting would not help); a count skips
+// such GPUs.
 func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[string]bool) ([]string, error) {
 	n := want.want()
 	if n == 0 {
@@ -94,6 +108,9 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if err := l.refuseFaulty(job, want, gpus); err != nil {
+		return nil, err
+	}
 	var chosen []string
 	var busy []BusyGPU
 	for _, g := range gpus {
@@ -120,11 +137,16 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 // busy says why g cannot go to job, if it cannot. l.mu is held.
 func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[string]bool) (BusyGPU, bool) {
 	b := BusyGPU{Index: g.Index, UUID: g.UUID}
+	q, quarantined := l.quarantined[g.UUID]
 	switch holder, held := l.grants[g.UUID]; {
 	case held && holder != job:
 		b.Job = holder
 	case held:
 		return b, false // job's own
+	case g.Health == gpu.HealthLost:
+		b.Lost, b.Reason = true, g.HealthReason
+	case quarantined:
+		b.Quarantined, b.Reason = true, q.Reason
 	case external[g.UUID]:
 		b.External = true
 	case g.MemTotalBytes < minMem:
@@ -169,5 +191,64 @@ func (l *Ledger) Granted() map[string]string {
 	for u, j := range l.grants {
 		out[u] = j
 	}
+	return out
+}
+
+// refuseFaulty refuses a request naming, by index, a GPU that is
+// quarantined or lost and not already job's. l.mu is held.
+func (l *Ledger) refuseFaulty(job string, want Request, gpus []gpu.Stats) error {
+	for _, g := range gpus {
+		if !slices.Contains(want.Indexes, g.Index) || l.grants[g.UUID] == job && job != "" {
+			continue
+		}
+		if q, ok := l.quarantined[g.UUID]; ok {
+			return refuse("quarantined GPU", "gpu %d quarantined: %s (an owner clears it with `labpool gpu clear NODE:%d`)", g.Index, q.Reason, g.Index)
+		}
+		if g.Health == gpu.HealthLost {
+			return refuse("lost GPU", "gpu %d lost: %s", g.Index, g.HealthReason)
+		}
+	}
+	return nil
+}
+
+// Quarantine keeps q.UUID from new jobs; it reports whether the GPU was not
+// quarantined already (a job holding it keeps it until it ends).
+func (l *Ledger) Quarantine(q Quarantine) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.quarantined[q.UUID]; ok {
+		return false
+	}
+	l.quarantined[q.UUID] = q
+	return true
+}
+
+// Unquarantine lets new jobs have the GPU again; it returns the quarantine
+// lifted, and false when there was none.
+func (l *Ledger) Unquarantine(uuid string) (Quarantine, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q, ok := l.quarantined[uuid]
+	delete(l.quarantined, uuid)
+	return q, ok
+}
+
+// Quarantined returns the quarantine of a GPU, if it has one.
+func (l *Ledger) Quarantined(uuid string) (Quarantine, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q, ok := l.quarantined[uuid]
+	return q, ok
+}
+
+// Quarantines lists the quarantined GPUs, by index.
+func (l *Ledger) Quarantines() []Quarantine {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]Quarantine, 0, len(l.quarantined))
+	for _, q := range l.quarantined {
+		out = append(out, q)
+	}
+	slices.SortFunc(out, func(a, b Quarantine) int { return a.Index - b.Index })
 	return out
 }

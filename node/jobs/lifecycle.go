@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/labpool/labpool/node/gpu"
 )
 
 // stoppedByUser is the Error of a job a user stopped: its non-zero exit
@@ -125,10 +127,11 @@ func (m *Manager) Stats(ctx context.Context, id string) (Stats, error) {
 		if !slices.Contains(j.GPUs, g.UUID) {
 			continue
 		}
-		gs := GPUStats{UUID: g.UUID, Index: g.Index, UtilPercent: g.UtilPercent}
+		gs := GPUStats{UUID: g.UUID, Index: g.Index, UtilPercent: g.UtilPercent, Processes: []gpu.Process{}}
 		for _, p := range g.Processes {
-			if slices.Contains(u.PIDs, int(p.PID)) {
+			if p.Job == j.ID || slices.Contains(u.PIDs, int(p.PID)) {
 				gs.MemUsedBytes += p.MemBytes
+				gs.Processes = append(gs.Processes, p)
 			}
 		}
 		st.GPUs = append(st.GPUs, gs)

@@ -97,6 +97,7 @@ type Manager struct {
 	store   Store
 	log     *slog.Logger
 	ledger  *Ledger
+	health  gpuHealth     // quarantines kept and cleared (quarantine.go)
 	kick    chan struct{} // wakes the queue
 
 	// ops lets launches run side by side (read lock) but never while an

@@ -58,7 +58,8 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
 	if err != nil {
 		err = m.explainBusy(err, reserved)
-		if !spec.Queue {
+		var refused *RefusedError
+		if !spec.Queue || errors.As(err, &refused) { // a quarantined GPU asked by index: waiting would not help
 			m.store.SaveEnv(j.ID, nil)
 			return Job{}, err
 		}

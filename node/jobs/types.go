@@ -3,7 +3,11 @@
 // members call to launch, stop, read logs and open tunnels.
 package jobs
 
-import "time"
+import (
+	"time"
+
+	"github.com/labpool/labpool/node/gpu"
+)
 
 // State is where a job is in its life.
 type State string
@@ -98,6 +102,9 @@ type GPUStats struct {
 	Index        int     `json:"index"`
 	UtilPercent  float64 `json:"util_percent"`
 	MemUsedBytes uint64  `json:"mem_used_bytes"` // by the job's processes
+	// Processes are the job's processes on the GPU (host PIDs), with their
+	// memory.
+	Processes []gpu.Process `json:"processes"`
 }
 
 // Image is one image on a node.

@@ -1,0 +1,191 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/node/gpu"
+)
+
+// Quarantine is a GPU kept from new jobs for a critical fault (an XID such
+// as 79, uncorrectable ECC errors, retired pages or remapped rows pending)
+// until an owner of the pool, or this machine's user, clears it. It
+// survives restarts: the daemon keeps it in the machine's local settings.
+type Quarantine struct {
+	UUID   string    `json:"uuid"`
+	Index  int       `json:"index"`
+	Reason string    `json:"reason"` // e.g. "XID 79 (GPU has fallen off the bus)"
+	Since  time.Time `json:"since"`
+}
+
+// HealthState is what HealthStore keeps: the quarantines, and what owners
+// accepted when clearing them (so a restart does not quarantine a GPU
+// again for the same faults).
+type HealthState struct {
+	Quarantined map[string]Quarantine `json:"quarantined"` // by GPU UUID
+	Acks        map[string]gpu.Ack    `json:"acks"`        // by GPU UUID
+}
+
+// HealthStore keeps the HealthState in this machine's local settings
+// (never replicated).
+type HealthStore interface {
+	SaveHealth(HealthState) error
+	LoadHealth() (HealthState, error)
+}
+
+// FaultClearer forgets, or accepts again after a restart, the faults NVML
+// reported on a GPU (*gpu.Sampler is one).
+type FaultClearer interface {
+	Clear(ctx context.Context, uuid string) (gpu.Ack, error)
+	Acknowledge(ctx context.Context, uuid string, a gpu.Ack) error
+}
+
+// gpuHealth is the manager's part in GPU health: where quarantines are
+// kept, and the sampler to clear.
+type gpuHealth struct {
+	mu      sync.Mutex // guards the fields below; taken before the ledger's
+	store   HealthStore
+	clearer FaultClearer
+	acks    map[string]gpu.Ack
+	cleared map[string]time.Time // GPU UUID -> when its quarantine was last cleared
+}
+
+// OpenHealth loads the quarantines kept in store into the ledger and hands
+// the accepted faults to clearer (either may be nil: nothing kept, no
+// NVML). Call it before Run.
+func (m *Manager) OpenHealth(ctx context.Context, store HealthStore, clearer FaultClearer) error {
+	h := &m.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.store, h.clearer, h.acks = store, clearer, map[string]gpu.Ack{}
+	if store == nil {
+		return nil
+	}
+	st, err := store.LoadHealth()
+	if err != nil {
+		return fmt.Errorf("read the GPU quarantines: %w", err)
+	}
+	for _, q := range st.Quarantined {
+		m.ledger.Quarantine(q)
+	}
+	maps.Copy(h.acks, st.Acks)
+	if clearer != nil {
+		for uuid, a := range h.acks {
+			if err := clearer.Acknowledge(ctx, uuid, a); err != nil {
+				m.log.Warn("accept the faults an owner cleared", "gpu", uuid, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// saveLocked writes the health state; h.mu is held.
+func (m *Manager) saveHealthLocked() {
+	h := &m.health
+	if h.store == nil {
+		return
+	}
+	st := HealthState{Quarantined: map[string]Quarantine{}, Acks: maps.Clone(h.acks)}
+	for _, q := range m.ledger.Quarantines() {
+		st.Quarantined[q.UUID] = q
+	}
+	if err := h.store.SaveHealth(st); err != nil {
+		m.log.Error("keep the GPU quarantines", "err", err)
+	}
+}
+
+// AnnotateGPUs completes one GPU sample before it is published: a GPU NVML
+// finds critically faulty is quarantined (kept across restarts); a
+// quarantined one reads "quarantined" with its fault even when NVML no
+// longer reports it (an XID is reported once); each GPU names the job
+// holding it; each process names its job and owner, when it runs in a
+// labpool container. taken is when the sample was taken: one taken before
+// a quarantine was cleared does not quarantine the GPU again.
+func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
+	granted := m.ledger.Granted()
+	m.health.mu.Lock()
+	cleared := maps.Clone(m.health.cleared)
+	m.health.mu.Unlock()
+	var added []Quarantine
+	for i := range gs {
+		g := &gs[i]
+		g.Job = granted[g.UUID]
+		if g.Health == gpu.HealthQuarantined && !taken.Before(cleared[g.UUID]) {
+			q := Quarantine{UUID: g.UUID, Index: g.Index, Reason: g.HealthReason, Since: time.Now().UTC()}
+			if m.ledger.Quarantine(q) {
+				added = append(added, q)
+			}
+		} else if q, ok := m.ledger.Quarantined(g.UUID); ok && g.Health != gpu.HealthLost {
+			g.Health, g.HealthReason = gpu.HealthQuarantined, q.Reason
+		}
+	}
+	m.mapProcesses(gs)
+	if len(added) == 0 {
+		return
+	}
+	m.health.mu.Lock()
+	defer m.health.mu.Unlock()
+	for _, q := range added {
+		m.log.Warn("GPU quarantined: no new job will get it until an owner clears it",
+			"gpu", q.Index, "uuid", q.UUID, "reason", q.Reason)
+	}
+	m.saveHealthLocked()
+}
+
+// ClearGPU lifts the quarantine of the GPU with index: an owner of the pool
+// or this machine's user vouches for it. The faults NVML reported so far
+// are accepted; a new one quarantines it again.
+func (m *Manager) ClearGPU(ctx context.Context, c Caller, index int) (Quarantine, error) {
+	if !m.local(c) && c.Role != RoleOwner {
+		return Quarantine{}, forbid("only the pool's owners and this machine's user clear a quarantine",
+			"this device is %s of the pool", roleName(c.Role))
+	}
+	var uuid string
+	for _, g := range m.gpus.GPUs() {
+		if g.Index == index {
+			uuid = g.UUID
+		}
+	}
+	if uuid == "" {
+		return Quarantine{}, fmt.Errorf("gpu %d: %w", index, ErrNotFound)
+	}
+	h := &m.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q, ok := m.ledger.Quarantined(uuid)
+	if !ok {
+		return Quarantine{}, fmt.Errorf("gpu %d is not quarantined: %w", index, ErrConflict)
+	}
+	if h.clearer != nil {
+		a, err := h.clearer.Clear(ctx, uuid)
+		if err != nil {
+			return Quarantine{}, fmt.Errorf("clear gpu %d: %w", index, err)
+		}
+		if h.acks == nil {
+			h.acks = map[string]gpu.Ack{}
+		}
+		h.acks[uuid] = a
+	}
+	m.ledger.Unquarantine(uuid)
+	if h.cleared == nil {
+		h.cleared = map[string]time.Time{}
+	}
+	h.cleared[uuid] = time.Now()
+	m.saveHealthLocked()
+	m.log.Info("GPU quarantine cleared", "gpu", index, "uuid", uuid, "was", q.Reason, "by", c.ID)
+	m.wake()
+	return q, nil
+}
+
+func roleName(role string) string {
+	switch role {
+	case "":
+		return "not a member"
+	case RoleAdmin:
+		return "an admin"
+	}
+	return "a " + role
+}
