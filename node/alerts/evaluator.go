@@ -1,0 +1,313 @@
+package alerts
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/node/agent"
+)
+
+// Sink records alerts: the daemon appends each to the replicated log.
+type Sink interface {
+	SaveAlert(Alert) error
+}
+
+// Evaluator evaluates this machine's rules on each reading.
+type Evaluator struct {
+	node  string // this machine's device ID
+	sink  Sink
+	log   *slog.Logger
+	hooks []func(Alert) // told of every firing and clearing that is not muted; must not block
+
+	mu    sync.Mutex // guards the fields below
+	rules []Rule
+	mutes []Mute
+	conds map[condKey]*cond
+}
+
+type condKey struct{ rule, subject string }
+
+// cond is how long one rule's condition has held on one subject.
+type cond struct {
+	since      time.Time // when the condition started to hold; zero when it does not
+	falseSince time.Time // when it stopped holding, while since is set
+	identity   string
+	alert      *Alert // firing
+}
+
+// NewEvaluator returns an evaluator for machine node with the default
+// rules; hooks are told of every firing and clearing that no mute covers
+// (Webhook.Send, for one) and must not block.
+func NewEvaluator(node string, sink Sink, log *slog.Logger, hooks ...func(Alert)) *Evaluator {
+	return &Evaluator{node: node, sink: sink, log: log, hooks: hooks, rules: DefaultRules(), conds: map[condKey]*cond{}}
+}
+
+// Rules returns the rules evaluated.
+func (e *Evaluator) Rules() []Rule {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.rules)
+}
+
+// SetRules replaces the rules; each must pass Check. An alert of a rule
+// removed or disabled clears at the next evaluation.
+func (e *Evaluator) SetRules(rules []Rule) error {
+	for _, r := range rules {
+		if err := r.Check(); err != nil {
+			return err
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rules = slices.Clone(rules)
+	return nil
+}
+
+// Mutes returns the mutes in force at now.
+func (e *Evaluator) Mutes(now time.Time) []Mute {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []Mute{}
+	for _, m := range e.mutes {
+		if now.Before(m.Until) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Mute adds m (or, with a zero Until, ends the mutes of its rule and GPU)
+// and marks the active alerts it covers, saving them again.
+func (e *Evaluator) Mute(m Mute) {
+	now := time.Now()
+	e.mu.Lock()
+	e.mutes = slices.DeleteFunc(e.mutes, func(o Mute) bool {
+		return !now.Before(o.Until) || (o.Node == m.Node && o.Rule == m.Rule && eqGPU(o.GPU, m.GPU))
+	})
+	if !m.Until.IsZero() {
+		e.mutes = append(e.mutes, m)
+	}
+	var changed []Alert
+	for k, c := range e.conds {
+		if c.alert == nil || k.rule != m.Rule || (m.Node != "" && c.alert.Node != m.Node) {
+			continue
+		}
+		muted := e.mutedLocked(c.alert, now)
+		if muted != c.alert.Muted {
+			c.alert.Muted = muted
+			changed = append(changed, *c.alert)
+		}
+	}
+	e.mu.Unlock()
+	for _, a := range changed {
+		e.save(a)
+	}
+}
+
+func eqGPU(a, b *int) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
+
+// mutedLocked says whether a mute covers a; e.mu is held.
+func (e *Evaluator) mutedLocked(a *Alert, now time.Time) bool {
+	for _, m := range e.mutes {
+		if m.Node == a.Node && m.covers(a.Rule, a.GPU, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// Restore takes over the alerts an earlier run left firing (read from the
+// replica): they clear like any other once their condition stops holding,
+// or at the first evaluation when their rule is gone.
+func (e *Evaluator) Restore(active []Alert) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range active {
+		if a.Active() {
+			id := a.Job
+			if r, ok := e.ruleLocked(a.Rule); ok && r.Metric == MetricHealth {
+				id = healthName(a.Value)
+			}
+			e.conds[condKey{a.Rule, e.subjectOf(a)}] = &cond{since: a.FiredAt, alert: &a, identity: id}
+		}
+	}
+}
+
+// subjectOf is the subject an alert was about (see obs.subject).
+func (e *Evaluator) subjectOf(a Alert) string {
+	switch {
+	case a.GPU != nil:
+		return fmt.Sprintf("gpu%d", *a.GPU)
+	case a.Folder != "":
+		return "folder:" + a.Folder
+	case a.Node != e.node:
+		return "peer:" + a.Node
+	}
+	return "host"
+}
+
+// Run evaluates each sample, with in's grants, folders and peers, until
+// ctx is cancelled or samples is closed.
+func (e *Evaluator) Run(ctx context.Context, samples <-chan agent.Sample, in Inputs) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case s, ok := <-samples:
+			if !ok {
+				return nil
+			}
+			rd := ReadingOf(s, in.Grants(), in.Folders())
+			rd.Peers = in.Peers()
+			e.Evaluate(rd)
+		}
+	}
+}
+
+// Evaluate updates every rule's conditions with rd, firing and clearing
+// alerts (saved to the sink, told to the hooks).
+func (e *Evaluator) Evaluate(rd Reading) {
+	now := rd.Time
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var out []Alert
+	e.mu.Lock()
+	seen := map[condKey]bool{}
+	for _, r := range e.rules {
+		if !r.Enabled {
+			continue
+		}
+		for _, o := range observe(r, rd) {
+			k := condKey{r.ID, o.subject}
+			seen[k] = true
+			out = append(out, e.stepLocked(r, k, o, now)...)
+		}
+	}
+	for k, c := range e.conds {
+		if seen[k] {
+			continue
+		}
+		r, ok := e.ruleLocked(k.rule)
+		if !ok || !r.Enabled {
+			r = Rule{ID: k.rule} // gone: clear at once
+		}
+		out = append(out, e.falseLocked(r, k, c, now, !ok || !r.Enabled)...)
+	}
+	e.mu.Unlock()
+	for _, a := range out {
+		e.save(a)
+	}
+}
+
+func (e *Evaluator) ruleLocked(id string) (Rule, bool) {
+	for _, r := range e.rules {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// stepLocked moves one condition with observation o; it returns the alerts
+// fired or cleared.
+func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) []Alert {
+	c := e.conds[k]
+	if c == nil {
+		c = &cond{identity: o.identity}
+		e.conds[k] = c
+	}
+	var out []Alert
+	if c.identity != o.identity { // another job, another health: the old alert ends
+		if c.alert != nil {
+			out = append(out, e.clearLocked(c, now))
+		}
+		c.since, c.falseSince, c.identity = time.Time{}, time.Time{}, o.identity
+	}
+	if !r.holds(o.value) {
+		return append(out, e.falseLocked(r, k, c, now, false)...)
+	}
+	c.falseSince = time.Time{}
+	if c.since.IsZero() {
+		c.since = now
+	}
+	if c.alert != nil {
+		c.alert.Value = extreme(r, c.alert.Value, o.value)
+		return out
+	}
+	if now.Sub(c.since) < r.For() {
+		return out
+	}
+	node := o.node
+	if node == "" {
+		node = e.node
+	}
+	a := &Alert{ID: alertID(r.ID, o.subject, now), Node: node, Rule: r.ID, Severity: severity(r, o), GPU: o.gpu,
+		Folder: o.folder, Job: o.job, Message: describe(r, o, now.Sub(c.since)), Value: o.value, FiredAt: now.UTC()}
+	a.Muted = e.mutedLocked(a, now)
+	c.alert = a
+	return append(out, *a)
+}
+
+// falseLocked records that k's condition does not hold at now: a pending
+// condition starts over at once; a firing alert clears once the condition
+// has been false for the rule's Hold (at once when at is set).
+func (e *Evaluator) falseLocked(r Rule, k condKey, c *cond, now time.Time, at bool) []Alert {
+	if c.falseSince.IsZero() {
+		c.falseSince = now
+	}
+	if !at && c.alert != nil && now.Sub(c.falseSince) < r.Hold() {
+		return nil
+	}
+	delete(e.conds, k)
+	if c.alert == nil {
+		return nil
+	}
+	return []Alert{e.clearLocked(c, now)}
+}
+
+func (e *Evaluator) clearLocked(c *cond, now time.Time) Alert {
+	t := now.UTC()
+	a := *c.alert
+	a.ClearedAt = &t
+	c.alert = nil
+	return a
+}
+
+// extreme keeps the value furthest past r's threshold.
+func extreme(r Rule, a, b float64) float64 {
+	if r.Op == "<" || r.Op == "<=" {
+		return min(a, b)
+	}
+	return max(a, b)
+}
+
+// save records a and tells the hooks unless it is muted.
+func (e *Evaluator) save(a Alert) {
+	if err := e.sink.SaveAlert(a); err != nil {
+		e.log.Error("record alert", "alert", a.ID, "err", err)
+	}
+	if a.Muted {
+		return
+	}
+	for _, h := range e.hooks {
+		h(a)
+	}
+}
+
+// Active returns the alerts firing now.
+func (e *Evaluator) Active() []Alert {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := []Alert{}
+	for _, c := range e.conds {
+		if c.alert != nil {
+			out = append(out, *c.alert)
+		}
+	}
+	return out
+}

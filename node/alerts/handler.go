@@ -1,0 +1,222 @@
+package alerts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Roles a caller holds in the pool (sync/pool's, as strings).
+const (
+	RoleOwner  = "owner"
+	RoleAdmin  = "admin"
+	RoleMember = "member"
+	RoleViewer = "viewer"
+)
+
+// Caller is who asks: the device proven by the transport, its role in the
+// pool, and whether it is this machine's own user.
+type Caller struct {
+	ID    string
+	Role  string // "" = not a member
+	Local bool
+}
+
+// State is what a machine publishes of its alerting: its effective rules,
+// its mutes, and whether a webhook is set (never its URL, a secret of the
+// lab's chat).
+type State struct {
+	Rules   []Rule `json:"rules"`
+	Mutes   []Mute `json:"mutes"`
+	Webhook bool   `json:"webhook"`
+}
+
+// Settings keeps this machine's alerting in its local settings and
+// publishes its State to the pool.
+type Settings interface {
+	SaveRules([]Rule) error
+	SaveMutes([]Mute) error
+	SaveWebhook(url string) error
+	Publish(State) error
+}
+
+// Machine is this machine's alerting as the pool configures it: the
+// evaluator's rules and mutes and the webhook, kept by Settings.
+type Machine struct {
+	Eval     *Evaluator
+	Webhook  *Webhook
+	Settings Settings
+	mu       sync.Mutex // serializes changes (read, merge, save, apply)
+}
+
+// State returns what this machine publishes.
+func (m *Machine) State() State {
+	return State{Rules: m.Eval.Rules(), Mutes: m.Eval.Mutes(time.Now()), Webhook: m.Webhook.URL() != ""}
+}
+
+// SetRule changes rule id as u says (owners, admins and this machine's
+// own user), saves and publishes the rules.
+func (m *Machine) SetRule(c Caller, id string, u RuleUpdate) (Rule, error) {
+	if err := configures(c, "alert rules"); err != nil {
+		return Rule{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rules, r, err := Merge(m.Eval.Rules(), id, u)
+	if err != nil {
+		return Rule{}, &refusal{status: http.StatusBadRequest, code: "invalid", msg: err.Error()}
+	}
+	if err := m.Settings.SaveRules(rules); err != nil {
+		return Rule{}, err
+	}
+	if err := m.Eval.SetRules(rules); err != nil {
+		return Rule{}, err
+	}
+	return r, m.Settings.Publish(m.State())
+}
+
+// SetWebhook sets the URL alerts are posted to (owners, admins and this
+// machine's own user).
+func (m *Machine) SetWebhook(c Caller, url string) error {
+	if err := configures(c, "the alert webhook"); err != nil {
+		return err
+	}
+	if err := CheckWebhookURL(url); err != nil {
+		return &refusal{status: http.StatusBadRequest, code: "invalid", msg: err.Error()}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.Settings.SaveWebhook(url); err != nil {
+		return err
+	}
+	m.Webhook.SetURL(url) // checked above
+	return m.Settings.Publish(m.State())
+}
+
+// Mute adds or ends a mute (anyone of the pool but viewers).
+func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
+	switch {
+	case c.Local:
+	case c.Role == RoleViewer:
+		return Mute{}, forbidden("viewers cannot mute alerts", "this device is a viewer of the pool")
+	case c.Role != RoleOwner && c.Role != RoleAdmin && c.Role != RoleMember:
+		return Mute{}, forbidden("members only", "this device is not a member of the pool")
+	}
+	if !ruleID.MatchString(mu.Rule) {
+		return Mute{}, &refusal{status: http.StatusBadRequest, code: "invalid", msg: fmt.Sprintf("mute: rule %q is not a rule ID", mu.Rule)}
+	}
+	if mu.Node == "" {
+		mu.Node = m.Eval.node
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Eval.Mute(mu)
+	if err := m.Settings.SaveMutes(m.Eval.Mutes(time.Now())); err != nil {
+		return Mute{}, err
+	}
+	return mu, m.Settings.Publish(m.State())
+}
+
+// configures refuses a caller that is neither this machine's user nor an
+// owner or admin of the pool.
+func configures(c Caller, what string) error {
+	if c.Local || c.Role == RoleOwner || c.Role == RoleAdmin {
+		return nil
+	}
+	role := c.Role
+	if role == "" {
+		role = "not a member"
+	}
+	return forbidden("alerts: owners and admins only", "owners and admins set %s; this device is %s", what, role)
+}
+
+// refusal is an error answered with its own status and code.
+type refusal struct {
+	status    int
+	code, msg string
+}
+
+func (r *refusal) Error() string { return r.msg }
+
+func forbidden(rule, format string, a ...any) error {
+	return &refusal{status: http.StatusForbidden, code: "forbidden", msg: rule + ": " + fmt.Sprintf(format, a...)}
+}
+
+// Handler serves m to the pool: GET /v1/alerts/rules, PUT
+// /v1/alerts/rules/{id} (RuleUpdate), POST /v1/alerts/mute (Mute), PUT
+// /v1/alerts/webhook ({"url": ...}); caller names who asks.
+func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/alerts/rules", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, m.Eval.Rules(), nil)
+	})
+	mux.HandleFunc("GET /v1/alerts/state", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, m.State(), nil)
+	})
+	mux.HandleFunc("PUT /v1/alerts/rules/{id}", func(w http.ResponseWriter, r *http.Request) {
+		var u RuleUpdate
+		if err := decode(r.Body, &u); err != nil {
+			reply(w, nil, err)
+			return
+		}
+		rule, err := m.SetRule(caller(r), r.PathValue("id"), u)
+		reply(w, rule, err)
+	})
+	mux.HandleFunc("POST /v1/alerts/mute", func(w http.ResponseWriter, r *http.Request) {
+		var mu Mute
+		if err := decode(r.Body, &mu); err != nil {
+			reply(w, nil, err)
+			return
+		}
+		out, err := m.Mute(caller(r), mu)
+		reply(w, out, err)
+	})
+	mux.HandleFunc("PUT /v1/alerts/webhook", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			URL string `json:"url"`
+		}
+		if err := decode(r.Body, &req); err != nil {
+			reply(w, nil, err)
+			return
+		}
+		err := m.SetWebhook(caller(r), req.URL)
+		if err == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		reply(w, nil, err)
+	})
+	return mux
+}
+
+// decode reads a JSON body of at most 64 KiB (network input).
+func decode(body io.Reader, v any) error {
+	dec := json.NewDecoder(io.LimitReader(body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &refusal{status: http.StatusBadRequest, code: "invalid", msg: "decode the request: " + err.Error()}
+	}
+	return nil
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	if err != nil {
+		status, code := http.StatusInternalServerError, "internal"
+		var r *refusal
+		if errors.As(err, &r) {
+			status, code = r.status, r.code
+		}
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}{code, err.Error()})
+		return
+	}
+	json.NewEncoder(w).Encode(v)
+}

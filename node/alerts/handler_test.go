@@ -1,0 +1,136 @@
+package alerts
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeSettings records what the machine saved and published.
+type fakeSettings struct {
+	mu        sync.Mutex
+	rules     []Rule
+	mutes     []Mute
+	webhook   string
+	published []State
+}
+
+func (f *fakeSettings) SaveRules(r []Rule) error { f.mu.Lock(); f.rules = r; f.mu.Unlock(); return nil }
+func (f *fakeSettings) SaveMutes(m []Mute) error { f.mu.Lock(); f.mutes = m; f.mu.Unlock(); return nil }
+func (f *fakeSettings) SaveWebhook(u string) error {
+	f.mu.Lock()
+	f.webhook = u
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeSettings) Publish(s State) error {
+	f.mu.Lock()
+	f.published = append(f.published, s)
+	f.mu.Unlock()
+	return nil
+}
+
+func newMachine() (*Machine, *fakeSettings) {
+	st := &fakeSettings{}
+	wh := NewWebhook("gpu1", nil, discard())
+	return &Machine{Eval: NewEvaluator(selfID, &fakeSink{}, discard(), wh.Send), Webhook: wh, Settings: st}, st
+}
+
+// call sends one request to h as a caller of role.
+func call(t *testing.T, m *Machine, role, method, path, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	h := Handler(m, func(*http.Request) Caller { return Caller{ID: "PEER-" + role, Role: role} })
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	return rec
+}
+
+func errorOf(t *testing.T, rec *httptest.ResponseRecorder) (code, msg string) {
+	var e struct{ Code, Message string }
+	json.Unmarshal(rec.Body.Bytes(), &e)
+	return e.Code, e.Message
+}
+
+func TestRulesByRole(t *testing.T) {
+	for _, role := range []string{RoleMember, RoleViewer, ""} {
+		m, st := newMachine()
+		rec := call(t, m, role, "PUT", "/v1/alerts/rules/gpu-temp", `{"threshold": 95}`)
+		code, msg := errorOf(t, rec)
+		if rec.Code != http.StatusForbidden || code != "forbidden" || !strings.Contains(msg, "alerts: owners and admins only") {
+			t.Errorf("%q sets a rule: %d %s %q; want 403 naming the rule", role, rec.Code, code, msg)
+		}
+		if st.rules != nil || m.Eval.Rules()[0].Threshold != 85 {
+			t.Errorf("%q changed the rules", role)
+		}
+	}
+	for _, role := range []string{RoleOwner, RoleAdmin} {
+		m, st := newMachine()
+		rec := call(t, m, role, "PUT", "/v1/alerts/rules/gpu-temp", `{"threshold": 95, "for_seconds": 30}`)
+		var r Rule
+		json.Unmarshal(rec.Body.Bytes(), &r)
+		if rec.Code != http.StatusOK || r.Threshold != 95 || r.ForSeconds != 30 {
+			t.Fatalf("%s sets a rule: %d %s", role, rec.Code, rec.Body)
+		}
+		if len(st.rules) != len(DefaultRules()) || st.rules[0].Threshold != 95 || len(st.published) != 1 || st.published[0].Rules[0].Threshold != 95 {
+			t.Errorf("%s's rule was not saved and published: %+v", role, st)
+		}
+	}
+	m, _ := newMachine()
+	if rec := call(t, m, RoleAdmin, "PUT", "/v1/alerts/rules/gpu-temp", `{"op": "~"}`); rec.Code != http.StatusBadRequest {
+		t.Errorf("a bad op: %d %s; want 400", rec.Code, rec.Body)
+	}
+	if rec := call(t, m, RoleAdmin, "PUT", "/v1/alerts/rules/gpu-temp", `{"threshold": 1, "privileged": true}`); rec.Code != http.StatusBadRequest {
+		t.Errorf("an unknown field: %d %s; want 400", rec.Code, rec.Body)
+	}
+	if rec := call(t, m, RoleViewer, "GET", "/v1/alerts/rules", ""); rec.Code != http.StatusOK {
+		t.Errorf("a viewer reads the rules: %d", rec.Code)
+	}
+}
+
+func TestWebhookByRoleAndScheme(t *testing.T) {
+	m, st := newMachine()
+	rec := call(t, m, RoleMember, "PUT", "/v1/alerts/webhook", `{"url": "https://chat.example.org/h"}`)
+	if code, msg := errorOf(t, rec); rec.Code != http.StatusForbidden || !strings.Contains(msg, "alerts: owners and admins only") {
+		t.Errorf("a member sets the webhook: %d %s %q", rec.Code, code, msg)
+	}
+	for _, u := range []string{"file:/etc/shadow", "file:///etc/shadow", "gopher://x", "unix:/run/x.sock"} {
+		rec := call(t, m, RoleOwner, "PUT", "/v1/alerts/webhook", `{"url": "`+u+`"}`)
+		if _, msg := errorOf(t, rec); rec.Code != http.StatusBadRequest || !strings.Contains(msg, "only http and https") {
+			t.Errorf("owner sets webhook %s: %d %q; want 400 saying http and https only", u, rec.Code, msg)
+		}
+	}
+	if st.webhook != "" || m.Webhook.URL() != "" {
+		t.Fatalf("a refused webhook was kept: %q", m.Webhook.URL())
+	}
+	rec = call(t, m, RoleAdmin, "PUT", "/v1/alerts/webhook", `{"url": "https://chat.example.org/h"}`)
+	if rec.Code != http.StatusNoContent || st.webhook != "https://chat.example.org/h" || m.Webhook.URL() != st.webhook {
+		t.Fatalf("admin sets the webhook: %d %s; kept %q", rec.Code, rec.Body, st.webhook)
+	}
+	if p := st.published[len(st.published)-1]; !p.Webhook {
+		t.Errorf("published state does not say a webhook is set")
+	}
+	if b, _ := json.Marshal(st.published); strings.Contains(string(b), "chat.example.org") {
+		t.Errorf("the published state holds the webhook's URL: %s", b)
+	}
+}
+
+func TestMuteByRole(t *testing.T) {
+	m, st := newMachine()
+	rec := call(t, m, RoleViewer, "POST", "/v1/alerts/mute", `{"rule": "gpu-temp", "until": "2999-01-01T00:00:00Z"}`)
+	if _, msg := errorOf(t, rec); rec.Code != http.StatusForbidden || !strings.Contains(msg, "viewers cannot mute alerts") {
+		t.Errorf("a viewer mutes: %d %q", rec.Code, msg)
+	}
+	rec = call(t, m, RoleMember, "POST", "/v1/alerts/mute", `{"rule": "gpu-temp", "until": "2999-01-01T00:00:00Z"}`)
+	var mu Mute
+	json.Unmarshal(rec.Body.Bytes(), &mu)
+	if rec.Code != http.StatusOK || mu.Node != selfID || len(st.mutes) != 1 {
+		t.Fatalf("a member mutes: %d %s; saved %+v", rec.Code, rec.Body, st.mutes)
+	}
+	rec = call(t, m, RoleMember, "POST", "/v1/alerts/mute", `{"rule": "gpu-temp"}`)
+	if rec.Code != http.StatusOK || len(st.mutes) != 0 {
+		t.Fatalf("unmute: %d %s; saved %+v", rec.Code, rec.Body, st.mutes)
+	}
+}

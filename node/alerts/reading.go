@@ -1,0 +1,143 @@
+package alerts
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/host"
+)
+
+// Reading is what one evaluation looks at: one sample of this machine with
+// its grants and shared folders, and the liveness of the pool's machines.
+type Reading struct {
+	Time       time.Time
+	GPUs       []GPUReading
+	Folders    []FolderReading
+	CPUPercent float64
+	MemPercent float64
+	Peers      []PeerReading // for MetricOffline; empty on a machine that observes none
+}
+
+// GPUReading is one GPU of a sample.
+type GPUReading struct {
+	Index          int
+	UUID           string
+	TempC          float64
+	UtilPercent    float64
+	MemUsedPercent float64
+	PowerW         float64
+	Health         string   // "ok" | "warning" | "quarantined" | "lost"; "" = unknown (ok)
+	HealthReason   string   // why, when not ok
+	Throttle       []string // active throttle reasons, e.g. "hw_thermal_slowdown"
+	Job            string   // the job the ledger granted it to, "" when free
+}
+
+// FolderReading is the disk of one shared folder.
+type FolderReading struct {
+	Name        string
+	UsedPercent float64
+}
+
+// PeerReading is one other machine of the pool, as this one sees it.
+type PeerReading struct {
+	Node    string // device ID
+	Name    string
+	Offline bool // no live session now
+}
+
+// Folder is one shared folder of this machine.
+type Folder struct {
+	Name, Path string
+}
+
+// Inputs give the evaluator what a sample does not hold; each call must
+// return quickly (the daemon answers from memory).
+type Inputs interface {
+	Grants() map[string]string // GPU UUID -> job ID
+	Folders() []Folder
+	Peers() []PeerReading
+}
+
+// healthLevel is MetricHealth's value of a GPU's health.
+func healthLevel(h string) float64 {
+	switch h {
+	case "warning":
+		return 1
+	case "quarantined":
+		return 2
+	case "lost":
+		return 3
+	}
+	return 0
+}
+
+// gpuHealth is the part of a GPU's sample that node/gpu reports about its
+// health (read by name: the fields are the wire's).
+type gpuHealth struct {
+	Health       string   `json:"health"`
+	HealthReason string   `json:"health_reason"`
+	Throttle     []string `json:"throttle"`
+	Job          string   `json:"job"`
+}
+
+// ReadingOf builds the Reading of sample s with this machine's grants and
+// shared folders.
+func ReadingOf(s agent.Sample, grants map[string]string, folders []Folder) Reading {
+	r := Reading{Time: s.Time, CPUPercent: s.Host.CPUPercent}
+	if s.Host.MemTotalBytes > 0 {
+		r.MemPercent = 100 * float64(s.Host.MemUsedBytes) / float64(s.Host.MemTotalBytes)
+	}
+	var health []gpuHealth
+	if b, err := json.Marshal(s.GPUs); err == nil {
+		json.Unmarshal(b, &health) // the same slice: it cannot fail
+	}
+	for i, g := range s.GPUs {
+		gr := GPUReading{Index: g.Index, UUID: g.UUID, TempC: g.TempC, UtilPercent: g.UtilPercent, PowerW: g.PowerW,
+			Job: grants[g.UUID]}
+		if g.MemTotalBytes > 0 {
+			gr.MemUsedPercent = 100 * float64(g.MemUsedBytes) / float64(g.MemTotalBytes)
+		}
+		if i < len(health) {
+			h := health[i]
+			gr.Health, gr.HealthReason, gr.Throttle = h.Health, h.HealthReason, h.Throttle
+			if gr.Job == "" {
+				gr.Job = h.Job
+			}
+		}
+		r.GPUs = append(r.GPUs, gr)
+	}
+	for _, f := range folders {
+		if d, ok := diskOf(s.Host.Disks, f.Path); ok && d.TotalBytes > 0 {
+			r.Folders = append(r.Folders, FolderReading{Name: f.Name, UsedPercent: 100 * float64(d.UsedBytes) / float64(d.TotalBytes)})
+		}
+	}
+	return r
+}
+
+// diskOf is the disk holding path: the one mounted deepest above it.
+func diskOf(disks []host.Disk, path string) (host.Disk, bool) {
+	path = filepath.Clean(path)
+	best, found := host.Disk{}, false
+	for _, d := range disks {
+		m := filepath.Clean(d.Mount)
+		under := path == m || m == "/" || strings.HasPrefix(path, m+"/")
+		if under && (!found || len(m) > len(filepath.Clean(best.Mount))) {
+			best, found = d, true
+		}
+	}
+	return best, found
+}
+
+// throttling counts the thermal and power throttle reasons of g.
+func throttling(g GPUReading) (n float64, which []string) {
+	for _, t := range g.Throttle {
+		if strings.Contains(t, "thermal") || strings.Contains(t, "power") {
+			n++
+			which = append(which, t)
+		}
+	}
+	return n, which
+}

@@ -1,0 +1,128 @@
+package alerts
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestCheckWebhookURL(t *testing.T) {
+	tests := []struct {
+		url string
+		ok  bool
+	}{
+		{"", true},
+		{"https://chat.example.org/hooks/abc", true},
+		{"http://10.0.0.5:8065/hooks/x", true},
+		{"file:///etc/passwd", false},
+		{"file:/etc/passwd", false},
+		{"ftp://example.org/x", false},
+		{"gopher://example.org", false},
+		{"unix:///run/docker.sock", false},
+		{"javascript:alert(1)", false},
+		{"/hooks/relative", false},
+		{"https:///nohost", false},
+		{"https:opaque", false},
+	}
+	for _, tt := range tests {
+		err := CheckWebhookURL(tt.url)
+		if (err == nil) != tt.ok {
+			t.Errorf("CheckWebhookURL(%q) = %v; want ok %v", tt.url, err, tt.ok)
+		}
+	}
+}
+
+func TestWebhookPosts(t *testing.T) {
+	var mu sync.Mutex
+	var got []WebhookPayload
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p WebhookPayload
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("webhook got %s with %q", r.Method, r.Header.Get("Content-Type"))
+		}
+		if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+			t.Errorf("decode payload: %v", err)
+		}
+		mu.Lock()
+		got = append(got, p)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	w := NewWebhook("gpu1", srv.Client(), discard())
+	if err := w.SetURL(srv.URL + "/hook"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	zero := 0
+	now := time.Now()
+	a := Alert{ID: "gpu-temp.gpu0.1", Node: selfID, Rule: RuleGPUTemp, Severity: Critical, GPU: &zero, Message: "GPU 0 at 90 °C", FiredAt: now}
+	w.Send(a)
+	a.ClearedAt = &now
+	w.Send(a)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("webhook got %d posts, want 2", len(got))
+	}
+	if got[0].State != "firing" || got[0].Alert.ID != a.ID || got[0].NodeName != "gpu1" || got[0].Text != "[critical] gpu-temp on gpu1: GPU 0 at 90 °C" {
+		t.Errorf("firing payload = %+v", got[0])
+	}
+	if got[1].State != "cleared" || got[1].Alert.ClearedAt == nil {
+		t.Errorf("clearing payload = %+v", got[1])
+	}
+}
+
+// A webhook that never answers neither blocks Send (the evaluator) nor
+// outlives its timeout.
+func TestWebhookNeverBlocks(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	w := NewWebhook("gpu1", srv.Client(), discard())
+	w.timeout = 100 * time.Millisecond
+	w.SetURL(srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	start := time.Now()
+	for i := range 1000 {
+		w.Send(Alert{ID: "a" + string(rune('0'+i%10))})
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("1000 Sends to a stuck webhook took %v", d)
+	}
+	cancel()
+	<-done
+}
+
+func TestWebhookWithoutURLDropsQuietly(t *testing.T) {
+	w := NewWebhook("gpu1", nil, discard())
+	w.Send(Alert{ID: "x"})
+	if len(w.queue) != 0 {
+		t.Errorf("an alert was queued with no webhook set")
+	}
+}
