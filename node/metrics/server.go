@@ -1,0 +1,105 @@
+package metrics
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labpool/labpool/node/agent"
+)
+
+// ContentType is the media type of the text exposition format.
+const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Path is where the metrics are served, as dcgm-exporter serves them.
+const Path = "/metrics"
+
+// Source gives the latest sample of this machine; *agent.Telemetry is one.
+type Source interface {
+	Latest() (agent.Sample, bool)
+}
+
+var _ Source = (*agent.Telemetry)(nil)
+
+// Config configures a Server.
+type Config struct {
+	Addr        string // HOST:PORT to listen on, e.g. "127.0.0.1:9400"
+	AllowRemote bool   // allow a non-loopback Addr (see CheckAddr)
+	Hostname    string // the Hostname label
+}
+
+// Server serves the latest sample of a Source at Path.
+type Server struct {
+	cfg   Config
+	src   Source
+	owner func(job string) string
+	log   *slog.Logger
+}
+
+// New returns a server of src's samples; owner (may be nil) names the owner
+// of a job of this machine. It refuses an address CheckAddr refuses.
+func New(cfg Config, src Source, owner func(job string) string, log *slog.Logger) (*Server, error) {
+	if err := CheckAddr(cfg.Addr, cfg.AllowRemote); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{cfg: cfg, src: src, owner: owner, log: log}, nil
+}
+
+// ServeHTTP answers GET Path with the latest sample's metrics (none before
+// the first sample).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != Path {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	snap := Snapshot{Hostname: s.cfg.Hostname, Owner: s.owner}
+	if sm, ok := s.src.Latest(); ok {
+		snap.GPUs = sm.GPUs
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, snap); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", ContentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
+}
+
+// Run listens on Config.Addr and serves until ctx is cancelled.
+func (s *Server) Run(ctx context.Context) error {
+	l, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen for metrics on %s: %w", s.cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	s.log.Info("serving Prometheus metrics", "addr", l.Addr().String(), "path", Path)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve metrics: %w", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		srv.Close()
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve metrics: %w", err)
+		}
+		return nil
+	}
+}
