@@ -58,14 +58,15 @@ test('chartData: an empty Series', () => {
 
 test('zoomWindow', () => {
   const now = 1_000_000
-  assert.deepEqual(zoomWindow(now - 3600, now - 1800, now), { since: 3600, until: now - 1800 })
+  assert.deepEqual(zoomWindow(now - 3600, now - 1800, now), { since: 1800, until: now - 1800 })
+  assert.deepEqual(zoomWindow(now - 3600.5, now - 1800.5, now), { since: 1800, until: now - 1800 })
   assert.deepEqual(zoomWindow(now - 600, now + 5, now), { since: 600, until: 0 })
   // Too narrow: widened to a minute around its middle.
-  assert.deepEqual(zoomWindow(now - 110, now - 100, now), { since: 135, until: now - 75 })
+  assert.deepEqual(zoomWindow(now - 110, now - 100, now), { since: 60, until: now - 75 })
   assert.equal(zoomWindow(5, 5, now), null)
   assert.equal(zoomWindow(NaN, 5, now), null)
   assert.deepEqual(windowRange({ since: 600, until: 0 }, now), [now - 600, now])
-  assert.deepEqual(windowRange({ since: 600, until: now - 60 }, now), [now - 600, now - 60])
+  assert.deepEqual(windowRange({ since: 540, until: now - 60 }, now), [now - 600, now - 60])
 })
 
 test('stack', () => {

@@ -43,7 +43,8 @@ export type ValueKind = 'percent' | 'bytes' | 'rate' | 'celsius' | 'watts' | 'mh
 export interface ChartSpec {
   title: string
   kind: ValueKind
-  metrics: { name: string; label: string }[]
+  /** Each metric's colour: a CSS variable of app.css (--c-gpu). */
+  metrics: { name: string; label: string; color: string }[]
   /** Fixed y range (percent charts); otherwise from the data, from 0. */
   max?: number
 }
@@ -54,35 +55,35 @@ export const gpuCharts: ChartSpec[] = [
     kind: 'percent',
     max: 100,
     metrics: [
-      { name: 'util_percent', label: 'GPU' },
-      { name: 'mem_util_percent', label: 'memory bus' },
+      { name: 'util_percent', label: 'GPU', color: '--c-gpu' },
+      { name: 'mem_util_percent', label: 'memory bus', color: '--c-vram' },
     ],
   },
-  { title: 'Memory used', kind: 'bytes', metrics: [{ name: 'mem_used_bytes', label: 'used' }] },
-  { title: 'Temperature', kind: 'celsius', metrics: [{ name: 'temp_c', label: 'temperature' }] },
-  { title: 'Power', kind: 'watts', metrics: [{ name: 'power_w', label: 'power' }] },
+  { title: 'Memory used', kind: 'bytes', metrics: [{ name: 'mem_used_bytes', label: 'used', color: '--c-vram' }] },
+  { title: 'Temperature', kind: 'celsius', metrics: [{ name: 'temp_c', label: 'temperature', color: '--c-warn' }] },
+  { title: 'Power', kind: 'watts', metrics: [{ name: 'power_w', label: 'power', color: '--c-hot' }] },
   {
     title: 'Clocks',
     kind: 'mhz',
     metrics: [
-      { name: 'sm_clock_mhz', label: 'SM' },
-      { name: 'mem_clock_mhz', label: 'memory' },
+      { name: 'sm_clock_mhz', label: 'SM', color: '--c-cpu' },
+      { name: 'mem_clock_mhz', label: 'memory', color: '--c-mem' },
     ],
   },
 ]
 
 export const hostCharts: ChartSpec[] = [
-  { title: 'CPU', kind: 'percent', max: 100, metrics: [{ name: 'cpu_percent', label: 'CPU' }] },
-  { title: 'Memory used', kind: 'bytes', metrics: [{ name: 'mem_used_bytes', label: 'used' }] },
+  { title: 'CPU', kind: 'percent', max: 100, metrics: [{ name: 'cpu_percent', label: 'CPU', color: '--c-cpu' }] },
+  { title: 'Memory used', kind: 'bytes', metrics: [{ name: 'mem_used_bytes', label: 'used', color: '--c-mem' }] },
   {
     title: 'Network',
     kind: 'rate',
     metrics: [
-      { name: 'net_rx_bps', label: 'receive' },
-      { name: 'net_tx_bps', label: 'transmit' },
+      { name: 'net_rx_bps', label: 'receive', color: '--c-cpu' },
+      { name: 'net_tx_bps', label: 'transmit', color: '--c-gpu' },
     ],
   },
-  { title: 'Disk used', kind: 'percent', max: 100, metrics: [{ name: 'disk_used_percent', label: 'fullest disk' }] },
+  { title: 'Disk used', kind: 'percent', max: 100, metrics: [{ name: 'disk_used_percent', label: 'fullest disk', color: '--c-warn' }] },
 ]
 
 /** Formats a value of a chart; "—" for a missing one. */
@@ -187,7 +188,7 @@ function withBreaks(vals: readonly number[], n: number, breaks: readonly number[
   return out
 }
 
-/** A window of history to fetch: seconds back from now, and its end (unix s, 0 = now). */
+/** A window of history to fetch: the since seconds that end at until (unix s; 0 = now). */
 export interface Window {
   since: number
   until: number
@@ -198,9 +199,9 @@ export const minZoomSeconds = 60
 
 /**
  * Turns a dragged selection [left, right] (unix seconds) into the window to
- * fetch, measured from now (unix seconds). A selection narrower than
- * minZoomSeconds is widened around its middle; one ending in the future
- * ends now (until 0). Returns null for an empty selection.
+ * fetch. A selection narrower than minZoomSeconds is widened around its
+ * middle; one that reaches now (unix seconds) ends now (until 0), so it
+ * keeps following the live end. Returns null for an empty selection.
  */
 export function zoomWindow(left: number, right: number, now: number): Window | null {
   if (!Number.isFinite(left) || !Number.isFinite(right) || right <= left) return null
@@ -209,20 +210,21 @@ export function zoomWindow(left: number, right: number, now: number): Window | n
     left = mid - minZoomSeconds / 2
     right = mid + minZoomSeconds / 2
   }
-  const until = right >= now ? 0 : Math.floor(right)
-  return { since: Math.max(1, Math.ceil(now - left)), until }
+  if (right >= now) return { since: Math.max(1, Math.ceil(now - left)), until: 0 }
+  return { since: Math.ceil(right - left), until: Math.ceil(right) }
 }
 
 /** The x range [start, end] (unix s) a window covers at now. */
 export function windowRange(w: Window, now: number): [number, number] {
-  return [now - w.since, w.until > 0 ? w.until : now]
+  const end = w.until > 0 ? w.until : now
+  return [end - w.since, end]
 }
 
 /** Readable name of a tier: what one point of the chart stands for. */
-export function tierLabel(tier: string, step: number): string {
+export function tierLabel(tier: string, step: number, how = 'line mean, band min–max'): string {
   if (step <= 1) return 'each point one sample'
   const span = step % 3600 === 0 ? `${step / 3600} h` : step % 60 === 0 ? `${step / 60} min` : `${step} s`
-  return `each point ${span} (${tier} tier): line mean, band min–max`
+  return `each point ${span} (${tier} tier)${how ? `: ${how}` : ''}`
 }
 
 /**

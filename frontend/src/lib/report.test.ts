@@ -42,11 +42,12 @@ test('reportCSV', () => {
 })
 
 test('barWidths and formatHours', () => {
-  assert.deepEqual(barWidths([row('a', 'a', 10, 5, 2, 0), row('b', 'b', 5, 5, 0, 0)]), [
-    { used: 50, idle: 20 },
-    { used: 50, idle: 0 },
+  assert.deepEqual(barWidths([row('a', 'a', 10, 5, 2, 0), row('b', 'b', 5, 5, 0, 0), row('c', 'c', 2, 1, 4, 0)]), [
+    { granted: 100, used: 50, idle: 20 },
+    { granted: 50, used: 50, idle: 0 },
+    { granted: 20, used: 10, idle: 10 },
   ])
-  assert.deepEqual(barWidths([row('a', 'a', 0, 0, 0, 0)]), [{ used: 0, idle: 0 }])
+  assert.deepEqual(barWidths([row('a', 'a', 0, 0, 0, 0)]), [{ granted: 0, used: 0, idle: 0 }])
   assert.equal(formatHours(0), '0')
   assert.equal(formatHours(1.234), '1.23')
   assert.equal(formatHours(42.25), '42.3')

@@ -72,14 +72,21 @@ export function reportFileName(r: Pick<ReportLike, 'by' | 'since' | 'until'>): s
   return `labpool-report-${r.by || 'all'}-${day(r.since)}-${day(r.until)}.csv`
 }
 
-/** Bar widths in percent of the largest granted figure: used and idle-granted of each row. */
-export function barWidths(rows: readonly ReportRowLike[]): { used: number; idle: number }[] {
+/**
+ * Bar lengths in percent of the largest granted figure: the granted bar of
+ * each row, and within it the used and the idle-while-granted parts (cut to
+ * fit the granted bar).
+ */
+export function barWidths(rows: readonly ReportRowLike[]): { granted: number; used: number; idle: number }[] {
   const top = Math.max(0, ...rows.map((r) => r.gpu_hours_granted))
-  if (top <= 0) return rows.map(() => ({ used: 0, idle: 0 }))
-  return rows.map((r) => ({
-    used: (Math.max(0, r.gpu_hours_used) / top) * 100,
-    idle: (Math.max(0, r.idle_granted_hours) / top) * 100,
-  }))
+  if (top <= 0) return rows.map(() => ({ granted: 0, used: 0, idle: 0 }))
+  const pct = (h: number) => (Math.max(0, h) / top) * 100
+  return rows.map((r) => {
+    const granted = pct(r.gpu_hours_granted)
+    const used = Math.min(pct(r.gpu_hours_used), granted)
+    const idle = Math.min(pct(r.idle_granted_hours), granted - used)
+    return { granted, used, idle }
+  })
 }
 
 /** Hours as the table shows them. */

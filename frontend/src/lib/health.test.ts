@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { gpuHealth, gpuProcesses, healthBadge, processCount } from './health.ts'
+
+test('gpuHealth reads the sample fields, and nothing from an older daemon', () => {
+  assert.deepEqual(gpuHealth({ health: 'quarantined', health_reason: 'XID 79', throttle: ['sw_power_cap', 3], job: 'j1' }), {
+    state: 'quarantined',
+    reason: 'XID 79',
+    throttle: ['sw_power_cap'],
+    job: 'j1',
+  })
+  assert.deepEqual(gpuHealth({ processes: 2 }), { state: '', reason: '', throttle: [], job: '' })
+})
+
+test('gpuProcesses', () => {
+  const g = {
+    processes: [
+      { pid: 7, mem_bytes: 100, job: '', owner: '' },
+      { pid: 3, mem_bytes: 900, job: 'j1', owner: 'alice' },
+      null,
+    ],
+  }
+  assert.deepEqual(gpuProcesses(g), [
+    { pid: 3, memBytes: 900, job: 'j1', owner: 'alice', outside: false },
+    { pid: 7, memBytes: 100, job: '', owner: '', outside: true },
+  ])
+  assert.deepEqual(gpuProcesses({ processes: 4 }), [])
+  assert.equal(processCount({ processes: 4 }), 4)
+  assert.equal(processCount(g), 3)
+  assert.equal(healthBadge('lost')?.cls, 'failed')
+  assert.equal(healthBadge(''), null)
+})

@@ -1,0 +1,65 @@
+// What a GPU's sample says of its health and processes, read defensively:
+// a daemon older than the health fields sends none (health then reads "").
+
+/** A GPU's health as the card and the machine view show it. */
+export interface Health {
+  /** "ok", "warning", "quarantined", "lost", or "" when not reported. */
+  state: string
+  reason: string
+  throttle: string[]
+  /** The labpool job holding the GPU, "" when free. */
+  job: string
+}
+
+/** One process on a GPU. */
+export interface Proc {
+  pid: number
+  memBytes: number
+  job: string
+  owner: string
+  /** Not in a labpool container: it keeps the GPU busy all the same. */
+  outside: boolean
+}
+
+type Loose = Record<string, unknown>
+
+const str = (v: unknown) => (typeof v === 'string' ? v : '')
+const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0)
+
+export function gpuHealth(g: object): Health {
+  const o = g as Loose
+  const throttle = Array.isArray(o.throttle) ? o.throttle.filter((t): t is string => typeof t === 'string') : []
+  return { state: str(o.health), reason: str(o.health_reason), throttle, job: str(o.job) }
+}
+
+/** The GPU's processes, biggest memory first; [] when only a count is known. */
+export function gpuProcesses(g: object): Proc[] {
+  const list = (g as Loose).processes
+  if (!Array.isArray(list)) return []
+  return list
+    .filter((p): p is Loose => !!p && typeof p === 'object')
+    .map((p) => ({ pid: num(p.pid), memBytes: num(p.mem_bytes), job: str(p.job), owner: str(p.owner), outside: !str(p.job) }))
+    .sort((a, b) => b.memBytes - a.memBytes || a.pid - b.pid)
+}
+
+/** The number of processes, from a list or a count. */
+export function processCount(g: object): number {
+  const p = (g as Loose).processes
+  return Array.isArray(p) ? p.length : num(p)
+}
+
+/** How the card shows a health state: its badge class and words. */
+export function healthBadge(state: string): { cls: string; text: string } | null {
+  switch (state) {
+    case 'warning':
+      return { cls: 'stale', text: 'warning' }
+    case 'quarantined':
+      return { cls: 'failed', text: 'quarantined' }
+    case 'lost':
+      return { cls: 'failed', text: 'lost' }
+    case 'ok':
+      return { cls: 'online', text: 'ok' }
+    default:
+      return null
+  }
+}
