@@ -251,6 +251,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	p.setOnline(f, true)
 	p.pinSession(f)
 	dec := NewDecoder(resp.Body)
+	skipped := false // history was paused by a full disk during this session
 	for {
 		fr, err := dec.Next()
 		if err != nil {
@@ -260,8 +261,20 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		if err := p.apply(ctx, f, fr); err != nil {
 			return err
 		}
+		// Put skipped the peer's history while the disk was full and kept
+		// its cursor below it: once history resumes, a new session fetches
+		// it again from there.
+		if p.db.HistoryPaused() {
+			skipped = true
+		} else if skipped {
+			return errResync
+		}
 	}
 }
+
+// errResync ends a session so that the next one fetches what a full disk
+// made Put skip.
+var errResync = errors.New("history resumed: fetching again what the full disk skipped")
 
 // apply stores a frame; records must be the peer's own. Membership
 // records go to OnPool, which checks each one.

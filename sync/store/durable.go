@@ -246,3 +246,50 @@ func writeZeros(f *os.File, size int64) error {
 	}
 	return nil
 }
+
+// ErrCorrupt means SQLite's integrity check found the file damaged.
+var ErrCorrupt = errors.New("replica file is damaged")
+
+// Check runs SQLite's integrity_check over the whole file: nil when it
+// answers "ok", else ErrCorrupt with what it found.
+func (db *DB) Check(ctx context.Context) error {
+	found, err := integrityCheck(ctx, db.r)
+	if isCorrupt(err) {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if err != nil {
+		return fmt.Errorf("check replica: %w", err)
+	}
+	if len(found) == 1 && found[0] == "ok" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrCorrupt, strings.Join(found[:min(len(found), 10)], "; "))
+}
+
+// integrityCheck returns the lines of PRAGMA integrity_check.
+func integrityCheck(ctx context.Context, db *sql.DB) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		found = append(found, s)
+	}
+	return found, rows.Err()
+}
+
+// isCorrupt reports whether err is SQLite's SQLITE_CORRUPT or SQLITE_NOTADB.
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	c := se.Code() & 0xff
+	return c == sqlite3.SQLITE_CORRUPT || c == sqlite3.SQLITE_NOTADB
+}

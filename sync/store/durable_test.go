@@ -229,3 +229,47 @@ func diskFull(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestCheckFindsDamage breaks a page of an index on purpose and wants Check
+// to say so; a sound file passes.
+func TestCheckFindsDamage(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "r.db")
+	db, err := OpenWith(path, Options{ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if _, err := db.Append(ctx, "A", "job", fmt.Sprint(i), t0(), []byte(`{"pad":"`+strings.Repeat("y", 200)+`"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Check(ctx); err != nil {
+		t.Fatalf("Check(sound file) = %v", err)
+	}
+	var root int
+	if err := db.r.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 'records_origin_seq'`).Scan(&root); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Scribble over the index's root page (pages are 4 KiB).
+	if _, err := f.WriteAt([]byte(strings.Repeat("\xff", 4096)), int64(root-1)*4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	db, err = OpenWith(path, Options{ReserveBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Check(ctx); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Check(damaged index) = %v; want ErrCorrupt", err)
+	}
+}
