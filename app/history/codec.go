@@ -41,6 +41,9 @@ var errCodec = errors.New("malformed history record")
 
 // Encode returns the record data of p.
 func Encode(p Point) []byte {
+	if len(p.GPUs) > 255 {
+		p.GPUs = p.GPUs[:255] // no machine has more; the count is a byte
+	}
 	single := p.N == 1
 	k := 3
 	if single {

@@ -1,0 +1,138 @@
+package history
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func testPoint(n int) Point {
+	p := Point{Time: at(12, 15, 0), N: n}
+	for i := range p.Host {
+		p.Host[i] = Agg{float64(i), float64(i) + 0.5, float64(i) + 1}
+	}
+	for j := range 3 {
+		g := GPUPoint{Index: j * 2, N: n, Busy: 0.25, IdleGranted: 0.5}
+		for k := range g.M {
+			g.M[k] = Agg{float64(k), float64(k) + 1.25, float64(k*1000) + 2}
+		}
+		g.M[gpuMemUsed] = Agg{1 << 30, 40 << 30, 80 << 30}
+		p.GPUs = append(p.GPUs, g)
+	}
+	if n == 1 {
+		for i := range p.Host {
+			p.Host[i] = one(p.Host[i].Mean)
+		}
+		for j := range p.GPUs {
+			g := &p.GPUs[j]
+			for k := range g.M {
+				g.M[k] = one(g.M[k].Mean)
+			}
+			g.Busy, g.IdleGranted = float64(j%2), 0
+		}
+	}
+	return p
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	approx := cmpopts.EquateApprox(1e-6, 0)
+	for _, n := range []int{1, 900} {
+		p := testPoint(n)
+		data := Encode(p)
+		if !json.Valid(data) {
+			t.Fatalf("N=%d: record data is not JSON: %s", n, data)
+		}
+		got, err := DecodePoint(KindSample15m, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(p, got, approx); diff != "" {
+			t.Errorf("N=%d round trip (-want +got):\n%s", n, diff)
+		}
+	}
+}
+
+func TestCodecSizes(t *testing.T) {
+	// 8 GPUs: the size that makes a machine-year fit
+	p := testPoint(900)
+	for len(p.GPUs) < 8 {
+		p.GPUs = append(p.GPUs, p.GPUs[0])
+	}
+	if n := len(Encode(p)); n > 1200 {
+		t.Errorf("a 15 min point of 8 GPUs takes %d bytes, want at most 1200", n)
+	}
+	one := testPoint(1)
+	for len(one.GPUs) < 8 {
+		one.GPUs = append(one.GPUs, one.GPUs[0])
+	}
+	if n := len(Encode(one)); n > 420 {
+		t.Errorf("a 1 s point of 8 GPUs takes %d bytes, want at most 420", n)
+	}
+}
+
+// TestCodecNewer: a record of a later writer with more figures per host and
+// GPU reads with the figures this version knows.
+func TestCodecNewer(t *testing.T) {
+	p := testPoint(1)
+	raw, _ := base64.StdEncoding.DecodeString(string(Encode(p)[1 : len(Encode(p))-1]))
+	// rebuild with one extra host figure and one extra GPU figure
+	var b []byte
+	b = append(b, raw[0], raw[1], nHostMetrics+1, nGPUMetrics+1, raw[4])
+	b = append(b, raw[5:headerSize]...)
+	off := headerSize
+	b = append(b, raw[off:off+nHostMetrics*4]...)
+	b = appendF32(b, 99)
+	off += nHostMetrics * 4
+	for range p.GPUs {
+		b = append(b, raw[off:off+2+nGPUMetrics*4]...)
+		b = appendF32(b, 99)
+		off += 2 + nGPUMetrics*4
+	}
+	data := []byte(`"` + base64.StdEncoding.EncodeToString(b) + `"`)
+	got, err := DecodePoint(KindSample1s, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(p, got, cmpopts.EquateApprox(1e-6, 0)); diff != "" {
+		t.Errorf("newer record (-want +got):\n%s", diff)
+	}
+}
+
+func TestCodecMalformed(t *testing.T) {
+	good := Encode(testPoint(900))
+	for name, data := range map[string][]byte{
+		"truncated":    append(append([]byte(`"`), good[1:len(good)/2-1]...), '"'),
+		"not base64":   []byte(`"!!!!"`),
+		"newer layout": []byte(`"` + base64.StdEncoding.EncodeToString([]byte{2, 0, 0, 0, 0}) + `"`),
+		"empty":        []byte(`""`),
+		"unquoted":     good[:len(good)-1],
+	} {
+		if _, err := DecodePoint(KindSample1m, data); !errors.Is(err, errCodec) {
+			t.Errorf("%s: err = %v, want errCodec", name, err)
+		}
+	}
+	if _, err := DecodePoint(KindSample1m, []byte(`{"time":"yesterday"}`)); err == nil {
+		t.Error("a malformed old record decoded")
+	}
+}
+
+func FuzzDecodePoint(f *testing.F) {
+	f.Add(Encode(testPoint(1)))
+	f.Add(Encode(testPoint(900)))
+	f.Add([]byte(`{"time":"2026-03-01T12:00:00Z","gpus":[{"index":1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := DecodePoint(KindSample1m, data)
+		if err != nil {
+			return
+		}
+		// what decodes re-encodes and decodes again to as many GPUs
+		again, err := DecodePoint(KindSample1m, Encode(p))
+		if err != nil || len(again.GPUs) != len(p.GPUs) {
+			t.Fatalf("re-encoded point: %d GPUs, %v; want %d", len(again.GPUs), err, len(p.GPUs))
+		}
+	})
+}
