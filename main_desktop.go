@@ -12,7 +12,6 @@ import (
 	"sync"
 
 	"github.com/labpool/labpool/app/cli"
-	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/app/window"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
@@ -47,15 +46,19 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	}
 	wcfg := window.DefaultConfig()
 	wcfg.SelfTest = os.Getenv("LABPOOL_SELFTEST")
-	b := window.New(web.NewClient(socket), wcfg)
-	var relay sync.WaitGroup // b.Run, from the window's start until stop
+	wcfg.SelfTestJob = os.Getenv("LABPOOL_SELFTEST_JOB")
+	// The page calls the local API as in a browser: the AssetServer serves
+	// its files and passes the rest to win, which passes /api/ on to the
+	// daemon's socket.
+	win := window.New(socket, wcfg)
+	var relay sync.WaitGroup // win.Run, from the window's start until stop
 	err = wails.Run(&options.App{
 		Title:       "labpool",
 		Width:       1280,
 		Height:      800,
 		MinWidth:    720,
 		MinHeight:   480,
-		AssetServer: &assetserver.Options{Assets: assets},
+		AssetServer: &assetserver.Options{Assets: assets, Handler: win},
 		Linux: &linux.Options{
 			Icon:        appIcon,
 			ProgramName: "labpool", // WM_CLASS, matched by build/linux/labpool.desktop
@@ -64,10 +67,12 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 			WebviewGpuPolicy: linux.WebviewGpuPolicyNever,
 		},
 		OnStartup: func(wctx context.Context) {
-			relay.Go(func() { b.Run(ctx, wailsPage{wctx}) })
+			relay.Go(func() {
+				if err := win.Run(ctx, wailsPage{wctx}); err != nil {
+					log.Warn("window", "err", err)
+				}
+			})
 		},
-		Bind:           []any{b},
-		ErrorFormatter: web.FormatError, // {code, message}, the code kept
 	})
 	stop()
 	relay.Wait()
@@ -85,6 +90,4 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 // runtime context captured once at startup.
 type wailsPage struct{ ctx context.Context }
 
-func (p wailsPage) Emit(name string, data any) { runtime.EventsEmit(p.ctx, name, data) }
-func (p wailsPage) Quit()                      { runtime.Quit(p.ctx) }
-func (p wailsPage) Browse(url string)          { runtime.BrowserOpenURL(p.ctx, url) }
+func (p wailsPage) Quit() { runtime.Quit(p.ctx) }

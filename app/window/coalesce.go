@@ -2,35 +2,39 @@ package window
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"sync"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
 )
 
-// coalescer holds the events bound for the page between two flushes: the
-// latest of each kind (of each node, for samples), and each job's log text.
+// coalescer is the batch of the event stream: the latest event of each
+// kind (of each node, for samples) since the last write, in the order of
+// their first arrival.
 type coalescer struct {
 	mu     sync.Mutex // guards the fields below
-	latest map[eventKey]any
-	order  []eventKey // first arrival since the last flush
-	logs   map[string]*logText
-	jobs   []string // first arrival since the last flush
+	latest map[eventKey]json.RawMessage
+	order  []eventKey // first arrival since the last take
 }
 
 type eventKey struct{ name, sub string }
 
-type logText struct {
-	text strings.Builder
-	eof  bool
-}
-
 func newCoalescer() *coalescer {
-	return &coalescer{latest: map[eventKey]any{}, logs: map[string]*logText{}}
+	return &coalescer{latest: map[eventKey]json.RawMessage{}}
 }
 
-// event keeps the daemon's event until the next flush, replacing the one of
-// the same kind (and node) before it. It never blocks on the page.
+func (c *coalescer) fill(r io.Reader, ready func()) error {
+	return web.ReadSSE(r, func(name string, data json.RawMessage) {
+		c.event(name, data)
+		ready()
+	})
+}
+
+// event keeps the daemon's event until the next take, replacing the one of
+// the same kind (and node) before it.
 func (c *coalescer) event(name string, data json.RawMessage) {
 	k := eventKey{name: name}
 	if name == app.EventSample {
@@ -48,37 +52,17 @@ func (c *coalescer) event(name string, data json.RawMessage) {
 	c.latest[k] = data
 }
 
-// log appends text to the job's pending chunk; eof marks the log's end.
-func (c *coalescer) log(job, text string, eof bool) {
+// take returns the pending events as Server-Sent Events.
+func (c *coalescer) take() []byte {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	l := c.logs[job]
-	if l == nil {
-		l = &logText{}
-		c.logs[job] = l
-		c.jobs = append(c.jobs, job)
+	order, latest := c.order, c.latest
+	c.order, c.latest = nil, map[eventKey]json.RawMessage{}
+	c.mu.Unlock()
+	var b strings.Builder
+	for _, k := range order {
+		fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", k.name, latest[k])
 	}
-	l.text.WriteString(text)
-	l.eof = l.eof || eof
+	return []byte(b.String())
 }
 
-// flush sends what is pending to the page: one event per kind (and node),
-// one log chunk per job, then the end of the logs that ended.
-func (c *coalescer) flush(page Page) {
-	c.mu.Lock()
-	order, latest, jobs, logs := c.order, c.latest, c.jobs, c.logs
-	c.order, c.latest, c.jobs, c.logs = nil, map[eventKey]any{}, nil, map[string]*logText{}
-	c.mu.Unlock()
-	for _, k := range order {
-		page.Emit(k.name, latest[k])
-	}
-	for _, job := range jobs {
-		l := logs[job]
-		if l.text.Len() > 0 {
-			page.Emit(app.EventLogs, app.LogChunk{Job: job, Text: l.text.String()})
-		}
-		if l.eof {
-			page.Emit(app.EventLogs, app.LogChunk{Job: job, EOF: true})
-		}
-	}
-}
+func (c *coalescer) close() {}

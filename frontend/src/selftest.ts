@@ -1,7 +1,8 @@
-// The Wails window self-test: when the Go side enables it, wait for the
-// dashboard to render a node card with its meters, then report what the
-// DOM shows, read back from the page itself.
-import type { Transport } from './api/index.ts'
+// The desktop window's self-test: when the window asks for it, wait for the
+// dashboard to render a node card with its meters, count the live events
+// that reach the page, follow a job's log when the window names one, then
+// report what the DOM shows and what arrived, read back from the page itself.
+import { EventNodes, EventSample, type Transport } from './api/index.ts'
 
 export interface SelfTestSummary {
   cards: number
@@ -10,10 +11,18 @@ export interface SelfTestSummary {
   cpuValues: number[]
   title: string
   text: string
+  /** The transport's kind ("wails" in the window). */
+  kind: string
+  /** Live events received, by name, since the page subscribed. */
+  events: Record<string, number>
+  /** The most events of one name within any one second. */
+  eventsMaxPerSecond: Record<string, number>
+  /** The followed log: the job, its pieces as they arrived, and any error. */
+  log?: { job: string; chunks: { ms: number; text: string }[]; ended: boolean; error?: string }
 }
 
-/** Reads the summary from the rendered page. */
-export function summarize(doc: Document): SelfTestSummary {
+/** Reads the rendered part of the summary from the page. */
+export function summarize(doc: Document): Pick<SelfTestSummary, 'cards' | 'names' | 'gpuMeters' | 'cpuValues' | 'title' | 'text'> {
   const cards = [...doc.querySelectorAll<HTMLElement>('[data-testid="node-card"]')]
   const cpuValues = [...doc.querySelectorAll<HTMLElement>('[data-testid="node-card"] [data-testid="cpu-meter"]')]
     .map((el) => el.dataset.value ?? '')
@@ -36,24 +45,75 @@ function rendered(doc: Document): boolean {
   return false
 }
 
-/** Runs the self-test if the backend asks for it; never throws. */
+/** The most timestamps (ms) within any window of one second. */
+export function maxPerSecond(times: number[]): number {
+  let most = 0
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i] - times[j] >= 1000) j++
+    most = Math.max(most, i - j + 1)
+  }
+  return most
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Follows job's log (found by name or ID) until two pieces arrived or timeoutMs. */
+async function followLog(api: Transport, job: string, timeoutMs: number): Promise<SelfTestSummary['log']> {
+  const log: NonNullable<SelfTestSummary['log']> = { job, chunks: [], ended: false }
+  const deadline = Date.now() + timeoutMs
+  let id = ''
+  while (!id && Date.now() < deadline) {
+    try {
+      id = (await api.jobs(false)).find((j) => (j.name === job || j.id === job) && j.state === 'running')?.id ?? ''
+    } catch (err) {
+      log.error = String(err)
+    }
+    if (!id) await sleep(500)
+  }
+  if (!id) {
+    log.error = `no running job ${job} in ${timeoutMs} ms` + (log.error ? `: ${log.error}` : '')
+    return log
+  }
+  delete log.error
+  const t0 = performance.now()
+  // tail 0: only lines written from now on, so each piece proves the stream live.
+  const stop = api.followLogs(id, 0, (text, eof) => {
+    if (text) log.chunks.push({ ms: Math.round(performance.now() - t0), text: text.slice(0, 200) })
+    if (eof) log.ended = true
+  })
+  while (log.chunks.length < 2 && !log.ended && Date.now() < deadline) await sleep(100)
+  stop()
+  return log
+}
+
+/** Runs the self-test if the window asks for it; never throws. */
 export async function runSelfTest(api: Transport, timeoutMs = 15000): Promise<void> {
-  let enabled = false
+  let config: Awaited<ReturnType<Transport['selfTest']>> = null
   try {
-    enabled = await api.selfTestEnabled()
+    config = await api.selfTest()
   } catch {
     return
   }
-  if (!enabled) return
+  if (!config) return
+  const times: Record<string, number[]> = {}
+  const count = (name: string) => () => (times[name] ??= []).push(performance.now())
+  const offs = [api.on(EventSample, count(EventSample)), api.on(EventNodes, count(EventNodes))]
   const deadline = Date.now() + timeoutMs
-  while (!rendered(document) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 200))
-  }
+  while (!rendered(document) && Date.now() < deadline) await sleep(200)
   // A few more live samples, so the sparklines in the screenshot have a line.
-  await new Promise((r) => setTimeout(r, 4000))
+  await sleep(4000)
+  const log = config.job ? await followLog(api, config.job, 30000) : undefined
+  for (const off of offs) off()
   await new Promise((r) => requestAnimationFrame(() => r(null)))
+  const summary: SelfTestSummary = {
+    ...summarize(document),
+    kind: api.kind,
+    events: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v.length])),
+    eventsMaxPerSecond: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, maxPerSecond(v)])),
+    log,
+  }
   try {
-    await api.selfTestReport(JSON.stringify(summarize(document)))
+    await api.selfTestReport(JSON.stringify(summary))
   } catch (err) {
     console.error('self-test report failed', err)
   }

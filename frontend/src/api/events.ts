@@ -9,8 +9,6 @@ export const EventSample = 'node:sample'
 
 /** Every job of the pool ([]Job), whenever one changes. */
 export const EventJobs = 'jobs:changed'
-/** A piece of a log followed through the window (LogChunk); Wails only. */
-export const EventLogs = 'job:logs'
 
 export interface EventPayloads {
   [EventNodes]: Node[] | null

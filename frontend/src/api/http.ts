@@ -1,5 +1,8 @@
-// Transport for a browser: JSON over HTTP under /api/v1 and Server-Sent
-// Events from /api/v1/events, served by the daemon's local web bridge.
+// The transport of the UI, in a browser and in the desktop window alike:
+// JSON over HTTP under /api/v1 and Server-Sent Events from /api/v1/events.
+// `labpool web` serves them on loopback TCP (behind its token); the window
+// serves them on its wails:// page (app/window passes them on to the
+// daemon's socket), so one call is written once, here.
 import { ApiError, parseErrorBody } from './errors.ts'
 import { eventNames, type EventName, type EventPayloads } from './events.ts'
 import type { Entry, Folder, Transfer as FolderTransfer } from './folders.ts'
@@ -22,11 +25,15 @@ const mutating = (method: string) => !['GET', 'HEAD', 'OPTIONS'].includes(method
  * browser and of the desktop window alike; API modules build on it.
  */
 export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return call<T>(method, base + path, body)
+}
+
+async function call<T>(method: string, url: string, body?: unknown): Promise<T> {
   const ctl = new AbortController()
   const timer = setTimeout(() => ctl.abort(), timeoutMs)
   let res: Response
   try {
-    res = await fetch(base + path, {
+    res = await fetch(url, {
       method,
       signal: ctl.signal,
       cache: 'no-store',
@@ -119,10 +126,19 @@ class EventStream {
   }
 }
 
-export function httpTransport(): Transport {
+/** What the desktop window adds to the page (index.ts finds it). */
+export interface DesktopWindow {
+  /** Opens a URL in the system browser (the Wails runtime's BrowserOpenURL). */
+  openURL(url: string): void
+}
+
+/** The window's self-test, served by app/window beside the API. */
+const selfTestURL = '/window/selftest'
+
+export function httpTransport(win?: DesktopWindow): Transport {
   const stream = new EventStream()
   return {
-    kind: 'http',
+    kind: win ? 'wails' : 'http',
     self: () => request<Self>('GET', '/self'),
     nodes: async () => (await request<Node[] | null>('GET', '/nodes')) ?? [],
     gpus: async () => (await request<GPU[] | null>('GET', '/gpus')) ?? [],
@@ -136,7 +152,7 @@ export function httpTransport(): Transport {
       return request<PoolStatus>('POST', '/pool/join', req)
     },
     removeMember: (id) => request<void>('DELETE', `/pool/members/${encodeURIComponent(id)}`),
-    ...httpJobs(),
+    ...httpJobs(win),
     ...httpPool(request),
     folders: async () => (await request<Folder[] | null>('GET', '/folders')) ?? [],
     share: (name, path, readWrite) => request<Folder>('POST', '/folders', { name, path, rw: readWrite }),
@@ -145,8 +161,12 @@ export function httpTransport(): Transport {
       (await request<Entry[] | null>('GET', `/ls?node=${enc(node)}&folder=${enc(folder)}&path=${enc(path)}`)) ?? [],
     copy: (src, dst) => request<FolderTransfer>('POST', '/copy', { src, dst }),
     transfers: async () => (await request<FolderTransfer[] | null>('GET', '/transfers')) ?? [],
-    selfTestEnabled: async () => false,
-    selfTestReport: async () => {},
+    selfTest: async () => {
+      if (!win) return null
+      const c = await call<{ enabled: boolean; job?: string }>('GET', selfTestURL)
+      return c.enabled ? { job: c.job ?? '' } : null
+    },
+    selfTestReport: (report) => call<void>('POST', selfTestURL, JSON.parse(report)),
     on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {
       return stream.subscribe(name, (d) => cb(d as EventPayloads[E]))
     },
@@ -156,7 +176,7 @@ export function httpTransport(): Transport {
 
 const enc = encodeURIComponent
 
-function httpJobs(): JobsTransport {
+function httpJobs(win?: DesktopWindow): JobsTransport {
   return {
     jobs: async (all) => (await request<Job[] | null>('GET', all ? '/jobs?all=1' : '/jobs')) ?? [],
     job: (id) => request<Job>('GET', `/jobs/${enc(id)}`),
@@ -165,7 +185,11 @@ function httpJobs(): JobsTransport {
     stopJob: (id) => request<Job>('POST', `/jobs/${enc(id)}/stop`),
     removeJob: (id) => request<void>('DELETE', `/jobs/${enc(id)}`),
     jobStats: (id) => request<JobStats>('GET', `/jobs/${enc(id)}/stats`),
-    openJob: (id, port) => request<Tunnel>('POST', `/jobs/${enc(id)}/open`, { port }),
+    openJob: async (id, port) => {
+      const t = await request<Tunnel>('POST', `/jobs/${enc(id)}/open`, { port })
+      win?.openURL(t.url) // a browser opens the tab itself (OpenPortDialog)
+      return t
+    },
     tunnels: async () => (await request<Tunnel[] | null>('GET', '/tunnels')) ?? [],
     images: async (node) => (await request<Image[] | null>('GET', `/images?node=${enc(node)}`)) ?? [],
     followLogs(id, tail, onText) {

@@ -1,27 +1,37 @@
-// The one module of the UI that talks to the backend: Wails bindings in the
-// desktop window, HTTP + Server-Sent Events in a browser.
-import { httpTransport } from './http.ts'
+// The one module of the UI that talks to the backend: HTTP + Server-Sent
+// Events under /api/v1, in a browser (`labpool web`) and in the desktop
+// window (served through Wails' AssetServer by app/window) alike.
+import { httpTransport, type DesktopWindow } from './http.ts'
 import type { Transport } from './transport.ts'
-import { wailsBindings, wailsTransport } from './wails.ts'
 
 export { ApiError, toApiError } from './errors.ts'
-export { EventJobs, EventLogs, EventNodes, EventSample } from './events.ts'
+export { EventJobs, EventNodes, EventSample } from './events.ts'
+export { request } from './http.ts'
 export type * from './jobs.ts'
 export type { PoolTransport } from './pool.ts'
-export type { Transport, Unsubscribe } from './transport.ts'
+export type { SelfTestConfig, Transport, Unsubscribe } from './transport.ts'
 export type * from './types.ts'
 
-/**
- * Picks the transport. Inside the Wails window the bindings are injected
- * before the app's scripts run; a short wait covers a late injection when
- * the Wails runtime is present but its bindings are not (yet).
- */
-export async function connect(): Promise<Transport> {
-  let b = wailsBindings()
-  const inWails = () => typeof window !== 'undefined' && ('runtime' in window || 'wails' in window)
-  for (let i = 0; !b && inWails() && i < 20; i++) {
-    await new Promise((r) => setTimeout(r, 100))
-    b = wailsBindings()
+/** The part of the Wails runtime (window.runtime, injected by Wails) the page uses. */
+interface WailsRuntime {
+  BrowserOpenURL(url: string): void
+}
+
+declare global {
+  interface Window {
+    runtime?: WailsRuntime
   }
-  return b ? wailsTransport(b) : httpTransport()
+}
+
+/** The desktop window around the page, or undefined in a browser. */
+function desktopWindow(): DesktopWindow | undefined {
+  // wails://wails on Linux and macOS, http://wails.localhost on Windows.
+  const loc = typeof window === 'undefined' ? undefined : window.location
+  if (!loc || (loc.protocol !== 'wails:' && loc.hostname !== 'wails.localhost')) return undefined
+  return { openURL: (url) => window.runtime?.BrowserOpenURL(url) }
+}
+
+/** Returns the transport: the same HTTP API everywhere, plus what the window adds. */
+export async function connect(): Promise<Transport> {
+  return httpTransport(desktopWindow())
 }

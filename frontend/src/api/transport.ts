@@ -1,4 +1,4 @@
-// The interface both transports implement; the rest of the UI sees only this.
+// The interface of the transport (http.ts); the rest of the UI sees only this.
 import type { EventName, EventPayloads } from './events.ts'
 import type { FoldersTransport } from './folders.ts'
 import type { JobsTransport } from './jobs.ts'
@@ -7,8 +7,13 @@ import type { GPU, History, JoinCode, Node, PoolStatus, Self } from './types.ts'
 
 export type Unsubscribe = () => void
 
+export interface SelfTestConfig {
+  /** A job whose log the self-test follows ("" = none). */
+  job: string
+}
+
 export interface Transport extends JobsTransport, FoldersTransport, PoolTransport {
-  /** "wails" inside the desktop window, "http" in a browser. */
+  /** Where the page runs: "wails" inside the desktop window, "http" in a browser. */
   readonly kind: 'wails' | 'http'
   self(): Promise<Self>
   nodes(): Promise<Node[]>
@@ -18,10 +23,12 @@ export interface Transport extends JobsTransport, FoldersTransport, PoolTranspor
   createPool(): Promise<JoinCode>
   joinPool(code: string, addr: string): Promise<PoolStatus>
   removeMember(id: string): Promise<void>
-  selfTestEnabled(): Promise<boolean>
+  /** The desktop window's self-test when it runs one, else null. */
+  selfTest(): Promise<SelfTestConfig | null>
+  /** Sends the self-test's report (JSON) to the window. */
   selfTestReport(report: string): Promise<void>
   /** Subscribes to one event; the returned function unsubscribes. */
   on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe
-  /** Reports whether the event stream is connected (always true in the window). */
+  /** Reports whether the event stream is connected. */
   onConnection(cb: (up: boolean) => void): Unsubscribe
 }

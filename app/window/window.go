@@ -1,0 +1,308 @@
+// Package window serves labpool's desktop window. The page is the UI that
+// `labpool web` serves, and it calls the same local API: a Window is the
+// Handler of the Wails AssetServer, and passes every /api/ call of the page
+// to the daemon's unix socket, where app/web serves web.Routes. Nothing here
+// is written per API call: a new route reaches the window as it reaches the
+// CLI.
+//
+// What the window adds to the calls it passes on:
+//   - replies streamed without a length (a job's log, image progress) reach
+//     the page at most once per Config.Flush: the first piece at once, then
+//     what arrived meanwhile in one write;
+//   - /api/v1/events is coalesced: once per Flush at most, the latest event
+//     of each kind (of each node, for samples);
+//   - /window/selftest is the self-test of the real window (Config.SelfTest).
+//
+// Only the window's own page reaches the wails:// scheme, so the handler
+// asks for no token (`labpool web`, on loopback TCP, keeps web.Guard), and
+// the window may call what the unix socket serves, /api/v1/policy included:
+// like the CLI, it is this machine's user at its console.
+//
+// Run owns the streams: when its ctx ends it ends every call in flight, and
+// returns once their handlers have returned.
+package window
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
+)
+
+// Config is a window's settings.
+type Config struct {
+	// SelfTest is the file the page's self-test report goes to; "" when off.
+	SelfTest string
+	// SelfTestJob names a job whose log the self-test follows ("" = none).
+	SelfTestJob string
+	// Flush is how often, at most, a stream writes to the page.
+	Flush time.Duration
+	// Keepalive is how often the event stream tells the page it is alive
+	// (and learns whether the page still reads it).
+	Keepalive time.Duration
+	// Drain is how long Run waits for the calls in flight to end.
+	Drain time.Duration
+	// SelfTestWait is how long the page may take to send its self-test
+	// report; SelfTestLinger how long the window stays open after it (for a
+	// screenshot).
+	SelfTestWait, SelfTestLinger time.Duration
+}
+
+// DefaultConfig returns the window's settings.
+func DefaultConfig() Config {
+	return Config{Flush: 200 * time.Millisecond, Keepalive: 15 * time.Second, Drain: 2 * time.Second,
+		SelfTestWait: 90 * time.Second, SelfTestLinger: 5 * time.Second}
+}
+
+// Page is the window as Run drives it: the Wails runtime in main.
+// Its methods must not block.
+type Page interface {
+	Quit() // closes the window
+}
+
+// SelfTestPath is where the page asks whether to run its self-test (GET,
+// answered {"enabled": bool, "job": name}) and sends its report (POST, JSON).
+const SelfTestPath = "/window/selftest"
+
+// eventsPath is the local API's event stream, coalesced for the page.
+const eventsPath = "/api/v1/events"
+
+// Window serves the page's calls; see the package doc.
+type Window struct {
+	cfg        Config
+	daemon     http.RoundTripper // to the daemon's unix socket
+	calls      calls
+	selfTested chan struct{} // closed once by the first report
+	reported   sync.Once
+}
+
+// New returns the window over the daemon listening on socket.
+func New(socket string, cfg Config) *Window {
+	return newWindow(&http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns: 8,
+	}, cfg)
+}
+
+func newWindow(daemon http.RoundTripper, cfg Config) *Window {
+	return &Window{cfg: cfg, daemon: daemon, selfTested: make(chan struct{})}
+}
+
+// ErrClosed means the window is closing.
+var ErrClosed = errors.New("the window is closing")
+
+// Run serves until ctx is cancelled and quits the window once a self-test
+// has reported. It then ends the calls in flight and waits for them (for
+// Config.Drain at most: a page that stopped reading can hold a write).
+func (w *Window) Run(ctx context.Context, page Page) error {
+	if w.cfg.SelfTest != "" {
+		w.awaitSelfTest(ctx, page)
+	}
+	<-ctx.Done()
+	if n := w.calls.close(w.cfg.Drain); n > 0 {
+		return fmt.Errorf("%d calls of the page still running %v after the window closed", n, w.cfg.Drain)
+	}
+	return nil
+}
+
+// awaitSelfTest quits the window SelfTestLinger after the page reported,
+// or after SelfTestWait with a report that says the page sent none.
+func (w *Window) awaitSelfTest(ctx context.Context, page Page) {
+	wait := time.NewTimer(w.cfg.SelfTestWait)
+	defer wait.Stop()
+	select {
+	case <-w.selfTested:
+		linger := time.NewTimer(w.cfg.SelfTestLinger) // time for a screenshot of the window
+		defer linger.Stop()
+		select {
+		case <-linger.C:
+		case <-ctx.Done():
+			return
+		}
+	case <-wait.C:
+		msg := fmt.Sprintf(`{"error":"the page sent no self-test report in %v"}`, w.cfg.SelfTestWait)
+		os.WriteFile(w.cfg.SelfTest, []byte(msg), 0o644)
+	case <-ctx.Done():
+		return
+	}
+	page.Quit()
+}
+
+// ServeHTTP serves a request of the page that is not one of its files.
+func (w *Window) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.URL.Path == SelfTestPath:
+		w.selfTest(rw, r)
+	case strings.HasPrefix(r.URL.Path, "/api/"):
+		w.call(rw, r)
+	default:
+		web.WriteError(rw, &app.APIError{Status: http.StatusNotFound, Code: "not_found",
+			Message: "the window has no page " + r.URL.Path})
+	}
+}
+
+// call passes an API call to the daemon and its reply to the page.
+func (w *Window) call(rw http.ResponseWriter, r *http.Request) {
+	ctx, done, ok := w.calls.start(r.Context())
+	if !ok {
+		web.WriteError(rw, &app.APIError{Status: http.StatusServiceUnavailable, Code: "unreachable", Message: ErrClosed.Error()})
+		return
+	}
+	defer done()
+	out, err := http.NewRequestWithContext(ctx, r.Method, "http://labpool"+r.URL.RequestURI(), r.Body)
+	if err != nil {
+		web.WriteError(rw, fmt.Errorf("%w: %v", app.ErrInvalid, err))
+		return
+	}
+	if r.ContentLength > 0 {
+		out.ContentLength = r.ContentLength
+	}
+	copyHeader(out.Header, r.Header)
+	resp, err := w.daemon.RoundTrip(out)
+	if err != nil {
+		web.WriteError(rw, &app.APIError{Status: http.StatusBadGateway, Code: "unreachable",
+			Message: "cannot reach the labpool daemon: " + err.Error()})
+		return
+	}
+	defer resp.Body.Close()
+	copyHeader(rw.Header(), resp.Header)
+	rw.WriteHeader(resp.StatusCode)
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		io.Copy(rw, resp.Body)
+	case r.URL.Path == eventsPath:
+		io.WriteString(rw, "retry: 1000\n: labpool window events\n\n")
+		relay(ctx, rw, resp.Body, newCoalescer(), w.cfg.Flush, w.cfg.Keepalive)
+	case streamed(resp):
+		relay(ctx, rw, resp.Body, &text{}, w.cfg.Flush, 0)
+	default:
+		io.Copy(rw, resp.Body)
+	}
+}
+
+// streamed reports whether a reply is a stream: without a length, and not
+// a JSON reply (which the daemon sends without one when it is long).
+func streamed(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return resp.ContentLength < 0 && mt != "application/json"
+}
+
+// hopHeaders are the headers of one connection, never passed on.
+var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
+	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true, "Trailer": true,
+	"Transfer-Encoding": true, "Upgrade": true, "Host": true}
+
+func copyHeader(dst, src http.Header) {
+	for k, vs := range src {
+		if !hopHeaders[http.CanonicalHeaderKey(k)] {
+			dst[k] = append(dst[k][:0:0], vs...)
+		}
+	}
+}
+
+// selfTest tells the page whether to run its self-test and saves its report.
+func (w *Window) selfTest(rw http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(struct {
+			Enabled bool   `json:"enabled"`
+			Job     string `json:"job,omitempty"`
+		}{w.cfg.SelfTest != "", w.cfg.SelfTestJob})
+	case http.MethodPost:
+		if w.cfg.SelfTest == "" {
+			web.WriteError(rw, fmt.Errorf("%w: the self-test is off", app.ErrInvalid))
+			return
+		}
+		report, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil || !json.Valid(report) {
+			web.WriteError(rw, fmt.Errorf("%w: the self-test report is not JSON", app.ErrInvalid))
+			return
+		}
+		if err := os.WriteFile(w.cfg.SelfTest, report, 0o644); err != nil {
+			web.WriteError(rw, err)
+			return
+		}
+		w.reported.Do(func() { close(w.selfTested) })
+		rw.WriteHeader(http.StatusNoContent)
+	default:
+		web.WriteError(rw, &app.APIError{Status: http.StatusMethodNotAllowed, Code: "invalid",
+			Message: r.Method + " " + SelfTestPath + ": GET or POST"})
+	}
+}
+
+// calls are the API calls in flight, each with its cancel.
+type calls struct {
+	mu      sync.Mutex // guards the fields below
+	closed  bool
+	cancels map[*context.CancelFunc]struct{}
+	idle    chan struct{} // made by close, closed when the last call returned
+}
+
+// start registers a call: ctx ends with parent or when close is called;
+// done must be called when the call's handler returns. ok is false once
+// closed.
+func (c *calls) start(parent context.Context) (ctx context.Context, done func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(parent)
+	key := &cancel
+	if c.cancels == nil {
+		c.cancels = map[*context.CancelFunc]struct{}{}
+	}
+	c.cancels[key] = struct{}{}
+	return ctx, func() {
+		cancel()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.cancels, key)
+		if c.idle != nil && len(c.cancels) == 0 {
+			close(c.idle)
+			c.idle = nil
+		}
+	}, true
+}
+
+// close ends every call and refuses new ones, waits up to d for their
+// handlers to return, and says how many still run.
+func (c *calls) close(d time.Duration) int {
+	c.mu.Lock()
+	c.closed = true
+	if len(c.cancels) == 0 {
+		c.mu.Unlock()
+		return 0
+	}
+	idle := make(chan struct{})
+	c.idle = idle
+	for cancel := range c.cancels {
+		(*cancel)()
+	}
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return 0
+	case <-t.C:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return len(c.cancels)
+	}
+}
