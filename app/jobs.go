@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,11 +120,9 @@ func (r *Reader) NodeByRef(ctx context.Context, ref string) (Node, error) {
 }
 
 // Plan picks where req would run: the named node, or the online node with
-// enough free GPUs that match, least loaded first.
+// enough free GPUs that match, least loaded first; and says what every
+// machine of the pool has for it. An empty image plans too.
 func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
-	if req.Spec.Image == "" {
-		return Plan{}, fmt.Errorf("%w: an image is required", ErrInvalid)
-	}
 	nodes, err := s.Nodes(ctx)
 	if err != nil {
 		return Plan{}, err
@@ -134,63 +131,86 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	var named *Node
 	if req.Node != "" {
 		n, err := s.NodeByRef(ctx, req.Node)
 		if err != nil {
 			return Plan{}, err
 		}
-		p := planFor(n, req.Spec, active)
-		if !n.Online {
-			p.Fits, p.Reason = false, n.Name+" is offline"
-		}
-		return p, nil
+		named = &n
 	}
-	var best *Plan
+	return plan(nodes, named, req.Spec, active), nil
+}
+
+// plan is the placement rule: where spec runs among nodes (on named when
+// set), given the active jobs of the pool.
+func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
+	p := Plan{Images: []string{}, Nodes: make([]NodePlan, 0, len(nodes))}
+	var best *NodePlan
 	var bestLoad float64
 	var reasons []string
 	for _, n := range nodes {
-		if !n.Online {
-			continue
-		}
-		p := planFor(n, req.Spec, active)
-		if !p.Fits {
-			reasons = append(reasons, n.Name+": "+p.Reason)
-			continue
-		}
-		if l := load(n); best == nil || l < bestLoad {
-			best, bestLoad = &p, l
+		np := planFor(n, spec, active)
+		p.Nodes = append(p.Nodes, np)
+		switch {
+		case named != nil || !n.Online:
+		case !np.Fits:
+			reasons = append(reasons, n.Name+": "+np.Reason)
+		case best == nil || load(n) < bestLoad:
+			best, bestLoad = &np, load(n)
 		}
 	}
-	if best == nil {
-		return Plan{Reason: "no machine fits: " + strings.Join(reasons, "; ")}, nil
+	switch {
+	case named != nil:
+		p.NodePlan = planFor(*named, spec, active)
+	case best != nil:
+		p.NodePlan = *best
+		p.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, best.Free)
+	default:
+		p.NodePlan = NodePlan{Reason: "no machine fits: " + strings.Join(reasons, "; "), GPUs: []PlanGPU{}}
 	}
-	best.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, len(best.FreeGPUs))
-	return *best, nil
+	return p
 }
 
-// planFor says whether spec fits on n, given the active jobs of the pool.
-func planFor(n Node, spec jobs.Spec, active []Job) Plan {
-	p := Plan{Node: n.ID, NodeName: n.Name, FreeGPUs: []GPU{}, BusyGPUs: []GPU{}, Images: []string{}}
-	holder := map[string]string{} // GPU UUID -> "job NAME of OWNER"
+// planFor says whether spec fits on n, given the active jobs of the pool,
+// and the state of each of n's GPUs.
+func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
+	p := NodePlan{Node: n.ID, NodeName: n.Name, GPUs: make([]PlanGPU, 0, len(n.GPUs))}
+	holder := map[string]Job{} // GPU UUID -> the job that holds it
 	for _, j := range active {
 		if j.Node == n.ID && (j.State == jobs.Running || j.State == jobs.Starting) {
 			for _, u := range j.GPUs {
-				holder[u] = fmt.Sprintf("job %s of %s", j.Name, j.OwnerName)
+				holder[u] = j
 			}
 		}
 	}
 	var busy []string
+	free := map[int]bool{} // index -> nothing holds it
 	for _, g := range n.GPUs {
+		pg := PlanGPU{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotalBytes: g.MemTotalBytes, MemUsedBytes: g.MemUsedBytes, UtilPercent: g.UtilPercent}
+		j, held := holder[g.UUID]
 		switch {
-		case holder[g.UUID] != "":
-			busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, holder[g.UUID]))
-			p.BusyGPUs = append(p.BusyGPUs, g)
+		case held:
+			pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
+			busy = append(busy, fmt.Sprintf("GPU %d: job %s of %s", g.Index, j.Name, j.OwnerName))
 		case g.Processes > 0:
+			pg.State = GPUBusy
 			busy = append(busy, fmt.Sprintf("GPU %d: a process outside labpool", g.Index))
-			p.BusyGPUs = append(p.BusyGPUs, g)
+		case g.MemTotalBytes < spec.MinGPUMemBytes:
+			pg.State = GPUSmall
 		default:
-			p.FreeGPUs = append(p.FreeGPUs, g)
+			pg.State = GPUFree
 		}
+		if pg.State == GPUFree || pg.State == GPUSmall {
+			free[g.Index] = true
+			p.Free++
+		}
+		p.GPUs = append(p.GPUs, pg)
+	}
+	sort.SliceStable(p.GPUs, func(i, k int) bool { return p.GPUs[i].Index < p.GPUs[k].Index })
+	if !n.Online {
+		p.Reason = n.Name + " is offline"
+		return p
 	}
 	busyText := ""
 	if len(busy) > 0 {
@@ -207,7 +227,7 @@ func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 	switch {
 	case len(spec.GPUIDs) > 0:
 		for _, i := range spec.GPUIDs {
-			if !slices.ContainsFunc(p.FreeGPUs, func(g GPU) bool { return g.Index == i }) {
+			if !free[i] {
 				p.Reason = fmt.Sprintf("GPU %d is busy or absent%s", i, busyText)
 				if !spec.Queue {
 					return p
@@ -219,8 +239,8 @@ func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 		return p
 	case want > 0:
 		fit := 0
-		for _, g := range p.FreeGPUs {
-			if g.MemTotalBytes >= spec.MinGPUMemBytes {
+		for _, g := range p.GPUs {
+			if g.State == GPUFree {
 				fit++
 			}
 		}
@@ -236,9 +256,9 @@ func planFor(n Node, spec jobs.Spec, active []Job) Plan {
 	switch {
 	case p.Reason != "":
 	case want == 0 && len(spec.GPUIDs) == 0:
-		p.Reason = fmt.Sprintf("no GPU asked (%d of %d free)", len(p.FreeGPUs), len(n.GPUs))
+		p.Reason = fmt.Sprintf("no GPU asked (%d of %d free)", p.Free, len(n.GPUs))
 	default:
-		p.Reason = fmt.Sprintf("%d of %d GPUs free", len(p.FreeGPUs), len(n.GPUs))
+		p.Reason = fmt.Sprintf("%d of %d GPUs free", p.Free, len(n.GPUs))
 	}
 	return p
 }
@@ -260,6 +280,9 @@ func load(n Node) float64 {
 
 // Launch runs req on the node Plan picks and returns the node's record.
 func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
+	if req.Spec.Image == "" {
+		return Job{}, fmt.Errorf("%w: an image is required", ErrInvalid)
+	}
 	p, err := s.Plan(ctx, req)
 	if err != nil {
 		return Job{}, err

@@ -6,7 +6,7 @@ import "github.com/labpool/labpool/node/jobs"
 //
 //	GET    /api/v1/jobs?all=1                    -> []Job (replica: every node, also offline)
 //	POST   /api/v1/jobs           LaunchRequest  -> Job
-//	POST   /api/v1/jobs/plan      LaunchRequest  -> Plan (where it would run, what is free)
+//	POST   /api/v1/jobs/plan      LaunchRequest  -> Plan (where it would run, each machine's GPUs)
 //	GET    /api/v1/jobs/{id}                     -> Job
 //	POST   /api/v1/jobs/{id}/stop                -> Job
 //	DELETE /api/v1/jobs/{id}                     -> 204
@@ -41,15 +41,49 @@ type LaunchRequest struct {
 	Spec jobs.Spec `json:"spec"`
 }
 
-// Plan says where a launch would run and what is free there.
+// Plan says where a launch would run and what each machine of the pool has
+// for it. It is planned without an image too (the launch dialog asks before
+// one is typed); Launch wants one.
 type Plan struct {
-	Node     string   `json:"node"`
-	NodeName string   `json:"node_name"`
-	FreeGPUs []GPU    `json:"free_gpus"`
-	BusyGPUs []GPU    `json:"busy_gpus"`
-	Reason   string   `json:"reason"` // why this node, or why none fits
-	Fits     bool     `json:"fits"`
-	Images   []string `json:"images"` // image tags on that node
+	NodePlan            // the machine it would run on; Node is "" when none fits, and Reason says why
+	Images   []string   `json:"images"` // image tags on that node
+	Nodes    []NodePlan `json:"nodes"`  // every machine of the pool, as a launch there would find it
+}
+
+// NodePlan is what a launch would find on one machine: whether it fits, why
+// (or why not), and each GPU's state.
+type NodePlan struct {
+	Node     string    `json:"node"`
+	NodeName string    `json:"node_name"`
+	Fits     bool      `json:"fits"`
+	Reason   string    `json:"reason"` // why this node, or why it does not fit
+	Free     int       `json:"free"`   // GPUs that no job and no process holds
+	GPUs     []PlanGPU `json:"gpus"`   // in index order
+}
+
+// The states of a GPU in a plan.
+const (
+	GPUFree  = "free"  // nothing holds it and it has the memory asked
+	GPUSmall = "small" // nothing holds it, but it has less memory than asked
+	GPUHeld  = "held"  // a labpool job holds it (Job, JobName, Owner, OwnerName say which)
+	GPUBusy  = "busy"  // a process outside labpool uses it
+)
+
+// PlanGPU is one GPU of a machine as a launch would find it. A job that
+// holds it is named as every member may see it (issue 9: that it exists,
+// its name and owner; never its environment).
+type PlanGPU struct {
+	Index         int     `json:"index"`
+	UUID          string  `json:"uuid"`
+	Name          string  `json:"name"`
+	MemTotalBytes uint64  `json:"mem_total_bytes"`
+	MemUsedBytes  uint64  `json:"mem_used_bytes"`
+	UtilPercent   float64 `json:"util_percent"`
+	State         string  `json:"state"`                // GPUFree, GPUSmall, GPUHeld or GPUBusy
+	Job           string  `json:"job,omitempty"`        // the holding job's ID
+	JobName       string  `json:"job_name,omitempty"`   // and name
+	Owner         string  `json:"owner,omitempty"`      // device ID of who launched it
+	OwnerName     string  `json:"owner_name,omitempty"` // and that member's name
 }
 
 // OpenRequest asks for a tunnel to a job's container port.

@@ -26,6 +26,98 @@ const images = {
 }
 
 /**
+ * The placement rule of app/jobs.go (plan and planFor) as the Service
+ * answers POST /api/v1/jobs/plan: where spec runs among nodes (on named when
+ * given), given the jobs of the pool, and each machine's GPUs as free,
+ * small, held (by a running or starting job) or busy (a process outside
+ * labpool). Not a rule of its own: app/plan_fixture_test.go runs both over
+ * the same cases and wants the same JSON.
+ */
+export function planPool(nodes, named, spec, jobs) {
+  const out = { images: [], nodes: [] }
+  let best = null
+  let bestLoad = 0
+  const reasons = []
+  for (const n of nodes) {
+    const np = planNode(n, spec, jobs)
+    out.nodes.push(np)
+    if (named || !n.online) continue
+    if (!np.fits) {
+      reasons.push(`${n.name}: ${np.reason}`)
+    } else if (!best || load(n) < bestLoad) {
+      best = np
+      bestLoad = load(n)
+    }
+  }
+  let pick
+  if (named) pick = planNode(named, spec, jobs)
+  else if (best) pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs and is the least loaded that fits` }
+  else pick = { node: '', node_name: '', fits: false, reason: `no machine fits: ${reasons.join('; ')}`, free: 0, gpus: [] }
+  return { ...pick, ...out }
+}
+
+// app.planFor: whether spec fits on n, and the state of each of its GPUs.
+function planNode(n, spec, jobs) {
+  const p = { node: n.id, node_name: n.name, fits: false, reason: '', free: 0, gpus: [] }
+  const holder = new Map()
+  for (const j of jobs) {
+    if (j.node === n.id && (j.state === 'running' || j.state === 'starting')) for (const u of j.gpus ?? []) holder.set(u, j)
+  }
+  const busy = []
+  const free = new Set()
+  const gpus = n.gpus ?? []
+  for (const g of gpus) {
+    const pg = { index: g.index, uuid: g.uuid, name: g.name, mem_total_bytes: g.mem_total_bytes, mem_used_bytes: g.mem_used_bytes, util_percent: g.util_percent, state: 'free' }
+    const j = holder.get(g.uuid)
+    if (j) {
+      Object.assign(pg, { state: 'held', job: j.id, job_name: j.name, owner: j.owner, owner_name: j.owner_name })
+      busy.push(`GPU ${g.index}: job ${j.name} of ${j.owner_name}`)
+    } else if (g.processes > 0) {
+      pg.state = 'busy'
+      busy.push(`GPU ${g.index}: a process outside labpool`)
+    } else if (g.mem_total_bytes < (spec.min_gpu_mem_bytes ?? 0)) {
+      pg.state = 'small'
+    }
+    if (pg.state === 'free' || pg.state === 'small') {
+      free.add(g.index)
+      p.free++
+    }
+    p.gpus.push(pg)
+  }
+  p.gpus.sort((a, b) => a.index - b.index)
+  if (!n.online) return { ...p, reason: `${n.name} is offline` }
+  const busyText = busy.length ? ` (busy: ${busy.join('; ')})` : ''
+  if (!n.containers) return { ...p, reason: 'cannot run containers' + (n.containers_error ? `: ${n.containers_error}` : '') }
+  const ids = spec.gpu_ids ?? []
+  const want = spec.gpus ?? 0
+  if (ids.length) {
+    for (const i of ids) {
+      if (free.has(i)) continue
+      p.reason = `GPU ${i} is busy or absent${busyText}`
+      if (!spec.queue) return p
+    }
+  } else if (want > gpus.length) {
+    return { ...p, reason: `has ${gpus.length} GPUs, ${want} asked` }
+  } else if (want > 0) {
+    const fit = p.gpus.filter((g) => g.state === 'free').length
+    if (fit < want) {
+      p.reason = `${fit} of ${gpus.length} GPUs free that match${busyText}`
+      if (!spec.queue) return p
+      p.reason += '; the job will wait in the queue'
+    }
+  }
+  p.fits = true
+  if (!p.reason) p.reason = want === 0 && !ids.length ? `no GPU asked (${p.free} of ${gpus.length} free)` : `${p.free} of ${gpus.length} GPUs free`
+  return p
+}
+
+// app.load: mean GPU utilization, or CPU without GPUs.
+function load(n) {
+  if (!n.gpus?.length) return n.host ? n.host.cpu_percent : 100
+  return n.gpus.reduce((s, g) => s + g.util_percent, 0) / n.gpus.length
+}
+
+/**
  * Creates the fixture's jobs over the given machines. nodes() returns the
  * current node views; self is this machine; emit(name, data) sends an event;
  * role() is this machine's role in the pool ("" outside one): a viewer launches nothing.
@@ -47,62 +139,14 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
     return m
   }
 
-  function planFor(n, spec) {
-    const holders = held(n.id)
-    const gpus = n.gpus ?? []
-    const free = gpus.filter((g) => !holders.has(g.uuid))
-    const busy = gpus.filter((g) => holders.has(g.uuid))
-    const p = { node: n.id, node_name: n.name, free_gpus: free, busy_gpus: busy, reason: '', fits: false, images: (images[n.name] ?? []).map(([t]) => t) }
-    const busyText = busy.length ? ` (busy: ${busy.map((g) => `GPU ${g.index}: job ${holders.get(g.uuid).name} of ${holders.get(g.uuid).owner_name}`).join('; ')})` : ''
-    if (!n.online) return { ...p, reason: `${n.name} is offline` }
-    const ids = spec.gpu_ids ?? []
-    const want = spec.gpus ?? 0
-    const minMem = spec.min_gpu_mem_bytes ?? 0
-    if (ids.length) {
-      const bad = ids.find((i) => !free.some((g) => g.index === i))
-      if (bad !== undefined) {
-        p.reason = gpus.some((g) => g.index === bad) ? `GPU ${bad} is busy${busyText}` : `GPU ${bad} is absent: ${n.name} has ${gpus.length} GPUs`
-        if (!spec.queue || !gpus.some((g) => g.index === bad)) return p
-        p.reason += '; the job will wait in the queue'
-      }
-    } else if (want > gpus.length) {
-      return { ...p, reason: `has ${gpus.length} GPUs, ${want} asked` }
-    } else if (want > 0) {
-      const fit = free.filter((g) => g.mem_total_bytes >= minMem).length
-      if (fit < want) {
-        p.reason = `${fit} of ${gpus.length} GPUs free that match${busyText}`
-        if (!spec.queue) return p
-        p.reason += '; the job will wait in the queue'
-      }
-    }
-    p.fits = true
-    if (!p.reason) p.reason = want === 0 && !ids.length ? `no GPU asked (${free.length} of ${gpus.length} free)` : `${free.length} of ${gpus.length} GPUs free`
-    return p
-  }
-
   function plan(req) {
     const spec = req.spec ?? {}
-    if (!spec.image) throw apiErr(400, 'invalid', 'an image is required')
+    let named = null
     if (req.node) {
-      const n = nodeOf(req.node)
-      if (!n) throw apiErr(404, 'not_found', `no machine ${JSON.stringify(req.node)} in the pool`)
-      return planFor(n, spec)
+      named = nodeOf(req.node)
+      if (!named) throw apiErr(404, 'not_found', `no machine ${JSON.stringify(req.node)} in the pool`)
     }
-    let best = null
-    const reasons = []
-    for (const n of nodes()) {
-      if (!n.online) continue
-      const p = planFor(n, spec)
-      if (!p.fits) {
-        reasons.push(`${n.name}: ${p.reason}`)
-        continue
-      }
-      const load = n.gpus?.length ? n.gpus.reduce((s, g) => s + g.util_percent, 0) / n.gpus.length : (n.host?.cpu_percent ?? 100)
-      if (!best || load < best.load) best = { p, load }
-    }
-    if (!best) return { node: '', node_name: '', free_gpus: [], busy_gpus: [], fits: false, images: [], reason: `no machine fits: ${reasons.join('; ')}` }
-    best.p.reason = `${best.p.node_name} has ${best.p.free_gpus.length} free GPUs and is the least loaded that fits`
-    return best.p
+    return planPool(nodes(), named, spec, jobs)
   }
 
   function refuse(spec) {
@@ -120,6 +164,7 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
   function launch(req) {
     if (role() === 'viewer') throw apiErr(403, 'forbidden', 'viewers cannot launch jobs: ask an admin to make this machine a member')
     const spec = req.spec ?? {}
+    if (!spec.image) throw apiErr(400, 'invalid', 'an image is required')
     refuse(spec)
     const p = plan(req)
     if (!p.fits) throw apiErr(409, 'no_fit', p.reason)

@@ -248,15 +248,41 @@ export interface NodeInfo {
   started_at: string
 }
 
+/** app.NodePlan */
+export interface NodePlan {
+  node: string
+  node_name: string
+  fits: boolean
+  reason: string
+  free: number
+  gpus: PlanGPU[] | null
+}
+
 /** app.Plan */
 export interface Plan {
   node: string
   node_name: string
-  free_gpus: GPU[] | null
-  busy_gpus: GPU[] | null
-  reason: string
   fits: boolean
+  reason: string
+  free: number
+  gpus: PlanGPU[] | null
   images: string[] | null
+  nodes: NodePlan[] | null
+}
+
+/** app.PlanGPU */
+export interface PlanGPU {
+  index: number
+  uuid: string
+  name: string
+  mem_total_bytes: number
+  mem_used_bytes: number
+  util_percent: number
+  state: string
+  job?: string
+  job_name?: string
+  owner?: string
+  owner_name?: string
 }
 
 /** jobs.Policy */

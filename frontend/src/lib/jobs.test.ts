@@ -5,7 +5,6 @@ import {
   buildSpec,
   emptyForm,
   formatRuntime,
-  gpuHolders,
   gpuHours,
   jobGPUSeconds,
   mergeActive,
@@ -224,15 +223,4 @@ test('vanished and mergeActive', () => {
   const again = mergeActive(got, active, [job('recent', { state: 'exited', finished: '2026-01-01T00:58:00Z', exit_code: 7 })], now)
   assert.deepEqual(again.map((j) => j.id), ['still', 'new', 'recent', 'stopped'])
   assert.equal(again[2].exit_code, 7, 'a looked-up record replaces the kept one')
-})
-
-test('gpuHolders', () => {
-  const list = [
-    job('a', { gpus: ['U0', 'U1'] }),
-    job('b', { gpus: ['U2'], state: 'exited' }),
-    job('c', { gpus: ['U3'], node: 'N2' }),
-  ]
-  const h = gpuHolders(list, 'N1')
-  assert.deepEqual([...h.keys()], ['U0', 'U1'])
-  assert.equal(h.get('U1')?.id, 'a')
 })

@@ -270,13 +270,3 @@ export function mergeActive(prev: Job[], active: Job[], lookedUp: (Job | null)[]
   })
   return [...active, ...found, ...kept]
 }
-
-/** GPU UUID -> the running job that holds it, for a node. */
-export function gpuHolders(list: Job[], node: string): Map<string, Job> {
-  const out = new Map<string, Job>()
-  for (const j of list) {
-    if (j.node !== node || (j.state !== 'running' && j.state !== 'starting')) continue
-    for (const u of j.gpus ?? []) out.set(u, j)
-  }
-  return out
-}
