@@ -83,6 +83,13 @@ var Routes = []Route{
 	{"GET", "/api/v1/transfers", call(none, noArg((*app.Service).Transfers))},
 	{"GET", "/api/v1/transfers/{id}", call(transferArgs, transfer)},
 
+	{"GET", "/api/v1/alerts", call(sinceArg, alerts)},
+	{"GET", "/api/v1/alerts/rules", call(queryValue("node"), (*app.Service).AlertRules)},
+	{"PUT", "/api/v1/alerts/rules/{id}", call(alertRuleArgs, (*app.Service).SetAlertRule)},
+	{"POST", "/api/v1/alerts/mute", call(body[app.MuteRequest], (*app.Service).MuteAlert)},
+	{"GET", "/api/v1/alerts/webhook", call(none, noArg((*app.Service).AlertWebhook))},
+	{"PUT", "/api/v1/alerts/webhook", call(body[app.WebhookRequest], (*app.Service).SetAlertWebhook)},
+
 	{"GET", "/api/v1/policy", call(none, noArg((*app.Service).Policy))},
 	{"PUT", "/api/v1/policy", call(body[app.PolicyUpdate], (*app.Service).SetPolicy)},
 }

@@ -16,6 +16,7 @@ type Parts struct {
 	Jobs      http.Handler // /v1/jobs..., /v1/images...
 	Folders   http.Handler // /v1/folders...
 	Transfers http.Handler // /v1/transfers...
+	Alerts    http.Handler // /v1/alerts/...; nil: none
 	// Authorize lets through to h only the members of the pool, and
 	// anyone to the paths open (rate-limited).
 	Authorize func(open []string, h http.Handler) http.Handler
@@ -34,5 +35,8 @@ func PeerHandler(p Parts) http.Handler {
 	mux.Handle("/v1/folders/", p.Folders)
 	mux.Handle("/v1/transfers", p.Transfers)
 	mux.Handle("/v1/transfers/", p.Transfers)
+	if p.Alerts != nil {
+		mux.Handle("/v1/alerts/", p.Alerts)
+	}
 	return p.Authorize([]string{p.Join.Path}, mux)
 }
