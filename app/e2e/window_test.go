@@ -11,12 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/app/window"
 )
 
-// TestWindow opens the real Wails build under Xvfb. The page, in self-test
-// mode, reads the rendered dashboard back from the DOM and reports it; the
-// test also saves a screenshot of the screen for people to look at.
+// TestWindow opens the real Wails build under Xvfb, in a network namespace
+// of its own (with its own dockerd when there is one). The page, in
+// self-test mode, reads the rendered dashboard back from the DOM, counts the
+// live events that reached it over the window's HTTP API (/api/v1/events
+// through the AssetServer handler), follows a running job's log, and
+// reports; the test also saves a screenshot of the screen for people to
+// look at.
 func TestWindow(t *testing.T) {
 	gui := os.Getenv("LABPOOL_GUI_BIN")
 	if gui == "" || testing.Short() {
@@ -25,10 +31,23 @@ func TestWindow(t *testing.T) {
 		}
 		t.Skip("window test: set LABPOOL_GUI_BIN to a desktop build (make desktop)")
 	}
-	for _, tool := range []string{"Xvfb", "import"} {
+	for _, tool := range []string{"Xvfb", "import", "nsenter"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			skipOrFail(t, "window test needs "+tool)
 		}
+	}
+	desk := newLAN(t, "desk").host("desk")
+	// The log the page follows needs a job, and a job a container engine.
+	const job = "ticker"
+	withDocker := true
+	if _, err := exec.LookPath("dockerd"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("window test: dockerd is not installed")
+		}
+		withDocker = false
+		t.Log("window test: no dockerd, so no job: the page's log stream is not checked")
+	} else {
+		desk.docker()
 	}
 	display := fmt.Sprintf(":%d", 90+os.Getpid()%60)
 	xvfb := exec.Command("Xvfb", display, "-screen", "0", "1280x800x24", "-nolisten", "tcp")
@@ -40,9 +59,15 @@ func TestWindow(t *testing.T) {
 
 	dir := t.TempDir()
 	report := filepath.Join(dir, "selftest.json")
-	cmd := exec.Command(gui)
-	cmd.Env = append(os.Environ(), "DISPLAY="+display, "LABPOOL_DATA="+filepath.Join(dir, "data"),
+	dataDir := desk.data
+	// nsenter, not `ip netns exec`, as for dockerd; X is reached through its
+	// socket file, which the namespace shares.
+	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+desk.ns, gui)
+	cmd.Env = append(append(os.Environ(), desk.env...), "DISPLAY="+display, "LABPOOL_DATA="+dataDir,
 		"LABPOOL_SELFTEST="+report, "LABPOOL_SIMULATE_GPUS=2", "LABPOOL_LISTEN=127.0.0.1:0")
+	if withDocker {
+		cmd.Env = append(cmd.Env, "LABPOOL_SELFTEST_JOB="+job)
+	}
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -56,9 +81,26 @@ func TestWindow(t *testing.T) {
 			t.Logf("window log:\n%s", lastLines(logs.String(), 40))
 		}
 	}()
+	defer func() { // never leave an agent behind
+		if pid, err := os.ReadFile(filepath.Join(dataDir, "daemon.lock")); err == nil {
+			exec.Command("kill", strings.TrimSpace(string(pid))).Run()
+		}
+	}()
+	var jobID string
+	if withDocker {
+		desk.waitDaemon()
+		out, errOut, code := desk.cli("run", "--name", job, "labpool-test/busybox:1", "sh", "-c",
+			"i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.3; done")
+		if code != 0 {
+			t.Fatalf("labpool run: exit %d: %s%s", code, out, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		jobID = lines[len(lines)-1]
+		defer desk.cli("stop", jobID)
+	}
 
 	var data []byte
-	waitFor(t, 90*time.Second, "the window's self-test report", func() error {
+	waitFor(t, 150*time.Second, "the window's self-test report", func() error {
 		select {
 		case err := <-exited:
 			return fmt.Errorf("the window exited early: %v", err)
@@ -77,13 +119,25 @@ func TestWindow(t *testing.T) {
 	}
 
 	var rep struct {
-		Cards     int       `json:"cards"`
-		Names     []string  `json:"names"`
-		GPUMeters int       `json:"gpuMeters"`
-		CPUValues []float64 `json:"cpuValues"`
-		Title     string    `json:"title"`
-		Text      string    `json:"text"`
-		Error     string    `json:"error"`
+		Cards              int            `json:"cards"`
+		Names              []string       `json:"names"`
+		GPUMeters          int            `json:"gpuMeters"`
+		CPUValues          []float64      `json:"cpuValues"`
+		Title              string         `json:"title"`
+		Text               string         `json:"text"`
+		Error              string         `json:"error"`
+		Kind               string         `json:"kind"`
+		Events             map[string]int `json:"events"`
+		EventsMaxPerSecond map[string]int `json:"eventsMaxPerSecond"`
+		Log                *struct {
+			Job    string `json:"job"`
+			Chunks []struct {
+				MS   int    `json:"ms"`
+				Text string `json:"text"`
+			} `json:"chunks"`
+			Ended bool   `json:"ended"`
+			Error string `json:"error"`
+		} `json:"log"`
 	}
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatalf("self-test report %q: %v", data, err)
@@ -95,6 +149,28 @@ func TestWindow(t *testing.T) {
 	if !strings.Contains(rep.Title, "labpool") {
 		t.Errorf("window title %q", rep.Title)
 	}
+	if rep.Kind != "wails" {
+		t.Errorf("the page's transport says it runs in %q, want the window (wails)", rep.Kind)
+	}
+	// Live events, through the window's coalesced event stream: a few per
+	// second at most (one write per 200 ms).
+	for _, name := range []string{app.EventSample, app.EventNodes} {
+		if rep.Events[name] < 1 {
+			t.Errorf("no %s event reached the window (events %v)", name, rep.Events)
+		}
+		if n := rep.EventsMaxPerSecond[name]; n > int(time.Second/window.DefaultConfig().Flush)+1 {
+			t.Errorf("%d %s events within one second, want them coalesced", n, name)
+		}
+	}
+	if withDocker {
+		// tail 0: every piece was written after the page began to follow,
+		// so two pieces at different times show the log streams live.
+		if rep.Log == nil || rep.Log.Error != "" || len(rep.Log.Chunks) < 2 {
+			t.Errorf("the window followed no live log of %s: %+v", job, rep.Log)
+		} else if c := rep.Log.Chunks; !strings.Contains(c[0].Text, "tick") || c[1].MS <= c[0].MS {
+			t.Errorf("log pieces %+v: want tick lines arriving one after the other", c)
+		}
+	}
 	select {
 	case err := <-exited:
 		if err != nil {
@@ -105,13 +181,7 @@ func TestWindow(t *testing.T) {
 	}
 	// The window started the agent in the background: it outlives the
 	// window (copies and tunnels go on), and `labpool quit` stops it.
-	dataDir := filepath.Join(dir, "data")
 	sock := filepath.Join(dataDir, "labpool.sock")
-	defer func() { // never leave an agent behind
-		if pid, err := os.ReadFile(filepath.Join(dataDir, "daemon.lock")); err == nil {
-			exec.Command("kill", strings.TrimSpace(string(pid))).Run()
-		}
-	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := web.NewClient(sock).Ping(ctx); err != nil {
