@@ -23,13 +23,17 @@ import (
 //	nGPUs     uint8
 //	time      int64  unix seconds of the point
 //	n         uint32 1 s samples it stands for
-//	host      nHost x (1 or 3) float32: min, mean, max
+//	host      nHost figures, each (1 or 3) values: min, mean, max
 //	per GPU:  index uint8;
 //	          single: state uint8 (0 free, 1 busy, 2 idle but granted);
-//	          else:   n uint32, busy float32, idle granted float32;
-//	          then nGPUM x (1 or 3) float32
+//	          else:   n uint32, busy float16, idle granted float16;
+//	          then nGPUM figures, each (1 or 3) values
 //
-// A reader takes the figures it knows and skips those a newer writer added.
+// A value is a float32 for byte counts and rates (mem_used_bytes,
+// net_rx_bps, net_tx_bps) and an IEEE float16 for the rest (percentages,
+// degrees, watts, MHz: 11 significant bits, 0.06 at 100%, 0.5 W at 700 W).
+// Figures past the ones this version knows are float32, and a reader
+// skips them: a later version appends figures, never reorders them.
 // Records written before this layout are agent.Sample JSON objects (means).
 const (
 	codecV1    = 1
@@ -38,6 +42,13 @@ const (
 )
 
 var errCodec = errors.New("malformed history record")
+
+// Whether each figure is stored as a float32 (else float16), in the order
+// of HostMetrics and GPUMetrics.
+var (
+	hostWide = [nHostMetrics]bool{hostMemUsed: true, hostRx: true, hostTx: true}
+	gpuWide  = [nGPUMetrics]bool{gpuMemUsed: true}
+)
 
 // Encode returns the record data of p.
 func Encode(p Point) []byte {
@@ -49,11 +60,7 @@ func Encode(p Point) []byte {
 	if single {
 		k = 1
 	}
-	gpuSize := 1 + 12
-	if single {
-		gpuSize = 2
-	}
-	size := headerSize + nHostMetrics*k*4 + len(p.GPUs)*(gpuSize+nGPUMetrics*k*4)
+	size := headerSize + nHostMetrics*k*4 + len(p.GPUs)*(9+nGPUMetrics*k*4)
 	b := make([]byte, 0, size)
 	var flags byte
 	if single {
@@ -62,8 +69,8 @@ func Encode(p Point) []byte {
 	b = append(b, codecV1, flags, nHostMetrics, nGPUMetrics, byte(len(p.GPUs)))
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Time.Unix()))
 	b = binary.LittleEndian.AppendUint32(b, uint32(p.N))
-	for _, a := range p.Host {
-		b = appendAgg(b, a, single)
+	for i, a := range p.Host {
+		b = appendAgg(b, a, single, hostWide[i])
 	}
 	for _, g := range p.GPUs {
 		b = append(b, byte(g.Index))
@@ -77,11 +84,11 @@ func Encode(p Point) []byte {
 			b = append(b, st)
 		} else {
 			b = binary.LittleEndian.AppendUint32(b, uint32(g.N))
-			b = appendF32(b, g.Busy)
-			b = appendF32(b, g.IdleGranted)
+			b = appendF16(b, g.Busy)
+			b = appendF16(b, g.IdleGranted)
 		}
-		for _, a := range g.M {
-			b = appendAgg(b, a, single)
+		for k, a := range g.M {
+			b = appendAgg(b, a, single, gpuWide[k])
 		}
 	}
 	out := make([]byte, base64.StdEncoding.EncodedLen(len(b))+2)
@@ -90,11 +97,19 @@ func Encode(p Point) []byte {
 	return out
 }
 
-func appendAgg(b []byte, a Agg, single bool) []byte {
-	if single {
-		return appendF32(b, a.Mean)
+func appendAgg(b []byte, a Agg, single, wide bool) []byte {
+	put := appendF16
+	if wide {
+		put = appendF32
 	}
-	return appendF32(appendF32(appendF32(b, a.Min), a.Mean), a.Max)
+	if single {
+		return put(b, a.Mean)
+	}
+	return put(put(put(b, a.Min), a.Mean), a.Max)
+}
+
+func appendF16(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint16(b, toF16(float32(v)))
 }
 
 func appendF32(b []byte, v float64) []byte {
@@ -146,11 +161,20 @@ func (r *reader) f32() float64 {
 	return float64(math.Float32frombits(binary.LittleEndian.Uint32(r.take(4))))
 }
 
-func (r *reader) agg(single bool) Agg {
-	if single {
-		return one(r.f32())
+func (r *reader) f16() float64 {
+	return float64(fromF16(binary.LittleEndian.Uint16(r.take(2))))
+}
+
+// agg reads a figure: a float32 when wide, else a float16.
+func (r *reader) agg(single, wide bool) Agg {
+	get := r.f16
+	if wide {
+		get = r.f32
 	}
-	return Agg{r.f32(), r.f32(), r.f32()}
+	if single {
+		return one(get())
+	}
+	return Agg{get(), get(), get()}
 }
 
 func decodeBinary(data []byte) (Point, error) {
@@ -170,9 +194,10 @@ func decodeBinary(data []byte) (Point, error) {
 	nHost, nGPUM, nGPUs := int(r.u8()), int(r.u8()), int(r.u8())
 	p := Point{Time: time.Unix(int64(binary.LittleEndian.Uint64(r.take(8))), 0).UTC(), N: int(r.u32())}
 	for i := range nHost {
-		a := r.agg(single)
 		if i < nHostMetrics {
-			p.Host[i] = a
+			p.Host[i] = r.agg(single, hostWide[i])
+		} else {
+			r.agg(single, true)
 		}
 	}
 	p.GPUs = make([]GPUPoint, nGPUs)
@@ -188,12 +213,13 @@ func decodeBinary(data []byte) (Point, error) {
 				g.IdleGranted = 1
 			}
 		} else {
-			g.N, g.Busy, g.IdleGranted = int(r.u32()), r.f32(), r.f32()
+			g.N, g.Busy, g.IdleGranted = int(r.u32()), r.f16(), r.f16()
 		}
 		for k := range nGPUM {
-			a := r.agg(single)
 			if k < nGPUMetrics {
-				g.M[k] = a
+				g.M[k] = r.agg(single, gpuWide[k])
+			} else {
+				r.agg(single, true)
 			}
 		}
 	}

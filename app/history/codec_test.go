@@ -2,13 +2,18 @@ package history
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
+
+// f16Approx compares figures to a float16's precision.
+var f16Approx = cmpopts.EquateApprox(1.0/1024, 1e-6)
 
 func testPoint(n int) Point {
 	p := Point{Time: at(12, 15, 0), N: n}
@@ -39,7 +44,6 @@ func testPoint(n int) Point {
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	approx := cmpopts.EquateApprox(1e-6, 0)
 	for _, n := range []int{1, 900} {
 		p := testPoint(n)
 		data := Encode(p)
@@ -50,7 +54,7 @@ func TestCodecRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(p, got, approx); diff != "" {
+		if diff := cmp.Diff(p, got, f16Approx); diff != "" {
 			t.Errorf("N=%d round trip (-want +got):\n%s", n, diff)
 		}
 	}
@@ -62,15 +66,15 @@ func TestCodecSizes(t *testing.T) {
 	for len(p.GPUs) < 8 {
 		p.GPUs = append(p.GPUs, p.GPUs[0])
 	}
-	if n := len(Encode(p)); n > 1200 {
-		t.Errorf("a 15 min point of 8 GPUs takes %d bytes, want at most 1200", n)
+	if n := len(Encode(p)); n > 700 {
+		t.Errorf("a 15 min point of 8 GPUs takes %d bytes, want at most 700", n)
 	}
 	one := testPoint(1)
 	for len(one.GPUs) < 8 {
 		one.GPUs = append(one.GPUs, one.GPUs[0])
 	}
-	if n := len(Encode(one)); n > 420 {
-		t.Errorf("a 1 s point of 8 GPUs takes %d bytes, want at most 420", n)
+	if n := len(Encode(one)); n > 270 {
+		t.Errorf("a 1 s point of 8 GPUs takes %d bytes, want at most 270", n)
 	}
 }
 
@@ -78,26 +82,27 @@ func TestCodecSizes(t *testing.T) {
 // GPU reads with the figures this version knows.
 func TestCodecNewer(t *testing.T) {
 	p := testPoint(1)
-	raw, _ := base64.StdEncoding.DecodeString(string(Encode(p)[1 : len(Encode(p))-1]))
-	// rebuild with one extra host figure and one extra GPU figure
-	var b []byte
-	b = append(b, raw[0], raw[1], nHostMetrics+1, nGPUMetrics+1, raw[4])
-	b = append(b, raw[5:headerSize]...)
-	off := headerSize
-	b = append(b, raw[off:off+nHostMetrics*4]...)
+	// as a later version would write it: one more host and GPU figure each
+	b := []byte{codecV1, flagSingle, nHostMetrics + 1, nGPUMetrics + 1, byte(len(p.GPUs))}
+	b = binary.LittleEndian.AppendUint64(b, uint64(p.Time.Unix()))
+	b = binary.LittleEndian.AppendUint32(b, 1)
+	for i, a := range p.Host {
+		b = appendAgg(b, a, true, hostWide[i])
+	}
 	b = appendF32(b, 99)
-	off += nHostMetrics * 4
-	for range p.GPUs {
-		b = append(b, raw[off:off+2+nGPUMetrics*4]...)
+	for _, g := range p.GPUs {
+		b = append(b, byte(g.Index), byte(g.Busy))
+		for k, a := range g.M {
+			b = appendAgg(b, a, true, gpuWide[k])
+		}
 		b = appendF32(b, 99)
-		off += 2 + nGPUMetrics*4
 	}
 	data := []byte(`"` + base64.StdEncoding.EncodeToString(b) + `"`)
 	got, err := DecodePoint(KindSample1s, data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(p, got, cmpopts.EquateApprox(1e-6, 0)); diff != "" {
+	if diff := cmp.Diff(p, got, f16Approx); diff != "" {
 		t.Errorf("newer record (-want +got):\n%s", diff)
 	}
 }
@@ -135,4 +140,23 @@ func FuzzDecodePoint(f *testing.F) {
 			t.Fatalf("re-encoded point: %d GPUs, %v; want %d", len(again.GPUs), err, len(p.GPUs))
 		}
 	})
+}
+
+func TestFloat16(t *testing.T) {
+	for _, tt := range []struct{ in, want float32 }{
+		{0, 0}, {1, 1}, {-2.5, -2.5}, {100, 100}, {99.97, 100}, {700.3, 700.5}, {2619, 2620}, {1e6, maxF16},
+		{-1e6, -maxF16}, {1e-9, 0}, {6e-5, 6.0021877e-05}, {0.3, 0.30004883},
+	} {
+		if got := fromF16(toF16(tt.in)); got != tt.want {
+			t.Errorf("float16 of %v reads %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	for h := range uint16(0x7c00) { // every finite positive float16 survives a round trip
+		if got := toF16(fromF16(h)); got != h {
+			t.Fatalf("float16 %#x -> %v -> %#x", h, fromF16(h), got)
+		}
+	}
+	if v := fromF16(toF16(float32(math.NaN()))); v == v {
+		t.Errorf("NaN reads %v", v)
+	}
 }
