@@ -29,6 +29,10 @@ type DaemonOptions struct {
 	Listen  string   // QUIC (UDP) address for peers
 	Name    string   // this machine's name in the pool
 	Ifaces  []string // interfaces for mDNS; empty = all
+	// Metrics is where `agent --metrics` serves Prometheus metrics;
+	// MetricsAllowRemote lets it be a non-loopback address.
+	Metrics            string
+	MetricsAllowRemote bool
 }
 
 // Hooks run the long-lived verbs; main wires them to app/daemon so that this
@@ -103,7 +107,7 @@ func newRoot(hooks Hooks) *cobra.Command {
 	)
 	root.AddCommand(jobCmds(g)...)
 	root.AddCommand(folderCmds(g)...)
-	root.AddCommand(alertsCmd(g))
+	root.AddCommand(reportCmd(g))
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}
@@ -184,10 +188,14 @@ func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.DataDir = g.dataDir
+			if err := checkMetrics(o); err != nil {
+				return err
+			}
 			return hooks.Agent(cmd.Context(), o)
 		},
 	}
 	daemonFlags(c, &o, "listen")
+	metricsFlags(c, &o)
 	return c
 }
 
