@@ -108,6 +108,7 @@ func newRoot(hooks Hooks) *cobra.Command {
 	root.AddCommand(jobCmds(g)...)
 	root.AddCommand(folderCmds(g)...)
 	root.AddCommand(reportCmd(g))
+	root.AddCommand(alertsCmd(g))
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

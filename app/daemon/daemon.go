@@ -22,6 +22,7 @@ import (
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/folders/copies"
@@ -88,6 +89,7 @@ type Daemon struct {
 	shared  publishedFolders // what was last published of each share
 	copies  *copies.Receiver
 	rt      *containers.Runtime // nil without a reachable Docker engine
+	alerts  *alerts.Machine     // this machine's alert rules, evaluator and webhook
 	rtErr   error
 
 	mu         sync.Mutex // guards candidates
@@ -153,6 +155,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.peers.OnPool = d.pool.Receive
 	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
+	d.openAlerts(ctx)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
 		Nodes: d, Folders: (*folderManager)(d), Copier: copier{d.copies}, Policy: d, Log: log})
 	if err != nil {
@@ -247,6 +250,10 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	samples, cancel := d.telem.Subscribe()
 	defer cancel()
 	g.Go(func() error { return history.NewRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, samples) })
+	alertSamples, cancelAlerts := d.telem.Subscribe()
+	defer cancelAlerts()
+	g.Go(func() error { return d.runAlerts(ctx, alertSamples) })
+	g.Go(func() error { return d.svc.RunAlertEvents(ctx) })
 	g.Go(func() error { return d.ep.Serve(ctx, d.peerHandler()) })
 	g.Go(func() error { return d.peers.Run(ctx) })
 	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })
@@ -284,6 +291,7 @@ func (d *Daemon) peerHandler() http.Handler {
 		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
 		Folders:   d.folderHandler(),
 		Transfers: d.copies.Handler(d.folderCaller),
+		Alerts:    alerts.Handler(d.alerts, d.alertCaller),
 		Authorize: func(open []string, h http.Handler) http.Handler {
 			return transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h)
 		},
