@@ -18,7 +18,11 @@
 // Errors are {"code": "...", "message": "..."} with a 4xx/5xx status.
 package app
 
-import "time"
+import (
+	"time"
+
+	"github.com/labpool/labpool/node/gpu"
+)
 
 // APIVersion is the version of the local API and of the wire protocol.
 const APIVersion = 1
@@ -117,6 +121,29 @@ type GPU struct {
 	MemClockMHz    int     `json:"mem_clock_mhz"`
 	FanPercent     int     `json:"fan_percent"` // -1 when the GPU has no fan
 	Processes      int     `json:"processes"`
+	// Health: "ok", "warning", "quarantined" or "lost" (see gpu.Stats),
+	// and why when not ok.
+	Health         string   `json:"health"`
+	HealthReason   string   `json:"health_reason"`
+	Throttle       []string `json:"throttle"`
+	EnergyMJ       uint64   `json:"energy_mj"`
+	XIDErrors      uint64   `json:"xid_errors"`
+	ECCUncorrected uint64   `json:"ecc_uncorrected"`
+	RetiredPending bool     `json:"retired_pending"`
+	Job            string   `json:"job"` // the job holding the GPU, "" when free
+	// ProcessList is the GPU's processes with their memory, job and owner
+	// (both empty: outside labpool); Processes is their count.
+	ProcessList []gpu.Process `json:"process_list"`
+}
+
+// GPUClear is a quarantine an owner cleared (`labpool gpu clear`).
+type GPUClear struct {
+	Node     string    `json:"node"`
+	NodeName string    `json:"node_name"`
+	Index    int       `json:"index"`
+	UUID     string    `json:"uuid"`
+	Reason   string    `json:"reason"` // the fault it was quarantined for
+	Since    time.Time `json:"since"`
 }
 
 // Sample is one point of a node's history: host and per-GPU figures.

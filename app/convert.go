@@ -25,6 +25,9 @@ func gpuView(n Node, g gpu.Stats) GPU {
 		TempC: g.TempC, PowerW: g.PowerW, PowerLimitW: g.PowerLimitW,
 		SMClockMHz: g.SMClockMHz, MemClockMHz: g.MemClockMHz, FanPercent: g.FanPercent,
 		Processes: len(g.Processes),
+		Health:    g.Health, HealthReason: g.HealthReason, Throttle: orEmpty(g.Throttle), EnergyMJ: g.EnergyMJ,
+		XIDErrors: g.XIDErrors, ECCUncorrected: g.ECCUncorrected, RetiredPending: g.RetiredPending,
+		Job: g.Job, ProcessList: orEmpty(g.Processes),
 	}
 }
 

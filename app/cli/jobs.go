@@ -306,6 +306,7 @@ func statsCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(out, "CPU %.1f%%   memory %s / %s\n", st.CPUPercent, Bytes(st.MemUsedBytes), Bytes(st.MemLimitBytes))
 			for _, g := range st.GPUs {
 				fmt.Fprintf(out, "GPU %d  %.0f%%  %s used by this job  %s\n", g.Index, g.UtilPercent, Bytes(g.MemUsedBytes), g.UUID)
+				writeJobProcesses(out, g.Processes)
 			}
 			return nil
 		},

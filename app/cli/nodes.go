@@ -16,11 +16,6 @@ func nodesCmd(g *globals) *cobra.Command {
 	return listVerb(g, c, reader.Nodes, func(w io.Writer, nodes []app.Node) error { return writeNodes(w, nodes, time.Now()) })
 }
 
-func gpusCmd(g *globals) *cobra.Command {
-	c := &cobra.Command{Use: "gpus", Short: "List every GPU of the pool with its latest figures"}
-	return listVerb(g, c, reader.GPUs, writeGPUs)
-}
-
 func writeNodes(w io.Writer, nodes []app.Node, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tID\tSTATE\tCPU\tMEMORY\tGPUS\tLAST SEEN")
@@ -47,16 +42,6 @@ func state(n app.Node) string {
 		return "online"
 	}
 	return "offline"
-}
-
-func writeGPUs(w io.Writer, gpus []app.GPU) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tGPU\tNAME\tUTIL\tMEMORY\tTEMP\tPOWER")
-	for _, g := range gpus {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\t%s/%s\t%.0f°C\t%.0f/%.0f W\n", g.NodeName, g.Index, g.Name,
-			g.UtilPercent, Bytes(g.MemUsedBytes), Bytes(g.MemTotalBytes), g.TempC, g.PowerW, g.PowerLimitW)
-	}
-	return tw.Flush()
 }
 
 // Bytes formats a byte count with a binary unit.

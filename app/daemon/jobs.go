@@ -139,6 +139,7 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.Node = d.id.ID.String()
 	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0
 	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, d.folders, jobStore{d.db, d.id.ID.String()}, d.log)
+	d.openHealth(ctx)
 	if p, err := d.loadPolicy(ctx); err != nil {
 		d.log.Error("read this machine's policy: keeping the defaults", "err", err)
 	} else if err := d.jobs.SetPolicy(p); err != nil {

@@ -37,6 +37,8 @@ func (fakeNode) RoundTrip(r *http.Request) (*http.Response, error) {
 		json.NewEncoder(w).Encode([]jobs.Image{{ID: "sha256:1", Tags: []string{"cuda:12"}}})
 	case p == "/v1/images/load" || p == "/v1/images/pull":
 		io.WriteString(w, `{"status":"loaded"}`+"\n")
+	case r.Method == http.MethodPost && strings.HasPrefix(p, "/v1/gpus/"):
+		json.NewEncoder(w).Encode(jobs.Quarantine{UUID: "GPU-1", Index: 1, Reason: "XID 79 (GPU has fallen off the bus)"})
 	case strings.HasPrefix(p, "/v1/folders/"):
 		io.WriteString(w, `[{"name":"a.txt","size":3}]`)
 	default:
@@ -167,6 +169,11 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		},
 		"GET /api/v1/gpus": func(t *testing.T) {
 			roundTrip(t, func() ([]app.GPU, error) { return c.GPUs(ctx) }, func() ([]app.GPU, error) { return svc.GPUs(ctx) })
+		},
+		"POST /api/v1/gpus/{ref}/clear": func(t *testing.T) {
+			for _, ref := range []string{selfID + ":1", "nobody:1", "no-index"} {
+				roundTrip(t, func() (app.GPUClear, error) { return c.ClearGPU(ctx, ref) }, func() (app.GPUClear, error) { return svc.ClearGPU(ctx, ref) })
+			}
 		},
 		"GET /api/v1/history": func(t *testing.T) {
 			roundTrip(t, func() (app.History, error) { return c.History(ctx, peerID, 60) }, func() (app.History, error) { return svc.History(ctx, peerID, 60) })

@@ -46,6 +46,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/version", call(none, noArg((*app.Service).Version))},
 	{"GET", "/api/v1/nodes", call(none, noArg((*app.Service).Nodes))},
 	{"GET", "/api/v1/gpus", call(none, noArg((*app.Service).GPUs))},
+	{"POST", "/api/v1/gpus/{ref}/clear", call(pathValue("ref"), (*app.Service).ClearGPU)},
 	{"GET", "/api/v1/history", call(historyArgs, history)},
 	{"GET", "/api/v1/history/series", call(seriesArgs, series)},
 	{"GET", "/api/v1/history/pool", call(poolHistoryArgs, poolHistory)},

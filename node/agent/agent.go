@@ -73,6 +73,10 @@ type Config struct {
 	// GPUError says why there is no GPUSource (the error of gpu.Open);
 	// empty means gpu.ErrNoDriver's message.
 	GPUError string
+	// Annotate, when set, completes each GPU reading before it is
+	// published (the job manager: quarantines, the job holding each GPU,
+	// the job of each process). taken is when the sample began.
+	Annotate func(taken time.Time, gpus []gpu.Stats)
 }
 
 // DefaultConfig returns the configuration the daemon uses.

@@ -28,7 +28,7 @@ func PeerHandler(p Parts) http.Handler {
 	mux.Handle("/v1/node/", Handler(p.Telemetry))
 	mux.Handle(p.Stream.Method+" "+p.Stream.Path, p.Stream.Handler)
 	mux.Handle(p.Join.Method+" "+p.Join.Path, p.Join.Handler)
-	for _, path := range []string{"/v1/jobs", "/v1/jobs/", "/v1/images", "/v1/images/"} {
+	for _, path := range []string{"/v1/jobs", "/v1/jobs/", "/v1/images", "/v1/images/", "/v1/gpus/"} {
 		mux.Handle(path, p.Jobs)
 	}
 	mux.Handle("/v1/folders", p.Folders)

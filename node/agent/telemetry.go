@@ -118,6 +118,9 @@ func (t *Telemetry) tick(ctx context.Context) {
 	s.Host = hs
 	t.logChange("host", err)
 	s.GPUs, s.GPUError = t.sampleGPUs(ctx)
+	if t.cfg.Annotate != nil && len(s.GPUs) > 0 {
+		t.cfg.Annotate(s.Time, s.GPUs)
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return
 	}

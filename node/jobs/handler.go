@@ -36,6 +36,7 @@ func Handler(m *Manager, caller func(*http.Request) Caller) http.Handler {
 	mux.HandleFunc("GET /v1/images", h.images)
 	mux.HandleFunc("POST /v1/images/load", h.load)
 	mux.HandleFunc("POST /v1/images/pull", h.pull)
+	mux.HandleFunc("POST /v1/gpus/{index}/clear", h.clearGPU)
 	return mux
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -188,4 +190,15 @@ func roleName(role string) string {
 		return "an admin"
 	}
 	return "a " + role
+}
+
+// clearGPU serves POST /v1/gpus/{index}/clear: ClearGPU for the caller.
+func (h *handler) clearGPU(w http.ResponseWriter, r *http.Request) {
+	i, err := strconv.Atoi(r.PathValue("index"))
+	if err != nil || i < 0 {
+		writeError(w, http.StatusBadRequest, "invalid", "gpu index "+strconv.Quote(r.PathValue("index"))+": want a number")
+		return
+	}
+	q, err := h.m.ClearGPU(r.Context(), h.caller(r), i)
+	reply(w, q, err)
 }

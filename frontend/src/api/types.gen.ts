@@ -124,6 +124,25 @@ export interface GPU {
   mem_clock_mhz: number
   fan_percent: number
   processes: number
+  health: string
+  health_reason: string
+  throttle: string[] | null
+  energy_mj: number
+  xid_errors: number
+  ecc_uncorrected: number
+  retired_pending: boolean
+  job: string
+  process_list: Process[] | null
+}
+
+/** app.GPUClear */
+export interface GPUClear {
+  node: string
+  node_name: string
+  index: number
+  uuid: string
+  reason: string
+  since: string
 }
 
 /** jobs.GPUStats */

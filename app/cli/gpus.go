@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/node/gpu"
+	"github.com/spf13/cobra"
+)
+
+func gpusCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "gpus", Short: "List every GPU of the pool with its latest figures, health, job and processes"}
+	return listVerb(g, c, reader.GPUs, writeGPUs)
+}
+
+// gpuCmd is `labpool gpu clear NODE:INDEX`.
+func gpuCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "gpu", Short: "Act on one GPU of the pool"}
+	clear := &cobra.Command{
+		Use:   "clear NODE:INDEX",
+		Short: "Lift a GPU's quarantine (owners of the pool and the machine's own user)",
+		Long: `Lift the quarantine of a GPU that a critical fault (an XID such as 79,
+uncorrectable ECC errors, retired pages or remapped rows pending) kept from
+new jobs. The faults seen so far are accepted; a new one quarantines it again.
+Only owners of the pool and the machine's own user may.`,
+		Args: cobra.ExactArgs(1),
+	}
+	c.AddCommand(actVerb(g, clear, func(ctx context.Context, c *web.Client, args []string) (string, error) {
+		q, err := c.ClearGPU(ctx, args[0])
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("gpu %d of %s cleared (was quarantined: %s)", q.Index, q.NodeName, q.Reason), nil
+	}))
+	return c
+}
+
+func writeGPUs(w io.Writer, gpus []app.GPU) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tGPU\tNAME\tUTIL\tMEMORY\tTEMP\tPOWER\tHEALTH\tJOB")
+	for _, g := range gpus {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\t%s/%s\t%.0f°C\t%.0f/%.0f W\t%s\t%s\n", g.NodeName, g.Index, g.Name,
+			g.UtilPercent, Bytes(g.MemUsedBytes), Bytes(g.MemTotalBytes), g.TempC, g.PowerW, g.PowerLimitW,
+			health(g.Health, g.HealthReason), orDash(g.Job))
+		for _, p := range g.ProcessList {
+			fmt.Fprintf(tw, "\t\t  pid %d\t\t%s\t\t\t\t%s\n", p.PID, Bytes(p.MemBytes), processOwner(p))
+		}
+	}
+	return tw.Flush()
+}
+
+// health is a GPU's health with its reason: "quarantined: XID 79 (...)".
+func health(state, reason string) string {
+	switch {
+	case state == "":
+		return "-"
+	case reason == "":
+		return state
+	}
+	return state + ": " + reason
+}
+
+// processOwner says whose a GPU process is: "job ID (owner)", or
+// "outside labpool".
+func processOwner(p gpu.Process) string {
+	if p.Job == "" {
+		return "outside labpool"
+	}
+	return fmt.Sprintf("job %s (%s)", p.Job, p.Owner)
+}
+
+// writeJobProcesses lists a job's processes on one GPU (labpool stats).
+func writeJobProcesses(w io.Writer, ps []gpu.Process) {
+	for _, p := range ps {
+		fmt.Fprintf(w, "  pid %d  %s\n", p.PID, Bytes(p.MemBytes))
+	}
+}
+
+func orDash(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "-"
+	}
+	return s
+}
