@@ -127,6 +127,7 @@ func TestWindow(t *testing.T) {
 		Text               string         `json:"text"`
 		Error              string         `json:"error"`
 		Kind               string         `json:"kind"`
+		DaemonVersion      string         `json:"daemonVersion"`
 		Events             map[string]int `json:"events"`
 		EventsMaxPerSecond map[string]int `json:"eventsMaxPerSecond"`
 		Log                *struct {
@@ -151,6 +152,9 @@ func TestWindow(t *testing.T) {
 	}
 	if rep.Kind != "wails" {
 		t.Errorf("the page's transport says it runs in %q, want the window (wails)", rep.Kind)
+	}
+	if rep.DaemonVersion == "" || strings.HasPrefix(rep.DaemonVersion, "error") {
+		t.Errorf("the page asked the daemon's version (GET /api/v1/version) and got %q", rep.DaemonVersion)
 	}
 	// Live events, through the window's coalesced event stream: a few per
 	// second at most (one write per 200 ms).

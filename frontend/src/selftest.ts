@@ -2,7 +2,8 @@
 // dashboard to render a node card with its meters, count the live events
 // that reach the page, follow a job's log when the window names one, then
 // report what the DOM shows and what arrived, read back from the page itself.
-import { EventNodes, EventSample, type Transport } from './api/index.ts'
+import { EventNodes, EventSample, request, type Transport } from './api/index.ts'
+import type { Version } from './api/types.gen.ts'
 
 export interface SelfTestSummary {
   cards: number
@@ -13,6 +14,8 @@ export interface SelfTestSummary {
   text: string
   /** The transport's kind ("wails" in the window). */
   kind: string
+  /** The daemon's build, asked with the API's request helper alone (GET /api/v1/version). */
+  daemonVersion: string
   /** Live events received, by name, since the page subscribed. */
   events: Record<string, number>
   /** The most events of one name within any one second. */
@@ -105,9 +108,13 @@ export async function runSelfTest(api: Transport, timeoutMs = 15000): Promise<vo
   const log = config.job ? await followLog(api, config.job, 30000) : undefined
   for (const off of offs) off()
   await new Promise((r) => requestAnimationFrame(() => r(null)))
+  // A call with no code of its own in the transport or the window: the
+  // route, its generated type and this line are all it takes.
+  const daemonVersion = await request<Version>('GET', '/version').then((v) => v.version, (err) => `error: ${err}`)
   const summary: SelfTestSummary = {
     ...summarize(document),
     kind: api.kind,
+    daemonVersion,
     events: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v.length])),
     eventsMaxPerSecond: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, maxPerSecond(v)])),
     log,
