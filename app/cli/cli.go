@@ -103,7 +103,7 @@ func newRoot(hooks Hooks) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		agentCmd(g, hooks), webCmd(g, hooks), poolCmd(g),
-		nodesCmd(g), gpusCmd(g), historyCmd(g), watchCmd(g), debugCmd(g), quitCmd(g), policyCmd(g), versionCmd(g, hooks),
+		nodesCmd(g), gpusCmd(g), gpuCmd(g), historyCmd(g), watchCmd(g), debugCmd(g), quitCmd(g), policyCmd(g), versionCmd(g, hooks),
 	)
 	root.AddCommand(jobCmds(g)...)
 	root.AddCommand(folderCmds(g)...)

@@ -205,6 +205,7 @@ func (d *Daemon) openTelemetry(ctx context.Context) {
 	acfg := agent.DefaultConfig()
 	acfg.Interval = d.cfg.SampleInterval
 	acfg.ID, acfg.Name, acfg.Version = d.id.ID.String(), d.name, d.cfg.Version
+	acfg.Annotate = d.annotateGPUs // quarantines, jobs and processes (gpuhealth.go)
 	d.telem = agent.New(acfg, gpus, host.NewSampler(host.DefaultConfig()), d.log)
 }
 
@@ -253,6 +254,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	alertSamples, cancelAlerts := d.telem.Subscribe()
 	defer cancelAlerts()
 	g.Go(func() error { return d.runAlerts(ctx, alertSamples) })
+	g.Go(func() error { return d.jobs.RunReclaim(ctx) })
 	g.Go(func() error { return d.svc.RunAlertEvents(ctx) })
 	g.Go(func() error { return d.ep.Serve(ctx, d.peerHandler()) })
 	g.Go(func() error { return d.peers.Run(ctx) })
