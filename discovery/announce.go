@@ -81,13 +81,20 @@ func (a *Announcer) Run(ctx context.Context) error {
 	defer reg.stop()
 	tick := time.NewTicker(a.cfg.Interval)
 	defer tick.Stop()
+	var last time.Time // of the last refresh
+	woken := true
 	for {
-		a.refresh(ctx, &reg)
+		if now := time.Now(); woken || !a.cfg.quiet(last, now) {
+			last = now
+			a.refresh(ctx, &reg)
+		}
+		woken = false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		case <-a.wake:
+			woken = true
 		}
 	}
 }

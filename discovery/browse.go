@@ -55,7 +55,17 @@ func (b *Browser) Run(ctx context.Context, found func(Candidate)) error {
 	tick := time.NewTicker(b.cfg.Interval)
 	defer tick.Stop()
 	lastErr := ""
+	var last time.Time // of the last round started
 	for {
+		if now := b.now(); b.cfg.quiet(last, now) {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+			}
+			continue
+		}
+		last = b.now()
 		err := b.startRound(ctx, &wg, d)
 		switch {
 		case err == nil:

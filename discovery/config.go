@@ -41,6 +41,30 @@ type Config struct {
 	// stops after its first answer) and an Announcer re-checks its
 	// interfaces and addresses.
 	Interval time.Duration
+	// Quiet, when set, is asked at every Interval: while it answers true,
+	// a Browser sends a query only every QuietInterval and an Announcer
+	// re-checks its interfaces as rarely. The daemon answers true while
+	// every member of its pool is connected, when there is nothing to look
+	// for. Answering others' queries never slows down, and a false answer
+	// takes effect at the next Interval.
+	Quiet func() bool
+	// QuietInterval is the period while Quiet (default 60 s).
+	QuietInterval time.Duration
+}
+
+// DefaultQuietInterval is the browse period while Config.Quiet says true.
+const DefaultQuietInterval = 60 * time.Second
+
+// quiet reports whether a periodic task last done at last may wait at now.
+func (c Config) quiet(last, now time.Time) bool {
+	if c.Quiet == nil || !c.Quiet() {
+		return false
+	}
+	every := c.QuietInterval
+	if every <= 0 {
+		every = DefaultQuietInterval
+	}
+	return now.Sub(last) < every
 }
 
 // DefaultConfig returns a Config that re-browses every 2 s on all suitable

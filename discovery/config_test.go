@@ -69,3 +69,32 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("DefaultConfig().Interval = %v; want 2s", DefaultConfig().Interval)
 	}
 }
+
+func TestQuiet(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	quiet := true
+	c := Config{Interval: 2 * time.Second, Quiet: func() bool { return quiet }, QuietInterval: 30 * time.Second}
+	for _, tt := range []struct {
+		quiet bool
+		since time.Duration
+		want  bool
+	}{
+		{true, 2 * time.Second, true},
+		{true, 29 * time.Second, true},
+		{true, 30 * time.Second, false},
+		{false, 2 * time.Second, false},
+	} {
+		quiet = tt.quiet
+		if got := c.quiet(t0, t0.Add(tt.since)); got != tt.want {
+			t.Errorf("quiet (Quiet() = %v, %v after the last round) = %v; want %v", tt.quiet, tt.since, got, tt.want)
+		}
+	}
+	if (Config{}).quiet(t0, t0) {
+		t.Error("quiet without a Quiet func = true")
+	}
+	c.QuietInterval = 0
+	quiet = true
+	if !c.quiet(t0, t0.Add(DefaultQuietInterval-time.Second)) || c.quiet(t0, t0.Add(DefaultQuietInterval)) {
+		t.Errorf("a zero QuietInterval is not DefaultQuietInterval (%v)", DefaultQuietInterval)
+	}
+}

@@ -99,6 +99,7 @@ func (d *Daemon) startDiscovery(ctx context.Context, g interface{ Go(func() erro
 	cfg.Host = discovery.HostName(d.id.ID.Short())
 	cfg.Port = d.ep.Addr().Port
 	cfg.Ifaces = d.cfg.Ifaces
+	cfg.Quiet = d.peers.AllOnline // every member connected: browse once a minute
 	d.disc = cfg
 	poolID, _, err := d.db.Setting(ctx, app.SettingPoolID)
 	if err != nil {

@@ -82,6 +82,25 @@ func (p *Peers) Online(id string) bool {
 	return f != nil && f.online
 }
 
+// AllOnline reports whether this node follows at least one member and
+// every member it follows has a live stream: nothing is missing, so
+// discovery may look less often.
+func (p *Peers) AllOnline() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, f := range p.peers {
+		if f.cancel == nil { // removed
+			continue
+		}
+		if !f.online {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
 // Addrs returns the addresses known for id: the one where a session last
 // succeeded first, then hints, newest first.
 func (p *Peers) Addrs(id string) []string {
@@ -131,9 +150,19 @@ func (p *Peers) Run(ctx context.Context) error {
 	}()
 	t := time.NewTicker(p.cfg.Reconcile)
 	defer t.Stop()
+	var (
+		gen  uint64    // of the member set last read
+		last time.Time // when it was read
+	)
 	for {
-		if err := p.reconcile(ctx, &wg); err != nil {
-			p.log.Warn("read members", "err", err)
+		// The member set is read again when this process changed it, and
+		// every fullReconcile in case another process did.
+		if g := p.db.MembersGeneration(); last.IsZero() || g != gen || time.Since(last) >= fullReconcile {
+			gen, last = g, time.Now()
+			if err := p.reconcile(ctx, &wg); err != nil {
+				p.log.Warn("read members", "err", err)
+				last = time.Time{}
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -142,6 +171,10 @@ func (p *Peers) Run(ctx context.Context) error {
 		}
 	}
 }
+
+// fullReconcile bounds how long a change of the member set made by another
+// process (which MembersGeneration does not see) waits to be followed.
+const fullReconcile = 30 * time.Second
 
 // reconcile starts a follower for each member and stops those of removed
 // devices.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -59,11 +60,14 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 	enc := json.NewEncoder(w)
 	beat := time.NewTicker(s.Heartbeat)
 	defer beat.Stop()
-	var poolSum uint64
+	var (
+		poolSum uint64
+		buf     []byte // the last frame's line, reused
+	)
 	dirty := true // read the store at start and after each change only
 	for {
 		if dirty {
-			n, err := s.sendSince(ctx, enc, &since)
+			n, err := s.sendSince(ctx, w, &buf, &since)
 			if err != nil {
 				return err
 			}
@@ -84,7 +88,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 		case <-beat.C:
 			// A quiet second: a heartbeat, with no query, tells the
 			// follower we are alive.
-			if err := enc.Encode(Frame{}); err != nil {
+			if _, err := w.Write(heartbeat); err != nil {
 				return err
 			}
 			fl.Flush()
@@ -92,13 +96,24 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 	}
 }
 
-func (s *Server) sendSince(ctx context.Context, enc *json.Encoder, since *uint64) (int, error) {
+// sendSince sends our records above *since, in a frame encoded into *buf.
+// The store is not read when it says we appended nothing since (the
+// change that woke the stream was another origin's).
+func (s *Server) sendSince(ctx context.Context, w io.Writer, buf *[]byte, since *uint64) (int, error) {
+	if top, ok := s.db.Appended(s.origin); ok && top <= *since {
+		return 0, nil
+	}
 	recs, err := s.db.Since(ctx, s.origin, *since, maxBatch)
 	if err != nil || len(recs) == 0 {
 		return 0, err
 	}
 	*since = recs[len(recs)-1].Seq
-	return len(recs), enc.Encode(Frame{Records: recs})
+	*buf = appendRecordsFrame((*buf)[:0], recs)
+	if cap(*buf) > 1<<20 {
+		defer func() { *buf = nil }() // a catch-up's large frame is not kept
+	}
+	_, err = w.Write(*buf)
+	return len(recs), err
 }
 
 // sendPool sends the membership records when they differ from what was

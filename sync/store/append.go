@@ -44,7 +44,15 @@ func (db *DB) AppendBatch(ctx context.Context, origin string, recs []Record) ([]
 		out[i] = Record{Origin: origin, Kind: r.Kind, Key: r.Key, Time: fromMS(toMS(r.Time)), Data: slices.Clone(r.Data)}
 	}
 	err := db.write(ctx, classOf(out), func(tx *sql.Tx) (bool, error) {
-		return len(out) > 0, appendTx(ctx, tx, out)
+		if len(out) == 0 {
+			return false, nil
+		}
+		if err := appendTx(ctx, tx, out); err != nil {
+			return false, err
+		}
+		// Before subscribers are told (db.wmu orders the stores).
+		db.appended.Store(origin, out[len(out)-1].Seq)
+		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("append records of %s: %w", origin, err)

@@ -70,8 +70,16 @@ func (db *DB) PutMember(ctx context.Context, m MemberRow) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("put member %s: %w", m.ID, err)
 	}
+	if changed {
+		db.members.Add(1)
+	}
 	return changed, nil
 }
+
+// MembersGeneration grows whenever this DB changes the member set
+// (PutMember, SavePool, ClearPool), so a watcher re-reads Members only then.
+// Changes made by another process opening the same file are not counted.
+func (db *DB) MembersGeneration() uint64 { return db.members.Load() }
 
 // Members returns every member row, tombstones included, sorted by ID.
 func (db *DB) Members(ctx context.Context) ([]MemberRow, error) {

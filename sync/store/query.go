@@ -29,13 +29,26 @@ func (db *DB) Since(ctx context.Context, origin string, seq uint64, limit int) (
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	const q = `SELECT ` + recordCols + ` FROM records
-		WHERE origin = ? AND seq > ? ORDER BY seq LIMIT ?`
-	recs, err := collect(db.r.QueryContext(ctx, q, origin, clampSeq(seq), limit))
+	recs, err := collect(db.since.QueryContext(ctx, origin, clampSeq(seq), limit))
 	if err != nil {
 		return nil, fmt.Errorf("read records of %s since %d: %w", origin, seq, err)
 	}
 	return recs, nil
+}
+
+// sinceQuery is Since's statement.
+const sinceQuery = `SELECT ` + recordCols + ` FROM records
+	WHERE origin = ? AND seq > ? ORDER BY seq LIMIT ?`
+
+// Appended returns the highest seq Append gave origin's records in this
+// process, and false when it gave none: a stream of origin's records that
+// has sent up to that seq has nothing new to read.
+func (db *DB) Appended(origin string) (uint64, bool) {
+	v, ok := db.appended.Load(origin)
+	if !ok {
+		return 0, false
+	}
+	return v.(uint64), true
 }
 
 // clampSeq converts seq to SQLite's signed integer; no stored seq is larger.

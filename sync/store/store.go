@@ -53,6 +53,9 @@ type DB struct {
 	wmu       sync.Mutex
 	paused    atomic.Bool // history paused by a full disk (see durable.go)
 	lastCheck time.Time   // of free space while paused; guarded by wmu
+	members   atomic.Uint64
+	appended  sync.Map  // origin -> uint64: the highest seq Append gave it in this process
+	since     *sql.Stmt // Since's query, prepared once
 
 	closeOnce sync.Once
 	closeErr  error
@@ -92,7 +95,13 @@ func OpenWith(path string, opts Options) (*DB, error) {
 	}
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
-	db := &DB{w: w, r: r, path: abs, opts: opts.withDefaults()}
+	since, err := r.Prepare(sinceQuery)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open replica %s: %w", path, err)
+	}
+	db := &DB{w: w, r: r, path: abs, opts: opts.withDefaults(), since: since}
 	if err := makeReserve(db.reservePath(), db.opts.ReserveBytes); err != nil {
 		db.pause()
 	}
@@ -138,7 +147,7 @@ func dsn(abs, extra string) string {
 // Close closes the replica. It is safe to call more than once.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		db.closeErr = errors.Join(db.r.Close(), db.w.Close())
+		db.closeErr = errors.Join(db.since.Close(), db.r.Close(), db.w.Close())
 	})
 	return db.closeErr
 }
