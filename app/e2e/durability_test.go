@@ -1,0 +1,303 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// TestCrashConsistency kills a running agent with SIGKILL while it writes,
+// 200 times (LABPOOL_CRASH_ITERATIONS), at a random moment 100 to 300 ms
+// after its API answers, and after every kill opens its replica as the
+// next start would: PRAGMA integrity_check must pass, and every control
+// record whose API call returned must be there: membership (invites made,
+// a member's role changed), folder records (shares) and local settings (the
+// machine's policy). A write in flight at the kill may or may not be there.
+// Samples, written every second, may lose the last second only: every
+// sample the replica held just before the kill survives it, and in the
+// iterations that let the agent run 2.5 s (every 40th), the newest sample is at most
+// 2 s older than the kill. LABPOOL_CRASH_SEED replays a run's moments.
+func TestCrashConsistency(t *testing.T) {
+	iterations := 200
+	if v, err := strconv.Atoi(os.Getenv("LABPOOL_CRASH_ITERATIONS")); err == nil && v > 0 {
+		iterations = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("LABPOOL_CRASH_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("%d iterations, LABPOOL_CRASH_SEED=%d", iterations, seed)
+	rng := rand.New(rand.NewPCG(seed, seed))
+
+	l := newLAN(t, "node", "peer")
+	node, peer := l.host("node"), l.host("peer")
+	node.env = []string{"LABPOOL_SIMULATE_GPUS=8"}
+	node.agent()
+	peer.agent()
+	node.waitDaemon()
+	peer.waitDaemon()
+	joinAll(t, node, peer)
+	ctx := context.Background()
+	self, err := node.client().Self(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerSelf, err := peer.client().Self(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "peer is a member on node", func() error {
+		st, err := node.client().Pool(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range st.Members {
+			if m.ID == peerSelf.ID {
+				return nil
+			}
+		}
+		return fmt.Errorf("members: %+v", st.Members)
+	})
+	shareDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(shareDir, "data.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := &crashLedger{invites: map[string]bool{}, shares: map[string]bool{}, policy: -1, policyFlight: -1}
+	if st, err := node.client().Pool(ctx); err == nil {
+		for _, m := range st.Members {
+			if m.ID == peerSelf.ID {
+				c.role = m.Role
+			}
+		}
+	}
+	replica := filepath.Join(node.data, "replica.db")
+
+	start := time.Now()
+	var writes, longRuns int
+	for i := range iterations {
+		if i > 0 {
+			node.agent()
+			node.waitDaemon()
+		}
+		life := time.Duration(100+rng.IntN(201)) * time.Millisecond
+		long := i%40 == 39
+		if long {
+			life = 2500 * time.Millisecond
+			longRuns++
+		}
+		wctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for _, w := range c.writers(node, i, shareDir, peerSelf.ID) {
+			wg.Go(func() { w(wctx) })
+		}
+		time.Sleep(life)
+		held := newestSample(t, replica, self.ID)
+		killed := time.Now()
+		node.kill()
+		stop()
+		wg.Wait()
+		writes += c.verify(t, i, replica, self.ID, peerSelf.ID, held, killed, long)
+		if t.Failed() {
+			t.Fatalf("iteration %d (life %v) failed; replay with LABPOOL_CRASH_SEED=%d", i, life, seed)
+		}
+	}
+	t.Logf("%d kills in %v: %d acknowledged control writes, all kept; integrity_check ok every time; %d runs of 2.5 s checked the samples",
+		iterations, time.Since(start).Round(time.Second), writes, longRuns)
+}
+
+// crashLedger is what the writers had acknowledged, and what was in flight.
+type crashLedger struct {
+	mu      sync.Mutex
+	invites map[string]bool // invite IDs whose creation returned
+	shares  map[string]bool // folder names whose share returned
+	// policy is the max_gpus_per_member last acknowledged (-1: none yet) and
+	// policyFlight the one being written (-1: none).
+	policy, policyFlight int
+	// role is the peer's role last acknowledged and roleFlight the one
+	// being written ("": none).
+	role, roleFlight string
+	next             int // the next policy value
+	written          int // acknowledged writes of this iteration
+}
+
+// writers returns the write loops of iteration i: one invite and one role
+// change (membership records, which the pool rewrites whole), two shares,
+// and as many policy changes as fit, each loop stopping when ctx ends.
+func (c *crashLedger) writers(h *host, i int, dir, peerID string) []func(context.Context) {
+	cl := h.client()
+	return []func(context.Context){
+		func(ctx context.Context) { // membership: an invite
+			inv, err := cl.CreateInvite(ctx, app.InviteRequest{Role: "member", Uses: 1, ExpiresSeconds: 3600})
+			if err == nil {
+				c.ack(func() { c.invites[inv.Invite.ID] = true })
+			}
+		},
+		func(ctx context.Context) { // membership: the peer's role
+			c.mu.Lock()
+			role := "admin"
+			if c.role == "admin" {
+				role = "member"
+			}
+			c.roleFlight = role
+			c.mu.Unlock()
+			if err := cl.SetRole(ctx, peerID, role); err == nil {
+				c.ack(func() { c.role, c.roleFlight = role, "" })
+			}
+		},
+		func(ctx context.Context) { // folder records
+			for k := range 2 {
+				name := fmt.Sprintf("s%03d-%d", i, k)
+				if _, err := cl.Share(ctx, app.ShareRequest{Name: name, Path: dir}); err != nil {
+					return
+				}
+				c.ack(func() { c.shares[name] = true })
+			}
+		},
+		func(ctx context.Context) { // local settings: the policy
+			for ctx.Err() == nil {
+				c.mu.Lock()
+				c.next++
+				n := c.next
+				c.policyFlight = n
+				c.mu.Unlock()
+				if _, err := cl.SetPolicy(ctx, app.PolicyUpdate{MaxGPUsPerMember: &n}); err != nil {
+					return
+				}
+				c.ack(func() { c.policy, c.policyFlight = n, -1 })
+			}
+		},
+	}
+}
+
+func (c *crashLedger) ack(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f()
+	c.written++
+}
+
+// verify opens the killed agent's replica and checks it; it returns the
+// writes acknowledged in this iteration and takes what the replica holds
+// as the start of the next.
+func (c *crashLedger) verify(t *testing.T, i int, path, self, peerID string, held time.Time, killed time.Time, long bool) int {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(path)
+	if err != nil {
+		t.Fatalf("iteration %d: open the replica after SIGKILL: %v", i, err)
+	}
+	defer db.Close()
+	if err := db.Check(ctx); err != nil {
+		t.Fatalf("iteration %d: integrity_check after SIGKILL: %v", i, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+
+	// Membership: every invite acknowledged, and the peer's role.
+	recs, err := db.PoolRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invites := map[string]bool{}
+	for _, r := range recs {
+		var pr struct{ Kind, Subject string }
+		if json.Unmarshal(r.Data, &pr) == nil && pr.Kind == "invite" {
+			invites[pr.Subject] = true
+		}
+	}
+	for id := range c.invites {
+		if !invites[id] {
+			t.Errorf("iteration %d: acknowledged invite %s lost", i, id)
+		}
+	}
+	members, err := db.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := ""
+	for _, m := range members {
+		if m.ID == peerID {
+			role = m.Role
+		}
+	}
+	if role != c.role && (c.roleFlight == "" || role != c.roleFlight) {
+		t.Errorf("iteration %d: the peer's role is %q; acknowledged %q (in flight %q)", i, role, c.role, c.roleFlight)
+	}
+	c.role, c.roleFlight = role, ""
+
+	// Folder records.
+	for name := range c.shares {
+		if _, ok, err := db.Latest(ctx, self, app.KindFolder, name); err != nil || !ok {
+			t.Errorf("iteration %d: acknowledged share %s lost (%v)", i, name, err)
+		}
+	}
+
+	// Local settings.
+	v, _, err := db.Setting(ctx, "policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		MaxGPUsPerMember int `json:"max_gpus_per_member"`
+	}
+	stored := -1
+	if v != "" && json.Unmarshal([]byte(v), &p) == nil {
+		stored = p.MaxGPUsPerMember
+	}
+	if stored != c.policy && stored != c.policyFlight {
+		t.Errorf("iteration %d: policy max_gpus_per_member = %d; acknowledged %d (in flight %d)", i, stored, c.policy, c.policyFlight)
+	}
+	c.policy, c.policyFlight = stored, -1
+
+	// Samples.
+	latest, err := db.LatestByKind(ctx, "sample.1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var newest time.Time
+	for _, r := range latest {
+		if r.Origin == self {
+			newest = r.Time
+		}
+	}
+	if newest.Before(held) {
+		t.Errorf("iteration %d: newest sample %v; the replica held one of %v before the kill", i, newest, held)
+	}
+	if long && killed.Sub(newest) > 2*time.Second {
+		t.Errorf("iteration %d: newest sample %v is %v older than the kill: more than the last second lost", i, newest, killed.Sub(newest))
+	}
+	n := c.written
+	c.written = 0
+	return n
+}
+
+// newestSample is the time of the newest sample of origin in the replica
+// at path, read without writing (the agent is running).
+func newestSample(t *testing.T, path, origin string) time.Time {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(2000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ms sql.NullInt64
+	err = db.QueryRow(`SELECT MAX(time_ms) FROM records WHERE origin = ? AND kind = 'sample.1s'`, origin).Scan(&ms)
+	if err != nil {
+		t.Fatalf("read the newest sample: %v", err)
+	}
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms.Int64)
+}
