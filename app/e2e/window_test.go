@@ -128,6 +128,7 @@ func TestWindow(t *testing.T) {
 		Error              string         `json:"error"`
 		Kind               string         `json:"kind"`
 		DaemonVersion      string         `json:"daemonVersion"`
+		BrowserOpen        bool           `json:"browserOpen"`
 		Events             map[string]int `json:"events"`
 		EventsMaxPerSecond map[string]int `json:"eventsMaxPerSecond"`
 		Log                *struct {
@@ -150,8 +151,8 @@ func TestWindow(t *testing.T) {
 	if !strings.Contains(rep.Title, "labpool") {
 		t.Errorf("window title %q", rep.Title)
 	}
-	if rep.Kind != "wails" {
-		t.Errorf("the page's transport says it runs in %q, want the window (wails)", rep.Kind)
+	if rep.Kind != "wails" || !rep.BrowserOpen {
+		t.Errorf("the page's transport says it runs in %q (system browser reachable: %v), want the window (wails)", rep.Kind, rep.BrowserOpen)
 	}
 	if rep.DaemonVersion == "" || strings.HasPrefix(rep.DaemonVersion, "error") {
 		t.Errorf("the page asked the daemon's version (GET /api/v1/version) and got %q", rep.DaemonVersion)

@@ -94,7 +94,8 @@ func New(socket string, cfg Config) *Window {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		},
-		MaxIdleConns: 8,
+		MaxIdleConns:        8,
+		MaxIdleConnsPerHost: 8, // one host: the daemon
 	}, cfg)
 }
 

@@ -14,6 +14,8 @@ export interface SelfTestSummary {
   text: string
   /** The transport's kind ("wails" in the window). */
   kind: string
+  /** Whether the Wails runtime can open the system browser (Transport.openJob uses it). */
+  browserOpen: boolean
   /** The daemon's build, asked with the API's request helper alone (GET /api/v1/version). */
   daemonVersion: string
   /** Live events received, by name, since the page subscribed. */
@@ -114,6 +116,7 @@ export async function runSelfTest(api: Transport, timeoutMs = 15000): Promise<vo
   const summary: SelfTestSummary = {
     ...summarize(document),
     kind: api.kind,
+    browserOpen: typeof window.runtime?.BrowserOpenURL === 'function',
     daemonVersion,
     events: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v.length])),
     eventsMaxPerSecond: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, maxPerSecond(v)])),
