@@ -11,13 +11,15 @@ type Policy = jobs.Policy
 
 // PolicyUpdate changes the fields it sets and leaves the others.
 type PolicyUpdate struct {
-	Launch             *string `json:"launch,omitempty"` // "members" | "admins" | "nobody"
-	MaxGPUsPerMember   *int    `json:"max_gpus_per_member,omitempty"`
-	DefaultMemoryBytes *int64  `json:"default_memory_bytes,omitempty"`
-	MaxMemoryBytes     *int64  `json:"max_memory_bytes,omitempty"`
-	LogMaxBytes        *int64  `json:"log_max_bytes,omitempty"`
-	JobUser            *string `json:"job_user,omitempty"`
-	AllowRoot          *bool   `json:"allow_root,omitempty"`
+	Launch             *string  `json:"launch,omitempty"` // "members" | "admins" | "nobody"
+	MaxGPUsPerMember   *int     `json:"max_gpus_per_member,omitempty"`
+	DefaultMemoryBytes *int64   `json:"default_memory_bytes,omitempty"`
+	MaxMemoryBytes     *int64   `json:"max_memory_bytes,omitempty"`
+	LogMaxBytes        *int64   `json:"log_max_bytes,omitempty"`
+	JobUser            *string  `json:"job_user,omitempty"`
+	AllowRoot          *bool    `json:"allow_root,omitempty"`
+	IdleReclaimSeconds *int     `json:"idle_reclaim_seconds,omitempty"` // 0 = off
+	IdleBelowPercent   *float64 `json:"idle_below_percent,omitempty"`
 }
 
 // Apply returns p with u's fields set.
@@ -42,6 +44,12 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	}
 	if u.AllowRoot != nil {
 		p.AllowRoot = *u.AllowRoot
+	}
+	if u.IdleReclaimSeconds != nil {
+		p.IdleReclaimSeconds = *u.IdleReclaimSeconds
+	}
+	if u.IdleBelowPercent != nil {
+		p.IdleBelowPercent = *u.IdleBelowPercent
 	}
 	return p
 }

@@ -12,7 +12,8 @@ import (
 
 // policyCmd shows this machine's policy, or sets the parts its flags name.
 func policyCmd(g *globals) *cobra.Command {
-	var launch, defMem, maxMem string
+	var launch, defMem, maxMem, idleReclaim string
+	var idleBelow float64
 	var maxGPUs int
 	var allowRoot, asJSON bool
 	c := &cobra.Command{
@@ -24,6 +25,8 @@ machine's alone (kept in its local settings, set only through its local socket):
   --launch admins      only admins and owners do
   --launch nobody      only this machine's own user does
   --max-gpus-per-member N   GPUs one device may hold here, queued and running (0 = no limit)
+  --idle-reclaim 2h --idle-below 5   stop a job whose GPUs all stayed under 5% for 2 h
+                       (its owner sees a countdown first; 0 = off, the default)
 Requests beyond the policy are refused with the rule's name, e.g.
 "policy launch=admins: only admins and owners launch on this machine".`,
 		Args: cobra.NoArgs,
@@ -51,6 +54,9 @@ Requests beyond the policy are refused with the rule's name, e.g.
 			if fl.Changed("allow-root") {
 				u.AllowRoot = &allowRoot
 			}
+			if err := idleFlags(fl.Changed("idle-reclaim"), idleReclaim, fl.Changed("idle-below"), idleBelow, &u); err != nil {
+				return err
+			}
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -76,6 +82,8 @@ Requests beyond the policy are refused with the rule's name, e.g.
 	fl.StringVar(&defMem, "default-memory", "", "memory limit of a job that asks none, e.g. 8g")
 	fl.StringVar(&maxMem, "max-memory", "", "the most memory a job may ask, e.g. 64g (0 = no limit)")
 	fl.BoolVar(&allowRoot, "allow-root", false, "let jobs run as root although this machine's Docker does not remap users (root in a job is then root on this machine's files)")
+	fl.StringVar(&idleReclaim, "idle-reclaim", "", "stop a job whose GPUs stayed idle this long, after a warning, e.g. 2h (0 = off, the default)")
+	fl.Float64Var(&idleBelow, "idle-below", 5, "a GPU under this utilization (%) is idle, for --idle-reclaim")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -101,5 +109,6 @@ func writePolicy(w io.Writer, p app.Policy) error {
 	fmt.Fprintf(tw, "log cap\t%s\n", Bytes(uint64(p.LogMaxBytes)))
 	fmt.Fprintf(tw, "job user\t%s\n", p.JobUser)
 	fmt.Fprintf(tw, "allow root\t%s\n", root)
+	fmt.Fprintf(tw, "idle reclaim\t%s\n", idleReclaimText(p))
 	return tw.Flush()
 }

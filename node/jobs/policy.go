@@ -26,6 +26,11 @@ type Policy struct {
 	LogMaxBytes        int64  `json:"log_max_bytes"`        // a job's log is capped at this size
 	JobUser            string `json:"job_user"`             // "uid:gid" jobs run as where the engine does not remap users
 	AllowRoot          bool   `json:"allow_root"`           // root in a container even where it is the host's root
+	// IdleReclaimSeconds stops a job whose GPUs all stayed under
+	// IdleBelowPercent for that long, after a warning (see reclaim.go);
+	// 0 = off.
+	IdleReclaimSeconds int     `json:"idle_reclaim_seconds"`
+	IdleBelowPercent   float64 `json:"idle_below_percent"`
 }
 
 // DefaultPolicy is the policy of a machine whose owner set none: members
@@ -39,7 +44,7 @@ func DefaultPolicy() Policy {
 		def = min(def, total/2)
 	}
 	return Policy{Launch: LaunchMembers, DefaultMemoryBytes: def, MaxMemoryBytes: total, LogMaxBytes: 64 << 20,
-		JobUser: containers.DefaultJobUser}
+		JobUser: containers.DefaultJobUser, IdleBelowPercent: 5}
 }
 
 var jobUser = regexp.MustCompile(`^[1-9][0-9]{0,9}:[1-9][0-9]{0,9}$`)
@@ -59,6 +64,10 @@ func (p Policy) Check() error {
 		return refuse("policy", "log cap %d bytes: at least 1 MiB", p.LogMaxBytes)
 	case !jobUser.MatchString(p.JobUser):
 		return refuse("policy", "job user %q: a numeric uid:gid, neither 0", p.JobUser)
+	case p.IdleReclaimSeconds != 0 && (p.IdleReclaimSeconds < minIdleReclaim || p.IdleReclaimSeconds > maxIdleReclaim):
+		return refuse("policy", "idle reclaim after %ds: 0 (off), or between %ds and 30 days", p.IdleReclaimSeconds, minIdleReclaim)
+	case p.IdleBelowPercent <= 0 || p.IdleBelowPercent > 100:
+		return refuse("policy", "idle below %g%%: above 0 and at most 100", p.IdleBelowPercent)
 	}
 	return nil
 }

@@ -86,6 +86,9 @@ type Job struct {
 	GPUSeconds float64     `json:"gpu_seconds"`     // GPU-time used so far
 	SpecHash   string      `json:"spec_hash"`
 	Removed    bool        `json:"removed,omitempty"` // its container was removed; the record stays
+	// ReclaimAt is when the idle reclaim policy stops the job unless its
+	// GPUs get busy again: the countdown its owner sees (nil: none).
+	ReclaimAt *time.Time `json:"reclaim_at,omitempty"`
 }
 
 // Stats is a job's resource use now.

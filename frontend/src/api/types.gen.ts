@@ -220,6 +220,7 @@ export interface Job {
   gpu_seconds: number
   spec_hash: string
   removed?: boolean
+  reclaim_at?: string | null
   node_name: string
   owner_name: string
   stale: boolean
@@ -393,6 +394,8 @@ export interface Policy {
   log_max_bytes: number
   job_user: string
   allow_root: boolean
+  idle_reclaim_seconds: number
+  idle_below_percent: number
 }
 
 /** app.PolicyUpdate */
@@ -404,6 +407,8 @@ export interface PolicyUpdate {
   log_max_bytes?: number | null
   job_user?: string | null
   allow_root?: boolean | null
+  idle_reclaim_seconds?: number | null
+  idle_below_percent?: number | null
 }
 
 /** app.PoolSeries */
