@@ -1,7 +1,6 @@
 package alerts
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"strings"
 	"time"
@@ -74,15 +73,6 @@ func healthLevel(h string) float64 {
 	return 0
 }
 
-// gpuHealth is the part of a GPU's sample that node/gpu reports about its
-// health (read by name: the fields are the wire's).
-type gpuHealth struct {
-	Health       string   `json:"health"`
-	HealthReason string   `json:"health_reason"`
-	Throttle     []string `json:"throttle"`
-	Job          string   `json:"job"`
-}
-
 // ReadingOf builds the Reading of sample s with this machine's grants and
 // shared folders.
 func ReadingOf(s agent.Sample, grants map[string]string, folders []Folder) Reading {
@@ -90,22 +80,14 @@ func ReadingOf(s agent.Sample, grants map[string]string, folders []Folder) Readi
 	if s.Host.MemTotalBytes > 0 {
 		r.MemPercent = 100 * float64(s.Host.MemUsedBytes) / float64(s.Host.MemTotalBytes)
 	}
-	var health []gpuHealth
-	if b, err := json.Marshal(s.GPUs); err == nil {
-		json.Unmarshal(b, &health) // the same slice: it cannot fail
-	}
-	for i, g := range s.GPUs {
+	for _, g := range s.GPUs {
 		gr := GPUReading{Index: g.Index, UUID: g.UUID, TempC: g.TempC, UtilPercent: g.UtilPercent, PowerW: g.PowerW,
-			Job: grants[g.UUID]}
+			Health: g.Health, HealthReason: g.HealthReason, Throttle: g.Throttle, Job: grants[g.UUID]}
+		if gr.Job == "" {
+			gr.Job = g.Job
+		}
 		if g.MemTotalBytes > 0 {
 			gr.MemUsedPercent = 100 * float64(g.MemUsedBytes) / float64(g.MemTotalBytes)
-		}
-		if i < len(health) {
-			h := health[i]
-			gr.Health, gr.HealthReason, gr.Throttle = h.Health, h.HealthReason, h.Throttle
-			if gr.Job == "" {
-				gr.Job = h.Job
-			}
 		}
 		r.GPUs = append(r.GPUs, gr)
 	}
