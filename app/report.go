@@ -80,7 +80,7 @@ type ReportRow struct {
 
 // maxReportSeconds is the longest window a report covers: as far back as
 // history goes.
-var maxReportSeconds = int(history.MaxWindow / time.Second)
+var maxReportSeconds = int(history.MaxSeriesWindow / time.Second)
 
 // Report computes the pool's report over the window req asks for, from the
 // job records and the samples in the replica.

@@ -34,13 +34,16 @@ type gpuUsage struct {
 
 // usagePoint is one reading. Its utilization and power stand for the time
 // since the previous reading, or Step before it when that is nearer (a
-// longer gap is missing samples). EnergyMJ is NVML's total energy counter
-// (millijoules since the driver loaded; 0 when unsupported): the difference
-// between two readings is the energy drawn between them, gaps included.
+// longer gap is missing samples), less the share Missing of that time
+// (0 to 1: a point of a tier whose samples were partly missing). EnergyMJ
+// is NVML's total energy counter (millijoules since the driver loaded; 0
+// when unsupported): the difference between two readings is the energy
+// drawn between them, gaps included.
 type usagePoint struct {
 	Time        time.Time
 	UtilPercent float64
 	PowerW      float64
+	Missing     float64
 	EnergyMJ    uint64
 }
 
@@ -82,7 +85,7 @@ func measureSpan(u *gpuUsage, a, b time.Time) measure {
 		if prev != nil && prev.Time.After(start) {
 			start = prev.Time
 		}
-		o := overlap(start, p.Time, a, b)
+		o := overlap(start, p.Time, a, b) * (1 - p.Missing)
 		m.measured += o
 		m.used += o * p.UtilPercent / 100
 		if o > 0 && p.UtilPercent < idleBelow {

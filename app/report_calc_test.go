@@ -7,6 +7,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/gpu"
 )
 
 // The known history of the report tests: a window of four hours from rt0,
@@ -131,6 +134,14 @@ func TestReportPartialSpans(t *testing.T) {
 	if m != want {
 		t.Errorf("measureSpan = %+v, want %+v", m, want)
 	}
+	// A point of a tier whose samples were half missing measures half its
+	// time, and its power over that half.
+	u = gpuUsage{Node: node1, GPU: 0, Step: time.Hour, Points: []usagePoint{{Time: hoursIn(1), UtilPercent: 40, PowerW: 100, Missing: 0.5}}}
+	m = measureSpan(&u, hoursIn(0), hoursIn(1))
+	want = measure{granted: 3600, measured: 1800, used: 720, powerJ: 100 * 1800}
+	if m != want {
+		t.Errorf("measureSpan of a half-missing point = %+v, want %+v", m, want)
+	}
 	// No series at all: everything unmeasured, no energy.
 	m = measureSpan(&gpuUsage{}, hoursIn(0), hoursIn(1))
 	if m != (measure{granted: 3600}) {
@@ -150,5 +161,18 @@ func TestReportRunningAndEmpty(t *testing.T) {
 	empty := computeReport(reportInput{Since: rt0, Until: hoursIn(1), By: ReportByMember})
 	if len(empty.Rows) != 0 || empty.Totals != (ReportRow{Label: "total"}) {
 		t.Errorf("empty report: %+v", empty)
+	}
+}
+
+// usageOf reads tier points as readings at the end of their step, with the
+// share of samples they miss.
+func TestUsageOf(t *testing.T) {
+	p := history.FromSample(agent.Sample{Time: rt0, GPUs: []gpu.Stats{{Index: 2, UtilPercent: 50, PowerW: 200}}})
+	p.N, p.GPUs[0].N = 45, 45 // 45 samples of a minute's 60
+	got := usageOf(node1, []history.Point{p}, time.Minute)
+	want := []gpuUsage{{Node: node1, GPU: 2, Step: time.Minute, Points: []usagePoint{
+		{Time: rt0.Add(time.Minute), UtilPercent: 50, PowerW: 200, Missing: 0.25}}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("usageOf (-want +got):\n%s", diff)
 	}
 }

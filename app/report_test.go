@@ -1,0 +1,81 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// TestReaderReport computes a report from a replica: alpha's GPUs over 70
+// minutes of 1 min points (GPU 0 at 100% and 300 W, GPU 1 idle at 50 W), a
+// job of mike's holding both for 30 minutes (removed since: it still
+// counts), and a record of bad's claiming to be a job of alpha's.
+func TestReaderReport(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	putMember(t, db, alphaID, "alpha", false)
+	putMember(t, db, mikeID, "mike", false)
+	putMember(t, db, badID, "bad", false)
+	start := t0.Truncate(time.Minute)
+	for m := start.Add(-10 * time.Minute); m.Before(start.Add(time.Hour)); m = m.Add(time.Minute) {
+		p := history.FromSample(agent.Sample{Time: m, GPUs: []gpu.Stats{{Index: 0, UtilPercent: 100, PowerW: 300}, {Index: 1, PowerW: 50}}})
+		p.N = 60
+		for i := range p.GPUs {
+			p.GPUs[i].N = 60
+		}
+		putRecord(t, db, alphaID, history.KindSample1m, history.Key(m), m, history.Encode(p))
+	}
+	started, finished := start, start.Add(30*time.Minute)
+	j := jobs.Job{ID: "job-1", Name: "train", Node: alphaID, Owner: mikeID, State: jobs.Exited, GPUIndexes: []int{0, 1},
+		Started: &started, Finished: &finished, Removed: true, Spec: jobs.Spec{Env: []string{"TOKEN=s3cret"}}}
+	putRecord(t, db, alphaID, KindJob, j.ID, finished, mustJSON(t, j))
+	forged := j
+	forged.ID, forged.Owner = "job-forged", badID
+	putRecord(t, db, badID, KindJob, forged.ID, finished, mustJSON(t, forged))
+
+	r := NewReader(db, Self{ID: selfID, Name: "self"})
+	until := start.Add(time.Hour).Unix()
+	rep, err := r.Report(ctx, ReportRequest{Since: 7200, Until: until, By: ReportByMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ReportRow{Key: mikeID, Label: "mike", GPUHoursGranted: 1, GPUHoursUsed: 0.5, IdleGrantedHours: 0.5,
+		EnergyKWh: 0.175, EnergySource: EnergyPower}
+	if len(rep.Rows) != 1 || !approxRow(rep.Rows[0], want) || rep.StepSeconds != 60 {
+		t.Errorf("rows %+v (step %d), want [%+v] at 60 s", rep.Rows, rep.StepSeconds, want)
+	}
+	if math.Abs(rep.Totals.EnergyTotalKWh-0.35*70/60) > 1e-9 || rep.Totals.GPUHoursGranted != 1 {
+		t.Errorf("totals %+v, want 1 GPU hour and %.6f kWh in all", rep.Totals, 0.35*70/60)
+	}
+	b, _ := json.Marshal(rep)
+	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "TOKEN") {
+		t.Errorf("the report shows a job's environment: %s", b)
+	}
+
+	byNode, err := r.Report(ctx, ReportRequest{Since: 7200, Until: until, By: ReportByNode})
+	if err != nil || len(byNode.Rows) != 1 || byNode.Rows[0].Label != "alpha" || math.Abs(byNode.Rows[0].EnergyTotalKWh-0.35*70/60) > 1e-9 {
+		t.Errorf("by node: %+v, %v", byNode.Rows, err)
+	}
+	for _, bad := range []ReportRequest{{Since: 60, By: "team"}, {Since: 0, By: "job"}, {Since: 60, Until: -1, By: "job"}} {
+		if _, err := r.Report(ctx, bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Report(%+v) = %v, want %v", bad, err, ErrInvalid)
+		}
+	}
+}
+
+func approxRow(got, want ReportRow) bool {
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	return got.Key == want.Key && got.Label == want.Label && got.EnergySource == want.EnergySource &&
+		near(got.GPUHoursGranted, want.GPUHoursGranted) && near(got.GPUHoursUsed, want.GPUHoursUsed) &&
+		near(got.IdleGrantedHours, want.IdleGrantedHours) && near(got.UnmeasuredHours, want.UnmeasuredHours) &&
+		near(got.EnergyKWh, want.EnergyKWh) && near(got.EnergyTotalKWh, want.EnergyTotalKWh)
+}
