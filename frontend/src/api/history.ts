@@ -5,34 +5,11 @@
 // daemon cannot answer.
 import { toApiError } from './errors.ts'
 import { request } from './http.ts'
+import type { PoolSeries, Series } from './types.gen.ts'
 
-// TODO(H7): Series and PoolSeries come from types.gen.ts once app/history_api.go's
-// routes are in web.Routes; until then, the shape the contract fixes.
-export interface Metric {
-  name: string
-  unit: string
-  min: number[] | null
-  mean: number[] | null
-  max: number[] | null
-}
-export interface Series {
-  node: string
-  gpu?: number | null
-  tier: string
-  step_seconds: number
-  times: number[] | null
-  metrics: Metric[] | null
-}
-export interface PoolSeries {
-  tier: string
-  step_seconds: number
-  times: number[] | null
-  busy: number[] | null
-  idle_granted: number[] | null
-  free: number[] | null
-}
+export type { PoolSeries, Series }
 
-/** A query of a machine's history: since seconds back from now, until unix s (0 = now). */
+/** A query of a machine's history: the since seconds that end at until (unix s; 0 = now). */
 export interface SeriesQuery {
   node: string
   /** The GPU's index; null for the host. */

@@ -27,6 +27,11 @@ test('gpuProcesses', () => {
   assert.deepEqual(gpuProcesses({ processes: 4 }), [])
   assert.equal(processCount({ processes: 4 }), 4)
   assert.equal(processCount(g), 3)
+  // app.GPU: processes is the count, process_list the list.
+  assert.deepEqual(gpuProcesses({ processes: 1, process_list: [{ pid: 9, mem_bytes: 5, job: '', owner: '' }] }), [
+    { pid: 9, memBytes: 5, job: '', owner: '', outside: true },
+  ])
+  assert.equal(processCount({ processes: 1, process_list: [{ pid: 9 }] }), 1)
   assert.equal(healthBadge('lost')?.cls, 'failed')
   assert.equal(healthBadge(''), null)
 })

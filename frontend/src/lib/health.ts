@@ -32,9 +32,10 @@ export function gpuHealth(g: object): Health {
   return { state: str(o.health), reason: str(o.health_reason), throttle, job: str(o.job) }
 }
 
-/** The GPU's processes, biggest memory first; [] when only a count is known. */
+/** The GPU's processes (app.GPU's process_list), biggest memory first; [] when only a count is known. */
 export function gpuProcesses(g: object): Proc[] {
-  const list = (g as Loose).processes
+  const o = g as Loose
+  const list = Array.isArray(o.process_list) ? o.process_list : o.processes
   if (!Array.isArray(list)) return []
   return list
     .filter((p): p is Loose => !!p && typeof p === 'object')
@@ -44,8 +45,9 @@ export function gpuProcesses(g: object): Proc[] {
 
 /** The number of processes, from a list or a count. */
 export function processCount(g: object): number {
-  const p = (g as Loose).processes
-  return Array.isArray(p) ? p.length : num(p)
+  const o = g as Loose
+  if (Array.isArray(o.process_list)) return o.process_list.length
+  return Array.isArray(o.processes) ? o.processes.length : num(o.processes)
 }
 
 /** How the card shows a health state: its badge class and words. */

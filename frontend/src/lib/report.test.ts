@@ -1,44 +1,48 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { barWidths, csvField, formatHours, reportCSV, reportFileName, type ReportLike } from './report.ts'
+import { barWidths, csvField, formatHours, reportCSV, reportFileName, type ReportLike, type ReportRow } from './report.ts'
 
-const row = (key: string, label: string, granted: number, used: number, idle: number, kwh: number) => ({
+const row = (key: string, label: string, granted: number, used: number, idle: number, kwh: number): ReportRow => ({
   key,
   label,
   gpu_hours_granted: granted,
   gpu_hours_used: used,
   idle_granted_hours: idle,
+  unmeasured_hours: 0,
   energy_kwh: kwh,
+  energy_total_kwh: kwh * 2,
+  energy_source: kwh ? 'counter' : '',
 })
 
-test('csvField escapes and defuses formulas', () => {
+test('csvField escapes and defuses formulas as the CLI does', () => {
   assert.equal(csvField('alice'), 'alice')
   assert.equal(csvField('a,b'), '"a,b"')
   assert.equal(csvField('say "hi"'), '"say ""hi"""')
   assert.equal(csvField('two\nlines'), '"two\nlines"')
+  assert.equal(csvField(' lead'), '" lead"')
   assert.equal(csvField('=HYPERLINK("x")'), `"'=HYPERLINK(""x"")"`)
   assert.equal(csvField('-1'), "'-1")
-  assert.equal(csvField(1.23456), '1.235')
+  assert.equal(csvField(1.23456), '1.23456')
   assert.equal(csvField(NaN), '')
 })
 
-test('reportCSV', () => {
+test('reportCSV has the columns of labpool report --csv', () => {
   const r: ReportLike = {
     by: 'member',
     since: '2026-11-17T00:00:00Z',
     until: '2026-11-24T00:00:00Z',
-    rows: [row('K7Q2', 'alice, lab', 10, 6.5, 2, 1.25), row('ZZ9', 'bob', 4, 1, 3, 0.5)],
-    totals: row('', '', 14, 7.5, 5, 1.75),
+    rows: [row('K7Q2', 'alice, lab', 10, 6.5, 2, 1.25), row('ZZ9', 'bob', 4, 1, 3, 0)],
+    totals: row('', '', 14, 7.5, 5, 1.25),
   }
   assert.equal(
     reportCSV(r),
-    'member,label,gpu_hours_granted,gpu_hours_used,idle_granted_hours,energy_kwh\r\n' +
-      'K7Q2,"alice, lab",10,6.5,2,1.25\r\n' +
-      'ZZ9,bob,4,1,3,0.5\r\n' +
-      'total,total,14,7.5,5,1.75\r\n',
+    'key,label,gpu_hours_granted,gpu_hours_used,idle_granted_hours,unmeasured_hours,energy_kwh,energy_total_kwh,energy_source\n' +
+      'K7Q2,"alice, lab",10,6.5,2,0,1.25,2.5,counter\n' +
+      'ZZ9,bob,4,1,3,0,0,0,\n' +
+      ',total,14,7.5,5,0,1.25,2.5,counter\n',
   )
   assert.equal(reportFileName(r), 'labpool-report-member-2026-11-17-2026-11-24.csv')
-  assert.equal(reportCSV({ ...r, rows: null }).split('\r\n').length, 4 - 1)
+  assert.equal(reportCSV({ ...r, rows: null }).split('\n').length, 3)
 })
 
 test('barWidths and formatHours', () => {

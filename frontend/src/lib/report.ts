@@ -1,23 +1,10 @@
 // Pure helpers of the report view: the CSV export (built here from the
-// report's JSON) and the bar lengths of its chart.
+// report's JSON, the same as `labpool report --csv` prints) and the bar
+// lengths of its chart.
+import type { Report, ReportRow } from '../api/types.gen.ts'
 
-/** The part of a report row (app.ReportRow) the view shows. */
-export interface ReportRowLike {
-  key: string
-  label: string
-  gpu_hours_granted: number
-  gpu_hours_used: number
-  idle_granted_hours: number
-  energy_kwh: number
-}
-
-export interface ReportLike {
-  by: string
-  since: string | number
-  until: string | number
-  rows: ReportRowLike[] | null
-  totals: ReportRowLike
-}
+export type ReportLike = Pick<Report, 'by' | 'since' | 'until' | 'rows' | 'totals'>
+export type { ReportRow }
 
 /** The ways a report can group its rows. */
 export const groupings = [
@@ -37,36 +24,40 @@ export const reportRanges = [
   { key: '1y', label: '1 y', seconds: 365 * 86400 },
 ]
 
-const columns = ['gpu_hours_granted', 'gpu_hours_used', 'idle_granted_hours', 'energy_kwh'] as const
+const figures = [
+  'gpu_hours_granted',
+  'gpu_hours_used',
+  'idle_granted_hours',
+  'unmeasured_hours',
+  'energy_kwh',
+  'energy_total_kwh',
+] as const
 
 /**
- * One CSV field: quoted when it holds a comma, quote or line break; a text
- * starting like a spreadsheet formula (=, +, -, @, tab, CR) gets a leading
- * apostrophe so a label a peer chose cannot run as a formula.
+ * One CSV field as Go's encoding/csv writes it (quoted when it holds a
+ * comma, quote or line break, or starts with a space); a text starting like
+ * a spreadsheet formula (=, +, -, @, tab, CR) gets a leading apostrophe so a
+ * name a peer chose cannot run as a formula. Numbers in full precision.
  */
 export function csvField(v: string | number): string {
-  if (typeof v === 'number') return Number.isFinite(v) ? String(round(v)) : ''
+  if (typeof v === 'number') return Number.isFinite(v) ? String(v) : ''
   let s = v
   if (/^[=+\-@\t\r]/.test(s)) s = "'" + s
-  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s
+  return /[",\r\n]|^ /.test(s) ? `"${s.replaceAll('"', '""')}"` : s
 }
 
-function round(v: number): number {
-  return Math.round(v * 1000) / 1000
-}
-
-/** The report as CSV (RFC 4180, CRLF): a header, one line per row, then the totals. */
+/** The report as CSV: a header, a line per row, then the totals (label "total"). */
 export function reportCSV(r: ReportLike): string {
-  const head = [r.by || 'key', 'label', ...columns]
-  const line = (row: ReportRowLike) => [row.key, row.label, ...columns.map((c) => row[c])].map(csvField).join(',')
-  const lines = [head.join(','), ...(r.rows ?? []).map(line), line({ ...r.totals, key: 'total', label: r.totals.label || 'total' })]
-  return lines.join('\r\n') + '\r\n'
+  const head = ['key', 'label', ...figures, 'energy_source']
+  const line = (row: ReportRow) => [row.key, row.label, ...figures.map((c) => row[c] ?? 0), row.energy_source ?? ''].map(csvField).join(',')
+  const lines = [head.join(','), ...(r.rows ?? []).map(line), line({ ...r.totals, label: r.totals.label || 'total' })]
+  return lines.join('\n') + '\n'
 }
 
 /** The file name of a report's CSV: labpool-report-BY-FROM-TO.csv (dates UTC). */
 export function reportFileName(r: Pick<ReportLike, 'by' | 'since' | 'until'>): string {
-  const day = (t: string | number) => {
-    const d = new Date(typeof t === 'number' ? t * 1000 : t)
+  const day = (t: string) => {
+    const d = new Date(t)
     return Number.isFinite(d.getTime()) ? d.toISOString().slice(0, 10) : 'unknown'
   }
   return `labpool-report-${r.by || 'all'}-${day(r.since)}-${day(r.until)}.csv`
@@ -77,7 +68,7 @@ export function reportFileName(r: Pick<ReportLike, 'by' | 'since' | 'until'>): s
  * each row, and within it the used and the idle-while-granted parts (cut to
  * fit the granted bar).
  */
-export function barWidths(rows: readonly ReportRowLike[]): { granted: number; used: number; idle: number }[] {
+export function barWidths(rows: readonly ReportRow[]): { granted: number; used: number; idle: number }[] {
   const top = Math.max(0, ...rows.map((r) => r.gpu_hours_granted))
   if (top <= 0) return rows.map(() => ({ granted: 0, used: 0, idle: 0 }))
   const pct = (h: number) => (Math.max(0, h) / top) * 100
