@@ -70,6 +70,15 @@ func (f fakeDaemon) RoundTrip(r *http.Request) (*http.Response, error) {
 			}
 			return nil
 		}), nil
+	case "/api/v1/nodes": // a long JSON reply: sent without a length
+		return stream("application/json", func(w io.Writer) error {
+			for i := range 3 {
+				fmt.Fprintf(w, "[%d", i)
+				time.Sleep(10 * time.Millisecond)
+			}
+			_, err := io.WriteString(w, "]]]\n")
+			return err
+		}), nil
 	}
 	return &http.Response{StatusCode: http.StatusNotFound, ContentLength: -1,
 		Header: http.Header{"Content-Type": {"application/json"}},
@@ -221,6 +230,24 @@ func TestLogPaced(t *testing.T) {
 		t.Logf("%d writes to the page for a log of %d lines", len(p.writes), src.lines)
 		if n := len(p.writes); n > int(time.Second/cfg.Flush)+2 {
 			t.Errorf("%d writes for a log of 1 s", n)
+		}
+	})
+}
+
+// TestJSONNotPaced checks that a JSON reply of unknown length reaches the
+// page as it arrives: only streams are paced.
+func TestJSONNotPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWindow(fakeDaemon{}, DefaultConfig())
+		start := time.Now()
+		p, cancel, done := serve(w, "GET", "/api/v1/nodes")
+		defer cancel()
+		<-done
+		if got := p.text(); got != "[0[1[2]]]\n" {
+			t.Errorf("the page got %q", got)
+		}
+		if d := time.Since(start); d > 50*time.Millisecond {
+			t.Errorf("a 30 ms reply took %v to reach the page", d)
 		}
 	})
 }
@@ -382,6 +409,9 @@ func TestCallsReachRoutes(t *testing.T) {
 		{"GET", "/api/v1/no/such/call", ""},
 		{"POST", "/api/v1/pool/join", `{"code":""}`},
 		{"POST", "/api/v1/pool/join", `not json`},
+		// Local to this machine, as on the unix socket: the window is its
+		// user at its console (`labpool web` refuses it: web.GuardConfig).
+		{"GET", "/api/v1/policy", ""},
 	} {
 		t.Run(tc.method+" "+tc.target+" "+tc.body, func(t *testing.T) {
 			direct := httptest.NewRecorder()
