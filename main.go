@@ -27,6 +27,7 @@ var openWindow func(assets fs.FS, log *slog.Logger) int
 func main() {
 	log := newLogger()
 	startProfile(log)
+	startPprof(log)
 	assets, err := fs.Sub(dist, "frontend/dist")
 	if err != nil {
 		panic(err)
@@ -54,6 +55,7 @@ func daemonConfig(o cli.DaemonOptions) daemon.Config {
 		cfg.Listen = o.Listen
 	}
 	cfg.SimulateGPUs, _ = strconv.Atoi(os.Getenv("LABPOOL_SIMULATE_GPUS"))
+	cfg.GPUsByEnv = os.Getenv("LABPOOL_GPU_REQUEST") == "env"
 	cfg.QUICOnly = os.Getenv("LABPOOL_DATA_PATH") == "quic"
 	return cfg
 }

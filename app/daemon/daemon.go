@@ -51,6 +51,10 @@ type Config struct {
 	// SimulateGPUs, when above 0, replaces NVML with that many simulated
 	// GPUs (named as such): for demos and tests on machines without one.
 	SimulateGPUs int
+	// GPUsByEnv grants GPUs to containers through NVIDIA_VISIBLE_DEVICES
+	// alone, with no device request (LABPOOL_GPU_REQUEST=env): for engines
+	// whose default runtime is NVIDIA's, and for tests on the mock NVML.
+	GPUsByEnv bool
 	// QUICOnly serves no TCP data path (LABPOOL_DATA_PATH=quic): copies
 	// from here ride QUIC.
 	QUICOnly bool
@@ -251,6 +255,9 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	samples, cancel := d.telem.Subscribe()
 	defer cancel()
 	g.Go(func() error { return history.NewRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, samples) })
+	energy, cancelEnergy := d.telem.Subscribe()
+	defer cancelEnergy()
+	g.Go(func() error { return app.NewEnergyRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, energy) })
 	alertSamples, cancelAlerts := d.telem.Subscribe()
 	defer cancelAlerts()
 	g.Go(func() error { return d.runAlerts(ctx, alertSamples) })

@@ -137,7 +137,7 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	}
 	jcfg := jobs.DefaultConfig()
 	jcfg.Node = d.id.ID.String()
-	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0
+	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv
 	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, d.folders, jobStore{d.db, d.id.ID.String()}, d.log)
 	d.openHealth(ctx)
 	if p, err := d.loadPolicy(ctx); err != nil {

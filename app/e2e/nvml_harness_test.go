@@ -70,12 +70,13 @@ func (h *host) useMockNVMLText(profile string) *mockNVML {
 	env := h.env[:0:0]
 	for _, e := range h.env {
 		if !strings.HasPrefix(e, "LABPOOL_SIMULATE_GPUS=") && !strings.HasPrefix(e, "MOCK_NVML_") &&
-			!strings.HasPrefix(e, "LD_LIBRARY_PATH=") {
+			!strings.HasPrefix(e, "LD_LIBRARY_PATH=") && !strings.HasPrefix(e, "LABPOOL_GPU_REQUEST=") {
 			env = append(env, e)
 		}
 	}
 	h.env = append(env, "LD_LIBRARY_PATH="+dir, "MOCK_NVML_CONFIG="+m.profile,
-		"MOCK_NVML_OVERRIDES="+m.overrides, "MOCK_NVML_OVERRIDES_TTL=200ms")
+		"MOCK_NVML_OVERRIDES="+m.overrides, "MOCK_NVML_OVERRIDES_TTL=200ms",
+		"LABPOOL_GPU_REQUEST=env") // no NVIDIA runtime in the test's dockerd: grants go by NVIDIA_VISIBLE_DEVICES
 	return m
 }
 

@@ -74,11 +74,22 @@ type health struct {
 	// eccLast and pendingLast are the latest readings, for Clear.
 	eccLast     uint64
 	pendingLast bool
+	// The inputs of the last assess, for assessXIDs.
+	lastThrottle    uint64
+	lastRemapFailed bool
+	lastNow         time.Time
+}
+
+// assessXIDs assesses s again after XIDs arrived for it.
+func (h *health) assessXIDs(s *Stats) {
+	s.XIDErrors = h.xids
+	h.assess(s, h.lastThrottle, 0, false, h.lastRemapFailed, h.lastNow)
 }
 
 // assess sets s.Health and s.HealthReason from the readings in s, what h
 // remembers, and the active throttle bits.
 func (h *health) assess(s *Stats, throttle uint64, corrected uint64, corrOK bool, remapFailed bool, now time.Time) {
+	h.lastThrottle, h.lastRemapFailed, h.lastNow = throttle, remapFailed, now
 	if h.lost {
 		s.Health, s.HealthReason = HealthLost, h.lostReason
 		return
@@ -92,7 +103,7 @@ func (h *health) assess(s *Stats, throttle uint64, corrected uint64, corrOK bool
 		critical = append(critical, XIDReason(x))
 	}
 	if s.ECCUncorrected > h.ack.ECCUncorrected {
-		critical = append(critical, fmt.Sprintf("uncorrectable ECC errors: %d", s.ECCUncorrected))
+		critical = append(critical, "uncorrectable ECC errors") // their count is s.ECCUncorrected: the reason stays put as it grows
 	}
 	if s.RetiredPending && !h.ack.RetiredPending {
 		critical = append(critical, "retired pages or remapped rows pending (reset the GPU)")

@@ -182,10 +182,13 @@ func TestMockFaultECCXID(t *testing.T) {
   "2":
     failure: {mode: ecc_uncorrectable, xid: {code: 79}}
 `)
-	got := waitGPU(t, s, 2, "quarantined with XID 79", func(g gpu.Stats) bool {
-		return g.Health == gpu.HealthQuarantined && strings.HasPrefix(g.HealthReason, "XID 79 (GPU has fallen off the bus)")
-	})
+	got := waitGPU(t, s, 2, "faulty", func(g gpu.Stats) bool { return g.Health != gpu.HealthOK })
 	g := got[2]
+	// The XID and the ECC errors show in the same sample, the first one
+	// that sees the fault.
+	if want := "XID 79 (GPU has fallen off the bus); uncorrectable ECC errors"; g.Health != gpu.HealthQuarantined || !strings.HasPrefix(g.HealthReason, want) {
+		t.Errorf("gpu 2 at its fault: %s %q; want quarantined %q", g.Health, g.HealthReason, want)
+	}
 	t.Logf("gpu 2: health %s: %s; xid_errors %d, ecc_uncorrected %d", g.Health, g.HealthReason, g.XIDErrors, g.ECCUncorrected)
 	if g.XIDErrors != 1 {
 		t.Errorf("xid_errors %d; want 1", g.XIDErrors)

@@ -136,26 +136,30 @@ func (s *Sampler) openEvents() {
 	s.events = set
 }
 
-// drainEvents reads the XID events waiting, without waiting for more.
-func (s *Sampler) drainEvents(ctx context.Context) {
+// drainEvents reads the XID events waiting, without waiting for more, and
+// reports whether there were any.
+func (s *Sampler) drainEvents(ctx context.Context) bool {
 	if s.events == nil {
-		return
+		return false
 	}
+	seen := false
 	for range maxEvents {
 		if ctx.Err() != nil {
-			return
+			return seen
 		}
 		ev, ret := s.events.Wait(0)
 		if ret != nvml.SUCCESS { // ERROR_TIMEOUT: none left
-			return
+			return seen
 		}
 		if ev.EventType&nvml.EventTypeXidCriticalError == 0 {
 			continue
 		}
 		if i := s.deviceOf(ev.Device); i >= 0 {
 			s.health[i].xid(ev.EventData)
+			seen = true
 		}
 	}
+	return seen
 }
 
 // deviceOf returns the index in s.devs of the device an event names, or -1.
@@ -211,6 +215,13 @@ func (s *Sampler) read(ctx context.Context) ([]Stats, error) {
 			return nil, err
 		}
 		out = append(out, readStats(s.infos[i], d, &s.health[i], now))
+	}
+	// An XID posted while the GPUs were read (the driver posts it as the
+	// fault is found) joins this sample, not the next one.
+	if s.drainEvents(ctx) {
+		for i := range out {
+			s.health[i].assessXIDs(&out[i])
+		}
 	}
 	return out, nil
 }

@@ -223,6 +223,21 @@ func (l *Ledger) Quarantine(q Quarantine) bool {
 	return true
 }
 
+// Requarantine updates the fault of a quarantined GPU when NVML names
+// another one (an XID after the ECC errors it came with, say); it reports
+// whether the reason changed. The quarantine keeps its start.
+func (l *Ledger) Requarantine(q Quarantine) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old, ok := l.quarantined[q.UUID]
+	if !ok || old.Reason == q.Reason {
+		return false
+	}
+	old.Reason, old.Index = q.Reason, q.Index
+	l.quarantined[q.UUID] = old
+	return true
+}
+
 // Unquarantine lets new jobs have the GPU again; it returns the quarantine
 // lifted, and false when there was none.
 func (l *Ledger) Unquarantine(uuid string) (Quarantine, bool) {

@@ -117,8 +117,8 @@ func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
 		g.Job = granted[g.UUID]
 		if g.Health == gpu.HealthQuarantined && !taken.Before(cleared[g.UUID]) {
 			q := Quarantine{UUID: g.UUID, Index: g.Index, Reason: g.HealthReason, Since: time.Now().UTC()}
-			if m.ledger.Quarantine(q) {
-				added = append(added, q)
+			if m.ledger.Quarantine(q) || m.ledger.Requarantine(q) {
+				added = append(added, q) // new, or a new fault joined it
 			}
 		} else if q, ok := m.ledger.Quarantined(g.UUID); ok && g.Health != gpu.HealthLost {
 			g.Health, g.HealthReason = gpu.HealthQuarantined, q.Reason
@@ -131,7 +131,7 @@ func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
 	m.health.mu.Lock()
 	defer m.health.mu.Unlock()
 	for _, q := range added {
-		m.log.Warn("GPU quarantined: no new job will get it until an owner clears it",
+		m.log.Warn("GPU quarantined: no new job gets it until an owner clears it",
 			"gpu", q.Index, "uuid", q.UUID, "reason", q.Reason)
 	}
 	m.saveHealthLocked()

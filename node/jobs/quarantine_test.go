@@ -122,6 +122,16 @@ func TestQuarantineLifecycle(t *testing.T) {
 	if q := hs.st.Quarantined["GPU-0001"]; q.Reason != xid79 || q.Index != 1 {
 		t.Fatalf("kept quarantines: %+v", hs.st.Quarantined)
 	}
+	// A fault joining it updates the reason.
+	both := xid79 + "; uncorrectable ECC errors"
+	sample = fakeGPUs(2)
+	sample[1].Health, sample[1].HealthReason = gpu.HealthQuarantined, both
+	m.AnnotateGPUs(time.Now(), sample)
+	if q := hs.st.Quarantined["GPU-0001"]; q.Reason != both {
+		t.Fatalf("kept quarantine after a new fault: %+v", q)
+	}
+	sample[1].HealthReason = xid79 // the reason follows NVML's while NVML reports the fault
+	m.AnnotateGPUs(time.Now(), sample)
 	// The XID is reported once: the next sample reads ok from NVML.
 	sample = fakeGPUs(2)
 	m.AnnotateGPUs(time.Now(), sample)
