@@ -59,13 +59,21 @@ func BenchmarkAgentVisible(b *testing.B) {
 	b.ReportMetric(ms(slices.Max(dead)), "dead-max-ms")
 }
 
-// BenchmarkAgentCost runs one agent with 8 simulated GPUs followed by 3
-// members for 20 s and reports the CPU it used (percent of one core) and its
-// resident memory.
+// BenchmarkAgentCost runs one agent with 8 GPUs followed by 3 members for
+// 20 s and reports the CPU it used (percent of one core) and its resident
+// memory: everything the process does, history and alerts included. The
+// GPUs are NVIDIA's mock NVML library with the H100 profile (its overrides
+// re-read every second, its default), whose own work and memory count;
+// LABPOOL_BENCH_GPUS=sim uses labpool's simulated GPUs instead (no NVML).
 func BenchmarkAgentCost(b *testing.B) {
 	l := newLAN(b, "gpu", "f1", "f2", "f3")
 	gpu := l.host("gpu")
-	gpu.env = []string{"LABPOOL_SIMULATE_GPUS=8"}
+	if os.Getenv("LABPOOL_BENCH_GPUS") == "sim" {
+		gpu.env = []string{"LABPOOL_SIMULATE_GPUS=8"}
+	} else {
+		gpu.useMockNVML("h100.yaml")
+		gpu.env = append(gpu.env, "MOCK_NVML_OVERRIDES_TTL=1s") // the last value wins
+	}
 	if prof := os.Getenv("LABPOOL_BENCH_CPUPROFILE"); prof != "" {
 		gpu.env = append(gpu.env, "LABPOOL_CPUPROFILE="+prof, "LABPOOL_CPUPROFILE_SECONDS=40")
 	}

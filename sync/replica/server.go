@@ -58,7 +58,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flusher, since uint64, changed <-chan struct{}) error {
 	enc := json.NewEncoder(w)
-	beat := time.NewTicker(s.Heartbeat)
+	// The heartbeat fires after Heartbeat without a frame: records flowing
+	// every second need none.
+	beat := time.NewTimer(s.Heartbeat)
 	defer beat.Stop()
 	var (
 		poolSum uint64
@@ -75,6 +77,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 				return err
 			}
 			fl.Flush()
+			if n > 0 {
+				beat.Reset(s.Heartbeat)
+			}
 			if n == maxBatch {
 				continue // more to catch up
 			}
@@ -92,6 +97,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 				return err
 			}
 			fl.Flush()
+			beat.Reset(s.Heartbeat)
 		}
 	}
 }

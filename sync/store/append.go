@@ -47,7 +47,7 @@ func (db *DB) AppendBatch(ctx context.Context, origin string, recs []Record) ([]
 		if len(out) == 0 {
 			return false, nil
 		}
-		if err := appendTx(ctx, tx, out); err != nil {
+		if err := db.appendTx(ctx, tx, out); err != nil {
 			return false, err
 		}
 		// Before subscribers are told (db.wmu orders the stores).
@@ -61,16 +61,10 @@ func (db *DB) AppendBatch(ctx context.Context, origin string, recs []Record) ([]
 }
 
 // appendTx assigns seqs to recs and writes them.
-func appendTx(ctx context.Context, tx *sql.Tx, recs []Record) error {
-	seqStmt, err := tx.PrepareContext(ctx, nextSeq)
-	if err != nil {
-		return err
-	}
+func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) error {
+	seqStmt := tx.StmtContext(ctx, db.wstmts.nextSeq)
 	defer seqStmt.Close()
-	putStmt, err := tx.PrepareContext(ctx, replaceRecord)
-	if err != nil {
-		return err
-	}
+	putStmt := tx.StmtContext(ctx, db.wstmts.replace)
 	defer putStmt.Close()
 	for i := range recs {
 		r := &recs[i]

@@ -36,7 +36,7 @@ func (db *DB) Put(ctx context.Context, recs []Record) error {
 		}
 	}
 	err := db.write(ctx, classReplica, func(tx *sql.Tx) (bool, error) {
-		return putTx(ctx, tx, recs, db.paused.Load())
+		return db.putTx(ctx, tx, recs, db.paused.Load())
 	})
 	if err != nil {
 		return fmt.Errorf("put %d records: %w", len(recs), err)
@@ -47,12 +47,11 @@ func (db *DB) Put(ctx context.Context, recs []Record) error {
 // putTx writes recs, or only their control records when skipHistory is
 // set, and raises the cursor of each origin to the highest seq written
 // below the first record skipped. It reports whether a record was written.
-func putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory bool) (bool, error) {
-	stmt, err := tx.PrepareContext(ctx, upsertRecord)
-	if err != nil {
-		return false, err
-	}
+func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory bool) (bool, error) {
+	stmt := tx.StmtContext(ctx, db.wstmts.upsert)
 	defer stmt.Close()
+	advance := tx.StmtContext(ctx, db.wstmts.advance)
+	defer advance.Close()
 	top := make(map[string]uint64)     // highest seq per origin
 	skipped := make(map[string]uint64) // lowest seq skipped per origin
 	var n int64
@@ -78,7 +77,7 @@ func putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory bool) (bo
 		if s, ok := skipped[origin]; ok {
 			seq = min(seq, s-1) // 0 still records the origin, for Prune
 		}
-		if _, err := tx.ExecContext(ctx, advanceCursor, origin, int64(seq)); err != nil {
+		if _, err := advance.ExecContext(ctx, origin, int64(seq)); err != nil {
 			return false, fmt.Errorf("advance cursor of %s: %w", origin, err)
 		}
 	}

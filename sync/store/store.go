@@ -56,6 +56,7 @@ type DB struct {
 	members   atomic.Uint64
 	appended  sync.Map  // origin -> uint64: the highest seq Append gave it in this process
 	since     *sql.Stmt // Since's query, prepared once
+	wstmts    writeStmts
 
 	closeOnce sync.Once
 	closeErr  error
@@ -95,13 +96,11 @@ func OpenWith(path string, opts Options) (*DB, error) {
 	}
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
-	since, err := r.Prepare(sinceQuery)
-	if err != nil {
-		r.Close()
-		w.Close()
+	db := &DB{w: w, r: r, path: abs, opts: opts.withDefaults()}
+	if err := db.prepare(); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("open replica %s: %w", path, err)
 	}
-	db := &DB{w: w, r: r, path: abs, opts: opts.withDefaults(), since: since}
 	if err := makeReserve(db.reservePath(), db.opts.ReserveBytes); err != nil {
 		db.pause()
 	}
@@ -147,7 +146,45 @@ func dsn(abs, extra string) string {
 // Close closes the replica. It is safe to call more than once.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		db.closeErr = errors.Join(db.since.Close(), db.r.Close(), db.w.Close())
+		db.closeErr = errors.Join(db.closeStmts(), db.r.Close(), db.w.Close())
 	})
 	return db.closeErr
+}
+
+// writeStmts are the statements every Append and Put runs, prepared once
+// on the write connection (a transaction uses them through Tx.StmtContext,
+// which does not prepare them again).
+type writeStmts struct {
+	nextSeq, replace, upsert, advance *sql.Stmt
+}
+
+// prepare prepares the statements of the hot paths.
+func (db *DB) prepare() error {
+	var err error
+	prep := func(c *sql.DB, q string) *sql.Stmt {
+		if err != nil {
+			return nil
+		}
+		var s *sql.Stmt
+		s, err = c.Prepare(q)
+		return s
+	}
+	db.since = prep(db.r, sinceQuery)
+	db.wstmts = writeStmts{
+		nextSeq: prep(db.w, nextSeq),
+		replace: prep(db.w, replaceRecord),
+		upsert:  prep(db.w, upsertRecord),
+		advance: prep(db.w, advanceCursor),
+	}
+	return err
+}
+
+func (db *DB) closeStmts() error {
+	var errs []error
+	for _, s := range []*sql.Stmt{db.since, db.wstmts.nextSeq, db.wstmts.replace, db.wstmts.upsert, db.wstmts.advance} {
+		if s != nil {
+			errs = append(errs, s.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
