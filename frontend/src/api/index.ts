@@ -5,7 +5,7 @@ import { httpTransport, type DesktopWindow } from './http.ts'
 import type { Transport } from './transport.ts'
 
 export { ApiError, toApiError } from './errors.ts'
-export { EventJobs, EventNodes, EventSample } from './events.ts'
+export { EventAlerts, EventJobs, EventNodes, EventSample } from './events.ts'
 export { request } from './http.ts'
 export type * from './jobs.ts'
 export type { PoolTransport } from './pool.ts'
