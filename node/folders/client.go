@@ -21,7 +21,6 @@ type HTTPSource struct {
 	Grant  string // an encoded, signed Grant
 }
 
-var _ Source = HTTPSource{}
 
 func (s HTTPSource) url(op string, q url.Values) string {
 	u := "https://node/v1/folders/" + url.PathEscape(s.Folder) + "/" + op

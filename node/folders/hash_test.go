@@ -25,7 +25,7 @@ func TestBlockSumDistinguishes(t *testing.T) {
 	rand.Read(a)
 	b := append([]byte(nil), a...)
 	b[100] ^= 1
-	if hexSum(a) == hexSum(b) || hexSum(a) != hexSum(append([]byte(nil), a...)) || len(hexSum(a)) != 2*sumSize {
+	if HexSum(a) == HexSum(b) || HexSum(a) != HexSum(append([]byte(nil), a...)) || len(HexSum(a)) != 2*SumSize {
 		t.Fatal("block sums do not tell blocks apart")
 	}
 }
@@ -37,7 +37,7 @@ func BenchmarkBlockHash(b *testing.B) {
 	b.Run("blake3", func(b *testing.B) {
 		b.SetBytes(BlockSize)
 		for b.Loop() {
-			blockSum(buf)
+			BlockSum(buf)
 		}
 	})
 	b.Run("sha256", func(b *testing.B) {

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirRoots opens the directories under one root, each once, as file
+// DirRoots opens the directories under one root, each once, as file
 // descriptors: a small file is then read or written by its name alone, in
 // a few plain system calls. Going through os.Root for each file costs
 // about a dozen more (a path walk that checks for links, and the
@@ -21,18 +21,20 @@ import (
 // directory is never followed, and a directory swapped for a link after
 // it was opened is not left either: its descriptor still names the
 // directory that was inside.
-type dirRoots struct {
+type DirRoots struct {
 	root *os.Root
 	open map[string]int // directory ("" for the top) -> descriptor
 }
 
-func newDirRoots(root *os.Root) *dirRoots {
-	return &dirRoots{root: root, open: map[string]int{}}
+// NewDirRoots opens directories under root as they are needed; Close
+// closes them.
+func NewDirRoots(root *os.Root) *DirRoots {
+	return &DirRoots{root: root, open: map[string]int{}}
 }
 
 // split returns a descriptor of the directory of name (a clean path under
 // the root) and name's last element.
-func (d *dirRoots) split(name string) (int, string, error) {
+func (d *DirRoots) split(name string) (int, string, error) {
 	dir, base := path.Split(name)
 	if fd, ok := d.open[dir]; ok {
 		return fd, base, nil
@@ -49,15 +51,15 @@ func (d *dirRoots) split(name string) (int, string, error) {
 	return fd, base, nil
 }
 
-// close closes the directories opened.
-func (d *dirRoots) close() {
+// Close closes the directories opened.
+func (d *DirRoots) Close() {
 	for _, fd := range d.open {
 		unix.Close(fd)
 	}
 }
 
 // read reads the small regular file name (a clean path).
-func (d *dirRoots) read(name string) ([]byte, error) {
+func (d *DirRoots) read(name string) ([]byte, error) {
 	dirfd, base, err := d.split(name)
 	if err != nil {
 		return nil, err
@@ -91,19 +93,19 @@ func (d *dirRoots) read(name string) ([]byte, error) {
 	return data, nil
 }
 
-// put writes data as the file name (a clean path) with m's mode and time:
+// Put writes data as the file name (a clean path) with m's mode and time:
 // under a partial name first, renamed once complete.
-func (d *dirRoots) put(name string, data []byte, m FileMeta) error {
+func (d *DirRoots) Put(name string, data []byte, m FileMeta) error {
 	dirfd, base, err := d.split(name)
 	if err != nil {
 		return fmt.Errorf("open the directory of %s: %w", name, err)
 	}
-	partial := partialName(base)
+	partial := PartialName(base)
 	// O_NONBLOCK: a fifo planted under the partial name fails at once
 	// rather than hang the copy (it means nothing to a regular file).
 	fd, err := unix.Openat(dirfd, partial, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return writeError(name, err)
+		return WriteError(name, err)
 	}
 	for rest := data; len(rest) > 0; {
 		n, werr := unix.Write(fd, rest)
@@ -128,7 +130,7 @@ func (d *dirRoots) put(name string, data []byte, m FileMeta) error {
 	}
 	if err != nil {
 		unix.Unlinkat(dirfd, partial, 0)
-		return writeError(name, err)
+		return WriteError(name, err)
 	}
 	if err := unix.Renameat(dirfd, partial, dirfd, base); err != nil {
 		return fmt.Errorf("put %s in place: %w", name, err)

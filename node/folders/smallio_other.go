@@ -9,21 +9,23 @@ import (
 	"path"
 )
 
-// dirRoots opens the directories under one root as roots of their own,
+// DirRoots opens the directories under one root as roots of their own,
 // each once, so that a small file is reached by its name alone rather than
 // by a walk down its whole path at every step.
-type dirRoots struct {
+type DirRoots struct {
 	root *os.Root
 	open map[string]*os.Root
 }
 
-func newDirRoots(root *os.Root) *dirRoots {
-	return &dirRoots{root: root, open: map[string]*os.Root{}}
+// NewDirRoots opens directories under root as they are needed; Close
+// closes them.
+func NewDirRoots(root *os.Root) *DirRoots {
+	return &DirRoots{root: root, open: map[string]*os.Root{}}
 }
 
 // split returns the root of the directory of name (a clean path under the
 // root) and name's last element.
-func (d *dirRoots) split(name string) (*os.Root, string, error) {
+func (d *DirRoots) split(name string) (*os.Root, string, error) {
 	dir, base := path.Split(name)
 	if dir == "" {
 		return d.root, base, nil
@@ -39,15 +41,15 @@ func (d *dirRoots) split(name string) (*os.Root, string, error) {
 	return r, base, nil
 }
 
-// close closes the directories opened.
-func (d *dirRoots) close() {
+// Close closes the directories opened.
+func (d *DirRoots) Close() {
 	for _, r := range d.open {
 		r.Close()
 	}
 }
 
 // read reads the small regular file name (a clean path).
-func (d *dirRoots) read(name string) ([]byte, error) {
+func (d *DirRoots) read(name string) ([]byte, error) {
 	r, base, err := d.split(name)
 	if err != nil {
 		return nil, err
@@ -71,25 +73,25 @@ func (d *dirRoots) read(name string) ([]byte, error) {
 	return data, nil
 }
 
-// put writes data as the file name (a clean path) with m's mode and time:
+// Put writes data as the file name (a clean path) with m's mode and time:
 // under a partial name first, renamed once complete.
-func (d *dirRoots) put(name string, data []byte, m FileMeta) error {
+func (d *DirRoots) Put(name string, data []byte, m FileMeta) error {
 	r, base, err := d.split(name)
 	if err != nil {
 		return fmt.Errorf("open the directory of %s: %w", name, err)
 	}
-	partial := partialName(base)
+	partial := PartialName(base)
 	if err := r.WriteFile(partial, data, 0o600); err != nil {
 		r.Remove(partial)
-		return writeError(name, err)
+		return WriteError(name, err)
 	}
 	if err := r.Chmod(partial, m.Mode.Perm()); err != nil {
 		r.Remove(partial)
-		return writeError(name, err)
+		return WriteError(name, err)
 	}
 	if err := r.Chtimes(partial, m.MTime, m.MTime); err != nil {
 		r.Remove(partial)
-		return writeError(name, err)
+		return WriteError(name, err)
 	}
 	if err := r.Rename(partial, base); err != nil {
 		return fmt.Errorf("put %s in place: %w", name, err)

@@ -26,13 +26,13 @@ type FileMeta struct {
 	Link  string      `json:"link,omitempty"` // a symlink's target, copied as a link
 }
 
-// small reports whether a file crosses whole in a bundle.
-func (m FileMeta) small() bool { return !m.Dir && m.Link == "" && m.Size <= BlockSize }
+// Small reports whether a file crosses whole in a bundle.
+func (m FileMeta) Small() bool { return !m.Dir && m.Link == "" && m.Size <= BlockSize }
 
 // Sums are a file's block hashes.
 type Sums struct {
 	Size   int64    `json:"size"`
-	Blocks []string `json:"blocks"` // hex blockSum of each BlockSize block
+	Blocks []string `json:"blocks"` // hex BlockSum of each BlockSize block
 }
 
 func meta(root *os.Root, name, rel string, fi fs.FileInfo) (FileMeta, error) {
@@ -70,7 +70,7 @@ func sumsOf(r io.Reader) (Sums, error) {
 	for {
 		n, err := io.ReadFull(r, buf)
 		if n > 0 {
-			s.Blocks = append(s.Blocks, hexSum(buf[:n]))
+			s.Blocks = append(s.Blocks, HexSum(buf[:n]))
 			s.Size += int64(n)
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -101,9 +101,9 @@ func OpenRange(root *os.Root, p string, off, n int64) (io.ReadCloser, error) {
 	}{io.NewSectionReader(f, off, n), f}, nil
 }
 
-// zeroSum is the hash of a block of zeros of length n (sparse regions);
+// ZeroSum is the hash of a block of zeros of length n (sparse regions);
 // the full block's is computed once.
-func zeroSum(n int) string {
+func ZeroSum(n int) string {
 	if n == BlockSize {
 		zeroBlockOnce.Do(func() { zeroBlockSum = hashZeros(BlockSize) })
 		return zeroBlockSum
@@ -117,7 +117,7 @@ var (
 )
 
 func hashZeros(n int) string {
-	return hexSum(zeros[:n])
+	return HexSum(zeros[:n])
 }
 
 // join is path.Join for a tree's relative names, "" meaning the top.
@@ -132,7 +132,7 @@ func join(dir, rel string) string {
 type BundleItem struct {
 	Path  string `json:"path"`
 	Size  int64  `json:"size"`
-	Sum   string `json:"sum"`             // blockSum of the bytes that follow
+	Sum   string `json:"sum"`             // BlockSum of the bytes that follow
 	Error string `json:"error,omitempty"` // the file could not be read: no bytes follow
 }
 
@@ -153,8 +153,8 @@ func writeBundle(root *os.Root, paths []string, place func(string) (string, erro
 	}
 	bw := bufio.NewWriterSize(w, 256<<10) // many small files: few large writes
 	enc := json.NewEncoder(bw)
-	dirs := newDirRoots(root)
-	defer dirs.close()
+	dirs := NewDirRoots(root)
+	defer dirs.Close()
 	for _, p := range paths {
 		item := BundleItem{Path: p}
 		name, err := place(p)
@@ -165,7 +165,7 @@ func writeBundle(root *os.Root, paths []string, place func(string) (string, erro
 		if err != nil {
 			item.Error = err.Error()
 		} else {
-			item.Size, item.Sum = int64(len(data)), hexSum(data)
+			item.Size, item.Sum = int64(len(data)), HexSum(data)
 		}
 		if err := enc.Encode(item); err != nil {
 			return err
@@ -178,7 +178,7 @@ func writeBundle(root *os.Root, paths []string, place func(string) (string, erro
 }
 
 // readSmall reads the small file p through dirs.
-func readSmall(dirs *dirRoots, p string) ([]byte, error) {
+func readSmall(dirs *DirRoots, p string) ([]byte, error) {
 	clean, err := CleanPath(p)
 	if err != nil {
 		return nil, err
@@ -214,12 +214,12 @@ func ReadBundle(r io.Reader, fn func(BundleItem, []byte) error) error {
 
 // Kinds of block in a WriteBlocks stream.
 const (
-	blockData = 0 // the block's blockSum and bytes follow
-	blockZero = 1 // the block is all zeros: nothing follows
+	BlockData = 0 // the block's BlockSum and bytes follow
+	BlockZero = 1 // the block is all zeros: nothing follows
 )
 
 // WriteBlocks writes n blocks of the file p of root from block first: each
-// as a kind byte, then for data its blockSum and bytes.
+// as a kind byte, then for data its BlockSum and bytes.
 func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
 	clean, err := CleanPath(p)
 	if err != nil {
@@ -248,13 +248,13 @@ func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
 			return err
 		}
 		if allZero(buf[:k]) {
-			if _, err := w.Write([]byte{blockZero}); err != nil {
+			if _, err := w.Write([]byte{BlockZero}); err != nil {
 				return err
 			}
 			continue
 		}
-		sum := blockSum(buf[:k])
-		if _, err := w.Write(append([]byte{blockData}, sum[:]...)); err != nil {
+		sum := BlockSum(buf[:k])
+		if _, err := w.Write(append([]byte{BlockData}, sum[:]...)); err != nil {
 			return err
 		}
 		if _, err := w.Write(buf[:k]); err != nil {

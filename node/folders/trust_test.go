@@ -299,18 +299,25 @@ func TestOneFileOffer(t *testing.T) {
 	if _, _, err := p.reg.OpenRoot("xfer-1", "", false); err == nil {
 		t.Errorf("OpenRoot opened the directory of a one-file offer")
 	}
-	// The copy itself, through the client.
-	dst, _ := os.OpenRoot(t.TempDir())
-	defer dst.Close()
-	pull := &Pull{Src: HTTPSource{Client: p.client(recv.id), Folder: "xfer-1", Grant: grant}, SrcName: "id_ed25519.pub", Dst: dst, DstPath: "."}
-	if _, err := pull.Run(context.Background()); err != nil {
-		t.Fatalf("copy the offered file: %v", err)
+	// The file itself, through the client, as a copy brings it (a walk,
+	// then a bundle of the small files; the copy engine is node/folders/copies).
+	src := HTTPSource{Client: p.client(recv.id), Folder: "xfer-1", Grant: grant}
+	items, err := src.Walk(context.Background(), "")
+	if err != nil || len(items) != 1 || items[0].Dir {
+		t.Fatalf("walk of the offer: %+v, %v; want the one file", items, err)
 	}
-	if b, err := dst.ReadFile("id_ed25519.pub"); err != nil || string(b) != "ssh-ed25519 AAAA me" {
-		t.Errorf("copied %q, %v", b, err)
+	rc, err := src.Bundle(context.Background(), []string{items[0].Rel})
+	if err != nil {
+		t.Fatalf("bundle of the offered file: %v", err)
 	}
-	if _, err := dst.Stat("id_ed25519"); err == nil {
-		t.Errorf("the sibling arrived")
+	var got []string
+	err = ReadBundle(rc, func(item BundleItem, data []byte) error {
+		got = append(got, item.Path+"="+string(data))
+		return nil
+	})
+	rc.Close()
+	if err != nil || len(got) != 1 || !strings.HasSuffix(got[0], "=ssh-ed25519 AAAA me") {
+		t.Errorf("the bundle brought %q, %v", got, err)
 	}
 	// Another device, even with the offering machine's grant, is refused.
 	other := newDevice(t)

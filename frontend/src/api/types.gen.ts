@@ -453,7 +453,7 @@ export interface Process {
   owner: string
 }
 
-/** folders.Progress */
+/** copies.Progress */
 export interface Progress {
   files: number
   files_done: number

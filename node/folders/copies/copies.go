@@ -1,6 +1,7 @@
 // Package copies runs the copies between machines of a pool: the receiving
-// machine pulls (folders.Pull) from the sending one, so that bytes between
-// two machines never pass through the one that asked.
+// machine pulls (Pull, the transfer engine: only the blocks it lacks,
+// resuming from a partial file) from the sending one's folder server, so
+// that bytes between two machines never pass through the one that asked.
 //
 // A Receiver does three things:
 //
@@ -21,8 +22,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-
-	"github.com/labpool/labpool/node/folders"
 )
 
 var (
@@ -36,15 +35,15 @@ var (
 
 // Transfer is a copy under way or ended, on the machine that receives it.
 type Transfer struct {
-	ID       string           `json:"id"`
-	Node     string           `json:"node"` // the receiving machine, which runs it
-	Src      string           `json:"src"`
-	Dst      string           `json:"dst"`
-	State    string           `json:"state"` // running, done, failed (unknown: the receiver does not answer)
-	Error    string           `json:"error,omitempty"`
-	Progress folders.Progress `json:"progress"`
-	Started  time.Time        `json:"started"`
-	Finished *time.Time       `json:"finished"`
+	ID       string     `json:"id"`
+	Node     string     `json:"node"` // the receiving machine, which runs it
+	Src      string     `json:"src"`
+	Dst      string     `json:"dst"`
+	State    string     `json:"state"` // running, done, failed (unknown: the receiver does not answer)
+	Error    string     `json:"error,omitempty"`
+	Progress Progress   `json:"progress"`
+	Started  time.Time  `json:"started"`
+	Finished *time.Time `json:"finished"`
 }
 
 // ended reports whether a copy's state is final.

@@ -174,7 +174,7 @@ func newTransferID() string {
 // reading from the node src (CancelOf ends it); done runs once it ends.
 // It returns t as it was before the copy ran: from then on the copy writes
 // t, under r.mu.
-func (r *Receiver) start(ctx context.Context, t *Transfer, pull *folders.Pull, member, src string, done func(runCtx context.Context)) (Transfer, error) {
+func (r *Receiver) start(ctx context.Context, t *Transfer, pull *Pull, member, src string, done func(runCtx context.Context)) (Transfer, error) {
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	ended := make(chan struct{})
 	r.mu.Lock()
@@ -183,7 +183,7 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *folders.Pull, m
 	r.ended[t.ID] = ended
 	started := *t
 	r.mu.Unlock()
-	pull.OnProgress = func(p folders.Progress) {
+	pull.OnProgress = func(p Progress) {
 		r.mu.Lock()
 		t.Progress = p
 		r.mu.Unlock()
@@ -205,8 +205,8 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *folders.Pull, m
 }
 
 // finish returns what records the end of the copy t.
-func (r *Receiver) finish(t *Transfer, ended chan struct{}) func(folders.Progress, error) {
-	return func(p folders.Progress, err error) {
+func (r *Receiver) finish(t *Transfer, ended chan struct{}) func(Progress, error) {
+	return func(p Progress, err error) {
 		now := time.Now().UTC()
 		r.mu.Lock()
 		delete(r.running, t.ID)

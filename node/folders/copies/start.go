@@ -156,7 +156,7 @@ func (r *Receiver) pullHere(ctx context.Context, node, folder, p, dst string, la
 		return Transfer{}, err
 	}
 	t := r.newTransfer(label)
-	pull := &folders.Pull{Src: folders.HTTPSource{Client: hc, Folder: folder, Grant: grant}, SrcPath: p, SrcName: topName(folder, p), Dst: root, DstPath: rel}
+	pull := &Pull{Src: folders.HTTPSource{Client: hc, Folder: folder, Grant: grant}, SrcPath: p, SrcName: topName(folder, p), Dst: root, DstPath: rel}
 	started, err := r.start(ctx, t, pull, r.cfg.Self, src, func(context.Context) { root.Close() })
 	if err != nil {
 		root.Close()

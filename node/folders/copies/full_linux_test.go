@@ -1,8 +1,9 @@
-package folders
+package copies
 
 import (
 	"context"
 	"errors"
+	"github.com/labpool/labpool/node/folders"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,23 +32,23 @@ func TestFullDestination(t *testing.T) {
 	disk := smallDisk(t, "8m")
 	src := t.TempDir()
 	mt := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
-	write(t, filepath.Join(src, "data", "big.bin"), randBytes(6*BlockSize), 0o644, mt)
+	write(t, filepath.Join(src, "data", "big.bin"), randBytes(6*folders.BlockSize), 0o644, mt)
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
-		write(t, filepath.Join(src, "data", "small", n), randBytes(BlockSize-1), 0o644, mt)
+		write(t, filepath.Join(src, "data", "small", n), randBytes(folders.BlockSize-1), 0o644, mt)
 	}
 	filler := filepath.Join(disk, "filler")
-	if err := os.WriteFile(filler, randBytes(4*BlockSize), 0o644); err != nil {
+	if err := os.WriteFile(filler, randBytes(4*folders.BlockSize), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, srcPath := range []string{"data/big.bin", "data/small"} {
 		p := &Pull{Src: RootSource{mustRoot(t, src)}, SrcPath: srcPath, SrcName: filepath.Base(srcPath), Dst: mustRoot(t, disk), DstPath: "."}
 		_, err := p.Run(context.Background())
-		if !errors.Is(err, ErrFull) || !strings.Contains(err.Error(), "no space left") {
-			t.Fatalf("copy of %s onto a full disk: err = %v, want ErrFull", srcPath, err)
+		if !errors.Is(err, folders.ErrFull) || !strings.Contains(err.Error(), "no space left") {
+			t.Fatalf("copy of %s onto a full disk: err = %v, want folders.ErrFull", srcPath, err)
 		}
 		t.Logf("%s: %v", srcPath, err)
 		filepath.Walk(disk, func(path string, fi os.FileInfo, err error) error {
-			if err != nil || fi.IsDir() || path == filler || strings.HasPrefix(fi.Name(), partialPrefix) {
+			if err != nil || fi.IsDir() || path == filler || strings.HasPrefix(fi.Name(), folders.PartialPrefix) {
 				return nil
 			}
 			if want, err := os.ReadFile(filepath.Join(src, "data", strings.TrimPrefix(path, disk))); err != nil || fi.Size() != int64(len(want)) {
@@ -67,7 +68,7 @@ func TestFullDestination(t *testing.T) {
 	if err != nil {
 		t.Fatalf("copy after freeing space: %v", err)
 	}
-	if got.Sent >= 6*BlockSize {
+	if got.Sent >= 6*folders.BlockSize {
 		t.Errorf("the resumed copy sent %d bytes: the blocks written before the disk filled were sent again", got.Sent)
 	}
 	a, _ := os.ReadFile(filepath.Join(src, "data", "big.bin"))

@@ -1,4 +1,4 @@
-package folders
+package copies
 
 import (
 	"os"

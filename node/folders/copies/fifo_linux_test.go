@@ -1,7 +1,8 @@
-package folders
+package copies
 
 import (
 	"context"
+	"github.com/labpool/labpool/node/folders"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,7 +17,7 @@ import (
 func TestPlantedFifo(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(src, "small"), []byte("data"), 0o644)
-	if err := unix.Mkfifo(filepath.Join(dst, partialName("small")), 0o644); err != nil {
+	if err := unix.Mkfifo(filepath.Join(dst, folders.PartialName("small")), 0o644); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
 	rs, _ := os.OpenRoot(src)

@@ -1,7 +1,8 @@
-package folders
+package copies
 
 import (
 	"context"
+	"github.com/labpool/labpool/node/folders"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -28,7 +29,7 @@ func TestSymlinkSwapDuringCopy(t *testing.T) {
 		write(t, filepath.Join(src, "tree", n), randBytes(1000), 0o644, mt)
 		write(t, filepath.Join(src, "tree", "sub", n), randBytes(1000), 0o644, mt)
 	}
-	write(t, filepath.Join(src, "tree", "big"), randBytes(3*BlockSize), 0o644, mt)
+	write(t, filepath.Join(src, "tree", "big"), randBytes(3*folders.BlockSize), 0o644, mt)
 
 	stop := make(chan struct{})
 	var swaps atomic.Int64

@@ -1,4 +1,4 @@
-package folders
+package copies
 
 import (
 	"bytes"
@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/labpool/labpool/node/folders"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -46,13 +48,13 @@ func randBytes(n int) []byte {
 func tree(t *testing.T) string {
 	src := t.TempDir()
 	mt := time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
-	write(t, filepath.Join(src, "proj", "big.bin"), randBytes(5*BlockSize+123), 0o640, mt)
+	write(t, filepath.Join(src, "proj", "big.bin"), randBytes(5*folders.BlockSize+123), 0o640, mt)
 	write(t, filepath.Join(src, "proj", "empty"), nil, 0o600, mt)
 	write(t, filepath.Join(src, "proj", "with space & ünïcödé ☃.txt"), []byte("hello"), 0o644, mt)
 	write(t, filepath.Join(src, "proj", "exec.sh"), []byte("#!/bin/sh\n"), 0o755, mt)
 	sparse := filepath.Join(src, "proj", "sparse.img")
 	f, _ := os.Create(sparse)
-	f.WriteAt([]byte("end"), 8*BlockSize)
+	f.WriteAt([]byte("end"), 8*folders.BlockSize)
 	f.Close()
 	os.Chtimes(sparse, mt, mt)
 	os.Symlink("exec.sh", filepath.Join(src, "proj", "link"))
@@ -101,7 +103,7 @@ func TestPullTreeAndRecopy(t *testing.T) {
 	src, dst := tree(t), t.TempDir()
 	first := pull(t, src, dst, "proj", "")
 	sameTree(t, filepath.Join(src, "proj"), filepath.Join(dst, "proj"))
-	if first.Sent < 5*BlockSize || first.Sent > 6*BlockSize+BlockSize { // the sparse file's holes are not sent
+	if first.Sent < 5*folders.BlockSize || first.Sent > 6*folders.BlockSize+folders.BlockSize { // the sparse file's holes are not sent
 		t.Errorf("first copy sent %d bytes", first.Sent)
 	}
 	st, _ := os.Stat(filepath.Join(dst, "proj", "sparse.img"))
@@ -115,11 +117,11 @@ func TestPullTreeAndRecopy(t *testing.T) {
 	// Change one block in the middle: only it crosses.
 	big := filepath.Join(src, "proj", "big.bin")
 	f, _ := os.OpenFile(big, os.O_WRONLY, 0)
-	f.WriteAt([]byte("changed!"), 2*BlockSize+10)
+	f.WriteAt([]byte("changed!"), 2*folders.BlockSize+10)
 	f.Close()
 	delta := pull(t, src, dst, "proj", "")
-	if delta.Sent != BlockSize {
-		t.Errorf("one changed block: sent %d bytes, want %d", delta.Sent, BlockSize)
+	if delta.Sent != folders.BlockSize {
+		t.Errorf("one changed block: sent %d bytes, want %d", delta.Sent, folders.BlockSize)
 	}
 	sameTree(t, filepath.Join(src, "proj"), filepath.Join(dst, "proj"))
 }
@@ -150,10 +152,10 @@ func TestPullResumes(t *testing.T) {
 	data, _ := os.ReadFile(big)
 	os.MkdirAll(filepath.Join(dst, "proj"), 0o755)
 	// An earlier copy wrote 3 whole blocks and half of the fourth, then died.
-	partial := filepath.Join(dst, "proj", partialPrefix+"big.bin")
-	os.WriteFile(partial, data[:3*BlockSize+BlockSize/2], 0o600)
+	partial := filepath.Join(dst, "proj", folders.PartialPrefix+"big.bin")
+	os.WriteFile(partial, data[:3*folders.BlockSize+folders.BlockSize/2], 0o600)
 	got := pull(t, src, dst, "proj/big.bin", "proj/big.bin")
-	if want := int64(len(data) - 3*BlockSize); got.Sent != want {
+	if want := int64(len(data) - 3*folders.BlockSize); got.Sent != want {
 		t.Errorf("resume sent %d bytes, want %d (the half block again and the rest)", got.Sent, want)
 	}
 	out, _ := os.ReadFile(filepath.Join(dst, "proj", "big.bin"))
@@ -175,7 +177,7 @@ func (l lyingSource) Read(ctx context.Context, p string, off, n int64) (io.ReadC
 // Blocks sends each block's true hash with other bytes.
 func (l lyingSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
 	var honest bytes.Buffer
-	if err := WriteBlocks(l.Root, p, first, n, &honest); err != nil {
+	if err := folders.WriteBlocks(l.Root, p, first, n, &honest); err != nil {
 		return nil, err
 	}
 	b := honest.Bytes()
@@ -189,7 +191,7 @@ func TestPullRefusesWrongBlocks(t *testing.T) {
 	src, dst := tree(t), t.TempDir()
 	for _, resume := range []bool{false, true} {
 		if resume { // a partial file makes the receiver ask for block hashes first
-			os.WriteFile(filepath.Join(dst, partialPrefix+"big.bin"), []byte("x"), 0o600)
+			os.WriteFile(filepath.Join(dst, folders.PartialPrefix+"big.bin"), []byte("x"), 0o600)
 		}
 		p := &Pull{Src: lyingSource{RootSource{mustRoot(t, src)}}, SrcPath: "proj/big.bin", SrcName: "big.bin", Dst: mustRoot(t, dst), DstPath: "big.bin"}
 		if _, err := p.Run(context.Background()); err == nil {
@@ -230,26 +232,6 @@ func BenchmarkPullLocal(b *testing.B) {
 	}
 }
 
-func FuzzReadBundle(f *testing.F) {
-	var good bytes.Buffer
-	dir := f.TempDir()
-	os.WriteFile(filepath.Join(dir, "a"), []byte("hello"), 0o644)
-	r, _ := os.OpenRoot(dir)
-	WriteBundle(r, []string{"a", "missing"}, &good)
-	r.Close()
-	f.Add(good.Bytes())
-	f.Add([]byte("{\"path\":\"x\",\"size\":99999999999}\n"))
-	f.Add([]byte("not json\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ReadBundle(bytes.NewReader(data), func(item BundleItem, b []byte) error {
-			if int64(len(b)) != item.Size || item.Size > BlockSize {
-				t.Fatalf("item %+v with %d bytes", item, len(b))
-			}
-			return nil
-		})
-	})
-}
-
 // smallTree writes n small files, 100 to a directory, under dir/top.
 func smallTree(b *testing.B, dir string, n int) {
 	for i := range n {
@@ -273,18 +255,18 @@ func BenchmarkUnchangedTree(b *testing.B) {
 	}
 	b.Run("walk", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := Walk(rs, "top"); err != nil {
+			if _, err := folders.Walk(rs, "top"); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	items, _ := Walk(rs, "top")
+	items, _ := folders.Walk(rs, "top")
 	// The listing's trip over the network: its text form against JSON.
 	b.Run("listing-text", func(b *testing.B) {
 		for b.Loop() {
 			var buf bytes.Buffer
-			EncodeWalk(&buf, items)
-			if _, err := DecodeWalk(&buf); err != nil {
+			folders.EncodeWalk(&buf, items)
+			if _, err := folders.DecodeWalk(&buf); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -292,7 +274,7 @@ func BenchmarkUnchangedTree(b *testing.B) {
 	b.Run("listing-json", func(b *testing.B) {
 		for b.Loop() {
 			data, _ := json.Marshal(items)
-			var back []FileMeta
+			var back []folders.FileMeta
 			if err := json.Unmarshal(data, &back); err != nil {
 				b.Fatal(err)
 			}
@@ -341,12 +323,12 @@ func TestBadSourceName(t *testing.T) {
 	rs, _ := os.OpenRoot(src)
 	rd, _ := os.OpenRoot(dst)
 	bad := []string{"", ".", "..", "../up", "a/b", "nul\x00", strings.Repeat("n", 300)}
-	if windowsPaths {
+	if runtime.GOOS == "windows" {
 		bad = append(bad, `a\b`, "c:")
 	}
 	for _, name := range bad {
 		p := &Pull{Src: RootSource{rs}, SrcPath: "f", SrcName: name, Dst: rd, DstPath: "./"}
-		if _, err := p.Run(context.Background()); !errors.Is(err, ErrBadPath) {
+		if _, err := p.Run(context.Background()); !errors.Is(err, folders.ErrBadPath) {
 			t.Errorf("copy named %q: %v", name, err)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package folders
+package copies
 
 import "os"
 

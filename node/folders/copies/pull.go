@@ -1,24 +1,22 @@
-package folders
+package copies
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/labpool/labpool/node/folders"
 	"io"
 	"os"
 	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 )
 
 // Source is the sending side of a copy: a shared folder of a member.
 type Source interface {
-	Walk(ctx context.Context, p string) ([]FileMeta, error)
-	Sums(ctx context.Context, p string) (Sums, error)
+	Walk(ctx context.Context, p string) ([]folders.FileMeta, error)
+	Sums(ctx context.Context, p string) (folders.Sums, error)
 	Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
 	// Bundle sends the small files paths in one stream (see WriteBundle).
 	Bundle(ctx context.Context, paths []string) (io.ReadCloser, error)
@@ -56,18 +54,18 @@ type Pull struct {
 		p Progress
 	}
 	sent, done atomic.Int64
-	changed    atomic.Bool         // something was written at the destination
-	have       map[string]FileMeta // the destination's tree, by Rel, at the start
+	changed    atomic.Bool                 // something was written at the destination
+	have       map[string]folders.FileMeta // the destination's tree, by Rel, at the start
 }
 
 // index lists the destination's tree at target, by Rel; empty where it
 // does not exist or cannot be read (then everything is fetched).
-func (p *Pull) index(target string) map[string]FileMeta {
-	items, err := Walk(p.Dst, target)
+func (p *Pull) index(target string) map[string]folders.FileMeta {
+	items, err := folders.Walk(p.Dst, target)
 	if err != nil {
 		return nil
 	}
-	have := make(map[string]FileMeta, len(items))
+	have := make(map[string]folders.FileMeta, len(items))
 	for _, it := range items {
 		have[it.Rel] = it
 	}
@@ -76,12 +74,10 @@ func (p *Pull) index(target string) map[string]FileMeta {
 
 // unchanged reports whether the destination already held m, judged as
 // rsync does by size and modification time.
-func (p *Pull) unchanged(m FileMeta) bool {
+func (p *Pull) unchanged(m folders.FileMeta) bool {
 	h, ok := p.have[m.Rel]
 	return ok && !h.Dir && h.Link == "" && h.Size == m.Size && h.MTime.Equal(m.MTime)
 }
-
-const partialPrefix = ".labpool-partial."
 
 // Run performs the copy.
 func (p *Pull) Run(ctx context.Context) (Progress, error) {
@@ -94,7 +90,7 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	}
 	// List what the destination holds while the source lists its tree:
 	// one pass over each directory instead of a lookup per file.
-	have := make(chan map[string]FileMeta, 1)
+	have := make(chan map[string]folders.FileMeta, 1)
 	go func() { have <- p.index(target) }()
 	items, err := p.Src.Walk(ctx, p.SrcPath)
 	p.have = <-have
@@ -107,16 +103,16 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 			p.progress.p.Files++
 		}
 	}
-	var dirs []FileMeta                      // Rel is the source's
-	small := make([]FileMeta, 0, len(items)) // files of one block at most, fetched in parallel
+	var dirs []folders.FileMeta                      // Rel is the source's
+	small := make([]folders.FileMeta, 0, len(items)) // files of one block at most, fetched in parallel
 	for _, it := range items {
 		if err := ctx.Err(); err != nil {
 			return p.snapshot(), err
 		}
-		if _, err := CleanPath(it.Rel); err != nil && it.Rel != "" {
+		if _, err := folders.CleanPath(it.Rel); err != nil && it.Rel != "" {
 			return p.snapshot(), fmt.Errorf("cannot copy %q here: %w", it.Rel, err)
 		}
-		if it.small() {
+		if it.Small() {
 			small = append(small, it)
 			continue
 		}
@@ -167,7 +163,7 @@ func (p *Pull) Changed() bool { return p.changed.Load() }
 // target resolves where the copied top goes, following cp -r.
 func (p *Pull) target() (string, error) {
 	into := len(p.DstPath) > 0 && p.DstPath[len(p.DstPath)-1] == '/'
-	dst, err := CleanPath(p.DstPath)
+	dst, err := folders.CleanPath(p.DstPath)
 	if err != nil {
 		return "", err
 	}
@@ -178,8 +174,8 @@ func (p *Pull) target() (string, error) {
 	}
 	if into {
 		// The name comes with the request: one plain element, or nothing.
-		if c, err := CleanPath(p.SrcName); err != nil || c != p.SrcName || c == "." || strings.Contains(c, "/") {
-			return "", fmt.Errorf("%w: %q cannot name the copy", ErrBadPath, p.SrcName)
+		if c, err := folders.CleanPath(p.SrcName); err != nil || c != p.SrcName || c == "." || strings.Contains(c, "/") {
+			return "", fmt.Errorf("%w: %q cannot name the copy", folders.ErrBadPath, p.SrcName)
 		}
 		return join(dst, p.SrcName), nil
 	}
@@ -200,8 +196,8 @@ func (p *Pull) fileDone() {
 
 // smallFiles brings files of one block at most: those the receiver lacks
 // cross in bundles of many files, several bundles at a time.
-func (p *Pull) smallFiles(ctx context.Context, target string, files []FileMeta) error {
-	var todo []FileMeta
+func (p *Pull) smallFiles(ctx context.Context, target string, files []folders.FileMeta) error {
+	var todo []folders.FileMeta
 	for _, m := range files {
 		if p.unchanged(m) {
 			p.done.Add(m.Size) // unchanged
@@ -210,10 +206,10 @@ func (p *Pull) smallFiles(ctx context.Context, target string, files []FileMeta) 
 		}
 		todo = append(todo, m)
 	}
-	var batches [][]FileMeta
+	var batches [][]folders.FileMeta
 	var size int64
 	for _, m := range todo {
-		if k := len(batches) - 1; k < 0 || len(batches[k]) >= 256 || size+m.Size > 8*BlockSize {
+		if k := len(batches) - 1; k < 0 || len(batches[k]) >= 256 || size+m.Size > 8*folders.BlockSize {
 			batches, size = append(batches, nil), 0
 		}
 		batches[len(batches)-1] = append(batches[len(batches)-1], m)
@@ -221,7 +217,7 @@ func (p *Pull) smallFiles(ctx context.Context, target string, files []FileMeta) 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	work := make(chan []FileMeta)
+	work := make(chan []folders.FileMeta)
 	errc := make(chan error, 1)
 	var wg sync.WaitGroup
 	for range p.Streams {
@@ -257,9 +253,9 @@ feed:
 }
 
 // bundle fetches one batch of small files and puts each in place.
-func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) error {
+func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMeta) error {
 	paths := make([]string, len(batch))
-	byPath := make(map[string]FileMeta, len(batch))
+	byPath := make(map[string]folders.FileMeta, len(batch))
 	for i, m := range batch {
 		paths[i] = join(p.SrcPath, m.Rel)
 		byPath[paths[i]] = m
@@ -269,10 +265,10 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 		return fmt.Errorf("read files at the source: %w", err)
 	}
 	defer rc.Close()
-	dirs := newDirRoots(p.Dst)
-	defer dirs.close()
+	dirs := folders.NewDirRoots(p.Dst)
+	defer dirs.Close()
 	got := 0
-	err = ReadBundle(rc, func(item BundleItem, data []byte) error {
+	err = folders.ReadBundle(rc, func(item folders.BundleItem, data []byte) error {
 		m, ok := byPath[item.Path]
 		if !ok {
 			return fmt.Errorf("the source sent %q, which was not asked for", item.Path)
@@ -280,11 +276,11 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []FileMeta) erro
 		if item.Error != "" {
 			return fmt.Errorf("read %s at the source: %s", item.Path, item.Error)
 		}
-		if hexSum(data) != item.Sum {
+		if folders.HexSum(data) != item.Sum {
 			return fmt.Errorf("%s arrived damaged", item.Path)
 		}
 		got++
-		if err := dirs.put(join(target, m.Rel), data, m); err != nil {
+		if err := dirs.Put(join(target, m.Rel), data, m); err != nil {
 			return err
 		}
 		p.changed.Store(true)
@@ -317,13 +313,13 @@ func (p *Pull) report() {
 }
 
 // file brings one regular file to name.
-func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
+func (p *Pull) file(ctx context.Context, src, name string, m folders.FileMeta) error {
 	if p.unchanged(m) {
 		p.done.Add(m.Size) // unchanged: same size and modification time
 		p.report()
 		return nil
 	}
-	partial := partialName(name)
+	partial := folders.PartialName(name)
 	f, fresh, err := p.openPartial(partial, name)
 	if err != nil {
 		return err
@@ -335,10 +331,10 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 	// A fresh file needs every block: they come with their hashes, in one
 	// pass over the source. Otherwise the source's block hashes say which
 	// blocks the receiver lacks.
-	sums := Sums{Size: m.Size}
+	sums := folders.Sums{Size: m.Size}
 	var need []int
 	if fresh {
-		for i := int64(0); i*BlockSize < m.Size; i++ {
+		for i := int64(0); i*folders.BlockSize < m.Size; i++ {
 			need = append(need, int(i))
 		}
 	} else {
@@ -356,7 +352,7 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 		return err
 	}
 	if err := f.Sync(); err != nil {
-		return writeError(name, err)
+		return folders.WriteError(name, err)
 	}
 	if err := f.Chmod(m.Mode); err != nil {
 		return err
@@ -372,35 +368,20 @@ func (p *Pull) file(ctx context.Context, src, name string, m FileMeta) error {
 	return nil
 }
 
+// join is rel under dir ("" is dir itself).
+func join(dir, rel string) string {
+	if rel == "" {
+		return dir
+	}
+	return path.Join(dir, rel)
+}
+
 // receiveError explains a stream from the source that broke off.
 func receiveError(name string, err error) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 		return fmt.Errorf("receive %s: the sending machine stopped in the middle (%w)", name, err)
 	}
 	return fmt.Errorf("receive %s: %w", name, err)
-}
-
-// ErrFull means the destination's file system has no space left.
-var ErrFull = errors.New("the destination is full")
-
-// writeError explains a failed write of name; a full disk says so plainly.
-// What was written stays under the partial name, for a later copy to resume
-// once space is freed; nothing appears under the final name.
-func writeError(name string, err error) error {
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return fmt.Errorf("%w: no space left to write %s (free some space and copy again: it resumes)", ErrFull, name)
-	}
-	return fmt.Errorf("write %s: %w", name, err)
-}
-
-// partialName is where a file grows until it is complete.
-func partialName(name string) string {
-	dir, base := path.Split(name)
-	if len(base)+len(partialPrefix) > maxName {
-		sum := sha256.Sum256([]byte(base))
-		base = hex.EncodeToString(sum[:12])
-	}
-	return path.Join(dir, partialPrefix+base)
 }
 
 // openPartial opens the partial file, resuming one left by an interrupted
@@ -424,30 +405,30 @@ func (p *Pull) openPartial(partial, name string) (*os.File, bool, error) {
 	}
 	if _, err := io.Copy(f, old); err != nil {
 		f.Close()
-		return nil, false, writeError(name, err)
+		return nil, false, folders.WriteError(name, err)
 	}
 	return f, false, nil
 }
 
 // missing returns the blocks f lacks; in a fresh file only blocks that are
 // not all zeros (holes of a sparse file stay holes).
-func (p *Pull) missing(f *os.File, sums Sums, fresh bool) ([]int, error) {
+func (p *Pull) missing(f *os.File, sums folders.Sums, fresh bool) ([]int, error) {
 	var need []int
-	buf := make([]byte, BlockSize)
+	buf := make([]byte, folders.BlockSize)
 	for i, want := range sums.Blocks {
 		n := blockLen(sums.Size, i)
 		if fresh {
-			if want != zeroSum(n) {
+			if want != folders.ZeroSum(n) {
 				need = append(need, i)
 			} else {
 				p.done.Add(int64(n))
 			}
 			continue
 		}
-		if _, err := f.ReadAt(buf[:n], int64(i)*BlockSize); err != nil && !errors.Is(err, io.EOF) {
+		if _, err := f.ReadAt(buf[:n], int64(i)*folders.BlockSize); err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		if hexSum(buf[:n]) == want {
+		if folders.HexSum(buf[:n]) == want {
 			p.done.Add(int64(n))
 			continue
 		}
@@ -458,7 +439,7 @@ func (p *Pull) missing(f *os.File, sums Sums, fresh bool) ([]int, error) {
 }
 
 func blockLen(size int64, i int) int {
-	return int(min(int64(BlockSize), size-int64(i)*BlockSize))
+	return int(min(int64(folders.BlockSize), size-int64(i)*folders.BlockSize))
 }
 
 // run is a stretch of consecutive missing blocks.
@@ -477,7 +458,7 @@ func runs(need []int, max int) []run {
 }
 
 // fetch fetches the needed blocks over several streams, verifying each.
-func (p *Pull) fetch(ctx context.Context, src string, f *os.File, sums Sums, need []int) error {
+func (p *Pull) fetch(ctx context.Context, src string, f *os.File, sums folders.Sums, need []int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := newBlockWriter(p, f, src, cancel)
@@ -543,7 +524,7 @@ func newBlockWriter(p *Pull, f *os.File, src string, cancel context.CancelFunc) 
 	n := p.Streams
 	w := &blockWriter{p: p, f: f, src: src, cancel: cancel, writes: make(chan blockWrite, n), free: make(chan []byte, n), done: make(chan struct{})}
 	for range n {
-		w.free <- make([]byte, BlockSize)
+		w.free <- make([]byte, folders.BlockSize)
 	}
 	go w.run()
 	return w
@@ -578,7 +559,7 @@ func (w *blockWriter) run() {
 	for b := range w.writes {
 		if w.err == nil {
 			if _, err := w.f.WriteAt(b.buf, b.off); err != nil {
-				w.err = writeError(w.src, err)
+				w.err = folders.WriteError(w.src, err)
 				w.cancel()
 			} else {
 				startWriteback(w.f, b.off, int64(len(b.buf)))
@@ -598,12 +579,12 @@ func (w *blockWriter) close() error {
 	return w.err
 }
 
-func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums Sums, r run) error {
+func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums folders.Sums, r run) error {
 	if sums.Blocks == nil {
 		return p.fetchBlocks(ctx, src, w, sums.Size, r)
 	}
-	off := int64(r.first) * BlockSize
-	end := min(sums.Size, int64(r.first+r.n)*BlockSize)
+	off := int64(r.first) * folders.BlockSize
+	end := min(sums.Size, int64(r.first+r.n)*folders.BlockSize)
 	rc, err := p.Src.Read(ctx, src, off, end-off)
 	if err != nil {
 		return fmt.Errorf("read %s at the source: %w", src, err)
@@ -619,11 +600,11 @@ func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums Su
 			w.release(buf)
 			return receiveError(src, err)
 		}
-		if hexSum(buf[:n]) != sums.Blocks[i] {
+		if folders.HexSum(buf[:n]) != sums.Blocks[i] {
 			w.release(buf)
 			return fmt.Errorf("%s changed at the source during the copy (block %d)", src, i)
 		}
-		if err := w.write(ctx, int64(i)*BlockSize, buf[:n]); err != nil {
+		if err := w.write(ctx, int64(i)*folders.BlockSize, buf[:n]); err != nil {
 			return err
 		}
 	}
@@ -635,28 +616,32 @@ func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums Su
 type RootSource struct{ Root *os.Root }
 
 // Walk implements Source.
-func (s RootSource) Walk(_ context.Context, p string) ([]FileMeta, error) { return Walk(s.Root, p) }
+func (s RootSource) Walk(_ context.Context, p string) ([]folders.FileMeta, error) {
+	return folders.Walk(s.Root, p)
+}
 
 // Sums implements Source.
-func (s RootSource) Sums(_ context.Context, p string) (Sums, error) { return FileSums(s.Root, p) }
+func (s RootSource) Sums(_ context.Context, p string) (folders.Sums, error) {
+	return folders.FileSums(s.Root, p)
+}
 
 // Bundle implements Source.
 func (s RootSource) Bundle(_ context.Context, paths []string) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(WriteBundle(s.Root, paths, pw)) }()
+	go func() { pw.CloseWithError(folders.WriteBundle(s.Root, paths, pw)) }()
 	return pr, nil
 }
 
 // Blocks implements Source.
 func (s RootSource) Blocks(_ context.Context, p string, first, n int) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(WriteBlocks(s.Root, p, first, n, pw)) }()
+	go func() { pw.CloseWithError(folders.WriteBlocks(s.Root, p, first, n, pw)) }()
 	return pr, nil
 }
 
 // Read implements Source.
 func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	return OpenRange(s.Root, p, off, n)
+	return folders.OpenRange(s.Root, p, off, n)
 }
 
 // fetchBlocks fetches a run of a fresh file as hashed blocks; zero blocks
@@ -667,13 +652,13 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 		return fmt.Errorf("read %s at the source: %w", src, err)
 	}
 	defer rc.Close()
-	var head [1 + sumSize]byte
+	var head [1 + folders.SumSize]byte
 	for i := r.first; i < r.first+r.n; i++ {
 		n := blockLen(size, i)
 		if _, err := io.ReadFull(rc, head[:1]); err != nil {
 			return receiveError(src, err)
 		}
-		if head[0] == blockZero {
+		if head[0] == folders.BlockZero {
 			p.done.Add(int64(n))
 			continue
 		}
@@ -688,11 +673,11 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 			w.release(buf)
 			return receiveError(src, err)
 		}
-		if blockSum(buf[:n]) != [sumSize]byte(head[1:]) {
+		if folders.BlockSum(buf[:n]) != [folders.SumSize]byte(head[1:]) {
 			w.release(buf)
 			return fmt.Errorf("%s: block %d arrived damaged", src, i)
 		}
-		if err := w.write(ctx, int64(i)*BlockSize, buf[:n]); err != nil {
+		if err := w.write(ctx, int64(i)*folders.BlockSize, buf[:n]); err != nil {
 			return err
 		}
 	}
