@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/gpu"
+)
+
+func TestWriteGPUsHealth(t *testing.T) {
+	gpus := []app.GPU{
+		{NodeName: "gpu1", Index: 0, Name: "NVIDIA H100 80GB HBM3", Health: "ok", Job: "7e82623a8db42109",
+			ProcessList: []gpu.Process{{PID: 4242, MemBytes: 20 << 30, Job: "7e82623a8db42109", Owner: "PKPK-MOXV"}}},
+		{NodeName: "gpu1", Index: 2, Name: "NVIDIA H100 80GB HBM3", Health: "quarantined", HealthReason: "XID 79 (GPU has fallen off the bus)"},
+		{NodeName: "gpu1", Index: 3, Name: "NVIDIA H100 80GB HBM3", Health: "warning", HealthReason: "throttled: hw_thermal_slowdown",
+			ProcessList: []gpu.Process{{PID: 99, MemBytes: 1 << 30}}},
+		{NodeName: "old", Index: 0, Name: "NVIDIA T4"}, // a daemon older than health
+	}
+	var b strings.Builder
+	if err := writeGPUs(&b, gpus); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	t.Logf("\n%s", out)
+	for _, want := range []string{
+		"HEALTH", "JOB",
+		"ok ", "7e82623a8db42109",
+		"pid 4242", "20.0 GiB", "job 7e82623a8db42109 (PKPK-MOXV)",
+		"quarantined: XID 79 (GPU has fallen off the bus)",
+		"warning: throttled: hw_thermal_slowdown",
+		"pid 99", "outside labpool",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("labpool gpus does not say %q", want)
+		}
+	}
+	if lines := strings.Count(out, "\n"); lines != 7 {
+		t.Errorf("%d lines; want a header, 4 GPUs and 2 processes", lines)
+	}
+}
