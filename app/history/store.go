@@ -19,23 +19,38 @@ type Store struct {
 func NewStore(db *store.DB) *Store { return &Store{db: db} }
 
 // Latest returns the newest sample of every node that has one: its live
-// record, or for a node of an older version its newest 1 s record. A
-// malformed record from a peer is left out, as if the node sent none.
+// record, or its newest 1 s record when that is newer (a node of an older
+// version, or a replica catching up, where the live record comes last),
+// with the totals and names of the live one. A malformed record from a peer
+// is left out, as if the node sent none.
 func (s *Store) Latest(ctx context.Context) (map[string]agent.Sample, error) {
-	m := map[string]agent.Sample{}
-	for _, kind := range []string{KindLive, KindSample1s} {
-		recs, err := s.db.LatestByKind(ctx, kind)
+	live, err := s.db.LatestByKind(ctx, KindLive)
+	if err != nil {
+		return nil, fmt.Errorf("read latest samples: %w", err)
+	}
+	seconds, err := s.db.LatestByKind(ctx, KindSample1s)
+	if err != nil {
+		return nil, fmt.Errorf("read latest samples: %w", err)
+	}
+	m := make(map[string]agent.Sample, len(live))
+	for _, r := range live {
+		if sm, err := Decode(r.Data); err == nil {
+			m[r.Origin] = sm
+		}
+	}
+	for _, r := range seconds {
+		full, ok := m[r.Origin]
+		if ok && !r.Time.After(full.Time) {
+			continue
+		}
+		sm, err := Decode(r.Data)
 		if err != nil {
-			return nil, fmt.Errorf("read latest samples: %w", err)
+			continue
 		}
-		for _, r := range recs {
-			if _, ok := m[r.Origin]; ok {
-				continue
-			}
-			if sm, err := Decode(r.Data); err == nil {
-				m[r.Origin] = sm
-			}
+		if ok {
+			sm = withDetails(sm, full)
 		}
+		m[r.Origin] = sm
 	}
 	return m, nil
 }
@@ -103,6 +118,29 @@ func (s *Store) live(ctx context.Context, node string) (agent.Sample, bool) {
 		}
 	}
 	return agent.Sample{}, false
+}
+
+// withDetails gives s, a sample of figures only, what live says beyond
+// them: totals, names, processes, health, the GPU error.
+func withDetails(s, live agent.Sample) agent.Sample {
+	if len(s.GPUs) > 0 && s.GPUs[0].UUID != "" {
+		return s // a full sample (an older version's 1 s record)
+	}
+	s.GPUError = live.GPUError
+	s.Host.Load1, s.Host.Load5, s.Host.Load15 = live.Host.Load1, live.Host.Load5, live.Host.Load15
+	s.Host.Disks = live.Host.Disks
+	s = withTotals(s, live)
+	for i := range s.GPUs {
+		for _, g := range live.GPUs {
+			if g.Index == s.GPUs[i].Index {
+				fig := s.GPUs[i]
+				s.GPUs[i] = g
+				s.GPUs[i].UtilPercent, s.GPUs[i].MemUtilPercent, s.GPUs[i].MemUsedBytes = fig.UtilPercent, fig.MemUtilPercent, fig.MemUsedBytes
+				s.GPUs[i].TempC, s.GPUs[i].PowerW, s.GPUs[i].SMClockMHz, s.GPUs[i].MemClockMHz = fig.TempC, fig.PowerW, fig.SMClockMHz, fig.MemClockMHz
+			}
+		}
+	}
+	return s
 }
 
 // withTotals gives s the memory totals and GPU names of live.

@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -37,5 +38,37 @@ func TestStoreLatest(t *testing.T) {
 	}
 	if len(got) != 1 || got[selfID].Host.CPUPercent != 2 {
 		t.Errorf("Latest = %v, want the newest 1 s sample of self only", got)
+	}
+}
+
+// TestStoreLatestLiveOrNewer: the live record is the latest sample, unless a
+// newer 1 s record arrived (a replica catching up gets the live one last):
+// then that one's figures, with the live record's names and totals.
+func TestStoreLatestLiveOrNewer(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	r := NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
+	if err := r.Record(ctx, testSample(t0, 5, 2)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewStore(db).Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got[selfID]; !s.Time.Equal(t0) || s.GPUs[1].UUID != "GPU-b" || s.Host.MemTotalBytes != 100_000 {
+		t.Errorf("Latest = %+v, want the live sample", s)
+	}
+	newer := testSample(t0.Add(time.Second), 9, 2)
+	if _, err := db.Append(ctx, selfID, KindSample1s, Key(newer.Time), newer.Time, Encode(FromSample(newer))); err != nil {
+		t.Fatal(err)
+	}
+	got, err = NewStore(db).Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got[selfID]
+	if !s.Time.Equal(newer.Time) || s.Host.CPUPercent != 9 || s.GPUs[1].UtilPercent != 10 || s.GPUs[1].UUID != "GPU-b" ||
+		s.GPUs[1].MemTotalBytes != 10_000 || s.Host.MemTotalBytes != 100_000 {
+		t.Errorf("Latest = %+v, want the newer 1 s figures with the live record's names and totals", s)
 	}
 }
