@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/labpool/labpool/internal/leaktest"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/gpu/gputest"
 	"github.com/labpool/labpool/node/host"
@@ -239,7 +239,7 @@ func TestInfo(t *testing.T) {
 // TestRunRealHostNoLeak runs the real host sampler on real time and checks
 // that Run leaves no goroutine behind.
 func TestRunRealHostNoLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := leaktest.Count()
 	cfg := DefaultConfig()
 	cfg.Interval = 10 * time.Millisecond
 	tel := New(cfg, nil, host.NewSampler(host.DefaultConfig()), discard())
@@ -250,10 +250,5 @@ func TestRunRealHostNoLeak(t *testing.T) {
 	if s.Host.MemTotalBytes == 0 || s.GPUError == "" {
 		t.Errorf("sample = %+v", s)
 	}
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after Run returned; %d before", runtime.NumGoroutine(), before)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	leaktest.Check(t, before, 5*time.Second)
 }

@@ -3,12 +3,12 @@ package jobs
 import (
 	"context"
 	"errors"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/internal/leaktest"
 	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 )
@@ -305,7 +305,7 @@ func TestEngineRestartReportsLostJobs(t *testing.T) {
 // TestRunReturns: Run returns when ctx ends, with no goroutine left behind
 // that still calls the runtime.
 func TestRunReturns(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := leaktest.Count()
 	rt := newFakeRuntime()
 	m := NewManager(DefaultConfig(), rt, fixedGPUs(nil), nil, &memStore{}, testLog())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -321,7 +321,7 @@ func TestRunReturns(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return")
 	}
-	noLeak(t, before)
+	leaktest.Check(t, before, 3*time.Second)
 	if err := NewManager(DefaultConfig(), nil, fixedGPUs(nil), nil, &memStore{}, testLog()).Run(ctx); err != nil {
 		t.Errorf("Run without an engine: %v", err)
 	}

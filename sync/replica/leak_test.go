@@ -4,10 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http/httptest"
-	"runtime"
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/internal/leaktest"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -20,7 +20,7 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	if _, err := r.PutMember(context.Background(), store.MemberRow{ID: member.String(), Name: "m", Version: 1, AddedBy: member.String()}); err != nil {
 		t.Fatal(err)
 	}
-	before := runtime.NumGoroutine()
+	before := leaktest.Count()
 	srv := httptest.NewServer(NewServer(w, member.String(), log))
 	p := NewPeers(DefaultConfig(), r, self, httpDialer{srv}, log)
 	p.Hint(member.String(), "test")
@@ -33,18 +33,5 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Close() // ends the server's side of the stream and the client's idle connections
-	noLeak(t, before)
-}
-
-// noLeak fails t when more goroutines run than before, once those that are
-// ending have had 3 s to go.
-func noLeak(t *testing.T, before int) {
-	t.Helper()
-	for end := time.Now().Add(3 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(end); {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Errorf("%d goroutines before Run, %d after it returned:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-	}
+	leaktest.Check(t, before, 3*time.Second)
 }

@@ -1,15 +1,16 @@
 package transport_test
 
 import (
-	"runtime"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/internal/leaktest"
 )
 
 // TestNoLeakedGoroutines: once Serve has returned and both endpoints are
 // closed, every goroutine they started is gone.
 func TestNoLeakedGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := leaktest.Count()
 	func() {
 		srv, cli := newEndpoint(t, testConfig()), newEndpoint(t, testConfig())
 		stop := serve(t, srv, whoami())
@@ -20,12 +21,5 @@ func TestNoLeakedGoroutines(t *testing.T) {
 		cli.Close()
 		srv.Close()
 	}()
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<16)
-		t.Fatalf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-	}
+	leaktest.Check(t, before, 3*time.Second)
 }

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/internal/leaktest"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/folders/copies"
 )
@@ -283,7 +283,7 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 		m.halt()
 	}
 	if n := goroutinesIn("copies.(*Receiver)"); n > 0 {
-		t.Errorf("%d goroutines of the copy engine outlive Run:\n%s", n, stacks())
+		t.Errorf("%d goroutines of the copy engine outlive Run:\n%s", n, leaktest.Stacks())
 	}
 	for _, id := range ids {
 		if cur, err := rcv.Transfer(context.Background(), "", id, 0); err != nil || cur.State != "failed" || cur.Finished == nil {
@@ -297,15 +297,10 @@ func TestRunLeavesNoGoroutine(t *testing.T) {
 	}
 }
 
-func stacks() string {
-	buf := make([]byte, 1<<20)
-	return string(buf[:runtime.Stack(buf, true)])
-}
-
 // goroutinesIn counts the goroutines with a frame in fn (a substring).
 func goroutinesIn(fn string) int {
 	n := 0
-	for _, g := range strings.Split(stacks(), "\n\n") {
+	for _, g := range strings.Split(leaktest.Stacks(), "\n\n") {
 		if strings.Contains(g, fn) && !strings.Contains(g, "testing.tRunner") {
 			n++
 		}
