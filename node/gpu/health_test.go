@@ -191,6 +191,27 @@ func TestLostGPU(t *testing.T) {
 	}
 }
 
+// TestLostAtOpen: a GPU whose handle NVML cannot give (lost before the
+// sampler opened) is listed by index as lost, beside the others.
+func TestLostAtOpen(t *testing.T) {
+	lib := gputest.NewLibrary(3)
+	lib.HandleRet = map[int]nvml.Return{1: nvml.ERROR_GPU_IS_LOST}
+	s := open(t, lib)
+	if n := len(s.Devices()); n != 3 {
+		t.Fatalf("%d GPUs listed; want 3, the lost one included", n)
+	}
+	got, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHealth(t, got[0], gpu.HealthOK, "")
+	wantHealth(t, got[1], gpu.HealthLost, "GPU is lost (open: ERROR_GPU_IS_LOST)")
+	wantHealth(t, got[2], gpu.HealthOK, "")
+	if got[1].Index != 1 {
+		t.Errorf("the lost GPU reads index %d", got[1].Index)
+	}
+}
+
 // TestEventsHang: an event set whose Wait blocks costs the Sample its
 // deadline, never the agent.
 func TestEventsHang(t *testing.T) {

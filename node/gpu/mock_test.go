@@ -263,3 +263,33 @@ func TestMockT4(t *testing.T) {
 		}
 	}
 }
+
+// TestMockLostAtStart: a GPU lost before the sampler opens shows as lost,
+// by index, beside the others.
+func TestMockLostAtStart(t *testing.T) {
+	if !inMock(t, "h100.yaml", `devices:
+  "1":
+    failure: {mode: lost}
+`) {
+		return
+	}
+	s := openMock(t)
+	if n := len(s.Devices()); n != 8 {
+		t.Errorf("%d GPUs listed; want 8, the lost one included", n)
+	}
+	got, err := s.Sample(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range got {
+		t.Logf("gpu %d: %s %q %s", g.Index, g.Health, g.HealthReason, g.UUID)
+	}
+	if len(got) != 8 || got[1].Health != gpu.HealthLost || got[1].Index != 1 {
+		t.Fatalf("gpu 1 lost at start reads %+v", got[1])
+	}
+	for i, g := range got {
+		if i != 1 && (g.Health != gpu.HealthOK || g.TempC != 34) {
+			t.Errorf("gpu %d beside a lost one: %+v", i, g)
+		}
+	}
+}

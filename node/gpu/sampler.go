@@ -93,8 +93,15 @@ func (s *Sampler) openDevices() error {
 		return fmt.Errorf("count gpus: %w", ret)
 	}
 	var errs []error
+	var lost []int // positions in s.devs of GPUs lost already
 	for i := range n {
 		d, ret := s.lib.DeviceGetHandleByIndex(i)
+		if ret == nvml.ERROR_GPU_IS_LOST { // listed, as lost: its index is known, nothing else
+			lost = append(lost, len(s.devs))
+			s.infos = append(s.infos, Info{Index: i})
+			s.devs = append(s.devs, nil)
+			continue
+		}
 		if ret != nvml.SUCCESS {
 			errs = append(errs, fmt.Errorf("open gpu %d: %w", i, ret))
 			continue
@@ -106,6 +113,9 @@ func (s *Sampler) openDevices() error {
 		return errors.Join(errs...)
 	}
 	s.health = make([]health, len(s.devs))
+	for _, k := range lost {
+		s.health[k].lost, s.health[k].lostReason = true, "GPU is lost (open: ERROR_GPU_IS_LOST)"
+	}
 	s.openEvents()
 	return nil
 }
@@ -121,6 +131,9 @@ func (s *Sampler) openEvents() {
 	}
 	registered := 0
 	for _, d := range s.devs {
+		if d == nil { // lost
+			continue
+		}
 		if types, ret := d.GetSupportedEventTypes(); ret == nvml.SUCCESS && types&nvml.EventTypeXidCriticalError == 0 {
 			continue
 		}
@@ -168,7 +181,7 @@ func (s *Sampler) deviceOf(d nvml.Device) int {
 		return -1
 	}
 	for i, dev := range s.devs {
-		if any(dev) == any(d) {
+		if dev != nil && any(dev) == any(d) {
 			return i
 		}
 	}

@@ -26,6 +26,9 @@ type Library struct {
 	Shutdowns int         // calls to Shutdown
 	// Hang, when not nil, makes Init wait until it is closed.
 	Hang chan struct{}
+	// HandleRet, when it names an index, is what DeviceGetHandleByIndex
+	// returns for it (e.g. ERROR_GPU_IS_LOST).
+	HandleRet map[int]nvml.Return
 	// EventsRet, when not SUCCESS, is what EventSetCreate returns.
 	EventsRet nvml.Return
 	Events    *EventSet // the set EventSetCreate returned
@@ -146,6 +149,9 @@ func (l *Library) DeviceGetHandleByIndex(i int) (gpu.Device, nvml.Return) {
 	defer l.Mu.Unlock()
 	if i < 0 || i >= len(l.Devices) {
 		return nil, nvml.ERROR_INVALID_ARGUMENT
+	}
+	if r, ok := l.HandleRet[i]; ok && r != nvml.SUCCESS {
+		return nil, r
 	}
 	if l.Devices[i] == nil {
 		return nil, nvml.ERROR_NO_PERMISSION
