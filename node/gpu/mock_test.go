@@ -293,3 +293,26 @@ func TestMockLostAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestMockSampleCost measures one Sample of the H100 profile's 8 GPUs on
+// the mock library, health readings and the event drain included, and
+// logs it (a figure, not a check: run with -v).
+func TestMockSampleCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a measurement")
+	}
+	if !inMock(t, "h100.yaml", "") {
+		return
+	}
+	s := openMock(t)
+	ctx := t.Context()
+	r := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Sample(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	t.Logf("Sample of 8 GPUs on the mock NVML: %v/op, %d B/op, %d allocs/op (%d runs)",
+		time.Duration(r.NsPerOp()), r.AllocedBytesPerOp(), r.AllocsPerOp(), r.N)
+}
