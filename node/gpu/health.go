@@ -58,6 +58,7 @@ const eccWarnFor = 10 * time.Minute
 type Ack struct {
 	ECCUncorrected uint64 `json:"ecc_uncorrected"`
 	RetiredPending bool   `json:"retired_pending"` // accepted while it lasts
+	RemapFailed    bool   `json:"remap_failed"`    // accepted while it lasts
 }
 
 // health is what a Sampler remembers of one GPU between samples. It is
@@ -74,6 +75,7 @@ type health struct {
 	// eccLast and pendingLast are the latest readings, for Clear.
 	eccLast     uint64
 	pendingLast bool
+	failedLast  bool
 	// The inputs of the last assess, for assessXIDs.
 	lastThrottle    uint64
 	lastRemapFailed bool
@@ -94,9 +96,18 @@ func (h *health) assess(s *Stats, throttle uint64, corrected uint64, corrOK bool
 		s.Health, s.HealthReason = HealthLost, h.lostReason
 		return
 	}
-	h.eccLast, h.pendingLast = max(h.eccLast, s.ECCUncorrected), s.RetiredPending
+	h.eccLast, h.pendingLast, h.failedLast = max(h.eccLast, s.ECCUncorrected), s.RetiredPending, remapFailed
 	if h.ack.RetiredPending && !s.RetiredPending {
 		h.ack.RetiredPending = false // the retirement happened: a new one counts
+	}
+	if h.ack.RemapFailed && !remapFailed {
+		h.ack.RemapFailed = false
+	}
+	if corrOK {
+		if h.corrSeen && corrected > h.corrected {
+			h.corrGrewAt = now
+		}
+		h.corrected, h.corrSeen = corrected, true
 	}
 	var critical []string
 	for _, x := range h.critical {
@@ -108,7 +119,7 @@ func (h *health) assess(s *Stats, throttle uint64, corrected uint64, corrOK bool
 	if s.RetiredPending && !h.ack.RetiredPending {
 		critical = append(critical, "retired pages or remapped rows pending (reset the GPU)")
 	}
-	if remapFailed {
+	if remapFailed && !h.ack.RemapFailed {
 		critical = append(critical, "row remapping failed")
 	}
 	if len(critical) > 0 {
@@ -124,12 +135,6 @@ func (h *health) assess(s *Stats, throttle uint64, corrected uint64, corrOK bool
 	}
 	if len(throttled) > 0 {
 		warn = append(warn, "throttled: "+strings.Join(throttled, ", "))
-	}
-	if corrOK {
-		if h.corrSeen && corrected > h.corrected {
-			h.corrGrewAt = now
-		}
-		h.corrected, h.corrSeen = corrected, true
 	}
 	if !h.corrGrewAt.IsZero() && now.Sub(h.corrGrewAt) < eccWarnFor {
 		warn = append(warn, fmt.Sprintf("correctable ECC errors growing: %d", h.corrected))

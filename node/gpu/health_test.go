@@ -110,16 +110,17 @@ func TestECCClear(t *testing.T) {
 	s := open(t, lib)
 	d := lib.Devices[0]
 	d.Mu.Lock()
-	d.ECCUncorrected, d.RemapPending = 3, true
+	d.ECCUncorrected, d.RemapPending, d.RemapFailed = 3, true, true
 	d.Mu.Unlock()
-	sample(t, s, 0)
+	wantHealth(t, sample(t, s, 0), gpu.HealthQuarantined,
+		"uncorrectable ECC errors; retired pages or remapped rows pending (reset the GPU); row remapping failed")
 	ack, err := s.Clear(t.Context(), d.UUID)
-	if err != nil || ack != (gpu.Ack{ECCUncorrected: 3, RetiredPending: true}) {
-		t.Fatalf("Clear = %+v, %v; want 3 errors and pending accepted", ack, err)
+	if err != nil || ack != (gpu.Ack{ECCUncorrected: 3, RetiredPending: true, RemapFailed: true}) {
+		t.Fatalf("Clear = %+v, %v; want 3 errors, pending and the failed remapping accepted", ack, err)
 	}
 	wantHealth(t, sample(t, s, 0), gpu.HealthOK, "")
 	d.Mu.Lock()
-	d.RemapPending = false
+	d.RemapPending, d.RemapFailed = false, false
 	d.Mu.Unlock()
 	wantHealth(t, sample(t, s, 0), gpu.HealthOK, "")
 	d.Mu.Lock()

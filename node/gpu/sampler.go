@@ -255,7 +255,7 @@ func (s *Sampler) Clear(ctx context.Context, uuid string) (Ack, error) {
 			return Ack{}, fmt.Errorf("no GPU %s here", uuid)
 		}
 		h := &s.health[i]
-		a := Ack{ECCUncorrected: h.eccLast, RetiredPending: h.pendingLast}
+		a := Ack{ECCUncorrected: h.eccLast, RetiredPending: h.pendingLast, RemapFailed: h.failedLast}
 		h.critical = nil
 		h.ack = a
 		return a, nil
