@@ -12,7 +12,7 @@
 // --alert-rule (when given), opens the report and exports its CSV. Saves a
 // screenshot of each view into --shots (dashboard.png, machine-host.png,
 // machine-gpu.png, machine-24h.png, machine-zoom.png, pool.png, alerts.png,
-// report.png) and prints one JSON line; exit 1 names the failing stage.
+// report.png, report-node.png) and prints one JSON line; exit 1 names the failing stage.
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { firstLine, openBrowser, parseArgs } from './browser.mjs'
@@ -85,11 +85,14 @@ async function main() {
     const card = page.locator(`[data-testid="node-card"][data-node-name="${opts.node}"]`)
     await card.waitFor({ state: 'visible' })
     await page.waitForFunction((n) => document.querySelector(`[data-testid="node-card"][data-node-name="${n}"]`)?.getAttribute('data-online') === 'true', opts.node)
+    result.cardHealth = await card.locator('[data-testid="gpu-health"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-health') + ': ' + e.getAttribute('title')))
     await shot(page, 'dashboard.png')
 
     result.stage = 'open machine view'
     const t0 = Date.now()
+    const firstSeries = page.waitForResponse((r) => r.url().includes('/api/v1/history/series'))
     await card.locator('[data-testid="node-open"]').click()
+    void firstSeries.then(() => (result.seriesMs = Date.now() - t0))
     await page.locator('[data-testid="machine-view"]').waitFor()
     await chartsReady(page, { count: 4, points: 5 })
     result.openMs = Date.now() - t0
@@ -101,7 +104,8 @@ async function main() {
     await page.waitForFunction(() => document.querySelector('[data-testid="chart"]')?.getAttribute('data-title') === 'Utilization')
     await chartsReady(page, { count: 5, points: 5 })
     result.gpu = await page.evaluate(readCharts)
-    result.health = await page.locator('[data-testid="gpu-health"]').getAttribute('data-health').catch(() => '')
+    result.health = await page.locator('[data-testid="gpu-facts"] [data-testid="gpu-health"]').getAttribute('data-health')
+    result.processes = (await page.locator('[data-testid="gpu-processes"]').textContent())?.replace(/\s+/g, ' ').trim()
     await shot(page, 'machine-gpu.png')
 
     result.stage = 'ranges'
@@ -164,6 +168,14 @@ async function main() {
     await page.locator('[data-testid="tab-usage"]').click()
     await page.locator('[data-testid="stack-chart"] canvas').waitFor()
     await page.waitForFunction(() => Number(document.querySelector('[data-testid="stack-chart"]')?.getAttribute('data-points')) > 0)
+    // Drag into the last minutes of the hour, where this young pool has samples.
+    const pbox = await page.locator('[data-testid="stack-chart"] .u-over').boundingBox()
+    await page.mouse.move(pbox.x + pbox.width * 0.95, pbox.y + pbox.height / 2)
+    await page.mouse.down()
+    await page.mouse.move(pbox.x + pbox.width - 1, pbox.y + pbox.height / 2, { steps: 8 })
+    await page.mouse.up()
+    await page.waitForFunction(() => !document.querySelector('[data-testid="pool-zoom-reset"]')?.disabled)
+    result.pool = await page.locator('[data-testid="stack-chart"] figcaption').textContent().then((t) => t?.replace(/\s+/g, ' ').trim())
     await shot(page, 'pool.png')
 
     result.stage = 'alerts view'
@@ -196,17 +208,22 @@ async function main() {
 
     result.stage = 'report view'
     await page.locator('[data-testid="tab-report"]').click()
-    await page.locator('[data-testid="report-by-node"]').click()
-    await page.waitForFunction(() => {
-      const t = document.querySelector('[data-testid="report-table"]')
-      return (t && t.getAttribute('data-by') === 'node') || document.querySelector('[data-testid="report-empty"]')
-    })
+    const reportBy = (by) =>
+      page.waitForFunction((by) => {
+        const t = document.querySelector('[data-testid="report-table"]')
+        return (t && t.getAttribute('data-by') === by) || document.querySelector('[data-testid="report-empty"]')
+      }, by)
+    await reportBy('member')
     result.reportRows = await page.locator('[data-testid="report-row"]').count()
+    result.reportFirst = (await page.locator('[data-testid="report-row"]').first().textContent().catch(() => ''))?.replace(/\s+/g, ' ').trim()
+    await shot(page, 'report.png')
+    await page.locator('[data-testid="report-by-node"]').click()
+    await reportBy('node')
     const [download] = await Promise.all([page.waitForEvent('download'), page.locator('[data-testid="report-csv"]').click()])
     const csvPath = join(opts.shots, 'report.csv')
     await download.saveAs(csvPath)
     result.csv = readFileSync(csvPath, 'utf8').split('\n')[0]
-    await shot(page, 'report.png')
+    await shot(page, 'report-node.png')
 
     result.consoleErrors = browser.consoleErrors
     void context

@@ -56,7 +56,7 @@ export const gpuCharts: ChartSpec[] = [
     max: 100,
     metrics: [
       { name: 'util_percent', label: 'GPU', color: '--c-gpu' },
-      { name: 'mem_util_percent', label: 'memory bus', color: '--c-vram' },
+      { name: 'mem_util_percent', label: 'memory bus', color: '--c-mem' },
     ],
   },
   { title: 'Memory used', kind: 'bytes', metrics: [{ name: 'mem_used_bytes', label: 'used', color: '--c-vram' }] },
