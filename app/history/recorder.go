@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
@@ -18,6 +19,10 @@ type Recorder struct {
 	db     *store.DB
 	origin string
 	log    *slog.Logger
+
+	// liveAt and liveShape are the time and shape of the last live record.
+	liveAt    time.Time
+	liveShape string
 
 	// open[i] holds the points of the open period of Resolutions[i+1], from
 	// Resolutions[i]: the seconds of the minute, the minutes of the quarter, the
@@ -60,19 +65,55 @@ func (r *Recorder) Run(ctx context.Context, samples <-chan agent.Sample) error {
 	}
 }
 
+// LiveEvery is how often the live record is rewritten when nothing but
+// figures changed: the 1 s record carries those every second, and a
+// viewer stores one record a second per machine instead of two.
+const LiveEvery = 30 * time.Second
+
 // Record writes one sample, and the points of the periods it closes, in
-// one transaction.
+// one transaction; and the full sample (KindLive) when what it says beyond
+// the figures changed (GPUs, processes, health, jobs, disks, errors) or
+// LiveEvery passed.
 func (r *Recorder) Record(ctx context.Context, s agent.Sample) error {
-	live, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encode sample: %w", err)
-	}
 	p := FromSample(s)
 	recs := []store.Record{record(KindSample1s, p)}
 	recs = r.fold(0, p, recs)
-	recs = append(recs, store.Record{Kind: KindLive, Time: s.Time, Data: live})
-	_, err = r.db.AppendBatch(ctx, r.origin, recs)
-	return err
+	shape := shapeOf(s)
+	writeLive := shape != r.liveShape || s.Time.Sub(r.liveAt) >= LiveEvery || s.Time.Before(r.liveAt)
+	if writeLive {
+		live, err := json.Marshal(s)
+		if err != nil {
+			return fmt.Errorf("encode sample: %w", err)
+		}
+		recs = append(recs, store.Record{Kind: KindLive, Time: s.Time, Data: live})
+	}
+	if _, err := r.db.AppendBatch(ctx, r.origin, recs); err != nil {
+		return err
+	}
+	if writeLive {
+		r.liveAt, r.liveShape = s.Time, shape
+	}
+	return nil
+}
+
+// shapeOf is what s says beyond the figures a 1 s record keeps, but for
+// what drifts or flaps with the load (load averages, energy, used disk and
+// process memory, fan, performance state, throttle reasons), which
+// LiveEvery refreshes.
+func shapeOf(s agent.Sample) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%d|", s.GPUError, s.Host.MemTotalBytes)
+	for _, d := range s.Host.Disks {
+		fmt.Fprintf(&b, "%s:%d,", d.Mount, d.TotalBytes)
+	}
+	for _, g := range s.GPUs {
+		fmt.Fprintf(&b, "|%d %s %s %d %v %s %s %d %d %v %s %s", g.Index, g.UUID, g.Name, g.MemTotalBytes, g.PowerLimitW,
+			g.Health, g.HealthReason, g.XIDErrors, g.ECCUncorrected, g.RetiredPending, g.Job, g.Error)
+		for _, pr := range g.Processes {
+			fmt.Fprintf(&b, " %d/%s/%s", pr.PID, pr.Job, pr.Owner)
+		}
+	}
+	return b.String()
 }
 
 func record(kind string, p Point) store.Record {

@@ -221,3 +221,51 @@ func TestRecorderRun(t *testing.T) {
 		t.Fatal("Run did not return when its context was cancelled")
 	}
 }
+
+// TestRecorderLive: the full sample is written when what it says beyond the
+// figures changes, or LiveEvery after the last; the figures go into the
+// 1 s record every second, and Latest joins the two.
+func TestRecorderLive(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	r := NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
+	liveTimes := func() time.Time {
+		rec, ok, err := db.Newest(ctx, selfID, KindLive)
+		if err != nil || !ok {
+			t.Fatalf("no live record: %v", err)
+		}
+		return rec.Time
+	}
+	steps := []struct {
+		at       time.Time
+		edit     func(*agent.Sample)
+		wantLive time.Time
+	}{
+		{at(12, 0, 0), nil, at(12, 0, 0)},
+		{at(12, 0, 1), nil, at(12, 0, 0)}, // figures only
+		{at(12, 0, 2), func(s *agent.Sample) { s.GPUs[1].Job = "job-1" }, at(12, 0, 2)},
+		{at(12, 0, 3), func(s *agent.Sample) { s.GPUs[1].Job = "job-1"; s.Host.Load1 = 99 }, at(12, 0, 2)},
+		{at(12, 0, 32), func(s *agent.Sample) { s.GPUs[1].Job = "job-1" }, at(12, 0, 32)}, // LiveEvery
+		{at(12, 0, 33), func(s *agent.Sample) { s.GPUs = s.GPUs[:1] }, at(12, 0, 33)},
+	}
+	for _, st := range steps {
+		s := testSample(st.at, float64(st.at.Second()), 2)
+		if st.edit != nil {
+			st.edit(&s)
+		}
+		if err := r.Record(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if got := liveTimes(); !got.Equal(st.wantLive) {
+			t.Errorf("after the sample of %v the live record is of %v, want %v", st.at.Format("15:04:05"), got.Format("15:04:05"), st.wantLive.Format("15:04:05"))
+		}
+		latest, err := NewStore(db).Latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := latest[selfID]
+		if !l.Time.Equal(st.at) || l.Host.CPUPercent != float64(st.at.Second()) || l.GPUs[0].UUID != "GPU-a" || l.Host.MemTotalBytes != 100_000 {
+			t.Errorf("Latest after %v = %+v", st.at.Format("15:04:05"), l)
+		}
+	}
+}
