@@ -96,7 +96,6 @@ func TestWindow(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		jobID = lines[len(lines)-1]
-		defer desk.cli("stop", jobID)
 	}
 
 	var data []byte
@@ -174,6 +173,11 @@ func TestWindow(t *testing.T) {
 			t.Errorf("the window followed no live log of %s: %+v", job, rep.Log)
 		} else if c := rep.Log.Chunks; !strings.Contains(c[0].Text, "tick") || c[1].MS <= c[0].MS {
 			t.Errorf("log pieces %+v: want tick lines arriving one after the other", c)
+		}
+	}
+	if jobID != "" {
+		if _, errOut, code := desk.cli("stop", jobID); code != 0 {
+			t.Errorf("labpool stop %s: %s", jobID, errOut)
 		}
 	}
 	select {
