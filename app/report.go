@@ -111,6 +111,13 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 			return Report{}, err
 		}
 	}
+	// The latest samples, read after the points so that none is newer:
+	// the counters' last readings.
+	latest, err := r.history.Latest(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	in.GPUs = withLive(in.GPUs, latest, in.Until)
 	rep := computeReport(in)
 	rep.StepSeconds = int(in.step / time.Second)
 	return rep, nil

@@ -24,27 +24,33 @@ type reportJob struct {
 	Start, End            time.Time
 }
 
-// gpuUsage is one GPU's readings, oldest first.
+// gpuUsage is one GPU's readings, oldest first: utilization and power,
+// and NVML's total energy counter (millijoules since the driver loaded),
+// whose difference between two readings is the energy drawn between them,
+// gaps included.
 type gpuUsage struct {
-	Node   string
-	GPU    int
-	Step   time.Duration // the longest time one reading stands for
-	Points []usagePoint
+	Node    string
+	GPU     int
+	Step    time.Duration // the longest time one point stands for
+	Points  []usagePoint
+	Counter []counterReading
 }
 
-// usagePoint is one reading. Its utilization and power stand for the time
-// since the previous reading, or Step before it when that is nearer (a
-// longer gap is missing samples), less the share Missing of that time
-// (0 to 1: a point of a tier whose samples were partly missing). EnergyMJ
-// is NVML's total energy counter (millijoules since the driver loaded; 0
-// when unsupported): the difference between two readings is the energy
-// drawn between them, gaps included.
+// counterReading is one reading of a GPU's energy counter.
+type counterReading struct {
+	Time time.Time
+	MJ   uint64
+}
+
+// usagePoint is one reading of utilization and power. They stand for the
+// time since the previous point, or Step before it when that is nearer (a
+// longer gap is missing samples), less the share Missing of that time (0
+// to 1: a point of a tier whose samples were partly missing).
 type usagePoint struct {
 	Time        time.Time
 	UtilPercent float64
 	PowerW      float64
 	Missing     float64
-	EnergyMJ    uint64
 }
 
 // reportInput is everything a report is computed from.
@@ -75,31 +81,77 @@ func (m *measure) add(o measure) {
 // measureSpan measures u over [a, b). Energy comes from the counter where
 // two readings bound a stretch and the counter did not go back (a GPU
 // reset or driver reload zeroes it); elsewhere from power over the time a
-// reading stands for.
+// point stands for.
 func measureSpan(u *gpuUsage, a, b time.Time) measure {
 	m := measure{granted: seconds(a, b)}
-	var prev *usagePoint
-	for i := range u.Points {
+	spans := counterSpans(u.Counter)
+	for _, c := range spans {
+		if o := overlap(c.start, c.end, a, b); o > 0 {
+			m.counterJ += c.joules * o / seconds(c.start, c.end)
+		}
+	}
+	k := 0 // the first span that may overlap the current point
+	first := sort.Search(len(u.Points), func(i int) bool { return u.Points[i].Time.After(a) })
+	for i := first; i < len(u.Points); i++ {
 		p := &u.Points[i]
 		start := p.Time.Add(-u.Step)
-		if prev != nil && prev.Time.After(start) {
-			start = prev.Time
+		if i > 0 && u.Points[i-1].Time.After(start) {
+			start = u.Points[i-1].Time
 		}
-		o := overlap(start, p.Time, a, b) * (1 - p.Missing)
+		if !start.Before(b) {
+			break
+		}
+		span := overlap(start, p.Time, a, b)
+		o := span * (1 - p.Missing)
 		m.measured += o
 		m.used += o * p.UtilPercent / 100
 		if o > 0 && p.UtilPercent < idleBelow {
 			m.idle += o
 		}
-		if prev != nil && prev.EnergyMJ > 0 && p.EnergyMJ >= prev.EnergyMJ && p.Time.After(prev.Time) {
-			share := overlap(prev.Time, p.Time, a, b) / seconds(prev.Time, p.Time)
-			m.counterJ += float64(p.EnergyMJ-prev.EnergyMJ) / 1000 * share
-		} else {
-			m.powerJ += p.PowerW * o
+		s, e := later(start, a), earlier(p.Time, b)
+		for k < len(spans) && !spans[k].end.After(s) {
+			k++
 		}
-		prev = p
+		covered := 0.0
+		for j := k; j < len(spans) && spans[j].start.Before(e); j++ {
+			covered += overlap(spans[j].start, spans[j].end, s, e)
+		}
+		m.powerJ += p.PowerW * max(0, span-covered) * (1 - p.Missing)
 	}
 	return m
+}
+
+// counterSpan is the energy a counter measured between two readings.
+type counterSpan struct {
+	start, end time.Time
+	joules     float64
+}
+
+// counterSpans are the stretches between consecutive readings over which
+// the counter can be trusted: it read something and did not go back.
+func counterSpans(rs []counterReading) []counterSpan {
+	var out []counterSpan
+	for i := 1; i < len(rs); i++ {
+		p, c := rs[i-1], rs[i]
+		if p.MJ > 0 && c.MJ >= p.MJ && c.Time.After(p.Time) {
+			out = append(out, counterSpan{p.Time, c.Time, float64(c.MJ-p.MJ) / 1000})
+		}
+	}
+	return out
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // overlap is the length in seconds of [s, e) within [a, b).

@@ -49,17 +49,20 @@ func knownInput(by string) reportInput {
 	e1 := counter(5, 0.3, 0.1, 0.4, 0.2)
 	g10 := gpuUsage{Node: node1, GPU: 0, Step: time.Hour}
 	for k, u := range []float64{30, 80, 2, 100, 40} {
-		g10.Points = append(g10.Points, usagePoint{Time: hoursIn(float64(k)), UtilPercent: u, PowerW: 999, EnergyMJ: e1[k]})
+		g10.Points = append(g10.Points, usagePoint{Time: hoursIn(float64(k)), UtilPercent: u, PowerW: 999})
+		g10.Counter = append(g10.Counter, counterReading{Time: hoursIn(float64(k)), MJ: e1[k]})
 	}
 	g11 := gpuUsage{Node: node1, GPU: 1, Step: time.Hour}
 	for k, p := range [][2]float64{{50, 700}, {60, 300}, {4, 100}, {0, 50}, {0, 50}} {
 		g11.Points = append(g11.Points, usagePoint{Time: hoursIn(float64(k)), UtilPercent: p[0], PowerW: p[1]})
 	}
 	g20 := gpuUsage{Node: node2, GPU: 0, Step: time.Hour, Points: []usagePoint{
-		{Time: hoursIn(0), UtilPercent: 0, PowerW: 999, EnergyMJ: mJ(2)},
-		{Time: hoursIn(1), UtilPercent: 10, PowerW: 999, EnergyMJ: mJ(2.25)},
-		{Time: hoursIn(2), UtilPercent: 90, PowerW: 250, EnergyMJ: mJ(0.01)}, // reset: power counts
-		{Time: hoursIn(4), UtilPercent: 70, PowerW: 999, EnergyMJ: mJ(0.51)},
+		{Time: hoursIn(0), UtilPercent: 0, PowerW: 999},
+		{Time: hoursIn(1), UtilPercent: 10, PowerW: 999},
+		{Time: hoursIn(2), UtilPercent: 90, PowerW: 250}, // the counter was reset: power counts
+		{Time: hoursIn(4), UtilPercent: 70, PowerW: 999},
+	}, Counter: []counterReading{
+		{hoursIn(0), mJ(2)}, {hoursIn(1), mJ(2.25)}, {hoursIn(2), mJ(0.01)}, {hoursIn(4), mJ(0.51)},
 	}}
 	return reportInput{
 		Since: rt0, Until: hoursIn(4), By: by,
@@ -164,14 +167,14 @@ func TestReportRunningAndEmpty(t *testing.T) {
 	}
 }
 
-// usageOf reads tier points as readings at the end of their step, with the
+// usageOf reads tier points as readings at their last sample, with the
 // share of samples they miss.
 func TestUsageOf(t *testing.T) {
 	p := history.FromSample(agent.Sample{Time: rt0, GPUs: []gpu.Stats{{Index: 2, UtilPercent: 50, PowerW: 200}}})
 	p.N, p.GPUs[0].N = 45, 45 // 45 samples of a minute's 60
 	got := usageOf(node1, []history.Point{p}, time.Minute)
 	want := []gpuUsage{{Node: node1, GPU: 2, Step: time.Minute, Points: []usagePoint{
-		{Time: rt0.Add(time.Minute), UtilPercent: 50, PowerW: 200, Missing: 0.25}}}}
+		{Time: rt0.Add(59 * time.Second), UtilPercent: 50, PowerW: 200, Missing: 0.25}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("usageOf (-want +got):\n%s", diff)
 	}

@@ -16,9 +16,11 @@ import (
 )
 
 // TestReaderReport computes a report from a replica: alpha's GPUs over 70
-// minutes of 1 min points (GPU 0 at 100% and 300 W, GPU 1 idle at 50 W), a
-// job of mike's holding both for 30 minutes (removed since: it still
-// counts), and a record of bad's claiming to be a job of alpha's.
+// minutes of 1 min points (GPU 0 at 100% and 300 W, GPU 1 idle at 50 W),
+// GPU 0's energy counter read at 0, 15, 30 and 45 minutes (0.1, 0.1 and
+// 0.05 kWh between), a job of mike's holding both for the first 30 minutes
+// (removed since: it still counts), and a record of bad's claiming to be a
+// job of alpha's.
 func TestReaderReport(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
@@ -34,6 +36,11 @@ func TestReaderReport(t *testing.T) {
 		}
 		putRecord(t, db, alphaID, history.KindSample1m, history.Key(m), m, history.Encode(p))
 	}
+	for i, kwh := range []float64{1, 1.1, 1.2, 1.25} {
+		at := start.Add(time.Duration(i) * 15 * time.Minute)
+		er := EnergyReading{Time: at, GPUs: []GPUEnergy{{Index: 0, MJ: uint64(kwh * 3.6e9)}}}
+		putRecord(t, db, alphaID, KindEnergy, history.Key(at), at, mustJSON(t, er))
+	}
 	started, finished := start, start.Add(30*time.Minute)
 	j := jobs.Job{ID: "job-1", Name: "train", Node: alphaID, Owner: mikeID, State: jobs.Exited, GPUIndexes: []int{0, 1},
 		Started: &started, Finished: &finished, Removed: true, Spec: jobs.Spec{Env: []string{"TOKEN=s3cret"}}}
@@ -48,13 +55,17 @@ func TestReaderReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// GPU 0 by its counter (0.2 kWh), GPU 1 by power (50 W for 0.5 h).
 	want := ReportRow{Key: mikeID, Label: "mike", GPUHoursGranted: 1, GPUHoursUsed: 0.5, IdleGrantedHours: 0.5,
-		EnergyKWh: 0.175, EnergySource: EnergyPower}
+		EnergyKWh: 0.225, EnergySource: EnergyMixed}
 	if len(rep.Rows) != 1 || !approxRow(rep.Rows[0], want) || rep.StepSeconds != 60 {
 		t.Errorf("rows %+v (step %d), want [%+v] at 60 s", rep.Rows, rep.StepSeconds, want)
 	}
-	if math.Abs(rep.Totals.EnergyTotalKWh-0.35*70/60) > 1e-9 || rep.Totals.GPUHoursGranted != 1 {
-		t.Errorf("totals %+v, want 1 GPU hour and %.6f kWh in all", rep.Totals, 0.35*70/60)
+	// GPU 0: 0.25 kWh counted, 300 W for the 10 minutes before and the 15
+	// after; GPU 1: 50 W for 70 minutes.
+	all := 0.25 + 0.3*25/60 + 0.05*70/60
+	if math.Abs(rep.Totals.EnergyTotalKWh-all) > 1e-9 || rep.Totals.GPUHoursGranted != 1 {
+		t.Errorf("totals %+v, want 1 GPU hour and %.6f kWh in all", rep.Totals, all)
 	}
 	b, _ := json.Marshal(rep)
 	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "TOKEN") {
@@ -62,7 +73,7 @@ func TestReaderReport(t *testing.T) {
 	}
 
 	byNode, err := r.Report(ctx, ReportRequest{Since: 7200, Until: until, By: ReportByNode})
-	if err != nil || len(byNode.Rows) != 1 || byNode.Rows[0].Label != "alpha" || math.Abs(byNode.Rows[0].EnergyTotalKWh-0.35*70/60) > 1e-9 {
+	if err != nil || len(byNode.Rows) != 1 || byNode.Rows[0].Label != "alpha" || math.Abs(byNode.Rows[0].EnergyTotalKWh-all) > 1e-9 {
 		t.Errorf("by node: %+v, %v", byNode.Rows, err)
 	}
 	for _, bad := range []ReportRequest{{Since: 60, By: "team"}, {Since: 0, By: "job"}, {Since: 60, Until: -1, By: "job"}} {

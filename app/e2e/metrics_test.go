@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/metrics/metricstest"
 )
 
@@ -48,7 +50,8 @@ func metricLine(text, metric string, labels ...string) (float64, bool) {
 // --metrics on loopback, scrapes it inside the namespace, checks the
 // readings and labels against the profile, follows an override, and has
 // promtool check the text. A second machine, with simulated GPUs and a
-// dockerd, runs a job and its GPU carries the job's ID and owner.
+// dockerd, runs a job: its GPU carries the job's ID and owner, and the
+// report counts the job's GPU time and energy.
 func TestMetrics(t *testing.T) {
 	l := newLAN(t, "gpu1", "gpu2")
 	gpu1, gpu2 := l.host("gpu1"), l.host("gpu2")
@@ -139,4 +142,26 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("%d GPUs, %d of them the job's; want 2 and 1:\n%s", n, held, text)
 	}
 	metricstest.Promtool(t, text)
+
+	// The report counts the job's GPU time, and its energy by the counter
+	// (from the reading the agent kept at its start to the latest sample's).
+	waitFor(t, 20*time.Second, "the job in the report, its energy counted", func() error {
+		out, errOut, code := gpu2.cli("report", "--since", "1h", "--by", "job", "--json")
+		if code != 0 {
+			return fmt.Errorf("labpool report: exit %d: %s", code, errOut)
+		}
+		var rep app.Report
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			return err
+		}
+		for _, r := range rep.Rows {
+			// mixed: the seconds after the latest full sample (rewritten
+			// every 30 s at least) are counted by power.
+			counted := r.EnergySource == app.EnergyCounter || r.EnergySource == app.EnergyMixed
+			if r.Key == jobID && r.GPUHoursGranted > 0 && r.EnergyKWh > 0 && counted {
+				return nil
+			}
+		}
+		return fmt.Errorf("rows %+v", rep.Rows)
+	})
 }
