@@ -7,8 +7,9 @@ import (
 )
 
 // TestImportDirection enforces the arrows of STYLE.md: node/... and
-// discovery import no other labpool package, sync/... never imports app,
-// and only main imports Wails.
+// discovery import no other labpool package (but the leaves under
+// internal/, which import none), sync/... never imports app, and only main
+// imports Wails.
 func TestImportDirection(t *testing.T) {
 	const mod = "github.com/labpool/labpool"
 	rules := []struct {
@@ -18,6 +19,7 @@ func TestImportDirection(t *testing.T) {
 		{"./node/...", []string{mod + "/app", mod + "/sync", mod + "/discovery"}},
 		{"./discovery/...", []string{mod + "/app", mod + "/sync", mod + "/node"}},
 		{"./sync/...", []string{mod + "/app"}},
+		{"./internal/...", []string{mod + "/app", mod + "/sync", mod + "/node", mod + "/discovery"}}, // leaves every tree may share
 		{"./app/...", []string{"github.com/wailsapp/wails/v2"}},
 	}
 	for _, r := range rules {

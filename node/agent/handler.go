@@ -3,6 +3,8 @@ package agent
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/labpool/labpool/internal/httperr"
 )
 
 // Handler serves t's info and latest sample as JSON.
@@ -14,18 +16,12 @@ func Handler(t *Telemetry) http.Handler {
 	mux.HandleFunc("GET /v1/node/sample", func(w http.ResponseWriter, r *http.Request) {
 		s, ok := t.Latest()
 		if !ok {
-			writeJSON(w, http.StatusServiceUnavailable, apiError{"no_sample", "no sample taken yet"})
+			httperr.Write(w, http.StatusServiceUnavailable, "no_sample", "no sample taken yet")
 			return
 		}
 		writeJSON(w, http.StatusOK, s)
 	})
 	return mux
-}
-
-// apiError is the body of a failed request.
-type apiError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/labpool/labpool/internal/httperr"
 )
 
 func get(t *testing.T, srv *httptest.Server, method, path string, into any) int {
@@ -37,7 +38,7 @@ func TestHandler(t *testing.T) {
 	srv := httptest.NewServer(Handler(tel))
 	defer srv.Close()
 
-	var apiErr apiError
+	var apiErr httperr.Body
 	if code := get(t, srv, "GET", "/v1/node/sample", &apiErr); code != http.StatusServiceUnavailable || apiErr.Code != "no_sample" {
 		t.Errorf("GET sample before the first = %d %+v; want 503 no_sample", code, apiErr)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/labpool/labpool/internal/httperr"
 )
 
 // HTTPSource reads a shared folder of another machine through Handler,
@@ -20,7 +22,6 @@ type HTTPSource struct {
 	Folder string
 	Grant  string // an encoded, signed Grant
 }
-
 
 func (s HTTPSource) url(op string, q url.Values) string {
 	u := "https://node/v1/folders/" + url.PathEscape(s.Folder) + "/" + op
@@ -44,10 +45,7 @@ func (s HTTPSource) do(ctx context.Context, method, op string, q url.Values, bod
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		var e struct {
-			Message string `json:"message"`
-		}
-		json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&e)
+		e := httperr.Read(resp)
 		if e.Message == "" {
 			e.Message = resp.Status
 		}

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+
+	"github.com/labpool/labpool/internal/httperr"
 )
 
 // Info is what members see of a share: never its path here.
@@ -215,9 +217,7 @@ func reply(w http.ResponseWriter, v any, err error) {
 		case errors.Is(err, fs.ErrNotExist):
 			status, code = http.StatusNotFound, "not_found"
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(map[string]string{"code": code, "message": err.Error()})
+		httperr.Write(w, status, code, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/labpool/labpool/internal/httperr"
 	"github.com/labpool/labpool/node/containers"
 )
 
@@ -324,8 +325,5 @@ func classify(err error) (int, string) {
 	return http.StatusUnprocessableEntity, "failed"
 }
 
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"code": code, "message": msg})
-}
+// writeError answers {code, message} with status (httperr.Write).
+var writeError = httperr.Write

@@ -8,10 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
+	"github.com/labpool/labpool/internal/httperr"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -60,7 +60,7 @@ func (m *Manager) JoinHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			w.Header().Set("Allow", http.MethodPost)
-			writeError(w, http.StatusMethodNotAllowed, codeBadRequest, "use POST")
+			httperr.Write(w, http.StatusMethodNotAllowed, codeBadRequest, "use POST")
 			return
 		}
 		resp, status, code, err := m.admit(r)
@@ -70,7 +70,7 @@ func (m *Manager) JoinHandler() http.Handler {
 				m.cfg.Log.Error("serve join", "err", err)
 				msg = "internal error"
 			}
-			writeError(w, status, code, msg)
+			httperr.Write(w, status, code, msg)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -362,9 +362,7 @@ func postJoin(ctx context.Context, client *http.Client, jr JoinRequest) (JoinRes
 
 // refusal turns an error answer into the matching sentinel.
 func refusal(resp *http.Response) error {
-	var e errorBody
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-	json.Unmarshal(b, &e) // a body that is not JSON leaves e empty
+	e := httperr.Read(resp) // a body that is not JSON leaves e empty
 	switch {
 	case e.Code == codeRemoved:
 		return ErrRemoved
@@ -380,18 +378,6 @@ func refusal(resp *http.Response) error {
 		return fmt.Errorf("refused (%s): %s", resp.Status, e.Message)
 	}
 	return fmt.Errorf("refused: %s", resp.Status)
-}
-
-// writeError answers {"code": ..., "message": ...}.
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(errorBody{code, msg})
-}
-
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
 }
 
 func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }

@@ -1,11 +1,11 @@
 package transport
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 
+	"github.com/labpool/labpool/internal/httperr"
 	"github.com/labpool/labpool/sync/peer"
 )
 
@@ -40,10 +40,10 @@ func AuthorizeLimited(l *Limiter, allowed func(peer.ID) bool, open []string, h h
 		switch {
 		case !ok:
 			l.Charge(src)
-			writeError(w, http.StatusForbidden, "no_certificate", "no device certificate")
+			httperr.Write(w, http.StatusForbidden, "no_certificate", "no device certificate")
 		case !isOpen[r.URL.Path]:
 			l.Charge(src)
-			writeError(w, http.StatusForbidden, "not_member", "this device is not a member of the pool")
+			httperr.Write(w, http.StatusForbidden, "not_member", "this device is not a member of the pool")
 		default:
 			h.ServeHTTP(w, r)
 		}
@@ -76,7 +76,7 @@ func writeLimited(w http.ResponseWriter, l *Limiter) {
 		wait = int(math.Ceil(1 / l.cfg.Rate))
 	}
 	w.Header().Set("Retry-After", fmt.Sprint(wait))
-	writeError(w, http.StatusTooManyRequests, "rate_limited",
+	httperr.Write(w, http.StatusTooManyRequests, "rate_limited",
 		fmt.Sprintf("too many %s from this address (%d, then %.0f a minute): try again in %d s",
 			l.cfg.What, l.cfg.Burst, l.cfg.Rate*60, wait))
 }
@@ -110,13 +110,3 @@ func (w *statusWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// writeError answers {"code": ..., "message": ...} as labpool APIs do.
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}{code, msg})
-}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/labpool/labpool/internal/httperr"
 	"github.com/labpool/labpool/node/folders"
 )
 
@@ -39,7 +40,7 @@ func (r *Receiver) Handler(caller func(*http.Request) folders.Caller) http.Handl
 	mux.HandleFunc("POST /v1/transfers", func(w http.ResponseWriter, req *http.Request) {
 		var tr request
 		if err := json.NewDecoder(io.LimitReader(req.Body, 64<<10)).Decode(&tr); err != nil {
-			http.Error(w, `{"code":"invalid","message":"decode the copy request"}`, http.StatusBadRequest)
+			httperr.Write(w, http.StatusBadRequest, "invalid", "decode the copy request")
 			return
 		}
 		t, err := r.receive(req.Context(), tr, caller(req))
@@ -95,15 +96,11 @@ func (r *Receiver) receive(ctx context.Context, tr request, who folders.Caller) 
 // writeJSON writes v, or err as {code, message} with the status a refusal
 // of the folders it names calls for.
 func writeJSON(w http.ResponseWriter, v any, err error) {
-	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
-		w.WriteHeader(status(err))
-		json.NewEncoder(w).Encode(struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}{"copy", err.Error()})
+		httperr.Write(w, status(err), "copy", err.Error())
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
 }
 
