@@ -100,8 +100,8 @@ func TestHistoryUI(t *testing.T) {
 		m.setOverrides(deviceOverrides(map[int]string{
 			busy: fmt.Sprintf("{utilization: {gpu: %d, memory: %d}, power: {current_draw_mw: %d}, memory: {used_bytes: %d, free_bytes: %d}, %s}",
 				20+i*8, 10+i*5, (150+i*40)*1000, (i+1)<<32, 80<<30-(i+1)<<32, jobProc),
-			idle: fmt.Sprintf("{utilization: {gpu: %d, memory: 5}}", 40-i*4),
-			hotGPU:  fmt.Sprintf("{utilization: {gpu: %d, memory: 30}, thermal: {temperature_gpu_c: %d}}", 90-i*9, 40+i*3),
+			idle:   fmt.Sprintf("{utilization: {gpu: %d, memory: 5}}", 40-i*4),
+			hotGPU: fmt.Sprintf("{utilization: {gpu: %d, memory: 30}, thermal: {temperature_gpu_c: %d}}", 90-i*9, 40+i*3),
 		}))
 		time.Sleep(2 * time.Second)
 	}
@@ -110,8 +110,8 @@ func TestHistoryUI(t *testing.T) {
 	// one of the job is throttled (health "warning", which the card and the
 	// machine view show with the reason).
 	m.setOverrides(deviceOverrides(map[int]string{
-		busy: "{utilization: {gpu: 64, memory: 40}, memory: {used_bytes: 32212254720, free_bytes: 53687091200}, " + jobProc + "}",
-		hotGPU:  "{utilization: {gpu: 97, memory: 60}, thermal: {temperature_gpu_c: 88}}",
+		busy:   "{utilization: {gpu: 64, memory: 40}, memory: {used_bytes: 32212254720, free_bytes: 53687091200}, " + jobProc + "}",
+		hotGPU: "{utilization: {gpu: 97, memory: 60}, thermal: {temperature_gpu_c: 88}}",
 		outside: "{utilization: {gpu: 35, memory: 20}, memory: {used_bytes: 21474836480, free_bytes: 64424509440}, " +
 			`processes: [{pid: 4242, type: "C", name: "python", used_memory_mib: 20480}]}`,
 		idle: "{clocks_throttle_reasons: {hw_thermal_slowdown: true, gpu_idle: false}}",
@@ -136,7 +136,7 @@ func TestHistoryUI(t *testing.T) {
 	})
 
 	shots := filepath.Join(artifacts(t), "history-ui")
-	res := historyBrowser(t, laptop, url, shots, busy)
+	res := historyBrowser(t, laptop, url, shots, busy, false)
 	t.Logf("machine view: first series answer %v ms after the click, charts drawn after %v ms; ranges %v; zoom %v",
 		res["seriesMs"], res["openMs"], res["ranges"], res["zoom"])
 	t.Logf("card health %v; machine view of GPU %d: health %v, processes %q", res["cardHealth"], busy, res["health"], res["processes"])
@@ -186,14 +186,30 @@ func TestHistoryUI(t *testing.T) {
 		}
 		return fmt.Errorf("rules %+v", rules)
 	})
+
+	// gpu1 goes away: its view still opens from the laptop's replica, marked offline.
+	gpu1.kill()
+	waitFor(t, 60*time.Second, "gpu1 offline on the laptop", func() error {
+		n, err := nodeByName(laptop, "gpu1")
+		if err == nil && n.Online {
+			err = fmt.Errorf("still online")
+		}
+		return err
+	})
+	res = historyBrowser(t, laptop, url, shots, busy, true)
+	t.Logf("offline machine view: charts after %v ms; %v", res["openMs"], res["offlineNote"])
 }
 
 // historyBrowser runs e2e/history_ui.mjs in h's namespace and returns its report.
-func historyBrowser(t *testing.T, h *host, printed, shots string, gpu int) map[string]any {
+func historyBrowser(t *testing.T, h *host, printed, shots string, gpu int, offline bool) map[string]any {
 	t.Helper()
 	script := filepath.Join(repoRoot(), "frontend", "e2e", "history_ui.mjs")
-	cmd := exec.Command("ip", "netns", "exec", h.ns, "node", script, "--url", printed,
-		"--node", "gpu1", "--gpu", fmt.Sprint(gpu), "--alert-rule", "gpu-temp", "--shots", shots, "--timeout", "60")
+	args := []string{"netns", "exec", h.ns, "node", script, "--url", printed,
+		"--node", "gpu1", "--gpu", fmt.Sprint(gpu), "--alert-rule", "gpu-temp", "--shots", shots, "--timeout", "60"}
+	if offline {
+		args = append(args, "--offline")
+	}
+	cmd := exec.Command("ip", args...)
 	cmd.Dir = filepath.Join(repoRoot(), "frontend")
 	out, err := cmd.CombinedOutput()
 	text := strings.TrimSpace(string(out))

@@ -23,6 +23,7 @@ const flags = {
   '--shots': 'shots',
   '--alert-rule': 'alertRule',
   '--gpu': ['gpu', 'number'],
+  '--offline': ['offline', 'bool'],
 }
 
 /** Reads every chart of the page: title, points, bands, x range. */
@@ -84,6 +85,40 @@ async function main() {
     await page.goto(opts.url, { waitUntil: 'domcontentloaded' })
     const card = page.locator(`[data-testid="node-card"][data-node-name="${opts.node}"]`)
     await card.waitFor({ state: 'visible' })
+    if (opts.offline) {
+      // The machine is gone: its view still opens, from the history this
+      // machine holds, and says it is offline.
+      result.stage = 'offline machine view'
+      await page.waitForFunction((n) => document.querySelector(`[data-testid="node-card"][data-node-name="${n}"]`)?.getAttribute('data-online') === 'false', opts.node)
+      const t0 = Date.now()
+      await card.locator('[data-testid="node-open"]').click()
+      await page.locator('[data-testid="machine-offline"]').waitFor()
+      await page.locator(`[data-testid="show-gpu-${opts.gpu}"]`).click()
+      await chartsReady(page, { count: 5, points: 5 })
+      result.openMs = Date.now() - t0
+      result.offlineNote = (await page.locator('[data-testid="machine-offline"]').innerText()).trim()
+      result.gpu = await page.evaluate(readCharts)
+      await shot(page, 'machine-offline.png')
+    } else {
+      await walk(page, card)
+    }
+    result.consoleErrors = browser.consoleErrors
+    result.ok = true
+    result.stage = 'done'
+  } catch (err) {
+    result.error = firstLine(err)
+    if (browser) {
+      result.consoleErrors = browser.consoleErrors
+      await shot(browser.page, 'failed.png').catch(() => {})
+    }
+  } finally {
+    await browser?.close()
+  }
+  console.log(JSON.stringify(result))
+  return result.ok ? 0 : 1
+
+  /** The walk through every view, with the machine online. */
+  async function walk(page, card) {
     await page.waitForFunction((n) => document.querySelector(`[data-testid="node-card"][data-node-name="${n}"]`)?.getAttribute('data-online') === 'true', opts.node)
     result.cardHealth = await card.locator('[data-testid="gpu-health"]').evaluateAll((els) => els.map((e) => e.getAttribute('data-health') + ': ' + e.getAttribute('title')))
     await shot(page, 'dashboard.png')
@@ -92,7 +127,7 @@ async function main() {
     const t0 = Date.now()
     const firstSeries = page.waitForResponse((r) => r.url().includes('/api/v1/history/series'))
     await card.locator('[data-testid="node-open"]').click()
-    void firstSeries.then(() => (result.seriesMs = Date.now() - t0))
+    void firstSeries.then(() => (result.seriesMs = Date.now() - t0), () => {})
     await page.locator('[data-testid="machine-view"]').waitFor()
     await chartsReady(page, { count: 4, points: 5 })
     result.openMs = Date.now() - t0
@@ -105,7 +140,7 @@ async function main() {
     await chartsReady(page, { count: 5, points: 5 })
     result.gpu = await page.evaluate(readCharts)
     result.health = await page.locator('[data-testid="gpu-facts"] [data-testid="gpu-health"]').getAttribute('data-health')
-    result.processes = (await page.locator('[data-testid="gpu-processes"]').textContent())?.replace(/\s+/g, ' ').trim()
+    result.processes = (await page.locator('[data-testid="gpu-processes"]').innerText()).replace(/\s+/g, ' ').trim()
     await shot(page, 'machine-gpu.png')
 
     result.stage = 'ranges'
@@ -175,7 +210,7 @@ async function main() {
     await page.mouse.move(pbox.x + pbox.width - 1, pbox.y + pbox.height / 2, { steps: 8 })
     await page.mouse.up()
     await page.waitForFunction(() => !document.querySelector('[data-testid="pool-zoom-reset"]')?.disabled)
-    result.pool = await page.locator('[data-testid="stack-chart"] figcaption').textContent().then((t) => t?.replace(/\s+/g, ' ').trim())
+    result.pool = (await page.locator('[data-testid="stack-chart"] figcaption').innerText()).replace(/\s+/g, ' ').trim()
     await shot(page, 'pool.png')
 
     result.stage = 'alerts view'
@@ -185,7 +220,7 @@ async function main() {
     if (opts.alertRule) {
       const alert = page.locator(`[data-testid="alert"][data-rule="${opts.alertRule}"]`).first()
       await alert.waitFor()
-      result.alert = (await alert.textContent())?.replace(/\s+/g, ' ').trim()
+      result.alert = (await alert.innerText()).replace(/\s+/g, ' ').trim()
     }
     result.rules = await page.locator('[data-testid="rule"]').count()
     // An owner edits a rule: folder-disk-full from 90% to 95%.
@@ -215,7 +250,7 @@ async function main() {
       }, by)
     await reportBy('member')
     result.reportRows = await page.locator('[data-testid="report-row"]').count()
-    result.reportFirst = (await page.locator('[data-testid="report-row"]').first().textContent().catch(() => ''))?.replace(/\s+/g, ' ').trim()
+    result.reportFirst = (await page.locator('[data-testid="report-row"]').first().innerText().catch(() => '')).replace(/\s+/g, ' ').trim()
     await shot(page, 'report.png')
     await page.locator('[data-testid="report-by-node"]').click()
     await reportBy('node')
@@ -224,22 +259,7 @@ async function main() {
     await download.saveAs(csvPath)
     result.csv = readFileSync(csvPath, 'utf8').split('\n')[0]
     await shot(page, 'report-node.png')
-
-    result.consoleErrors = browser.consoleErrors
-    void context
-    result.ok = true
-    result.stage = 'done'
-  } catch (err) {
-    result.error = firstLine(err)
-    if (browser) {
-      result.consoleErrors = browser.consoleErrors
-      await shot(browser.page, 'failed.png').catch(() => {})
-    }
-  } finally {
-    await browser?.close()
   }
-  console.log(JSON.stringify(result))
-  return result.ok ? 0 : 1
 }
 
 process.exit(await main())
