@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -111,11 +112,18 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 			return Report{}, err
 		}
 	}
-	// The latest samples, read after the points so that none is newer:
-	// the counters' last readings.
-	latest, err := r.history.Latest(ctx)
+	// The full samples (read after the points, so that none is newer),
+	// whose counters end the readings. Not history.Latest: it dates the
+	// full sample's counters by the newest 1 s record.
+	live, err := r.db.LatestByKind(ctx, history.KindLive)
 	if err != nil {
-		return Report{}, err
+		return Report{}, fmt.Errorf("read latest samples: %w", err)
+	}
+	latest := make(map[string]agent.Sample, len(live))
+	for _, rec := range live {
+		if sm, err := history.Decode(rec.Data); err == nil {
+			latest[rec.Origin] = sm
+		}
 	}
 	in.GPUs = withLive(in.GPUs, latest, in.Until)
 	rep := computeReport(in)

@@ -61,8 +61,8 @@ func TestReaderReport(t *testing.T) {
 	if len(rep.Rows) != 1 || !approxRow(rep.Rows[0], want) || rep.StepSeconds != 60 {
 		t.Errorf("rows %+v (step %d), want [%+v] at 60 s", rep.Rows, rep.StepSeconds, want)
 	}
-	// GPU 0: 0.25 kWh counted, 300 W for the 10 minutes before and the 15
-	// after; GPU 1: 50 W for 70 minutes.
+	// GPU 0: 0.25 kWh counted, 300 W for the 25 minutes before and after
+	// the readings; GPU 1: 50 W for 70 minutes.
 	all := 0.25 + 0.3*25/60 + 0.05*70/60
 	if math.Abs(rep.Totals.EnergyTotalKWh-all) > 1e-9 || rep.Totals.GPUHoursGranted != 1 {
 		t.Errorf("totals %+v, want 1 GPU hour and %.6f kWh in all", rep.Totals, all)
@@ -75,6 +75,17 @@ func TestReaderReport(t *testing.T) {
 	byNode, err := r.Report(ctx, ReportRequest{Since: 7200, Until: until, By: ReportByNode})
 	if err != nil || len(byNode.Rows) != 1 || byNode.Rows[0].Label != "alpha" || math.Abs(byNode.Rows[0].EnergyTotalKWh-all) > 1e-9 {
 		t.Errorf("by node: %+v, %v", byNode.Rows, err)
+	}
+	// The latest full sample ends the counter's readings: GPU 0 is counted
+	// to the window's end (its power before the first reading: 10 min and
+	// the second the first point, read at its last sample, reaches back).
+	end := start.Add(time.Hour)
+	putRecord(t, db, alphaID, history.KindLive, "", end, mustJSON(t, agent.Sample{Time: end,
+		GPUs: []gpu.Stats{{Index: 0, EnergyMJ: uint64(1.30 * 3.6e9)}, {Index: 1}}}))
+	byNode, err = r.Report(ctx, ReportRequest{Since: 7200, Until: until, By: ReportByNode})
+	all = 0.30 + 0.3*601/3600 + 0.05*70/60
+	if err != nil || len(byNode.Rows) != 1 || math.Abs(byNode.Rows[0].EnergyTotalKWh-all) > 1e-9 {
+		t.Errorf("by node with the live sample: %+v, %v; want %.6f kWh in all", byNode.Rows, err, all)
 	}
 	for _, bad := range []ReportRequest{{Since: 60, By: "team"}, {Since: 0, By: "job"}, {Since: 60, Until: -1, By: "job"}} {
 		if _, err := r.Report(ctx, bad); !errors.Is(err, ErrInvalid) {
