@@ -11,7 +11,9 @@ import (
 	"os"
 	"sync"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/cli"
+	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/app/window"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
@@ -72,6 +74,9 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 					log.Warn("window", "err", err)
 				}
 			})
+			if app.SessionBus() { // desktop notifications of new alerts (none without a session bus)
+				relay.Go(func() { app.RunAlertNotifications(ctx, web.NewClient(socket), app.GDBusNotifier{}, log) })
+			}
 		},
 	})
 	stop()
