@@ -88,7 +88,7 @@ func (r *Reader) Series(ctx context.Context, q SeriesQuery) (Series, error) {
 		return Series{}, err
 	}
 	t := history.Choose(from, to, now)
-	pts, err := r.history.Points(ctx, q.Node, t, from.Truncate(t.Step), to)
+	pts, err := r.history.Series(ctx, q.Node, t, from.Truncate(t.Step), to)
 	if err != nil {
 		return Series{}, fmt.Errorf("read history of %s: %w", shortID(q.Node), err)
 	}

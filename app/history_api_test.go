@@ -80,13 +80,17 @@ func TestSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if day.Tier != "1m" || day.StepSeconds != 60 || len(day.Times) != 3 {
+	if day.Tier != "1m" || day.StepSeconds != 60 || len(day.Times) != 4 {
 		t.Fatalf("a day: tier %s, %d points: %v", day.Tier, len(day.Times), day.Times)
 	}
 	// 12:11 holds seconds 30..89 of the run
 	if cpu := day.Metrics[0]; day.Times[1] != t0.Add(-150*time.Second).Truncate(time.Minute).Unix() ||
 		cpu.Min[1] != 30 || cpu.Max[1] != 89 || cpu.Mean[1] != 59.5 {
 		t.Errorf("the minute of 12:11: %v/%v/%v at %d", cpu.Min[1], cpu.Mean[1], cpu.Max[1], day.Times[1])
+	}
+	// the open minute so far (12:13:00 to 12:13:29: seconds 150..179), from the 1 s tier
+	if cpu := day.Metrics[0]; day.Times[3] != t0.Truncate(time.Minute).Unix() || cpu.Min[3] != 150 || cpu.Max[3] != 179 || cpu.Mean[3] != 164.5 {
+		t.Errorf("the open minute: %v/%v/%v at %d", cpu.Min[3], cpu.Mean[3], cpu.Max[3], day.Times[3])
 	}
 	// until: a window in the past
 	past, err := r.Series(ctx, SeriesQuery{Node: mikeID, Since: 60, Until: t0.Add(-2 * time.Minute).Unix()})

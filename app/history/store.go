@@ -79,6 +79,66 @@ func (s *Store) Points(ctx context.Context, node string, t Resolution, from, to 
 	return out, err
 }
 
+// Series returns node's points of tier t over [from, to), oldest first,
+// and when to is past the last closed point, the open period's point so
+// far (built from the finer tiers: the quarters, minutes and seconds the
+// recorder has written of it), so a chart reaches the present.
+func (s *Store) Series(ctx context.Context, node string, t Resolution, from, to time.Time) ([]Point, error) {
+	pts, err := s.Points(ctx, node, t, from, to)
+	if err != nil || t.Step == time.Second {
+		return pts, err
+	}
+	start := from
+	if len(pts) > 0 {
+		start = pts[len(pts)-1].Time.Add(t.Step)
+	}
+	if !start.Before(to) {
+		return pts, nil
+	}
+	level := slices.IndexFunc(Resolutions, func(r Resolution) bool { return r.Kind == t.Kind })
+	open, err := s.tail(ctx, node, level, start, to)
+	if err != nil || len(open) == 0 {
+		return pts, err
+	}
+	// the open points, one per period of t
+	for len(open) > 0 {
+		p0 := open[0].Time.Truncate(t.Step)
+		n := 1
+		for n < len(open) && open[n].Time.Truncate(t.Step).Equal(p0) {
+			n++
+		}
+		pts = append(pts, Merge(open[:n], p0))
+		open = open[n:]
+	}
+	return pts, nil
+}
+
+// tail returns the points of the finer tiers that cover [start, to) where
+// tier level has none yet: the closed points of the tier below, then what
+// the tiers below it hold after those.
+func (s *Store) tail(ctx context.Context, node string, level int, start, to time.Time) ([]Point, error) {
+	if level <= 0 {
+		return nil, nil
+	}
+	finer := Resolutions[level-1]
+	pts, err := s.Points(ctx, node, finer, start, to)
+	if err != nil {
+		return nil, err
+	}
+	next := start
+	if len(pts) > 0 {
+		next = pts[len(pts)-1].Time.Add(finer.Step)
+	}
+	if next.Before(to) && level-1 > 0 {
+		more, err := s.tail(ctx, node, level-1, next, to)
+		if err != nil {
+			return nil, err
+		}
+		pts = append(pts, more...)
+	}
+	return pts, nil
+}
+
 // TierFor is the finest tier whose retention covers window (the History
 // call's choice, which prefers detail to few points).
 func TierFor(window time.Duration) Resolution {

@@ -96,6 +96,20 @@ func TestTiersKeepSpikes(t *testing.T) {
 	}
 	// the host's figures went through the same tiers
 	checkAgg(t, "3 h CPU", threes[1].Host[hostCPU], Agg{10, 10, 10})
+
+	// a series of 3 h points reaches the present: the open 3 h so far,
+	// from the quarter 15:00, the minute 15:15 and the second 15:16:00
+	series, err := NewStore(db).Series(ctx, selfID, Resolutions[3], at(9, 0, 0), at(15, 16, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 3 || !series[2].Time.Equal(at(15, 0, 0)) || series[2].N != 180+12+1 {
+		t.Fatalf("3 h series: %d points, the last at %v of %d samples; want 3, the open one at 15:00 of 193", len(series), series[len(series)-1].Time, series[len(series)-1].N)
+	}
+	checkAgg(t, "the open 3 h", util(series[2]), Agg{10, 10, 10})
+	if open, _ := NewStore(db).Series(ctx, selfID, Resolutions[1], at(15, 15, 0), at(15, 17, 0)); len(open) != 2 || open[1].N != 1 {
+		t.Errorf("minute series with the open minute: %+v", open)
+	}
 }
 
 // TestResume: a recorder restarted in the middle of a minute, a quarter and
