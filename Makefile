@@ -58,6 +58,61 @@ bin/labpool: frontend/dist/index.html $(GO_SRC)
 agent: bin/labpool ## build the headless daemon and CLI (no GTK/WebKit) into bin/labpool
 	@if ldd bin/labpool | grep -Eq 'gtk|webkit'; then echo "bin/labpool links GUI libraries"; exit 1; fi
 
+# Where `make install` puts the desktop app: PREFIX/bin, PREFIX/share/applications and the
+# hicolor icon theme under PREFIX/share/icons (DESTDIR is prepended, for packaging).
+PREFIX     ?= $(HOME)/.local
+ICON_SIZES := 16 32 48 64 128 256 512 1024
+CONVERT    ?= $(shell command -v convert)
+APPS_DIR    = $(DESTDIR)$(PREFIX)/share/applications
+ICONS_DIR   = $(DESTDIR)$(PREFIX)/share/icons/hicolor
+
+.PHONY: install
+install: desktop ## install the desktop app for this user: binary, menu entry and icon under PREFIX (default ~/.local)
+	install -D -m 0755 build/bin/labpool "$(DESTDIR)$(PREFIX)/bin/labpool"
+	install -D -m 0644 build/linux/labpool.desktop "$(APPS_DIR)/labpool.desktop"
+	sed -i 's|^Exec=labpool$$|Exec="$(PREFIX)/bin/labpool"|' "$(APPS_DIR)/labpool.desktop"
+	desktop-file-validate "$(APPS_DIR)/labpool.desktop"
+	@if [ -n "$(CONVERT)" ]; then \
+	  for s in $(ICON_SIZES); do \
+	    mkdir -p "$(ICONS_DIR)/$${s}x$${s}/apps"; \
+	    "$(CONVERT)" build/appicon.png -resize $${s}x$${s} "$(ICONS_DIR)/$${s}x$${s}/apps/labpool.png"; \
+	  done; echo "icons: $(ICON_SIZES) px (ImageMagick)"; \
+	else \
+	  install -D -m 0644 build/appicon.png "$(ICONS_DIR)/1024x1024/apps/labpool.png"; \
+	  install -D -m 0644 build/linux/labpool.png "$(ICONS_DIR)/256x256/apps/labpool.png"; \
+	  echo "icons: 1024 and 256 px (no ImageMagick to size more)"; \
+	fi
+	@$(MAKE) --no-print-directory .desktop-caches
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/labpool; remove with: make uninstall PREFIX=$(PREFIX)"
+
+.PHONY: uninstall
+uninstall: ## remove what make install put under PREFIX (not the data of ~/.local/share/labpool)
+	rm -f "$(DESTDIR)$(PREFIX)/bin/labpool" "$(APPS_DIR)/labpool.desktop"
+	for s in $(ICON_SIZES); do rm -f "$(ICONS_DIR)/$${s}x$${s}/apps/labpool.png"; done
+	@$(MAKE) --no-print-directory .desktop-caches
+
+# The icon cache of PREFIX's hicolor theme, where it is a theme (has its index.theme: the
+# system's); the menu needs no cache, the entry declaring no MIME type.
+.PHONY: .desktop-caches
+.desktop-caches:
+	@if [ -f "$(ICONS_DIR)/index.theme" ] && command -v gtk-update-icon-cache >/dev/null; then gtk-update-icon-cache -q -t "$(ICONS_DIR)" || true; fi
+
+.PHONY: check-install
+check-install: desktop ## install into a temporary PREFIX, check every file and the entry, uninstall, check nothing is left
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(MAKE) --no-print-directory install PREFIX="$$tmp/pre fix" >/dev/null && \
+	entry="$$tmp/pre fix/share/applications/labpool.desktop" && \
+	test -x "$$tmp/pre fix/bin/labpool" && \
+	desktop-file-validate "$$entry" && \
+	grep -qx "Exec=\"$$tmp/pre fix/bin/labpool\"" "$$entry" && \
+	grep -qx 'Icon=labpool' "$$entry" && \
+	icon=$$(ls "$$tmp/pre fix/share/icons/hicolor/"*/apps/labpool.png | wc -l) && test "$$icon" -ge 2 && \
+	file "$$tmp/pre fix/share/icons/hicolor/1024x1024/apps/labpool.png" | grep -q '1024 x 1024' && \
+	echo "install: binary, entry (valid, Exec=$$tmp/pre fix/bin/labpool) and $$icon icons" && \
+	$(MAKE) --no-print-directory uninstall PREFIX="$$tmp/pre fix" >/dev/null && \
+	left=$$(find "$$tmp" -type f | wc -l) && test "$$left" -eq 0 && echo "uninstall: nothing left" || \
+	{ echo "check-install failed"; find "$$tmp" -type f; exit 1; }
+
 .PHONY: test
 test: deps frontend agent desktop ## run every test: unit (with -race), fuzz seeds, multi-host, browser, window
 	$(GO) vet ./...
