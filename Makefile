@@ -129,6 +129,8 @@ test-short: ## unit tests only (no namespaces, browser or window)
 .PHONY: bench
 bench: agent ## run the benchmarks the issues ask for (root, for the namespaces)
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./node/... ./sync/... ./app
+	$(GO) test -run '^$$' -bench 'Dashboard|Chart|Ingest|ViewerLoad' -benchtime 2s ./app/history
+	$(GO) test -run '^$$' -bench 'MachineYear|Backfill' -benchtime 1x -timeout 20m ./app/history
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench 'AgentVisible|AgentCost|LaunchOverhead' -benchtime 7x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench CopyVsSSH -benchtime 1x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench Removal -benchtime 20x -timeout 20m ./app/e2e
@@ -139,6 +141,7 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzParseID -fuzztime 20s ./sync/peer
 	$(GO) test -run '^$$' -fuzz FuzzParseTXT -fuzztime 20s ./discovery
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 20s ./sync/replica
+	$(GO) test -run '^$$' -fuzz FuzzDecodePoint -fuzztime 20s ./app/history
 	$(GO) test -run '^$$' -fuzz FuzzParseCode -fuzztime 20s ./sync/pool
 	$(GO) test -run '^$$' -fuzz FuzzApplyRecord -fuzztime 20s ./sync/pool
 	$(GO) test -run '^$$' -fuzz FuzzVerifyLog -fuzztime 20s ./sync/pool
