@@ -53,6 +53,7 @@ type gpuHealth struct {
 	clearer FaultClearer
 	acks    map[string]gpu.Ack
 	cleared map[string]time.Time // GPU UUID -> when its quarantine was last cleared
+	lost    map[int]bool         // GPU indexes seen lost, to log it once
 }
 
 // OpenHealth loads the quarantines kept in store into the ledger and hands
@@ -125,16 +126,32 @@ func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
 		}
 	}
 	m.mapProcesses(gs)
+	m.health.mu.Lock()
+	defer m.health.mu.Unlock()
+	m.logLostLocked(gs)
 	if len(added) == 0 {
 		return
 	}
-	m.health.mu.Lock()
-	defer m.health.mu.Unlock()
 	for _, q := range added {
 		m.log.Warn("GPU quarantined: no new job gets it until an owner clears it",
 			"gpu", q.Index, "uuid", q.UUID, "reason", q.Reason)
 	}
 	m.saveHealthLocked()
+}
+
+// logLostLocked logs a GPU NVML lost, once; m.health.mu is held.
+func (m *Manager) logLostLocked(gs []gpu.Stats) {
+	h := &m.health
+	for _, g := range gs {
+		if g.Health == gpu.HealthLost && !h.lost[g.Index] {
+			if h.lost == nil {
+				h.lost = map[int]bool{}
+			}
+			h.lost[g.Index] = true
+			m.log.Error("GPU lost: no new job gets it; the others keep reporting (a reboot may bring it back)",
+				"gpu", g.Index, "uuid", g.UUID, "reason", g.HealthReason, "job", g.Job)
+		}
+	}
 }
 
 // ClearGPU lifts the quarantine of the GPU with index: an owner of the pool
