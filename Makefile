@@ -152,6 +152,7 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzDecodeWalk -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzReadBundle -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzReadSSE -fuzztime 20s ./app/web
+	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 20s ./node/alerts
 
 .PHONY: gen
 gen: ## regenerate what is generated: the TypeScript types of the local API (frontend/src/api/types.gen.ts)
