@@ -272,6 +272,14 @@ func member(id string) Caller { return Caller{ID: id, Role: RoleMember} }
 func admin(id string) Caller  { return Caller{ID: id, Role: RoleAdmin} }
 func viewer(id string) Caller { return Caller{ID: id, Role: RoleViewer} }
 
+// job returns the saved record of id, read under the lock (the manager
+// saves from its own goroutines).
+func (s *memStore) job(id string) Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[id]
+}
+
 func (s *memStore) SaveJob(j Job) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

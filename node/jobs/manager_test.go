@@ -72,7 +72,7 @@ func TestSubmitLaunch(t *testing.T) {
 	if !slices.Equal(l.Binds, wantBinds) {
 		t.Errorf("binds %+v, want %+v", l.Binds, wantBinds)
 	}
-	if got := st.jobs[j.ID]; got.State != Running || got.Container == "" {
+	if got := st.job(j.ID); got.State != Running || got.Container == "" {
 		t.Errorf("saved %+v", got)
 	}
 	j2, err := m.Submit(context.Background(), member("OWNER"), Spec{Image: "img"})

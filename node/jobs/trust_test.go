@@ -125,7 +125,7 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 		}
 	}
 	st.mu.Lock()
-	rec, _ := json.Marshal(st.jobs[j.ID])
+	rec, _ := json.Marshal(st.job(j.ID))
 	st.mu.Unlock()
 	if strings.Contains(string(rec), "secret") || !strings.Contains(string(rec), j.ID) {
 		t.Errorf("replicated record %s", rec)
@@ -362,8 +362,8 @@ func TestEvict(t *testing.T) {
 		if err != nil || j.State != Exited || j.Error != "owner removed from the pool" || j.Finished == nil {
 			t.Errorf("mallory's job %s: %+v %v", id, j, err)
 		}
-		if st.jobs[id].Error != "owner removed from the pool" {
-			t.Errorf("record of %s: %+v", id, st.jobs[id])
+		if st.job(id).Error != "owner removed from the pool" {
+			t.Errorf("record of %s: %+v", id, st.job(id))
 		}
 	}
 	if j, _ := m.Get(other.ID); j.State != Running {
