@@ -12,7 +12,9 @@
 // --alert-rule (when given), opens the report and exports its CSV. Saves a
 // screenshot of each view into --shots (dashboard.png, machine-host.png,
 // machine-gpu.png, machine-24h.png, machine-zoom.png, pool.png, alerts.png,
-// report.png, report-node.png) and prints one JSON line; exit 1 names the failing stage.
+// report.png, report-node.png; with --offline: machine-offline.png and the
+// narrow-*.png of a 720 px window) and prints one JSON line; exit 1 names
+// the failing stage.
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { firstLine, openBrowser, parseArgs } from './browser.mjs'
@@ -99,6 +101,17 @@ async function main() {
       result.offlineNote = (await page.locator('[data-testid="machine-offline"]').innerText()).trim()
       result.gpu = await page.evaluate(readCharts)
       await shot(page, 'machine-offline.png')
+      // The window's smallest width (720 px): the views still read.
+      result.stage = 'narrow window'
+      await page.setViewportSize({ width: 720, height: 900 })
+      await page.waitForTimeout(300)
+      await shot(page, 'narrow-machine.png')
+      await page.locator('[data-testid="tab-alerts"]').click()
+      await page.locator('[data-testid="rules"]').waitFor()
+      await shot(page, 'narrow-alerts.png')
+      await page.locator('[data-testid="tab-report"]').click()
+      await page.locator('[data-testid="report-table"], [data-testid="report-empty"]').first().waitFor()
+      await shot(page, 'narrow-report.png')
     } else {
       await walk(page, card)
     }
