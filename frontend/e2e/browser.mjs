@@ -89,3 +89,38 @@ export async function openBrowser(opts, { name = 'e2e', viewport = { width: 1280
   page.on('pageerror', (e) => consoleErrors.push(String(e)))
   return { context, page, consoleErrors, close }
 }
+
+/**
+ * Times a run's stages: stages.enter(name) ends the current stage and
+ * starts the next; stages.current names it (for the failure report), ms
+ * holds each ended stage's milliseconds (and whatever else the script
+ * times), and done(result) adds ms and the run's total to result.
+ */
+export function stageClock(first = 'launch browser') {
+  const t0 = Date.now()
+  let start = t0
+  const clock = {
+    current: first,
+    ms: {},
+    enter(next) {
+      clock.ms[clock.current] = Date.now() - start
+      clock.current = next
+      start = Date.now()
+    },
+    done(result) {
+      result.stagesMs = clock.ms
+      result.ms = Date.now() - t0
+    },
+  }
+  return clock
+}
+
+/**
+ * Ends a run: closes the browser, prints result as the one JSON line and
+ * returns the exit status (0 when result.ok).
+ */
+export async function finish(result, browser) {
+  await browser?.close()
+  console.log(JSON.stringify(result))
+  return result.ok ? 0 : 1
+}

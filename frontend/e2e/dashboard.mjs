@@ -11,7 +11,7 @@
 // failure it prints why (still one JSON line), tries to save the
 // screenshot anyway and exits 1. The browser path can also come from
 // $CHROMIUM.
-import { firstLine, openBrowser, parseArgs } from './browser.mjs'
+import { finish, firstLine, openBrowser, parseArgs } from './browser.mjs'
 
 const flags = {
   '--url': 'url',
@@ -135,9 +135,7 @@ async function main() {
     }
   }
   result.ms = Date.now() - t0
-  await browser?.close()
-  console.log(JSON.stringify(result))
-  return result.ok ? 0 : 1
+  return finish(result, browser)
 }
 
 process.exitCode = await main()

@@ -15,7 +15,7 @@
 // FILE-launch.png (the dialog) and FILE-running.png (running, with logs).
 // Prints one JSON line; on failure ok is false, with the stage and the
 // reason, and the exit status is 1.
-import { firstLine, openBrowser, parseArgs } from './browser.mjs'
+import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
 import { shim } from './wails-fake.mjs'
 
 const flags = {
@@ -44,17 +44,10 @@ async function main() {
     console.error('usage: node e2e/jobs.mjs --url URL --node NAME --image IMAGE --cmd CMD --expect-log TEXT --screenshot FILE')
     return 1
   }
-  const t0 = Date.now()
   let consoleErrors = []
-  const stages = {}
   let browser, page
-  let stage = 'launch browser'
-  let stageStart = Date.now()
-  const enter = (s) => {
-    stages[stage] = Date.now() - stageStart
-    stage = s
-    stageStart = Date.now()
-  }
+  const stages = stageClock()
+  const enter = stages.enter
   const result = { ok: false, url: opts.url, node: opts.node, image: opts.image }
   const ms = opts.timeout * 1000
   try {
@@ -128,7 +121,7 @@ async function main() {
     }
     result.ok = true
   } catch (err) {
-    result.stage = stage
+    result.stage = stages.current
     result.error = firstLine(err)
   }
   if (page) {
@@ -137,12 +130,9 @@ async function main() {
       (err) => (result.screenshotError = firstLine(err)),
     )
   }
-  result.stagesMs = stages
-  result.ms = Date.now() - t0
+  stages.done(result)
   result.consoleErrors = consoleErrors
-  await browser?.close()
-  console.log(JSON.stringify(result))
-  return result.ok ? 0 : 1
+  return finish(result, browser)
 }
 
 process.exitCode = await main()

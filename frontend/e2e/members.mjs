@@ -25,7 +25,7 @@
 import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { firstLine, openBrowser, parseArgs } from './browser.mjs'
+import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
 import { shim } from './wails-fake.mjs'
 
 const flags = {
@@ -82,27 +82,20 @@ async function main() {
     console.error('usage: node e2e/members.mjs --url URL --as owner|admin|member|viewer [--member NAME] [--shots DIR]')
     return 1
   }
-  const t0 = Date.now()
   const shots = opts.shots ?? mkdtempSync(join(tmpdir(), 'labpool-members-shots-'))
   mkdirSync(shots, { recursive: true })
   let consoleErrors = []
   const result = { ok: false, url: opts.url, as: opts.as, shots: [] }
   const ms = opts.timeout * 1000
-  let stage = 'launch browser'
-  let stageStart = Date.now()
-  const stages = {}
-  const enter = (next) => {
-    stages[stage] = Date.now() - stageStart
-    stage = next
-    stageStart = Date.now()
-  }
+  const stages = stageClock()
+  const enter = stages.enter
   let browser, page
   const shot = async (name, fullPage = false) => {
     const path = join(shots, `${name}.png`)
     const t = Date.now()
     await page.screenshot({ path, fullPage })
     result.shots.push(path)
-    stages[`shot ${name}`] = Date.now() - t
+    stages.ms[`shot ${name}`] = Date.now() - t
   }
   try {
     browser = await openBrowser(opts, { name: 'members', viewport: { width: 1360, height: 900 } })
@@ -238,16 +231,13 @@ async function main() {
     enter('done')
     result.ok = true
   } catch (err) {
-    result.stage = stage
+    result.stage = stages.current
     result.error = firstLine(err)
     if (page) await shot('failure', true).catch(() => {})
   }
-  result.stagesMs = stages
-  result.ms = Date.now() - t0
+  stages.done(result)
   result.consoleErrors = consoleErrors
-  await browser?.close()
-  console.log(JSON.stringify(result))
-  return result.ok ? 0 : 1
+  return finish(result, browser)
 }
 
 process.exitCode = await main()
