@@ -65,8 +65,18 @@ func BenchmarkAgentVisible(b *testing.B) {
 // GPUs are NVIDIA's mock NVML library with the H100 profile (its overrides
 // re-read every second, its default), whose own work and memory count;
 // LABPOOL_BENCH_GPUS=sim uses labpool's simulated GPUs instead (no NVML).
+//
+// LABPOOL_BENCH_FOLLOWERS=N runs N members instead of 3 (0: the agent alone,
+// in no pool: the floor of its cost).
 func BenchmarkAgentCost(b *testing.B) {
-	l := newLAN(b, "gpu", "f1", "f2", "f3")
+	names := []string{"gpu", "f1", "f2", "f3"}
+	if n, err := strconv.Atoi(os.Getenv("LABPOOL_BENCH_FOLLOWERS")); err == nil && n >= 0 {
+		names = []string{"gpu"}
+		for i := range n {
+			names = append(names, fmt.Sprintf("f%d", i+1))
+		}
+	}
+	l := newLAN(b, names...)
 	gpu := l.host("gpu")
 	if os.Getenv("LABPOOL_BENCH_GPUS") == "sim" {
 		gpu.env = []string{"LABPOOL_SIMULATE_GPUS=8"}
@@ -81,7 +91,9 @@ func BenchmarkAgentCost(b *testing.B) {
 		h.agent()
 		h.waitDaemon()
 	}
-	joinAll(b, l.hosts...)
+	if len(l.hosts) > 1 {
+		joinAll(b, l.hosts...)
+	}
 	for _, h := range l.hosts[1:] {
 		waitFor(b, 20*time.Second, h.name+" follows gpu", func() error { return liveNodes(h, "gpu") })
 	}

@@ -2,8 +2,14 @@ package replica
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +111,76 @@ func FuzzAppendRecordsFrame(f *testing.F) {
 			t.Fatalf("record %+v; want %+v", g, w)
 		}
 	})
+}
+
+// TestStreamsShareLiveFrames runs three streams of one server, appends
+// records one by one and in a batch, and wants every stream to receive every
+// record once, in order, whether it read the store or took the frame
+// another stream encoded.
+func TestStreamsShareLiveFrames(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	server := NewServer(db, "W", slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(server)
+	defer srv.Close()
+	if _, err := db.Append(ctx, "W", "node", "", time.Now(), []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1 + 30 + 5 + 10 // the node record, samples one by one, a batch, more
+	var wg sync.WaitGroup
+	got := make([][]uint64, 3)
+	for i := range got {
+		resp, err := srv.Client().Get(srv.URL + StreamPath + "?since=0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		wg.Go(func() {
+			dec := NewDecoder(resp.Body)
+			for len(got[i]) < n {
+				fr, err := dec.Next()
+				if err != nil {
+					t.Errorf("stream %d: %v", i, err)
+					return
+				}
+				for _, r := range fr.Records {
+					got[i] = append(got[i], r.Seq)
+				}
+			}
+		})
+	}
+	one := func(k int) {
+		if _, err := db.Append(ctx, "W", "sample.1s", fmt.Sprint(k), time.Now(), []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	for k := range 30 {
+		one(k)
+	}
+	batch := make([]store.Record, 5)
+	for j := range batch {
+		batch[j] = store.Record{Kind: "sample.1s", Key: fmt.Sprint("b", j), Time: time.Now(), Data: []byte(`{}`)}
+	}
+	if _, err := db.AppendBatch(ctx, "W", batch); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 10 {
+		one(100 + k)
+	}
+	wg.Wait()
+	for i, seqs := range got {
+		if len(seqs) != n {
+			t.Fatalf("stream %d got %d records; want %d", i, len(seqs), n)
+		}
+		for j, s := range seqs {
+			if s != uint64(j+1) {
+				t.Fatalf("stream %d got seqs %v; want 1..%d once each, in order", i, seqs, n)
+			}
+		}
+	}
 }

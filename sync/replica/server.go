@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/labpool/labpool/sync/store"
@@ -24,6 +25,19 @@ type Server struct {
 	// Pool returns the signed membership records to relay and a
 	// fingerprint that changes with them; nil relays none.
 	Pool func() ([]json.RawMessage, uint64)
+
+	// last is the frame last read and encoded for a follower that was up to
+	// date: the others, woken by the same append, send it as it is.
+	lastMu sync.Mutex
+	last   sharedFrame
+}
+
+// sharedFrame is the line of the records above from, up to to. It is never
+// changed once made, so streams write it without holding lastMu.
+type sharedFrame struct {
+	from, to uint64
+	n        int
+	line     []byte
 }
 
 // NewServer returns a server of origin's records in db.
@@ -45,7 +59,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	changed, cancel := s.db.Subscribe()
+	changed, cancel := s.db.SubscribeLocal() // our records and the pool's
 	defer cancel()
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
@@ -106,14 +120,35 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 // The store is not read when it says we appended nothing since (the
 // change that woke the stream was another origin's).
 func (s *Server) sendSince(ctx context.Context, w io.Writer, buf *[]byte, since *uint64) (int, error) {
-	if top, ok := s.db.Appended(s.origin); ok && top <= *since {
+	top, known := s.db.Appended(s.origin)
+	if known && top <= *since {
 		return 0, nil
 	}
-	recs, err := s.db.Since(ctx, s.origin, *since, maxBatch)
+	if known {
+		s.lastMu.Lock()
+		f := s.last
+		s.lastMu.Unlock()
+		if f.from == *since && f.to == top && f.line != nil {
+			*since = f.to
+			_, err := w.Write(f.line)
+			return f.n, err
+		}
+	}
+	from := *since
+	recs, err := s.db.Since(ctx, s.origin, from, maxBatch)
 	if err != nil || len(recs) == 0 {
 		return 0, err
 	}
 	*since = recs[len(recs)-1].Seq
+	if known && *since == top && len(recs) < maxBatch && len(recs) <= 16 {
+		// Live records, as every follower that is up to date will want.
+		line := appendRecordsFrame(nil, recs)
+		s.lastMu.Lock()
+		s.last = sharedFrame{from: from, to: top, n: len(recs), line: line}
+		s.lastMu.Unlock()
+		_, err = w.Write(line)
+		return len(recs), err
+	}
 	*buf = appendRecordsFrame((*buf)[:0], recs)
 	if cap(*buf) > 1<<20 {
 		defer func() { *buf = nil }() // a catch-up's large frame is not kept

@@ -162,7 +162,7 @@ func (db *DB) commit(ctx context.Context, c class, fn func(tx *sql.Tx) (bool, er
 		return err
 	}
 	if changed {
-		db.notify.broadcast()
+		db.notify.broadcast(c != classReplica)
 	}
 	return nil
 }
@@ -203,7 +203,7 @@ func (db *DB) tryResume() bool {
 		return false
 	}
 	db.paused.Store(false)
-	db.notify.broadcast() // followers fetch again what Put skipped
+	db.notify.broadcast(false) // followers fetch again what Put skipped
 	return true
 }
 
