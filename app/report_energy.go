@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/app/history"
@@ -37,12 +38,15 @@ type GPUEnergy struct {
 }
 
 // EnergyRecorder writes this machine's energy counters into the replica:
-// the first sample that has them, then the first of each quarter hour.
+// the first sample that has them, the first of each quarter hour, and each
+// sample in which a GPU changed hands (a job got or released it), so that a
+// job's energy is the counters' difference over its own time.
 type EnergyRecorder struct {
-	db     *store.DB
-	origin string
-	log    *slog.Logger
-	last   time.Time // of the last reading written
+	db      *store.DB
+	origin  string
+	log     *slog.Logger
+	last    time.Time // of the last reading written
+	holders string    // the jobs holding each GPU in the last sample
 }
 
 // NewEnergyRecorder returns a recorder writing as origin.
@@ -75,9 +79,13 @@ func (r *EnergyRecorder) Run(ctx context.Context, samples <-chan agent.Sample) e
 	}
 }
 
-// Record writes s's counters if s is the first sample of its quarter hour.
+// Record writes s's counters if s is the first sample of its quarter hour,
+// or a GPU changed hands since the last sample.
 func (r *EnergyRecorder) Record(ctx context.Context, s agent.Sample) error {
-	if !r.last.IsZero() && s.Time.Truncate(energyStep).Equal(r.last.Truncate(energyStep)) {
+	holders := holdersOf(s)
+	moved := holders != r.holders
+	r.holders = holders
+	if !moved && !r.last.IsZero() && s.Time.Truncate(energyStep).Equal(r.last.Truncate(energyStep)) {
 		return nil
 	}
 	er := EnergyReading{Time: s.Time}
@@ -96,4 +104,13 @@ func (r *EnergyRecorder) Record(ctx context.Context, s agent.Sample) error {
 	}
 	_, err = r.db.Append(ctx, r.origin, KindEnergy, history.Key(s.Time), s.Time, data)
 	return err
+}
+
+// holdersOf says which job holds each GPU of s.
+func holdersOf(s agent.Sample) string {
+	var b strings.Builder
+	for _, g := range s.GPUs {
+		fmt.Fprintf(&b, "%d=%s;", g.Index, g.Job)
+	}
+	return b.String()
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 )
 
-// The recorder keeps the first sample with counters, then the first of each
-// quarter hour; GPUs without a counter are left out.
+// The recorder keeps the first sample with counters, the first of each
+// quarter hour, and a sample in which a GPU changed hands; GPUs without a
+// counter are left out.
 func TestEnergyRecorder(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
@@ -21,12 +22,20 @@ func TestEnergyRecorder(t *testing.T) {
 	sample := func(at time.Time, mj uint64) agent.Sample {
 		return agent.Sample{Time: at, GPUs: []gpu.Stats{{Index: 0, EnergyMJ: mj}, {Index: 1}}}
 	}
+	granted := func(at time.Time, mj uint64) agent.Sample {
+		s := sample(at, mj)
+		s.GPUs[0].Job = "job-1"
+		return s
+	}
 	for _, s := range []agent.Sample{
 		sample(base.Add(-time.Minute), 0),     // no counter yet: nothing
 		sample(base.Add(time.Second), 100),    // first: kept
 		sample(base.Add(2*time.Second), 110),  // same quarter: not
 		sample(base.Add(15*time.Minute), 500), // next quarter: kept
 		sample(base.Add(16*time.Minute), 600),
+		granted(base.Add(17*time.Minute), 700), // GPU 0 granted: kept
+		granted(base.Add(18*time.Minute), 800),
+		sample(base.Add(19*time.Minute), 900), // released: kept
 	} {
 		if err := r.Record(ctx, s); err != nil {
 			t.Fatal(err)
@@ -44,9 +53,16 @@ func TestEnergyRecorder(t *testing.T) {
 		}
 		got = append(got, er)
 	}
-	if len(got) != 2 || !got[0].Time.Equal(base.Add(time.Second)) || !got[1].Time.Equal(base.Add(15*time.Minute)) ||
-		len(got[0].GPUs) != 1 || got[0].GPUs[0] != (GPUEnergy{0, 100}) || got[1].GPUs[0] != (GPUEnergy{0, 500}) {
-		t.Errorf("readings %+v, want GPU 0 at 100 then 500 mJ", got)
+	var mj []uint64
+	for _, er := range got {
+		if len(er.GPUs) != 1 || er.GPUs[0].Index != 0 {
+			t.Errorf("reading %+v, want GPU 0's only", er)
+			continue
+		}
+		mj = append(mj, er.GPUs[0].MJ)
+	}
+	if len(mj) != 4 || mj[0] != 100 || mj[1] != 500 || mj[2] != 700 || mj[3] != 900 || !got[0].Time.Equal(base.Add(time.Second)) {
+		t.Errorf("readings %+v, want GPU 0 at 100, 500, 700 and 900 mJ", got)
 	}
 
 	rctx, cancel := context.WithCancel(ctx)

@@ -144,7 +144,11 @@ func TestMetrics(t *testing.T) {
 	metricstest.Promtool(t, text)
 
 	// The report counts the job's GPU time, and its energy by the counter
-	// (from the reading the agent kept at its start to the latest sample's).
+	// alone: the agent read the counters at its start, when the job got
+	// its GPU and when it released it.
+	if out, errOut, code := gpu2.cli("stop", jobID); code != 0 {
+		t.Fatalf("labpool stop: exit %d: %s%s", code, out, errOut)
+	}
 	waitFor(t, 20*time.Second, "the job in the report, its energy counted", func() error {
 		out, errOut, code := gpu2.cli("report", "--since", "1h", "--by", "job", "--json")
 		if code != 0 {
@@ -155,10 +159,7 @@ func TestMetrics(t *testing.T) {
 			return err
 		}
 		for _, r := range rep.Rows {
-			// mixed: the seconds after the latest full sample (rewritten
-			// every 30 s at least) are counted by power.
-			counted := r.EnergySource == app.EnergyCounter || r.EnergySource == app.EnergyMixed
-			if r.Key == jobID && r.GPUHoursGranted > 0 && r.EnergyKWh > 0 && counted {
+			if r.Key == jobID && r.GPUHoursGranted > 0 && r.EnergyKWh > 0 && r.EnergySource == app.EnergyCounter {
 				return nil
 			}
 		}
