@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/labpool/labpool/app/history"
@@ -92,7 +93,26 @@ func (r *Reader) Series(ctx context.Context, q SeriesQuery) (Series, error) {
 	if err != nil {
 		return Series{}, fmt.Errorf("read history of %s: %w", shortID(q.Node), err)
 	}
+	// A tier that starts late in the window (a replica that caught up
+	// with only the last minutes of seconds) gives way to the next one,
+	// when that one reaches further back.
+	if i := slices.Index(history.Resolutions, t); i+1 < len(history.Resolutions) && late(pts, from, to) {
+		c := history.Resolutions[i+1]
+		cpts, err := r.history.Series(ctx, q.Node, c, from.Truncate(c.Step), to)
+		if err != nil {
+			return Series{}, fmt.Errorf("read history of %s: %w", shortID(q.Node), err)
+		}
+		if len(cpts) > 0 && (len(pts) == 0 || cpts[0].Time.Before(pts[0].Time.Add(-to.Sub(from)/10))) {
+			t, pts = c, cpts
+		}
+	}
 	return seriesOf(q, t, pts), nil
+}
+
+// late reports whether pts start more than a tenth of [from, to) after
+// from.
+func late(pts []history.Point, from, to time.Time) bool {
+	return len(pts) == 0 || pts[0].Time.Sub(from) > to.Sub(from)/10
 }
 
 func seriesOf(q SeriesQuery, t history.Resolution, pts []history.Point) Series {

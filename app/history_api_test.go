@@ -151,3 +151,34 @@ func TestPoolHistory(t *testing.T) {
 		t.Errorf("pool history (-want +got):\n%s", diff)
 	}
 }
+
+// TestSeriesFallsBack: where the finest tier holds only the end of the
+// window (a replica that caught up with the last minutes of seconds), the
+// series comes from the next tier when that one reaches further back.
+func TestSeriesFallsBack(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	rec := history.NewRecorder(db, mikeID, slog.New(slog.DiscardHandler))
+	recordSeconds(t, rec, t0.Add(-50*time.Minute), t0, 1, nil)
+	// the seconds but for the last 5 minutes go, as if never replicated
+	if _, err := db.Prune(ctx, history.KindSample1s, t0.Add(-5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(db, Self{ID: selfID})
+	r.now = func() time.Time { return t0 }
+	s, err := r.Series(ctx, SeriesQuery{Node: mikeID, Since: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Tier != "1m" || len(s.Times) != 51 {
+		t.Errorf("an hour with 5 minutes of seconds: tier %s, %d points; want the 51 minutes", s.Tier, len(s.Times))
+	}
+	// a node that started 5 minutes ago: its seconds are all there is
+	db2 := openDB(t)
+	recordSeconds(t, history.NewRecorder(db2, mikeID, slog.New(slog.DiscardHandler)), t0.Add(-5*time.Minute), t0, 1, nil)
+	r2 := NewReader(db2, Self{ID: selfID})
+	r2.now = func() time.Time { return t0 }
+	if s, err := r2.Series(ctx, SeriesQuery{Node: mikeID, Since: 3600}); err != nil || s.Tier != "1s" || len(s.Times) != 300 {
+		t.Errorf("a node of 5 minutes: tier %s, %d points, %v; want its 300 seconds", s.Tier, len(s.Times), err)
+	}
+}
