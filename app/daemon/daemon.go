@@ -299,6 +299,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 func (d *Daemon) peerHandler() http.Handler {
 	rs := replica.NewServer(d.db, d.id.ID.String(), d.log)
 	rs.Pool = d.pool.Records
+	rs.Skip = history.SkipOnCatchUp
 	return agent.PeerHandler(agent.Parts{
 		Telemetry: d.telem,
 		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: rs},

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -25,6 +26,11 @@ type Server struct {
 	// Pool returns the signed membership records to relay and a
 	// fingerprint that changes with them; nil relays none.
 	Pool func() ([]json.RawMessage, uint64)
+	// Skip, when set, leaves records out of a catch-up (never out of the
+	// live frames): app/history leaves out 1 s samples older than a few
+	// minutes, which the follower has as minutes, so a member back from
+	// hours away catches up in seconds. The follower's cursor passes them.
+	Skip func(store.Record) bool
 
 	// last is the frame last read and encoded for a follower that was up to
 	// date: the others, woken by the same append, send it as it is.
@@ -140,6 +146,12 @@ func (s *Server) sendSince(ctx context.Context, w io.Writer, buf *[]byte, since 
 		return 0, err
 	}
 	*since = recs[len(recs)-1].Seq
+	n := len(recs)
+	if s.Skip != nil && !(known && *since == top && len(recs) < maxBatch && len(recs) <= 16) {
+		if recs = slices.DeleteFunc(recs, s.Skip); len(recs) == 0 {
+			return n, nil
+		}
+	}
 	if known && *since == top && len(recs) < maxBatch && len(recs) <= 16 {
 		// Live records, as every follower that is up to date will want.
 		line := appendRecordsFrame(nil, recs)
@@ -154,7 +166,7 @@ func (s *Server) sendSince(ctx context.Context, w io.Writer, buf *[]byte, since 
 		defer func() { *buf = nil }() // a catch-up's large frame is not kept
 	}
 	_, err = w.Write(*buf)
-	return len(recs), err
+	return n, err
 }
 
 // sendPool sends the membership records when they differ from what was
