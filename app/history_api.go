@@ -102,7 +102,9 @@ func (r *Reader) Series(ctx context.Context, q SeriesQuery) (Series, error) {
 		if err != nil {
 			return Series{}, fmt.Errorf("read history of %s: %w", shortID(q.Node), err)
 		}
-		if len(cpts) > 0 && (len(pts) == 0 || cpts[0].Time.Before(pts[0].Time.Add(-to.Sub(from)/10))) {
+		// the coarser tier holds a whole period, and a tenth of the
+		// window, before the finer one starts
+		if len(cpts) > 0 && (len(pts) == 0 || !cpts[0].Time.Add(c.Step).After(pts[0].Time.Add(-to.Sub(from)/10))) {
 			t, pts = c, cpts
 		}
 	}

@@ -17,7 +17,8 @@ import (
 // decodes without a parser.
 //
 //	version   uint8  (codecV1)
-//	flags     uint8  (flagSingle: every figure is one value, min = mean = max)
+//	flags     uint8  (flagSingle: every figure is one value, min = mean = max;
+//	                  flagExact: every value is a float64)
 //	nHost     uint8  host figures stored
 //	nGPUM     uint8  figures stored per GPU
 //	nGPUs     uint8
@@ -29,15 +30,18 @@ import (
 //	          else:   n uint32, busy float16, idle granted float16;
 //	          then nGPUM figures, each (1 or 3) values
 //
-// A value is a float32 for byte counts and rates (mem_used_bytes,
-// net_rx_bps, net_tx_bps) and an IEEE float16 for the rest (percentages,
-// degrees, watts, MHz: 11 significant bits, 0.06 at 100%, 0.5 W at 700 W).
-// Figures past the ones this version knows are float32, and a reader
-// skips them: a later version appends figures, never reorders them.
+// A value is a float64 in a record with flagExact (a 1 s record: its
+// figures are the latest sample's, exactly); elsewhere a float32 for byte
+// counts and rates (mem_used_bytes, net_rx_bps, net_tx_bps) and an IEEE
+// float16 for the rest (percentages, degrees, watts, MHz: 11 significant
+// bits, 0.06 at 100%, 0.5 W at 700 W). Figures past the ones this version
+// knows are float32 (float64 with flagExact), and a reader skips them: a
+// later version appends figures, never reorders them.
 // Records written before this layout are agent.Sample JSON objects (means).
 const (
 	codecV1    = 1
 	flagSingle = 1
+	flagExact  = 2
 	headerSize = 17
 )
 
@@ -60,17 +64,17 @@ func Encode(p Point) []byte {
 	if single {
 		k = 1
 	}
-	size := headerSize + nHostMetrics*k*4 + len(p.GPUs)*(9+nGPUMetrics*k*4)
+	size := headerSize + nHostMetrics*k*8 + len(p.GPUs)*(9+nGPUMetrics*k*8)
 	b := make([]byte, 0, size)
 	var flags byte
 	if single {
-		flags |= flagSingle
+		flags |= flagSingle | flagExact
 	}
 	b = append(b, codecV1, flags, nHostMetrics, nGPUMetrics, byte(len(p.GPUs)))
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Time.Unix()))
 	b = binary.LittleEndian.AppendUint32(b, uint32(p.N))
 	for i, a := range p.Host {
-		b = appendAgg(b, a, single, hostWide[i])
+		b = appendAgg(b, a, single, width(single, hostWide[i]))
 	}
 	for _, g := range p.GPUs {
 		b = append(b, byte(g.Index))
@@ -88,7 +92,7 @@ func Encode(p Point) []byte {
 			b = appendF16(b, g.IdleGranted)
 		}
 		for k, a := range g.M {
-			b = appendAgg(b, a, single, gpuWide[k])
+			b = appendAgg(b, a, single, width(single, gpuWide[k]))
 		}
 	}
 	out := make([]byte, base64.StdEncoding.EncodedLen(len(b))+2)
@@ -97,15 +101,39 @@ func Encode(p Point) []byte {
 	return out
 }
 
-func appendAgg(b []byte, a Agg, single, wide bool) []byte {
+// Widths of a value, in bytes.
+const (
+	w16, w32, w64 = 2, 4, 8
+)
+
+// width is the width of a figure's values: float64 in an exact record,
+// else float32 for a wide figure, float16 for the others.
+func width(exact, wide bool) int {
+	switch {
+	case exact:
+		return w64
+	case wide:
+		return w32
+	}
+	return w16
+}
+
+func appendAgg(b []byte, a Agg, single bool, w int) []byte {
 	put := appendF16
-	if wide {
+	switch w {
+	case w32:
 		put = appendF32
+	case w64:
+		put = appendF64
 	}
 	if single {
 		return put(b, a.Mean)
 	}
 	return put(put(put(b, a.Min), a.Mean), a.Max)
+}
+
+func appendF64(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
 }
 
 func appendF16(b []byte, v float64) []byte {
@@ -165,11 +193,18 @@ func (r *reader) f16() float64 {
 	return float64(fromF16(binary.LittleEndian.Uint16(r.take(2))))
 }
 
-// agg reads a figure: a float32 when wide, else a float16.
-func (r *reader) agg(single, wide bool) Agg {
+func (r *reader) f64() float64 {
+	return math.Float64frombits(binary.LittleEndian.Uint64(r.take(8)))
+}
+
+// agg reads a figure whose values are w bytes wide.
+func (r *reader) agg(single bool, w int) Agg {
 	get := r.f16
-	if wide {
+	switch w {
+	case w32:
 		get = r.f32
+	case w64:
+		get = r.f64
 	}
 	if single {
 		return one(get())
@@ -190,14 +225,15 @@ func decodeBinary(data []byte) (Point, error) {
 	if v := r.u8(); v != codecV1 {
 		return Point{}, fmt.Errorf("%w: version %d (a newer labpool wrote it)", errCodec, v)
 	}
-	single := r.u8()&flagSingle != 0
+	flags := r.u8()
+	single, exact := flags&flagSingle != 0, flags&flagExact != 0
 	nHost, nGPUM, nGPUs := int(r.u8()), int(r.u8()), int(r.u8())
 	p := Point{Time: time.Unix(int64(binary.LittleEndian.Uint64(r.take(8))), 0).UTC(), N: int(r.u32())}
 	for i := range nHost {
 		if i < nHostMetrics {
-			p.Host[i] = r.agg(single, hostWide[i])
+			p.Host[i] = r.agg(single, width(exact, hostWide[i]))
 		} else {
-			r.agg(single, true)
+			r.agg(single, width(exact, true))
 		}
 	}
 	p.GPUs = make([]GPUPoint, nGPUs)
@@ -217,9 +253,9 @@ func decodeBinary(data []byte) (Point, error) {
 		}
 		for k := range nGPUM {
 			if k < nGPUMetrics {
-				g.M[k] = r.agg(single, gpuWide[k])
+				g.M[k] = r.agg(single, width(exact, gpuWide[k]))
 			} else {
-				r.agg(single, true)
+				r.agg(single, width(exact, true))
 			}
 		}
 	}

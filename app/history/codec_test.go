@@ -73,8 +73,16 @@ func TestCodecSizes(t *testing.T) {
 	for len(one.GPUs) < 8 {
 		one.GPUs = append(one.GPUs, one.GPUs[0])
 	}
-	if n := len(Encode(one)); n > 270 {
-		t.Errorf("a 1 s point of 8 GPUs takes %d bytes, want at most 270", n)
+	if n := len(Encode(one)); n > 700 {
+		t.Errorf("a 1 s point of 8 GPUs takes %d bytes, want at most 700", n)
+	}
+	// a 1 s record's figures are exact: the latest sample's
+	one.GPUs[0].M[gpuMemClock] = Agg{2619, 2619, 2619}
+	one.GPUs[0].M[gpuPower] = Agg{123.456, 123.456, 123.456}
+	one.GPUs[0].M[gpuMemUsed] = Agg{21474836481, 21474836481, 21474836481}
+	got, err := DecodePoint(KindSample1s, Encode(one))
+	if err != nil || got.GPUs[0].M != one.GPUs[0].M {
+		t.Errorf("1 s figures %+v, %v; want exactly %+v", got.GPUs[0].M, err, one.GPUs[0].M)
 	}
 }
 
@@ -83,19 +91,19 @@ func TestCodecSizes(t *testing.T) {
 func TestCodecNewer(t *testing.T) {
 	p := testPoint(1)
 	// as a later version would write it: one more host and GPU figure each
-	b := []byte{codecV1, flagSingle, nHostMetrics + 1, nGPUMetrics + 1, byte(len(p.GPUs))}
+	b := []byte{codecV1, flagSingle | flagExact, nHostMetrics + 1, nGPUMetrics + 1, byte(len(p.GPUs))}
 	b = binary.LittleEndian.AppendUint64(b, uint64(p.Time.Unix()))
 	b = binary.LittleEndian.AppendUint32(b, 1)
 	for i, a := range p.Host {
-		b = appendAgg(b, a, true, hostWide[i])
+		b = appendAgg(b, a, true, width(true, hostWide[i]))
 	}
-	b = appendF32(b, 99)
+	b = appendF64(b, 99)
 	for _, g := range p.GPUs {
 		b = append(b, byte(g.Index), byte(g.Busy))
 		for k, a := range g.M {
-			b = appendAgg(b, a, true, gpuWide[k])
+			b = appendAgg(b, a, true, width(true, gpuWide[k]))
 		}
-		b = appendF32(b, 99)
+		b = appendF64(b, 99)
 	}
 	data := []byte(`"` + base64.StdEncoding.EncodeToString(b) + `"`)
 	got, err := DecodePoint(KindSample1s, data)
