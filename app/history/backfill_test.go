@@ -266,9 +266,12 @@ func backfill(t testing.TB, members int) (time.Duration, int) {
 		if res.Name != "1m" || len(pts) < 479 {
 			t.Errorf("member %s: %d points of %s over the 8 hours, want 480 minutes", m.id.String()[:7], len(pts), res.Name)
 		}
-		secs, err := st.Points(ctx, m.id.String(), history.Resolutions[0], now.Add(-history.CatchUpAge+time.Second), now)
-		if err != nil || len(secs) < 290 { // the setup took some of them past CatchUpAge
-			t.Errorf("member %s: %d points of 1 s over the last 5 minutes (%v), want 300", m.id.String()[:7], len(secs), err)
+		// the seconds not yet CatchUpAge old at the reconnect (the setup
+		// took some of the 5 minutes before now)
+		since := start.Add(-history.CatchUpAge + 2*time.Second).Truncate(time.Second)
+		secs, err := st.Points(ctx, m.id.String(), history.Resolutions[0], since, now)
+		if want := int(now.Sub(since) / time.Second); err != nil || len(secs) < want-1 {
+			t.Errorf("member %s: %d points of 1 s since %v (%v), want %d", m.id.String()[:7], len(secs), since, err, want)
 		}
 	}
 	return took, backlog
