@@ -143,6 +143,7 @@ func TestHistoryUI(t *testing.T) {
 	if p := fmt.Sprint(res["processes"]); !strings.Contains(p, jobID) || !strings.Contains(p, "laptop") {
 		t.Errorf("the machine view lists GPU %d's processes as %q; want job %s of laptop", busy, p, jobID)
 	}
+	t.Logf("history unreachable: %v", res["stale"])
 	t.Logf("pool: %v", res["pool"])
 	t.Logf("alert seen: %v; report rows %v (first %q), CSV header %v; screenshots in %s", res["alert"], res["reportRows"], res["reportFirst"], res["csv"], shots)
 

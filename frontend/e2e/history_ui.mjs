@@ -11,10 +11,11 @@
 // opens the pool usage view, waits in the alerts view for an active alert of
 // --alert-rule (when given), opens the report and exports its CSV. Saves a
 // screenshot of each view into --shots (dashboard.png, machine-host.png,
-// machine-gpu.png, machine-24h.png, machine-zoom.png, pool.png, alerts.png,
-// report.png, report-node.png; with --offline: machine-offline.png and the
-// narrow-*.png of a 720 px window) and prints one JSON line; exit 1 names
-// the failing stage.
+// machine-gpu.png, machine-24h.png, machine-stale.png (history requests
+// refused: the kept answer, marked stale), machine-zoom.png, pool.png,
+// alerts.png, report.png, report-node.png; with --offline:
+// machine-offline.png and the narrow-*.png of a 720 px window) and prints
+// one JSON line; exit 1 names the failing stage.
 import { mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { firstLine, openBrowser, parseArgs } from './browser.mjs'
@@ -169,6 +170,19 @@ async function main() {
       if (r === '24h') await shot(page, 'machine-24h.png')
     }
 
+    // The daemon stops answering history: a range seen before still draws,
+    // from the answer the page kept, marked stale.
+    result.stage = 'daemon unreachable'
+    const errorsBefore = browser.consoleErrors.length
+    await page.route('**/api/v1/history/**', (r) => r.abort())
+    await page.locator('[data-testid="range-7d"]').click()
+    await page.locator('[data-testid="history-stale"]').waitFor()
+    await chartsReady(page, { count: 5, points: 0, span: seconds['7d'] })
+    result.stale = (await page.locator('[data-testid="history-stale"]').innerText()).trim()
+    await shot(page, 'machine-stale.png')
+    await page.unroute('**/api/v1/history/**')
+    browser.consoleErrors.splice(errorsBefore) // the refused requests, as the browser logs them
+
     // From the 24 h range (1 min points) into its last hour: the window is
     // fetched again, at a finer tier.
     result.stage = 'drag to zoom'
@@ -204,8 +218,11 @@ async function main() {
       const c = document.querySelector('[data-testid="chart"]')
       return Number(c?.getAttribute('data-xmax')) - Number(c?.getAttribute('data-xmin')) < span / 2
     }, spanAfter)
-    await chartsReady(page, { count: 5, points: 5 })
+    // (A window that starts before this young history's seconds do is
+    // answered from the minutes tier: the daemon's choice, so any tier will do.)
+    await chartsReady(page, { count: 5, points: 1 })
     const deeper = await page.evaluate(readCharts)
+    result.zoom.deeperTier = deeper.tier
     result.zoom.deeperSpan = deeper.charts[0].xmax - deeper.charts[0].xmin
     result.zoom.deeperPoints = deeper.charts[0].points
     await shot(page, 'machine-zoom.png')
