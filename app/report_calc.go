@@ -31,9 +31,10 @@ type reportJob struct {
 type gpuUsage struct {
 	Node    string
 	GPU     int
-	Step    time.Duration // the longest time one point stands for
 	Points  []usagePoint
 	Counter []counterReading
+
+	spans []counterSpan // of Counter, once computed (see trusted)
 }
 
 // counterReading is one reading of a GPU's energy counter.
@@ -43,11 +44,12 @@ type counterReading struct {
 }
 
 // usagePoint is one reading of utilization and power. They stand for the
-// time since the previous point, or Step before it when that is nearer (a
+// time since the previous point, or Span before it when that is nearer (a
 // longer gap is missing samples), less the share Missing of that time (0
 // to 1: a point of a tier whose samples were partly missing).
 type usagePoint struct {
 	Time        time.Time
+	Span        time.Duration
 	UtilPercent float64
 	PowerW      float64
 	Missing     float64
@@ -84,17 +86,18 @@ func (m *measure) add(o measure) {
 // point stands for.
 func measureSpan(u *gpuUsage, a, b time.Time) measure {
 	m := measure{granted: seconds(a, b)}
-	spans := counterSpans(u.Counter)
-	for _, c := range spans {
-		if o := overlap(c.start, c.end, a, b); o > 0 {
-			m.counterJ += c.joules * o / seconds(c.start, c.end)
+	spans := u.trusted()
+	for _, c := range spans[sort.Search(len(spans), func(i int) bool { return spans[i].end.After(a) }):] {
+		if !c.start.Before(b) {
+			break
 		}
+		m.counterJ += c.joules * overlap(c.start, c.end, a, b) / seconds(c.start, c.end)
 	}
 	k := 0 // the first span that may overlap the current point
 	first := sort.Search(len(u.Points), func(i int) bool { return u.Points[i].Time.After(a) })
 	for i := first; i < len(u.Points); i++ {
 		p := &u.Points[i]
-		start := p.Time.Add(-u.Step)
+		start := p.Time.Add(-p.Span)
 		if i > 0 && u.Points[i-1].Time.After(start) {
 			start = u.Points[i-1].Time
 		}
@@ -109,6 +112,9 @@ func measureSpan(u *gpuUsage, a, b time.Time) measure {
 			m.idle += o
 		}
 		s, e := later(start, a), earlier(p.Time, b)
+		if k == 0 && len(spans) > 0 {
+			k = sort.Search(len(spans), func(i int) bool { return spans[i].end.After(s) })
+		}
 		for k < len(spans) && !spans[k].end.After(s) {
 			k++
 		}
@@ -127,17 +133,21 @@ type counterSpan struct {
 	joules     float64
 }
 
-// counterSpans are the stretches between consecutive readings over which
-// the counter can be trusted: it read something and did not go back.
-func counterSpans(rs []counterReading) []counterSpan {
-	var out []counterSpan
-	for i := 1; i < len(rs); i++ {
-		p, c := rs[i-1], rs[i]
+// trusted returns the stretches between consecutive counter readings over
+// which the counter can be trusted: it read something and did not go back.
+// It computes them once.
+func (u *gpuUsage) trusted() []counterSpan {
+	if u.spans != nil || len(u.Counter) < 2 {
+		return u.spans
+	}
+	u.spans = make([]counterSpan, 0, len(u.Counter)-1)
+	for i := 1; i < len(u.Counter); i++ {
+		p, c := u.Counter[i-1], u.Counter[i]
 		if p.MJ > 0 && c.MJ >= p.MJ && c.Time.After(p.Time) {
-			out = append(out, counterSpan{p.Time, c.Time, float64(c.MJ-p.MJ) / 1000})
+			u.spans = append(u.spans, counterSpan{p.Time, c.Time, float64(c.MJ-p.MJ) / 1000})
 		}
 	}
-	return out
+	return u.spans
 }
 
 func later(a, b time.Time) time.Time {

@@ -47,20 +47,20 @@ func knownInput(by string) reportInput {
 		return out
 	}
 	e1 := counter(5, 0.3, 0.1, 0.4, 0.2)
-	g10 := gpuUsage{Node: node1, GPU: 0, Step: time.Hour}
+	g10 := gpuUsage{Node: node1, GPU: 0}
 	for k, u := range []float64{30, 80, 2, 100, 40} {
-		g10.Points = append(g10.Points, usagePoint{Time: hoursIn(float64(k)), UtilPercent: u, PowerW: 999})
+		g10.Points = append(g10.Points, usagePoint{Time: hoursIn(float64(k)), Span: time.Hour, UtilPercent: u, PowerW: 999})
 		g10.Counter = append(g10.Counter, counterReading{Time: hoursIn(float64(k)), MJ: e1[k]})
 	}
-	g11 := gpuUsage{Node: node1, GPU: 1, Step: time.Hour}
+	g11 := gpuUsage{Node: node1, GPU: 1}
 	for k, p := range [][2]float64{{50, 700}, {60, 300}, {4, 100}, {0, 50}, {0, 50}} {
-		g11.Points = append(g11.Points, usagePoint{Time: hoursIn(float64(k)), UtilPercent: p[0], PowerW: p[1]})
+		g11.Points = append(g11.Points, usagePoint{Time: hoursIn(float64(k)), Span: time.Hour, UtilPercent: p[0], PowerW: p[1]})
 	}
-	g20 := gpuUsage{Node: node2, GPU: 0, Step: time.Hour, Points: []usagePoint{
-		{Time: hoursIn(0), UtilPercent: 0, PowerW: 999},
-		{Time: hoursIn(1), UtilPercent: 10, PowerW: 999},
-		{Time: hoursIn(2), UtilPercent: 90, PowerW: 250}, // the counter was reset: power counts
-		{Time: hoursIn(4), UtilPercent: 70, PowerW: 999},
+	g20 := gpuUsage{Node: node2, GPU: 0, Points: []usagePoint{
+		{Time: hoursIn(0), Span: time.Hour, UtilPercent: 0, PowerW: 999},
+		{Time: hoursIn(1), Span: time.Hour, UtilPercent: 10, PowerW: 999},
+		{Time: hoursIn(2), Span: time.Hour, UtilPercent: 90, PowerW: 250}, // the counter was reset: power counts
+		{Time: hoursIn(4), Span: time.Hour, UtilPercent: 70, PowerW: 999},
 	}, Counter: []counterReading{
 		{hoursIn(0), mJ(2)}, {hoursIn(1), mJ(2.25)}, {hoursIn(2), mJ(0.01)}, {hoursIn(4), mJ(0.51)},
 	}}
@@ -128,9 +128,9 @@ func TestReportKnownHistory(t *testing.T) {
 // of it inside the window, and a reading standing for a longer gap than its
 // step counts only its step.
 func TestReportPartialSpans(t *testing.T) {
-	u := gpuUsage{Node: node1, GPU: 0, Step: time.Minute, Points: []usagePoint{
-		{Time: hoursIn(0), UtilPercent: 100, PowerW: 100},
-		{Time: hoursIn(1), UtilPercent: 100, PowerW: 100}, // an hour later: stands for its last minute only
+	u := gpuUsage{Node: node1, GPU: 0, Points: []usagePoint{
+		{Time: hoursIn(0), Span: time.Minute, UtilPercent: 100, PowerW: 100},
+		{Time: hoursIn(1), Span: time.Minute, UtilPercent: 100, PowerW: 100}, // an hour later: stands for its last minute only
 	}}
 	m := measureSpan(&u, hoursIn(0.5), hoursIn(2))
 	want := measure{granted: 1.5 * 3600, measured: 60, used: 60, powerJ: 100 * 60}
@@ -139,7 +139,7 @@ func TestReportPartialSpans(t *testing.T) {
 	}
 	// A point of a tier whose samples were half missing measures half its
 	// time, and its power over that half.
-	u = gpuUsage{Node: node1, GPU: 0, Step: time.Hour, Points: []usagePoint{{Time: hoursIn(1), UtilPercent: 40, PowerW: 100, Missing: 0.5}}}
+	u = gpuUsage{Node: node1, GPU: 0, Points: []usagePoint{{Time: hoursIn(1), Span: time.Hour, UtilPercent: 40, PowerW: 100, Missing: 0.5}}}
 	m = measureSpan(&u, hoursIn(0), hoursIn(1))
 	want = measure{granted: 3600, measured: 1800, used: 720, powerJ: 100 * 1800}
 	if m != want {
@@ -167,15 +167,15 @@ func TestReportRunningAndEmpty(t *testing.T) {
 	}
 }
 
-// usageOf reads tier points as readings at their last sample, with the
+// addPoints reads tier points as readings at their last sample, with the
 // share of samples they miss.
-func TestUsageOf(t *testing.T) {
+func TestAddPoints(t *testing.T) {
 	p := history.FromSample(agent.Sample{Time: rt0, GPUs: []gpu.Stats{{Index: 2, UtilPercent: 50, PowerW: 200}}})
 	p.N, p.GPUs[0].N = 45, 45 // 45 samples of a minute's 60
-	got := usageOf(node1, []history.Point{p}, time.Minute)
-	want := []gpuUsage{{Node: node1, GPU: 2, Step: time.Minute, Points: []usagePoint{
-		{Time: rt0.Add(59 * time.Second), UtilPercent: 50, PowerW: 200, Missing: 0.25}}}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("usageOf (-want +got):\n%s", diff)
+	got := addPoints(nil, node1, []history.Point{p}, time.Minute)
+	want := []gpuUsage{{Node: node1, GPU: 2, Points: []usagePoint{
+		{Time: rt0.Add(59 * time.Second), Span: time.Minute, UtilPercent: 50, PowerW: 200, Missing: 0.25}}}}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(gpuUsage{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("addPoints (-want +got):\n%s", diff)
 	}
 }

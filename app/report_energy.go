@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,9 +15,9 @@ import (
 )
 
 // KindEnergy is a node's readings of its GPUs' energy counters (key: unix
-// seconds; data: EnergyReading), written by the node itself, one per
-// quarter hour: what the report's energy comes from. A history kind
-// ("sample." prefix): a full disk skips it before any control record.
+// seconds; time: the reading's; data: EncodeEnergy's), written by the node
+// itself: what the report's energy comes from. A history kind ("sample."
+// prefix): a full disk skips it before any control record.
 const KindEnergy = store.HistoryKindPrefix + "energy"
 
 // Energy readings: one per energyStep, kept energyKeep.
@@ -27,14 +28,43 @@ const (
 
 // EnergyReading is the energy counters of a node's GPUs at one time.
 type EnergyReading struct {
-	Time time.Time   `json:"time"`
-	GPUs []GPUEnergy `json:"gpus"`
+	Time time.Time
+	GPUs []GPUEnergy
 }
 
 // GPUEnergy is one GPU's counter: millijoules since its driver loaded.
 type GPUEnergy struct {
-	Index int    `json:"index"`
-	MJ    uint64 `json:"mj"`
+	Index int
+	MJ    uint64
+}
+
+// EncodeEnergy returns the record data of er: a JSON array of [index, mJ]
+// pairs (its time is the record's).
+func EncodeEnergy(er EnergyReading) []byte {
+	pairs := make([][2]uint64, len(er.GPUs))
+	for i, g := range er.GPUs {
+		pairs[i] = [2]uint64{uint64(g.Index), g.MJ}
+	}
+	data, _ := json.Marshal(pairs) // cannot fail
+	return data
+}
+
+// DecodeEnergy reads a record of KindEnergy made at t.
+func DecodeEnergy(t time.Time, data []byte) (EnergyReading, error) {
+	pairs, ok := scanPairs(data)
+	if !ok { // not as EncodeEnergy writes it: JSON may still read it
+		if err := json.Unmarshal(data, &pairs); err != nil {
+			return EnergyReading{}, fmt.Errorf("decode energy reading: %w", err)
+		}
+	}
+	er := EnergyReading{Time: t, GPUs: make([]GPUEnergy, 0, len(pairs))}
+	for _, p := range pairs {
+		if p[0] > 255 {
+			return EnergyReading{}, fmt.Errorf("decode energy reading: GPU index %d", p[0])
+		}
+		er.GPUs = append(er.GPUs, GPUEnergy{Index: int(p[0]), MJ: p[1]})
+	}
+	return er, nil
 }
 
 // EnergyRecorder writes this machine's energy counters into the replica:
@@ -98,11 +128,7 @@ func (r *EnergyRecorder) Record(ctx context.Context, s agent.Sample) error {
 		return nil // no counter here (or not yet): nothing to keep
 	}
 	r.last = s.Time // a reading that fails to be written waits for the next quarter
-	data, err := json.Marshal(er)
-	if err != nil {
-		return fmt.Errorf("encode energy reading: %w", err)
-	}
-	_, err = r.db.Append(ctx, r.origin, KindEnergy, history.Key(s.Time), s.Time, data)
+	_, err := r.db.Append(ctx, r.origin, KindEnergy, history.Key(s.Time), s.Time, EncodeEnergy(er))
 	return err
 }
 
@@ -113,4 +139,39 @@ func holdersOf(s agent.Sample) string {
 		fmt.Fprintf(&b, "%d=%s;", g.Index, g.Job)
 	}
 	return b.String()
+}
+
+// scanPairs reads EncodeEnergy's text, [[1,2],[3,4]], with no space; ok
+// false for anything else (a report reads thousands of these).
+func scanPairs(b []byte) (pairs [][2]uint64, ok bool) {
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	b = b[1 : len(b)-1]
+	for len(b) > 0 {
+		if len(pairs) > 0 {
+			if b[0] != ',' {
+				return nil, false
+			}
+			b = b[1:]
+		}
+		var p [2]uint64
+		if len(b) == 0 || b[0] != '[' {
+			return nil, false
+		}
+		b = b[1:]
+		for k := range p {
+			n := 0
+			for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+				n++
+			}
+			v, err := strconv.ParseUint(string(b[:n]), 10, 64)
+			if n == 0 || err != nil || len(b) == n || b[n] != ",]"[k] {
+				return nil, false
+			}
+			p[k], b = v, b[n+1:]
+		}
+		pairs = append(pairs, p)
+	}
+	return pairs, true
 }

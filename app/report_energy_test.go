@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -47,8 +48,8 @@ func TestEnergyRecorder(t *testing.T) {
 	}
 	var got []EnergyReading
 	for _, rec := range recs {
-		var er EnergyReading
-		if err := json.Unmarshal(rec.Data, &er); err != nil {
+		er, err := DecodeEnergy(rec.Time, rec.Data)
+		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, er)
@@ -74,4 +75,46 @@ func TestEnergyRecorder(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Run = %v", err)
 	}
+}
+
+func TestDecodeEnergy(t *testing.T) {
+	er := EnergyReading{Time: t0, GPUs: []GPUEnergy{{0, 123}, {7, 1 << 60}}}
+	data := EncodeEnergy(er)
+	if string(data) != "[[0,123],[7,1152921504606846976]]" {
+		t.Errorf("EncodeEnergy = %s", data)
+	}
+	got, err := DecodeEnergy(t0, data)
+	if err != nil || !got.Time.Equal(t0) || len(got.GPUs) != 2 || got.GPUs[1] != (GPUEnergy{7, 1 << 60}) {
+		t.Errorf("DecodeEnergy = %+v, %v", got, err)
+	}
+	if got, err := DecodeEnergy(t0, []byte(" [ [0, 5] ] ")); err != nil || len(got.GPUs) != 1 || got.GPUs[0].MJ != 5 {
+		t.Errorf("DecodeEnergy with spaces = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "{}", `[[-1,2]]`, `[[256,1]]`, `[["a",1]]`, `[[0,1],`, `[[0,1]`, `[[0,1]]]`, `[[0,99999999999999999999]]`, `[[0,1],]`} {
+		if _, err := DecodeEnergy(t0, []byte(bad)); err == nil {
+			t.Errorf("DecodeEnergy(%q) = nil error", bad)
+		}
+	}
+}
+
+// FuzzDecodeEnergy: a peer's energy record never panics the report.
+func FuzzDecodeEnergy(f *testing.F) {
+	f.Add([]byte("[[0,123],[7,456]]"))
+	f.Add([]byte("[]"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if fast, ok := scanPairs(data); ok {
+			var slow [][2]uint64
+			if err := json.Unmarshal(data, &slow); err != nil || !slices.Equal(fast, slow) {
+				t.Errorf("scanPairs(%q) = %v; JSON reads %v, %v", data, fast, slow, err)
+			}
+		}
+		er, err := DecodeEnergy(t0, data)
+		if err == nil {
+			for _, g := range er.GPUs {
+				if g.Index < 0 || g.Index > 255 {
+					t.Errorf("index %d accepted", g.Index)
+				}
+			}
+		}
+	})
 }

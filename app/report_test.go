@@ -39,7 +39,7 @@ func TestReaderReport(t *testing.T) {
 	for i, kwh := range []float64{1, 1.1, 1.2, 1.25} {
 		at := start.Add(time.Duration(i) * 15 * time.Minute)
 		er := EnergyReading{Time: at, GPUs: []GPUEnergy{{Index: 0, MJ: uint64(kwh * 3.6e9)}}}
-		putRecord(t, db, alphaID, KindEnergy, history.Key(at), at, mustJSON(t, er))
+		putRecord(t, db, alphaID, KindEnergy, history.Key(at), at, EncodeEnergy(er))
 	}
 	started, finished := start, start.Add(30*time.Minute)
 	j := jobs.Job{ID: "job-1", Name: "train", Node: alphaID, Owner: mikeID, State: jobs.Exited, GPUIndexes: []int{0, 1},
@@ -50,6 +50,7 @@ func TestReaderReport(t *testing.T) {
 	putRecord(t, db, badID, KindJob, forged.ID, finished, mustJSON(t, forged))
 
 	r := NewReader(db, Self{ID: selfID, Name: "self"})
+	r.now = func() time.Time { return start.Add(time.Hour) }
 	until := start.Add(time.Hour).Unix()
 	rep, err := r.Report(ctx, ReportRequest{Since: 7200, Until: until, By: ReportByMember})
 	if err != nil {
@@ -100,4 +101,41 @@ func approxRow(got, want ReportRow) bool {
 		near(got.GPUHoursGranted, want.GPUHoursGranted) && near(got.GPUHoursUsed, want.GPUHoursUsed) &&
 		near(got.IdleGrantedHours, want.IdleGrantedHours) && near(got.UnmeasuredHours, want.UnmeasuredHours) &&
 		near(got.EnergyKWh, want.EnergyKWh) && near(got.EnergyTotalKWh, want.EnergyTotalKWh)
+}
+
+// A report over a day reads 15 min points, and the quarter hour not closed
+// yet from the 1 min tier, and the minute not closed yet from the 1 s tier:
+// a running job at 100% for the last hour is all used but the last second
+// (no sample yet).
+func TestReaderReportOpenPeriods(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, alphaID, "alpha", false)
+	now := t0.Truncate(time.Hour).Add(7*time.Minute + 30*time.Second)
+	put := func(kind string, step time.Duration, from, to time.Time) {
+		for tm := from; tm.Before(to); tm = tm.Add(step) {
+			p := history.FromSample(agent.Sample{Time: tm, GPUs: []gpu.Stats{{Index: 0, UtilPercent: 100, PowerW: 100}}})
+			p.N = int(step / time.Second)
+			p.GPUs[0].N = p.N
+			putRecord(t, db, alphaID, kind, history.Key(tm), tm, history.Encode(p))
+		}
+	}
+	quarter, minute := now.Truncate(15*time.Minute), now.Truncate(time.Minute)
+	put(history.KindSample15m, 15*time.Minute, now.Add(-25*time.Hour).Truncate(15*time.Minute), quarter)
+	put(history.KindSample1m, time.Minute, now.Add(-2*time.Hour).Truncate(time.Minute), minute)
+	put(history.KindSample1s, time.Second, minute.Add(-10*time.Minute), now)
+	started := now.Add(-time.Hour)
+	j := jobs.Job{ID: "job-1", Name: "train", Node: alphaID, Owner: alphaID, State: jobs.Running, GPUIndexes: []int{0}, Started: &started}
+	putRecord(t, db, alphaID, KindJob, j.ID, started, mustJSON(t, j))
+
+	r := NewReader(db, Self{ID: selfID, Name: "self"})
+	r.now = func() time.Time { return now }
+	rep, err := r.Report(context.Background(), ReportRequest{Since: 24 * 3600, By: ReportByJob})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ReportRow{Key: "job-1", Label: "train", GPUHoursGranted: 1, GPUHoursUsed: 3599.0 / 3600, UnmeasuredHours: 1.0 / 3600,
+		EnergyKWh: 0.1 * 3599 / 3600, EnergySource: EnergyPower}
+	if len(rep.Rows) != 1 || !approxRow(rep.Rows[0], want) || rep.StepSeconds != 900 {
+		t.Errorf("rows %+v (step %d), want [%+v] at 900 s", rep.Rows, rep.StepSeconds, want)
+	}
 }

@@ -1,0 +1,79 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/app/history/histtest"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// BenchmarkReport computes the pool's report from a viewer's replica of 16
+// machines of 8 GPUs with 30 days of history, a job a day on each machine
+// (2 GPUs for 20 hours) and energy readings every quarter hour: over a week
+// (1 min points) and over 30 days (15 min points).
+func BenchmarkReport(b *testing.B) {
+	ctx := context.Background()
+	end := time.Now().Truncate(time.Second)
+	path := filepath.Join(b.TempDir(), "replica.db")
+	var nodes []histtest.Node
+	for i := range 16 {
+		nodes = append(nodes, histtest.Node{ID: fmt.Sprintf("N%03d-BENC-HBEN-CHBE", i), GPUs: 8, Span: 30 * 24 * time.Hour, End: end})
+	}
+	if err := histtest.WriteFile(ctx, path, histtest.Compact, nodes...); err != nil {
+		b.Fatal(err)
+	}
+	db, err := store.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for i, n := range nodes {
+		if _, err := db.PutMember(ctx, store.MemberRow{ID: n.ID, Name: fmt.Sprintf("gpu-%02d", i), Version: 1, AddedAt: end, AddedBy: nodes[0].ID}); err != nil {
+			b.Fatal(err)
+		}
+		var recs []store.Record
+		put := func(kind, key string, tm time.Time, v any) {
+			data, _ := json.Marshal(v)
+			recs = append(recs, store.Record{Origin: n.ID, Seq: uint64(len(recs) + 1), Kind: kind, Key: key, Time: tm, Data: data})
+		}
+		for d := range 30 {
+			started := end.Add(-time.Duration(d+1) * 24 * time.Hour)
+			finished := started.Add(20 * time.Hour)
+			j := jobs.Job{ID: fmt.Sprintf("%s-job-%02d", n.ID[:4], d), Name: "train", Node: n.ID, Owner: nodes[d%4].ID,
+				State: jobs.Exited, GPUIndexes: []int{d % 8, (d + 1) % 8}, Started: &started, Finished: &finished}
+			put(app.KindJob, j.ID, finished, j)
+		}
+		for tm := end.Add(-30 * 24 * time.Hour); tm.Before(end); tm = tm.Add(15 * time.Minute) {
+			er := app.EnergyReading{Time: tm}
+			for g := range 8 {
+				er.GPUs = append(er.GPUs, app.GPUEnergy{Index: g, MJ: uint64(tm.Sub(end.Add(-31*24*time.Hour)).Seconds()) * 200_000})
+			}
+			recs = append(recs, store.Record{Origin: n.ID, Seq: uint64(len(recs) + 1), Kind: app.KindEnergy, Key: history.Key(tm), Time: tm, Data: app.EncodeEnergy(er)})
+		}
+		if err := db.Put(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := app.NewReader(db, app.Self{ID: nodes[0].ID})
+	for _, window := range []struct {
+		name  string
+		since int
+	}{{"7d", 7 * 24 * 3600}, {"30d", 30 * 24 * 3600}} {
+		b.Run(window.name, func(b *testing.B) {
+			for b.Loop() {
+				rep, err := r.Report(ctx, app.ReportRequest{Since: window.since, Until: end.Unix(), By: app.ReportByMember})
+				if err != nil || len(rep.Rows) != 4 || rep.Totals.EnergySource == "" {
+					b.Fatalf("report: %v, %d rows, energy from %q", err, len(rep.Rows), rep.Totals.EnergySource)
+				}
+			}
+		})
+	}
+}
