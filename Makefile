@@ -142,6 +142,7 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzParseTXT -fuzztime 20s ./discovery
 	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 20s ./sync/replica
 	$(GO) test -run '^$$' -fuzz FuzzDecodePoint -fuzztime 20s ./app/history
+	$(GO) test -run '^$$' -fuzz FuzzDecodeEnergy -fuzztime 20s ./app
 	$(GO) test -run '^$$' -fuzz FuzzParseCode -fuzztime 20s ./sync/pool
 	$(GO) test -run '^$$' -fuzz FuzzApplyRecord -fuzztime 20s ./sync/pool
 	$(GO) test -run '^$$' -fuzz FuzzVerifyLog -fuzztime 20s ./sync/pool
