@@ -203,6 +203,7 @@ func (db *DB) tryResume() bool {
 		return false
 	}
 	db.paused.Store(false)
+	db.skipFloor = nil         // the cursors stayed below what was skipped
 	db.notify.broadcast(false) // followers fetch again what Put skipped
 	return true
 }

@@ -173,6 +173,19 @@ func diskFull(t *testing.T, dir string) {
 	if c, _ := db.Cursor(ctx, "B"); c != 1 {
 		t.Errorf("cursor of B after a paused Put = %d; want 1 (below the first sample skipped)", c)
 	}
+	// A later frame of control records only does not carry the cursor past
+	// the samples skipped before.
+	later := Record{Origin: "B", Seq: 5, Kind: "alert", Key: "a1", Time: t0(), Data: []byte(`{"rule":"temp"}`)}
+	if err := db.Put(ctx, []Record{later}); err != nil {
+		t.Fatalf("Put on a full disk: %v", err)
+	}
+	if c, _ := db.Cursor(ctx, "B"); c != 1 {
+		t.Errorf("cursor of B after a later frame of control records = %d; want still 1", c)
+	}
+	if _, ok, _ := db.Latest(ctx, "B", "alert", "a1"); !ok {
+		t.Error("the peer's alert was not stored on a full disk")
+	}
+	peerRecs = append(peerRecs, later)
 	if _, ok, _ := db.Latest(ctx, "B", "job", "jb"); !ok {
 		t.Error("the peer's job was not stored on a full disk")
 	}
@@ -197,8 +210,8 @@ func diskFull(t *testing.T, dir string) {
 	if err := db.Put(ctx, peerRecs); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := db.Cursor(ctx, "B"); c != 4 {
-		t.Errorf("cursor of B after the frame came again = %d; want 4", c)
+	if c, _ := db.Cursor(ctx, "B"); c != 5 {
+		t.Errorf("cursor of B after the frames came again = %d; want 5", c)
 	}
 
 	// Everything acknowledged is there after a reopen, and the file is sound.

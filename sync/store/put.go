@@ -73,8 +73,18 @@ func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory 
 		}
 		n += k
 	}
+	if len(skipped) > 0 && db.skipFloor == nil {
+		db.skipFloor = map[string]uint64{}
+	}
+	for origin, s := range skipped {
+		if f, ok := db.skipFloor[origin]; !ok || s < f {
+			db.skipFloor[origin] = s
+		}
+	}
 	for origin, seq := range top {
-		if s, ok := skipped[origin]; ok {
+		// Below the first record skipped since history paused, in this
+		// frame or an earlier one (db.wmu is held).
+		if s, ok := db.skipFloor[origin]; ok {
 			seq = min(seq, s-1) // 0 still records the origin, for Prune
 		}
 		if _, err := advance.ExecContext(ctx, origin, int64(seq)); err != nil {

@@ -41,6 +41,10 @@ const busyTimeoutMS = 10_000
 // maxReaders bounds the read-only connections open at once.
 const maxReaders = 8
 
+// readerIdle is how long a read-only connection may sit unused before it
+// is closed.
+const readerIdle = 30 * time.Second
+
 // DB is an open replica.
 type DB struct {
 	w *sql.DB // one connection; every write transaction is BEGIN IMMEDIATE
@@ -51,8 +55,9 @@ type DB struct {
 	path      string  // absolute path of the database file
 	opts      Options // with defaults filled in
 	wmu       sync.Mutex
-	paused    atomic.Bool // history paused by a full disk (see durable.go)
-	lastCheck time.Time   // of free space while paused; guarded by wmu
+	paused    atomic.Bool       // history paused by a full disk (see durable.go)
+	lastCheck time.Time         // of free space while paused; guarded by wmu
+	skipFloor map[string]uint64 // per origin, the lowest seq Put skipped while paused; guarded by wmu
 	members   atomic.Uint64
 	appended  sync.Map  // origin -> uint64: the highest seq Append gave it in this process
 	since     *sql.Stmt // Since's query, prepared once
@@ -96,6 +101,9 @@ func OpenWith(path string, opts Options) (*DB, error) {
 	}
 	r.SetMaxOpenConns(maxReaders)
 	r.SetMaxIdleConns(maxReaders)
+	// A reader left idle gives its page cache back: an agent at rest keeps
+	// the one or two its streams use.
+	r.SetConnMaxIdleTime(readerIdle)
 	db := &DB{w: w, r: r, path: abs, opts: opts.withDefaults()}
 	if err := db.prepare(); err != nil {
 		db.Close()
