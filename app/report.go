@@ -126,6 +126,11 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 		}
 	}
 	in.GPUs = withLive(in.GPUs, latest, in.Until)
+	heard, err := r.history.Latest(ctx)
+	if err != nil {
+		return Report{}, err
+	}
+	endSilent(in.Jobs, heard, in.Until)
 	rep := computeReport(in)
 	rep.StepSeconds = int(in.step / time.Second)
 	return rep, nil
@@ -168,6 +173,22 @@ func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string) e
 	in.GPUs = append(in.GPUs, usage...)
 	in.step = max(in.step, step)
 	return nil
+}
+
+// silentAfter is how long a node may go unheard before its running jobs
+// are counted only to its last sample.
+const silentAfter = time.Minute
+
+// endSilent ends the running jobs of a node whose newest sample (heard,
+// by node ID) is more than silentAfter before until at that sample: what
+// happened after, the record cannot say.
+func endSilent(js []reportJob, heard map[string]agent.Sample, until time.Time) {
+	for i := range js {
+		j := &js[i]
+		if s, ok := heard[j.Node]; ok && j.End.IsZero() && until.Sub(s.Time) > silentAfter {
+			j.End = later(s.Time, j.Start)
+		}
+	}
 }
 
 // grantOf is the grant a job record holds: from its start to its end (zero

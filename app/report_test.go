@@ -139,3 +139,22 @@ func TestReaderReportOpenPeriods(t *testing.T) {
 		t.Errorf("rows %+v (step %d), want [%+v] at 900 s", rep.Rows, rep.StepSeconds, want)
 	}
 }
+
+// A running job of a machine not heard from for a while counts to the
+// machine's last sample, not to now.
+func TestReaderReportSilentNode(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, alphaID, "alpha", false)
+	now := t0.Truncate(time.Hour)
+	last := now.Add(-2 * time.Hour)
+	putRecord(t, db, alphaID, history.KindLive, "", last, mustJSON(t, agent.Sample{Time: last, GPUs: []gpu.Stats{{Index: 0}}}))
+	started := now.Add(-3 * time.Hour)
+	j := jobs.Job{ID: "job-1", Name: "train", Node: alphaID, Owner: alphaID, State: jobs.Running, GPUIndexes: []int{0, 1}, Started: &started}
+	putRecord(t, db, alphaID, KindJob, j.ID, started, mustJSON(t, j))
+	r := NewReader(db, Self{ID: selfID, Name: "self"})
+	r.now = func() time.Time { return now }
+	rep, err := r.Report(context.Background(), ReportRequest{Since: 24 * 3600, By: ReportByJob})
+	if err != nil || len(rep.Rows) != 1 || math.Abs(rep.Rows[0].GPUHoursGranted-2) > 1e-9 {
+		t.Errorf("report %+v, %v; want the job's 2 GPUs for the hour before alpha went silent", rep.Rows, err)
+	}
+}
