@@ -93,8 +93,7 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	if req.Until > 0 {
 		until = time.Unix(req.Until, 0)
 	}
-	in := reportInput{Until: until.UTC(), Since: until.Add(-time.Duration(req.Since) * time.Second).UTC(), By: req.By,
-		Names: map[string]string{}}
+	in := reportInput{Until: until.UTC(), Since: until.Add(-time.Duration(req.Since) * time.Second).UTC(), By: req.By}
 	ids, names, err := r.nodeIDs(ctx)
 	if err != nil {
 		return Report{}, err
@@ -104,7 +103,7 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 		return Report{}, err
 	}
 	for _, n := range nodes {
-		names[n.ID] = n.Name
+		names[n.ID] = n.Name // a machine's own name over its member name
 	}
 	in.Names = names
 	for _, id := range ids {
