@@ -207,15 +207,13 @@ func formatValue(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
+var (
+	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+)
+
 // escape escapes a label value: backslash, double quote and line feed.
-func escape(s string) string {
-	if !strings.ContainsAny(s, "\\\"\n") {
-		return s
-	}
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
-}
+func escape(s string) string { return labelEscaper.Replace(s) }
 
 // escapeHelp escapes a HELP text: backslash and line feed.
-func escapeHelp(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
-}
+func escapeHelp(s string) string { return helpEscaper.Replace(s) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -233,3 +234,24 @@ func TestPromtool(t *testing.T) {
 }
 
 var _ http.Handler = (*Server)(nil)
+
+// BenchmarkWrite is one scrape of 8 GPUs: what a Prometheus scrape costs
+// the agent.
+func BenchmarkWrite(b *testing.B) {
+	var gpus []gpu.Stats
+	for i := range 8 {
+		g := testGPUs()[0]
+		g.Index, g.UUID = i, fmt.Sprintf("GPU-%04d", i)
+		gpus = append(gpus, g)
+	}
+	snap := Snapshot{Hostname: "dgx1", GPUs: gpus, Owner: owners}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := Write(&buf, snap); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(buf.Len()))
+}
