@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/history/histtest"
 	"github.com/labpool/labpool/node/containers/dockertest"
+	"github.com/labpool/labpool/sync/peer"
 )
 
 // hotGPU is the GPU of gpu1 the test heats (not one the job gets).
@@ -35,6 +37,17 @@ func TestHistoryUI(t *testing.T) {
 	gpu1, laptop := l.host("gpu1"), l.host("laptop")
 	m := gpu1.useMockNVML("h100.yaml")
 	dk := gpu1.docker()
+	// Two days of synthetic history in gpu1's replica, under its own
+	// identity, before it first starts: every range has a shape and the
+	// minute and quarter-hour tiers draw their min/max bands.
+	id, err := peer.LoadOrCreate(gpu1.data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := histtest.WriteFile(context.Background(), filepath.Join(gpu1.data, "replica.db"), histtest.Compact,
+		histtest.Node{ID: id.ID.String(), GPUs: 8, Span: 48 * time.Hour, End: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	gpu1.agent()
 	url := laptop.web("127.0.0.1:7421")
 	gpu1.waitDaemon()
@@ -48,7 +61,15 @@ func TestHistoryUI(t *testing.T) {
 	if _, errOut, code := gpu1.cli("pool", "join", strings.TrimSpace(lines[len(lines)-1])); code != 0 {
 		t.Fatalf("gpu1: pool join: exit %d: %s", code, errOut)
 	}
-	waitFor(t, 30*time.Second, "gpu1 live on the laptop", func() error { return liveNodes(laptop, "gpu1", "laptop") })
+	waitFor(t, 30*time.Second, "gpu1 live on the laptop, with its container engine", func() error {
+		if err := liveNodes(laptop, "gpu1", "laptop"); err != nil {
+			return err
+		}
+		if n, err := nodeByName(laptop, "gpu1"); err != nil || !n.Containers {
+			return fmt.Errorf("gpu1 runs no containers yet (%v)", err)
+		}
+		return nil
+	})
 
 	// A job of the laptop holds three of gpu1's GPUs: the report has its
 	// hours, and its container's PID, written into the mock's process list,

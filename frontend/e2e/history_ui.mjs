@@ -175,19 +175,19 @@ async function main() {
     result.stage = 'daemon unreachable'
     const errorsBefore = browser.consoleErrors.length
     await page.route('**/api/v1/history/**', (r) => r.abort())
-    await page.locator('[data-testid="range-7d"]').click()
+    await page.locator('[data-testid="range-30d"]').click()
     await page.locator('[data-testid="history-stale"]').waitFor()
-    await chartsReady(page, { count: 5, points: 0, span: seconds['7d'] })
+    await chartsReady(page, { count: 5, points: 0, span: seconds['30d'] })
     result.stale = (await page.locator('[data-testid="history-stale"]').innerText()).trim()
     await shot(page, 'machine-stale.png')
     await page.unroute('**/api/v1/history/**')
     browser.consoleErrors.splice(errorsBefore) // the refused requests, as the browser logs them
 
-    // From the 24 h range (1 min points) into its last hour: the window is
+    // From the 7 d range (15 min points) into its last hours: the window is
     // fetched again, at a finer tier.
     result.stage = 'drag to zoom'
-    await page.locator('[data-testid="range-24h"]').click()
-    await chartsReady(page, { count: 5, points: 1, span: seconds['24h'] })
+    await page.locator('[data-testid="range-7d"]').click()
+    await chartsReady(page, { count: 5, points: 1, span: seconds['7d'] })
     const before = await page.evaluate(readCharts)
     const over = page.locator('[data-testid="chart"] .u-over').first()
     const box = await over.boundingBox()
