@@ -320,6 +320,35 @@ func TestRoundTripEveryRoute(t *testing.T) {
 			roundTrip(t, func() (app.Transfer, error) { return c.Transfer(ctx, peerID, "t-1", time.Second) },
 				func() (app.Transfer, error) { return svc.Transfer(ctx, peerID, "t-1", time.Second) })
 		},
+		"GET /api/v1/alerts": func(t *testing.T) {
+			for _, since := range []int{0, 3600, -1} {
+				roundTrip(t, func() ([]app.Alert, error) { return c.Alerts(ctx, since) }, func() ([]app.Alert, error) { return svc.Alerts(ctx, since) })
+			}
+		},
+		"GET /api/v1/alerts/rules": func(t *testing.T) {
+			for _, node := range []string{"", selfID, "nobody"} {
+				roundTrip(t, func() ([]app.AlertRule, error) { return c.AlertRules(ctx, node) }, func() ([]app.AlertRule, error) { return svc.AlertRules(ctx, node) })
+			}
+		},
+		"PUT /api/v1/alerts/rules/{id}": func(t *testing.T) {
+			th := 90.0
+			req := app.AlertRuleRequest{ID: "gpu-temp", AlertRuleUpdate: app.AlertRuleUpdate{Threshold: &th}}
+			roundTrip(t, func() (app.AlertRuleChange, error) { return c.SetAlertRule(ctx, req) }, func() (app.AlertRuleChange, error) { return svc.SetAlertRule(ctx, req) })
+		},
+		"POST /api/v1/alerts/mute": func(t *testing.T) {
+			for _, req := range []app.MuteRequest{{ID: "nope", Seconds: 60}, {Node: selfID, Rule: "gpu-temp", Seconds: 60}, {Seconds: 60}} {
+				roundTrip(t, func() (app.AlertMute, error) { return c.MuteAlert(ctx, req) }, func() (app.AlertMute, error) { return svc.MuteAlert(ctx, req) })
+			}
+		},
+		"GET /api/v1/alerts/webhook": func(t *testing.T) {
+			roundTrip(t, func() (app.AlertWebhook, error) { return c.AlertWebhook(ctx) }, func() (app.AlertWebhook, error) { return svc.AlertWebhook(ctx) })
+		},
+		"PUT /api/v1/alerts/webhook": func(t *testing.T) {
+			for _, u := range []string{"https://chat.example.org/h", "file:/etc/passwd"} {
+				req := app.WebhookRequest{URL: u}
+				roundTrip(t, func() (app.Applied, error) { return c.SetAlertWebhook(ctx, req) }, func() (app.Applied, error) { return svc.SetAlertWebhook(ctx, req) })
+			}
+		},
 		"GET /api/v1/policy": func(t *testing.T) {
 			roundTrip(t, func() (app.Policy, error) { return c.Policy(ctx) }, func() (app.Policy, error) { return svc.Policy(ctx) })
 		},

@@ -17,7 +17,7 @@ func sinceArg(r *http.Request) (int, error) {
 		return 0, nil
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 {
+	if err != nil {
 		return 0, invalid("since must be a whole number of seconds")
 	}
 	return n, nil
