@@ -18,14 +18,10 @@ import "github.com/labpool/labpool/node/jobs"
 //	POST   /api/v1/images/load?node=N  (tar body) -> NDJSON of ImageProgress
 //	POST   /api/v1/images/pull  PullRequest      -> NDJSON of ImageProgress
 //
-// Event EventJobs carries []Job whenever a job changes (coalesced), and
-// EventLogs carries LogChunk for logs followed through the window.
+// Event EventJobs carries []Job whenever a job changes (coalesced).
 
-// Job events.
-const (
-	EventJobs = "jobs:changed"
-	EventLogs = "job:logs"
-)
+// EventJobs is the event of a change to the jobs.
+const EventJobs = "jobs:changed"
 
 // Job is a job as the UI shows it: the node's record plus names.
 type Job struct {
@@ -112,11 +108,4 @@ type ImageProgress struct {
 	Status string   `json:"status,omitempty"`
 	Error  string   `json:"error,omitempty"`
 	Tags   []string `json:"tags,omitempty"` // on the last line of a load
-}
-
-// LogChunk is a piece of a followed log.
-type LogChunk struct {
-	Job  string `json:"job"`
-	Text string `json:"text"`
-	EOF  bool   `json:"eof,omitempty"`
 }

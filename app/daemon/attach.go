@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"strconv"
 	"time"
@@ -154,21 +152,8 @@ func checkLoopback(addr string) error {
 
 // attachedHandler serves assets and proxies /api/ to the daemon's socket.
 func attachedHandler(sock string, assets fs.FS) http.Handler {
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(r *httputil.ProxyRequest) {
-			r.SetURL(&url.URL{Scheme: "http", Host: "labpool"})
-			// The token opened the web door; the socket needs none.
-			r.Out.Header.Del("Authorization")
-			r.Out.Header.Del("Cookie")
-		},
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}},
-		FlushInterval: -1,
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/api/", proxy)
+	mux.Handle("/api/", web.NewSocketProxy(sock))
 	mux.Handle("/", http.FileServerFS(assets))
 	return mux
 }

@@ -29,13 +29,7 @@ type Client struct {
 
 // NewClient returns a client of the daemon listening on socket.
 func NewClient(socket string) *Client {
-	tr := &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns: 4,
-	}
+	tr := SocketTransport(socket)
 	return &Client{
 		socket: socket,
 		hc:     &http.Client{Transport: tr, Timeout: 60 * time.Second},

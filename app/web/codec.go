@@ -11,8 +11,8 @@ import (
 // The local API's errors travel as {"code": "...", "message": "..."} with a
 // 4xx/5xx status. Encode and WriteError make them on the server, the
 // client's ReadError makes an *app.APIError of them again (errors.Is-equal
-// to the sentinel of its code), and FormatError gives the window the same
-// {code, message}.
+// to the sentinel of its code). The window's page reads them as a browser
+// does: its calls reach this API through app/window.
 
 // Encode returns the status and body that answer err.
 func Encode(err error) (int, app.Error) {
@@ -29,13 +29,6 @@ func WriteError(w http.ResponseWriter, err error) {
 // ReadError decodes a failed reply into an *app.APIError that keeps its
 // status and code.
 func ReadError(resp *http.Response) error { return app.ErrorFromResponse(resp) }
-
-// FormatError is the window's ErrorFormatter: the {code, message} the local
-// API would answer.
-func FormatError(err error) any {
-	_, body := Encode(err)
-	return body
-}
 
 // writeError answers a refusal of the handler itself (a bad request, an
 // unknown path) with its own status and code.

@@ -46,8 +46,8 @@ func TestErrorCodecRoundTrip(t *testing.T) {
 					t.Errorf("errors.Is(%v, %v) = true, want false", got, other)
 				}
 			}
-			if f, ok := web.FormatError(tt.err).(app.Error); !ok || f.Code != tt.code || f.Message != tt.err.Error() {
-				t.Errorf("FormatError(%v) = %#v, want code %q", tt.err, web.FormatError(tt.err), tt.code)
+			if status, body := web.Encode(tt.err); status != tt.status || body.Code != tt.code || body.Message != tt.err.Error() {
+				t.Errorf("Encode(%v) = %d %#v, want status %d code %q", tt.err, status, body, tt.status, tt.code)
 			}
 		})
 	}

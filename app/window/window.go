@@ -1,9 +1,9 @@
 // Package window serves labpool's desktop window. The page is the UI that
 // `labpool web` serves, and it calls the same local API: a Window is the
 // Handler of the Wails AssetServer, and passes every /api/ call of the page
-// to the daemon's unix socket, where app/web serves web.Routes. Nothing here
-// is written per API call: a new route reaches the window as it reaches the
-// CLI.
+// to the daemon's unix socket (web.SocketProxy), where app/web serves
+// web.Routes. Nothing here is written per API call: a new route reaches the
+// window as it reaches the CLI.
 //
 // What the window adds to the calls it passes on:
 //   - replies streamed without a length (a job's log, image progress) reach
@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -81,7 +80,7 @@ const eventsPath = "/api/v1/events"
 // Window serves the page's calls; see the package doc.
 type Window struct {
 	cfg        Config
-	daemon     http.RoundTripper // to the daemon's unix socket
+	proxy      *web.SocketProxy // to the daemon's unix socket
 	calls      calls
 	selfTested chan struct{} // closed once by the first report
 	reported   sync.Once
@@ -89,18 +88,13 @@ type Window struct {
 
 // New returns the window over the daemon listening on socket.
 func New(socket string, cfg Config) *Window {
-	return newWindow(&http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-		MaxIdleConns:        8,
-		MaxIdleConnsPerHost: 8, // one host: the daemon
-	}, cfg)
+	return newWindow(web.SocketTransport(socket), cfg)
 }
 
 func newWindow(daemon http.RoundTripper, cfg Config) *Window {
-	return &Window{cfg: cfg, daemon: daemon, selfTested: make(chan struct{})}
+	w := &Window{cfg: cfg, selfTested: make(chan struct{})}
+	w.proxy = &web.SocketProxy{Daemon: daemon, Relay: w.relay}
+	return w
 }
 
 // ErrClosed means the window is closing.
@@ -156,7 +150,8 @@ func (w *Window) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// call passes an API call to the daemon and its reply to the page.
+// call passes an API call to the daemon and its reply to the page; Run
+// ends it.
 func (w *Window) call(rw http.ResponseWriter, r *http.Request) {
 	ctx, done, ok := w.calls.start(r.Context())
 	if !ok {
@@ -164,34 +159,20 @@ func (w *Window) call(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer done()
-	out, err := http.NewRequestWithContext(ctx, r.Method, "http://labpool"+r.URL.RequestURI(), r.Body)
-	if err != nil {
-		web.WriteError(rw, fmt.Errorf("%w: %v", app.ErrInvalid, err))
-		return
-	}
-	if r.ContentLength > 0 {
-		out.ContentLength = r.ContentLength
-	}
-	copyHeader(out.Header, r.Header)
-	resp, err := w.daemon.RoundTrip(out)
-	if err != nil {
-		web.WriteError(rw, &app.APIError{Status: http.StatusBadGateway, Code: "unreachable",
-			Message: "cannot reach the labpool daemon: " + err.Error()})
-		return
-	}
-	defer resp.Body.Close()
-	copyHeader(rw.Header(), resp.Header)
-	rw.WriteHeader(resp.StatusCode)
+	w.proxy.ServeHTTP(rw, r.WithContext(ctx))
+}
+
+// relay writes a reply of the daemon to the page: events coalesced and
+// streams paced, the rest as it arrives.
+func (w *Window) relay(rw http.ResponseWriter, r *http.Request, resp *http.Response) {
 	switch {
-	case resp.StatusCode != http.StatusOK:
-		io.Copy(rw, resp.Body)
 	case r.URL.Path == eventsPath:
 		io.WriteString(rw, "retry: 1000\n: labpool window events\n\n")
-		relay(ctx, rw, resp.Body, newCoalescer(), w.cfg.Flush, w.cfg.Keepalive)
+		relay(r.Context(), rw, resp.Body, newCoalescer(), w.cfg.Flush, w.cfg.Keepalive)
 	case streamed(resp):
-		relay(ctx, rw, resp.Body, &text{}, w.cfg.Flush, 0)
+		relay(r.Context(), rw, resp.Body, &text{}, w.cfg.Flush, 0)
 	default:
-		io.Copy(rw, resp.Body)
+		web.CopyReply(rw, resp)
 	}
 }
 
@@ -200,19 +181,6 @@ func (w *Window) call(rw http.ResponseWriter, r *http.Request) {
 func streamed(resp *http.Response) bool {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	return resp.ContentLength < 0 && mt != "application/json"
-}
-
-// hopHeaders are the headers of one connection, never passed on.
-var hopHeaders = map[string]bool{"Connection": true, "Keep-Alive": true, "Proxy-Connection": true,
-	"Proxy-Authenticate": true, "Proxy-Authorization": true, "Te": true, "Trailer": true,
-	"Transfer-Encoding": true, "Upgrade": true, "Host": true}
-
-func copyHeader(dst, src http.Header) {
-	for k, vs := range src {
-		if !hopHeaders[http.CanonicalHeaderKey(k)] {
-			dst[k] = append(dst[k][:0:0], vs...)
-		}
-	}
 }
 
 // selfTest tells the page whether to run its self-test and saves its report.

@@ -23,7 +23,7 @@ import (
 
 // extras are the types the UI reads from elsewhere than a route's request
 // or reply: events and error bodies.
-var extras = []any{app.Error{}, app.LogChunk{}, app.Sample{}}
+var extras = []any{app.Error{}, app.Sample{}}
 
 // names are the TypeScript names of Go types whose own names the UI does not
 // use (or that would collide).

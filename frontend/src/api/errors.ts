@@ -44,7 +44,7 @@ export function toApiError(err: unknown): ApiError {
     return body ? new ApiError(body.message, body.code) : new ApiError(err || 'unknown error')
   }
   if (err && typeof err === 'object' && !(err instanceof Error)) {
-    // The window's ErrorFormatter (web.FormatError) rejects with {code, message}.
+    // A {code, message} object: an error body already decoded.
     const body = parseErrorBody(JSON.stringify(err))
     if (body) return new ApiError(body.message, body.code)
   }

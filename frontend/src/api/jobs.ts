@@ -4,7 +4,7 @@ import type * as G from './types.gen.ts'
 import type { Loose } from './types.ts'
 import type { Image, JobStats, LaunchRequest, Plan, Tunnel } from './types.gen.ts'
 
-export type { Image, JobStats, LaunchRequest, LogChunk, Mount, Plan, Spec, Tunnel } from './types.gen.ts'
+export type { Image, JobStats, LaunchRequest, Mount, Plan, Spec, Tunnel } from './types.gen.ts'
 
 export type JobState = 'queued' | 'starting' | 'running' | 'exited' | 'failed'
 

@@ -252,13 +252,6 @@ export interface LaunchRequest {
   spec: Spec
 }
 
-/** app.LogChunk */
-export interface LogChunk {
-  job: string
-  text: string
-  eof?: boolean
-}
-
 /** app.Member */
 export interface Member {
   id: string
