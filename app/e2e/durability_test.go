@@ -6,14 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -22,8 +27,10 @@ import (
 // after its API answers, and after every kill opens its replica as the
 // next start would: PRAGMA integrity_check must pass, and every control
 // record whose API call returned must be there: membership (invites made,
-// a member's role changed), folder records (shares) and local settings (the
-// machine's policy). A write in flight at the kill may or may not be there.
+// a member's role changed), folder records (shares), alert rules (the
+// machine's published alert.rules record), local settings (the machine's
+// policy) and, where dockerd is installed, jobs and their GPU grants
+// (queued or running). A write in flight at the kill may or may not be there.
 // Samples, written every second, may lose the last second only: every
 // sample the replica held just before the kill survives it, and in the
 // iterations that let the agent run 2.5 s (every 40th), the newest sample is at most
@@ -43,6 +50,12 @@ func TestCrashConsistency(t *testing.T) {
 	l := newLAN(t, "node", "peer")
 	node, peer := l.host("node"), l.host("peer")
 	node.env = []string{"LABPOOL_SIMULATE_GPUS=8"}
+	withJobs := dockerInstalled()
+	if withJobs {
+		node.docker()
+	} else {
+		t.Log("dockerd is not installed: no job records in this run")
+	}
 	node.agent()
 	peer.agent()
 	node.waitDaemon()
@@ -73,7 +86,8 @@ func TestCrashConsistency(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(shareDir, "data.txt"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := &crashLedger{invites: map[string]bool{}, shares: map[string]bool{}, policy: -1, policyFlight: -1}
+	c := &crashLedger{invites: map[string]bool{}, shares: map[string]bool{}, jobs: map[string]bool{},
+		policy: -1, policyFlight: -1, withJobs: withJobs}
 	if st, err := node.client().Pool(ctx); err == nil {
 		for _, m := range st.Members {
 			if m.ID == peerSelf.ID {
@@ -82,6 +96,16 @@ func TestCrashConsistency(t *testing.T) {
 		}
 	}
 	replica := filepath.Join(node.data, "replica.db")
+	if withJobs {
+		// A job holds every GPU, so the launches of the loop queue (their
+		// records are written at once, without waiting for a container).
+		j, err := node.client().Launch(ctx, app.LaunchRequest{Spec: jobs.Spec{Image: "labpool-test/busybox:1",
+			Cmd: []string{"sleep", "3600"}, GPUs: 8}})
+		if err != nil {
+			t.Fatalf("launch the job holding every GPU: %v", err)
+		}
+		c.jobs[j.ID] = true
+	}
 
 	start := time.Now()
 	var writes, longRuns int
@@ -112,8 +136,8 @@ func TestCrashConsistency(t *testing.T) {
 			t.Fatalf("iteration %d (life %v) failed; replay with LABPOOL_CRASH_SEED=%d", i, life, seed)
 		}
 	}
-	t.Logf("%d kills in %v: %d acknowledged control writes, all kept; integrity_check ok every time; %d runs of 2.5 s checked the samples",
-		iterations, time.Since(start).Round(time.Second), writes, longRuns)
+	t.Logf("%d kills in %v: %d acknowledged control writes (%d invites, %d shares, %d jobs, role changes, alert rules, policies), all kept; integrity_check ok every time; %d runs of 2.5 s checked the samples",
+		iterations, time.Since(start).Round(time.Second), writes, len(c.invites), len(c.shares), len(c.jobs), longRuns)
 }
 
 // crashLedger is what the writers had acknowledged, and what was in flight.
@@ -127,8 +151,15 @@ type crashLedger struct {
 	// role is the peer's role last acknowledged and roleFlight the one
 	// being written ("": none).
 	role, roleFlight string
-	next             int // the next policy value
-	written          int // acknowledged writes of this iteration
+	// threshold is the gpu-temp alert rule's threshold last acknowledged
+	// (0: none yet) and thresholdFlight the one being written (0: none).
+	threshold, thresholdFlight float64
+	thresholdAcked             float64         // the last one a call acknowledged
+	jobs                       map[string]bool // job IDs whose launch returned
+	withJobs                   bool
+	next                       int // the next policy value
+	nextRule                   int // the next threshold
+	written                    int // acknowledged writes of this iteration
 }
 
 // writers returns the write loops of iteration i: one invite and one role
@@ -162,6 +193,33 @@ func (c *crashLedger) writers(h *host, i int, dir, peerID string) []func(context
 					return
 				}
 				c.ack(func() { c.shares[name] = true })
+			}
+		},
+		func(ctx context.Context) { // alert rules (published as a record)
+			for k := 0; k < 3 && ctx.Err() == nil; k++ {
+				c.mu.Lock()
+				c.nextRule++
+				v := 80 + float64(c.nextRule)/1000
+				c.thresholdFlight = v
+				c.mu.Unlock()
+				ch, err := web.Call[app.AlertRuleChange](ctx, cl, http.MethodPut, "/api/v1/alerts/rules/gpu-temp",
+					app.AlertRuleUpdate{Threshold: &v})
+				// The call goes to every machine and answers once one has
+				// applied it: acknowledged here when this one did.
+				if err != nil || !slices.Contains(ch.Applied.Applied, h.name) {
+					return
+				}
+				c.ack(func() { c.threshold, c.thresholdFlight, c.thresholdAcked = v, 0, v })
+			}
+		},
+		func(ctx context.Context) { // jobs and their grants
+			if !c.withJobs {
+				return
+			}
+			j, err := cl.Launch(ctx, app.LaunchRequest{Spec: jobs.Spec{Image: "labpool-test/busybox:1",
+				Cmd: []string{"sleep", "3600"}, GPUs: 1, Queue: true}})
+			if err == nil {
+				c.ack(func() { c.jobs[j.ID] = true })
 			}
 		},
 		func(ctx context.Context) { // local settings: the policy
@@ -243,6 +301,60 @@ func (c *crashLedger) verify(t *testing.T, i int, path, self, peerID string, hel
 		}
 	}
 
+	// Alert rules: the machine keeps them in a local setting, which it
+	// writes first, and publishes them as a record, which a start
+	// publishes again; thresholds only grow, so nothing acknowledged is
+	// lost when the record's is at least the acknowledged one.
+	tempThreshold := func(data []byte, wrapped bool) (float64, bool) {
+		var rules []struct {
+			ID        string  `json:"id"`
+			Threshold float64 `json:"threshold"`
+		}
+		if wrapped {
+			var st struct {
+				Rules json.RawMessage `json:"rules"`
+			}
+			if json.Unmarshal(data, &st) != nil {
+				return 0, false
+			}
+			data = st.Rules
+		}
+		if json.Unmarshal(data, &rules) != nil {
+			return 0, false
+		}
+		for _, r := range rules {
+			if r.ID == "gpu-temp" {
+				return r.Threshold, true
+			}
+		}
+		return 0, false
+	}
+	if v, ok, err := db.Setting(ctx, "alerts.rules"); err != nil {
+		t.Fatal(err)
+	} else if th, found := tempThreshold([]byte(v), false); ok && found {
+		if c.threshold != 0 && th != c.threshold && th != c.thresholdFlight {
+			t.Errorf("iteration %d: gpu-temp threshold %v; acknowledged %v (in flight %v)", i, th, c.threshold, c.thresholdFlight)
+		}
+		if c.threshold != 0 || th > 80 {
+			c.threshold = th
+		}
+	} else if c.threshold != 0 {
+		t.Errorf("iteration %d: the alert rules are gone; threshold %v was acknowledged", i, c.threshold)
+	}
+	if rec, ok, err := db.Latest(ctx, self, app.KindAlertRules, ""); err != nil {
+		t.Fatal(err)
+	} else if th, found := tempThreshold(rec.Data, true); c.thresholdAcked != 0 && (!ok || !found || th < c.thresholdAcked) {
+		t.Errorf("iteration %d: published gpu-temp threshold %v (record %v); acknowledged %v", i, th, ok, c.thresholdAcked)
+	}
+	c.thresholdFlight = 0
+
+	// Jobs (a job's record holds its grant: the GPUs it was given).
+	for id := range c.jobs {
+		if _, ok, err := db.Latest(ctx, self, app.KindJob, id); err != nil || !ok {
+			t.Errorf("iteration %d: acknowledged job %s lost (%v)", i, id, err)
+		}
+	}
+
 	// Local settings.
 	v, _, err := db.Setting(ctx, "policy")
 	if err != nil {
@@ -300,4 +412,10 @@ func newestSample(t *testing.T, path, origin string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms.Int64)
+}
+
+// dockerInstalled reports whether h.docker can start an engine here.
+func dockerInstalled() bool {
+	_, err := exec.LookPath("dockerd")
+	return err == nil
 }
