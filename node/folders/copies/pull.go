@@ -234,15 +234,7 @@ func (p *Pull) smallFiles(ctx context.Context, target string, files []folders.Fi
 			}
 		})
 	}
-feed:
-	for _, b := range batches {
-		select {
-		case work <- b:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
+	feed(ctx, work, batches)
 	wg.Wait()
 	select {
 	case err := <-errc:
@@ -368,6 +360,19 @@ func (p *Pull) file(ctx context.Context, src, name string, m folders.FileMeta) e
 	return nil
 }
 
+// feed sends items to the workers reading work until ctx ends, then
+// closes work.
+func feed[T any](ctx context.Context, work chan<- T, items []T) {
+	defer close(work)
+	for _, it := range items {
+		select {
+		case work <- it:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // join is rel under dir ("" is dir itself).
 func join(dir, rel string) string {
 	if rel == "" {
@@ -476,15 +481,7 @@ func (p *Pull) fetch(ctx context.Context, src string, f *os.File, sums folders.S
 			}
 		})
 	}
-feed:
-	for _, r := range runs(need, 16) {
-		select {
-		case work <- r:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
+	feed(ctx, work, runs(need, 16))
 	wg.Wait()
 	if err := w.close(); err != nil {
 		return err // the cause of any cancel seen by the streams
