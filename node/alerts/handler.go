@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/labpool/labpool/internal/httperr"
 )
 
 // Roles a caller holds in the pool (sync/pool's, as strings).
@@ -204,19 +206,15 @@ func decode(body io.Reader, v any) error {
 }
 
 func reply(w http.ResponseWriter, v any, err error) {
-	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
 		status, code := http.StatusInternalServerError, "internal"
 		var r *refusal
 		if errors.As(err, &r) {
 			status, code = r.status, r.code
 		}
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		}{code, err.Error()})
+		httperr.Write(w, status, code, err.Error())
 		return
 	}
-	json.NewEncoder(w).Encode(v)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v) // the client went away: nothing to tell it
 }
