@@ -5,7 +5,7 @@
 //
 //   import { parseArgs, openBrowser, firstLine } from './browser.mjs'
 //   const opts = parseArgs(process.argv.slice(2), {
-//     flags: { '--url': 'url', '--gpus': ['gpus', 'number'], '--wails': ['wails', 'bool'] },
+//     flags: { '--url': 'url', '--gpus': ['gpus', 'number'], '--offline': ['offline', 'bool'] },
 //     required: ['--url'],
 //   })
 //   const browser = await openBrowser(opts, { name: 'mine' })

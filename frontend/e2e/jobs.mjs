@@ -3,10 +3,7 @@
 //   node e2e/jobs.mjs --url http://127.0.0.1:PORT/ --node gpu2 \
 //        --image labpool-test/busybox:1 --cmd "sh -c 'echo hello; sleep 600'" \
 //        --expect-log hello --screenshot /tmp/jobs.png \
-//        [--gpus N] [--timeout 30] [--chromium /usr/bin/chromium] [--wails]
-//
-// --wails drives the desktop window's code path instead: fake Wails bindings
-// (e2e/wails-fake.mjs) over the same HTTP API, logs through "job:logs" events.
+//        [--gpus N] [--timeout 30] [--chromium /usr/bin/chromium]
 //
 // Opens Launch from the header, picks the machine and the image, enters the
 // command, waits for the placement plan to name the machine, launches, waits
@@ -16,7 +13,6 @@
 // Prints one JSON line; on failure ok is false, with the stage and the
 // reason, and the exit status is 1.
 import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
-import { shim } from './wails-fake.mjs'
 
 const flags = {
   '--url': 'url',
@@ -26,7 +22,6 @@ const flags = {
   '--expect-log': 'expectLog',
   '--screenshot': 'screenshot',
   '--gpus': ['gpus', 'number'],
-  '--wails': ['wails', 'bool'],
 }
 
 const shotName = (base, suffix) => base.replace(/(\.png)?$/, `-${suffix}.png`)
@@ -54,7 +49,6 @@ async function main() {
     browser = await openBrowser(opts, { name: 'jobs', viewport: { width: 1360, height: 900 } })
     page = browser.page
     consoleErrors = browser.consoleErrors
-    if (opts.wails) await page.addInitScript(shim)
 
     enter('open page')
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
@@ -113,12 +107,6 @@ async function main() {
       throw new Error(`the job is ${st}, not exited${why ? `: ${why}` : ''} (${err.message.split('\n')[0]})`)
     })
     enter('done')
-    if (opts.wails) {
-      result.wailsCalls = await page.evaluate(() => [...new Set(window.__calls)])
-      const need = ['Launch', 'PlanLaunch', 'Images', 'FollowLogs', 'StopJob']
-      const missing = need.filter((c) => !result.wailsCalls.includes(c))
-      if (missing.length) throw new Error(`the window code path never called ${missing.join(', ')}`)
-    }
     result.ok = true
   } catch (err) {
     result.stage = stages.current

@@ -3,7 +3,7 @@
 //
 //   node e2e/members.mjs --url http://127.0.0.1:PORT/ --as owner \
 //        --member NAME [--remove NAME] [--shots DIR] [--timeout 30] \
-//        [--chromium /usr/bin/chromium] [--wails]
+//        [--chromium /usr/bin/chromium]
 //   node e2e/members.mjs --url http://127.0.0.1:PORT/ --as viewer [--shots DIR]
 //
 // --as owner|admin: opens the Members view from the header, makes an invite
@@ -16,7 +16,6 @@
 //   Invite, Revoke, a role change or Remove.
 // --expect-refusal TEXT with --refuse NAME: (owner/admin) tries to remove
 //   NAME and expects the refusal shown in the view to contain TEXT.
-// --wails drives the window's code path (fake Wails bindings over HTTP).
 //
 // Selectors are roles and visible labels, so the script works against the
 // real daemon as well as the fixture. Screenshots go to --shots (default: a
@@ -26,7 +25,6 @@ import { mkdirSync, mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
-import { shim } from './wails-fake.mjs'
 
 const flags = {
   '--url': 'url',
@@ -36,7 +34,6 @@ const flags = {
   '--refuse': 'refuse',
   '--expect-refusal': 'expectRefusal',
   '--shots': 'shots',
-  '--wails': ['wails', 'bool'],
 }
 
 function readArgs(argv) {
@@ -47,28 +44,6 @@ function readArgs(argv) {
   out.remove ??= out.member
   if (!!out.refuse !== !!out.expectRefusal) throw new Error('--refuse and --expect-refusal go together')
   return out
-}
-
-// The pool calls of the window, over the page's HTTP API like wails-fake.mjs.
-function poolBindings() {
-  const req = async (method, path, body) => {
-    const r = await fetch('/api/v1' + path, {
-      method,
-      headers: body === undefined ? undefined : { 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    const t = await r.text()
-    if (!r.ok) throw new Error(JSON.parse(t).message)
-    return t ? JSON.parse(t) : undefined
-  }
-  const track = (name, f) => (...a) => (window.__calls.push(name), f(...a))
-  Object.assign(window.go.app.Bindings, {
-    Invites: track('Invites', () => req('GET', '/pool/invites')),
-    CreateInvite: track('CreateInvite', (role, uses, expiresSeconds) => req('POST', '/pool/invites', { role, uses, expires_seconds: expiresSeconds })),
-    RevokeInvite: track('RevokeInvite', (id) => req('DELETE', `/pool/invites/${encodeURIComponent(id)}`)),
-    SetRole: track('SetRole', (id, role) => req('PUT', `/pool/members/${encodeURIComponent(id)}/role`, { role })),
-    RemoveMember: track('RemoveMember', (id) => req('DELETE', `/pool/members/${encodeURIComponent(id)}`)),
-  })
 }
 
 const oneLine = (s) => String(s ?? '').replace(/\s+/g, ' ').trim()
@@ -101,10 +76,6 @@ async function main() {
     browser = await openBrowser(opts, { name: 'members', viewport: { width: 1360, height: 900 } })
     page = browser.page
     consoleErrors = browser.consoleErrors
-    if (opts.wails) {
-      await page.addInitScript(shim)
-      await page.addInitScript(poolBindings)
-    }
 
     enter('open page')
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
@@ -227,7 +198,6 @@ async function main() {
       if (shown.length) throw new Error(`a ${opts.as} is offered ${shown.map(([k, n]) => `${n} ${k}`).join(', ')}`)
       await shot(`${opts.as}-members`)
     }
-    if (opts.wails) result.wailsCalls = await page.evaluate(() => [...new Set(window.__calls)])
     enter('done')
     result.ok = true
   } catch (err) {
