@@ -1,12 +1,15 @@
 // Package apptest builds an app.Service for the tests of the packages
 // above app (app/web, app/cli): a Service over a replica whose daemon
 // parts, where a test gives none, read the pool from the replica and
-// refuse the rest with app.ErrReadOnly.
+// refuse the rest with app.ErrReadOnly; and Serve serves the local API to
+// them.
 package apptest
 
 import (
 	"context"
+	"net"
 	"net/http"
+	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -71,4 +74,18 @@ func (noDaemon) Transfers(context.Context) ([]app.Transfer, error) { return []ap
 func (noDaemon) Policy(context.Context) (app.Policy, error)        { return app.Policy{}, app.ErrReadOnly }
 func (noDaemon) SetPolicy(context.Context, app.PolicyUpdate) (app.Policy, error) {
 	return app.Policy{}, app.ErrReadOnly
+}
+
+// Serve serves h on ln until t ends, and waits for the server to be done.
+func Serve(t testing.TB, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -144,16 +143,7 @@ func startDaemon(t *testing.T, dataDir string, pool app.PoolManager) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: web.Handler(svc, nil, slog.New(slog.DiscardHandler))}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	apptest.Serve(t, ln, web.Handler(svc, nil, slog.New(slog.DiscardHandler)))
 }
 
 func TestMainUsage(t *testing.T) {

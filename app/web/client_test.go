@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/apptest"
 	"github.com/labpool/labpool/app/web"
 )
 
@@ -23,16 +24,7 @@ func serveUnix(t *testing.T, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Close()
-		<-done
-	})
+	apptest.Serve(t, ln, h)
 	return sock
 }
 
