@@ -551,6 +551,20 @@ func (w *blockWriter) write(ctx context.Context, off int64, buf []byte) error {
 // release gives back a buffer that is not written.
 func (w *blockWriter) release(buf []byte) { w.free <- buf[:cap(buf)] }
 
+// readBlock reads the next n bytes of rc (a stream from src) into a free
+// buffer; on failure the buffer is released.
+func (w *blockWriter) readBlock(ctx context.Context, rc io.Reader, src string, n int) ([]byte, error) {
+	buf, err := w.buffer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.ReadFull(rc, buf[:n]); err != nil {
+		w.release(buf)
+		return nil, receiveError(src, err)
+	}
+	return buf, nil
+}
+
 func (w *blockWriter) run() {
 	defer close(w.done)
 	for b := range w.writes {
@@ -589,13 +603,9 @@ func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums fo
 	defer rc.Close()
 	for i := r.first; i < r.first+r.n; i++ {
 		n := blockLen(sums.Size, i)
-		buf, err := w.buffer(ctx)
+		buf, err := w.readBlock(ctx, rc, src, n)
 		if err != nil {
 			return err
-		}
-		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
-			w.release(buf)
-			return receiveError(src, err)
 		}
 		if folders.HexSum(buf[:n]) != sums.Blocks[i] {
 			w.release(buf)
@@ -662,13 +672,9 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 		if _, err := io.ReadFull(rc, head[1:]); err != nil {
 			return receiveError(src, err)
 		}
-		buf, err := w.buffer(ctx)
+		buf, err := w.readBlock(ctx, rc, src, n)
 		if err != nil {
 			return err
-		}
-		if _, err := io.ReadFull(rc, buf[:n]); err != nil {
-			w.release(buf)
-			return receiveError(src, err)
 		}
 		if folders.BlockSum(buf[:n]) != [folders.SumSize]byte(head[1:]) {
 			w.release(buf)
