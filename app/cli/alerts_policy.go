@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
 )
 
 // idleFlags sets u's idle reclaim fields from `labpool policy
@@ -31,4 +32,14 @@ func idleReclaimText(p app.Policy) string {
 	}
 	return fmt.Sprintf("stop a job whose GPUs stay under %g%% for %s (warned first)", p.IdleBelowPercent,
 		time.Duration(p.IdleReclaimSeconds)*time.Second)
+}
+
+// reclaimNote is the countdown of a job the idle reclaim policy will stop:
+// " (idle: stopped in 12m)", or "" for none.
+func reclaimNote(j jobs.Job, now time.Time) string {
+	if j.ReclaimAt == nil || j.State != jobs.Running {
+		return ""
+	}
+	left := max(j.ReclaimAt.Sub(now), 0).Round(time.Second)
+	return fmt.Sprintf(" (GPUs idle: stopped in %s unless busy)", left)
 }

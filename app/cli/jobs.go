@@ -187,6 +187,7 @@ func writeJobs(w io.Writer, list []app.Job, now time.Time) error {
 		if j.Stale {
 			st += " (last known)"
 		}
+		st += reclaimNote(j.Job, now)
 		exit := "-"
 		if j.ExitCode != nil {
 			exit = strconv.Itoa(*j.ExitCode)
