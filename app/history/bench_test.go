@@ -166,6 +166,26 @@ func BenchmarkChart(b *testing.B) {
 			reportMS(b, cpu0)
 		})
 	}
+	for _, w := range []struct {
+		name  string
+		since time.Duration
+	}{{"24h", 24 * time.Hour}, {"30d", 30 * 24 * time.Hour}, {"1y", 365 * 24 * time.Hour}} {
+		b.Run("pool/"+w.name, func(b *testing.B) {
+			var ps app.PoolSeries
+			cpu0 := cpuTime()
+			for b.Loop() {
+				var err error
+				if ps, err = r.PoolHistory(ctx, int(w.since/time.Second)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(ps.Times) == 0 || ps.Busy[len(ps.Busy)/2]+ps.IdleGranted[len(ps.Busy)/2]+ps.Free[len(ps.Busy)/2] < 1 {
+				b.Fatalf("pool series of %d points", len(ps.Times))
+			}
+			b.ReportMetric(float64(len(ps.Times)), "points")
+			reportMS(b, cpu0)
+		})
+	}
 	_, old := openFixture(b, oldPath)
 	for _, w := range []struct {
 		name  string

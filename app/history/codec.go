@@ -264,3 +264,83 @@ func decodeBinary(data []byte) (Point, error) {
 	}
 	return p, nil
 }
+
+// gpuStates reads of a record only what the pool's counts need: the
+// point's time, handed to at (which says whether to go on), then for each
+// GPU the share of the period it reported in and its busy and
+// idle-granted fractions, handed to fn. buf is reused between calls.
+func gpuStates(kind string, data []byte, buf *[]byte, at func(time.Time) bool, fn func(share, busy, idle float64)) (time.Time, error) {
+	if len(data) == 0 || data[0] != '"' {
+		p, err := DecodePoint(kind, data)
+		if err != nil || !at(p.Time) {
+			return p.Time, err
+		}
+		for _, g := range p.GPUs {
+			fn(share(g.N, p.N), g.Busy, g.IdleGranted)
+		}
+		return p.Time, nil
+	}
+	if len(data) < 2 || data[len(data)-1] != '"' {
+		return time.Time{}, errCodec
+	}
+	need := base64.StdEncoding.DecodedLen(len(data) - 2)
+	if cap(*buf) < need {
+		*buf = make([]byte, need)
+	}
+	n, err := base64.StdEncoding.Decode((*buf)[:need], data[1:len(data)-1])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %v", errCodec, err)
+	}
+	r := &reader{b: (*buf)[:n]}
+	if v := r.u8(); v != codecV1 {
+		return time.Time{}, fmt.Errorf("%w: version %d (a newer labpool wrote it)", errCodec, v)
+	}
+	flags := r.u8()
+	single, exact := flags&flagSingle != 0, flags&flagExact != 0
+	k := 3
+	if single {
+		k = 1
+	}
+	nHost, nGPUM, nGPUs := int(r.u8()), int(r.u8()), int(r.u8())
+	tm := time.Unix(int64(binary.LittleEndian.Uint64(r.take(8))), 0).UTC()
+	total := int(r.u32())
+	if r.bad {
+		return time.Time{}, fmt.Errorf("%w: truncated", errCodec)
+	}
+	if !at(tm) {
+		return tm, nil
+	}
+	for i := range nHost {
+		r.take(k * width(exact, i >= nHostMetrics || hostWide[i]))
+	}
+	for range nGPUs {
+		r.u8() // index
+		gn, busy, idle := 1, 0.0, 0.0
+		if single {
+			switch r.u8() {
+			case stateBusy:
+				busy = 1
+			case stateIdleGranted:
+				idle = 1
+			}
+		} else {
+			gn, busy, idle = int(r.u32()), r.f16(), r.f16()
+		}
+		for j := range nGPUM {
+			r.take(k * width(exact, j >= nGPUMetrics || gpuWide[j]))
+		}
+		if r.bad {
+			return time.Time{}, fmt.Errorf("%w: truncated", errCodec)
+		}
+		fn(share(gn, total), busy, idle)
+	}
+	return tm, nil
+}
+
+// share is the part of a point's period a GPU reported in.
+func share(gpuN, n int) float64 {
+	if n <= 0 {
+		return 1
+	}
+	return min(1, float64(gpuN)/float64(n))
+}

@@ -226,40 +226,44 @@ type PoolPoint struct {
 // Pool sums the GPU states of nodes over [from, to) in tier t, by time,
 // oldest first.
 func (s *Store) Pool(ctx context.Context, nodes []string, t Resolution, from, to time.Time) ([]PoolPoint, error) {
-	byTime := map[int64]*PoolPoint{}
-	var order []int64
+	step := int64(t.Step / time.Second)
+	first := from.Truncate(t.Step).Unix()
+	n := int((to.Unix()-first)/step) + 1
+	sums := make([]PoolPoint, n)
+	seen := make([]bool, n)
+	var buf []byte
 	for _, node := range nodes {
 		err := s.db.Each(ctx, node, t.Kind, from, to, func(_ time.Time, data []byte) error {
-			p, err := DecodePoint(t.Kind, data)
-			if err != nil {
-				return nil
-			}
-			k := p.Time.Unix()
-			pp := byTime[k]
-			if pp == nil {
-				pp = &PoolPoint{Time: p.Time}
-				byTime[k] = pp
-				order = append(order, k)
-			}
-			for _, g := range p.GPUs {
-				share := 1.0 // of the period the GPU reported in
-				if p.N > 0 {
-					share = min(1, float64(g.N)/float64(p.N))
+			var pp *PoolPoint
+			at := func(tm time.Time) bool {
+				i := (tm.Unix() - first) / step
+				if i < 0 || i >= int64(n) {
+					return false
 				}
-				pp.Busy += g.Busy * share
-				pp.IdleGranted += g.IdleGranted * share
-				pp.Free += (1 - g.Busy - g.IdleGranted) * share
+				pp, seen[i] = &sums[i], true
+				return true
 			}
+			// a malformed record from a peer counts as none (GPUs read
+			// before the fault count: a torn record cannot come from a
+			// store, which keeps whole records)
+			gpuStates(t.Kind, data, &buf, at, func(share, busy, idle float64) {
+				pp.Busy += busy * share
+				pp.IdleGranted += idle * share
+				pp.Free += (1 - busy - idle) * share
+			})
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	slices.Sort(order)
-	out := make([]PoolPoint, len(order))
-	for i, k := range order {
-		out[i] = *byTime[k]
+	out := make([]PoolPoint, 0, n)
+	for i := range sums {
+		if seen[i] {
+			p := sums[i]
+			p.Time = time.Unix(first+int64(i)*step, 0).UTC()
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }

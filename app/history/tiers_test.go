@@ -244,6 +244,24 @@ func TestPoolStates(t *testing.T) {
 	if g0.Busy != 0.5 || g0.IdleGranted != 0 {
 		t.Errorf("GPU 0 over the minute: busy %v idle %v, want 0.5 and 0", g0.Busy, g0.IdleGranted)
 	}
+	// the minute as a record of each node; one node's old JSON mean too
+	for _, origin := range []string{selfID, alphaID} {
+		if _, err := db.AppendBatch(ctx, origin, []store.Record{record(KindSample1m, m)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := s // busy 2 (GPUs 0 and 2), idle 1, free 1
+	old.Time = at(12, 0, 0)
+	if _, err := db.Append(ctx, "OLD-VERSION", KindSample1m, Key(old.Time), old.Time, mustJSON(t, old)); err != nil {
+		t.Fatal(err)
+	}
+	minutes, err := st.Pool(ctx, []string{selfID, alphaID, "OLD-VERSION"}, Resolutions[1], at(11, 0, 0), at(13, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(minutes) != 1 || minutes[0].Busy != 3+2 || minutes[0].IdleGranted != 2+1 || minutes[0].Free != 3+1 || !minutes[0].Time.Equal(at(12, 0, 0)) {
+		t.Errorf("pool over the minute = %+v, want busy 5, idle 3, free 4 at 12:00", minutes)
+	}
 }
 
 func TestChoose(t *testing.T) {
