@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -137,8 +138,16 @@ func FuzzDecodePoint(f *testing.F) {
 	f.Add(Encode(testPoint(1)))
 	f.Add(Encode(testPoint(900)))
 	f.Add([]byte(`{"time":"2026-03-01T12:00:00Z","gpus":[{"index":1}]}`))
+	var buf []byte
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// the pool's reader of the same records neither panics nor reads
+		// a GPU more than the record holds
+		gpus := 0
+		gpuStates(KindSample1m, data, &buf, func(time.Time) bool { return true }, func(_, _, _ float64) { gpus++ })
 		p, err := DecodePoint(KindSample1m, data)
+		if err == nil && gpus != len(p.GPUs) {
+			t.Fatalf("the pool's reader saw %d GPUs, DecodePoint %d", gpus, len(p.GPUs))
+		}
 		if err != nil {
 			return
 		}
