@@ -124,9 +124,7 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 			t.Errorf("%s does not see its job's env: %s", who.ID, body)
 		}
 	}
-	st.mu.Lock()
 	rec, _ := json.Marshal(st.job(j.ID))
-	st.mu.Unlock()
 	if strings.Contains(string(rec), "secret") || !strings.Contains(string(rec), j.ID) {
 		t.Errorf("replicated record %s", rec)
 	}
