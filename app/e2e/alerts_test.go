@@ -21,7 +21,9 @@ import (
 // duration, the laptop sees it, mutes it, and sees it clear; a GPU granted
 // to a job and held at 0% trips the idle-allocation alert; an
 // uncorrectable ECC fault fires the health alert; the webhook gets the
-// alerts as JSON; a machine that stops is "offline" on the laptop.
+// alerts as JSON; a job idle past the machine's reclaim policy shows its
+// countdown, then is stopped saying why; a machine that stops is
+// "offline" on the laptop.
 func TestAlerts(t *testing.T) {
 	l := newLAN(t, "gpu1", "laptop")
 	gpu1, laptop := l.host("gpu1"), l.host("laptop")
@@ -128,6 +130,39 @@ func TestAlerts(t *testing.T) {
 		if !strings.Contains(a.Message, "GPU 5 health is quarantined") {
 			t.Errorf("alert %+v", a)
 		}
+	})
+
+	t.Run("idle reclaim", func(t *testing.T) {
+		if out, errOut, code := gpu1.cli("policy", "--idle-reclaim", "10s", "--idle-below", "5"); code != 0 || !strings.Contains(out, "under 5% for 10s") {
+			t.Fatalf("policy --idle-reclaim: exit %d: %s%s", code, out, errOut)
+		}
+		out, errOut, code := gpu1.cli("run", "--gpu-ids", "1", "--name", "sleepy", "labpool-test/busybox:1", "sleep", "1000")
+		if code != 0 {
+			t.Fatalf("run: exit %d: %s", code, errOut)
+		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		id := lines[len(lines)-1]
+		var countdown bool
+		waitFor(t, 40*time.Second, "the idle job reclaimed", func() error {
+			j, err := laptop.client().Job(context.Background(), id)
+			if err != nil {
+				return err
+			}
+			if j.ReclaimAt != nil && j.State == "running" {
+				countdown = true
+			}
+			if j.State != "exited" {
+				return fmt.Errorf("job %s, reclaim at %v", j.State, j.ReclaimAt)
+			}
+			if j.Error != "stopped: GPUs idle under 5% for 10s (idle reclaim policy)" {
+				t.Errorf("the reclaimed job says %q", j.Error)
+			}
+			return nil
+		})
+		if !countdown {
+			t.Errorf("the laptop never saw the job's countdown (reclaim_at) before it was stopped")
+		}
+		gpu1.cli("policy", "--idle-reclaim", "0")
 	})
 
 	t.Run("offline", func(t *testing.T) {
