@@ -47,8 +47,7 @@ async function main() {
   const ms = opts.timeout * 1000
   try {
     browser = await openBrowser(opts, { name: 'jobs', viewport: { width: 1360, height: 900 } })
-    page = browser.page
-    consoleErrors = browser.consoleErrors
+    ;({ page, consoleErrors } = browser)
 
     enter('open page')
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })

@@ -74,8 +74,7 @@ async function main() {
   }
   try {
     browser = await openBrowser(opts, { name: 'members', viewport: { width: 1360, height: 900 } })
-    page = browser.page
-    consoleErrors = browser.consoleErrors
+    ;({ page, consoleErrors } = browser)
 
     enter('open page')
     await page.goto(opts.url, { waitUntil: 'domcontentloaded', timeout: ms })
