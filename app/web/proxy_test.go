@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/apptest"
 	"github.com/labpool/labpool/app/web"
 )
 
@@ -33,13 +34,7 @@ func serveSocket(t *testing.T, h http.Handler) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-	t.Cleanup(func() {
-		srv.Close()
-		<-served
-	})
+	apptest.Serve(t, l, h)
 	return sock
 }
 
