@@ -193,6 +193,12 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		case held:
 			pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
 			busy = append(busy, fmt.Sprintf("GPU %d: job %s of %s", g.Index, j.Name, j.OwnerName))
+		case g.Health == "quarantined" || g.Health == "lost":
+			pg.State, pg.Reason = GPUFaulty, g.Health
+			if g.HealthReason != "" {
+				pg.Reason += ": " + g.HealthReason
+			}
+			busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, pg.Reason))
 		case g.Processes > 0:
 			pg.State = GPUBusy
 			busy = append(busy, fmt.Sprintf("GPU %d: a process outside labpool", g.Index))

@@ -63,6 +63,8 @@ const (
 	GPUSmall = "small" // nothing holds it, but it has less memory than asked
 	GPUHeld  = "held"  // a labpool job holds it (Job, JobName, Owner, OwnerName say which)
 	GPUBusy  = "busy"  // a process outside labpool uses it
+	// GPUFaulty: quarantined or lost (Reason says why); granted to no job.
+	GPUFaulty = "faulty"
 )
 
 // PlanGPU is one GPU of a machine as a launch would find it. A job that
@@ -80,6 +82,7 @@ type PlanGPU struct {
 	JobName       string  `json:"job_name,omitempty"`   // and name
 	Owner         string  `json:"owner,omitempty"`      // device ID of who launched it
 	OwnerName     string  `json:"owner_name,omitempty"` // and that member's name
+	Reason        string  `json:"reason,omitempty"`     // why a faulty GPU is kept out, e.g. "quarantined: XID 79 (...)"
 }
 
 // OpenRequest asks for a tunnel to a job's container port.

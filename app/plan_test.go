@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -141,5 +142,23 @@ func TestPlanWithoutImage(t *testing.T) {
 	}
 	if _, err := svc.Launch(ctx, LaunchRequest{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Launch without an image: %v, want ErrInvalid", err)
+	}
+}
+
+// A quarantined or lost GPU is planned as faulty with its reason, and a
+// launch naming it does not fit, saying why.
+func TestPlanFaultyGPU(t *testing.T) {
+	nodes, active := planPool()
+	nodes[1].GPUs[0].Health, nodes[1].GPUs[0].HealthReason = "quarantined", "XID 79 (GPU has fallen off the bus)"
+	p := plan(nodes[1:2], nil, jobs.Spec{GPUIDs: []int{0}}, active)
+	g := p.Nodes[0].GPUs[0]
+	if g.State != GPUFaulty || g.Reason != "quarantined: XID 79 (GPU has fallen off the bus)" {
+		t.Fatalf("GPU 0 planned as %q (%q), want faulty with the fault", g.State, g.Reason)
+	}
+	if p.Fits || !strings.Contains(p.Reason, "XID 79") {
+		t.Errorf("a launch on the quarantined GPU: fits=%v reason=%q", p.Fits, p.Reason)
+	}
+	if p.Nodes[0].Free != 0 {
+		t.Errorf("free = %d, want 0 (GPU 1 is busy outside labpool, GPU 0 quarantined)", p.Nodes[0].Free)
 	}
 }

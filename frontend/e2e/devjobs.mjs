@@ -72,6 +72,9 @@ function planNode(n, spec, jobs) {
     if (j) {
       Object.assign(pg, { state: 'held', job: j.id, job_name: j.name, owner: j.owner, owner_name: j.owner_name })
       busy.push(`GPU ${g.index}: job ${j.name} of ${j.owner_name}`)
+    } else if (g.health === 'quarantined' || g.health === 'lost') {
+      Object.assign(pg, { state: 'faulty', reason: g.health + (g.health_reason ? `: ${g.health_reason}` : '') })
+      busy.push(`GPU ${g.index}: ${pg.reason}`)
     } else if (g.processes > 0) {
       pg.state = 'busy'
       busy.push(`GPU ${g.index}: a process outside labpool`)

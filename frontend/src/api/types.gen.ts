@@ -376,6 +376,7 @@ export interface PlanGPU {
   job_name?: string
   owner?: string
   owner_name?: string
+  reason?: string
 }
 
 /** jobs.Policy */
