@@ -11,6 +11,8 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alerts"
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
 	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -50,8 +52,16 @@ func (s alertStore) saveJSON(key string, v any) error {
 	return s.db.SetSetting(context.Background(), key, string(b))
 }
 
+// storedRules is the local setting of the rules.
+type storedRules struct {
+	Rules []alerts.Rule `json:"rules"`
+	At    time.Time     `json:"at"` // when an owner or admin changed them
+}
+
 // SaveRules implements alerts.Settings.
-func (s alertStore) SaveRules(r []alerts.Rule) error { return s.saveJSON(settingAlertRules, r) }
+func (s alertStore) SaveRules(r []alerts.Rule, at time.Time) error {
+	return s.saveJSON(settingAlertRules, storedRules{r, at})
+}
 
 // SaveMutes implements alerts.Settings.
 func (s alertStore) SaveMutes(m []alerts.Mute) error { return s.saveJSON(settingAlertMutes, m) }
@@ -77,11 +87,11 @@ func (s alertStore) load(ctx context.Context, m *alerts.Machine) error {
 	if v, ok, err := s.db.Setting(ctx, settingAlertRules); err != nil {
 		return err
 	} else if ok {
-		var rules []alerts.Rule
-		if err := json.Unmarshal([]byte(v), &rules); err != nil {
+		var st storedRules
+		if err := json.Unmarshal([]byte(v), &st); err != nil {
 			return fmt.Errorf("decode alert rules: %w", err)
 		}
-		if err := m.Eval.SetRules(rules); err != nil {
+		if err := m.Restored(st.Rules, st.At); err != nil {
 			return fmt.Errorf("stored alert rules: %w", err)
 		}
 	}
@@ -133,6 +143,7 @@ func (d *Daemon) runAlerts(ctx context.Context, samples <-chan agent.Sample) err
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { d.alerts.Webhook.Run(ctx) })
+	wg.Go(func() { d.adoptAlertRules(ctx) })
 	wg.Go(func() {
 		t := time.NewTicker(time.Hour)
 		defer t.Stop()
@@ -148,6 +159,56 @@ func (d *Daemon) runAlerts(ctx context.Context, samples <-chan agent.Sample) err
 		}
 	})
 	return d.alerts.Eval.Run(ctx, samples, &alertInputs{d: d, gpus: map[string]gpuNode{}})
+}
+
+// adoptAlertRules catches up with rule changes this machine missed (it
+// was offline when an owner or admin set them): every 30 s, and when the
+// replica changes, it adopts the newest rules published by a machine of
+// an owner or admin, when newer than its own.
+func (d *Daemon) adoptAlertRules(ctx context.Context) {
+	changed, cancel := d.db.Subscribe()
+	defer cancel()
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	last := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-changed:
+			if time.Since(last) < 5*time.Second {
+				continue // records arrive every second: look at most every 5 s
+			}
+		}
+		last = time.Now()
+		recs, err := d.db.LatestByKind(ctx, app.KindAlertRules)
+		if err != nil {
+			continue
+		}
+		var newest alerts.State
+		for _, r := range recs {
+			id, err := peer.ParseID(r.Origin)
+			if err != nil || id == d.id.ID {
+				continue
+			}
+			if role, ok := d.pool.Role(id); !ok || (role != pool.RoleOwner && role != pool.RoleAdmin) {
+				continue
+			}
+			var st alerts.State
+			if json.Unmarshal(r.Data, &st) == nil && st.RulesAt.After(newest.RulesAt) {
+				newest = st
+			}
+		}
+		if newest.RulesAt.IsZero() {
+			continue
+		}
+		if ok, err := d.alerts.Adopt(newest.Rules, newest.RulesAt); err != nil {
+			d.log.Warn("adopt the pool's alert rules", "err", err)
+		} else if ok {
+			d.log.Info("adopted the pool's alert rules, changed while this machine was away", "changed_at", newest.RulesAt)
+		}
+	}
 }
 
 // alertCaller is who asks the alerts API: the device the transport proved,

@@ -16,7 +16,8 @@ import (
 
 // TestAlerts runs an agent on NVIDIA's mock NVML library (H100 profile)
 // and a real dockerd, with a laptop following it, rules shortened through
-// the CLI: a member may not change rules; an override raising a GPU's
+// the CLI: a member may not change rules, a machine away when they change
+// catches up when it is back; an override raising a GPU's
 // temperature fires the temperature alert on the machine after the rule's
 // duration, the laptop sees it, mutes it, and sees it clear; a GPU granted
 // to a job and held at 0% trips the idle-allocation alert; an
@@ -58,6 +59,25 @@ func TestAlerts(t *testing.T) {
 		}
 		return err
 	})
+
+	// A machine away when a rule changes catches up when it is back.
+	laptop.kill()
+	out, errOut, code := gpu1.cli("alerts", "set", "gpu-throttle", "--for", "7m")
+	if code != 0 || !strings.Contains(out, "set on gpu1") || !strings.Contains(out, "NOT on laptop") {
+		t.Errorf("alerts set with the laptop away: exit %d: %s%s", code, out, errOut)
+	}
+	laptop.agent()
+	laptop.waitDaemon()
+	waitFor(t, 90*time.Second, "the laptop's rules caught up, as published", func() error {
+		rules, err := callJSON[[]app.AlertRule](gpu1, "alerts", "rules", "laptop", "--json")
+		for _, r := range rules {
+			if r.ID == "gpu-throttle" && r.ForSeconds != 420 {
+				return fmt.Errorf("laptop's gpu-throttle: %+v", r)
+			}
+		}
+		return err
+	})
+	waitFor(t, 20*time.Second, "gpu1 live on the laptop again", func() error { return liveNodes(laptop, "gpu1") })
 
 	if _, errOut, code := gpu1.cli("alerts", "webhook", "file:/etc/passwd"); code == 0 || !strings.Contains(errOut, "only http and https") {
 		t.Errorf("alerts webhook file:/etc/passwd: exit %d: %s", code, errOut)

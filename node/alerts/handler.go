@@ -32,15 +32,19 @@ type Caller struct {
 // its mutes, and whether a webhook is set (never its URL, a secret of the
 // lab's chat).
 type State struct {
-	Rules   []Rule `json:"rules"`
-	Mutes   []Mute `json:"mutes"`
-	Webhook bool   `json:"webhook"`
+	Rules []Rule `json:"rules"`
+	// RulesAt is when an owner or admin last changed the rules (zero: the
+	// defaults): a machine that missed a change adopts the newest rules an
+	// owner's or admin's machine publishes (see Machine.Adopt).
+	RulesAt time.Time `json:"rules_at"`
+	Mutes   []Mute    `json:"mutes"`
+	Webhook bool      `json:"webhook"`
 }
 
 // Settings keeps this machine's alerting in its local settings and
 // publishes its State to the pool.
 type Settings interface {
-	SaveRules([]Rule) error
+	SaveRules(rules []Rule, at time.Time) error
 	SaveMutes([]Mute) error
 	SaveWebhook(url string) error
 	Publish(State) error
@@ -52,12 +56,60 @@ type Machine struct {
 	Eval     *Evaluator
 	Webhook  *Webhook
 	Settings Settings
-	mu       sync.Mutex // serializes changes (read, merge, save, apply)
+	mu       sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt
+	rulesAt  time.Time  // when the rules were last changed (State.RulesAt)
 }
 
 // State returns what this machine publishes.
 func (m *Machine) State() State {
-	return State{Rules: m.Eval.Rules(), Mutes: m.Eval.Mutes(time.Now()), Webhook: m.Webhook.URL() != ""}
+	return State{Rules: m.Eval.Rules(), RulesAt: m.RulesAt(), Mutes: m.Eval.Mutes(time.Now()), Webhook: m.Webhook.URL() != ""}
+}
+
+// RulesAt is when the rules were last changed (zero: the defaults).
+func (m *Machine) RulesAt() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rulesAt
+}
+
+// Restored sets the rules read from the local settings, changed at at.
+func (m *Machine) Restored(rules []Rule, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.Eval.SetRules(rules); err != nil {
+		return err
+	}
+	m.rulesAt = at
+	return nil
+}
+
+// Adopt takes rules an owner's or admin's machine published, changed at
+// at, when they are newer than this machine's (it was offline when they
+// were set); it says whether it did. The caller checks the publisher's role.
+func (m *Machine) Adopt(rules []Rule, at time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !at.After(m.rulesAt) {
+		return false, nil
+	}
+	for _, r := range rules {
+		if err := r.Check(); err != nil {
+			return false, err
+		}
+	}
+	if err := m.Settings.SaveRules(rules, at); err != nil {
+		return false, err
+	}
+	if err := m.Eval.SetRules(rules); err != nil {
+		return false, err
+	}
+	m.rulesAt = at
+	return true, m.Settings.Publish(m.stateLocked())
+}
+
+// stateLocked is State with m.mu held.
+func (m *Machine) stateLocked() State {
+	return State{Rules: m.Eval.Rules(), RulesAt: m.rulesAt, Mutes: m.Eval.Mutes(time.Now()), Webhook: m.Webhook.URL() != ""}
 }
 
 // SetRule changes rule id as u says (owners, admins and this machine's
@@ -72,13 +124,15 @@ func (m *Machine) SetRule(c Caller, id string, u RuleUpdate) (Rule, error) {
 	if err != nil {
 		return Rule{}, &refusal{status: http.StatusBadRequest, code: "invalid", msg: err.Error()}
 	}
-	if err := m.Settings.SaveRules(rules); err != nil {
+	at := time.Now().UTC()
+	if err := m.Settings.SaveRules(rules, at); err != nil {
 		return Rule{}, err
 	}
 	if err := m.Eval.SetRules(rules); err != nil {
 		return Rule{}, err
 	}
-	return r, m.Settings.Publish(m.State())
+	m.rulesAt = at
+	return r, m.Settings.Publish(m.stateLocked())
 }
 
 // SetWebhook sets the URL alerts are posted to (owners, admins and this
@@ -96,7 +150,7 @@ func (m *Machine) SetWebhook(c Caller, url string) error {
 		return err
 	}
 	m.Webhook.SetURL(url) // checked above
-	return m.Settings.Publish(m.State())
+	return m.Settings.Publish(m.stateLocked())
 }
 
 // Mute adds or ends a mute (anyone of the pool but viewers).
@@ -120,7 +174,7 @@ func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
 	if err := m.Settings.SaveMutes(m.Eval.Mutes(time.Now())); err != nil {
 		return Mute{}, err
 	}
-	return mu, m.Settings.Publish(m.State())
+	return mu, m.Settings.Publish(m.stateLocked())
 }
 
 // configures refuses a caller that is neither this machine's user nor an

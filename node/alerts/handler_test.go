@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // fakeSettings records what the machine saved and published.
@@ -18,7 +19,12 @@ type fakeSettings struct {
 	published []State
 }
 
-func (f *fakeSettings) SaveRules(r []Rule) error { f.mu.Lock(); f.rules = r; f.mu.Unlock(); return nil }
+func (f *fakeSettings) SaveRules(r []Rule, _ time.Time) error {
+	f.mu.Lock()
+	f.rules = r
+	f.mu.Unlock()
+	return nil
+}
 func (f *fakeSettings) SaveMutes(m []Mute) error { f.mu.Lock(); f.mutes = m; f.mu.Unlock(); return nil }
 func (f *fakeSettings) SaveWebhook(u string) error {
 	f.mu.Lock()
@@ -132,5 +138,32 @@ func TestMuteByRole(t *testing.T) {
 	rec = call(t, m, RoleMember, "POST", "/v1/alerts/mute", `{"rule": "gpu-temp"}`)
 	if rec.Code != http.StatusOK || len(st.mutes) != 0 {
 		t.Fatalf("unmute: %d %s; saved %+v", rec.Code, rec.Body, st.mutes)
+	}
+}
+
+func TestAdoptNewerRulesOnly(t *testing.T) {
+	m, st := newMachine()
+	custom := DefaultRules()
+	custom[0].Threshold = 70
+	t1 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	if ok, err := m.Adopt(custom, t1); !ok || err != nil || m.Eval.Rules()[0].Threshold != 70 || !m.RulesAt().Equal(t1) {
+		t.Fatalf("Adopt newer: %v, %v; rules %+v", ok, err, m.Eval.Rules()[0])
+	}
+	if p := st.published[len(st.published)-1]; !p.RulesAt.Equal(t1) || p.Rules[0].Threshold != 70 {
+		t.Errorf("published %+v", p)
+	}
+	older := DefaultRules()
+	if ok, _ := m.Adopt(older, t1.Add(-time.Hour)); ok || m.Eval.Rules()[0].Threshold != 70 {
+		t.Errorf("older rules adopted")
+	}
+	bad := DefaultRules()
+	bad[0].Op = "!="
+	if ok, err := m.Adopt(bad, t1.Add(time.Hour)); ok || err == nil || m.Eval.Rules()[0].Op != ">" {
+		t.Errorf("invalid rules adopted: %v, %v", ok, err)
+	}
+	// A change by an admin here is newer than what was adopted.
+	rec := call(t, m, RoleAdmin, "PUT", "/v1/alerts/rules/gpu-temp", `{"threshold": 95}`)
+	if rec.Code != 200 || !m.RulesAt().After(t1) {
+		t.Errorf("admin's change: %d, rules at %v", rec.Code, m.RulesAt())
 	}
 }
