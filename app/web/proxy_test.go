@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,26 +15,8 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
-	"github.com/labpool/labpool/app/apptest"
 	"github.com/labpool/labpool/app/web"
 )
-
-// serveSocket serves h on a unix socket until the test ends.
-func serveSocket(t *testing.T, h http.Handler) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "lpproxy") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apptest.Serve(t, l, h)
-	return sock
-}
 
 // TestSocketProxy passes calls to a daemon on a unix socket: the request
 // arrives whole without the caller's credentials or hop headers, the reply
@@ -44,7 +24,7 @@ func serveSocket(t *testing.T, h http.Handler) string {
 // as the daemon writes it.
 func TestSocketProxy(t *testing.T) {
 	next := make(chan struct{})
-	sock := serveSocket(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	sock := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/api/v1/echo":
 			body, _ := io.ReadAll(r.Body)
@@ -143,7 +123,7 @@ func TestSocketProxyUnreachable(t *testing.T) {
 
 // TestSocketProxyRelay hands 200 replies to Relay and copies the others.
 func TestSocketProxyRelay(t *testing.T) {
-	sock := serveSocket(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	sock := serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/api/v1/ok" {
 			web.WriteError(w, app.ErrNotFound)
 			return
