@@ -20,8 +20,9 @@ import (
 // Local settings of this machine's alerting (never replicated; the state
 // is published as an app.KindAlertRules record).
 const (
-	settingAlertRules = "alerts.rules"
-	settingAlertMutes = "alerts.mutes"
+	settingAlertRules   = "alerts.rules"    // []alerts.Rule
+	settingAlertRulesAt = "alerts.rules_at" // RFC 3339: when an owner or admin changed them
+	settingAlertMutes   = "alerts.mutes"
 )
 
 // alertRetention is how long alert records are kept.
@@ -52,15 +53,14 @@ func (s alertStore) saveJSON(key string, v any) error {
 	return s.db.SetSetting(context.Background(), key, string(b))
 }
 
-// storedRules is the local setting of the rules.
-type storedRules struct {
-	Rules []alerts.Rule `json:"rules"`
-	At    time.Time     `json:"at"` // when an owner or admin changed them
-}
-
-// SaveRules implements alerts.Settings.
+// SaveRules implements alerts.Settings: the rules, then when they changed
+// (a crash between the two leaves the time older: at worst the newest
+// rules of the pool are adopted again).
 func (s alertStore) SaveRules(r []alerts.Rule, at time.Time) error {
-	return s.saveJSON(settingAlertRules, storedRules{r, at})
+	if err := s.saveJSON(settingAlertRules, r); err != nil {
+		return err
+	}
+	return s.db.SetSetting(context.Background(), settingAlertRulesAt, at.UTC().Format(time.RFC3339Nano))
 }
 
 // SaveMutes implements alerts.Settings.
@@ -87,11 +87,15 @@ func (s alertStore) load(ctx context.Context, m *alerts.Machine) error {
 	if v, ok, err := s.db.Setting(ctx, settingAlertRules); err != nil {
 		return err
 	} else if ok {
-		var st storedRules
-		if err := json.Unmarshal([]byte(v), &st); err != nil {
+		var rules []alerts.Rule
+		if err := json.Unmarshal([]byte(v), &rules); err != nil {
 			return fmt.Errorf("decode alert rules: %w", err)
 		}
-		if err := m.Restored(st.Rules, st.At); err != nil {
+		var at time.Time
+		if v, ok, err := s.db.Setting(ctx, settingAlertRulesAt); err == nil && ok {
+			at, _ = time.Parse(time.RFC3339Nano, v) // unreadable: zero, the pool's newest rules are adopted
+		}
+		if err := m.Restored(rules, at); err != nil {
 			return fmt.Errorf("stored alert rules: %w", err)
 		}
 	}
