@@ -187,25 +187,9 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 	var busy []string
 	free := map[int]bool{} // index -> nothing holds it
 	for _, g := range n.GPUs {
-		pg := PlanGPU{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotalBytes: g.MemTotalBytes, MemUsedBytes: g.MemUsedBytes, UtilPercent: g.UtilPercent}
-		j, held := holder[g.UUID]
-		switch {
-		case held:
-			pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
-			busy = append(busy, fmt.Sprintf("GPU %d: job %s of %s", g.Index, j.Name, j.OwnerName))
-		case g.Health == "quarantined" || g.Health == "lost":
-			pg.State, pg.Reason = GPUFaulty, g.Health
-			if g.HealthReason != "" {
-				pg.Reason += ": " + g.HealthReason
-			}
-			busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, pg.Reason))
-		case g.Processes > 0:
-			pg.State = GPUBusy
-			busy = append(busy, fmt.Sprintf("GPU %d: a process outside labpool", g.Index))
-		case g.MemTotalBytes < spec.MinGPUMemBytes:
-			pg.State = GPUSmall
-		default:
-			pg.State = GPUFree
+		pg, why := planGPU(g, holder, spec)
+		if why != "" {
+			busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, why))
 		}
 		if pg.State == GPUFree || pg.State == GPUSmall {
 			free[g.Index] = true
@@ -218,10 +202,6 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		p.Reason = n.Name + " is offline"
 		return p
 	}
-	busyText := ""
-	if len(busy) > 0 {
-		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
-	}
 	if !n.Containers {
 		p.Reason = "cannot run containers"
 		if n.ContainersError != "" {
@@ -229,20 +209,57 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		}
 		return p
 	}
+	busyText := ""
+	if len(busy) > 0 {
+		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
+	}
+	p.Fits, p.Reason = fits(n, p, spec, free, busyText)
+	return p
+}
+
+// planGPU is g's state for spec, and why it is kept from a new job ("" when
+// free or merely small).
+func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
+	pg := PlanGPU{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotalBytes: g.MemTotalBytes, MemUsedBytes: g.MemUsedBytes, UtilPercent: g.UtilPercent}
+	if j, held := holder[g.UUID]; held {
+		pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
+		return pg, fmt.Sprintf("job %s of %s", j.Name, j.OwnerName)
+	}
+	switch {
+	case g.Health == "quarantined" || g.Health == "lost":
+		pg.State, pg.Reason = GPUFaulty, g.Health
+		if g.HealthReason != "" {
+			pg.Reason += ": " + g.HealthReason
+		}
+		return pg, pg.Reason
+	case g.Processes > 0:
+		pg.State = GPUBusy
+		return pg, "a process outside labpool"
+	case g.MemTotalBytes < spec.MinGPUMemBytes:
+		pg.State = GPUSmall
+	default:
+		pg.State = GPUFree
+	}
+	return pg, ""
+}
+
+// fits decides whether spec fits on the online node n whose GPUs p plans
+// (free: the indexes nothing holds), and says why.
+func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string) (bool, string) {
+	reason := ""
 	want := spec.GPUs
 	switch {
 	case len(spec.GPUIDs) > 0:
 		for _, i := range spec.GPUIDs {
 			if !free[i] {
-				p.Reason = fmt.Sprintf("GPU %d is busy or absent%s", i, busyText)
+				reason = fmt.Sprintf("GPU %d is busy or absent%s", i, busyText)
 				if !spec.Queue {
-					return p
+					return false, reason
 				}
 			}
 		}
 	case want > len(n.GPUs):
-		p.Reason = fmt.Sprintf("has %d GPUs, %d asked", len(n.GPUs), want)
-		return p
+		return false, fmt.Sprintf("has %d GPUs, %d asked", len(n.GPUs), want)
 	case want > 0:
 		fit := 0
 		for _, g := range p.GPUs {
@@ -251,22 +268,21 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 			}
 		}
 		if fit < want {
-			p.Reason = fmt.Sprintf("%d of %d GPUs free that match%s", fit, len(n.GPUs), busyText)
+			reason = fmt.Sprintf("%d of %d GPUs free that match%s", fit, len(n.GPUs), busyText)
 			if !spec.Queue {
-				return p
+				return false, reason
 			}
-			p.Reason += "; the job will wait in the queue"
+			reason += "; the job will wait in the queue"
 		}
 	}
-	p.Fits = true
 	switch {
-	case p.Reason != "":
+	case reason != "":
 	case want == 0 && len(spec.GPUIDs) == 0:
-		p.Reason = fmt.Sprintf("no GPU asked (%d of %d free)", p.Free, len(n.GPUs))
+		reason = fmt.Sprintf("no GPU asked (%d of %d free)", p.Free, len(n.GPUs))
 	default:
-		p.Reason = fmt.Sprintf("%d of %d GPUs free", p.Free, len(n.GPUs))
+		reason = fmt.Sprintf("%d of %d GPUs free", p.Free, len(n.GPUs))
 	}
-	return p
+	return true, reason
 }
 
 // load is how busy a node is: mean GPU utilization, or CPU without GPUs.
