@@ -2,14 +2,13 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/internal/replicatest"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
@@ -30,15 +29,7 @@ const (
 )
 
 // openDB opens a fresh replica in t's temporary directory.
-func openDB(t testing.TB) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
-	if err != nil {
-		t.Fatalf("open replica: %v", err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
+func openDB(t testing.TB) *store.DB { t.Helper(); return replicatest.Open(t) }
 
 // fakeLive is a Liveness of a fixed set of online IDs.
 type fakeLive map[string]bool
@@ -46,33 +37,18 @@ type fakeLive map[string]bool
 func (f fakeLive) Online(id string) bool { return f[id] }
 
 // mustJSON encodes v or fails t.
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("encode %T: %v", v, err)
-	}
-	return b
-}
+func mustJSON(t testing.TB, v any) []byte { t.Helper(); return replicatest.MustJSON(t, v) }
 
-// testSample is a sample at tm with figures derived from v and n GPUs.
+// testSample is a sample at tm with figures derived from v and n GPUs:
+// replicatest.Sample with a disk, and GPUs with a name, power limit,
+// clocks, no fan and one process.
 func testSample(tm time.Time, v float64, n int) agent.Sample {
-	s := agent.Sample{
-		Time: tm,
-		Host: host.Stats{
-			CPUPercent: v, Load1: v / 10, MemUsedBytes: uint64(v * 1000), MemTotalBytes: 100_000,
-			NetRxBps: 2 * v, NetTxBps: 3 * v,
-			Disks: []host.Disk{{Mount: "/", UsedBytes: 10, TotalBytes: 100}},
-		},
-	}
-	for i := range n {
-		s.GPUs = append(s.GPUs, gpu.Stats{
-			Index: i, UUID: "GPU-" + string(rune('a'+i)), Name: "NVIDIA Test",
-			UtilPercent: v + float64(i), MemUtilPercent: v / 2, MemUsedBytes: uint64(v * 100),
-			MemTotalBytes: 10_000, TempC: 40 + v, PowerW: 100 + v, PowerLimitW: 300,
-			SMClockMHz: 1500, MemClockMHz: 5000, FanPercent: -1,
-			Processes: []gpu.Process{{PID: 42}},
-		})
+	s := replicatest.Sample(tm, v, n)
+	s.Host.Disks = []host.Disk{{Mount: "/", UsedBytes: 10, TotalBytes: 100}}
+	for i := range s.GPUs {
+		g := &s.GPUs[i]
+		g.Name, g.PowerLimitW, g.SMClockMHz, g.MemClockMHz, g.FanPercent = "NVIDIA Test", 300, 1500, 5000, -1
+		g.Processes = []gpu.Process{{PID: 42}}
 	}
 	return s
 }
@@ -81,15 +57,7 @@ func testSample(tm time.Time, v float64, n int) agent.Sample {
 // next seq of origin.
 func putRecord(t testing.TB, db *store.DB, origin, kind, key string, tm time.Time, data []byte) {
 	t.Helper()
-	ctx := context.Background()
-	seq, err := db.Cursor(ctx, origin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := store.Record{Origin: origin, Seq: seq + 1, Kind: kind, Key: key, Time: tm, Data: data}
-	if err := db.Put(ctx, []store.Record{rec}); err != nil {
-		t.Fatalf("put %s/%s of %s: %v", kind, key, origin, err)
-	}
+	replicatest.Put(t, db, origin, kind, key, tm, data)
 }
 
 // putSample stores s as a record of kind from origin.

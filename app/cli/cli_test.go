@@ -14,7 +14,6 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/apptest"
-	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
@@ -42,11 +41,7 @@ func run(t *testing.T, hooks Hooks, args ...string) (int, string, string) {
 func writeReplica(t *testing.T, dataDir string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(filepath.Join(dataDir, "replica.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := apptest.OpenReplica(t, filepath.Join(dataDir, "replica.db"))
 	for _, kv := range [][2]string{{app.SettingSelfID, selfID}, {app.SettingSelfName, "self"}} {
 		if err := db.SetSetting(ctx, kv[0], kv[1]); err != nil {
 			t.Fatal(err)
@@ -63,34 +58,19 @@ func writeReplica(t *testing.T, dataDir string) *store.DB {
 		{peerID, "peer", 0, 3 * time.Hour, "no NVIDIA GPU found"},
 	}
 	for _, n := range nodes {
-		if _, err := db.PutMember(ctx, store.MemberRow{ID: n.id, Name: n.name, Version: 1, AddedAt: now, AddedBy: selfID}); err != nil {
-			t.Fatal(err)
-		}
-		nr := app.NodeRecord{Info: agent.Info{ID: n.id, Name: n.name}, Addresses: []string{"192.0.2.1:7420"}}
 		s := agent.Sample{Time: now.Add(-n.age), GPUError: n.gpuError,
 			Host: host.Stats{CPUPercent: 42, MemUsedBytes: 3 << 30, MemTotalBytes: 16 << 30}}
 		for i := range n.gpus {
 			s.GPUs = append(s.GPUs, gpu.Stats{Index: i, UUID: "GPU-" + n.name, Name: "NVIDIA Test", UtilPercent: 75,
 				MemUsedBytes: 1 << 30, MemTotalBytes: 8 << 30, TempC: 60, PowerW: 200, PowerLimitW: 300})
 		}
-		if _, err := db.Append(ctx, n.id, app.KindNode, "", now, mustJSON(t, nr)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Append(ctx, n.id, history.KindSample1s, "k", s.Time, mustJSON(t, s)); err != nil {
-			t.Fatal(err)
-		}
+		apptest.WriteMachines(t, db, now, apptest.Machine{ID: n.id, Name: n.name, Addr: "192.0.2.1:7420", Sample: s})
 	}
 	return db
 }
 
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+// mustJSON returns v as JSON (the report tests write records with it).
+func mustJSON(t *testing.T, v any) []byte { return apptest.MustJSON(t, v) }
 
 // fakePool is an app.PoolManager with fixed answers.
 type fakePool struct {

@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/apptest"
-	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
@@ -112,38 +111,17 @@ func newService(t *testing.T, pool app.PoolManager) *app.Service {
 // with a node record and a sample of one GPU, and this machine's identity.
 func newReplica(t *testing.T) (*store.DB, app.Self) {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := apptest.OpenReplica(t, filepath.Join(t.TempDir(), "replica.db"))
 	now := time.Now().UTC().Truncate(time.Second)
+	var machines []apptest.Machine
 	for i, id := range []string{selfID, peerID} {
 		name := []string{"self", "peer"}[i]
-		if _, err := db.PutMember(ctx, store.MemberRow{ID: id, Name: name, Version: 1, AddedAt: now, AddedBy: selfID}); err != nil {
-			t.Fatal(err)
-		}
-		nr := app.NodeRecord{Info: agent.Info{ID: id, Name: name}, Addresses: []string{"10.0.0.1:7420"}}
 		s := agent.Sample{Time: now.Add(-time.Duration(i) * time.Second), Host: host.Stats{CPUPercent: 25, MemUsedBytes: 1 << 30, MemTotalBytes: 1 << 32},
 			GPUs: []gpu.Stats{{Index: 0, UUID: "GPU-" + name, Name: "NVIDIA Test", UtilPercent: 50, MemTotalBytes: 1 << 34}}}
-		if _, err := db.Append(ctx, id, app.KindNode, "", now, mustJSON(t, nr)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := db.Append(ctx, id, history.KindSample1s, fmt.Sprint(s.Time.Unix()), s.Time, mustJSON(t, s)); err != nil {
-			t.Fatal(err)
-		}
+		machines = append(machines, apptest.Machine{ID: id, Name: name, Addr: "10.0.0.1:7420", Sample: s})
 	}
+	apptest.WriteMachines(t, db, now, machines...)
 	return db, app.Self{ID: selfID, ShortID: "SELF-AAAA", Name: "self", APIVersion: app.APIVersion}
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func newHandler(svc *app.Service) http.Handler {
