@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/discovery"
@@ -93,7 +94,7 @@ type Daemon struct {
 	shared  publishedFolders // what was last published of each share
 	copies  *copies.Receiver
 	rt      *containers.Runtime // nil without a reachable Docker engine
-	alerts  *alerts.Machine     // this machine's alert rules, evaluator and webhook
+	alerts  *alerting.Alerting  // this machine's alert rules, evaluator and webhook
 	rtErr   error
 
 	mu         sync.Mutex // guards candidates
@@ -165,7 +166,8 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.peers.OnPool = d.pool.Receive
 	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
-	d.openAlerts(ctx)
+	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
+	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name}, d.db, d.pool, in, log)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
 		Nodes: d, Folders: (*folderManager)(d), Copier: copier{d.copies}, Policy: d, Log: log})
 	if err != nil {
@@ -266,7 +268,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return app.NewEnergyRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, energy) })
 	alertSamples, cancelAlerts := d.telem.Subscribe()
 	defer cancelAlerts()
-	g.Go(func() error { return d.runAlerts(ctx, alertSamples) })
+	g.Go(func() error { return d.alerts.Run(ctx, alertSamples) })
 	g.Go(func() error { return d.jobs.RunReclaim(ctx) })
 	g.Go(func() error { return d.svc.RunAlertEvents(ctx) })
 	g.Go(func() error { return d.ep.Serve(ctx, d.peerHandler()) })
@@ -307,7 +309,7 @@ func (d *Daemon) peerHandler() http.Handler {
 		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
 		Folders:   d.folderHandler(),
 		Transfers: d.copies.Handler(d.folderCaller),
-		Alerts:    alerts.Handler(d.alerts, d.alertCaller),
+		Alerts:    alerts.Handler(d.alerts.Machine(), d.alerts.Caller),
 		Authorize: func(open []string, h http.Handler) http.Handler {
 			return transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h)
 		},

@@ -1,0 +1,157 @@
+package alerting
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alerts"
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
+)
+
+// Config is this machine's alerting.
+type Config struct {
+	Self peer.ID // this machine's device ID: the origin of its alerts
+	Name string  // this machine's name, in webhook posts
+}
+
+// Pool is what alerting asks of the pool's membership (*pool.Manager).
+type Pool interface {
+	Role(peer.ID) (pool.Role, bool)
+	Snapshot() (pool.State, bool)
+}
+
+// Alerting is this machine's alerting over its replica.
+type Alerting struct {
+	cfg  Config
+	db   *store.DB
+	pool Pool
+	in   *Inputs
+	m    *alerts.Machine
+	log  *slog.Logger
+}
+
+// Open builds this machine's alerting from its local settings (unreadable
+// settings are logged and the defaults kept).
+func Open(ctx context.Context, cfg Config, db *store.DB, p Pool, in *Inputs, log *slog.Logger) *Alerting {
+	st := NewStore(db, cfg.Self.String())
+	wh := alerts.NewWebhook(cfg.Name, &http.Client{Timeout: 15 * time.Second}, log)
+	ev := alerts.NewEvaluator(cfg.Self.String(), st, log, wh.Send)
+	a := &Alerting{cfg: cfg, db: db, pool: p, in: in, log: log,
+		m: &alerts.Machine{Eval: ev, Webhook: wh, Settings: st}}
+	if err := st.Load(ctx, a.m); err != nil {
+		log.Error("read this machine's alert settings: keeping the defaults", "err", err)
+	}
+	return a
+}
+
+// Machine is the rules, evaluator and webhook, for alerts.Handler.
+func (a *Alerting) Machine() *alerts.Machine { return a.m }
+
+// Run evaluates the rules on every sample, posts to the webhook, adopts
+// the pool's newer rules and prunes old alerts, until ctx is cancelled.
+func (a *Alerting) Run(ctx context.Context, samples <-chan agent.Sample) error {
+	if err := a.m.Settings.Publish(a.m.State()); err != nil {
+		a.log.Warn("publish alert rules", "err", err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { a.m.Webhook.Run(ctx) })
+	wg.Go(func() { a.adoptRules(ctx) })
+	wg.Go(func() { a.prune(ctx) })
+	return a.m.Eval.Run(ctx, samples, a.in)
+}
+
+// prune removes alerts older than Retention, every hour.
+func (a *Alerting) prune(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if _, err := a.db.Prune(ctx, app.KindAlert, time.Now().Add(-Retention)); err != nil && ctx.Err() == nil {
+			a.log.Warn("prune alerts", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// adoptRules catches up with rule changes this machine missed (it was
+// offline when an owner or admin set them): every 30 s, and when the
+// replica changes (at most every 5 s), it adopts the newest rules
+// published by a machine of an owner or admin, when newer than its own.
+func (a *Alerting) adoptRules(ctx context.Context) {
+	changed, cancel := a.db.Subscribe()
+	defer cancel()
+	t := time.NewTicker(30 * time.Second)
+	defer t.Stop()
+	last := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-changed:
+			if time.Since(last) < 5*time.Second {
+				continue // records arrive every second: look at most every 5 s
+			}
+		}
+		last = time.Now()
+		a.adoptNewest(ctx)
+	}
+}
+
+// adoptNewest adopts the newest rules an owner's or admin's machine
+// published, when newer than this machine's.
+func (a *Alerting) adoptNewest(ctx context.Context) {
+	newest, ok := a.newestRules(ctx)
+	if !ok {
+		return
+	}
+	if ok, err := a.m.Adopt(newest.Rules, newest.RulesAt); err != nil {
+		a.log.Warn("adopt the pool's alert rules", "err", err)
+	} else if ok {
+		a.log.Info("adopted the pool's alert rules, changed while this machine was away", "changed_at", newest.RulesAt)
+	}
+}
+
+// newestRules is the newest state published by another machine of an
+// owner or admin; ok is false when there is none with changed rules.
+func (a *Alerting) newestRules(ctx context.Context) (newest alerts.State, ok bool) {
+	recs, err := a.db.LatestByKind(ctx, app.KindAlertRules)
+	if err != nil {
+		return newest, false
+	}
+	for _, r := range recs {
+		id, err := peer.ParseID(r.Origin)
+		if err != nil || id == a.cfg.Self {
+			continue
+		}
+		if role, ok := a.pool.Role(id); !ok || (role != pool.RoleOwner && role != pool.RoleAdmin) {
+			continue
+		}
+		var st alerts.State
+		if json.Unmarshal(r.Data, &st) == nil && st.RulesAt.After(newest.RulesAt) {
+			newest = st
+		}
+	}
+	return newest, !newest.RulesAt.IsZero()
+}
+
+// Caller is who asks the alerts API: the device the transport proved, its
+// role, and whether it is this machine.
+func (a *Alerting) Caller(r *http.Request) alerts.Caller {
+	id, _ := transport.PeerID(r)
+	role, _ := a.pool.Role(id)
+	return alerts.Caller{ID: id.String(), Role: string(role), Local: id == a.cfg.Self}
+}
