@@ -27,8 +27,11 @@ func TestStatsOfBusyContainer(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("stats %d: %+v", i, u)
-		if u.CPUPercent < 30 || u.CPUPercent > 250 {
-			t.Errorf("a busy loop uses %.1f%% CPU, want about one core", u.CPUPercent)
+		// A busy loop gets one core on an idle machine, but only its share
+		// of two cores when a dozen processes compete: at least 5% tells it
+		// from an idle container (under 1%).
+		if u.CPUPercent < 5 || u.CPUPercent > 250 {
+			t.Errorf("a busy loop uses %.1f%% CPU, want up to about one core and clearly more than an idle one", u.CPUPercent)
 		}
 		if u.MemLimitBytes != 128<<20 || u.MemUsedBytes == 0 || u.MemUsedBytes > 128<<20 {
 			t.Errorf("memory %d of %d", u.MemUsedBytes, u.MemLimitBytes)
