@@ -20,6 +20,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/app/nodestore"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/node/agent"
@@ -90,6 +91,7 @@ type Daemon struct {
 
 	tunnels *app.Tunnels
 	jobs    *jobs.Manager
+	policy  nodestore.Policy // this machine's policy, applied by jobs
 	folders *folders.Registry
 	shared  publishedFolders // what was last published of each share
 	copies  *copies.Receiver
@@ -155,7 +157,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.openTelemetry(ctx)
 	fcfg := folders.DefaultConfig()
 	fcfg.Self, fcfg.DataDir = d.id.ID.String(), cfg.DataDir
-	if d.folders, err = folders.OpenWith(fcfg, shareStore{d.db}); err != nil {
+	if d.folders, err = folders.OpenWith(fcfg, nodestore.NewShares(d.db)); err != nil {
 		return nil, err
 	}
 	d.openCopies()
@@ -169,7 +171,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
 	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name}, d.db, d.pool, in, log)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
-		Nodes: d, Folders: (*folderManager)(d), Copier: copier{d.copies}, Policy: d, Log: log})
+		Nodes: d, Folders: (*folderManager)(d), Copier: copier{d.copies}, Policy: d.policy, Log: log})
 	if err != nil {
 		return nil, err
 	}

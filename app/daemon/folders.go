@@ -13,38 +13,8 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/sync/peer"
-	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 )
-
-// settingFolders keeps this machine's share definitions (local only: the
-// paths never leave the machine).
-const settingFolders = "folders"
-
-// shareStore keeps share definitions in the replica's local settings.
-type shareStore struct{ db *store.DB }
-
-// LoadShares implements folders.Store.
-func (s shareStore) LoadShares() ([]folders.Share, error) {
-	v, ok, err := s.db.Setting(context.Background(), settingFolders)
-	if err != nil || !ok {
-		return nil, err
-	}
-	var list []folders.Share
-	if err := json.Unmarshal([]byte(v), &list); err != nil {
-		return nil, fmt.Errorf("decode shared folders: %w", err)
-	}
-	return list, nil
-}
-
-// SaveShares implements folders.Store.
-func (s shareStore) SaveShares(list []folders.Share) error {
-	b, err := json.Marshal(list)
-	if err != nil {
-		return err
-	}
-	return s.db.SetSetting(context.Background(), settingFolders, string(b))
-}
 
 // folderManager implements app.FolderManager on the daemon.
 type folderManager Daemon

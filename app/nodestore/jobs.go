@@ -1,0 +1,79 @@
+package nodestore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// Jobs implements jobs.Store: this node's job records in its replicated
+// log, and their environments in its local settings, which never leave
+// this machine (the manager saves public records only).
+type Jobs struct {
+	db     *store.DB
+	origin string
+}
+
+// NewJobs returns the job store of the machine origin (its device ID).
+func NewJobs(db *store.DB, origin string) Jobs { return Jobs{db, origin} }
+
+// settingJobEnv prefixes the local setting holding a job's environment.
+const settingJobEnv = "job-env:"
+
+// SaveEnv implements jobs.Store: local settings only.
+func (s Jobs) SaveEnv(id string, env []string) error {
+	v := ""
+	if env != nil {
+		b, err := json.Marshal(env)
+		if err != nil {
+			return err
+		}
+		v = string(b)
+	}
+	return s.db.SetSetting(context.Background(), settingJobEnv+id, v)
+}
+
+// LoadEnv implements jobs.Store.
+func (s Jobs) LoadEnv(id string) ([]string, error) {
+	v, ok, err := s.db.Setting(context.Background(), settingJobEnv+id)
+	if err != nil || !ok || v == "" {
+		return nil, err
+	}
+	var env []string
+	if err := json.Unmarshal([]byte(v), &env); err != nil {
+		return nil, fmt.Errorf("read the environment of job %s: %w", id, err)
+	}
+	return env, nil
+}
+
+// SaveJob implements jobs.Store.
+func (s Jobs) SaveJob(j jobs.Job) error {
+	data, err := json.Marshal(j)
+	if err != nil {
+		return fmt.Errorf("encode job %s: %w", j.ID, err)
+	}
+	_, err = s.db.Append(context.Background(), s.origin, app.KindJob, j.ID, j.Created, data)
+	return err
+}
+
+// LoadJobs implements jobs.Store.
+func (s Jobs) LoadJobs() ([]jobs.Job, error) {
+	recs, err := s.db.Range(context.Background(), s.origin, app.KindJob, time.Time{}, time.Now().Add(24*time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]jobs.Job, 0, len(recs))
+	for _, r := range recs {
+		var j jobs.Job
+		if err := json.Unmarshal(r.Data, &j); err != nil || j.ID == "" {
+			continue
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
