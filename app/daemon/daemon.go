@@ -21,6 +21,7 @@ import (
 	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/nodestore"
+	"github.com/labpool/labpool/app/sharing"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/node/agent"
@@ -93,7 +94,7 @@ type Daemon struct {
 	jobs    *jobs.Manager
 	policy  nodestore.Policy // this machine's policy, applied by jobs
 	folders *folders.Registry
-	shared  publishedFolders // what was last published of each share
+	shares  *sharing.Publisher // this machine's shares and their records
 	copies  *copies.Receiver
 	rt      *containers.Runtime // nil without a reachable Docker engine
 	alerts  *alerting.Alerting  // this machine's alert rules, evaluator and webhook
@@ -168,10 +169,11 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.peers.OnPool = d.pool.Receive
 	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
+	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
 	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name}, d.db, d.pool, in, log)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
-		Nodes: d, Folders: (*folderManager)(d), Copier: copier{d.copies}, Policy: d.policy, Log: log})
+		Nodes: d, Folders: d.shares, Copier: copier{d.copies}, Policy: d.policy, Log: log})
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +281,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.runNodeRecord(ctx) })
 	g.Go(func() error { return d.tunnels.Run(ctx) })
 	g.Go(func() error { return d.jobs.Run(ctx) })
-	g.Go(func() error { return d.runFolders(ctx) })
+	g.Go(func() error { return d.shares.Run(ctx) })
 	g.Go(func() error { return d.copies.Run(ctx) })
 	g.Go(func() error { return d.runEvictions(ctx) })
 	if d.cfg.Metrics != "" {

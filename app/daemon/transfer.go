@@ -91,3 +91,7 @@ type kindError struct{ kind, err error }
 
 func (e kindError) Error() string   { return e.err.Error() }
 func (e kindError) Unwrap() []error { return []error{e.kind, e.err} }
+
+// republish measures the share name again after a copy into it (the copy
+// engine is built before the publisher).
+func (d *Daemon) republish(ctx context.Context, name string) { d.shares.Republish(ctx, name) }

@@ -1,0 +1,139 @@
+// Package sharing is this machine's shared folders as the pool sees them:
+// the app.FolderManager that shares and unshares them (node/folders keeps
+// the registry), and their records in the replica, measured and written
+// when they changed: at once, every minute (Publisher.Run) and after a
+// copy into them (Publisher.Republish).
+package sharing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// Config is this machine's sharing.
+type Config struct {
+	Self peer.ID // this machine's device ID: the origin of its folder records
+	Name string  // this machine's name, in the Folder a share returns
+}
+
+// Roles gives a device's role in the pool (*pool.Manager).
+type Roles interface {
+	Role(peer.ID) (pool.Role, bool)
+}
+
+// Publisher shares this machine's folders and publishes their records.
+type Publisher struct {
+	cfg   Config
+	db    *store.DB
+	reg   *folders.Registry
+	roles Roles
+	log   *slog.Logger
+
+	mu   sync.Mutex        // guards last
+	last map[string]string // share name -> its record's JSON, as last written
+}
+
+// New returns the publisher of the shares of reg into db.
+func New(cfg Config, db *store.DB, reg *folders.Registry, roles Roles, log *slog.Logger) *Publisher {
+	return &Publisher{cfg: cfg, db: db, reg: reg, roles: roles, log: log, last: map[string]string{}}
+}
+
+// Share implements app.FolderManager.
+func (p *Publisher) Share(ctx context.Context, req app.ShareRequest) (app.Folder, error) {
+	if r, ok := p.roles.Role(p.cfg.Self); ok && r == pool.RoleViewer {
+		return app.Folder{}, fmt.Errorf("%w: viewers share nothing: ask an admin to make this machine a member to share folders", app.ErrForbidden)
+	}
+	s, err := p.reg.Add(folders.Share{Name: req.Name, Path: req.Path, ReadWrite: req.ReadWrite, Members: req.Members})
+	switch {
+	case errors.Is(err, folders.ErrRefusedPath):
+		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrForbidden, err)
+	case err != nil:
+		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	}
+	info := p.publish(ctx, s)
+	p.log.Info("shared a folder", "folder", s.Name, "mode", s.Mode())
+	return app.Folder{Node: p.cfg.Self.String(), NodeName: p.cfg.Name, Name: info.Name, Mode: info.Mode,
+		SizeBytes: info.SizeBytes, Files: info.Files, AtLeast: info.AtLeast, Members: info.Members}, nil
+}
+
+// Unshare implements app.FolderManager.
+func (p *Publisher) Unshare(ctx context.Context, name string) error {
+	if err := p.reg.Remove(name); err != nil {
+		return fmt.Errorf("%w: %v", app.ErrNotFound, err)
+	}
+	p.mu.Lock()
+	delete(p.last, name)
+	p.mu.Unlock()
+	return p.write(ctx, folders.Info{Name: name, Removed: true})
+}
+
+// publish measures a share and writes its replicated record, unless it is
+// what was last written.
+func (p *Publisher) publish(ctx context.Context, s folders.Share) folders.Info {
+	info := folders.Info{Name: s.Name, Mode: s.Mode(), Members: s.Members}
+	if root, _, err := p.reg.OpenRoot(s.Name, "", false); err == nil {
+		size := folders.Measure(root, folders.DefaultLimit)
+		info.SizeBytes, info.Files, info.AtLeast = size.Bytes, size.Files, size.AtLeast
+		root.Close()
+	}
+	data, _ := json.Marshal(info)
+	p.mu.Lock()
+	same := p.last[s.Name] == string(data)
+	p.mu.Unlock()
+	if same {
+		return info
+	}
+	if err := p.write(ctx, info); err != nil {
+		p.log.Warn("write folder record", "folder", s.Name, "err", err)
+		return info
+	}
+	p.mu.Lock()
+	p.last[s.Name] = string(data)
+	p.mu.Unlock()
+	return info
+}
+
+// Republish measures the share name again (after a copy into it) and
+// publishes it if it changed.
+func (p *Publisher) Republish(ctx context.Context, name string) {
+	if s, err := p.reg.Get(name); err == nil {
+		p.publish(ctx, s)
+	}
+}
+
+func (p *Publisher) write(ctx context.Context, info folders.Info) error {
+	data, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	_, err = p.db.Append(ctx, p.cfg.Self.String(), app.KindFolder, info.Name, time.Now(), data)
+	return err
+}
+
+// Run republishes every share's size and file count each minute until ctx
+// is cancelled.
+func (p *Publisher) Run(ctx context.Context) error {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		for _, s := range p.reg.List() {
+			p.publish(ctx, s)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package sharing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/nodestore"
+	"github.com/labpool/labpool/internal/leaktest"
+	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/store"
+)
+
+type roles map[peer.ID]pool.Role
+
+func (r roles) Role(id peer.ID) (pool.Role, bool) { role, ok := r[id]; return role, ok }
+
+var self = peer.NewID([]byte("self"))
+
+// setup returns a publisher of this machine, in a pool where it has role
+// (none: outside a pool), and its replica.
+func setup(t *testing.T, role pool.Role) (*Publisher, *store.DB) {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "replica.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cfg := folders.DefaultConfig()
+	cfg.Self, cfg.DataDir = self.String(), dir
+	reg, err := folders.OpenWith(cfg, nodestore.NewShares(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := roles{}
+	if role != "" {
+		r[self] = role
+	}
+	return New(Config{Self: self, Name: "gpu1"}, db, reg, r, slog.New(slog.NewTextHandler(io.Discard, nil))), db
+}
+
+// record is the latest folder record of name, and its seq.
+func record(t *testing.T, db *store.DB, name string) (folders.Info, uint64) {
+	t.Helper()
+	rec, ok, err := db.Latest(context.Background(), self.String(), app.KindFolder, name)
+	if err != nil || !ok {
+		t.Fatalf("folder record %q: %v, %v", name, ok, err)
+	}
+	var info folders.Info
+	if err := json.Unmarshal(rec.Data, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info, uint64(rec.Seq)
+}
+
+func dataDir(t *testing.T, files int) string {
+	t.Helper()
+	dir := t.TempDir()
+	for i := range files {
+		if err := os.WriteFile(filepath.Join(dir, string(rune('a'+i))), []byte("12345"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestShareWritesItsRecordOnceUnchanged(t *testing.T) {
+	p, db := setup(t, pool.RoleMember)
+	ctx := context.Background()
+	dir := dataDir(t, 2)
+	f, err := p.Share(ctx, app.ShareRequest{Name: "data", Path: dir, ReadWrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := app.Folder{Node: self.String(), NodeName: "gpu1", Name: "data", Mode: "rw", SizeBytes: 10, Files: 2}
+	if f.Node != want.Node || f.NodeName != want.NodeName || f.Name != want.Name || f.Mode != want.Mode || f.SizeBytes != want.SizeBytes || f.Files != want.Files {
+		t.Errorf("Share = %+v, want %+v", f, want)
+	}
+	info, seq := record(t, db, "data")
+	if info.SizeBytes != 10 || info.Files != 2 || info.Mode != "rw" || info.Removed {
+		t.Errorf("record = %+v", info)
+	}
+
+	p.Republish(ctx, "data") // unchanged: nothing written
+	if _, again := record(t, db, "data"); again != seq {
+		t.Errorf("an unchanged share was written again (seq %d, then %d)", seq, again)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "z"), []byte("67890"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.Republish(ctx, "data") // after a copy into it
+	if info, again := record(t, db, "data"); again == seq || info.Files != 3 || info.SizeBytes != 15 {
+		t.Errorf("after a copy into it: record %+v (seq %d, was %d); want 3 files, 15 bytes", info, again, seq)
+	}
+
+	if err := p.Unshare(ctx, "data"); err != nil {
+		t.Fatal(err)
+	}
+	if info, _ := record(t, db, "data"); !info.Removed {
+		t.Errorf("after Unshare: record %+v, want removed", info)
+	}
+	if err := p.Unshare(ctx, "data"); !errors.Is(err, app.ErrNotFound) {
+		t.Errorf("Unshare of an unknown share = %v, want ErrNotFound", err)
+	}
+}
+
+func TestShareRefusals(t *testing.T) {
+	ctx := context.Background()
+	viewer, _ := setup(t, pool.RoleViewer)
+	if _, err := viewer.Share(ctx, app.ShareRequest{Name: "data", Path: dataDir(t, 1)}); !errors.Is(err, app.ErrForbidden) {
+		t.Errorf("a viewer's Share = %v, want ErrForbidden", err)
+	}
+	p, _ := setup(t, "")
+	if _, err := p.Share(ctx, app.ShareRequest{Name: "etc", Path: "/etc"}); !errors.Is(err, app.ErrForbidden) {
+		t.Errorf("Share of /etc = %v, want ErrForbidden", err)
+	}
+	if _, err := p.Share(ctx, app.ShareRequest{Name: "", Path: dataDir(t, 1)}); !errors.Is(err, app.ErrInvalid) {
+		t.Errorf("Share without a name = %v, want ErrInvalid", err)
+	}
+}
+
+func TestRunPublishesAndStops(t *testing.T) {
+	p, db := setup(t, pool.RoleMember)
+	if _, err := p.reg.Add(folders.Share{Name: "data", Path: dataDir(t, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	before := leaktest.Count()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok, _ := db.Latest(context.Background(), self.String(), app.KindFolder, "data"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run published no record")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	leaktest.Check(t, before, 2*time.Second)
+}
