@@ -251,6 +251,10 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 	switch {
 	case len(spec.GPUIDs) > 0:
 		for _, i := range spec.GPUIDs {
+			if g := faulty(p, i); g != nil {
+				// Named as the machine names it: the fault, never queued.
+				return false, fmt.Sprintf("refused by rule %q: gpu %d %s", "quarantined GPU", i, g.Reason)
+			}
 			if !free[i] {
 				reason = fmt.Sprintf("GPU %d is busy or absent%s", i, busyText)
 				if !spec.Queue {
@@ -283,6 +287,16 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 		reason = fmt.Sprintf("%d of %d GPUs free", p.Free, len(n.GPUs))
 	}
 	return true, reason
+}
+
+// faulty is GPU index of p when it is quarantined or lost, else nil.
+func faulty(p NodePlan, index int) *PlanGPU {
+	for k := range p.GPUs {
+		if g := &p.GPUs[k]; g.Index == index && g.State == GPUFaulty {
+			return g
+		}
+	}
+	return nil
 }
 
 // load is how busy a node is: mean GPU utilization, or CPU without GPUs.

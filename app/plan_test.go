@@ -150,12 +150,12 @@ func TestPlanWithoutImage(t *testing.T) {
 func TestPlanFaultyGPU(t *testing.T) {
 	nodes, active := planPool()
 	nodes[1].GPUs[0].Health, nodes[1].GPUs[0].HealthReason = "quarantined", "XID 79 (GPU has fallen off the bus)"
-	p := plan(nodes[1:2], nil, jobs.Spec{GPUIDs: []int{0}}, active)
+	p := plan(nodes[1:2], nil, jobs.Spec{GPUIDs: []int{0}, Queue: true}, active) // never queued behind a fault
 	g := p.Nodes[0].GPUs[0]
 	if g.State != GPUFaulty || g.Reason != "quarantined: XID 79 (GPU has fallen off the bus)" {
 		t.Fatalf("GPU 0 planned as %q (%q), want faulty with the fault", g.State, g.Reason)
 	}
-	if p.Fits || !strings.Contains(p.Reason, "XID 79") {
+	if p.Fits || !strings.Contains(p.Reason, "gpu 0 quarantined: XID 79") {
 		t.Errorf("a launch on the quarantined GPU: fits=%v reason=%q", p.Fits, p.Reason)
 	}
 	if p.Nodes[0].Free != 0 {

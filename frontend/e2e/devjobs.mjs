@@ -95,6 +95,8 @@ function planNode(n, spec, jobs) {
   const want = spec.gpus ?? 0
   if (ids.length) {
     for (const i of ids) {
+      const bad = p.gpus.find((g) => g.index === i && g.state === 'faulty')
+      if (bad) return { ...p, reason: `refused by rule "quarantined GPU": gpu ${i} ${bad.reason}` }
       if (free.has(i)) continue
       p.reason = `GPU ${i} is busy or absent${busyText}`
       if (!spec.queue) return p
