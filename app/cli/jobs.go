@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/internal/openstat"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -384,15 +385,11 @@ func imageCmd(g *globals) *cobra.Command {
 		Short: "Copy an image archive (docker save) to a machine, with progress; an existing tag of another image is never replaced but with --force (the machine's owner)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := os.Open(args[1])
+			f, fi, err := openstat.Open(os.Open, args[1])
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			fi, err := f.Stat()
-			if err != nil {
-				return err
-			}
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
 				return err

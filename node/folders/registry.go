@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/labpool/labpool/internal/openstat"
 )
 
 // Sentinels callers branch on.
@@ -331,15 +333,11 @@ func ReadDir(root *os.Root, p string) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := root.Open(clean)
+	f, fi, err := openstat.Open(root.Open, clean)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if !fi.IsDir() {
 		return []Entry{entry(fi)}, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path"
+
+	"github.com/labpool/labpool/internal/openstat"
 )
 
 // DirRoots opens the directories under one root as roots of their own,
@@ -54,15 +56,11 @@ func (d *DirRoots) read(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.Open(base)
+	f, fi, err := openstat.Open(r.Open, base)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if !fi.Mode().IsRegular() || fi.Size() > BlockSize {
 		return nil, fmt.Errorf("%s is not a small regular file", name)
 	}

@@ -10,6 +10,8 @@ import (
 	"path"
 	"sync"
 	"time"
+
+	"github.com/labpool/labpool/internal/openstat"
 )
 
 // BlockSize is the unit of comparison and transfer of a file's content.
@@ -228,15 +230,11 @@ func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
 	if first < 0 || n < 0 || n > 1<<16 {
 		return fmt.Errorf("%w: bad block range", ErrBadPath)
 	}
-	f, err := root.Open(clean)
+	f, fi, err := openstat.Open(root.Open, clean)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
 	buf := make([]byte, BlockSize)
 	for i := first; i < first+n; i++ {
 		off := int64(i) * BlockSize
