@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app/history"
-	"github.com/labpool/labpool/internal/replicatest"
+	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"

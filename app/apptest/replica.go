@@ -8,7 +8,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
-	"github.com/labpool/labpool/internal/replicatest"
+	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/sync/store"
 )

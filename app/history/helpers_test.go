@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labpool/labpool/internal/replicatest"
+	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/sync/store"
 )
