@@ -2,6 +2,8 @@ import './locale-fix.ts'
 import { mount } from 'svelte'
 import './app.css'
 import './styles/controls.css'
+import './styles/chart.css'
+import './styles/views.css'
 import { connect } from './api/index.ts'
 import App from './App.svelte'
 

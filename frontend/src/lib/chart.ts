@@ -49,41 +49,26 @@ export interface ChartSpec {
   max?: number
 }
 
+/** A chart spec of metrics given as [name, label, colour]. */
+function chart(title: string, kind: ValueKind, metrics: [string, string, string][], max?: number): ChartSpec {
+  const spec: ChartSpec = { title, kind, metrics: metrics.map(([name, label, color]) => ({ name, label, color })) }
+  if (max != null) spec.max = max
+  return spec
+}
+
 export const gpuCharts: ChartSpec[] = [
-  {
-    title: 'Utilization',
-    kind: 'percent',
-    max: 100,
-    metrics: [
-      { name: 'util_percent', label: 'GPU', color: '--c-gpu' },
-      { name: 'mem_util_percent', label: 'memory bus', color: '--c-mem' },
-    ],
-  },
-  { title: 'Memory used', kind: 'bytes', metrics: [{ name: 'mem_used_bytes', label: 'used', color: '--c-vram' }] },
-  { title: 'Temperature', kind: 'celsius', metrics: [{ name: 'temp_c', label: 'temperature', color: '--c-warn' }] },
-  { title: 'Power', kind: 'watts', metrics: [{ name: 'power_w', label: 'power', color: '--c-hot' }] },
-  {
-    title: 'Clocks',
-    kind: 'mhz',
-    metrics: [
-      { name: 'sm_clock_mhz', label: 'SM', color: '--c-cpu' },
-      { name: 'mem_clock_mhz', label: 'memory', color: '--c-mem' },
-    ],
-  },
+  chart('Utilization', 'percent', [['util_percent', 'GPU', '--c-gpu'], ['mem_util_percent', 'memory bus', '--c-mem']], 100),
+  chart('Memory used', 'bytes', [['mem_used_bytes', 'used', '--c-vram']]),
+  chart('Temperature', 'celsius', [['temp_c', 'temperature', '--c-warn']]),
+  chart('Power', 'watts', [['power_w', 'power', '--c-hot']]),
+  chart('Clocks', 'mhz', [['sm_clock_mhz', 'SM', '--c-cpu'], ['mem_clock_mhz', 'memory', '--c-mem']]),
 ]
 
 export const hostCharts: ChartSpec[] = [
-  { title: 'CPU', kind: 'percent', max: 100, metrics: [{ name: 'cpu_percent', label: 'CPU', color: '--c-cpu' }] },
-  { title: 'Memory used', kind: 'bytes', metrics: [{ name: 'mem_used_bytes', label: 'used', color: '--c-mem' }] },
-  {
-    title: 'Network',
-    kind: 'rate',
-    metrics: [
-      { name: 'net_rx_bps', label: 'receive', color: '--c-cpu' },
-      { name: 'net_tx_bps', label: 'transmit', color: '--c-gpu' },
-    ],
-  },
-  { title: 'Disk used', kind: 'percent', max: 100, metrics: [{ name: 'disk_used_percent', label: 'fullest disk', color: '--c-warn' }] },
+  chart('CPU', 'percent', [['cpu_percent', 'CPU', '--c-cpu']], 100),
+  chart('Memory used', 'bytes', [['mem_used_bytes', 'used', '--c-mem']]),
+  chart('Network', 'rate', [['net_rx_bps', 'receive', '--c-cpu'], ['net_tx_bps', 'transmit', '--c-gpu']]),
+  chart('Disk used', 'percent', [['disk_used_percent', 'fullest disk', '--c-warn']], 100),
 ]
 
 /** Formats a value of a chart; "—" for a missing one. */
