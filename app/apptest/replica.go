@@ -13,6 +13,13 @@ import (
 	"github.com/labpool/labpool/sync/store"
 )
 
+// Device IDs of the two machines (this one and a peer) of the replicas
+// the tests of app/cli and app/web write.
+const (
+	SelfID = "SELF-AAAA-AAAA-AAAA"
+	PeerID = "PEER-BBBB-BBBB-BBBB"
+)
+
 // Machine is one machine of a replica written by WriteMachines: a member
 // with a node record that gives Addr, and one sample.
 type Machine struct {

@@ -21,10 +21,7 @@ import (
 	"github.com/labpool/labpool/sync/store"
 )
 
-const (
-	selfID = "SELF-AAAA-AAAA-AAAA"
-	peerID = "PEER-BBBB-BBBB-BBBB"
-)
+const selfID, peerID = apptest.SelfID, apptest.PeerID
 
 // run runs the CLI with args and returns its exit status and output.
 func run(t *testing.T, hooks Hooks, args ...string) (int, string, string) {

@@ -25,10 +25,7 @@ import (
 	"github.com/labpool/labpool/sync/store"
 )
 
-const (
-	selfID = "SELF-AAAA-AAAA-AAAA"
-	peerID = "PEER-BBBB-BBBB-BBBB"
-)
+const selfID, peerID = apptest.SelfID, apptest.PeerID
 
 // fakePool is an app.PoolManager of func fields; a nil field answers a
 // zero value.
