@@ -1,15 +1,25 @@
 import type uPlot from 'uplot'
 
 /**
- * Keeps u as wide as el (at least minWidth) and as high as height() says,
- * until the returned stop is called; stop also destroys u. A component
- * mounts its plot in an $effect and returns a teardown that calls stop.
+ * Mounts a plot in el: make builds it for el's width (at least minWidth),
+ * set receives it (and null once it is gone); it then follows el's width
+ * and height(). The returned teardown destroys it: a component calls
+ * mountPlot in an $effect and returns what it returns.
  */
-export function followWidth(u: uPlot, el: HTMLElement, minWidth: number, height: () => number): () => void {
+export function mountPlot(
+  el: HTMLElement,
+  minWidth: number,
+  height: () => number,
+  make: (width: number) => uPlot,
+  set: (u: uPlot | null) => void,
+): () => void {
+  const u = make(Math.max(minWidth, el.clientWidth))
+  set(u)
   const ro = new ResizeObserver(() => u.setSize({ width: Math.max(minWidth, el.clientWidth), height: height() }))
   ro.observe(el)
   return () => {
     ro.disconnect()
     u.destroy()
+    set(null)
   }
 }
