@@ -23,3 +23,9 @@ export function mountPlot(
     set(null)
   }
 }
+
+/** The value of the CSS variable name on el (so a plot draws in the theme's colours), else fallback. */
+export function cssVar(el: Element | undefined, name: string, fallback: string): string {
+  const v = el ? getComputedStyle(el).getPropertyValue(name).trim() : ''
+  return v || fallback
+}
