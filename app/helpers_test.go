@@ -15,9 +15,8 @@ import (
 	"github.com/labpool/labpool/sync/store"
 )
 
-// t0 is a fixed time for test records: 12:13:30 UTC, inside a minute and
-// inside the quarter hour 12:00-12:15.
-var t0 = time.Date(2026, 3, 1, 12, 13, 30, 0, time.UTC)
+// t0 is a fixed time for test records (replicatest.T0).
+var t0 = replicatest.T0
 
 // Device IDs of the test pool.
 const (

@@ -17,6 +17,10 @@ import (
 	"github.com/labpool/labpool/sync/store"
 )
 
+// T0 is a fixed time for test records: 12:13:30 UTC, inside a minute and
+// inside the quarter hour 12:00-12:15.
+var T0 = time.Date(2026, 3, 1, 12, 13, 30, 0, time.UTC)
+
 // Open opens a fresh replica in t's temporary directory and closes it
 // when t ends.
 func Open(t testing.TB) *store.DB {
