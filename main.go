@@ -13,6 +13,7 @@ import (
 
 	"github.com/labpool/labpool/app/cli"
 	"github.com/labpool/labpool/app/daemon"
+	"github.com/labpool/labpool/internal/procs"
 )
 
 //go:embed all:frontend/dist
@@ -38,9 +39,11 @@ func main() {
 	hooks := cli.Hooks{
 		Version: version,
 		Agent: func(ctx context.Context, o cli.DaemonOptions) error {
+			procs.SetIdle(1) // an idle agent on one P: see procs
 			return daemon.Run(ctx, daemonConfig(o), log, nil)
 		},
 		Web: func(ctx context.Context, o cli.DaemonOptions, addr string) error {
+			procs.SetIdle(1)
 			return daemon.RunWeb(ctx, daemonConfig(o), addr, assets, log)
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/labpool/labpool/app/cli"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/app/window"
+	"github.com/labpool/labpool/internal/procs"
 	"github.com/wailsapp/wails/v2"
 	"github.com/wailsapp/wails/v2/pkg/options"
 	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
@@ -34,6 +35,7 @@ var appIcon []byte
 // runWindow opens the labpool window over this machine's daemon: the one
 // already serving the data directory, or a background agent it starts.
 func runWindow(assets fs.FS, log *slog.Logger) int {
+	procs.SetIdle(1) // the relay, and the daemon when it runs in this process
 	dataDir := os.Getenv("LABPOOL_DATA")
 	if dataDir == "" {
 		dataDir = cli.DefaultDataDir()

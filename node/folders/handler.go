@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/labpool/labpool/internal/httperr"
+	"github.com/labpool/labpool/internal/procs"
 )
 
 // Info is what members see of a share: never its path here.
@@ -78,6 +79,7 @@ func (h *handler) reading(serve func(http.ResponseWriter, *http.Request, *Opened
 			return
 		}
 		defer o.Close()
+		defer procs.Acquire()() // a copy's receiver asks in parallel streams
 		serve(w, req, o)
 	}
 }

@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/labpool/labpool/node/folders"
 	"io"
 	"os"
 	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/labpool/labpool/internal/procs"
+	"github.com/labpool/labpool/node/folders"
 )
 
 // Source is the sending side of a copy: a shared folder of a member.
@@ -79,8 +81,9 @@ func (p *Pull) unchanged(m folders.FileMeta) bool {
 	return ok && !h.Dir && h.Link == "" && h.Size == m.Size && h.MTime.Equal(m.MTime)
 }
 
-// Run performs the copy.
+// Run performs the copy, on every core (see procs).
 func (p *Pull) Run(ctx context.Context) (Progress, error) {
+	defer procs.Acquire()() // hashing, TLS and the writers run in parallel
 	if p.Streams <= 0 {
 		p.Streams = 4
 	}
