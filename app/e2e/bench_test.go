@@ -101,14 +101,21 @@ func BenchmarkAgentCost(b *testing.B) {
 	time.Sleep(3 * time.Second) // past start-up
 	const window = 20 * time.Second
 	b.ResetTimer()
+	// Every window counts: the mean over all of them, and the busiest.
+	var pcts []float64
 	for range b.N {
 		cpu0 := cpuTicks(b, pid)
 		time.Sleep(window)
 		cpu1 := cpuTicks(b, pid)
-		pct := 100 * float64(cpu1-cpu0) / 100 / window.Seconds() // USER_HZ = 100
-		b.ReportMetric(pct, "cpu-%-of-core")
+		pcts = append(pcts, 100*float64(cpu1-cpu0)/100/window.Seconds()) // USER_HZ = 100
 	}
 	b.StopTimer()
+	var sum float64
+	for _, p := range pcts {
+		sum += p
+	}
+	b.ReportMetric(sum/float64(len(pcts)), "cpu-%-of-core")
+	b.ReportMetric(slices.Max(pcts), "cpu-%-max-window")
 	b.ReportMetric(float64(rssKB(b, pid))/1024, "rss-MB")
 	b.ReportMetric(0, "ns/op")
 }
