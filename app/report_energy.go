@@ -88,25 +88,16 @@ func NewEnergyRecorder(db *store.DB, origin string, log *slog.Logger) *EnergyRec
 // pruning readings older than their retention once an hour. It starts no
 // goroutine.
 func (r *EnergyRecorder) Run(ctx context.Context, samples <-chan agent.Sample) error {
-	prune := time.NewTicker(time.Hour)
-	defer prune.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case s, ok := <-samples:
-			if !ok {
-				return nil
-			}
-			if err := r.Record(ctx, s); err != nil {
-				r.log.Warn("record energy counters", "err", err)
-			}
-		case now := <-prune.C:
-			if _, err := r.db.Prune(ctx, KindEnergy, now.Add(-energyKeep)); err != nil {
-				r.log.Warn("prune energy readings", "err", err)
-			}
+	agent.Consume(ctx, samples, time.Hour, func(s agent.Sample) {
+		if err := r.Record(ctx, s); err != nil {
+			r.log.Warn("record energy counters", "err", err)
 		}
-	}
+	}, func(now time.Time) {
+		if _, err := r.db.Prune(ctx, KindEnergy, now.Add(-energyKeep)); err != nil {
+			r.log.Warn("prune energy readings", "err", err)
+		}
+	})
+	return nil
 }
 
 // Record writes s's counters if s is the first sample of its quarter hour,

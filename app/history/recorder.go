@@ -46,23 +46,12 @@ func (r *Recorder) Run(ctx context.Context, samples <-chan agent.Sample) error {
 	if err := r.Resume(ctx); err != nil {
 		r.log.Warn("resume history", "err", err)
 	}
-	prune := time.NewTicker(time.Minute)
-	defer prune.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case s, ok := <-samples:
-			if !ok {
-				return nil
-			}
-			if err := r.Record(ctx, s); err != nil {
-				r.log.Warn("record sample", "err", err)
-			}
-		case now := <-prune.C:
-			r.prune(ctx, now)
+	agent.Consume(ctx, samples, time.Minute, func(s agent.Sample) {
+		if err := r.Record(ctx, s); err != nil {
+			r.log.Warn("record sample", "err", err)
 		}
-	}
+	}, func(now time.Time) { r.prune(ctx, now) })
+	return nil
 }
 
 // LiveEvery is how often the live record is rewritten when nothing but

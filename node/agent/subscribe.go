@@ -1,6 +1,35 @@
 package agent
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Consume calls each for every sample from samples, and tick every period
+// (never when period is 0), until ctx is cancelled or samples is closed. It
+// runs on the caller's goroutine and starts none.
+func Consume(ctx context.Context, samples <-chan Sample, period time.Duration, each func(Sample), tick func(now time.Time)) {
+	var ticks <-chan time.Time
+	if period > 0 {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		ticks = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case s, ok := <-samples:
+			if !ok {
+				return
+			}
+			each(s)
+		case now := <-ticks:
+			tick(now)
+		}
+	}
+}
 
 // Subscribe returns a channel of samples and a func that ends the
 // subscription and closes the channel. A subscriber that has not received

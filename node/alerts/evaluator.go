@@ -153,19 +153,12 @@ func (e *Evaluator) subjectOf(a Alert) string {
 // Run evaluates each sample, with in's grants, folders and peers, until
 // ctx is cancelled or samples is closed.
 func (e *Evaluator) Run(ctx context.Context, samples <-chan agent.Sample, in Inputs) error {
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case s, ok := <-samples:
-			if !ok {
-				return nil
-			}
-			rd := ReadingOf(s, in.Grants(), in.Folders())
-			rd.Peers = in.Peers()
-			e.Evaluate(rd)
-		}
-	}
+	agent.Consume(ctx, samples, 0, func(s agent.Sample) {
+		rd := ReadingOf(s, in.Grants(), in.Folders())
+		rd.Peers = in.Peers()
+		e.Evaluate(rd)
+	}, nil)
+	return nil
 }
 
 // Evaluate updates every rule's conditions with rd, firing and clearing
