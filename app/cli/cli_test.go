@@ -37,6 +37,12 @@ func run(t *testing.T, hooks Hooks, args ...string) (int, string, string) {
 // replica, still open.
 func writeReplica(t *testing.T, dataDir string) *store.DB {
 	t.Helper()
+	return writeReplicaAt(t, dataDir, time.Now().UTC().Truncate(time.Second))
+}
+
+// writeReplicaAt is writeReplica with the newest sample at now.
+func writeReplicaAt(t *testing.T, dataDir string, now time.Time) *store.DB {
+	t.Helper()
 	ctx := context.Background()
 	db := apptest.OpenReplica(t, filepath.Join(dataDir, "replica.db"))
 	for _, kv := range [][2]string{{app.SettingSelfID, selfID}, {app.SettingSelfName, "self"}} {
@@ -44,7 +50,6 @@ func writeReplica(t *testing.T, dataDir string) *store.DB {
 			t.Fatal(err)
 		}
 	}
-	now := time.Now().UTC().Truncate(time.Second)
 	nodes := []struct {
 		id, name string
 		gpus     int

@@ -22,9 +22,10 @@ import (
 // JSON, at now): CPU 10, 20, ... 50%, GPU 1 at 100% in the third.
 func recordHistory(t *testing.T, dataDir string) time.Time {
 	t.Helper()
-	db := writeReplica(t, dataDir)
+	now := time.Now().UTC().Truncate(time.Second)
+	db := writeReplicaAt(t, dataDir, now) // one clock reading: a second may turn between two
 	r := history.NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
-	start := time.Now().Truncate(time.Second).Add(-5 * time.Second)
+	start := now.Add(-5 * time.Second)
 	for i := range 5 {
 		s := agent.Sample{Time: start.Add(time.Duration(i) * time.Second), Host: host.Stats{CPUPercent: float64(10 * (i + 1)),
 			MemUsedBytes: 3 << 30, MemTotalBytes: 16 << 30, NetRxBps: 2048}}
