@@ -235,7 +235,9 @@ func (s *Service) SetAlertWebhook(ctx context.Context, req WebhookRequest) (Appl
 	if err := alerts.CheckWebhookURL(req.URL); err != nil {
 		return Applied{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return s.toEveryNode(ctx, http.MethodPut, "/v1/alerts/webhook", req)
+	// Every machine holds it as set at the same time: one that misses it
+	// fetches it later from an owner's or admin's machine holding a newer one.
+	return s.toEveryNode(ctx, http.MethodPut, "/v1/alerts/webhook", alerts.WebhookSetting{URL: req.URL, At: time.Now().UTC()})
 }
 
 // MuteAlert mutes (or, with Seconds 0, unmutes) a rule on the machine that

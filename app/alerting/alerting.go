@@ -3,6 +3,8 @@ package alerting
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -21,6 +23,9 @@ import (
 type Config struct {
 	Self peer.ID // this machine's device ID: the origin of its alerts
 	Name string  // this machine's name, in webhook posts
+	// Nodes reaches the other machines' alerting API, to fetch the pool's
+	// webhook when this machine missed a change (nil: never fetched).
+	Nodes app.NodeCaller
 }
 
 // Pool is what alerting asks of the pool's membership (*pool.Manager).
@@ -112,25 +117,35 @@ func (a *Alerting) adoptRules(ctx context.Context) {
 }
 
 // adoptNewest adopts the newest rules an owner's or admin's machine
-// published, when newer than this machine's.
+// published, and fetches the webhook from the one holding the newest,
+// when newer than this machine's.
 func (a *Alerting) adoptNewest(ctx context.Context) {
-	newest, ok := a.newestRules(ctx)
-	if !ok {
-		return
+	rules, webhook := a.newest(ctx)
+	if !rules.RulesAt.IsZero() {
+		if ok, err := a.m.Adopt(rules.Rules, rules.RulesAt); err != nil {
+			a.log.Warn("adopt the pool's alert rules", "err", err)
+		} else if ok {
+			a.log.Info("adopted the pool's alert rules, changed while this machine was away", "changed_at", rules.RulesAt)
+		}
 	}
-	if ok, err := a.m.Adopt(newest.Rules, newest.RulesAt); err != nil {
-		a.log.Warn("adopt the pool's alert rules", "err", err)
-	} else if ok {
-		a.log.Info("adopted the pool's alert rules, changed while this machine was away", "changed_at", newest.RulesAt)
+	if webhook.at.After(a.m.WebhookSetting().At) {
+		a.fetchWebhook(ctx, webhook.from, webhook.at)
 	}
 }
 
-// newestRules is the newest state published by another machine of an
-// owner or admin; ok is false when there is none with changed rules.
-func (a *Alerting) newestRules(ctx context.Context) (newest alerts.State, ok bool) {
+// newestWebhook is which machine published the newest webhook change.
+type newestWebhook struct {
+	from peer.ID
+	at   time.Time
+}
+
+// newest is the newest rules published by another machine of an owner or
+// admin (zero RulesAt: none changed), and which of them holds the newest
+// webhook (zero at: none set).
+func (a *Alerting) newest(ctx context.Context) (rules alerts.State, webhook newestWebhook) {
 	recs, err := a.db.LatestByKind(ctx, app.KindAlertRules)
 	if err != nil {
-		return newest, false
+		return rules, webhook
 	}
 	for _, r := range recs {
 		id, err := peer.ParseID(r.Origin)
@@ -141,11 +156,65 @@ func (a *Alerting) newestRules(ctx context.Context) (newest alerts.State, ok boo
 			continue
 		}
 		var st alerts.State
-		if json.Unmarshal(r.Data, &st) == nil && st.RulesAt.After(newest.RulesAt) {
-			newest = st
+		if json.Unmarshal(r.Data, &st) != nil {
+			continue
+		}
+		if st.RulesAt.After(rules.RulesAt) {
+			rules = st
+		}
+		if st.WebhookAt.After(webhook.at) {
+			webhook = newestWebhook{from: id, at: st.WebhookAt}
 		}
 	}
-	return newest, !newest.RulesAt.IsZero()
+	return rules, webhook
+}
+
+// fetchWebhook asks the machine from for the webhook it published as set
+// at at, and adopts it (it fails quietly while from is away: the next look
+// tries again).
+func (a *Alerting) fetchWebhook(ctx context.Context, from peer.ID, at time.Time) {
+	if a.cfg.Nodes == nil {
+		return
+	}
+	w, err := a.getWebhook(ctx, from)
+	if err != nil {
+		a.log.Debug("fetch the pool's alert webhook", "from", from.Short(), "err", err)
+		return
+	}
+	if w.At.Before(at) {
+		return // what it published is not what it holds: its record was older
+	}
+	if ok, err := a.m.AdoptWebhook(w); err != nil {
+		a.log.Warn("adopt the pool's alert webhook", "from", from.Short(), "err", err)
+	} else if ok {
+		a.log.Info("adopted the pool's alert webhook, set while this machine was away", "set_at", w.At)
+	}
+}
+
+func (a *Alerting) getWebhook(ctx context.Context, from peer.ID) (alerts.WebhookSetting, error) {
+	var w alerts.WebhookSetting
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hc, err := a.cfg.Nodes.NodeClient(ctx, from.String())
+	if err != nil {
+		return w, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://node/v1/alerts/webhook", nil)
+	if err != nil {
+		return w, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return w, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return w, fmt.Errorf("%s answered %s", from.Short(), resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&w); err != nil {
+		return w, fmt.Errorf("decode the webhook of %s: %w", from.Short(), err)
+	}
+	return w, nil
 }
 
 // Caller is who asks the alerts API: the device the transport proved, its

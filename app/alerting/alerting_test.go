@@ -78,7 +78,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err := st.SaveMutes([]alerts.Mute{mute}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SaveWebhook("https://chat.example.org/hook"); err != nil {
+	if err := st.SaveWebhook(alerts.WebhookSetting{URL: "https://chat.example.org/hook", At: at}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -93,8 +93,8 @@ func TestStoreRoundTrip(t *testing.T) {
 	if got := m.Eval.Mutes(time.Now()); len(got) != 1 || got[0].Rule != mute.Rule || !got[0].Until.Equal(mute.Until) {
 		t.Errorf("mutes = %+v, want [%+v]", got, mute)
 	}
-	if got := m.Webhook.URL(); got != "https://chat.example.org/hook" {
-		t.Errorf("webhook = %q", got)
+	if got := m.WebhookSetting(); got.URL != "https://chat.example.org/hook" || !got.At.Equal(at) {
+		t.Errorf("webhook = %+v", got)
 	}
 }
 

@@ -17,6 +17,7 @@ const (
 	settingAlertRules   = "alerts.rules"    // []alerts.Rule
 	settingAlertRulesAt = "alerts.rules_at" // RFC 3339: when an owner or admin changed them
 	settingAlertMutes   = "alerts.mutes"
+	settingWebhookAt    = "alerts.webhook_at" // RFC 3339: when an owner or admin set the webhook
 )
 
 // Retention is how long alert records are kept.
@@ -63,9 +64,14 @@ func (s Store) SaveRules(r []alerts.Rule, at time.Time) error {
 // SaveMutes implements alerts.Settings.
 func (s Store) SaveMutes(m []alerts.Mute) error { return s.saveJSON(settingAlertMutes, m) }
 
-// SaveWebhook implements alerts.Settings.
-func (s Store) SaveWebhook(url string) error {
-	return s.db.SetSetting(context.Background(), app.SettingAlertWebhook, url)
+// SaveWebhook implements alerts.Settings: the URL, then when it was set
+// (a crash between the two leaves the time older: at worst the pool's
+// newest webhook is fetched again).
+func (s Store) SaveWebhook(w alerts.WebhookSetting) error {
+	if err := s.db.SetSetting(context.Background(), app.SettingAlertWebhook, w.URL); err != nil {
+		return err
+	}
+	return s.db.SetSetting(context.Background(), settingWebhookAt, w.At.UTC().Format(time.RFC3339Nano))
 }
 
 // Publish implements alerts.Settings.
@@ -105,7 +111,11 @@ func (s Store) Load(ctx context.Context, m *alerts.Machine) error {
 		}
 	}
 	if v, ok, err := s.db.Setting(ctx, app.SettingAlertWebhook); err == nil && ok {
-		if err := m.Webhook.SetURL(v); err != nil {
+		w := alerts.WebhookSetting{URL: v}
+		if v, ok, err := s.db.Setting(ctx, settingWebhookAt); err == nil && ok {
+			w.At, _ = time.Parse(time.RFC3339Nano, v) // unreadable: zero, the pool's newest is fetched
+		}
+		if err := m.RestoredWebhook(w); err != nil {
 			return err
 		}
 	}

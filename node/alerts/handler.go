@@ -39,6 +39,18 @@ type State struct {
 	RulesAt time.Time `json:"rules_at"`
 	Mutes   []Mute    `json:"mutes"`
 	Webhook bool      `json:"webhook"`
+	// WebhookAt is when an owner or admin last set or removed the webhook
+	// (zero: never): a machine that missed it fetches the webhook from a
+	// machine of an owner or admin that has a newer one (see
+	// Machine.AdoptWebhook).
+	WebhookAt time.Time `json:"webhook_at,omitzero"`
+}
+
+// WebhookSetting is the pool's webhook as a machine holds it, and when an
+// owner or admin set it; an empty URL means none.
+type WebhookSetting struct {
+	URL string    `json:"url"`
+	At  time.Time `json:"at,omitzero"`
 }
 
 // Settings keeps this machine's alerting in its local settings and
@@ -46,7 +58,7 @@ type State struct {
 type Settings interface {
 	SaveRules(rules []Rule, at time.Time) error
 	SaveMutes([]Mute) error
-	SaveWebhook(url string) error
+	SaveWebhook(WebhookSetting) error
 	Publish(State) error
 }
 
@@ -56,13 +68,16 @@ type Machine struct {
 	Eval     *Evaluator
 	Webhook  *Webhook
 	Settings Settings
-	mu       sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt
-	rulesAt  time.Time  // when the rules were last changed (State.RulesAt)
+	mu        sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt and webhookAt
+	rulesAt   time.Time  // when the rules were last changed (State.RulesAt)
+	webhookAt time.Time  // when the webhook was last set (State.WebhookAt)
 }
 
 // State returns what this machine publishes.
 func (m *Machine) State() State {
-	return State{Rules: m.Eval.Rules(), RulesAt: m.RulesAt(), Mutes: m.Eval.Mutes(time.Now()), Webhook: m.Webhook.URL() != ""}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stateLocked()
 }
 
 // RulesAt is when the rules were last changed (zero: the defaults).
@@ -109,7 +124,54 @@ func (m *Machine) Adopt(rules []Rule, at time.Time) (bool, error) {
 
 // stateLocked is State with m.mu held.
 func (m *Machine) stateLocked() State {
-	return State{Rules: m.Eval.Rules(), RulesAt: m.rulesAt, Mutes: m.Eval.Mutes(time.Now()), Webhook: m.Webhook.URL() != ""}
+	return State{Rules: m.Eval.Rules(), RulesAt: m.rulesAt, Mutes: m.Eval.Mutes(time.Now()),
+		Webhook: m.Webhook.URL() != "", WebhookAt: m.webhookAt}
+}
+
+// WebhookSetting returns the webhook this machine posts to, and when it was set.
+func (m *Machine) WebhookSetting() WebhookSetting {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return WebhookSetting{URL: m.Webhook.URL(), At: m.webhookAt}
+}
+
+// RestoredWebhook sets the webhook read from the local settings.
+func (m *Machine) RestoredWebhook(w WebhookSetting) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.Webhook.SetURL(w.URL); err != nil {
+		return err
+	}
+	m.webhookAt = w.At
+	return nil
+}
+
+// AdoptWebhook takes the webhook an owner's or admin's machine holds when
+// it was set after this machine's (it was away, or joined later); it says
+// whether it did. The caller checks the holder's role.
+func (m *Machine) AdoptWebhook(w WebhookSetting) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !w.At.After(m.webhookAt) {
+		return false, nil
+	}
+	if err := m.setWebhookLocked(w); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// setWebhookLocked checks, saves, applies and publishes w, with m.mu held.
+func (m *Machine) setWebhookLocked(w WebhookSetting) error {
+	if err := CheckWebhookURL(w.URL); err != nil {
+		return &refusal{status: http.StatusBadRequest, code: "invalid", msg: err.Error()}
+	}
+	if err := m.Settings.SaveWebhook(w); err != nil {
+		return err
+	}
+	m.Webhook.SetURL(w.URL) // checked above
+	m.webhookAt = w.At
+	return m.Settings.Publish(m.stateLocked())
 }
 
 // SetRule changes rule id as u says (owners, admins and this machine's
@@ -136,21 +198,29 @@ func (m *Machine) SetRule(c Caller, id string, u RuleUpdate) (Rule, error) {
 }
 
 // SetWebhook sets the URL alerts are posted to (owners, admins and this
-// machine's own user).
-func (m *Machine) SetWebhook(c Caller, url string) error {
+// machine's own user), as set at w.At: the time the one who set it gave
+// every machine, so that all hold the same (zero, or later than a minute
+// from now: now).
+func (m *Machine) SetWebhook(c Caller, w WebhookSetting) error {
 	if err := configures(c, "the alert webhook"); err != nil {
 		return err
 	}
-	if err := CheckWebhookURL(url); err != nil {
-		return &refusal{status: http.StatusBadRequest, code: "invalid", msg: err.Error()}
+	if now := time.Now().UTC(); w.At.IsZero() || w.At.After(now.Add(time.Minute)) {
+		w.At = now
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.Settings.SaveWebhook(url); err != nil {
-		return err
+	return m.setWebhookLocked(w)
+}
+
+// WebhookFor returns the webhook to a device of the pool (a machine that
+// missed it fetches it; see AdoptWebhook): every machine of the pool
+// holds it already, strangers and removed members get nothing.
+func (m *Machine) WebhookFor(c Caller) (WebhookSetting, error) {
+	if !c.Local && c.Role == "" {
+		return WebhookSetting{}, forbidden("alerts: pool members only", "the alert webhook is given to the pool's devices; this device is not a member")
 	}
-	m.Webhook.SetURL(url) // checked above
-	return m.Settings.Publish(m.stateLocked())
+	return m.WebhookSetting(), nil
 }
 
 // Mute adds or ends a mute (anyone of the pool but viewers).
@@ -203,8 +273,8 @@ func forbidden(rule, format string, a ...any) error {
 }
 
 // Handler serves m to the pool: GET /v1/alerts/rules, PUT
-// /v1/alerts/rules/{id} (RuleUpdate), POST /v1/alerts/mute (Mute), PUT
-// /v1/alerts/webhook ({"url": ...}); caller names who asks.
+// /v1/alerts/rules/{id} (RuleUpdate), POST /v1/alerts/mute (Mute), GET
+// and PUT /v1/alerts/webhook (WebhookSetting); caller names who asks.
 func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/alerts/rules", func(w http.ResponseWriter, r *http.Request) {
@@ -231,15 +301,17 @@ func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 		out, err := m.Mute(caller(r), mu)
 		reply(w, out, err)
 	})
+	mux.HandleFunc("GET /v1/alerts/webhook", func(w http.ResponseWriter, r *http.Request) {
+		wh, err := m.WebhookFor(caller(r))
+		reply(w, wh, err)
+	})
 	mux.HandleFunc("PUT /v1/alerts/webhook", func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			URL string `json:"url"`
-		}
+		var req WebhookSetting
 		if err := decode(r.Body, &req); err != nil {
 			reply(w, nil, err)
 			return
 		}
-		err := m.SetWebhook(caller(r), req.URL)
+		err := m.SetWebhook(caller(r), req)
 		if err == nil {
 			w.WriteHeader(http.StatusNoContent)
 			return

@@ -15,7 +15,7 @@ type fakeSettings struct {
 	mu        sync.Mutex
 	rules     []Rule
 	mutes     []Mute
-	webhook   string
+	webhook   WebhookSetting
 	published []State
 }
 
@@ -26,9 +26,9 @@ func (f *fakeSettings) SaveRules(r []Rule, _ time.Time) error {
 	return nil
 }
 func (f *fakeSettings) SaveMutes(m []Mute) error { f.mu.Lock(); f.mutes = m; f.mu.Unlock(); return nil }
-func (f *fakeSettings) SaveWebhook(u string) error {
+func (f *fakeSettings) SaveWebhook(w WebhookSetting) error {
 	f.mu.Lock()
-	f.webhook = u
+	f.webhook = w
 	f.mu.Unlock()
 	return nil
 }
@@ -108,11 +108,11 @@ func TestWebhookByRoleAndScheme(t *testing.T) {
 			t.Errorf("owner sets webhook %s: %d %q; want 400 saying http and https only", u, rec.Code, msg)
 		}
 	}
-	if st.webhook != "" || m.Webhook.URL() != "" {
+	if st.webhook.URL != "" || m.Webhook.URL() != "" {
 		t.Fatalf("a refused webhook was kept: %q", m.Webhook.URL())
 	}
 	rec = call(t, m, RoleAdmin, "PUT", "/v1/alerts/webhook", `{"url": "https://chat.example.org/h"}`)
-	if rec.Code != http.StatusNoContent || st.webhook != "https://chat.example.org/h" || m.Webhook.URL() != st.webhook {
+	if rec.Code != http.StatusNoContent || st.webhook.URL != "https://chat.example.org/h" || m.Webhook.URL() != st.webhook.URL {
 		t.Fatalf("admin sets the webhook: %d %s; kept %q", rec.Code, rec.Body, st.webhook)
 	}
 	if p := st.published[len(st.published)-1]; !p.Webhook {
@@ -120,6 +120,46 @@ func TestWebhookByRoleAndScheme(t *testing.T) {
 	}
 	if b, _ := json.Marshal(st.published); strings.Contains(string(b), "chat.example.org") {
 		t.Errorf("the published state holds the webhook's URL: %s", b)
+	}
+}
+
+// TestWebhookReachesMachinesThatMissedIt: a machine of the pool fetches the
+// webhook (GET) from one that holds a newer one; a stranger or a removed
+// member gets nothing; an older webhook never replaces a newer one; a time
+// far in the future (a wrong clock) is taken as now.
+func TestWebhookReachesMachinesThatMissedIt(t *testing.T) {
+	m, st := newMachine()
+	set := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	rec := call(t, m, RoleOwner, "PUT", "/v1/alerts/webhook", `{"url": "https://chat.example.org/h", "at": "`+set.Format(time.RFC3339)+`"}`)
+	if rec.Code != http.StatusNoContent || !st.webhook.At.Equal(set) || !st.published[len(st.published)-1].WebhookAt.Equal(set) {
+		t.Fatalf("owner sets the webhook at %v: %d %s; saved %+v", set, rec.Code, rec.Body, st.webhook)
+	}
+
+	rec = call(t, m, "", "GET", "/v1/alerts/webhook", "")
+	if code, msg := errorOf(t, rec); rec.Code != http.StatusForbidden || !strings.Contains(msg, "alerts: pool members only") || strings.Contains(rec.Body.String(), "chat.example.org") {
+		t.Errorf("a stranger reads the webhook: %d %s %q", rec.Code, code, rec.Body)
+	}
+	rec = call(t, m, RoleMember, "GET", "/v1/alerts/webhook", "")
+	var got WebhookSetting
+	if json.Unmarshal(rec.Body.Bytes(), &got); rec.Code != http.StatusOK || got.URL != "https://chat.example.org/h" || !got.At.Equal(set) {
+		t.Errorf("a machine of the pool reads the webhook: %d %s", rec.Code, rec.Body)
+	}
+
+	other, _ := newMachine()
+	if ok, err := other.AdoptWebhook(got); !ok || err != nil || other.Webhook.URL() != got.URL {
+		t.Fatalf("a machine that missed the webhook adopts it: %v %v, holds %q", ok, err, other.Webhook.URL())
+	}
+	older := WebhookSetting{URL: "https://old.example.org/h", At: set.Add(-time.Hour)}
+	if ok, err := other.AdoptWebhook(older); ok || err != nil || other.Webhook.URL() != got.URL {
+		t.Errorf("an older webhook replaced a newer one: %v %v, holds %q", ok, err, other.Webhook.URL())
+	}
+	if ok, err := other.AdoptWebhook(WebhookSetting{URL: "file:///etc/shadow", At: set.Add(time.Hour)}); ok || err == nil || other.Webhook.URL() != got.URL {
+		t.Errorf("a bad webhook was adopted: %v %v, holds %q", ok, err, other.Webhook.URL())
+	}
+
+	rec = call(t, m, RoleAdmin, "PUT", "/v1/alerts/webhook", `{"url": "", "at": "2999-01-01T00:00:00Z"}`)
+	if rec.Code != http.StatusNoContent || m.Webhook.URL() != "" || st.webhook.At.After(time.Now().Add(time.Minute)) {
+		t.Errorf("admin removes the webhook with a clock far ahead: %d %s; saved %+v", rec.Code, rec.Body, st.webhook)
 	}
 }
 

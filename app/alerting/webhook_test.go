@@ -1,0 +1,108 @@
+package alerting
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/node/alerts"
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/pool"
+)
+
+// machines is an app.NodeCaller reaching each machine's alerts.Handler in
+// process; the handler sees the caller as the machine asking (self).
+type machines struct {
+	self     peer.ID
+	p        Pool
+	handlers map[peer.ID]*Alerting
+	asked    []peer.ID
+}
+
+func (m *machines) NodeClient(_ context.Context, id string) (*http.Client, error) {
+	pid, err := peer.ParseID(id)
+	if err != nil {
+		return nil, err
+	}
+	m.asked = append(m.asked, pid)
+	a, ok := m.handlers[pid]
+	if !ok {
+		return nil, &net404{id}
+	}
+	role, _ := m.p.Role(m.self)
+	h := alerts.Handler(a.Machine(), func(*http.Request) alerts.Caller { return alerts.Caller{ID: m.self.String(), Role: string(role)} })
+	return &http.Client{Transport: handlerTransport{h}}, nil
+}
+
+type net404 struct{ id string }
+
+func (e *net404) Error() string { return "no address known for " + e.id }
+
+type handlerTransport struct{ h http.Handler }
+
+func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, r)
+	return rec.Result(), nil
+}
+
+// TestWebhookFetchedFromOwnersMachine: a machine that was away when an
+// owner set the webhook fetches it from the owner's machine once it sees
+// that machine's newer state; a member's machine is never asked, and a
+// machine holding a newer webhook keeps it.
+func TestWebhookFetchedFromOwnersMachine(t *testing.T) {
+	self, owner, member := id("self"), id("owner"), id("member")
+	p := fakePool{roles: map[peer.ID]pool.Role{self: pool.RoleMember, owner: pool.RoleOwner, member: pool.RoleMember}}
+	setAt := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+
+	ownerDB, memberDB, db := openDB(t), openDB(t), openDB(t)
+	ownerA, memberA := open(t, ownerDB, owner, p), open(t, memberDB, member, p)
+	if err := ownerA.Machine().SetWebhook(alerts.Caller{Local: true}, alerts.WebhookSetting{URL: "https://chat.example.org/lab", At: setAt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := memberA.Machine().SetWebhook(alerts.Caller{Local: true}, alerts.WebhookSetting{URL: "https://evil.example.org/x", At: setAt.Add(time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	// Their published states arrive in this machine's replica.
+	for origin, a := range map[peer.ID]*Alerting{owner: ownerA, member: memberA} {
+		if err := NewStore(db, origin.String()).Publish(a.Machine().State()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	nodes := &machines{self: self, p: p, handlers: map[peer.ID]*Alerting{owner: ownerA, member: memberA}}
+	in := NewInputs(self.String(), db, func() map[string]string { return nil }, nil, p, nil)
+	a := Open(context.Background(), Config{Self: self, Name: "self", Nodes: nodes}, db, p, in, discard)
+	a.adoptNewest(context.Background())
+	if got := a.Machine().WebhookSetting(); got.URL != "https://chat.example.org/lab" || !got.At.Equal(setAt) {
+		t.Fatalf("after seeing the owner's state: webhook %+v, want the owner's", got)
+	}
+	for _, asked := range nodes.asked {
+		if asked != owner {
+			t.Errorf("asked %s for the webhook; only the owner's machine should be", asked.Short())
+		}
+	}
+	// Kept across a restart, and not fetched again.
+	nodes.asked = nil
+	b := Open(context.Background(), Config{Self: self, Name: "self", Nodes: nodes}, db, p, in, discard)
+	if got := b.Machine().WebhookSetting(); got.URL != "https://chat.example.org/lab" {
+		t.Errorf("after a restart: webhook %+v", got)
+	}
+	b.adoptNewest(context.Background())
+	if len(nodes.asked) != 0 {
+		t.Errorf("fetched again though it holds the newest: asked %v", nodes.asked)
+	}
+
+	// The owner's machine is away: nothing changes, nothing breaks.
+	removed := time.Now().UTC()
+	if err := NewStore(db, owner.String()).Publish(alerts.State{WebhookAt: removed}); err != nil {
+		t.Fatal(err)
+	}
+	delete(nodes.handlers, owner)
+	b.adoptNewest(context.Background())
+	if got := b.Machine().WebhookSetting(); got.URL != "https://chat.example.org/lab" {
+		t.Errorf("with the owner away: webhook %+v", got)
+	}
+}
