@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -85,7 +86,9 @@ func BenchmarkAgentCost(b *testing.B) {
 		gpu.env = append(gpu.env, "MOCK_NVML_OVERRIDES_TTL=1s") // the last value wins
 	}
 	if prof := os.Getenv("LABPOOL_BENCH_CPUPROFILE"); prof != "" {
-		gpu.env = append(gpu.env, "LABPOOL_CPUPROFILE="+prof, "LABPOOL_CPUPROFILE_SECONDS=40")
+		// The profile covers the measured windows (after start-up and joining).
+		gpu.env = append(gpu.env, "LABPOOL_CPUPROFILE="+prof, "LABPOOL_CPUPROFILE_HZ=1000",
+			"LABPOOL_CPUPROFILE_AFTER=30", "LABPOOL_CPUPROFILE_SECONDS="+cmp.Or(os.Getenv("LABPOOL_BENCH_CPUPROFILE_SECONDS"), "60"))
 	}
 	for _, h := range l.hosts {
 		h.agent()

@@ -65,9 +65,9 @@ type Settings interface {
 // Machine is this machine's alerting as the pool configures it: the
 // evaluator's rules and mutes and the webhook, kept by Settings.
 type Machine struct {
-	Eval     *Evaluator
-	Webhook  *Webhook
-	Settings Settings
+	Eval      *Evaluator
+	Webhook   *Webhook
+	Settings  Settings
 	mu        sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt and webhookAt
 	rulesAt   time.Time  // when the rules were last changed (State.RulesAt)
 	webhookAt time.Time  // when the webhook was last set (State.WebhookAt)
