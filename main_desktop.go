@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/cli"
@@ -51,6 +52,9 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	wcfg := window.DefaultConfig()
 	wcfg.SelfTest = os.Getenv("LABPOOL_SELFTEST")
 	wcfg.SelfTestJob = os.Getenv("LABPOOL_SELFTEST_JOB")
+	if d, err := time.ParseDuration(os.Getenv("LABPOOL_SELFTEST_LINGER")); err == nil && d > 0 {
+		wcfg.SelfTestLinger = d // the e2e test checks a notification meanwhile
+	}
 	// The page calls the local API as in a browser: the AssetServer serves
 	// its files and passes the rest to win, which passes /api/ on to the
 	// daemon's socket.

@@ -162,6 +162,7 @@ func RunAlertNotifications(ctx context.Context, src AlertSource, n Notifier, log
 	for ctx.Err() == nil && !an.primed {
 		if as, err := src.Alerts(ctx, 0); err == nil {
 			an.Update(ctx, as, names)
+			log.Info("desktop notifications: on, for each alert that fires from now", "alerts_already_there", len(as))
 			break
 		}
 		select {

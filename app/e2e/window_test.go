@@ -63,8 +63,10 @@ func TestWindow(t *testing.T) {
 	// nsenter, not `ip netns exec`, as for dockerd; X is reached through its
 	// socket file, which the namespace shares.
 	cmd := exec.Command("nsenter", "--net=/var/run/netns/"+desk.ns, gui)
+	busAddr, notifications := sessionBus(t, dir)
 	cmd.Env = append(append(os.Environ(), desk.env...), "DISPLAY="+display, "LABPOOL_DATA="+dataDir,
-		"LABPOOL_SELFTEST="+report, "LABPOOL_SIMULATE_GPUS=2", "LABPOOL_LISTEN=127.0.0.1:0")
+		"LABPOOL_SELFTEST="+report, "LABPOOL_SIMULATE_GPUS=2", "LABPOOL_LISTEN=127.0.0.1:0",
+		"DBUS_SESSION_BUS_ADDRESS="+busAddr, "LABPOOL_SELFTEST_LINGER=20s")
 	if withDocker {
 		cmd.Env = append(cmd.Env, "LABPOOL_SELFTEST_JOB="+job)
 	}
@@ -97,6 +99,26 @@ func TestWindow(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		jobID = lines[len(lines)-1]
 	}
+
+	// An alert that fires while the window is open reaches the desktop as
+	// a freedesktop notification (a Notify call on the session bus).
+	desk.waitDaemon()
+	waitFor(t, 60*time.Second, "the window's alert notifications to start", func() error {
+		if !strings.Contains(logs.String(), "desktop notifications: on") {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	if out, errOut, code := desk.cli("alerts", "set", "gpu-temp", "--threshold", "1", "--for", "0s"); code != 0 {
+		t.Fatalf("labpool alerts set gpu-temp: exit %d: %s%s", code, out, errOut)
+	}
+	waitFor(t, 30*time.Second, "a desktop notification of the GPU temperature alert", func() error {
+		if n := notifications(); !strings.Contains(n, "member=Notify") || !strings.Contains(n, "gpu-temp") {
+			return fmt.Errorf("the session bus saw %q", lastLines(n, 12))
+		}
+		return nil
+	})
+	t.Logf("desktop notification, as the session bus saw it:\n%s", lastLines(notifications(), 14))
 
 	var data []byte
 	waitFor(t, 150*time.Second, "the window's self-test report", func() error {
@@ -202,4 +224,43 @@ func TestWindow(t *testing.T) {
 	if err := web.NewClient(sock).Ping(ctx); err == nil {
 		t.Errorf("the agent still answers after labpool quit")
 	}
+}
+
+// sessionBus starts a private D-Bus session bus in dir and a monitor of
+// freedesktop notification calls on it (nothing serves them: the monitor
+// sees each call as the window sent it). It returns the bus address and
+// what the monitor saw so far; both stop with the test.
+func sessionBus(t *testing.T, dir string) (addr string, seen func() string) {
+	t.Helper()
+	for _, tool := range []string{"dbus-daemon", "dbus-monitor", "gdbus"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skipOrFail(t, "window test needs "+tool+" (Debian: dbus-daemon, dbus-bin, libglib2.0-bin)")
+		}
+	}
+	addr = "unix:path=" + filepath.Join(dir, "bus") // a path: abstract sockets belong to a network namespace
+	bus := exec.Command("dbus-daemon", "--session", "--nofork", "--nopidfile", "--address="+addr)
+	var busLog syncBuffer
+	bus.Stdout, bus.Stderr = &busLog, &busLog
+	if err := bus.Start(); err != nil {
+		t.Fatalf("start dbus-daemon: %v", err)
+	}
+	t.Cleanup(func() { bus.Process.Kill(); bus.Wait() })
+	var mon syncBuffer
+	waitFor(t, 10*time.Second, "the session bus", func() error {
+		_, err := os.Stat(filepath.Join(dir, "bus"))
+		return err
+	})
+	m := exec.Command("dbus-monitor", "--address", addr, "interface=org.freedesktop.Notifications")
+	m.Stdout, m.Stderr = &mon, &mon
+	if err := m.Start(); err != nil {
+		t.Fatalf("start dbus-monitor: %v", err)
+	}
+	t.Cleanup(func() { m.Process.Kill(); m.Wait() })
+	waitFor(t, 10*time.Second, "the monitor on the session bus", func() error {
+		if !strings.Contains(mon.String(), "NameAcquired") {
+			return fmt.Errorf("monitor printed %q; bus %q", mon.String(), busLog.String())
+		}
+		return nil
+	})
+	return addr, mon.String
 }
