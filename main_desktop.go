@@ -52,6 +52,7 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	wcfg := window.DefaultConfig()
 	wcfg.SelfTest = os.Getenv("LABPOOL_SELFTEST")
 	wcfg.SelfTestJob = os.Getenv("LABPOOL_SELFTEST_JOB")
+	wcfg.SelfTestAlert = os.Getenv("LABPOOL_SELFTEST_ALERT") != ""
 	if d, err := time.ParseDuration(os.Getenv("LABPOOL_SELFTEST_LINGER")); err == nil && d > 0 {
 		wcfg.SelfTestLinger = d // the e2e test checks a notification meanwhile
 	}

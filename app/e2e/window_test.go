@@ -66,7 +66,7 @@ func TestWindow(t *testing.T) {
 	busAddr, notifications := sessionBus(t, dir)
 	cmd.Env = append(append(os.Environ(), desk.env...), "DISPLAY="+display, "LABPOOL_DATA="+dataDir,
 		"LABPOOL_SELFTEST="+report, "LABPOOL_SIMULATE_GPUS=2", "LABPOOL_LISTEN=127.0.0.1:0",
-		"DBUS_SESSION_BUS_ADDRESS="+busAddr, "LABPOOL_SELFTEST_LINGER=20s")
+		"DBUS_SESSION_BUS_ADDRESS="+busAddr, "LABPOOL_SELFTEST_LINGER=20s", "LABPOOL_SELFTEST_ALERT=1")
 	if withDocker {
 		cmd.Env = append(cmd.Env, "LABPOOL_SELFTEST_JOB="+job)
 	}
@@ -151,6 +151,7 @@ func TestWindow(t *testing.T) {
 		DaemonVersion      string         `json:"daemonVersion"`
 		BrowserOpen        bool           `json:"browserOpen"`
 		Events             map[string]int `json:"events"`
+		AlertsCount        int            `json:"alertsCount"`
 		EventsMaxPerSecond map[string]int `json:"eventsMaxPerSecond"`
 		Log                *struct {
 			Job    string `json:"job"`
@@ -187,6 +188,11 @@ func TestWindow(t *testing.T) {
 		if n := rep.EventsMaxPerSecond[name]; n > int(time.Second/window.DefaultConfig().Flush)+1 {
 			t.Errorf("%d %s events within one second, want them coalesced", n, name)
 		}
+	}
+	// The alert fired above reaches the page through the window's event
+	// stream: the Alerts tab counts it.
+	if rep.AlertsCount < 1 {
+		t.Errorf("the Alerts tab counted %d active alerts (alerts events %d), want the GPU temperature alert", rep.AlertsCount, rep.Events[app.EventAlerts])
 	}
 	if withDocker {
 		// tail 0: every piece was written after the page began to follow,

@@ -45,6 +45,9 @@ type Config struct {
 	SelfTest string
 	// SelfTestJob names a job whose log the self-test follows ("" = none).
 	SelfTestJob string
+	// SelfTestAlert makes the page wait for an active alert on the Alerts
+	// tab before it reports (the test fires one).
+	SelfTestAlert bool
 	// Flush is how often, at most, a stream writes to the page.
 	Flush time.Duration
 	// Keepalive is how often the event stream tells the page it is alive
@@ -191,7 +194,8 @@ func (w *Window) selfTest(rw http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(rw).Encode(struct {
 			Enabled bool   `json:"enabled"`
 			Job     string `json:"job,omitempty"`
-		}{w.cfg.SelfTest != "", w.cfg.SelfTestJob})
+			Alert   bool   `json:"alert,omitempty"`
+		}{w.cfg.SelfTest != "", w.cfg.SelfTestJob, w.cfg.SelfTestAlert})
 	case http.MethodPost:
 		if w.cfg.SelfTest == "" {
 			web.WriteError(rw, fmt.Errorf("%w: the self-test is off", app.ErrInvalid))

@@ -2,7 +2,7 @@
 // dashboard to render a node card with its meters, count the live events
 // that reach the page, follow a job's log when the window names one, then
 // report what the DOM shows and what arrived, read back from the page itself.
-import { EventNodes, EventSample, request, type Transport } from './api/index.ts'
+import { EventAlerts, EventNodes, EventSample, request, type Transport } from './api/index.ts'
 import type { Version } from './api/types.gen.ts'
 
 export interface SelfTestSummary {
@@ -24,6 +24,8 @@ export interface SelfTestSummary {
   eventsMaxPerSecond: Record<string, number>
   /** The followed log: the job, its pieces as they arrived, and any error. */
   log?: { job: string; chunks: { ms: number; text: string }[]; ended: boolean; error?: string }
+  /** The Alerts tab's count of active alerts when the window was asked to wait for one (-1: none within the time). */
+  alertsCount?: number
 }
 
 /** Reads the rendered part of the summary from the page. */
@@ -91,6 +93,17 @@ async function followLog(api: Transport, job: string, timeoutMs: number): Promis
   return log
 }
 
+/** Waits for the Alerts tab's count of active alerts; -1 when none showed within timeoutMs. */
+async function alertBadge(timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const badge = document.querySelector<HTMLElement>('[data-testid="alerts-count"]')
+    if (badge) return Number(badge.innerText)
+    if (Date.now() >= deadline) return -1
+    await sleep(200)
+  }
+}
+
 /** Runs the self-test if the window asks for it; never throws. */
 export async function runSelfTest(api: Transport, timeoutMs = 15000): Promise<void> {
   let config: Awaited<ReturnType<Transport['selfTest']>> = null
@@ -102,12 +115,13 @@ export async function runSelfTest(api: Transport, timeoutMs = 15000): Promise<vo
   if (!config) return
   const times: Record<string, number[]> = {}
   const count = (name: string) => () => (times[name] ??= []).push(performance.now())
-  const offs = [api.on(EventSample, count(EventSample)), api.on(EventNodes, count(EventNodes))]
+  const offs = [api.on(EventSample, count(EventSample)), api.on(EventNodes, count(EventNodes)), api.on(EventAlerts, count(EventAlerts))]
   const deadline = Date.now() + timeoutMs
   while (!rendered(document) && Date.now() < deadline) await sleep(200)
   // A few more live samples, so the sparklines in the screenshot have a line.
   await sleep(4000)
   const log = config.job ? await followLog(api, config.job, 30000) : undefined
+  const alertsCount = config.alert ? await alertBadge(30000) : undefined
   for (const off of offs) off()
   await new Promise((r) => requestAnimationFrame(() => r(null)))
   // A call with no code of its own in the transport or the window: the
@@ -121,6 +135,7 @@ export async function runSelfTest(api: Transport, timeoutMs = 15000): Promise<vo
     events: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, v.length])),
     eventsMaxPerSecond: Object.fromEntries(Object.entries(times).map(([k, v]) => [k, maxPerSecond(v)])),
     log,
+    alertsCount,
   }
   try {
     await api.selfTestReport(JSON.stringify(summary))

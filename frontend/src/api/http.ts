@@ -163,8 +163,8 @@ export function httpTransport(win?: DesktopWindow): Transport {
     transfers: async () => (await request<FolderTransfer[] | null>('GET', '/transfers')) ?? [],
     selfTest: async () => {
       if (!win) return null
-      const c = await call<{ enabled: boolean; job?: string }>('GET', selfTestURL)
-      return c.enabled ? { job: c.job ?? '' } : null
+      const c = await call<{ enabled: boolean; job?: string; alert?: boolean }>('GET', selfTestURL)
+      return c.enabled ? { job: c.job ?? '', alert: c.alert ?? false } : null
     },
     selfTestReport: (report) => call<void>('POST', selfTestURL, JSON.parse(report)),
     on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {

@@ -10,6 +10,8 @@ export type Unsubscribe = () => void
 export interface SelfTestConfig {
   /** A job whose log the self-test follows ("" = none). */
   job: string
+  /** Whether to wait for an active alert's count on the Alerts tab (the test fires one). */
+  alert: boolean
 }
 
 export interface Transport extends JobsTransport, FoldersTransport, PoolTransport {
