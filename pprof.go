@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +20,9 @@ import (
 //	go tool pprof http://127.0.0.1:6060/debug/pprof/heap
 //	go tool pprof http://127.0.0.1:6060/debug/pprof/profile?seconds=30
 //
-// Also /debug/pprof/NAME for goroutine, allocs, block, mutex, threadcreate.
+// Also /debug/pprof/trace?seconds=5 (an execution trace: every wake-up of
+// an idle daemon, for `go tool trace`) and /debug/pprof/NAME for goroutine,
+// allocs, block, mutex, threadcreate.
 // It is a debugging aid, off unless the variable is set; it serves until
 // the process exits.
 func startPprof(log *slog.Logger) {
@@ -53,6 +56,22 @@ func servePprof(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
+	if name == "trace" { // an execution trace of ?seconds= (5 by default, at most 60)
+		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+		if err != nil || secs <= 0 {
+			secs = 5
+		}
+		if err := trace.Start(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		select {
+		case <-time.After(time.Duration(min(secs, 60)) * time.Second):
+		case <-r.Context().Done():
+		}
+		trace.Stop()
+		return
+	}
 	if name == "profile" {
 		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
 		if err != nil || secs <= 0 {

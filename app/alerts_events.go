@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/labpool/labpool/internal/beat"
 )
 
 // alertEventsEvery is the most often EventAlerts is sent.
@@ -16,7 +18,7 @@ const alertEventsEvery = time.Second
 func (s *Service) RunAlertEvents(ctx context.Context) error {
 	changed, cancel := s.db.Subscribe()
 	defer cancel()
-	t := time.NewTicker(alertEventsEvery)
+	t := beat.NewTicker(alertEventsEvery)
 	defer t.Stop()
 	var last []byte
 	dirty := true

@@ -126,3 +126,32 @@ func TestHubConcurrentCancel(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestHubWatched: Watched is closed by the first subscriber, at once while
+// one is there, and open again once all left.
+func TestHubWatched(t *testing.T) {
+	h := NewHub()
+	w := h.Watched()
+	select {
+	case <-w:
+		t.Fatal("watched without a subscriber")
+	default:
+	}
+	_, cancel := h.Subscribe()
+	select {
+	case <-w:
+	default:
+		t.Fatal("the first subscriber did not close Watched")
+	}
+	select {
+	case <-h.Watched():
+	default:
+		t.Fatal("Watched is open while a subscriber is there")
+	}
+	cancel()
+	select {
+	case <-h.Watched():
+		t.Fatal("watched after the last subscriber left")
+	default:
+	}
+}

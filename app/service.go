@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -316,38 +317,48 @@ const (
 )
 
 // Run publishes the pool view every interval (and each new sample) to the
-// hub until ctx is cancelled.
+// hub while a UI watches, until ctx is cancelled. While none does, it
+// sleeps.
 func (s *Service) Run(ctx context.Context, interval time.Duration) error {
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	seen := map[string]time.Time{}
 	var lastJobs []byte
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-s.hub.Watched():
 		}
-		if s.hub.Subscribers() == 0 {
-			continue // no UI is watching: nothing to compute
+		t := beat.NewTicker(interval)
+		for s.hub.Subscribers() > 0 && ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+				s.publishView(ctx, seen, &lastJobs)
+			}
 		}
-		nodes, err := s.Nodes(ctx)
-		if err != nil {
+		t.Stop()
+	}
+}
+
+// publishView emits the pool's nodes, the samples newer than seen, and the
+// jobs when they differ from *lastJobs.
+func (s *Service) publishView(ctx context.Context, seen map[string]time.Time, lastJobs *[]byte) {
+	nodes, err := s.Nodes(ctx)
+	if err != nil {
+		return
+	}
+	s.hub.Emit(EventNodes, nodes)
+	for _, n := range nodes {
+		if n.Host == nil || !n.LastSeen.After(seen[n.ID]) {
 			continue
 		}
-		s.hub.Emit(EventNodes, nodes)
-		for _, n := range nodes {
-			if n.Host == nil || !n.LastSeen.After(seen[n.ID]) {
-				continue
-			}
-			seen[n.ID] = n.LastSeen
-			s.hub.Emit(EventSample, pointFromNode(n))
-		}
-		if js, err := s.Jobs(ctx, true); err == nil {
-			if b, _ := json.Marshal(js); !bytes.Equal(b, lastJobs) {
-				lastJobs = b
-				s.hub.Emit(EventJobs, js)
-			}
+		seen[n.ID] = n.LastSeen
+		s.hub.Emit(EventSample, pointFromNode(n))
+	}
+	if js, err := s.Jobs(ctx, true); err == nil {
+		if b, _ := json.Marshal(js); !bytes.Equal(b, *lastJobs) {
+			*lastJobs = b
+			s.hub.Emit(EventJobs, js)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -63,7 +64,7 @@ func (t *Tunnels) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after closeAll: the listeners are closed, ctx ends the connections
 	defer t.closeAll()
-	tick := time.NewTicker(2 * time.Second)
+	tick := beat.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {

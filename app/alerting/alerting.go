@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/sync/peer"
@@ -77,7 +78,7 @@ func (a *Alerting) Run(ctx context.Context, samples <-chan agent.Sample) error {
 
 // prune removes alerts older than Retention, every hour.
 func (a *Alerting) prune(ctx context.Context) {
-	t := time.NewTicker(time.Hour)
+	t := beat.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
 		if _, err := a.db.Prune(ctx, app.KindAlert, time.Now().Add(-Retention)); err != nil && ctx.Err() == nil {
@@ -98,7 +99,7 @@ func (a *Alerting) prune(ctx context.Context) {
 func (a *Alerting) adoptRules(ctx context.Context) {
 	changed, cancel := a.db.Subscribe()
 	defer cancel()
-	t := time.NewTicker(30 * time.Second)
+	t := beat.NewTicker(30 * time.Second)
 	defer t.Stop()
 	last := time.Time{}
 	for {

@@ -10,13 +10,14 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/discovery"
+	"github.com/labpool/labpool/internal/beat"
 )
 
 // runNodeRecord publishes this node's record (info and addresses) at start
 // and whenever the addresses change.
 func (d *Daemon) runNodeRecord(ctx context.Context) error {
 	var last []byte
-	t := time.NewTicker(15 * time.Second)
+	t := beat.NewTicker(15 * time.Second)
 	defer t.Stop()
 	for {
 		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses(), Containers: d.rt != nil}

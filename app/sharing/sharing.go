@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
@@ -124,7 +125,7 @@ func (p *Publisher) write(ctx context.Context, info folders.Info) error {
 // Run republishes every share's size and file count each minute until ctx
 // is cancelled.
 func (p *Publisher) Run(ctx context.Context) error {
-	t := time.NewTicker(time.Minute)
+	t := beat.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
 		for _, s := range p.reg.List() {

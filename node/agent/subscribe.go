@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/labpool/labpool/internal/beat"
 )
 
 // Consume calls each for every sample from samples, and tick every period
@@ -12,7 +14,7 @@ import (
 func Consume(ctx context.Context, samples <-chan Sample, period time.Duration, each func(Sample), tick func(now time.Time)) {
 	var ticks <-chan time.Time
 	if period > 0 {
-		t := time.NewTicker(period)
+		t := beat.NewTicker(period)
 		defer t.Stop()
 		ticks = t.C
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -87,7 +88,7 @@ func (t *Telemetry) Run(ctx context.Context) error {
 		return err
 	}
 	defer t.stop()
-	tick := time.NewTicker(t.cfg.Interval)
+	tick := beat.NewTicker(t.cfg.Interval)
 	defer tick.Stop()
 	for {
 		t.tick(ctx)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/labpool/labpool/internal/beat"
 )
 
 // Bounds of Policy.IdleReclaimSeconds (when on).
@@ -49,7 +51,7 @@ func reclaimGrace(p Policy) time.Duration {
 // before, its record gets ReclaimAt, the countdown its owner sees, which
 // goes away if the GPUs get busy again.
 func (m *Manager) RunReclaim(ctx context.Context) error {
-	t := time.NewTicker(time.Second)
+	t := beat.NewTicker(time.Second)
 	defer t.Stop()
 	idle := map[string]time.Time{} // job ID -> since when its GPUs are idle
 	for {

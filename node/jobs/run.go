@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/containers"
 )
 
@@ -77,9 +78,9 @@ func (m *Manager) follow(ctx context.Context, lost string) (adopted bool, err er
 		return false, err
 	}
 	m.wake()
-	resync := time.NewTicker(m.cfg.Resync)
+	resync := beat.NewTicker(m.cfg.Resync)
 	defer resync.Stop()
-	poll := time.NewTicker(m.cfg.QueuePoll)
+	poll := beat.NewTicker(m.cfg.QueuePoll)
 	defer poll.Stop()
 	for {
 		select {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -36,7 +37,7 @@ type Config struct {
 
 // DefaultConfig returns the settings the daemon uses.
 func DefaultConfig() Config {
-	return Config{Reconcile: 500 * time.Millisecond, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second,
+	return Config{Reconcile: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second,
 		Silence: 2500 * time.Millisecond}
 }
 
@@ -148,7 +149,7 @@ func (p *Peers) Run(ctx context.Context) error {
 		p.mu.Unlock()
 		wg.Wait()
 	}()
-	t := time.NewTicker(p.cfg.Reconcile)
+	t := beat.NewTicker(p.cfg.Reconcile)
 	defer t.Stop()
 	var (
 		gen  uint64    // of the member set last read
