@@ -149,9 +149,12 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	// Keepalives every second, not 0.4 s: the replica streams carry a frame
 	// at least every second (records or a heartbeat) and notice a silent
 	// peer themselves (replica.Config.Silence); pings between them were the
-	// agent's largest cost per member. The idle timeout leaves room for a
-	// lost ping's retransmission on an otherwise quiet connection.
-	tcfg.KeepAlive, tcfg.IdleTimeout = time.Second, 3*time.Second
+	// agent's largest cost per member. A ping is due a keepalive after the
+	// last packet received: at 1.5 s, never while the frames and their
+	// acknowledgements arrive every second on the beat (at 1 s it raced
+	// them). The idle timeout leaves room for a lost ping's retransmission
+	// on an otherwise quiet connection (quic-go pings at most every half of it).
+	tcfg.KeepAlive, tcfg.IdleTimeout = 1500*time.Millisecond, 3*time.Second
 	if d.ep, err = transport.New(d.id, tcfg, log); err != nil {
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}
