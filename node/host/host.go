@@ -2,7 +2,8 @@
 // with gopsutil.
 //
 // A Sampler is built to run at 1 Hz forever: each Sample reads a few small
-// files under /proc and statfs's a few mounts. CPU percent and network rates
+// files under /proc and statfs's a few mounts. On Linux it keeps those files
+// open and parses them itself (procfs_linux.go) instead of through gopsutil. CPU percent and network rates
 // are deltas between successive Samples (the first reads 0), so Sample never
 // sleeps. The list of disks is re-read only every Config.DiskRefresh.
 package host
