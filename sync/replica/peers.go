@@ -282,8 +282,8 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("replication stream: %s: %s", resp.Status, msg)
 	}
+	p.pinSession(f) // before it says online: whoever sees it online sees the address pinned
 	p.setOnline(f, true)
-	p.pinSession(f)
 	dec := NewDecoder(resp.Body)
 	skipped := false // history was paused by a full disk during this session
 	for {
