@@ -51,7 +51,14 @@ func (f fakeFile) Size() int64        { return 0 }
 func (f fakeFile) Mode() fs.FileMode  { return map[bool]fs.FileMode{true: fs.ModeDir}[f.dir] }
 func (f fakeFile) ModTime() time.Time { return time.Time{} }
 func (f fakeFile) IsDir() bool        { return f.dir }
-func (f fakeFile) Sys() any           { return &syscall.Stat_t{Dev: f.dev} }
+func (f fakeFile) Sys() any {
+	st := &syscall.Stat_t{}
+	setDev(&st.Dev, f.dev)
+	return st
+}
+
+// setDev sets a Stat_t's Dev, whose type differs by OS (int32 on macOS).
+func setDev[T ~int32 | ~uint32 | ~uint64](dev *T, v uint64) { *dev = T(v) }
 
 func TestSampleDisks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
