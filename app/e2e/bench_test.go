@@ -90,6 +90,9 @@ func BenchmarkAgentCost(b *testing.B) {
 		gpu.env = append(gpu.env, "LABPOOL_CPUPROFILE="+prof, "LABPOOL_CPUPROFILE_HZ=1000",
 			"LABPOOL_CPUPROFILE_AFTER=30", "LABPOOL_CPUPROFILE_SECONDS="+cmp.Or(os.Getenv("LABPOOL_BENCH_CPUPROFILE_SECONDS"), "60"))
 	}
+	if n := os.Getenv("LABPOOL_BENCH_GOMAXPROCS"); n != "" { // the agent idles on one P unless told
+		gpu.env = append(gpu.env, "GOMAXPROCS="+n)
+	}
 	if addr := os.Getenv("LABPOOL_BENCH_PPROF"); addr != "" { // e.g. 127.0.0.1:6060, inside gpu's namespace
 		gpu.env = append(gpu.env, "LABPOOL_PPROF="+addr)
 	}
