@@ -102,12 +102,20 @@ func (a *Announcer) Run(ctx context.Context) error {
 // registration is what Run has published.
 type registration struct {
 	srv     *zeroconf.Server // nil when nothing is published
+	since   time.Time        // when srv was registered
 	key     string           // interfaces, addresses and TXT of srv
 	lastLog string           // last problem logged, so that a retry is logged once
 }
 
+// zeroconfSettle is how long a zeroconf server must have run before its Shutdown:
+// its receive goroutines join its WaitGroup only once they run, and a
+// Shutdown waiting on it before that races them (zeroconf v1.0.0; the race
+// detector caught it when an announcer stopped right after it started).
+const zeroconfSettle = 100 * time.Millisecond
+
 func (r *registration) stop() {
 	if r.srv != nil {
+		time.Sleep(zeroconfSettle - time.Since(r.since)) // no wait once settled
 		r.srv.Shutdown()
 		r.srv = nil
 	}
@@ -140,7 +148,7 @@ func (a *Announcer) refresh(ctx context.Context, reg *registration) {
 		a.logOnce(reg, slog.LevelWarn, "mdns announce failed, will retry", "err", err)
 		return
 	}
-	reg.srv, reg.key, reg.lastLog = srv, key, ""
+	reg.srv, reg.since, reg.key, reg.lastLog = srv, time.Now(), key, ""
 	a.log.Info("mdns registered", "instance", a.cfg.Instance, "host", a.cfg.Host,
 		"port", a.cfg.Port, "addrs", addrs, "ifaces", interfaceNames(ifaces), "pool", txt.Pool)
 	if !hearSelf(ctx, ifaces, a.cfg.Instance) && ctx.Err() == nil {
