@@ -10,7 +10,7 @@ import (
 // Config.Metrics until ctx is cancelled.
 func (d *Daemon) runMetrics(ctx context.Context) error {
 	cfg := metrics.Config{Addr: d.cfg.Metrics, AllowRemote: d.cfg.MetricsAllowRemote, Hostname: d.telem.Info().Host.Hostname}
-	srv, err := metrics.New(cfg, d.telem, d.jobOwner, d.log)
+	srv, err := metrics.New(cfg, d.telem, d.jobOwner, d.memberName, d.log)
 	if err != nil {
 		return err
 	}
@@ -28,4 +28,18 @@ func (d *Daemon) jobOwner(id string) string {
 		return ""
 	}
 	return j.Owner
+}
+
+// memberName is a member's name in the pool, "" when it is not one.
+func (d *Daemon) memberName(id string) string {
+	st, ok := d.pool.Snapshot()
+	if !ok {
+		return ""
+	}
+	for _, m := range st.Members {
+		if m.ID == id {
+			return m.Name
+		}
+	}
+	return ""
 }

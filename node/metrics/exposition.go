@@ -80,6 +80,9 @@ type Snapshot struct {
 	// Owner returns the owner (member ID) of a job of this machine, ""
 	// when unknown; nil: owners only from the GPUs' processes.
 	Owner func(job string) string
+	// Name returns a member's name in the pool (label owner_name), ""
+	// when unknown; nil: no names.
+	Name func(member string) string
 }
 
 // Write writes s as Prometheus text exposition: each family's HELP and
@@ -144,7 +147,8 @@ func writeLabpool(bw *bufio.Writer, s Snapshot, labels []string) {
 	}
 }
 
-// labels are a GPU's labels, in dcgm-exporter's order, then job and owner.
+// labels are a GPU's labels, in dcgm-exporter's order, then the job, its
+// owner's member ID and the owner's name.
 func (s Snapshot) labels(g *gpu.Stats) string {
 	job, owner := g.Job, ""
 	for _, p := range g.Processes {
@@ -158,10 +162,14 @@ func (s Snapshot) labels(g *gpu.Stats) string {
 	if owner == "" && job != "" && s.Owner != nil {
 		owner = s.Owner(job)
 	}
+	ownerName := ""
+	if owner != "" && s.Name != nil {
+		ownerName = s.Name(owner)
+	}
 	var b strings.Builder
 	idx := strconv.Itoa(g.Index)
 	for _, kv := range [][2]string{{"gpu", idx}, {"UUID", g.UUID}, {"device", "nvidia" + idx}, {"modelName", g.Name},
-		{"Hostname", s.Hostname}, {"job", job}, {"owner", owner}} {
+		{"Hostname", s.Hostname}, {"job", job}, {"owner", owner}, {"owner_name", ownerName}} {
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}

@@ -35,65 +35,70 @@ func testGPUs() []gpu.Stats {
 
 const wantText = `# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
 # TYPE DCGM_FI_DEV_SM_CLOCK gauge
-DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 1410
-DCGM_FI_DEV_SM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 0
+DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 1410
+DCGM_FI_DEV_SM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
 # HELP DCGM_FI_DEV_MEM_CLOCK Memory clock frequency (in MHz).
 # TYPE DCGM_FI_DEV_MEM_CLOCK gauge
-DCGM_FI_DEV_MEM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 1215
-DCGM_FI_DEV_MEM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 0
+DCGM_FI_DEV_MEM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 1215
+DCGM_FI_DEV_MEM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
 # HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).
 # TYPE DCGM_FI_DEV_GPU_TEMP gauge
-DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 71
-DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 35
+DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 71
+DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 35
 # HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).
 # TYPE DCGM_FI_DEV_POWER_USAGE gauge
-DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 312.25
-DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 60
+DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 312.25
+DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 60
 # HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).
 # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
-DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 123456789
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 123456789
 # HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
-DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 87
-DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 0
+DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 87
+DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
 # HELP DCGM_FI_DEV_MEM_COPY_UTIL Memory utilization (in %).
 # TYPE DCGM_FI_DEV_MEM_COPY_UTIL gauge
-DCGM_FI_DEV_MEM_COPY_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 41.5
-DCGM_FI_DEV_MEM_COPY_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 0
+DCGM_FI_DEV_MEM_COPY_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 41.5
+DCGM_FI_DEV_MEM_COPY_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
 # HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.
 # TYPE DCGM_FI_DEV_XID_ERRORS gauge
-DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 0
-DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 79
+DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
+DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 79
 # HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).
 # TYPE DCGM_FI_DEV_FB_FREE gauge
-DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 30720
-DCGM_FI_DEV_FB_FREE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 40960
+DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 30720
+DCGM_FI_DEV_FB_FREE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 40960
 # HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
 # TYPE DCGM_FI_DEV_FB_USED gauge
-DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 10240
-DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 0
+DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 10240
+DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
 # HELP DCGM_FI_DEV_ECC_DBE_VOL_TOTAL Total number of double-bit volatile ECC errors.
 # TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter
-DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 0
-DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 2
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 2
 # HELP DCGM_FI_DEV_RETIRED_PENDING Total number of pages pending retirement.
 # TYPE DCGM_FI_DEV_RETIRED_PENDING counter
-DCGM_FI_DEV_RETIRED_PENDING{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 0
-DCGM_FI_DEV_RETIRED_PENDING{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 1
+DCGM_FI_DEV_RETIRED_PENDING{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
+DCGM_FI_DEV_RETIRED_PENDING{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 1
 # HELP labpool_gpu_health GPU health as labpool judges it from NVML: 1 for the GPU's state (ok, warning, quarantined, lost).
 # TYPE labpool_gpu_health gauge
-labpool_gpu_health{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",health="warning"} 1
-labpool_gpu_health{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",health="quarantined"} 1
-labpool_gpu_health{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB",health="lost"} 1
+labpool_gpu_health{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice",health="warning"} 1
+labpool_gpu_health{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",health="quarantined"} 1
+labpool_gpu_health{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB",owner_name="",health="lost"} 1
 # HELP labpool_gpu_xid_errors_total XID errors seen on the GPU since the agent started.
 # TYPE labpool_gpu_xid_errors_total counter
-labpool_gpu_xid_errors_total{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA"} 0
-labpool_gpu_xid_errors_total{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner=""} 3
-labpool_gpu_xid_errors_total{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB"} 0
+labpool_gpu_xid_errors_total{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
+labpool_gpu_xid_errors_total{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 3
+labpool_gpu_xid_errors_total{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB",owner_name=""} 0
 # HELP labpool_gpu_throttle 1 for each clock throttle reason active now (NVML's names).
 # TYPE labpool_gpu_throttle gauge
-labpool_gpu_throttle{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",reason="hw_thermal_slowdown"} 1
+labpool_gpu_throttle{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice",reason="hw_thermal_slowdown"} 1
 `
+
+// names is the pool's member names.
+func names(member string) string {
+	return map[string]string{"ALIC-AAAA": "alice"}[member]
+}
 
 func owners(job string) string {
 	if job == "job-2" {
@@ -107,7 +112,7 @@ func owners(job string) string {
 // GPU showing only its health, the energy counter only where supported.
 func TestWrite(t *testing.T) {
 	var b bytes.Buffer
-	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Owner: owners}); err != nil {
+	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Owner: owners, Name: names}); err != nil {
 		t.Fatal(err)
 	}
 	got, want := strings.Split(b.String(), "\n"), strings.Split(wantText, "\n")
@@ -168,7 +173,7 @@ func TestCheckAddr(t *testing.T) {
 			t.Errorf("CheckAddr(%q) = nil, want an error", bad)
 		}
 	}
-	if _, err := New(Config{Addr: "0.0.0.0:9400"}, nil, nil, nil); !errors.Is(err, ErrNotLoopback) {
+	if _, err := New(Config{Addr: "0.0.0.0:9400"}, nil, nil, nil, nil); !errors.Is(err, ErrNotLoopback) {
 		t.Errorf("New on 0.0.0.0 = %v, want %v", err, ErrNotLoopback)
 	}
 }
@@ -181,7 +186,7 @@ type fixedSource struct {
 func (f fixedSource) Latest() (agent.Sample, bool) { return f.s, f.ok }
 
 func TestServeHTTP(t *testing.T) {
-	srv, err := New(Config{Addr: "127.0.0.1:0", Hostname: "dgx1"}, fixedSource{agent.Sample{GPUs: testGPUs()}, true}, owners, nil)
+	srv, err := New(Config{Addr: "127.0.0.1:0", Hostname: "dgx1"}, fixedSource{agent.Sample{GPUs: testGPUs()}, true}, owners, names, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +206,7 @@ func TestServeHTTP(t *testing.T) {
 
 // TestRun serves on a loopback port and stops with its context.
 func TestRun(t *testing.T) {
-	srv, err := New(Config{Addr: "127.0.0.1:0"}, fixedSource{}, nil, nil)
+	srv, err := New(Config{Addr: "127.0.0.1:0"}, fixedSource{}, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +226,7 @@ func TestRun(t *testing.T) {
 
 func TestPromtool(t *testing.T) {
 	var b bytes.Buffer
-	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Owner: owners}); err != nil {
+	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Owner: owners, Name: names}); err != nil {
 		t.Fatal(err)
 	}
 	metricstest.Promtool(t, b.String())
@@ -244,7 +249,7 @@ func BenchmarkWrite(b *testing.B) {
 		g.Index, g.UUID = i, fmt.Sprintf("GPU-%04d", i)
 		gpus = append(gpus, g)
 	}
-	snap := Snapshot{Hostname: "dgx1", GPUs: gpus, Owner: owners}
+	snap := Snapshot{Hostname: "dgx1", GPUs: gpus, Owner: owners, Name: names}
 	var buf bytes.Buffer
 	b.ReportAllocs()
 	for b.Loop() {

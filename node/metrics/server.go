@@ -38,19 +38,21 @@ type Server struct {
 	cfg   Config
 	src   Source
 	owner func(job string) string
+	name  func(member string) string
 	log   *slog.Logger
 }
 
-// New returns a server of src's samples; owner (may be nil) names the owner
-// of a job of this machine. It refuses an address CheckAddr refuses.
-func New(cfg Config, src Source, owner func(job string) string, log *slog.Logger) (*Server, error) {
+// New returns a server of src's samples; owner (may be nil) gives the owner
+// of a job of this machine, name (may be nil) a member's name. It refuses
+// an address CheckAddr refuses.
+func New(cfg Config, src Source, owner func(job string) string, name func(member string) string, log *slog.Logger) (*Server, error) {
 	if err := CheckAddr(cfg.Addr, cfg.AllowRemote); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{cfg: cfg, src: src, owner: owner, log: log}, nil
+	return &Server{cfg: cfg, src: src, owner: owner, name: name, log: log}, nil
 }
 
 // ServeHTTP answers GET Path with the latest sample's metrics (none before
@@ -65,7 +67,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	snap := Snapshot{Hostname: s.cfg.Hostname, Owner: s.owner}
+	snap := Snapshot{Hostname: s.cfg.Hostname, Owner: s.owner, Name: s.name}
 	if sm, ok := s.src.Latest(); ok {
 		snap.GPUs = sm.GPUs
 	}
