@@ -93,6 +93,9 @@ func BenchmarkAgentCost(b *testing.B) {
 	if n := os.Getenv("LABPOOL_BENCH_GOMAXPROCS"); n != "" { // the agent idles on one P unless told
 		gpu.env = append(gpu.env, "GOMAXPROCS="+n)
 	}
+	if n := os.Getenv("LABPOOL_BENCH_GOGC"); n != "" {
+		gpu.env = append(gpu.env, "GOGC="+n)
+	}
 	if addr := os.Getenv("LABPOOL_BENCH_PPROF"); addr != "" { // e.g. 127.0.0.1:6060, inside gpu's namespace
 		gpu.env = append(gpu.env, "LABPOOL_PPROF="+addr)
 	}
