@@ -119,7 +119,13 @@ func (f *fakePool) Probe(_ context.Context, addr string) (app.ProbeResult, error
 // dataDir on the data directory's socket, as the daemon does.
 func startDaemon(t *testing.T, dataDir string, pool app.PoolManager) {
 	t.Helper()
-	db := writeReplica(t, dataDir)
+	startDaemonAt(t, dataDir, pool, time.Now().UTC().Truncate(time.Second))
+}
+
+// startDaemonAt is startDaemon with the replica's newest samples at now.
+func startDaemonAt(t *testing.T, dataDir string, pool app.PoolManager, now time.Time) {
+	t.Helper()
+	db := writeReplicaAt(t, dataDir, now)
 	svc := apptest.NewService(db, app.Self{ID: selfID, Name: "self"}, nil, pool)
 	ln, err := net.Listen("unix", SocketPath(dataDir))
 	if err != nil {

@@ -103,9 +103,11 @@ func TestHistoryCommand(t *testing.T) {
 // replica gives.
 func TestHistoryCommandDaemon(t *testing.T) {
 	dir := t.TempDir()
-	recordHistory(t, dir)
+	start := recordHistory(t, dir)
 	_, offline, _ := run(t, Hooks{}, "--data", dir, "history", "self", "--gpu", "0", "--json")
-	startDaemon(t, dir, &fakePool{})
+	// The daemon's replica as recordHistory left it: a new clock reading
+	// could write a sample in the next second.
+	startDaemonAt(t, dir, &fakePool{}, start.Add(5*time.Second))
 	code, online, errOut := run(t, Hooks{}, "--data", dir, "history", "self", "--gpu", "0", "--json")
 	if code != ExitOK || strings.Contains(errOut, "no daemon") {
 		t.Fatalf("history through the daemon: exit %d, %s", code, errOut)
