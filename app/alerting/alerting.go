@@ -134,9 +134,9 @@ func (a *Alerting) adoptNewest(ctx context.Context) {
 	}
 }
 
-// newestWebhook is which machine published the newest webhook change.
+// newestWebhook is which machines published the newest webhook change.
 type newestWebhook struct {
-	from peer.ID
+	from []peer.ID // owners' and admins' machines that hold it
 	at   time.Time
 }
 
@@ -163,28 +163,39 @@ func (a *Alerting) newest(ctx context.Context) (rules alerts.State, webhook newe
 		if st.RulesAt.After(rules.RulesAt) {
 			rules = st
 		}
-		if st.WebhookAt.After(webhook.at) {
-			webhook = newestWebhook{from: id, at: st.WebhookAt}
+		switch {
+		case st.WebhookAt.After(webhook.at):
+			webhook = newestWebhook{from: []peer.ID{id}, at: st.WebhookAt}
+		case !st.WebhookAt.IsZero() && st.WebhookAt.Equal(webhook.at):
+			webhook.from = append(webhook.from, id) // set on every machine at once: any of them will do
 		}
 	}
 	return rules, webhook
 }
 
-// fetchWebhook asks the machine from for the webhook it published as set
-// at at, and adopts it (it fails quietly while from is away: the next look
-// tries again).
-func (a *Alerting) fetchWebhook(ctx context.Context, from peer.ID, at time.Time) {
+// fetchWebhook asks the machines of from, in turn, for the webhook they
+// published as set at at, and adopts the first answer (it fails quietly
+// while they are all away: the next look tries again).
+func (a *Alerting) fetchWebhook(ctx context.Context, from []peer.ID, at time.Time) {
 	if a.cfg.Nodes == nil {
 		return
 	}
-	w, err := a.getWebhook(ctx, from)
-	if err != nil {
-		a.log.Debug("fetch the pool's alert webhook", "from", from.Short(), "err", err)
+	for _, id := range from {
+		w, err := a.getWebhook(ctx, id)
+		if err != nil {
+			a.log.Debug("fetch the pool's alert webhook", "from", id.Short(), "err", err)
+			continue
+		}
+		if w.At.Before(at) {
+			continue // what it published is not what it holds: its record was older
+		}
+		a.adoptWebhook(w, id)
 		return
 	}
-	if w.At.Before(at) {
-		return // what it published is not what it holds: its record was older
-	}
+}
+
+// adoptWebhook adopts w, fetched from the machine from.
+func (a *Alerting) adoptWebhook(w alerts.WebhookSetting, from peer.ID) {
 	if ok, err := a.m.AdoptWebhook(w); err != nil {
 		a.log.Warn("adopt the pool's alert webhook", "from", from.Short(), "err", err)
 	} else if ok {

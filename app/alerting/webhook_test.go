@@ -53,8 +53,8 @@ func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // that machine's newer state; a member's machine is never asked, and a
 // machine holding a newer webhook keeps it.
 func TestWebhookFetchedFromOwnersMachine(t *testing.T) {
-	self, owner, member := id("self"), id("owner"), id("member")
-	p := fakePool{roles: map[peer.ID]pool.Role{self: pool.RoleMember, owner: pool.RoleOwner, member: pool.RoleMember}}
+	self, owner, admin, member := id("self"), id("owner"), id("admin"), id("member")
+	p := fakePool{roles: map[peer.ID]pool.Role{self: pool.RoleMember, owner: pool.RoleOwner, admin: pool.RoleAdmin, member: pool.RoleMember}}
 	setAt := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
 
 	ownerDB, memberDB, db := openDB(t), openDB(t), openDB(t)
@@ -104,5 +104,23 @@ func TestWebhookFetchedFromOwnersMachine(t *testing.T) {
 	b.adoptNewest(context.Background())
 	if got := b.Machine().WebhookSetting(); got.URL != "https://chat.example.org/lab" {
 		t.Errorf("with the owner away: webhook %+v", got)
+	}
+
+	// Set again on every machine at once, while this one was away: the
+	// owner's machine is away too, the admin's answers.
+	again := time.Now().UTC().Truncate(time.Millisecond)
+	adminA := open(t, openDB(t), admin, p)
+	if err := adminA.Machine().SetWebhook(alerts.Caller{Local: true}, alerts.WebhookSetting{URL: "https://chat.example.org/lab2", At: again}); err != nil {
+		t.Fatal(err)
+	}
+	for origin, st := range map[peer.ID]alerts.State{owner: {WebhookAt: again}, admin: adminA.Machine().State()} {
+		if err := NewStore(db, origin.String()).Publish(st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes.handlers = map[peer.ID]*Alerting{admin: adminA, member: memberA}
+	b.adoptNewest(context.Background())
+	if got := b.Machine().WebhookSetting(); got.URL != "https://chat.example.org/lab2" || !got.At.Equal(again) {
+		t.Errorf("with the owner away and the admin's machine there: webhook %+v, want the admin's", got)
 	}
 }
