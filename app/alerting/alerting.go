@@ -3,8 +3,6 @@ package alerting
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -26,7 +24,13 @@ type Config struct {
 	Name string  // this machine's name, in webhook posts
 	// Nodes reaches the other machines' alerting API, to fetch the pool's
 	// webhook when this machine missed a change (nil: never fetched).
-	Nodes app.NodeCaller
+	Nodes NodeCaller
+}
+
+// NodeCaller calls a machine's peer API and decodes its JSON answer
+// (app.Service.NodeCall, as the daemon's copy engine also uses it).
+type NodeCaller interface {
+	Call(ctx context.Context, node, method, path string, in, out any) error
 }
 
 // Pool is what alerting asks of the pool's membership (*pool.Manager).
@@ -181,7 +185,10 @@ func (a *Alerting) fetchWebhook(ctx context.Context, from []peer.ID, at time.Tim
 		return
 	}
 	for _, id := range from {
-		w, err := a.getWebhook(ctx, id)
+		var w alerts.WebhookSetting
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := a.cfg.Nodes.Call(cctx, id.String(), http.MethodGet, "/v1/alerts/webhook", nil, &w)
+		cancel()
 		if err != nil {
 			a.log.Debug("fetch the pool's alert webhook", "from", id.Short(), "err", err)
 			continue
@@ -201,32 +208,6 @@ func (a *Alerting) adoptWebhook(w alerts.WebhookSetting, from peer.ID) {
 	} else if ok {
 		a.log.Info("adopted the pool's alert webhook, set while this machine was away", "set_at", w.At)
 	}
-}
-
-func (a *Alerting) getWebhook(ctx context.Context, from peer.ID) (alerts.WebhookSetting, error) {
-	var w alerts.WebhookSetting
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	hc, err := a.cfg.Nodes.NodeClient(ctx, from.String())
-	if err != nil {
-		return w, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://node/v1/alerts/webhook", nil)
-	if err != nil {
-		return w, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return w, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return w, fmt.Errorf("%s answered %s", from.Short(), resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&w); err != nil {
-		return w, fmt.Errorf("decode the webhook of %s: %w", from.Short(), err)
-	}
-	return w, nil
 }
 
 // Caller is who asks the alerts API: the device the transport proved, its

@@ -2,6 +2,8 @@ package alerting
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,8 +14,9 @@ import (
 	"github.com/labpool/labpool/sync/pool"
 )
 
-// machines is an app.NodeCaller reaching each machine's alerts.Handler in
-// process; the handler sees the caller as the machine asking (self).
+// machines is a NodeCaller reaching each machine's alerts.Handler in
+// process, as the peer API would; the handler sees the caller as the
+// machine asking (self).
 type machines struct {
 	self     peer.ID
 	p        Pool
@@ -21,31 +24,24 @@ type machines struct {
 	asked    []peer.ID
 }
 
-func (m *machines) NodeClient(_ context.Context, id string) (*http.Client, error) {
-	pid, err := peer.ParseID(id)
+func (m *machines) Call(_ context.Context, node, method, path string, in, out any) error {
+	pid, err := peer.ParseID(node)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	m.asked = append(m.asked, pid)
 	a, ok := m.handlers[pid]
 	if !ok {
-		return nil, &net404{id}
+		return fmt.Errorf("no address known for %s", pid.Short())
 	}
 	role, _ := m.p.Role(m.self)
 	h := alerts.Handler(a.Machine(), func(*http.Request) alerts.Caller { return alerts.Caller{ID: m.self.String(), Role: string(role)} })
-	return &http.Client{Transport: handlerTransport{h}}, nil
-}
-
-type net404 struct{ id string }
-
-func (e *net404) Error() string { return "no address known for " + e.id }
-
-type handlerTransport struct{ h http.Handler }
-
-func (t handlerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
-	t.h.ServeHTTP(rec, r)
-	return rec.Result(), nil
+	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("%s answered %d: %s", pid.Short(), rec.Code, rec.Body)
+	}
+	return json.Unmarshal(rec.Body.Bytes(), out)
 }
 
 // TestWebhookFetchedFromOwnersMachine: a machine that was away when an

@@ -35,7 +35,7 @@ func (m members) Resolve(ctx context.Context, ref string) (string, error) {
 	return n.ID, err
 }
 
-// Call implements copies.Members.
+// Call implements copies.Members and alerting.NodeCaller.
 func (m members) Call(ctx context.Context, node, method, path string, in, out any) error {
 	return m.d.svc.NodeCall(ctx, node, method, path, in, out)
 }
