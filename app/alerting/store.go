@@ -58,7 +58,23 @@ func (s Store) SaveRules(r []alerts.Rule, at time.Time) error {
 	if err := s.saveJSON(settingAlertRules, r); err != nil {
 		return err
 	}
-	return s.db.SetSetting(context.Background(), settingAlertRulesAt, at.UTC().Format(time.RFC3339Nano))
+	return s.saveTime(settingAlertRulesAt, at)
+}
+
+// saveTime keeps a time setting (RFC 3339, to the nanosecond).
+func (s Store) saveTime(key string, t time.Time) error {
+	return s.db.SetSetting(context.Background(), key, t.UTC().Format(time.RFC3339Nano))
+}
+
+// loadTime reads a time setting saveTime kept: zero when it is missing or
+// unreadable (the pool's newest is then adopted again).
+func (s Store) loadTime(ctx context.Context, key string) time.Time {
+	v, ok, err := s.db.Setting(ctx, key)
+	if err != nil || !ok {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, v)
+	return t
 }
 
 // SaveMutes implements alerts.Settings.
@@ -71,7 +87,7 @@ func (s Store) SaveWebhook(w alerts.WebhookSetting) error {
 	if err := s.db.SetSetting(context.Background(), app.SettingAlertWebhook, w.URL); err != nil {
 		return err
 	}
-	return s.db.SetSetting(context.Background(), settingWebhookAt, w.At.UTC().Format(time.RFC3339Nano))
+	return s.saveTime(settingWebhookAt, w.At)
 }
 
 // Publish implements alerts.Settings.
@@ -94,11 +110,7 @@ func (s Store) Load(ctx context.Context, m *alerts.Machine) error {
 		if err := json.Unmarshal([]byte(v), &rules); err != nil {
 			return fmt.Errorf("decode alert rules: %w", err)
 		}
-		var at time.Time
-		if v, ok, err := s.db.Setting(ctx, settingAlertRulesAt); err == nil && ok {
-			at, _ = time.Parse(time.RFC3339Nano, v) // unreadable: zero, the pool's newest rules are adopted
-		}
-		if err := m.Restored(rules, at); err != nil {
+		if err := m.Restored(rules, s.loadTime(ctx, settingAlertRulesAt)); err != nil {
 			return fmt.Errorf("stored alert rules: %w", err)
 		}
 	}
@@ -111,11 +123,7 @@ func (s Store) Load(ctx context.Context, m *alerts.Machine) error {
 		}
 	}
 	if v, ok, err := s.db.Setting(ctx, app.SettingAlertWebhook); err == nil && ok {
-		w := alerts.WebhookSetting{URL: v}
-		if v, ok, err := s.db.Setting(ctx, settingWebhookAt); err == nil && ok {
-			w.At, _ = time.Parse(time.RFC3339Nano, v) // unreadable: zero, the pool's newest is fetched
-		}
-		if err := m.RestoredWebhook(w); err != nil {
+		if err := m.RestoredWebhook(alerts.WebhookSetting{URL: v, At: s.loadTime(ctx, settingWebhookAt)}); err != nil {
 			return err
 		}
 	}
