@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/internal/leaktest"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alerts"
@@ -22,16 +22,6 @@ import (
 )
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
-
-func openDB(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 func id(name string) peer.ID { return peer.NewID([]byte(name)) }
 
@@ -65,7 +55,7 @@ func rulesWithTemp(c float64) []alerts.Rule {
 }
 
 func TestStoreRoundTrip(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	self := id("self")
 	st := NewStore(db, self.String())
 	rules := rulesWithTemp(77)
@@ -99,7 +89,7 @@ func TestStoreRoundTrip(t *testing.T) {
 }
 
 func TestStoreDefaultsWhenEmpty(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	m := open(t, db, id("self"), fakePool{}).Machine()
 	if got := m.Eval.Rules(); !slices.Equal(got, alerts.DefaultRules()) {
 		t.Errorf("rules = %+v, want the defaults", got)
@@ -112,7 +102,7 @@ func TestStoreDefaultsWhenEmpty(t *testing.T) {
 // TestRestoreFiringAfterRestart: the alerts a machine left firing are
 // firing again after a restart; those that cleared are not.
 func TestRestoreFiringAfterRestart(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	self := id("self")
 	st := NewStore(db, self.String())
 	gpu0, gpu1 := 0, 1
@@ -142,7 +132,7 @@ func TestRestoreFiringAfterRestart(t *testing.T) {
 }
 
 func TestPublishIsTheState(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	self := id("self")
 	m := open(t, db, self, fakePool{}).Machine()
 	if err := m.Settings.Publish(m.State()); err != nil {
@@ -189,7 +179,7 @@ func TestAdoptNewestOfOwnerOrAdmin(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			db := openDB(t)
+			db := replicatest.Open(t)
 			if err := NewStore(db, self.String()).SaveRules(rulesWithTemp(temp[self]), tt.own); err != nil {
 				t.Fatal(err)
 			}
@@ -246,7 +236,7 @@ func writeNode(t *testing.T, db *store.DB, node peer.ID, gpus int) {
 }
 
 func TestInputs(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	self, server, asleep, laptop, gone := id("self"), id("server"), id("asleep"), id("laptop"), id("gone")
 	writeNode(t, db, self, 2)
 	writeNode(t, db, server, 8)
@@ -288,7 +278,7 @@ func TestInputs(t *testing.T) {
 }
 
 func TestRunPublishesAndStops(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	self := id("self")
 	a := open(t, db, self, fakePool{})
 	before := leaktest.Count()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
@@ -53,7 +54,7 @@ func TestWebhookFetchedFromOwnersMachine(t *testing.T) {
 	p := fakePool{roles: map[peer.ID]pool.Role{self: pool.RoleMember, owner: pool.RoleOwner, admin: pool.RoleAdmin, member: pool.RoleMember}}
 	setAt := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
 
-	ownerDB, memberDB, db := openDB(t), openDB(t), openDB(t)
+	ownerDB, memberDB, db := replicatest.Open(t), replicatest.Open(t), replicatest.Open(t)
 	ownerA, memberA := open(t, ownerDB, owner, p), open(t, memberDB, member, p)
 	if err := ownerA.Machine().SetWebhook(alerts.Caller{Local: true}, alerts.WebhookSetting{URL: "https://chat.example.org/lab", At: setAt}); err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestWebhookFetchedFromOwnersMachine(t *testing.T) {
 	// Set again on every machine at once, while this one was away: the
 	// owner's machine is away too, the admin's answers.
 	again := time.Now().UTC().Truncate(time.Millisecond)
-	adminA := open(t, openDB(t), admin, p)
+	adminA := open(t, replicatest.Open(t), admin, p)
 	if err := adminA.Machine().SetWebhook(alerts.Caller{Local: true}, alerts.WebhookSetting{URL: "https://chat.example.org/lab2", At: again}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,30 +3,19 @@ package nodestore
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/jobs"
-	"github.com/labpool/labpool/sync/store"
 )
 
-func openDB(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
-
 func TestJobsRoundTrip(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	s := NewJobs(db, "self")
 	created := time.Now().UTC().Round(time.Millisecond)
 	want := []jobs.Job{{ID: "j1", Name: "train", Node: "self", Owner: "alice", Created: created},
@@ -51,7 +40,7 @@ func TestJobsRoundTrip(t *testing.T) {
 // TestEnvStaysLocal: a job's environment is kept in the local settings,
 // never in a replicated record.
 func TestEnvStaysLocal(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	s := NewJobs(db, "self")
 	env := []string{"TOKEN=secret", "A=b"}
 	if err := s.SaveEnv("j1", env); err != nil {
@@ -81,7 +70,7 @@ func TestEnvStaysLocal(t *testing.T) {
 }
 
 func TestHealthRoundTrip(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	s := NewHealth(db)
 	if st, err := s.LoadHealth(); err != nil || len(st.Quarantined) != 0 {
 		t.Errorf("LoadHealth of a new machine = %+v, %v; want nothing", st, err)
@@ -103,7 +92,7 @@ func TestHealthRoundTrip(t *testing.T) {
 }
 
 func TestSharesRoundTrip(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	s := NewShares(db)
 	if got, err := s.LoadShares(); err != nil || got != nil {
 		t.Errorf("LoadShares of a new machine = %+v, %v; want nothing", got, err)
@@ -130,7 +119,7 @@ func (a *applier) SetPolicy(p jobs.Policy) error {
 }
 
 func TestPolicy(t *testing.T) {
-	db := openDB(t)
+	db := replicatest.Open(t)
 	ctx := context.Background()
 	j := &applier{jobs.DefaultPolicy()}
 	p := NewPolicy(db, j)
