@@ -210,16 +210,6 @@ func nextField(b []byte, i int) (start, end int) {
 	return start, i
 }
 
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
 // parseUint is strconv.ParseUint(string(b), 10, 64) without the string.
 func parseUint(b []byte) (uint64, error) {
 	if len(b) == 0 {
@@ -306,7 +296,7 @@ func parseMeminfo(b []byte) (meminfo, error) {
 			continue
 		}
 		var dst *uint64
-		switch key := trimSpace(line[:c]); string(key) {
+		switch key := bytes.TrimSpace(line[:c]); string(key) {
 		case "MemTotal":
 			dst, mi.hasTotal = &mi.total, true
 		case "MemAvailable":
@@ -314,9 +304,9 @@ func parseMeminfo(b []byte) (meminfo, error) {
 		default:
 			continue
 		}
-		kb, err := parseKB(trimSpace(line[c+1:]))
+		kb, err := parseKB(bytes.TrimSpace(line[c+1:]))
 		if err != nil {
-			return meminfo{}, fmt.Errorf("%s: %w", trimSpace(line[:c]), err)
+			return meminfo{}, fmt.Errorf("%s: %w", bytes.TrimSpace(line[:c]), err)
 		}
 		*dst = kb * 1024
 	}
@@ -370,7 +360,7 @@ func parseNetDev(b []byte, prev []net.IOCountersStat) ([]net.IOCountersStat, err
 		if c < 0 {
 			continue
 		}
-		name := trimSpace(line[:c])
+		name := bytes.TrimSpace(line[:c])
 		if len(name) == 0 {
 			continue
 		}
