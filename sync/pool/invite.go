@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/labpool/labpool/sync/peer"
 )
 
 // An invite is a key pair derived from the secret of a join code. Its
@@ -75,7 +77,7 @@ func (l *Log) NewInvite(key ed25519.PrivateKey, role Role, uses int, expires, no
 	pub := InviteKey(code.Secret).Public().(ed25519.PublicKey)
 	r := Record{
 		Pool: l.pool, Kind: KindInvite, Subject: InviteID(pub), Version: l.NextVersion(now),
-		Role: role, Key: bytes.Clone(pub), Uses: uses, Expires: expires.UnixMilli(), Signer: signer,
+		Role: role, Key: bytes.Clone(pub), Uses: uses, Expires: expires.UnixMilli(), Signer: signer, Prev: l.Heads(),
 	}
 	r.Sig = ed25519.Sign(key, r.SigningBytes())
 	if err := l.Check(r, now); err != nil {
@@ -91,7 +93,7 @@ func (l *Log) NewRevoke(key ed25519.PrivateKey, id string, now time.Time) (Recor
 
 // Invite returns the invite with ID id.
 func (l *Log) Invite(id string) (InviteState, bool) {
-	i, ok := l.invites[id]
+	i, ok := l.state().invites[id]
 	if !ok {
 		return InviteState{}, false
 	}
@@ -100,70 +102,64 @@ func (l *Log) Invite(id string) (InviteState, bool) {
 
 // Invites returns every invite, revoked ones included, newest first.
 func (l *Log) Invites() []InviteState {
-	all := make([]InviteState, 0, len(l.invites))
-	for _, i := range l.invites {
+	st := l.state()
+	all := make([]InviteState, 0, len(st.invites))
+	for _, i := range st.invites {
 		all = append(all, *i)
 	}
 	sortInvites(all)
 	return all
 }
 
-// CheckJoin reports whether Apply would accept the join r now, and more:
-// it also refuses an invite past its expiry now (Apply judges expiry at
-// the record's version, which the holder of a code chooses) and a record
-// made more than MaxSkew ago. A member admitting a joiner calls it.
-func (l *Log) CheckJoin(r Record, now time.Time) error {
-	if r.Kind != KindJoin {
-		return refuse(ErrMalformed, "a %s record is not a join", r.Kind)
+// Admit checks the request of a device (joinerPub, as its TLS session
+// proved) to join, against the current log and the time now, and returns
+// the admission this member (key) signs: the invite must be usable now,
+// not merely at some time the joiner names. Uses are counted here.
+func (l *Log) Admit(key ed25519.PrivateKey, req JoinRequest, joinerPub ed25519.PublicKey, now time.Time) (Record, error) {
+	if !bytes.Equal(req.Key, joinerPub) {
+		return Record{}, refuse(ErrForged, "the join request's key is not that of the device asking")
 	}
-	if err := l.Check(r, now); err != nil {
-		return err
+	inv, ok := l.state().invites[req.Invite]
+	if !ok {
+		return Record{}, refuse(ErrUnknownInvite, "invite %s", quoteField(req.Invite))
 	}
-	inv := l.invites[r.Invite]
 	if now.After(inv.Expires) {
-		return refuse(ErrInvite, "invite %s expired at %s", inv.ID, inv.Expires.UTC().Format(time.RFC3339))
+		return Record{}, refuse(ErrInvite, "invite %s expired at %s", inv.ID, inv.Expires.UTC().Format(time.RFC3339))
 	}
-	if made := time.UnixMilli(int64(r.Version)); now.Sub(made) > MaxSkew {
-		return refuse(ErrReplayed, "join record made %s ago", now.Sub(made).Round(time.Second))
+	signer, err := signerID(key)
+	if err != nil {
+		return Record{}, fmt.Errorf("make admission: %w", err)
 	}
-	return nil
+	r := Record{
+		Pool: l.pool, Kind: KindJoin, Subject: peer.NewID(joinerPub).String(), Version: l.NextVersion(now),
+		Role: inv.Role, Name: req.Name, Key: bytes.Clone(joinerPub), Invite: req.Invite, Signer: signer,
+		Prev: l.Heads(), Proof: bytes.Clone(req.Proof),
+	}
+	r.Sig = ed25519.Sign(key, r.SigningBytes())
+	if err := l.Check(r, now); err != nil {
+		return Record{}, err
+	}
+	return r, nil
 }
 
 // checkInvite applies the rules of an invite record signed by s.
-func (l *Log) checkInvite(r *Record, s *MemberState) error {
-	if _, ok := l.invites[r.Subject]; ok {
+func (st *state) checkInvite(r *Record, s *MemberState) error {
+	if _, ok := st.invites[r.Subject]; ok {
 		return refuse(ErrReplayed, "invite %s exists", r.Subject)
 	}
 	return grantRule(s.Role, r.Role, "make")
 }
 
 // checkRevoke applies the rules of a revoke record signed by s.
-func (l *Log) checkRevoke(r *Record, s *MemberState) error {
-	inv, ok := l.invites[r.Subject]
+func (st *state) checkRevoke(r *Record, s *MemberState) error {
+	inv, ok := st.invites[r.Subject]
 	switch {
 	case !ok:
 		return refuse(ErrUnknownInvite, "invite %s", r.Subject)
 	case inv.revokeHeld:
 		return refuse(ErrInvite, "invite %s is already revoked", r.Subject)
-	case r.Version <= inv.Version:
-		return refuse(ErrReplayed, "version %d of invite %s is not above %d", r.Version, r.Subject, inv.Version)
 	}
 	return grantRule(s.Role, inv.Role, "revoke")
-}
-
-// checkJoinInvite applies the rules of the invite that signed join r.
-func (l *Log) checkJoinInvite(r *Record, inv *InviteState) error {
-	switch {
-	case inv.Revoked:
-		return refuse(ErrInvite, "invite %s was revoked", inv.ID)
-	case int64(r.Version) > inv.Expires.UnixMilli():
-		return refuse(ErrInvite, "invite %s expired at %s", inv.ID, inv.Expires.UTC().Format(time.RFC3339))
-	case inv.Uses > 0 && inv.Used >= inv.Uses:
-		return refuse(ErrInvite, "invite %s is used up (%d of %d)", inv.ID, inv.Used, inv.Uses)
-	case r.Role != "" && r.Role != inv.Role:
-		return refuse(ErrOutOfRole, "invite %s grants %s, not %s", inv.ID, inv.Role, r.Role)
-	}
-	return nil
 }
 
 // canGrant reports whether a device of role by may make or revoke invites
@@ -188,15 +184,4 @@ func grantRule(by, role Role, verb string) error {
 		return refuse(ErrOutOfRole, "no invite makes an owner: an owner makes one with a role change")
 	}
 	return refuse(ErrOutOfRole, "%s cannot %s an invite for %s", by.article(), verb, role.article())
-}
-
-// revokeInvitesOf revokes the invites created by id that its new role no
-// longer allows it to make (all of them when it is removed), so that a
-// device demoted or removed cannot come back through its own invites.
-func (l *Log) revokeInvitesOf(id string, role Role, removed bool) {
-	for _, inv := range l.invites {
-		if inv.CreatedBy == id && (removed || !canGrant(role, inv.Role)) {
-			inv.Revoked = true
-		}
-	}
 }

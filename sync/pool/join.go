@@ -40,10 +40,15 @@ const (
 	codeInternal   = "internal"
 )
 
-// JoinRequest is what a joiner posts to JoinPath.
+// JoinRequest is what a joiner posts to JoinPath: who it is and the proof
+// that it holds a code. The member it asks judges the invite now and signs
+// the admission (NewJoinRequest, Log.Admit).
 type JoinRequest struct {
-	PoolID string          `json:"pool_id"` // the pool the joiner means, to tell "other pool" from "wrong code"
-	Record json.RawMessage `json:"record"`  // the joiner's join record, signed with the invite's key
+	PoolID string `json:"pool_id"` // the pool the joiner means, to tell "other pool" from "wrong code"
+	Name   string `json:"name"`    // the joiner's device name
+	Key    []byte `json:"key"`     // the joiner's Ed25519 public key: that of its TLS certificate
+	Invite string `json:"invite"`  // the invite of its code
+	Proof  []byte `json:"proof"`   // the invite key's signature over JoinProofBytes
 }
 
 // JoinResponse is the answer of a member that admitted the joiner.
@@ -97,20 +102,14 @@ func (m *Manager) admit(r *http.Request) (JoinResponse, int, string, error) {
 		return JoinResponse{}, http.StatusConflict, codeOtherPool,
 			fmt.Errorf("%w (%s, not %s)", ErrOtherPool, pool, req.PoolID)
 	}
-	rec, err := DecodeRecord(req.Record)
-	if err != nil {
-		return JoinResponse{}, http.StatusBadRequest, codeBadRequest, err
-	}
-	if rec.Kind != KindJoin || rec.Subject != joiner.String() {
-		return JoinResponse{}, http.StatusBadRequest, codeBadRequest, errors.New("the join record is not this device's")
+	pub, ok := peerKey(r)
+	if !ok || peer.NewID(pub) != joiner {
+		return JoinResponse{}, http.StatusBadRequest, codeBadRequest, errors.New("no device key")
 	}
 	m.mu.Lock()
-	err = m.log.CheckJoin(rec, m.cfg.Now())
+	rec, err := m.log.Admit(m.key, req, pub, m.cfg.Now())
 	if err == nil {
 		_, err = m.log.Apply(rec, m.cfg.Now())
-	}
-	if err == nil {
-		m.raw[rec.Hash()] = []byte(req.Record)
 	}
 	m.mu.Unlock()
 	switch {
@@ -267,16 +266,11 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 		return err
 	}
 	defer conn.Close()
-	now := m.cfg.Now()
-	rec, err := NewJoin(code, m.key.Public().(ed25519.PublicKey), m.cfg.Name(), now)
+	req, err := NewJoinRequest(code, m.key.Public().(ed25519.PublicKey), m.cfg.Name())
 	if err != nil {
 		return err
 	}
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("encode join record: %w", err)
-	}
-	resp, err := postJoin(ctx, conn.Client(), JoinRequest{PoolID: code.Pool.String(), Record: raw})
+	resp, err := postJoin(ctx, conn.Client(), req)
 	if err != nil {
 		return err
 	}
@@ -381,3 +375,13 @@ func refusal(resp *http.Response) error {
 }
 
 func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }
+
+// peerKey returns the Ed25519 key of the certificate the TLS session of r
+// proved.
+func peerKey(r *http.Request) (ed25519.PublicKey, bool) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil, false
+	}
+	pub, ok := r.TLS.PeerCertificates[0].PublicKey.(ed25519.PublicKey)
+	return pub, ok
+}

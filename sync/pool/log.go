@@ -3,30 +3,54 @@ package pool
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"crypto/ed25519"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// Log holds the accepted records of one pool and the state derived from
-// them: members with their roles, and invites. Every replica that holds
-// the same records derives the same state, because records are judged in
-// (Version, Hash) order: a record that arrives late is slotted into place
-// and the records after it are judged again (those it makes invalid, such
-// as a change signed by an admin it removed earlier, are dropped).
+// Log holds the accepted records of one pool and the membership they make.
+//
+// Records form a DAG: each names the heads of the log its signer saw
+// (Record.Prev), so a record's ancestors are exactly the state its signer
+// claims to have judged it by. Apply judges a record against the state of
+// its ancestors alone, which is the same on every replica whatever else it
+// holds, so a record accepted once is valid forever and is never dropped.
+//
+// The membership is resolved from the whole set (resolve.go): a removal,
+// demotion or revocation takes the effect away from every record concurrent
+// with it (neither ancestor nor descendant) that the restricted device
+// signed or the revoked invite admitted. A signer's clock therefore grants
+// nothing: a demoted admin who names an old state gets a record that
+// replicas hold, relay and report as superseded, never one that acts.
+// Clock versions only order records that nothing else orders.
+//
+// A record whose parents are not all held waits (bounded) until they are.
 //
 // A Log is not safe for concurrent use.
 type Log struct {
 	pool    ID
-	recs    []Record   // accepted, in (Version, Hash) order
-	hashes  [][32]byte // of recs, index for index
-	held    map[[32]byte]bool
-	creator string // device ID of the genesis, "" before it
-	members map[string]*MemberState
-	invites map[string]*InviteState
-	clock   uint64 // the highest version ever accepted
+	entries []*entry // accepted, in arrival order (indices are stable)
+	byHash  map[[32]byte]int
+	pending map[[32]byte]Record // valid in form, waiting for parents
+	linked  bool                // a linked record is held: no legacy record is accepted any more
+	clock   uint64              // the highest version ever accepted
+	st      *state              // the membership resolved from every entry
+	dirty   bool                // st is stale
+}
+
+// entry is one accepted record.
+type entry struct {
+	r       Record
+	h       [32]byte
+	idx     int    // in Log.entries
+	parents []int  // entries it extends
+	anc     bitset // every entry it extends, directly or not
+	// Judged at acceptance against its ancestors' state:
+	demotes bool // a role change to below the subject's role then
 }
 
 // MemberState is a device as the log knows it, removed ones included.
@@ -40,23 +64,33 @@ type MemberState struct {
 	AddedBy string // the device that made that invite (the creator: itself)
 	Version uint64 // of its latest record
 	Key     []byte // its Ed25519 public key
+	// AdmittedBy is the member that signed its admission ("" for the
+	// creator and legacy joins).
+	AdmittedBy string
+
+	setBy int // entry that set Role (-1: genesis or join)
+	since int // entry that made it a member, for seniority
 }
+
+// Bounds on what a log holds, so that no member can make another's grow
+// without end.
+const (
+	maxPrev    = 64   // parents a record names
+	maxPending = 512  // records waiting for their parents
+	maxLog     = 1e4  // records in a log
+	maxVoid    = 64   // superseded records held per signer
+)
 
 // NewLog returns an empty log for pool: it accepts a genesis first.
 func NewLog(pool ID) *Log {
-	return &Log{
-		pool:    pool,
-		held:    map[[32]byte]bool{},
-		members: map[string]*MemberState{},
-		invites: map[string]*InviteState{},
-	}
+	return &Log{pool: pool, byHash: map[[32]byte]int{}, pending: map[[32]byte]Record{}, st: newState()}
 }
 
 // Pool returns the pool's ID.
 func (l *Log) Pool() ID { return l.pool }
 
 // Creator returns the device ID of the pool's creator, "" before the genesis.
-func (l *Log) Creator() string { return l.creator }
+func (l *Log) Creator() string { return l.state().creator }
 
 // NextVersion returns the version for a new record: now in unix ms, or
 // above every version accepted if that is higher.
@@ -64,58 +98,266 @@ func (l *Log) NextVersion(now time.Time) uint64 {
 	return max(unixMS(now), l.clock+1)
 }
 
-// Apply checks r and, if every rule allows it, adds it to the log. It
-// returns changed=false and no error for a record already held. A refusal
-// wraps ErrForged, ErrReplayed, ErrOutOfRole, ErrFuture, ErrInvite,
+// Heads returns the hex hashes of the records nothing else extends, sorted:
+// the Prev of a record signed now.
+func (l *Log) Heads() []string {
+	extended := newBitset(len(l.entries))
+	for _, e := range l.entries {
+		for _, p := range e.parents {
+			extended.set(p)
+		}
+	}
+	var heads []*entry
+	for _, e := range l.entries {
+		if !extended.has(e.idx) {
+			heads = append(heads, e)
+		}
+	}
+	slices.SortFunc(heads, func(a, b *entry) int { return compareKey(b.r.Version, b.h, a.r.Version, a.h) })
+	heads = heads[:min(len(heads), maxPrev)]
+	out := make([]string, len(heads))
+	for i, e := range heads {
+		out[i] = hex.EncodeToString(e.h[:])
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Apply checks r and, if every rule allows it, adds it to the log, and then
+// any record that waited for it. It returns changed=false and no error for
+// a record already held, or one that waits for parents not held yet. A
+// refusal wraps ErrForged, ErrReplayed, ErrOutOfRole, ErrFuture, ErrInvite,
 // ErrRemoved, ErrNoMember, ErrNoGenesis or ErrMalformed with the rule.
 func (l *Log) Apply(r Record, now time.Time) (changed bool, err error) {
 	h := r.Hash()
-	if l.held[h] {
+	if _, ok := l.byHash[h]; ok {
 		return false, nil
 	}
-	if err := l.checkFresh(&r); err != nil {
+	if _, ok := l.pending[h]; ok {
+		return false, nil
+	}
+	parents, missing, err := l.parentsOf(&r)
+	if err != nil {
 		return false, err
 	}
-	if n := len(l.recs); n == 0 || compareKey(r.Version, h, l.recs[n-1].Version, l.hashes[n-1]) > 0 {
-		if err := l.check(&r, now, true); err != nil {
+	if missing {
+		if err := l.checkForm(&r, now); err != nil {
 			return false, err
 		}
-		l.add(r, h)
-		return true, nil
-	}
-	return l.insert(r, h, now)
-}
-
-// insert judges r, which sorts before records already held, at its place,
-// and judges again every record after it, on a copy of the state: the
-// copy replaces l only if r is accepted.
-func (l *Log) insert(r Record, h [32]byte, now time.Time) (bool, error) {
-	at := len(l.recs)
-	for at > 0 && compareKey(l.recs[at-1].Version, l.hashes[at-1], r.Version, h) > 0 {
-		at--
-	}
-	n := NewLog(l.pool)
-	n.clock = l.clock
-	replay := func(x Record, hx [32]byte) error {
-		if err := n.check(&x, now, !l.held[hx]); err != nil {
-			return err
+		if len(l.pending) >= maxPending {
+			return false, refuse(ErrReplayed, "%d records wait for their parents already", maxPending)
 		}
-		n.add(x, hx)
-		return nil
+		l.pending[h] = r
+		return false, nil
 	}
-	for i := range at {
-		if err := replay(l.recs[i], l.hashes[i]); err != nil {
-			return false, fmt.Errorf("replay record %d: %w", i, err) // cannot happen: it was accepted in this order
-		}
-	}
-	if err := replay(r, h); err != nil {
+	if err := l.accept(r, h, parents, now); err != nil {
 		return false, err
 	}
-	for i := at; i < len(l.recs); i++ {
-		_ = replay(l.recs[i], l.hashes[i]) // dropped: r, before it, makes it invalid
-	}
-	*l = *n
+	l.drainPending(now)
 	return true, nil
+}
+
+// Pending returns how many records wait for parents not held.
+func (l *Log) Pending() int { return len(l.pending) }
+
+// drainPending accepts the waiting records whose parents are all held now,
+// until none is left that can be; a waiting record refused is forgotten.
+func (l *Log) drainPending(now time.Time) {
+	for progress := true; progress; {
+		progress = false
+		for h, r := range l.pending {
+			parents, missing, err := l.parentsOf(&r)
+			if missing {
+				continue
+			}
+			delete(l.pending, h)
+			if err == nil {
+				err = l.accept(r, h, parents, now)
+			}
+			progress = progress || err == nil
+		}
+	}
+}
+
+// parentsOf returns the entries r extends, and whether some are not held.
+// A legacy record extends every entry held (they are all legacy too).
+func (l *Log) parentsOf(r *Record) (parents []int, missing bool, err error) {
+	if r.Kind == KindGenesis {
+		return nil, false, nil
+	}
+	if !r.Linked() {
+		if l.linked {
+			return nil, false, refuse(ErrReplayed, "a %s record of the legacy format, after the pool moved to linked records (every machine must run this version)", r.Kind)
+		}
+		for i := range l.entries {
+			parents = append(parents, i)
+		}
+		return parents, false, nil
+	}
+	for _, p := range r.Prev {
+		var h [32]byte
+		if b, err := hex.DecodeString(p); err != nil || len(b) != 32 {
+			return nil, false, refuse(ErrMalformed, "prev %s is not a record hash", quoteField(p))
+		} else {
+			copy(h[:], b)
+		}
+		i, ok := l.byHash[h]
+		if !ok {
+			missing = true
+			continue
+		}
+		parents = append(parents, i)
+	}
+	return parents, missing, nil
+}
+
+// accept judges r, whose parents are all held, against the state of its
+// ancestors and adds it.
+func (l *Log) accept(r Record, h [32]byte, parents []int, now time.Time) error {
+	if len(l.entries) >= maxLog {
+		return refuse(ErrReplayed, "the log holds %d records, its limit", len(l.entries))
+	}
+	if err := l.checkForm(&r, now); err != nil {
+		return err
+	}
+	if r.Kind == KindGenesis && len(l.entries) > 0 {
+		return refuse(ErrReplayed, "the pool has its genesis already")
+	}
+	e := &entry{r: r, h: h, idx: len(l.entries), parents: parents, anc: newBitset(len(l.entries) + 1)}
+	for _, p := range parents {
+		pe := l.entries[p]
+		e.anc.set(p)
+		e.anc.or(pe.anc)
+		if pe.r.Version > r.Version && r.Linked() {
+			return refuse(ErrReplayed, "version %d is below that of record %x it extends (%d)", r.Version, pe.h[:4], pe.r.Version)
+		}
+	}
+	if !r.Linked() && r.Kind != KindGenesis {
+		if n := len(l.entries); n > 0 && compareKey(r.Version, h, l.entries[n-1].r.Version, l.entries[n-1].h) < 0 {
+			return refuse(ErrReplayed, "a legacy %s record older than records held", r.Kind)
+		}
+	}
+	past := l.resolve(e.anc)
+	demotes, err := past.judge(&r, l.pool)
+	if err != nil {
+		return err
+	}
+	if err := l.checkVoidQuota(e); err != nil {
+		return err
+	}
+	e.demotes = demotes
+	l.entries = append(l.entries, e)
+	l.byHash[h] = e.idx
+	l.clock = max(l.clock, r.Version)
+	l.linked = l.linked || r.Linked()
+	l.dirty = true
+	return nil
+}
+
+// checkForm applies the rules that need no state: the pool, the shape of
+// the kind and the version against the clock.
+func (l *Log) checkForm(r *Record, now time.Time) error {
+	if r.Pool != l.pool {
+		return refuse(ErrForged, "record of pool %s, not %s", r.Pool, l.pool)
+	}
+	if err := r.checkShape(); err != nil {
+		return err
+	}
+	if len(r.Prev) > maxPrev {
+		return refuse(ErrMalformed, "%d parents, more than %d", len(r.Prev), maxPrev)
+	}
+	if !slices.IsSorted(r.Prev) || len(slices.Compact(slices.Clone(r.Prev))) != len(r.Prev) {
+		return refuse(ErrMalformed, "parents not sorted and unique")
+	}
+	if limit := unixMS(now.Add(MaxSkew)); r.Version > limit {
+		return refuse(ErrFuture, "version %d is more than %s ahead of the clock", r.Version, MaxSkew)
+	}
+	if r.Kind != KindGenesis && len(l.entries) == 0 {
+		return refuse(ErrNoGenesis, "a %s record before the pool's genesis", r.Kind)
+	}
+	return nil
+}
+
+// checkVoidQuota refuses a record of a signer that has maxVoid records
+// without effect already: a restricted device cannot grow the log forever
+// with records that name old states.
+func (l *Log) checkVoidQuota(e *entry) error {
+	st := l.state()
+	n := 0
+	for h := range st.void {
+		if i, ok := l.byHash[h]; ok && l.entries[i].r.Signer == e.r.Signer {
+			n++
+		}
+	}
+	if n >= maxVoid {
+		return refuse(ErrOutOfRole, "signer %s has %d records without effect already", short(e.r.Signer), n)
+	}
+	return nil
+}
+
+// state returns the membership resolved from every entry.
+func (l *Log) state() *state {
+	if l.dirty {
+		all := newBitset(len(l.entries))
+		for i := range l.entries {
+			all.set(i)
+		}
+		l.st = l.resolve(all)
+		l.dirty = false
+	}
+	return l.st
+}
+
+// order returns the entries of set in topological order: parents first,
+// and among records nothing orders, by (version, hash).
+func (l *Log) order(set bitset) []*entry {
+	indeg := map[int]int{}
+	children := map[int][]int{}
+	var ready entryHeap
+	for i := range l.entries {
+		if !set.has(i) {
+			continue
+		}
+		e := l.entries[i]
+		n := 0
+		for _, p := range e.parents {
+			if set.has(p) {
+				n++
+				children[p] = append(children[p], i)
+			}
+		}
+		indeg[i] = n
+		if n == 0 {
+			ready = append(ready, e)
+		}
+	}
+	heap.Init(&ready)
+	out := make([]*entry, 0, len(indeg))
+	for ready.Len() > 0 {
+		e := heap.Pop(&ready).(*entry)
+		out = append(out, e)
+		for _, c := range children[e.idx] {
+			if indeg[c]--; indeg[c] == 0 {
+				heap.Push(&ready, l.entries[c])
+			}
+		}
+	}
+	return out
+}
+
+type entryHeap []*entry
+
+func (q entryHeap) Len() int { return len(q) }
+func (q entryHeap) Less(i, j int) bool {
+	return compareKey(q[i].r.Version, q[i].h, q[j].r.Version, q[j].h) < 0
+}
+func (q entryHeap) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *entryHeap) Push(x any)   { *q = append(*q, x.(*entry)) }
+func (q *entryHeap) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
 }
 
 // compareKey orders records by version, then hash.
@@ -126,48 +368,17 @@ func compareKey(va uint64, ha [32]byte, vb uint64, hb [32]byte) int {
 	return bytes.Compare(ha[:], hb[:])
 }
 
-// add appends r, already checked, and updates the state.
-func (l *Log) add(r Record, h [32]byte) {
-	l.recs = append(l.recs, r)
-	l.hashes = append(l.hashes, h)
-	l.held[h] = true
-	l.clock = max(l.clock, r.Version)
-	at := time.UnixMilli(int64(r.Version))
-	switch r.Kind {
-	case KindGenesis:
-		l.creator = r.Subject
-		l.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: RoleOwner,
-			AddedAt: at, AddedBy: r.Subject, Version: r.Version, Key: r.Key}
-	case KindJoin:
-		inv := l.invites[r.Invite]
-		inv.Used++
-		l.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: inv.Role, Invite: r.Invite,
-			AddedAt: at, AddedBy: inv.CreatedBy, Version: r.Version, Key: r.Key}
-	case KindRole:
-		m := l.members[r.Subject]
-		m.Role, m.Version = r.Role, r.Version
-		l.revokeInvitesOf(r.Subject, r.Role, false)
-	case KindRemove:
-		m := l.members[r.Subject]
-		m.Removed, m.Version = true, r.Version
-		l.revokeInvitesOf(r.Subject, m.Role, true)
-		if inv, ok := l.invites[r.Invite]; ok && r.Signer != r.Subject {
-			inv.Revoked = true // the door it came in by closes behind it
-		}
-	case KindInvite:
-		l.invites[r.Subject] = &InviteState{ID: r.Subject, Role: r.Role, Uses: r.Uses,
-			Expires: time.UnixMilli(r.Expires), CreatedBy: r.Signer, CreatedAt: at, Key: r.Key, Version: r.Version}
-	case KindRevoke:
-		inv := l.invites[r.Subject]
-		inv.Revoked, inv.revokeHeld, inv.Version = true, true, r.Version
-	}
+// concurrent reports whether neither of a and b extends the other.
+func concurrent(a, b *entry) bool {
+	return a != b && !a.anc.has(b.idx) && !b.anc.has(a.idx)
 }
 
 // Verify checks a whole log, as a joiner does with what a member sent: it
-// judges the records in (Version, Hash) order and returns the log if each
-// one is accepted and the genesis makes pool; otherwise the first record
-// refused, with the rule.
+// accepts the records parents first and returns the log if each one is
+// accepted and the genesis makes pool; otherwise the first record refused,
+// with the rule.
 func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
+	l := NewLog(pool)
 	type keyed struct {
 		r Record
 		h [32]byte
@@ -176,30 +387,49 @@ func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
 	for i, r := range recs {
 		sorted[i] = keyed{r, r.Hash()}
 	}
-	slices.SortFunc(sorted, func(a, b keyed) int { return compareKey(a.r.Version, a.h, b.r.Version, b.h) })
-	l := NewLog(pool)
-	for _, k := range sorted {
-		if l.held[k.h] {
-			continue
+	// Legacy records are accepted in version order; linked ones wait for
+	// their parents, so any order of them does.
+	slices.SortFunc(sorted, func(a, b keyed) int {
+		if a.r.Linked() != b.r.Linked() {
+			if a.r.Linked() {
+				return 1
+			}
+			return -1
 		}
-		if err := l.check(&k.r, now, true); err != nil {
+		return compareKey(a.r.Version, a.h, b.r.Version, b.h)
+	})
+	for _, k := range sorted {
+		if _, err := l.Apply(k.r, now); err != nil {
 			return nil, fmt.Errorf("verify pool %s: %s record of %s, version %d: %w", pool, k.r.Kind, short(k.r.Subject), k.r.Version, err)
 		}
-		l.add(k.r, k.h)
 	}
-	if l.creator == "" {
+	if len(l.pending) > 0 {
+		return nil, fmt.Errorf("verify pool %s: %d records extend records not sent: %w", pool, len(l.pending), ErrMalformed)
+	}
+	if l.Creator() == "" {
 		return nil, fmt.Errorf("verify pool %s: %w", pool, ErrNoGenesis)
 	}
 	return l, nil
 }
 
-// Records returns every accepted record in (Version, Hash) order: what is
-// sent to peers. The records share their byte slices with the log.
-func (l *Log) Records() []Record { return slices.Clone(l.recs) }
+// Records returns every accepted record, parents first: what is sent to
+// peers. The records share their byte slices with the log.
+func (l *Log) Records() []Record {
+	all := newBitset(len(l.entries))
+	for i := range l.entries {
+		all.set(i)
+	}
+	ord := l.order(all)
+	out := make([]Record, len(ord))
+	for i, e := range ord {
+		out[i] = e.r
+	}
+	return out
+}
 
 // Member returns the device with ID id (its text form), removed or not.
 func (l *Log) Member(id string) (MemberState, bool) {
-	m, ok := l.members[id]
+	m, ok := l.state().members[id]
 	if !ok {
 		return MemberState{}, false
 	}
@@ -208,12 +438,24 @@ func (l *Log) Member(id string) (MemberState, bool) {
 
 // Members returns every device, removed ones included, sorted by ID.
 func (l *Log) Members() []MemberState {
-	all := make([]MemberState, 0, len(l.members))
-	for _, m := range l.members {
+	st := l.state()
+	all := make([]MemberState, 0, len(st.members))
+	for _, m := range st.members {
 		all = append(all, *m)
 	}
 	slices.SortFunc(all, func(a, b MemberState) int { return strings.Compare(a.ID, b.ID) })
 	return all
+}
+
+// Superseded returns the records held without effect, each with why: the
+// record a concurrent removal, demotion or revocation took it from.
+func (l *Log) Superseded() map[[32]byte]string {
+	st := l.state()
+	out := make(map[[32]byte]string, len(st.void))
+	for h, why := range st.void {
+		out[h] = why
+	}
+	return out
 }
 
 func sortInvites(all []InviteState) {
@@ -225,16 +467,22 @@ func sortInvites(all []InviteState) {
 	})
 }
 
-// Check reports whether Apply would accept r now, judged against the
-// current state, without changing the log.
+// Check reports whether Apply would accept r now, judged against the state
+// of the records it extends, without changing the log.
 func (l *Log) Check(r Record, now time.Time) error {
-	if l.held[r.Hash()] {
+	h := r.Hash()
+	if _, ok := l.byHash[h]; ok {
 		return refuse(ErrReplayed, "record is already held")
 	}
-	if err := l.checkFresh(&r); err != nil {
+	parents, missing, err := l.parentsOf(&r)
+	if err != nil {
 		return err
 	}
-	return l.check(&r, now, true)
+	if missing {
+		return refuse(ErrMalformed, "record extends records not held")
+	}
+	c := l.Clone()
+	return c.accept(r, h, parents, now)
 }
 
 // NewRole makes and signs, with key, the record that gives device subject
@@ -248,7 +496,7 @@ func (l *Log) NewRole(key ed25519.PrivateKey, subject string, role Role, now tim
 // removal by another also revokes the invite the device joined with.
 func (l *Log) NewRemove(key ed25519.PrivateKey, subject string, now time.Time) (Record, error) {
 	r := Record{Kind: KindRemove, Subject: subject}
-	if m, ok := l.members[subject]; ok {
+	if m, ok := l.state().members[subject]; ok {
 		r.Invite = m.Invite
 	}
 	if id, err := signerID(key); err == nil && id == subject {
@@ -257,36 +505,14 @@ func (l *Log) NewRemove(key ed25519.PrivateKey, subject string, now time.Time) (
 	return l.newRecord(key, r, now)
 }
 
-// NewJoin makes the record by which the device of joinerPub, named name,
-// joins with code, for a joiner that holds the verified log: the role is
-// the invite's, the version from the log's clock.
-func (l *Log) NewJoin(code Code, joinerPub ed25519.PublicKey, name string, now time.Time) (Record, error) {
-	if code.Pool != l.pool {
-		return Record{}, fmt.Errorf("make join: code of pool %s, not %s: %w", code.Pool, l.pool, ErrForged)
-	}
-	id := InviteID(InviteKey(code.Secret).Public().(ed25519.PublicKey))
-	inv, ok := l.invites[id]
-	if !ok {
-		return Record{}, fmt.Errorf("make join: %w", refuse(ErrUnknownInvite, "invite %s", id))
-	}
-	r, err := newJoin(code, joinerPub, name, inv.Role, time.UnixMilli(int64(l.NextVersion(now))))
-	if err != nil {
-		return Record{}, err
-	}
-	if err := l.CheckJoin(r, now); err != nil {
-		return Record{}, fmt.Errorf("make join: %w", err)
-	}
-	return r, nil
-}
-
-// newRecord fills in r's pool, version and signer, signs it with key, and
-// checks it.
+// newRecord fills in r's pool, parents, version and signer, signs it with
+// key, and checks it.
 func (l *Log) newRecord(key ed25519.PrivateKey, r Record, now time.Time) (Record, error) {
 	signer, err := signerID(key)
 	if err != nil {
 		return Record{}, fmt.Errorf("make %s record: %w", r.Kind, err)
 	}
-	r.Pool, r.Version, r.Signer = l.pool, l.NextVersion(now), signer
+	r.Pool, r.Version, r.Signer, r.Prev = l.pool, l.NextVersion(now), signer, l.Heads()
 	r.Sig = ed25519.Sign(key, r.SigningBytes())
 	if err := l.Check(r, now); err != nil {
 		return Record{}, fmt.Errorf("make %s record: %w", r.Kind, err)
@@ -295,24 +521,43 @@ func (l *Log) newRecord(key ed25519.PrivateKey, r Record, now time.Time) (Record
 }
 
 // Clone returns a copy of l that shares nothing mutable with it, e.g. to
-// try records before applying them for real.
+// try records before applying them for real. Entries are immutable and
+// shared.
 func (l *Log) Clone() *Log {
 	c := *l
-	c.recs = slices.Clone(l.recs)
-	c.hashes = slices.Clone(l.hashes)
-	c.held = make(map[[32]byte]bool, len(l.held))
-	for h := range l.held {
-		c.held[h] = true
+	c.entries = slices.Clone(l.entries)
+	c.byHash = make(map[[32]byte]int, len(l.byHash))
+	for h, i := range l.byHash {
+		c.byHash[h] = i
 	}
-	c.members = make(map[string]*MemberState, len(l.members))
-	for id, m := range l.members {
-		mm := *m
-		c.members[id] = &mm
+	c.pending = make(map[[32]byte]Record, len(l.pending))
+	for h, r := range l.pending {
+		c.pending[h] = r
 	}
-	c.invites = make(map[string]*InviteState, len(l.invites))
-	for id, inv := range l.invites {
-		ii := *inv
-		c.invites[id] = &ii
-	}
+	c.st = l.state() // states are never changed once resolved
+	c.dirty = false
 	return &c
+}
+
+// bitset is a set of entry indices.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) has(i int) bool { return i/64 < len(b) && b[i/64]&(1<<(i%64)) != 0 }
+
+func (b *bitset) set(i int) {
+	for i/64 >= len(*b) {
+		*b = append(*b, 0)
+	}
+	(*b)[i/64] |= 1 << (i % 64)
+}
+
+func (b *bitset) or(o bitset) {
+	for len(*b) < len(o) {
+		*b = append(*b, 0)
+	}
+	for i, w := range o {
+		(*b)[i] |= w
+	}
 }

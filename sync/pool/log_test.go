@@ -2,6 +2,7 @@ package pool_test
 
 import (
 	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -85,11 +86,6 @@ func TestLogRefusesAttacks(t *testing.T) {
 			r.Version = uint64(f.now.Add(11 * time.Minute).UnixMilli())
 			return signed(r, f.keys["creator"])
 		}, pool.ErrFuture},
-		{"old role record replayed after a newer one", func(f *fixture) pool.Record {
-			old := f.role("creator", "member", pool.RoleViewer) // held back by someone
-			f.apply(f.role("creator", "member", pool.RoleAdmin))
-			return old
-		}, pool.ErrReplayed},
 		{"role record older than the subject's join", func(f *fixture) pool.Record {
 			r := f.record("creator", pool.Record{Kind: pool.KindRole, Subject: f.id("viewer"), Role: pool.RoleMember})
 			r.Version = uint64(epoch.UnixMilli()) + 1
@@ -117,12 +113,12 @@ func TestLogRefusesAttacks(t *testing.T) {
 		{"join claiming a higher role than its invite", func(f *fixture) pool.Record {
 			r := joinRecord(f, f.codes[pool.RoleViewer], "stranger")
 			r.Role = pool.RoleAdmin
-			return signed(r, pool.InviteKey(f.codes[pool.RoleViewer].Secret))
+			return signed(r, f.keys["creator"])
 		}, pool.ErrOutOfRole},
 		{"join binding another key to the device", func(f *fixture) pool.Record {
 			r := joinRecord(f, f.codes[pool.RoleMember], "stranger")
 			r.Subject = f.id("member2")
-			return signed(r, pool.InviteKey(f.codes[pool.RoleMember].Secret))
+			return signed(r, f.keys["creator"])
 		}, pool.ErrForged},
 		{"removed device rejoins under its ID", func(f *fixture) pool.Record {
 			f.apply(f.remove("admin", "member"))
@@ -218,11 +214,23 @@ func joinRecord(f *fixture, code pool.Code, name string) pool.Record {
 	if _, ok := f.keys[name]; !ok {
 		f.keys[name] = f.newKey(name)
 	}
-	r, err := pool.NewJoin(code, pubOf(f.keys[name]), name, now)
+	return admission(f, "creator", code, name, now)
+}
+
+// admission makes, without checking it, the admission of device name with
+// code, signed by device by at time at.
+func admission(f *fixture, by string, code pool.Code, name string, at time.Time) pool.Record {
+	req, err := pool.NewJoinRequest(code, pubOf(f.keys[name]), name)
 	if err != nil {
 		f.tb.Fatal(err)
 	}
-	return r
+	role := pool.RoleMember
+	if inv, ok := f.l.Invite(req.Invite); ok {
+		role = inv.Role
+	}
+	return signed(pool.Record{Pool: f.l.Pool(), Kind: pool.KindJoin, Subject: peer.NewID(req.Key).String(),
+		Version: max(uint64(at.UnixMilli()), f.l.NextVersion(at)), Role: role, Name: name, Key: req.Key, Invite: req.Invite,
+		Signer: f.id(by), Prev: f.l.Heads(), Proof: req.Proof}, f.keys[by])
 }
 
 func TestLogAccepts(t *testing.T) {
@@ -326,26 +334,39 @@ func cmpString(a, b string) int {
 	return 0
 }
 
-func TestCheckJoin(t *testing.T) {
+// TestAdmit: the member admitting a device judges its invite now, not at a
+// time the joiner names.
+func TestAdmit(t *testing.T) {
 	f := newFixture(t, false)
-	r, code := f.invite("creator", pool.RoleMember, 0, time.Minute)
+	r, code := f.invite("creator", pool.RoleMember, 1, time.Minute)
 	f.apply(r)
-	j := joinRecord(f, code, "stranger")
-	if err := f.l.CheckJoin(j, f.now); err != nil {
-		t.Fatalf("CheckJoin of a fresh join = %v", err)
+	req, err := pool.NewJoinRequest(code, pubOf(f.keys["stranger"]), "stranger")
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Made within the invite's time, presented after it.
-	if err := f.l.CheckJoin(j, f.now.Add(2*time.Minute)); !errors.Is(err, pool.ErrInvite) {
-		t.Errorf("CheckJoin after expiry = %v; want ErrInvite", err)
+	if _, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["stranger"]), f.now.Add(2*time.Minute)); !errors.Is(err, pool.ErrInvite) {
+		t.Errorf("Admit after expiry = %v; want ErrInvite", err)
 	}
-	// A join record kept back and presented much later.
-	long := f.codes[pool.RoleMember]
-	old := joinRecord(f, long, "new1")
-	if err := f.l.CheckJoin(old, f.now.Add(time.Hour)); !errors.Is(err, pool.ErrReplayed) {
-		t.Errorf("CheckJoin of an hour-old join = %v; want ErrReplayed", err)
+	if _, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["viewer"]), f.now); !errors.Is(err, pool.ErrForged) {
+		t.Errorf("Admit of a request for another key = %v; want ErrForged", err)
 	}
-	if err := f.l.CheckJoin(f.role("creator", "member", pool.RoleViewer), f.now); !errors.Is(err, pool.ErrMalformed) {
-		t.Errorf("CheckJoin of a role record = %v; want ErrMalformed", err)
+	forged := req
+	forged.Name = "mallory"
+	if _, err := f.l.Admit(f.keys["member"], forged, pubOf(f.keys["stranger"]), f.now); !errors.Is(err, pool.ErrForged) {
+		t.Errorf("Admit of a request whose name changed = %v; want ErrForged", err)
+	}
+	a, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["stranger"]), f.now)
+	if err != nil {
+		t.Fatalf("Admit = %v", err)
+	}
+	f.apply(a)
+	if m, ok := f.l.Member(f.id("stranger")); !ok || m.AdmittedBy != f.id("member") || m.Role != pool.RoleMember {
+		t.Errorf("Member = %+v, %v; want admitted by the member", m, ok)
+	}
+	f.keys["new1"] = f.newKey("new1")
+	req2, _ := pool.NewJoinRequest(code, pubOf(f.keys["new1"]), "new1")
+	if _, err := f.l.Admit(f.keys["member"], req2, pubOf(f.keys["new1"]), f.now); !errors.Is(err, pool.ErrInvite) {
+		t.Errorf("Admit past the invite's uses = %v; want ErrInvite", err)
 	}
 }
 
@@ -389,10 +410,9 @@ func TestVerify(t *testing.T) {
 		g := newFixture(t, false)
 		inv, code := inviteRecord(g, "member", pool.RoleMember)
 		g.keys["puppet"] = g.newKey("puppet")
-		join, err := pool.NewJoin(code, pubOf(g.keys["puppet"]), "puppet", g.now.Add(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
+		join := admission(g, "member", code, "puppet", g.now.Add(time.Second))
+		join.Prev = []string{hashHex(inv)}
+		join = signed(join, g.keys["member"])
 		recs := append(g.l.Records(), inv, join)
 		if _, err := pool.Verify(g.l.Pool(), recs, g.now.Add(time.Minute)); !errors.Is(err, pool.ErrOutOfRole) {
 			t.Errorf("Verify = %v; want ErrOutOfRole", err)
@@ -453,23 +473,60 @@ func summary(l *pool.Log) string {
 	return s
 }
 
-// TestLogLateRecordDropsWhatItInvalidates: a removal that sorts before a
-// change the removed admin signed makes that change invalid everywhere.
-func TestLogLateRecordDropsWhatItInvalidates(t *testing.T) {
+// TestLogConcurrentRemovalVoids: a change that a removed admin signed,
+// concurrent with its removal, is held and relayed but has no effect, in
+// either order of arrival; nothing accepted is dropped.
+func TestLogConcurrentRemovalVoids(t *testing.T) {
+	for _, removalFirst := range []bool{false, true} {
+		f := newFixture(t, false)
+		f.tick()
+		remove, err := f.l.NewRemove(f.keys["creator"], f.id("admin"), f.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		demote := f.record("admin", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
+		order := []pool.Record{demote, remove}
+		if removalFirst {
+			order = []pool.Record{remove, demote}
+		}
+		for _, r := range order {
+			if changed, err := f.l.Apply(r, f.now); !changed || err != nil {
+				t.Fatalf("Apply(%s) = %v, %v", r.Kind, changed, err)
+			}
+		}
+		held := slices.ContainsFunc(f.l.Records(), func(r pool.Record) bool { return r.Hash() == demote.Hash() })
+		if _, void := f.l.Superseded()[demote.Hash()]; role(f, "member") != pool.RoleMember || !held || !void {
+			t.Errorf("removal first %v: member %s, demotion held %v, void %v; want member, held and void", removalFirst, role(f, "member"), held, void)
+		}
+	}
+}
+
+// TestLogHeldBackRecord: a relay that holds back a record and sends the
+// one after it first changes nothing: the later one waits for its parent.
+func TestLogHeldBackRecord(t *testing.T) {
 	f := newFixture(t, false)
-	f.tick()
-	remove, err := f.l.NewRemove(f.keys["creator"], f.id("admin"), f.now)
+	base := f.l.Records()
+	old := f.role("creator", "member", pool.RoleViewer)
+	f.apply(old)
+	newer := f.role("creator", "member", pool.RoleAdmin)
+	l, err := pool.Verify(f.l.Pool(), base, f.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	demote := f.record("admin", pool.Record{Kind: pool.KindRole, Subject: f.id("member"), Role: pool.RoleViewer})
-	f.apply(demote)
-	if changed, err := f.l.Apply(remove, f.now); !changed || err != nil {
-		t.Fatalf("Apply(late removal) = %v, %v", changed, err)
+	if changed, err := l.Apply(newer, f.now); changed || err != nil || l.Pending() != 1 {
+		t.Fatalf("Apply(newer, parent missing) = %v, %v, %d pending; want it waiting", changed, err, l.Pending())
 	}
-	if role(f, "member") != pool.RoleMember || slices.ContainsFunc(f.l.Records(), func(r pool.Record) bool { return r.Hash() == demote.Hash() }) {
-		t.Errorf("the removed admin's later change survives: %+v", f.l.Members())
+	if changed, err := l.Apply(old, f.now); !changed || err != nil || l.Pending() != 0 {
+		t.Fatalf("Apply(old) = %v, %v, %d pending", changed, err, l.Pending())
 	}
+	if m, _ := l.Member(f.id("member")); m.Role != pool.RoleAdmin {
+		t.Errorf("role = %s; want admin, the later record's", m.Role)
+	}
+}
+
+func hashHex(r pool.Record) string {
+	h := r.Hash()
+	return hex.EncodeToString(h[:])
 }
 
 // TestRemoveThenRevoke: the removal revokes the invite the device came in

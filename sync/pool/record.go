@@ -46,6 +46,8 @@ const MaxSkew = 10 * time.Minute
 // for another.
 const (
 	recordLabel    = "labpool pool record v1"
+	recordLabelV2  = "labpool pool record v2: prev, proof"
+	joinProofLabel = "labpool join proof v1"
 	poolIDLabel    = "labpool pool id v1\x00"
 	inviteKeyLabel = "labpool invite key v1\x00"
 	invitePrefix   = "invite:" // Signer of a join: the invite's key signed it
@@ -123,14 +125,39 @@ type Record struct {
 	Invite  string `json:"invite,omitempty"`  // join: the invite used; remove: the invite the device joined with
 	Uses    int    `json:"uses,omitempty"`    // invite: how many joins it allows, 0 = unlimited
 	Expires int64  `json:"expires,omitempty"` // invite: unix ms after which it admits nobody
-	Signer  string `json:"signer"`            // device ID, or "invite:<invite ID>" for a join
-	Sig     []byte `json:"sig"`               // Ed25519 over SigningBytes
+	Signer  string `json:"signer"`            // device ID (a join: the admitting member); "invite:<invite ID>" for a legacy join
+	// Prev names the state the signer saw: the hashes (hex) of the heads of
+	// its log, the records nothing else it held extended. Every record but
+	// the genesis carries it; a record without it is of the legacy format,
+	// accepted only from a log that holds no linked record yet.
+	Prev  []string `json:"prev,omitempty"`
+	Proof []byte   `json:"proof,omitempty"` // join: the invite key's signature over JoinProofBytes
+	Sig   []byte   `json:"sig"`             // Ed25519 over SigningBytes
 }
+
+// Linked reports whether r names the state its signer saw (Prev): the
+// format of every record but the genesis since the legacy one.
+func (r Record) Linked() bool { return len(r.Prev) > 0 || len(r.Proof) > 0 }
 
 // SigningBytes returns what the signature covers: a domain label and every
 // field but Sig, each length-prefixed, so two different records never
 // share their signing bytes.
 func (r Record) SigningBytes() []byte {
+	b := r.legacySigningBytes()
+	if !r.Linked() {
+		return b
+	}
+	b = appendField(b, recordLabelV2)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Prev)))
+	for _, p := range r.Prev {
+		b = appendField(b, p)
+	}
+	return appendField(b, r.Proof)
+}
+
+// legacySigningBytes are the signing bytes of the legacy format, which a
+// linked record extends.
+func (r Record) legacySigningBytes() []byte {
 	n := 9*4 + len(recordLabel) + len(r.Pool) + 3*8 + len(r.Kind) + len(r.Subject) + len(r.Role) +
 		len(r.Name) + len(r.Key) + len(r.Salt) + len(r.Invite) + len(r.Signer)
 	b := make([]byte, 0, n)
@@ -214,16 +241,40 @@ func NewGenesis(key ed25519.PrivateKey, name string, now time.Time) (Record, err
 	return r, nil
 }
 
-// NewJoin makes the record by which the device of joinerPub, named name,
-// joins with code. The invite's key, which only holders of the code can
-// derive, signs it. It carries no role (the joiner does not know the
-// invite's; the invite decides) and its version is now: the joiner has no
-// log yet. Log.NewJoin, for a joiner that holds the log, sets both.
-func NewJoin(code Code, joinerPub ed25519.PublicKey, name string, now time.Time) (Record, error) {
-	return newJoin(code, joinerPub, name, "", now)
+// JoinProofBytes returns what a joiner signs with the invite key of its
+// code, so that the member admitting it can show every other member that
+// the device held the code: the pool, the device, its name and key, the
+// invite.
+func JoinProofBytes(pool ID, subject, name string, key []byte, invite string) []byte {
+	b := appendField(nil, joinProofLabel)
+	b = append(b, pool[:]...)
+	b = appendField(b, subject)
+	b = appendField(b, name)
+	b = appendField(b, key)
+	return appendField(b, invite)
 }
 
-func newJoin(code Code, joinerPub ed25519.PublicKey, name string, role Role, now time.Time) (Record, error) {
+// NewJoinRequest makes what the device of joinerPub, named name, sends a
+// member to be admitted with code: its key and the proof, signed with the
+// invite's key, that it holds the code.
+func NewJoinRequest(code Code, joinerPub ed25519.PublicKey, name string) (JoinRequest, error) {
+	if len(joinerPub) != ed25519.PublicKeySize {
+		return JoinRequest{}, fmt.Errorf("make join request: public key of %d bytes: %w", len(joinerPub), ErrMalformed)
+	}
+	if err := checkName(name); err != nil {
+		return JoinRequest{}, fmt.Errorf("make join request: %w", err)
+	}
+	key := InviteKey(code.Secret)
+	invite := InviteID(key.Public().(ed25519.PublicKey))
+	subject := peer.NewID(joinerPub).String()
+	proof := ed25519.Sign(key, JoinProofBytes(code.Pool, subject, name, joinerPub, invite))
+	return JoinRequest{PoolID: code.Pool.String(), Name: name, Key: bytes.Clone(joinerPub), Invite: invite, Proof: proof}, nil
+}
+
+// NewLegacyJoin makes a join of the legacy format: signed by the invite's
+// key, judged at the version the joiner chose. Only logs that predate
+// admissions hold them; tests make them to stand for such logs.
+func NewLegacyJoin(code Code, joinerPub ed25519.PublicKey, name string, role Role, now time.Time) (Record, error) {
 	if len(joinerPub) != ed25519.PublicKeySize {
 		return Record{}, fmt.Errorf("make join: public key of %d bytes: %w", len(joinerPub), ErrMalformed)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 )
 
@@ -28,7 +29,7 @@ func isRefusal(err error) bool {
 
 // signerKey returns the public key that must have signed r for l to accept it.
 func signerKey(l *pool.Log, r pool.Record) ed25519.PublicKey {
-	if r.Kind == pool.KindJoin {
+	if r.Kind == pool.KindJoin && !r.Linked() {
 		inv, _ := l.Invite(r.Invite)
 		return inv.Key
 	}
@@ -152,13 +153,14 @@ func FuzzInviteCode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r, err := pool.NewJoin(code, joiner, "j", epoch)
+		r, err := pool.NewJoinRequest(code, joiner, "j")
 		if err != nil {
 			t.Fatal(err)
 		}
 		pub := pubOf(pool.InviteKey(code.Secret))
-		if r.Invite != pool.InviteID(pub) || r.Signer != "invite:"+r.Invite || !ed25519.Verify(pub, r.SigningBytes(), r.Sig) {
-			t.Fatalf("join of code %s: %+v", code, r)
+		subject := peer.NewID(joiner).String()
+		if r.Invite != pool.InviteID(pub) || !ed25519.Verify(pub, pool.JoinProofBytes(code.Pool, subject, "j", joiner, r.Invite), r.Proof) {
+			t.Fatalf("join request of code %s: %+v", code, r)
 		}
 	})
 }

@@ -96,15 +96,27 @@ func (f *fixture) invite(by string, role pool.Role, uses int, ttl time.Duration)
 	pub := pubOf(pool.InviteKey(code.Secret))
 	return signed(pool.Record{
 		Pool: f.l.Pool(), Kind: pool.KindInvite, Subject: pool.InviteID(pub), Version: f.l.NextVersion(f.now),
-		Role: role, Key: pub, Uses: uses, Expires: f.now.Add(ttl).UnixMilli(), Signer: f.id(by),
+		Role: role, Key: pub, Uses: uses, Expires: f.now.Add(ttl).UnixMilli(), Signer: f.id(by), Prev: f.l.Heads(),
 	}, f.keys[by]), code
 }
 
+// join makes the admission of device name with code, by the creator.
 func (f *fixture) join(name string, code pool.Code) pool.Record {
+	f.tb.Helper()
+	return f.admit("creator", name, code)
+}
+
+// admit makes the admission of device name with code, signed by device by.
+func (f *fixture) admit(by, name string, code pool.Code) pool.Record {
+	f.tb.Helper()
 	f.tick()
-	r, err := f.l.NewJoin(code, pubOf(f.keys[name]), name, f.now)
+	req, err := pool.NewJoinRequest(code, pubOf(f.keys[name]), name)
 	if err != nil {
-		f.tb.Fatalf("join of %s: %v", name, err)
+		f.tb.Fatalf("join request of %s: %v", name, err)
+	}
+	r, err := f.l.Admit(f.keys[by], req, pubOf(f.keys[name]), f.now)
+	if err != nil {
+		f.tb.Fatalf("admission of %s by %s: %v", name, by, err)
 	}
 	return r
 }
@@ -131,6 +143,9 @@ func (f *fixture) remove(by, subject string) pool.Record {
 func (f *fixture) record(by string, r pool.Record) pool.Record {
 	f.tick()
 	r.Pool, r.Version, r.Signer = f.l.Pool(), f.l.NextVersion(f.now), f.id(by)
+	if r.Prev == nil && r.Kind != pool.KindGenesis {
+		r.Prev = f.l.Heads()
+	}
 	return signed(r, f.keys[by])
 }
 

@@ -9,114 +9,129 @@ import (
 	"github.com/labpool/labpool/sync/peer"
 )
 
-// check judges r against the current state: its form, its version, its
-// signature (unless verifySig is false, for a record accepted before) and
-// the rules of its kind.
-func (l *Log) check(r *Record, now time.Time, verifySig bool) error {
-	if r.Pool != l.pool {
-		return refuse(ErrForged, "record of pool %s, not %s", r.Pool, l.pool)
-	}
-	if err := r.checkShape(); err != nil {
-		return err
-	}
-	if limit := unixMS(now.Add(MaxSkew)); r.Version > limit {
-		return refuse(ErrFuture, "version %d is more than %s ahead of the clock", r.Version, MaxSkew)
-	}
+// judge applies the rules of r's kind against st, the state of the records
+// r extends: the signature, the signer's role, the subject. It reports
+// whether r demotes its subject.
+func (st *state) judge(r *Record, pool ID) (demotes bool, err error) {
 	if r.Kind == KindGenesis {
-		return l.checkGenesis(r, verifySig)
+		return false, st.checkGenesis(r, pool)
 	}
-	if l.creator == "" {
-		return refuse(ErrNoGenesis, "a %s record before the pool's genesis", r.Kind)
+	if st.creator == "" {
+		return false, refuse(ErrNoGenesis, "a %s record before the pool's genesis", r.Kind)
 	}
 	if r.Kind == KindJoin {
-		return l.checkJoin(r, verifySig)
+		if !r.Linked() {
+			return false, st.checkLegacyJoin(r)
+		}
+		return false, st.checkAdmission(r, pool)
 	}
-	s, err := l.signer(r, verifySig)
+	s, err := st.signer(r)
 	if err != nil {
-		return err
+		return false, err
 	}
 	switch r.Kind {
 	case KindRole:
-		return l.checkRole(r, s)
+		m, err := st.checkRole(r, s)
+		return err == nil && r.Role.rank() < m.Role.rank(), err
 	case KindRemove:
-		return l.checkRemove(r, s)
+		return false, st.checkRemove(r, s)
 	case KindInvite:
-		return l.checkInvite(r, s)
+		return false, st.checkInvite(r, s)
 	default: // KindRevoke: checkShape knows no other
-		return l.checkRevoke(r, s)
+		return false, st.checkRevoke(r, s)
 	}
-}
-
-// checkFresh refuses a record that is no newer than what the current
-// state holds of its subject, before it is slotted in among older records.
-func (l *Log) checkFresh(r *Record) error {
-	switch r.Kind {
-	case KindJoin, KindRole, KindRemove:
-		m, ok := l.members[r.Subject]
-		switch {
-		case !ok:
-			return nil
-		case m.Removed:
-			return refuse(ErrRemoved, "device %s", short(r.Subject))
-		case r.Kind == KindJoin:
-			return refuse(ErrReplayed, "device %s is already a member", short(r.Subject))
-		case r.Version <= m.Version:
-			return refuse(ErrReplayed, "version %d of device %s is not above %d", r.Version, short(r.Subject), m.Version)
-		}
-	case KindInvite, KindRevoke:
-		if inv, ok := l.invites[r.Subject]; ok && r.Version <= inv.Version {
-			return refuse(ErrReplayed, "version %d of invite %s is not above %d", r.Version, r.Subject, inv.Version)
-		}
-	}
-	return nil
 }
 
 // checkGenesis applies the rules of a genesis: the only one, self-signed,
 // and making this pool's ID.
-func (l *Log) checkGenesis(r *Record, verifySig bool) error {
+func (st *state) checkGenesis(r *Record, pool ID) error {
 	id := peer.NewID(r.Key)
 	switch {
-	case l.creator != "":
+	case st.creator != "":
 		return refuse(ErrReplayed, "the pool has its genesis already")
 	case id.String() != r.Subject:
 		return refuse(ErrForged, "key of the genesis is not that of device %s", short(r.Subject))
-	case PoolIDFor(id, r.Salt) != l.pool:
-		return refuse(ErrForged, "genesis of device %s does not make pool %s", short(r.Subject), l.pool)
-	case verifySig && !ed25519.Verify(r.Key, r.SigningBytes(), r.Sig):
+	case PoolIDFor(id, r.Salt) != pool:
+		return refuse(ErrForged, "genesis of device %s does not make pool %s", short(r.Subject), pool)
+	case !ed25519.Verify(r.Key, r.SigningBytes(), r.Sig):
 		return refuse(ErrForged, "bad signature on the genesis")
 	}
 	return nil
 }
 
-// checkJoin applies the rules of a join: signed by a usable invite, for a
-// device that is new to the pool, with the invite's role.
-func (l *Log) checkJoin(r *Record, verifySig bool) error {
-	inv, ok := l.invites[r.Invite]
-	if !ok {
-		return refuse(ErrUnknownInvite, "invite %s", r.Invite)
-	}
-	if verifySig && !ed25519.Verify(inv.Key, r.SigningBytes(), r.Sig) {
-		return refuse(ErrForged, "bad signature by invite %s", r.Invite)
-	}
+// checkNewDevice refuses a join of a device the state knows, and one whose
+// key is not its subject's.
+func (st *state) checkNewDevice(r *Record) error {
 	if peer.NewID(r.Key).String() != r.Subject {
 		return refuse(ErrForged, "key of the join is not that of device %s", short(r.Subject))
 	}
-	if m, ok := l.members[r.Subject]; ok {
+	if m, ok := st.members[r.Subject]; ok {
 		if m.Removed {
 			return refuse(ErrRemoved, "device %s", short(r.Subject))
 		}
 		return refuse(ErrReplayed, "device %s is already a member", short(r.Subject))
 	}
-	return l.checkJoinInvite(r, inv)
+	return nil
+}
+
+// checkLegacyJoin applies the rules of a join of the legacy format: signed
+// by a usable invite, judged at its version.
+func (st *state) checkLegacyJoin(r *Record) error {
+	inv, ok := st.invites[r.Invite]
+	if !ok {
+		return refuse(ErrUnknownInvite, "invite %s", r.Invite)
+	}
+	if !ed25519.Verify(inv.Key, r.SigningBytes(), r.Sig) {
+		return refuse(ErrForged, "bad signature by invite %s", r.Invite)
+	}
+	if err := st.checkNewDevice(r); err != nil {
+		return err
+	}
+	return checkInviteUsable(r, inv)
+}
+
+// checkAdmission applies the rules of an admission: signed by a member,
+// with the proof that the device held a code of an invite that was usable
+// in the state the member saw, at the time the member signed it.
+func (st *state) checkAdmission(r *Record, pool ID) error {
+	if _, err := st.signer(r); err != nil {
+		return err
+	}
+	inv, ok := st.invites[r.Invite]
+	if !ok {
+		return refuse(ErrUnknownInvite, "invite %s", r.Invite)
+	}
+	if !ed25519.Verify(inv.Key, JoinProofBytes(pool, r.Subject, r.Name, r.Key, r.Invite), r.Proof) {
+		return refuse(ErrForged, "the device's proof of invite %s does not verify", r.Invite)
+	}
+	if err := st.checkNewDevice(r); err != nil {
+		return err
+	}
+	return checkInviteUsable(r, inv)
+}
+
+// checkInviteUsable applies the rules of the invite that a join uses.
+func checkInviteUsable(r *Record, inv *InviteState) error {
+	switch {
+	case inv.Revoked:
+		return refuse(ErrInvite, "invite %s was revoked", inv.ID)
+	case int64(r.Version) > inv.Expires.UnixMilli():
+		return refuse(ErrInvite, "invite %s expired at %s", inv.ID, inv.Expires.UTC().Format(time.RFC3339))
+	case inv.Uses > 0 && inv.Used >= inv.Uses:
+		return refuse(ErrInvite, "invite %s is used up (%d of %d)", inv.ID, inv.Used, inv.Uses)
+	case r.Role != "" && r.Role != inv.Role:
+		return refuse(ErrOutOfRole, "invite %s grants %s, not %s", inv.ID, inv.Role, r.Role)
+	}
+	return nil
 }
 
 // signer returns the member that signed r, after checking its signature.
-func (l *Log) signer(r *Record, verifySig bool) (*MemberState, error) {
-	s, ok := l.members[r.Signer]
+func (st *state) signer(r *Record) (*MemberState, error) {
+	s, ok := st.members[r.Signer]
 	switch {
 	case !ok:
 		return nil, refuse(ErrForged, "signer %s is not a member", short(r.Signer))
-	case verifySig && !ed25519.Verify(s.Key, r.SigningBytes(), r.Sig):
+	case !ed25519.Verify(s.Key, r.SigningBytes(), r.Sig):
 		return nil, refuse(ErrForged, "bad signature by %s", short(r.Signer))
 	case s.Removed:
 		return nil, refuse(ErrRemoved, "signer %s", short(r.Signer))
@@ -124,44 +139,41 @@ func (l *Log) signer(r *Record, verifySig bool) (*MemberState, error) {
 	return s, nil
 }
 
-// subject returns the member that r is about, if it is still in the pool
-// and r is newer than what is known of it.
-func (l *Log) subject(r *Record) (*MemberState, error) {
-	m, ok := l.members[r.Subject]
+// subject returns the member that r is about, if it is still in the pool.
+func (st *state) subject(r *Record) (*MemberState, error) {
+	m, ok := st.members[r.Subject]
 	switch {
 	case !ok:
 		return nil, refuse(ErrNoMember, "device %s is not in the pool", short(r.Subject))
 	case m.Removed:
 		return nil, refuse(ErrRemoved, "device %s", short(r.Subject))
-	case r.Version <= m.Version:
-		return nil, refuse(ErrReplayed, "version %d of device %s is not above %d", r.Version, short(r.Subject), m.Version)
 	}
 	return m, nil
 }
 
 // checkRole applies the rules of a role change signed by s.
-func (l *Log) checkRole(r *Record, s *MemberState) error {
-	m, err := l.subject(r)
+func (st *state) checkRole(r *Record, s *MemberState) (*MemberState, error) {
+	m, err := st.subject(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if r.Subject == l.creator {
-		return refuse(ErrOutOfRole, "nobody changes the role of the pool's creator")
+	if r.Subject == st.creator {
+		return nil, refuse(ErrOutOfRole, "nobody changes the role of the pool's creator")
 	}
 	if err := manageRule(s.Role, m.Role, "change the role of"); err != nil {
-		return err
+		return nil, err
 	}
-	return manageRule(s.Role, r.Role, "make a device")
+	return m, manageRule(s.Role, r.Role, "make a device")
 }
 
 // checkRemove applies the rules of a removal signed by s.
-func (l *Log) checkRemove(r *Record, s *MemberState) error {
-	m, err := l.subject(r)
+func (st *state) checkRemove(r *Record, s *MemberState) error {
+	m, err := st.subject(r)
 	if err != nil {
 		return err
 	}
 	switch {
-	case r.Subject == l.creator:
+	case r.Subject == st.creator:
 		return refuse(ErrOutOfRole, "nobody removes the pool's creator")
 	case r.Invite != "" && r.Invite != m.Invite:
 		return refuse(ErrMalformed, "device %s joined with invite %q, not %s", short(r.Subject), m.Invite, r.Invite)
@@ -202,7 +214,7 @@ func (r *Record) checkShape() error {
 	case KindGenesis:
 		want = shape{subject: deviceSubject, role: true, name: true, key: true, salt: true}
 	case KindJoin:
-		want = shape{subject: deviceSubject, role: r.Role != "", name: true, key: true, invite: true}
+		want = shape{subject: deviceSubject, role: r.Role != "" || r.Linked(), name: true, key: true, invite: true, proof: r.Linked()}
 	case KindRole:
 		want = shape{subject: deviceSubject, role: true}
 	case KindRemove:
@@ -231,6 +243,7 @@ const (
 type shape struct {
 	subject                                      subjectKind
 	role, name, key, salt, invite, uses, expires bool
+	proof                                        bool
 }
 
 // mismatch returns what is wrong with r for shape s, or "".
@@ -256,6 +269,10 @@ func (s shape) mismatch(r *Record) string {
 		return "uses out of range"
 	case s.expires != (r.Expires != 0), r.Expires < 0:
 		return "expiry out of range"
+	case s.proof != (len(r.Proof) != 0), s.proof && len(r.Proof) != ed25519.SignatureSize:
+		return "proof of wrong size"
+	case r.Kind == KindGenesis && len(r.Prev) != 0:
+		return "a genesis extends nothing"
 	case len(r.Sig) != ed25519.SignatureSize:
 		return "signature of wrong size"
 	}
@@ -269,8 +286,11 @@ func (s shape) signerMismatch(r *Record) string {
 			return "not the creator signing as owner"
 		}
 	case KindJoin:
-		if r.Signer != invitePrefix+r.Invite {
+		if !r.Linked() && r.Signer != invitePrefix+r.Invite {
 			return "not signed by its invite"
+		}
+		if r.Linked() && !isDeviceID(r.Signer) {
+			return "not signed by the member that admitted it"
 		}
 	default:
 		if !isDeviceID(r.Signer) {

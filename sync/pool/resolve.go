@@ -1,0 +1,258 @@
+package pool
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// state is a membership: what a set of records makes.
+type state struct {
+	creator string
+	members map[string]*MemberState
+	invites map[string]*InviteState
+	void    map[[32]byte]string // records held without effect, and why
+}
+
+func newState() *state {
+	return &state{members: map[string]*MemberState{}, invites: map[string]*InviteState{}, void: map[[32]byte]string{}}
+}
+
+// resolve returns the membership that the entries of set make, set being
+// closed under ancestry. It depends on the set alone, never on the order
+// records arrived in, so every replica holding the same records resolves
+// the same membership:
+//
+//  1. Records are ordered parents first, then by (version, hash).
+//  2. Restrictions (a removal, a demotion, a revocation) are taken in the
+//     seniority of their signers (the creator first, then by the place of
+//     the record that made each a member); one is void when a restriction
+//     standing already, concurrent with it, restricts its signer. The rest
+//     stand.
+//  3. Every record concurrent with a standing restriction of its signer
+//     (or, for an admission, of its admitter, its invite or the invite's
+//     maker) is void: a restricted device or invite acts only through
+//     records that extend its restriction, and those are refused at
+//     acceptance.
+//  4. The others take effect in order, each checked again against the
+//     membership so far (a change signed by a device a void record had
+//     made an admin has no effect either).
+func (l *Log) resolve(set bitset) *state {
+	ord := l.order(set)
+	pos := make(map[int]int, len(ord))
+	seniority := map[string]int{}
+	invites := map[string]*entry{}
+	for i, e := range ord {
+		pos[e.idx] = i
+		switch e.r.Kind {
+		case KindGenesis, KindJoin:
+			if _, ok := seniority[e.r.Subject]; !ok {
+				seniority[e.r.Subject] = i
+			}
+		case KindInvite:
+			invites[e.r.Subject] = e
+		}
+	}
+	senior := func(id string) int {
+		if s, ok := seniority[id]; ok {
+			return s
+		}
+		return len(ord)
+	}
+	st := newState()
+	var restrictions []*entry
+	for _, e := range ord {
+		if restrictive(e) {
+			restrictions = append(restrictions, e)
+		}
+	}
+	slices.SortStableFunc(restrictions, func(a, b *entry) int {
+		if c := senior(a.r.Signer) - senior(b.r.Signer); c != 0 {
+			return c
+		}
+		return pos[a.idx] - pos[b.idx]
+	})
+	var standing []*entry
+	for _, d := range restrictions {
+		if by := restrictedBy(standing, d, invites); by != nil {
+			st.void[d.h] = fmt.Sprintf("concurrent with record %x, which restricts its signer", by.h[:4])
+			continue
+		}
+		standing = append(standing, d)
+	}
+	for _, e := range ord {
+		if _, ok := st.void[e.h]; ok {
+			continue
+		}
+		if by := restrictedBy(standing, e, invites); by != nil {
+			st.void[e.h] = fmt.Sprintf("concurrent with record %x (%s of %s), which it does not extend", by.h[:4], by.r.Kind, short(by.r.Subject))
+			continue
+		}
+		if why := st.effect(e); why != "" {
+			st.void[e.h] = why
+		}
+	}
+	return st
+}
+
+// restrictive reports whether e takes a right away: a removal, a demotion,
+// a revocation.
+func restrictive(e *entry) bool {
+	return e.r.Kind == KindRemove || e.r.Kind == KindRevoke || (e.r.Kind == KindRole && e.demotes)
+}
+
+// restrictedBy returns the first of standing that is concurrent with e and
+// takes away a right e acts by, or nil.
+func restrictedBy(standing []*entry, e *entry, invites map[string]*entry) *entry {
+	if e.r.Kind == KindRemove && e.r.Signer == e.r.Subject {
+		return nil // leaving needs no right
+	}
+	for _, d := range standing {
+		if d == e || !concurrent(d, e) {
+			continue
+		}
+		if restricts(d, e, invites) {
+			return d
+		}
+	}
+	return nil
+}
+
+func restricts(d, e *entry, invites map[string]*entry) bool {
+	switch d.r.Kind {
+	case KindRemove, KindRole:
+		if d.r.Subject == e.r.Signer {
+			return true
+		}
+		if e.r.Kind != KindJoin {
+			return false
+		}
+		inv, ok := invites[e.r.Invite]
+		if !ok || inv.r.Signer != d.r.Subject {
+			return false
+		}
+		return d.r.Kind == KindRemove || !canGrant(d.r.Role, inv.r.Role)
+	case KindRevoke:
+		return e.r.Kind == KindJoin && e.r.Invite == d.r.Subject
+	}
+	return false
+}
+
+// effect applies e to the membership, checked against it, and returns why
+// it has no effect ("" when it has, or when it changes nothing).
+func (st *state) effect(e *entry) string {
+	r := &e.r
+	at := time.UnixMilli(int64(r.Version))
+	switch r.Kind {
+	case KindGenesis:
+		st.creator = r.Subject
+		st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: RoleOwner,
+			AddedAt: at, AddedBy: r.Subject, Version: r.Version, Key: r.Key, setBy: -1, since: e.idx}
+		return ""
+	case KindJoin:
+		return st.join(e, at)
+	case KindInvite:
+		if why := st.authority(r.Signer, func(s Role) bool { return canGrant(s, r.Role) }); why != "" {
+			return why
+		}
+		if _, ok := st.invites[r.Subject]; !ok {
+			st.invites[r.Subject] = &InviteState{ID: r.Subject, Role: r.Role, Uses: r.Uses,
+				Expires: time.UnixMilli(r.Expires), CreatedBy: r.Signer, CreatedAt: at, Key: r.Key, Version: r.Version}
+		}
+		return ""
+	case KindRevoke:
+		inv, ok := st.invites[r.Subject]
+		if !ok {
+			return "its invite has no effect"
+		}
+		if why := st.authority(r.Signer, func(s Role) bool { return canGrant(s, inv.Role) }); why != "" {
+			return why
+		}
+		inv.Revoked, inv.revokeHeld, inv.Version = true, true, max(inv.Version, r.Version)
+		return ""
+	}
+	m, ok := st.members[r.Subject]
+	if !ok {
+		return "its subject's admission has no effect"
+	}
+	if m.Removed {
+		return "" // removed already: nothing changes
+	}
+	if r.Kind == KindRemove {
+		if r.Signer != r.Subject {
+			if why := st.authority(r.Signer, func(s Role) bool { return canManage(s, m.Role) }); why != "" {
+				return why
+			}
+		}
+		m.Removed, m.Version = true, max(m.Version, r.Version)
+		st.revokeInvitesOf(r.Subject, m.Role, true)
+		if inv, ok := st.invites[r.Invite]; ok && r.Signer != r.Subject {
+			inv.Revoked = true // the door it came in by closes behind it
+		}
+		return ""
+	}
+	if why := st.authority(r.Signer, func(s Role) bool { return canManage(s, m.Role) && canManage(s, r.Role) }); why != "" {
+		return why
+	}
+	role := r.Role
+	if m.setBy >= 0 && m.setBy != e.idx && !e.anc.has(m.setBy) && m.Role.rank() < role.rank() {
+		role = m.Role // concurrent role changes: the lower role holds
+	}
+	m.Role, m.setBy, m.Version = role, e.idx, max(m.Version, r.Version)
+	st.revokeInvitesOf(r.Subject, role, false)
+	return ""
+}
+
+// join applies an admission (or a legacy join).
+func (st *state) join(e *entry, at time.Time) string {
+	r := &e.r
+	inv, ok := st.invites[r.Invite]
+	if !ok {
+		return "its invite has no effect"
+	}
+	if r.Linked() {
+		if why := st.authority(r.Signer, func(Role) bool { return true }); why != "" {
+			return why
+		}
+	}
+	if m, ok := st.members[r.Subject]; ok {
+		if m.Removed {
+			return "its device was removed"
+		}
+		return "" // admitted twice, concurrently: a member once
+	}
+	inv.Used++
+	admitter := ""
+	if r.Linked() {
+		admitter = r.Signer
+	}
+	st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: inv.Role, Invite: r.Invite,
+		AddedAt: at, AddedBy: inv.CreatedBy, Version: r.Version, Key: r.Key, AdmittedBy: admitter, setBy: -1, since: e.idx}
+	return ""
+}
+
+// authority returns why signer cannot act (not an active member, or its
+// role fails ok), or "".
+func (st *state) authority(signer string, ok func(Role) bool) string {
+	s, found := st.members[signer]
+	switch {
+	case !found:
+		return fmt.Sprintf("its signer %s has no effective admission", short(signer))
+	case s.Removed:
+		return fmt.Sprintf("its signer %s was removed", short(signer))
+	case !ok(s.Role):
+		return fmt.Sprintf("its signer %s is %s now", short(signer), s.Role.article())
+	}
+	return ""
+}
+
+// revokeInvitesOf revokes the invites created by id that its new role no
+// longer allows it to make (all of them when it is removed), so that a
+// device demoted or removed cannot come back through its own invites.
+func (st *state) revokeInvitesOf(id string, role Role, removed bool) {
+	for _, inv := range st.invites {
+		if inv.CreatedBy == id && (removed || !canGrant(role, inv.Role)) {
+			inv.Revoked = true
+		}
+	}
+}
