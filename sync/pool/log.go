@@ -157,6 +157,12 @@ func (l *Log) Apply(r Record, now time.Time) (changed bool, err error) {
 	return true, nil
 }
 
+// Has reports whether the record of hash h is accepted.
+func (l *Log) Has(h [32]byte) bool {
+	_, ok := l.byHash[h]
+	return ok
+}
+
 // Pending returns how many records wait for parents not held.
 func (l *Log) Pending() int { return len(l.pending) }
 
@@ -271,9 +277,6 @@ func (l *Log) checkForm(r *Record, now time.Time) error {
 	}
 	if limit := unixMS(now.Add(MaxSkew)); r.Version > limit {
 		return refuse(ErrFuture, "version %d is more than %s ahead of the clock", r.Version, MaxSkew)
-	}
-	if r.Kind != KindGenesis && len(l.entries) == 0 {
-		return refuse(ErrNoGenesis, "a %s record before the pool's genesis", r.Kind)
 	}
 	return nil
 }
@@ -403,11 +406,11 @@ func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
 			return nil, fmt.Errorf("verify pool %s: %s record of %s, version %d: %w", pool, k.r.Kind, short(k.r.Subject), k.r.Version, err)
 		}
 	}
-	if len(l.pending) > 0 {
-		return nil, fmt.Errorf("verify pool %s: %d records extend records not sent: %w", pool, len(l.pending), ErrMalformed)
-	}
 	if l.Creator() == "" {
 		return nil, fmt.Errorf("verify pool %s: %w", pool, ErrNoGenesis)
+	}
+	if len(l.pending) > 0 {
+		return nil, fmt.Errorf("verify pool %s: %d records extend records not sent: %w", pool, len(l.pending), ErrMalformed)
 	}
 	return l, nil
 }

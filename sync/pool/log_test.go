@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -553,4 +554,129 @@ func TestRemoveThenRevoke(t *testing.T) {
 	if _, err := f.l.Apply(again, f.now); !errors.Is(err, pool.ErrInvite) {
 		t.Errorf("second revoke = %v; want ErrInvite", err)
 	}
+}
+
+// TestLogAttacksOfTheAudit replays the membership attacks of the audit:
+// each must leave every replica, whatever the order of delivery, with the
+// membership the honest records make.
+func TestLogAttacksOfTheAudit(t *testing.T) {
+	// deliver applies recs to a replica of base in both orders and returns
+	// the two logs.
+	deliver := func(t *testing.T, f *fixture, base []pool.Record, recs ...pool.Record) []*pool.Log {
+		t.Helper()
+		var out []*pool.Log
+		rev := slices.Clone(recs)
+		slices.Reverse(rev)
+		for _, order := range [][]pool.Record{recs, rev} {
+			l, err := pool.Verify(f.l.Pool(), base, f.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range order {
+				if _, err := l.Apply(r, f.now); err != nil {
+					t.Fatalf("Apply(%s of %.9s) = %v", r.Kind, r.Subject, err)
+				}
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	t.Run("demoted admin backdates a removal", func(t *testing.T) {
+		f := newFixture(t, false)
+		base := f.l.Records()
+		old := f.l.Clone() // the state the admin will claim to have seen
+		demote := f.role("creator", "admin", pool.RoleMember)
+		f.apply(demote)
+		// The demoted admin signs "remove member" naming the state before
+		// its demotion, dated before it.
+		rm := signed(pool.Record{Pool: f.l.Pool(), Kind: pool.KindRemove, Subject: f.id("member"),
+			Version: demote.Version - 1, Invite: inviteOf(f.codes[pool.RoleMember]), Signer: f.id("admin"), Prev: old.Heads()}, f.keys["admin"])
+		if _, err := f.l.Apply(rm, f.now); err != nil {
+			t.Fatalf("the backdated removal is refused: %v; want it held without effect", err)
+		}
+		for _, l := range deliver(t, f, base, demote, rm) {
+			m, _ := l.Member(f.id("member"))
+			if m.Removed || !strings.Contains(l.Superseded()[rm.Hash()], "does not extend") {
+				t.Errorf("member removed %v, superseded %q; want in the pool, the removal void", m.Removed, l.Superseded()[rm.Hash()])
+			}
+		}
+		// Extending its demotion, the same removal is refused outright.
+		f.tick()
+		rm2 := f.record("admin", pool.Record{Kind: pool.KindRemove, Subject: f.id("member"), Invite: inviteOf(f.codes[pool.RoleMember])})
+		if _, err := f.l.Apply(rm2, f.now); !errors.Is(err, pool.ErrOutOfRole) {
+			t.Errorf("Apply(removal after demotion) = %v; want ErrOutOfRole", err)
+		}
+	})
+	t.Run("ex-owner backdates demotions of an admin", func(t *testing.T) {
+		f := newFixture(t, false)
+		inv, code := f.invite("admin", pool.RoleMember, 0, time.Hour)
+		f.apply(inv)
+		old := f.l.Clone()
+		f.keys["new1"] = f.newKey("new1")
+		f.apply(f.admit("admin", "new1", code))
+		base := f.l.Records()
+		demote := f.role("creator", "owner2", pool.RoleMember)
+		f.apply(demote)
+		back := signed(pool.Record{Pool: f.l.Pool(), Kind: pool.KindRole, Subject: f.id("admin"), Role: pool.RoleViewer,
+			Version: demote.Version - 1, Signer: f.id("owner2"), Prev: old.Heads()}, f.keys["owner2"])
+		for _, l := range deliver(t, f, base, demote, back) {
+			m, _ := l.Member(f.id("new1"))
+			a, _ := l.Member(f.id("admin"))
+			if m.Removed || a.Role != pool.RoleAdmin {
+				t.Errorf("new1 removed %v, admin is %s; want new1 in, the admin still admin", m.Removed, a.Role)
+			}
+		}
+	})
+	t.Run("admission naming the state before a revocation", func(t *testing.T) {
+		f := newFixture(t, false)
+		base := f.l.Records()
+		old := f.l.Clone()
+		revoke := f.record("creator", pool.Record{Kind: pool.KindRevoke, Subject: inviteOf(f.codes[pool.RoleMember])})
+		f.apply(revoke)
+		f.keys["late"] = f.newKey("late")
+		req, _ := pool.NewJoinRequest(f.codes[pool.RoleMember], pubOf(f.keys["late"]), "late")
+		if _, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["late"]), f.now); !errors.Is(err, pool.ErrInvite) {
+			t.Fatalf("Admit after revocation = %v; want ErrInvite", err)
+		}
+		back, err := old.Admit(f.keys["member"], req, pubOf(f.keys["late"]), f.now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range deliver(t, f, base, revoke, back) {
+			if _, ok := l.Member(f.id("late")); ok {
+				t.Errorf("admitted through a revoked invite by naming the state before its revocation")
+			}
+		}
+	})
+	t.Run("legacy join after the pool moved on", func(t *testing.T) {
+		f := newFixture(t, false)
+		f.keys["late"] = f.newKey("late")
+		j, err := pool.NewLegacyJoin(f.codes[pool.RoleMember], pubOf(f.keys["late"]), "late", "", epoch.Add(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.l.Apply(j, f.now); !errors.Is(err, pool.ErrReplayed) {
+			t.Errorf("Apply(legacy join) = %v; want ErrReplayed", err)
+		}
+	})
+	t.Run("concurrent admissions on a one-use invite", func(t *testing.T) {
+		f := newFixture(t, false)
+		inv, code := f.invite("creator", pool.RoleMember, 1, time.Hour)
+		f.apply(inv)
+		base := f.l.Records()
+		f.keys["a1"], f.keys["a2"] = f.newKey("a1"), f.newKey("a2")
+		one := f.l.Clone()
+		a1 := f.admit("member", "a1", code)
+		f.l, one = one, f.l
+		a2 := f.admit("admin", "a2", code)
+		f.l = one
+		for _, l := range deliver(t, f, base, a1, a2) {
+			m1, ok1 := l.Member(f.id("a1"))
+			m2, ok2 := l.Member(f.id("a2"))
+			got, _ := l.Invite(inviteOf(code))
+			if !ok1 || !ok2 || m1.Removed || m2.Removed || got.Used != 2 || got.Uses != 1 {
+				t.Errorf("a1 %v, a2 %v, invite used %d of %d; want both members and the log saying 2 of 1", ok1, ok2, got.Used, got.Uses)
+			}
+		}
+	})
 }

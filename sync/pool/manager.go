@@ -71,7 +71,9 @@ type Manager struct {
 	mu      sync.Mutex // guards log, raw, dropped, gone, sum
 	log     *Log       // nil: not in a pool
 	raw     map[[32]byte][]byte
-	dropped map[[32]byte]bool // records refused already, logged once each
+	waiting map[[32]byte][]byte // bytes of records the log holds back for their parents
+	void    map[[32]byte]bool   // records without effect, logged once each
+	dropped map[[32]byte]bool   // records refused already, logged once each
 	gone    map[string]bool   // devices whose removal was reported
 	sum     uint64            // fingerprint of the records held
 }
@@ -94,7 +96,8 @@ func NewManager(ctx context.Context, cfg ManagerConfig) (*Manager, error) {
 	if !ok {
 		return nil, errors.New("pool manager: the device key is not Ed25519")
 	}
-	m := &Manager{cfg: cfg, key: key, db: cfg.DB, dropped: map[[32]byte]bool{}, gone: map[string]bool{}, raw: map[[32]byte][]byte{}}
+	m := &Manager{cfg: cfg, key: key, db: cfg.DB, dropped: map[[32]byte]bool{}, gone: map[string]bool{},
+		raw: map[[32]byte][]byte{}, waiting: map[[32]byte][]byte{}, void: map[[32]byte]bool{}}
 	return m, m.load(ctx)
 }
 
@@ -114,17 +117,39 @@ func (m *Manager) load(ctx context.Context) error {
 	}
 	l := NewLog(id)
 	now := m.cfg.Now()
+	type stored struct {
+		r    Record
+		data []byte
+	}
+	var recs []stored
 	for _, row := range rows {
 		r, err := DecodeRecord(row.Data)
 		if err != nil {
 			m.cfg.Log.Warn("stored pool record unreadable", "hash", row.Hash, "err", err)
 			continue
 		}
-		if _, err := l.Apply(r, now); err != nil {
-			m.cfg.Log.Warn("stored pool record refused", "hash", row.Hash, "err", err)
+		recs = append(recs, stored{r, row.Data})
+	}
+	// The legacy records of a pool that predates linked records first, in
+	// version order (their order is their link), then the linked ones.
+	slices.SortStableFunc(recs, func(a, b stored) int {
+		if a.r.Linked() != b.r.Linked() {
+			if a.r.Linked() {
+				return 1
+			}
+			return -1
+		}
+		return compareRecords(a.r, b.r)
+	})
+	for _, s := range recs {
+		if _, err := l.Apply(s.r, now); err != nil {
+			m.cfg.Log.Warn("stored pool record refused", "hash", fmt.Sprintf("%x", s.r.Hash()), "err", err)
 			continue
 		}
-		m.raw[r.Hash()] = row.Data
+		m.raw[s.r.Hash()] = s.data
+	}
+	for h := range l.Superseded() {
+		m.void[h] = true // logged when they were voided
 	}
 	if l.Creator() == "" {
 		m.cfg.Log.Warn("the stored pool has no valid genesis: this machine is in no pool", "pool", idText)
@@ -315,6 +340,13 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 	m.raw = raw
 	members := memberRows(m.log.Members())
 	m.resum()
+	var voided []string
+	for h, why := range m.log.Superseded() {
+		if !m.void[h] {
+			m.void[h] = true
+			voided = append(voided, fmt.Sprintf("record %x: %s", h[:4], why))
+		}
+	}
 	var newlyGone []string
 	for id := range m.removed() {
 		if !m.gone[id] {
@@ -323,6 +355,9 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 		}
 	}
 	m.mu.Unlock()
+	for _, v := range voided {
+		m.cfg.Log.Warn("a pool record is held without effect", "why", v)
+	}
 	if err := m.db.SavePool(ctx, rows, members); err != nil {
 		return err
 	}
@@ -377,41 +412,47 @@ func (m *Manager) Receive(ctx context.Context, from peer.ID, raws []json.RawMess
 		}
 		items = append(items, item{r, raw})
 	}
-	slices.SortFunc(items, func(a, b item) int { return compareRecords(a.r, b.r) })
+	slices.SortFunc(items, func(a, b item) int { return compareRecords(a.r, b.r) }) // legacy ones in order
 	m.mu.Lock()
 	if m.log == nil {
 		m.mu.Unlock()
 		return nil
 	}
 	now := m.cfg.Now()
-	var accepted []Record
+	accepted := 0
 	var refused []error
 	for _, it := range items {
 		h := it.r.Hash()
 		if _, held := m.raw[h]; held || m.dropped[h] {
 			continue
 		}
-		changed, err := m.log.Apply(it.r, now)
-		if err != nil {
+		if _, err := m.log.Apply(it.r, now); err != nil {
 			refused = append(refused, fmt.Errorf("record %x (%s of %s by %s): %w", h[:4], it.r.Kind, it.r.Subject, it.r.Signer, err))
 			if len(m.dropped) < maxDropped {
 				m.dropped[h] = true
 			}
 			continue
 		}
-		if changed {
-			m.raw[h] = it.raw
-			accepted = append(accepted, it.r)
+		m.waiting[h] = it.raw // held now, or waiting for its parents
+	}
+	for h, raw := range m.waiting {
+		if m.log.Has(h) {
+			m.raw[h] = raw
+			delete(m.waiting, h)
+			accepted++
 		}
+	}
+	if len(m.waiting) > maxPending {
+		clear(m.waiting) // the log forgot them too; members send them again
 	}
 	m.mu.Unlock()
 	for _, err := range refused {
 		m.cfg.Log.Warn("dropped a pool record a member relayed", "peer", from, "err", err)
 	}
-	if len(accepted) == 0 {
+	if accepted == 0 {
 		return nil
 	}
-	return m.commit(ctx, accepted)
+	return m.commit(ctx, nil)
 }
 
 // maxDropped bounds the memory of refused records (each logged once).

@@ -75,7 +75,7 @@ func (l *Log) resolve(set bitset) *state {
 	var standing []*entry
 	for _, d := range restrictions {
 		if by := restrictedBy(standing, d, invites); by != nil {
-			st.void[d.h] = fmt.Sprintf("concurrent with record %x, which restricts its signer", by.h[:4])
+			st.void[d.h] = voidWhy(by)
 			continue
 		}
 		standing = append(standing, d)
@@ -85,7 +85,7 @@ func (l *Log) resolve(set bitset) *state {
 			continue
 		}
 		if by := restrictedBy(standing, e, invites); by != nil {
-			st.void[e.h] = fmt.Sprintf("concurrent with record %x (%s of %s), which it does not extend", by.h[:4], by.r.Kind, short(by.r.Subject))
+			st.void[e.h] = voidWhy(by)
 			continue
 		}
 		if why := st.effect(e); why != "" {
@@ -93,6 +93,11 @@ func (l *Log) resolve(set bitset) *state {
 		}
 	}
 	return st
+}
+
+// voidWhy says why a record concurrent with restriction by has no effect.
+func voidWhy(by *entry) string {
+	return fmt.Sprintf("concurrent with record %x (%s of %s), which it does not extend", by.h[:4], by.r.Kind, short(by.r.Subject))
 }
 
 // restrictive reports whether e takes a right away: a removal, a demotion,
