@@ -211,3 +211,42 @@ func BenchmarkVerifyRecord(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(all)), "ns/record")
 	})
 }
+
+// FuzzAdmit feeds join requests as a stranger may send them to a member:
+// each is refused with a rule, or admitted as exactly the device whose key
+// the session proved, with the role of its invite, and the admission
+// verifies on every replica.
+func FuzzAdmit(f *testing.F) {
+	fx := newFixture(f, true)
+	joiner := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
+	good, _ := pool.NewJoinRequest(fx.codes[pool.RoleViewer], pubOf(joiner), "joiner")
+	for _, req := range []pool.JoinRequest{good, {PoolID: good.PoolID, Name: "x", Key: good.Key, Invite: good.Invite}, {}} {
+		b, _ := json.Marshal(req)
+		f.Add(b)
+	}
+	base, now := fx.l, fx.now
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req pool.JoinRequest
+		if json.Unmarshal(data, &req) != nil {
+			return
+		}
+		l := base.Clone()
+		r, err := l.Admit(fx.keys["member"], req, pubOf(joiner), now)
+		if err != nil {
+			if !isRefusal(err) {
+				t.Fatalf("Admit error %v wraps no refusal", err)
+			}
+			return
+		}
+		inv, _ := l.Invite(req.Invite)
+		if r.Subject != peer.NewID(pubOf(joiner)).String() || r.Role != inv.Role {
+			t.Fatalf("admitted %s as %s; want the session's device as %s", r.Subject, r.Role, inv.Role)
+		}
+		if _, err := l.Apply(r, now); err != nil {
+			t.Fatalf("Apply(admission) = %v", err)
+		}
+		if _, err := pool.Verify(l.Pool(), l.Records(), now); err != nil {
+			t.Fatalf("the log with the admission does not verify: %v", err)
+		}
+	})
+}
