@@ -144,4 +144,3 @@ func membership(l *pool.Log) string {
 	}
 	return b.String()
 }
-

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -75,10 +76,10 @@ type MemberState struct {
 // Bounds on what a log holds, so that no member can make another's grow
 // without end.
 const (
-	maxPrev    = 64   // parents a record names
-	maxPending = 512  // records waiting for their parents
-	maxLog     = 1e4  // records in a log
-	maxVoid    = 64   // superseded records held per signer
+	maxPrev    = 64  // parents a record names
+	maxPending = 512 // records waiting for their parents
+	maxLog     = 1e4 // records in a log
+	maxVoid    = 64  // superseded records held per signer
 )
 
 // NewLog returns an empty log for pool: it accepts a genesis first.
@@ -220,6 +221,12 @@ func (l *Log) parentsOf(r *Record) (parents []int, missing bool, err error) {
 // accept judges r, whose parents are all held, against the state of its
 // ancestors and adds it.
 func (l *Log) accept(r Record, h [32]byte, parents []int, now time.Time) error {
+	return l.judge(r, h, parents, now, true)
+}
+
+// judge judges r, whose parents are all held, against the state of its
+// ancestors, and adds it if add is true.
+func (l *Log) judge(r Record, h [32]byte, parents []int, now time.Time, add bool) error {
 	if len(l.entries) >= maxLog {
 		return refuse(ErrReplayed, "the log holds %d records, its limit", len(l.entries))
 	}
@@ -243,13 +250,16 @@ func (l *Log) accept(r Record, h [32]byte, parents []int, now time.Time) error {
 			return refuse(ErrReplayed, "a legacy %s record older than records held", r.Kind)
 		}
 	}
-	past := l.resolve(e.anc)
+	past := l.stateOf(e.anc)
 	demotes, err := past.judge(&r, l.pool)
 	if err != nil {
 		return err
 	}
 	if err := l.checkVoidQuota(e); err != nil {
 		return err
+	}
+	if !add {
+		return nil
 	}
 	e.demotes = demotes
 	l.entries = append(l.entries, e)
@@ -258,6 +268,20 @@ func (l *Log) accept(r Record, h [32]byte, parents []int, now time.Time) error {
 	l.linked = l.linked || r.Linked()
 	l.dirty = true
 	return nil
+}
+
+// stateOf returns the membership the entries of anc make: the log's own,
+// already resolved, when anc holds every entry (a record that extends all
+// the heads, the common case).
+func (l *Log) stateOf(anc bitset) *state {
+	n := 0
+	for _, w := range anc {
+		n += bits.OnesCount64(w)
+	}
+	if n == len(l.entries) {
+		return l.state()
+	}
+	return l.resolve(anc)
 }
 
 // checkForm applies the rules that need no state: the pool, the shape of
@@ -286,6 +310,9 @@ func (l *Log) checkForm(r *Record, now time.Time) error {
 // with records that name old states.
 func (l *Log) checkVoidQuota(e *entry) error {
 	st := l.state()
+	if len(st.void) < maxVoid {
+		return nil
+	}
 	n := 0
 	for h := range st.void {
 		if i, ok := l.byHash[h]; ok && l.entries[i].r.Signer == e.r.Signer {
@@ -484,8 +511,7 @@ func (l *Log) Check(r Record, now time.Time) error {
 	if missing {
 		return refuse(ErrMalformed, "record extends records not held")
 	}
-	c := l.Clone()
-	return c.accept(r, h, parents, now)
+	return l.judge(r, h, parents, now, false)
 }
 
 // NewRole makes and signs, with key, the record that gives device subject

@@ -74,8 +74,8 @@ type Manager struct {
 	waiting map[[32]byte][]byte // bytes of records the log holds back for their parents
 	void    map[[32]byte]bool   // records without effect, logged once each
 	dropped map[[32]byte]bool   // records refused already, logged once each
-	gone    map[string]bool   // devices whose removal was reported
-	sum     uint64            // fingerprint of the records held
+	gone    map[string]bool     // devices whose removal was reported
+	sum     uint64              // fingerprint of the records held
 }
 
 // NewManager loads the pool this device is in, if any, from the store.
