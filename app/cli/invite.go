@@ -72,7 +72,12 @@ func writeInvites(w io.Writer, invites []app.Invite) error {
 	fmt.Fprintln(tw, "INVITE\tROLE\tUSES LEFT\tEXPIRES\tSTATE")
 	for _, inv := range invites {
 		left := "unlimited"
-		if inv.UsesLeft >= 0 {
+		switch {
+		case inv.Uses > 0 && inv.Used > inv.Uses:
+			// Members admitted at once on different machines: every one
+			// of them is in, and the log says so.
+			left = fmt.Sprintf("0 (%d used of %d: concurrent admissions)", inv.Used, inv.Uses)
+		case inv.UsesLeft >= 0:
 			left = fmt.Sprint(inv.UsesLeft)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", inv.ID, inv.Role, left, inv.Expires.Local().Format(time.DateTime), inv.State)

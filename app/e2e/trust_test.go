@@ -587,6 +587,11 @@ type trustStatus struct {
 	SelfID   string        `json:"self_id"`
 	SelfRole string        `json:"self_role"`
 	Members  []trustMember `json:"members"`
+	Invites  []struct {
+		ID   string `json:"id"`
+		Uses int    `json:"uses"`
+		Used int    `json:"used"`
+	} `json:"invites"`
 }
 
 type trustMember struct {
@@ -823,7 +828,12 @@ func forgeRecords(t *testing.T, dir, adminID string) []forgedRecord {
 	if genesis.Kind == "" || adminJoin.Kind == "" || selfInvite.Kind == "" || key == nil {
 		t.Fatalf("the member's replica lacks the genesis, the admin's join or its own invite among %d records", len(rows))
 	}
+	held, err := pool.Verify(genesis.Pool, recs, time.Now())
+	if err != nil {
+		t.Fatalf("the member's replica does not verify: %v", err)
+	}
 	sign := func(r pool.Record) pool.Record {
+		r.Prev = held.Heads()
 		r.Sig = ed25519.Sign(key, r.SigningBytes())
 		return r
 	}

@@ -73,6 +73,7 @@ type Manager struct {
 	raw     map[[32]byte][]byte
 	waiting map[[32]byte][]byte // bytes of records the log holds back for their parents
 	void    map[[32]byte]bool   // records without effect, logged once each
+	stored  map[[32]byte]bool   // records the store holds
 	dropped map[[32]byte]bool   // records refused already, logged once each
 	gone    map[string]bool     // devices whose removal was reported
 	sum     uint64              // fingerprint of the records held
@@ -97,7 +98,7 @@ func NewManager(ctx context.Context, cfg ManagerConfig) (*Manager, error) {
 		return nil, errors.New("pool manager: the device key is not Ed25519")
 	}
 	m := &Manager{cfg: cfg, key: key, db: cfg.DB, dropped: map[[32]byte]bool{}, gone: map[string]bool{},
-		raw: map[[32]byte][]byte{}, waiting: map[[32]byte][]byte{}, void: map[[32]byte]bool{}}
+		raw: map[[32]byte][]byte{}, waiting: map[[32]byte][]byte{}, void: map[[32]byte]bool{}, stored: map[[32]byte]bool{}}
 	return m, m.load(ctx)
 }
 
@@ -147,6 +148,7 @@ func (m *Manager) load(ctx context.Context) error {
 			continue
 		}
 		m.raw[s.r.Hash()] = s.data
+		m.stored[s.r.Hash()] = true
 	}
 	for h := range l.Superseded() {
 		m.void[h] = true // logged when they were voided
@@ -328,8 +330,13 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 	held := m.log.Records()
 	rows := make([]store.PoolRecord, 0, len(held))
 	raw := make(map[[32]byte][]byte, len(held))
+	var fresh []Record
 	for _, r := range held {
 		h := r.Hash()
+		if !m.stored[h] {
+			m.stored[h] = true
+			fresh = append(fresh, r)
+		}
 		data, ok := m.raw[h]
 		if !ok {
 			data, _ = json.Marshal(r)
@@ -355,6 +362,10 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 		}
 	}
 	m.mu.Unlock()
+	for _, r := range fresh {
+		h := r.Hash()
+		m.cfg.Log.Debug("pool record accepted", "record", hex.EncodeToString(h[:4]), "kind", r.Kind, "subject", r.Subject, "signer", r.Signer)
+	}
 	for _, v := range voided {
 		m.cfg.Log.Warn("a pool record is held without effect", "why", v)
 	}
