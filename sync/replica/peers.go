@@ -151,6 +151,8 @@ func (p *Peers) Run(ctx context.Context) error {
 	}()
 	t := beat.NewTicker(p.cfg.Reconcile)
 	defer t.Stop()
+	changed, stop := p.db.SubscribeMembers() // a member admitted here is followed at once
+	defer stop()
 	var (
 		gen  uint64    // of the member set last read
 		last time.Time // when it was read
@@ -169,6 +171,7 @@ func (p *Peers) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-changed:
 		}
 	}
 }

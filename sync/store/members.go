@@ -71,9 +71,20 @@ func (db *DB) PutMember(ctx context.Context, m MemberRow) (bool, error) {
 		return false, fmt.Errorf("put member %s: %w", m.ID, err)
 	}
 	if changed {
-		db.members.Add(1)
+		db.membersChanged()
 	}
 	return changed, nil
+}
+
+// SubscribeMembers returns a channel that receives a value after every
+// change this DB made to the member set (coalesced, as Subscribe's), and
+// the func that stops it.
+func (db *DB) SubscribeMembers() (<-chan struct{}, func()) { return db.membersNotify.subscribeAll() }
+
+// membersChanged counts a change of the member set and wakes its subscribers.
+func (db *DB) membersChanged() {
+	db.members.Add(1)
+	db.membersNotify.broadcast(true)
 }
 
 // MembersGeneration grows whenever this DB changes the member set

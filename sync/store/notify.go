@@ -23,9 +23,13 @@ func (db *DB) Subscribe() (<-chan struct{}, func()) { return db.subscribe(false)
 // our own records is not woken by every record the followers store.
 func (db *DB) SubscribeLocal() (<-chan struct{}, func()) { return db.subscribe(true) }
 
-func (db *DB) subscribe(local bool) (<-chan struct{}, func()) {
+func (db *DB) subscribe(local bool) (<-chan struct{}, func()) { return db.notify.subscribe(local) }
+
+// subscribeAll subscribes to every broadcast of n.
+func (n *notifier) subscribeAll() (<-chan struct{}, func()) { return n.subscribe(false) }
+
+func (n *notifier) subscribe(local bool) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
-	n := &db.notify
 	n.mu.Lock()
 	if n.subs == nil {
 		n.subs = make(map[chan struct{}]bool)

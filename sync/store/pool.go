@@ -68,7 +68,7 @@ func (db *DB) SavePool(ctx context.Context, recs []PoolRecord, members []MemberR
 	if err != nil {
 		return fmt.Errorf("save pool: %w", err)
 	}
-	db.members.Add(1)
+	db.membersChanged()
 	return nil
 }
 
@@ -84,6 +84,6 @@ func (db *DB) ClearPool(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("clear pool: %w", err)
 	}
-	db.members.Add(1)
+	db.membersChanged()
 	return nil
 }

@@ -50,7 +50,8 @@ type DB struct {
 	w *sql.DB // one connection; every write transaction is BEGIN IMMEDIATE
 	r *sql.DB // read-only connections
 
-	notify notifier
+	notify        notifier
+	membersNotify notifier // wakes SubscribeMembers
 
 	path      string  // absolute path of the database file
 	opts      Options // with defaults filled in
