@@ -5,14 +5,17 @@
 // A pool's ID binds its creator (PoolIDFor: a hash of the creator's device
 // ID and a salt), so a join code, which carries the pool ID and an invite's
 // 16-byte secret, is enough to check the whole log a member answers. The
-// secret seeds the invite's Ed25519 key: a joiner signs its join record
-// with it, and members verify it against the invite record an admin
-// signed, never learning the secret. Every other change is signed by the
-// device key of an owner or admin whose role allows it; a record dated
-// more than MaxSkew ahead is refused, and a removal is final.
+// secret seeds the invite's Ed25519 key: a joiner proves with it that it
+// holds the code, and the member it asks signs its admission after checking
+// the invite now; members verify the proof against the invite record an
+// admin signed, never learning the secret. Every other change is signed by
+// the device key of an owner or admin whose role allows it.
 //
-// Members relay the records on their replication streams; each is checked
-// on its own (Log.Apply) and a bad one is dropped, logged once.
+// Records name the heads of the log their signer saw (Record.Prev): they
+// form a DAG and each is judged against its ancestors (log.go), and the
+// membership is resolved from the whole set (resolve.go), so replicas that
+// hold the same records agree, whatever order they came in. Members relay
+// the records on their replication streams; a refused one is logged once.
 package pool
 
 import (
