@@ -146,7 +146,10 @@ func (l *Log) Apply(r Record, now time.Time) (changed bool, err error) {
 			return false, err
 		}
 		if len(l.pending) >= maxPending {
-			return false, refuse(ErrReplayed, "%d records wait for their parents already", maxPending)
+			// Records that never find their parents cannot hold the room
+			// for good: members relay every record again, so those that
+			// do have parents come back.
+			clear(l.pending)
 		}
 		l.pending[h] = r
 		return false, nil
