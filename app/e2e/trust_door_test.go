@@ -208,15 +208,23 @@ func udpIn(ns, ip string) (*net.UDPConn, error) {
 // never).
 func (a *attacker) dial(t testing.TB, target string, keepAlive time.Duration) *quic.Conn {
 	t.Helper()
-	addr, err := net.ResolveUDPAddr("udp", target)
+	c, err := a.tryDial(target, keepAlive)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return c
+}
+
+func (a *attacker) tryDial(target string, keepAlive time.Duration) (*quic.Conn, error) {
+	addr, err := net.ResolveUDPAddr("udp", target)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := a.tr.Dial(ctx, addr, a.tls, &quic.Config{KeepAlivePeriod: keepAlive, MaxIdleTimeout: time.Minute})
 	if err != nil {
-		t.Fatalf("dial %s: %v", target, err)
+		return nil, fmt.Errorf("dial %s: %w", target, err)
 	}
-	return c
+	return c, nil
 }
