@@ -225,7 +225,7 @@ func TestDoorIdle(t *testing.T) {
 // not members at once; one more is closed, naming the rule, while a
 // member still connects; once one has gone, another is let in.
 func TestDoorConns(t *testing.T) {
-	srv, member, _ := doorServer(t, transport.DoorConfig{Conns: 3}, whoami())
+	srv, member, _ := doorServer(t, transport.DoorConfig{Conns: 3, Idle: time.Minute}, whoami())
 	var held []*quic.Conn
 	for range 3 {
 		held = append(held, rawDial(t, srv, nil, 0))
