@@ -34,7 +34,8 @@ import (
 // A connection is closed with an HTTP/3 error whose reason names the rule
 // ("refused: ... (rule: door streams)"). A device that becomes a member on
 // a connection (it joined, or its membership reached us) leaves the door at
-// its next stream and is served as members are, from then on.
+// its next stream and is served as members are from then on, but for its
+// header limit, set when the connection opened.
 
 // DoorConfig bounds what a device that is not a member may hold. A field
 // left zero takes DefaultDoor's value.

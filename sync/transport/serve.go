@@ -40,6 +40,9 @@ func (e *Endpoint) Serve(ctx context.Context, h http.Handler) error {
 	for {
 		qc, err := ln.Accept(ctx)
 		switch {
+		case err == nil && ctx.Err() != nil:
+			qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+			return nil
 		case ctx.Err() != nil || (err != nil && e.isClosed()):
 			return nil
 		case err != nil:
