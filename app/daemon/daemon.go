@@ -155,6 +155,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	// them). The idle timeout leaves room for a lost ping's retransmission
 	// on an otherwise quiet connection (quic-go pings at most every half of it).
 	tcfg.KeepAlive, tcfg.IdleTimeout = 1500*time.Millisecond, 3*time.Second
+	tcfg.Member = d.isMember // the others pass through the door (transport/door.go)
 	if d.ep, err = transport.New(d.id, tcfg, log); err != nil {
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}

@@ -95,20 +95,6 @@ func (e *Endpoint) trackQUIC(qc *quic.Conn) {
 	context.AfterFunc(qc.Context(), func() { e.conns.remove(id, qc) })
 }
 
-// trackingListener files every QUIC connection it accepts.
-type trackingListener struct {
-	*quic.Listener
-	e *Endpoint
-}
-
-func (l trackingListener) Accept(ctx context.Context) (*quic.Conn, error) {
-	qc, err := l.Listener.Accept(ctx)
-	if err == nil {
-		l.e.trackQUIC(qc)
-	}
-	return qc, err
-}
-
 // trackedConn is a TCP connection of the data path, filed under its
 // device once a handshake proved it, until it is closed.
 type trackedConn struct {

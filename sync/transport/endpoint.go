@@ -11,7 +11,10 @@
 //
 // Strangers can reach the socket: each source address has a budget of
 // handshakes (Config.Handshakes, see admit.go) and of refused requests
-// (Refusals, for AuthorizeLimited and RateLimited). Disconnect closes every
+// (Refusals, for AuthorizeLimited and RateLimited). A device that is not a
+// member (Config.Member) gets only what the join exchange needs: few
+// streams, short requests, an idle close, and few such connections at once
+// (Config.Door, see door.go). Disconnect closes every
 // connection with a device at once, as when it is removed from the pool.
 //
 // Keepalives (Config.KeepAlive) hold long streams open while quiet. A peer
@@ -71,6 +74,11 @@ type Config struct {
 	// Refusals is each source address's budget of refused requests (10 at
 	// once, then 10 a minute), the Limiter that Refusals returns.
 	Refusals LimiterConfig
+	// Member reports whether a device is a member of the pool; the QUIC
+	// connections of the others pass through the door. Nil: every device is.
+	Member func(peer.ID) bool
+	// Door bounds what a device that is not a member may hold (door.go).
+	Door DoorConfig
 }
 
 // DefaultConfig returns the settings labpool uses on a LAN.
@@ -85,6 +93,7 @@ func DefaultConfig() Config {
 		MaxStreams:          1000,
 		Handshakes:          LimiterConfig{What: "handshakes", Burst: 32, Rate: 1},
 		Refusals:            LimiterConfig{What: "refused requests", Burst: 10, Rate: 10.0 / 60},
+		Door:                DefaultDoor(),
 	}
 }
 
@@ -113,6 +122,7 @@ type Endpoint struct {
 	proven     *Limiter // the same from proven addresses (QUIC Retry, TCP)
 	refusals   *Limiter // refused requests per source (Refusals)
 	conns      connSet  // open connections by device, for Disconnect
+	door       *door    // what devices that are not members may hold
 
 	mu      sync.Mutex // guards peers, serving and closed
 	peers   map[peer.ID]*pinned
@@ -153,6 +163,7 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		handshakes: NewLimiter(cfg.Handshakes, log),
 		proven:     NewLimiter(proven(cfg.Handshakes), log),
 		refusals:   NewLimiter(cfg.Refusals, log),
+		door:       &door{cfg: cfg.Door.orDefault(), member: cfg.Member},
 	}
 	e.guardQUIC(e.tr)
 	if !cfg.QUICOnly {
