@@ -100,6 +100,10 @@ type Runtime struct {
 	// host users (dockerd --userns-remap); read once at Open.
 	remap bool
 
+	// imageMu is held by each load and pull, so that guardTags sees the
+	// tags that one changed and no other's.
+	imageMu sync.Mutex
+
 	mu  sync.Mutex           // guards cpu
 	cpu map[string]cpuSample // last CPU reading per container, for Stats
 }

@@ -273,7 +273,7 @@ func TestUnknownImageAndCorruptArchive(t *testing.T) {
 		"no manifest": tarOf(t, map[string]string{"hello.txt": "hi"}),
 	} {
 		var read int64
-		_, err = r.LoadImage(ctx, strings.NewReader(archive), false, func(done, _ int64, _ string) { read = done })
+		_, err = r.LoadImage(ctx, strings.NewReader(archive), Rights{}, func(done, _ int64, _ string) { read = done })
 		if !errors.Is(err, ErrBadArchive) {
 			t.Errorf("load %s: %v, want ErrBadArchive", name, err)
 		} else {
@@ -360,7 +360,7 @@ func TestLoadSavedImageAndPullError(t *testing.T) {
 		t.Fatalf("docker save: %v", err)
 	}
 	var last int64
-	tags, err := r.LoadImage(ctx, strings.NewReader(string(saved)), false, func(done, _ int64, _ string) { last = done })
+	tags, err := r.LoadImage(ctx, strings.NewReader(string(saved)), Rights{}, func(done, _ int64, _ string) { last = done })
 	if err != nil || !slices.Contains(tags, dockertest.Image) {
 		t.Errorf("LoadImage = %v, %v; want %s", tags, err, dockertest.Image)
 	}

@@ -86,6 +86,9 @@ type Job struct {
 	GPUSeconds float64     `json:"gpu_seconds"`     // GPU-time used so far
 	SpecHash   string      `json:"spec_hash"`
 	Removed    bool        `json:"removed,omitempty"` // its container was removed; the record stays
+	// CmdWithheld says that Spec.Cmd was left out: only the job's owner,
+	// admins, owners and the machine's own user read the command line.
+	CmdWithheld bool `json:"cmd_withheld,omitempty"`
 	// ReclaimAt is when the idle reclaim policy stops the job unless its
 	// GPUs get busy again: the countdown its owner sees (nil: none).
 	ReclaimAt *time.Time `json:"reclaim_at,omitempty"`

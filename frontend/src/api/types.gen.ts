@@ -220,6 +220,7 @@ export interface Job {
   gpu_seconds: number
   spec_hash: string
   removed?: boolean
+  cmd_withheld?: boolean
   reclaim_at?: string | null
   node_name: string
   owner_name: string
