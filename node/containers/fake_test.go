@@ -42,6 +42,11 @@ func (f *fakeDocker) NetworkInspect(_ context.Context, name string, _ network.In
 	return network.Inspect{ID: "n-" + name, Name: name, Labels: o.Labels}, nil
 }
 
+func (f *fakeDocker) ContainerList(context.Context, container.ListOptions) ([]container.Summary, error) {
+	f.calls = append(f.calls, "list")
+	return nil, nil
+}
+
 func (f *fakeDocker) NetworkRemove(_ context.Context, id string) error {
 	f.calls = append(f.calls, "network remove")
 	delete(f.nets, strings.TrimPrefix(id, "n-"))
@@ -87,7 +92,7 @@ func TestRunRemovesWhatFailedToStart(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no NVIDIA runtime") {
 		t.Errorf("Run = %v, want the NVIDIA runtime error", err)
 	}
-	if want := []string{"network create", "create", "inspect", "inspect", "start", "inspect", "remove", "network inspect", "network remove"}; !slices.Equal(f.calls, want) {
+	if want := []string{"network inspect", "network create", "create", "inspect", "inspect", "start", "inspect", "remove", "network inspect", "list", "network remove"}; !slices.Equal(f.calls, want) {
 		t.Errorf("calls %v, want %v", f.calls, want)
 	}
 }
@@ -232,34 +237,43 @@ func TestSeccompProfile(t *testing.T) {
 	}
 }
 
-// TestCreateJoinsItsOwnNetwork: each container gets a bridge of its own,
-// named as the container, with no inter-container traffic, no route out
-// when isolated, and a host interface the guard knows by its prefix; a
-// mode the runtime does not know is refused before any call.
+// TestCreateJoinsItsOwnNetwork: each owner's jobs get a bridge of their
+// own per mode, with no traffic between its containers, no route out when
+// isolated, and a host interface the guard knows by its prefix; a mode the
+// runtime does not know is refused before any call.
 func TestCreateJoinsItsOwnNetwork(t *testing.T) {
+	f := &fakeDocker{}
+	cfg := DefaultConfig()
+	cfg.Node = "N1"
+	r := fakeRuntime(cfg, f)
+	create := func(owner, mode string) string {
+		t.Helper()
+		_, err := r.Create(context.Background(), Launch{Name: "c-" + owner + mode, Image: "img", Network: mode,
+			Labels: map[string]string{LabelJob: "j1", LabelOwner: owner}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(f.created.NetworkMode)
+	}
 	for _, tt := range []struct {
 		mode, prefix string
 		internal     bool
 	}{{"", "lpo", false}, {NetOutside, "lpo", false}, {NetIsolated, "lpi", true}, {NetHost, "lph", false}} {
-		f := &fakeDocker{}
-		cfg := DefaultConfig()
-		cfg.Node = "N1"
-		_, err := fakeRuntime(cfg, f).Create(context.Background(), Launch{Name: "labpool-a-1", Image: "img", Network: tt.mode,
-			Labels: map[string]string{LabelJob: "j1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, ok := f.nets["labpool-a-1"]
-		if !ok || string(f.created.NetworkMode) != "labpool-a-1" {
-			t.Fatalf("mode %q: networks %v, container on %q; want its own", tt.mode, f.nets, f.created.NetworkMode)
+		name := create("alice", tt.mode)
+		o, ok := f.nets[name]
+		if !ok {
+			t.Fatalf("mode %q: networks %v, container on %q", tt.mode, f.nets, name)
 		}
 		br := o.Options["com.docker.network.bridge.name"]
 		if o.Internal != tt.internal || o.Options["com.docker.network.bridge.enable_icc"] != "false" ||
-			!strings.HasPrefix(br, tt.prefix) || len(br) != 15 || o.Labels[LabelManaged] != "true" || o.Labels[LabelNode] != "N1" || o.Labels[LabelJob] != "j1" {
+			!strings.HasPrefix(br, tt.prefix) || len(br) != 15 || o.Labels[LabelManaged] != "true" || o.Labels[LabelNode] != "N1" || o.Labels[LabelOwner] != "alice" {
 			t.Errorf("mode %q: network %+v", tt.mode, o)
 		}
 	}
-	f := &fakeDocker{}
+	if a, a2, b := create("alice", NetOutside), create("alice", ""), create("bob", NetOutside); a != a2 || a == b {
+		t.Errorf("networks alice %q and %q, bob %q: want one per owner", a, a2, b)
+	}
+	f = &fakeDocker{}
 	if _, err := fakeRuntime(DefaultConfig(), f).Create(context.Background(), Launch{Image: "img", Network: "bridge"}); err == nil || len(f.calls) != 0 {
 		t.Errorf("unknown mode: %v after %v, want a refusal before any call", err, f.calls)
 	}

@@ -58,7 +58,7 @@ func TestJobNetworks(t *testing.T) {
 	ctx := context.Background()
 	stamp := time.Now().UnixNano()
 	web := launch(fmt.Sprintf("lp-web-%d", stamp), "sh", "-c", "echo victim-notebook > /tmp/index.html; httpd -f -p 8080 -h /tmp")
-	web.Ports = []int{8080}
+	web.Ports, web.Labels[LabelOwner] = []int{8080}, fmt.Sprint("victim-", stamp)
 	a, err := r.Run(ctx, web)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ for p in %d %d; do nc -w 2 $gw $p </dev/null 2>&1 | sed "s/^/host $p: /"; done; 
 	}{{NetOutside, false}, {NetIsolated, false}, {NetHost, true}} {
 		t.Run(tt.mode, func(t *testing.T) {
 			l := launch(fmt.Sprintf("lp-probe-%s-%d", tt.mode, stamp), "sh", "-c", probe)
-			l.Network = tt.mode
+			l.Network, l.Labels[LabelOwner] = tt.mode, "mallory"
 			out := runToEnd(t, r, l)
 			t.Logf("probe said:\n%s", out)
 			if !strings.Contains(out, "done") {
@@ -111,7 +111,7 @@ for p in %d %d; do nc -w 2 $gw $p </dev/null 2>&1 | sed "s/^/host $p: /"; done; 
 	if err := r.Remove(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.api.NetworkInspect(ctx, web.Name, network.InspectOptions{}); err == nil {
+	if _, err := r.api.NetworkInspect(ctx, r.networkName(web, NetOutside), network.InspectOptions{}); err == nil {
 		t.Errorf("the job's network stayed after its removal")
 	}
 }

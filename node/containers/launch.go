@@ -2,8 +2,6 @@ package containers
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -43,9 +41,6 @@ var HostRootCapabilities = []string{"KILL", "NET_BIND_SERVICE", "SYS_CHROOT"}
 // reaches them at the container's address (Container.Addr). Before the
 // first container, the host guard keeps jobs off this host (guardHost).
 func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
-	if l.Name == "" {
-		l.Name = "labpool-" + randomHex(6)
-	}
 	cfg, host, err := r.configs(l)
 	if err != nil {
 		return Container{}, err
@@ -54,17 +49,9 @@ func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
 	if err := r.guardHost(); err != nil {
 		return Container{}, fmt.Errorf("create container %s: %w", describe(l), err)
 	}
-	netName, err := r.jobNetwork(ctx, l, mode)
+	resp, err := r.createOnNetwork(ctx, l, mode, cfg, host)
 	if err != nil {
 		return Container{}, err
-	}
-	host.NetworkMode = container.NetworkMode(netName)
-	cctx, cancel := r.bounded(ctx)
-	defer cancel()
-	resp, err := r.api.ContainerCreate(cctx, cfg, host, nil, nil, l.Name)
-	if err != nil {
-		r.dropNetwork(context.WithoutCancel(ctx), l.Name)
-		return Container{}, fmt.Errorf("create container %s: %w", describe(l), explain(err, l.Image))
 	}
 	c, err := r.inspect(ctx, resp.ID)
 	if err != nil {
@@ -72,6 +59,28 @@ func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
 		return Container{}, err
 	}
 	return c, nil
+}
+
+// createOnNetwork creates the container on its job network, which no
+// dropNetwork removes meanwhile; a network made for a container that
+// could not be created goes again.
+func (r *Runtime) createOnNetwork(ctx context.Context, l Launch, mode string, cfg *container.Config, host *container.HostConfig) (container.CreateResponse, error) {
+	r.netMu.Lock()
+	netName, err := r.jobNetwork(ctx, l, mode)
+	if err != nil {
+		r.netMu.Unlock()
+		return container.CreateResponse{}, err
+	}
+	host.NetworkMode = container.NetworkMode(netName)
+	cctx, cancel := r.bounded(ctx)
+	defer cancel()
+	resp, err := r.api.ContainerCreate(cctx, cfg, host, nil, nil, l.Name)
+	r.netMu.Unlock()
+	if err != nil {
+		r.dropNetwork(context.WithoutCancel(ctx), netName)
+		return resp, fmt.Errorf("create container %s: %w", describe(l), explain(err, l.Image))
+	}
+	return resp, nil
 }
 
 // Start starts a created (or stopped) container. A container that fails to
@@ -228,12 +237,6 @@ func exposedPorts(ports []int) (nat.PortSet, error) {
 		exposed[nat.Port(strconv.Itoa(p)+"/tcp")] = struct{}{}
 	}
 	return exposed, nil
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // bindSpecs turns checked binds into typed bind mounts (any character

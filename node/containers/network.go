@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
@@ -35,6 +34,19 @@ const LabelNetwork = "labpool.network"
 // host guard (hostguard.go) matches them by prefix.
 var bridgePrefix = map[string]string{NetIsolated: "lpi", NetOutside: "lpo", NetHost: "lph"}
 
+// networkName is the network a launch joins in mode: one per owner and
+// mode on this node (the engine has a few dozen address ranges for
+// bridges, not one per job), or per container for a launch without an
+// owner. Containers on one network cannot talk either (enable_icc=false).
+func (r *Runtime) networkName(l Launch, mode string) string {
+	key := "owner:" + l.Labels[LabelOwner]
+	if l.Labels[LabelOwner] == "" {
+		key = "container:" + l.Name
+	}
+	sum := sha256.Sum256([]byte(r.cfg.Node + "\x00" + key))
+	return "labpool-" + mode + "-" + hex.EncodeToString(sum[:6])
+}
+
 // bridgeName is the host interface of the network name in mode: the
 // mode's prefix and 12 hex digits of the name's hash (15 characters, the
 // kernel's limit).
@@ -54,56 +66,63 @@ func networkMode(m string) (string, error) {
 	return "", fmt.Errorf("job network %q: use isolated, outside or host", m)
 }
 
-// jobNetwork creates the network of one container, named as the container:
-// a bridge of its own (so no other container shares it; the engine keeps
-// bridges apart), no inter-container traffic, no route out when isolated.
-// A network of that name that labpool made before is taken as it is.
+// jobNetwork makes sure the network l joins exists (see networkName): a
+// bridge of its own, which the engine keeps apart from every other, with
+// no traffic between its containers and no route out when isolated. The
+// caller holds netMu until the container is created on it.
 func (r *Runtime) jobNetwork(ctx context.Context, l Launch, mode string) (string, error) {
+	name := r.networkName(l, mode)
 	nctx, cancel := r.bounded(ctx)
 	defer cancel()
+	cur, err := r.api.NetworkInspect(nctx, name, network.InspectOptions{})
+	if err == nil && cur.Labels[LabelManaged] == "true" && cur.Labels[LabelNetwork] == mode {
+		return name, nil
+	}
 	labels := map[string]string{LabelManaged: "true", LabelNetwork: mode}
 	if r.cfg.Node != "" {
 		labels[LabelNode] = r.cfg.Node
 	}
-	if job := l.Labels[LabelJob]; job != "" {
-		labels[LabelJob] = job
+	if o := l.Labels[LabelOwner]; o != "" {
+		labels[LabelOwner] = o
 	}
-	_, err := r.api.NetworkCreate(nctx, l.Name, network.CreateOptions{
+	_, err = r.api.NetworkCreate(nctx, name, network.CreateOptions{
 		Driver:   "bridge",
 		Internal: mode == NetIsolated,
 		Labels:   labels,
 		Options: map[string]string{
-			"com.docker.network.bridge.name":       bridgeName(l.Name, mode),
+			"com.docker.network.bridge.name":       bridgeName(name, mode),
 			"com.docker.network.bridge.enable_icc": "false",
 		},
 	})
-	if err == nil {
-		return l.Name, nil
+	if err != nil {
+		return "", fmt.Errorf("create the network of %s: %w", describe(l), explain(err, ""))
 	}
-	cur, ierr := r.api.NetworkInspect(nctx, l.Name, network.InspectOptions{})
-	if ierr == nil && cur.Labels[LabelManaged] == "true" && cur.Labels[LabelNetwork] == mode {
-		return l.Name, nil
-	}
-	return "", fmt.Errorf("create the network of %s: %w", describe(l), explain(err, ""))
+	return name, nil
 }
 
-// dropNetwork removes a job network that labpool made, once no container
-// uses it; anything else named so is left alone.
+// dropNetwork removes a job network that labpool made once no container,
+// running or not, is on it; anything else is left alone.
 func (r *Runtime) dropNetwork(ctx context.Context, name string) {
 	if name == "" {
 		return
 	}
+	r.netMu.Lock()
+	defer r.netMu.Unlock()
 	nctx, cancel := r.bounded(ctx)
 	defer cancel()
 	cur, err := r.api.NetworkInspect(nctx, name, network.InspectOptions{})
-	if err != nil || cur.Labels[LabelManaged] != "true" || len(cur.Containers) > 0 {
+	if err != nil || cur.Labels[LabelManaged] != "true" {
+		return
+	}
+	on, err := r.api.ContainerList(nctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("network", cur.ID))})
+	if err != nil || len(on) > 0 {
 		return
 	}
 	r.api.NetworkRemove(nctx, cur.ID) // best effort: PruneNetworks catches what stays
 }
 
-// PruneNetworks removes labpool's job networks (of this node) whose
-// container is gone: those of jobs removed while the agent was away. (The
+// PruneNetworks removes labpool's job networks (of this node) that no
+// container is on: those of jobs removed while the agent was away. (The
 // engine's own prune would also take the networks of stopped containers,
 // which have no endpoint while they do not run.)
 func (r *Runtime) PruneNetworks(ctx context.Context) error {
@@ -112,25 +131,13 @@ func (r *Runtime) PruneNetworks(ctx context.Context) error {
 		f.Add("label", LabelNode+"="+r.cfg.Node)
 	}
 	lctx, cancel := r.bounded(ctx)
-	defer cancel()
 	nets, err := r.api.NetworkList(lctx, network.ListOptions{Filters: f})
+	cancel()
 	if err != nil {
 		return fmt.Errorf("list job networks: %w", explain(err, ""))
 	}
-	all, err := r.api.ContainerList(lctx, container.ListOptions{All: true})
-	if err != nil {
-		return fmt.Errorf("list containers: %w", explain(err, ""))
-	}
-	names := map[string]bool{}
-	for _, c := range all {
-		for _, n := range c.Names {
-			names[strings.TrimPrefix(n, "/")] = true
-		}
-	}
 	for _, n := range nets {
-		if !names[n.Name] {
-			r.dropNetwork(ctx, n.Name)
-		}
+		r.dropNetwork(ctx, n.Name)
 	}
 	return nil
 }

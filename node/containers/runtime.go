@@ -112,6 +112,10 @@ type Runtime struct {
 	// tags that one changed and no other's.
 	imageMu sync.Mutex
 
+	// netMu orders the creation of containers on job networks and the
+	// removal of networks no container is on.
+	netMu sync.Mutex
+
 	guardOnce sync.Once // installs the host guard, at the first launch
 	guardErr  error     // what guardOnce met
 

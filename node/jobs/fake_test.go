@@ -63,6 +63,11 @@ func (f *fakeRuntime) count(name string) int {
 	return n
 }
 
+func (f *fakeRuntime) PruneNetworks(context.Context) error {
+	f.call("PruneNetworks")
+	return nil
+}
+
 func (f *fakeRuntime) Create(_ context.Context, l containers.Launch) (containers.Container, error) {
 	f.call("Create")
 	if f.createFn != nil {
@@ -93,7 +98,7 @@ func (f *fakeRuntime) Start(_ context.Context, id string) (containers.Container,
 	if !ok {
 		return containers.Container{}, noContainer(id)
 	}
-	c.State, c.Running, c.Started = "running", true, time.Now()
+	c.State, c.Running, c.Started, c.Addr = "running", true, time.Now(), "127.0.0.1"
 	for i, p := range f.launchOf(id).Ports {
 		c.Ports[p] = 40000 + i
 	}

@@ -185,12 +185,12 @@ func (h *handler) tunnel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	port, _ := strconv.Atoi(r.URL.Query().Get("port"))
-	hostPort, ok := j.Ports[port]
-	if j.State != Running || !ok {
-		writeError(w, http.StatusConflict, "no_port", "job "+j.Name+" is not running with port "+strconv.Itoa(port)+" published")
+	addr, err := h.m.PortAddr(r.Context(), j, port)
+	if err != nil {
+		reply(w, nil, err)
 		return
 	}
-	ServeTunnel(w, r, "127.0.0.1:"+strconv.Itoa(hostPort))
+	ServeTunnel(w, r, addr)
 }
 
 func (h *handler) images(w http.ResponseWriter, r *http.Request) {
@@ -317,6 +317,8 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, "invalid"
 	case errors.As(err, &busy):
 		return http.StatusConflict, "gpus_busy"
+	case errors.Is(err, ErrNoPort):
+		return http.StatusConflict, "no_port"
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, "conflict"
 	case errors.Is(err, ErrNotFound):

@@ -41,6 +41,7 @@ type Runtime interface {
 	LoadImage(ctx context.Context, archive io.Reader, rights containers.Rights, progress containers.Progress) ([]string, error)
 	PullImage(ctx context.Context, ref string, force bool, progress containers.Progress) error
 	RemapsUsers() bool
+	PruneNetworks(ctx context.Context) error
 }
 
 // GPUState gives the latest GPU figures of this node, each GPU with its

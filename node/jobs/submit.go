@@ -208,7 +208,7 @@ func (m *Manager) launchFor(j Job, binds []containers.Bind) (containers.Launch, 
 		User: user, AllowRoot: allowRoot, LogMaxBytes: m.Policy().LogMaxBytes,
 		Name: "labpool-" + j.Name + "-" + j.ID[:6], Image: j.Spec.Image, Cmd: j.Spec.Cmd, GPUs: j.GPUs,
 		CPUs: j.Spec.CPUs, MemoryBytes: j.Spec.MemoryBytes, ShmBytes: j.Spec.ShmBytes, Binds: binds,
-		Ports: specPorts(j.Spec), Restart: j.Spec.Restart,
+		Ports: specPorts(j.Spec), Restart: j.Spec.Restart, Network: m.Policy().JobNetwork,
 		Labels: map[string]string{
 			containers.LabelJob: j.ID, containers.LabelOwner: j.Owner, containers.LabelNode: m.cfg.Node,
 			containers.LabelGPUs: strings.Join(j.GPUs, ","), containers.LabelSpecHash: j.SpecHash, LabelName: j.Name,
