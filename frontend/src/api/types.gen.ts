@@ -391,6 +391,7 @@ export interface Policy {
   allow_root: boolean
   idle_reclaim_seconds: number
   idle_below_percent: number
+  job_network?: string
 }
 
 /** app.PolicyUpdate */
@@ -404,6 +405,7 @@ export interface PolicyUpdate {
   allow_root?: boolean | null
   idle_reclaim_seconds?: number | null
   idle_below_percent?: number | null
+  job_network?: string | null
 }
 
 /** app.PoolSeries */
