@@ -36,7 +36,7 @@ type Spec struct {
 	MemoryBytes    int64    `json:"memory_bytes,omitempty"`
 	ShmBytes       int64    `json:"shm_bytes,omitempty"`
 	Mounts         []Mount  `json:"mounts,omitempty"`
-	Ports          []int    `json:"ports,omitempty"`   // container ports, published on the node's loopback
+	Ports          []int    `json:"ports,omitempty"`   // container ports that tunnels reach (published nowhere on the node)
 	Restart        string   `json:"restart,omitempty"` // "" | "no" | "on-failure"
 	Queue          bool     `json:"queue,omitempty"`   // wait for busy GPUs instead of failing
 	// User is who the job runs as: "" (the machine decides, see Policy),
@@ -77,7 +77,7 @@ type Job struct {
 	GPUs       []string    `json:"gpus"`        // granted GPU UUIDs
 	GPUIndexes []int       `json:"gpu_indexes"` // and their indexes
 	Container  string      `json:"container,omitempty"`
-	Ports      map[int]int `json:"ports,omitempty"` // container port -> node loopback port
+	Ports      map[int]int `json:"ports,omitempty"` // the ports a tunnel reaches: container port -> port dialed at the container (published nowhere)
 	Created    time.Time   `json:"created"`
 	Started    *time.Time  `json:"started"`
 	Finished   *time.Time  `json:"finished"`
