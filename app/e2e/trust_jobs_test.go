@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
 )
 
 // TestTrustJobs is issue 15's audit, replayed with real agents in network
@@ -155,6 +158,59 @@ echo x | nc -w 3 %s 7420 >/dev/null 2>&1 && echo "reached the LAN" || echo "no L
 		mustCLI(t, lab1, "image", "load", "lab1", archive)
 		if imageID(t, dk, squat) == "" {
 			t.Errorf("the machine's owner could not load %s", squat)
+		}
+	})
+
+	t.Run("a restarted agent keeps its jobs' networks and drops orphans", func(t *testing.T) {
+		netOf := func(id string) string {
+			out, _ := exec.Command("docker", "-H", dk, "inspect", "-f", "{{.HostConfig.NetworkMode}}", containerOf(t, dk, id)).CombinedOutput()
+			return strings.TrimSpace(string(out))
+		}
+		kept := netOf(nb)
+		orphan := trRun(t, bob, "--node", "lab1", img, "sleep", "600")
+		trWaitJob(t, bob, orphan, "running")
+		orphanNet := netOf(orphan)
+		lab1.kill()
+		// While the agent is away, bob's containers go behind its back.
+		ids, _ := exec.Command("docker", "-H", dk, "ps", "-aq", "--filter", "network="+orphanNet).Output()
+		if f := strings.Fields(string(ids)); len(f) > 0 {
+			exec.Command("docker", append([]string{"-H", dk, "rm", "-f"}, f...)...).Run()
+		}
+		lab1.agent()
+		lab1.waitDaemon()
+		waitFor(t, 20*time.Second, "bob's orphaned network removed", func() error {
+			if exec.Command("docker", "-H", dk, "network", "inspect", orphanNet).Run() == nil {
+				return fmt.Errorf("%s is still there", orphanNet)
+			}
+			return nil
+		})
+		if exec.Command("docker", "-H", dk, "network", "inspect", kept).Run() != nil || netOf(nb) != kept {
+			t.Errorf("alice's running job lost its network %s", kept)
+		}
+		waitFor(t, 20*time.Second, "lab1 online again", func() error { return liveNodes(alice, "lab1") })
+		out, errOut, code := alice.cli("open", nb, "8080")
+		if code != 0 {
+			t.Fatalf("open after the restart: exit %d: %s%s", code, out, errOut)
+		}
+		url := strings.TrimSpace(out)
+		waitFor(t, 10*time.Second, "the page through a tunnel after the restart", func() error {
+			out, err := exec.Command("ip", "netns", "exec", alice.ns, "curl", "-sf", "--max-time", "5", url).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "labpool test page") {
+				return fmt.Errorf("curl %s: %v %q", url, err, out)
+			}
+			return nil
+		})
+		// The guard is back too: a job still reaches no labpool port (once
+		// alice's machine has seen lab1 back: it may still count it away).
+		waitFor(t, 20*time.Second, "alice may launch on lab1 again", func() error {
+			p, err := alice.client().Plan(context.Background(), app.LaunchRequest{Node: "lab1", Spec: jobs.Spec{Image: img}})
+			if err != nil || !p.Fits {
+				return fmt.Errorf("plan: %v %s", err, p.Reason)
+			}
+			return nil
+		})
+		if out := probe(t, alice, fmt.Sprintf("echo x | nc -w 3 %s 7420 >/dev/null 2>&1 && echo reached-host || echo refused-host", lab1.ip)); !strings.Contains(out, "refused-host") {
+			t.Errorf("after the restart a job reaches its host's labpool port:\n%s", out)
 		}
 	})
 

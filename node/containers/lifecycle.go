@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -71,6 +72,10 @@ func ownNetwork(ins container.InspectResponse) string {
 		return string(m)
 	}
 }
+
+// IsGone says whether err is the engine's answer for a container (or
+// network, or image) that does not exist.
+func IsGone(err error) bool { return client.IsErrNotFound(err) }
 
 // Inspect reports one labpool container.
 func (r *Runtime) Inspect(ctx context.Context, id string) (Container, error) {

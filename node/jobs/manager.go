@@ -248,10 +248,11 @@ func (m *Manager) Images(ctx context.Context) ([]Image, error) {
 }
 
 // isGone says whether err means the container no longer exists: the
-// engine's not-found error (Docker's errdefs give it a NotFound method).
+// engine's not-found error (containers.IsGone), or one with a NotFound
+// method.
 func isGone(err error) bool {
 	var nf interface{ NotFound() }
-	return errors.As(err, &nf)
+	return errors.As(err, &nf) || containers.IsGone(err)
 }
 
 func shortContainer(id string) string {
