@@ -47,6 +47,24 @@ func TestJobNetworks(t *testing.T) {
 		t.Skip("needs a docker engine: skipped in -short mode")
 	}
 	labpoolPort, otherPort := listen(t, "labpool-port"), listen(t, "other-service")
+	// labpool's QUIC is UDP: a datagram to the same port number must not
+	// arrive either.
+	udp, err := net.ListenPacket("udp4", fmt.Sprintf("0.0.0.0:%d", labpoolPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	got := make(chan string, 16)
+	go func() {
+		b := make([]byte, 64)
+		for {
+			n, from, err := udp.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			got <- fmt.Sprintf("%q from %v", b[:n], from)
+		}
+	}()
 	cfg := DefaultConfig()
 	cfg.Host = dockertest.Engine(t)
 	cfg.GuardPorts = []int{labpoolPort}
@@ -84,7 +102,8 @@ func TestJobNetworks(t *testing.T) {
 	probe := fmt.Sprintf(`gw=$(ip route | awk '/default/ {print $3}'); [ -n "$gw" ] || gw=$(ip -4 addr show eth0 | awk '/inet / {split($2,a,"/"); split(a[1],o,"."); print o[1]"."o[2]"."o[3]".1"}')
 echo "gateway $gw"
 printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 2 %s 8080 2>&1 | sed 's/^/job: /'
-for p in %d %d; do nc -w 2 $gw $p </dev/null 2>&1 | sed "s/^/host $p: /"; done; echo done`, a.Addr, labpoolPort, otherPort)
+for p in %d %d; do nc -w 2 $gw $p </dev/null 2>&1 | sed "s/^/host $p: /"; done
+echo quic-from-a-job | nc -u -w 1 $gw %d; echo done`, a.Addr, labpoolPort, otherPort, labpoolPort)
 	for _, tt := range []struct {
 		mode      string
 		wantOther bool
@@ -107,6 +126,14 @@ for p in %d %d; do nc -w 2 $gw $p </dev/null 2>&1 | sed "s/^/host $p: /"; done; 
 				t.Errorf("the job reached the host's other service: %v, want %v", got, tt.wantOther)
 			}
 		})
+	}
+	// A datagram from this test itself arrives: the listener works.
+	if c, err := net.Dial("udp4", fmt.Sprintf("127.0.0.1:%d", labpoolPort)); err == nil {
+		c.Write([]byte("control"))
+		c.Close()
+	}
+	if first := <-got; !strings.Contains(first, "control") {
+		t.Errorf("a job's datagram reached this host's labpool port: %s", first)
 	}
 	if err := r.Remove(ctx, a.ID); err != nil {
 		t.Fatal(err)
