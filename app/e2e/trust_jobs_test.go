@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -78,19 +79,27 @@ echo x | nc -w 3 %s 7420 >/dev/null 2>&1 && echo "reached the LAN" || echo "no L
 		}
 	})
 
-	t.Run("a tunnel to a job still works", func(t *testing.T) {
-		out, errOut, code := alice.cli("open", nb, "8080")
-		if code != 0 {
-			t.Fatalf("open: exit %d: %s%s", code, out, errOut)
+	t.Run("the machine's policy isolates jobs from the LAN too", func(t *testing.T) {
+		mustCLI(t, lab1, "policy", "--job-network", "isolated")
+		defer mustCLI(t, lab1, "policy", "--job-network", "outside")
+		if out := mustCLI(t, lab1, "policy"); !regexp.MustCompile(`job network\s+isolated`).MatchString(out) {
+			t.Errorf("policy shows:\n%s", out)
 		}
-		url := strings.TrimSpace(out)
-		waitFor(t, 10*time.Second, "the page through the tunnel", func() error {
-			out, err := exec.Command("ip", "netns", "exec", alice.ns, "curl", "-sf", "--max-time", "5", url).CombinedOutput()
-			if err != nil || !strings.Contains(string(out), "labpool test page") {
-				return fmt.Errorf("curl %s: %v %q", url, err, out)
-			}
-			return nil
-		})
+		out := probe(t, bob, fmt.Sprintf(`echo x | nc -w 3 %s 7420 >/dev/null 2>&1 && echo "reached the LAN" || echo "no LAN"`, alice.ip))
+		if !strings.Contains(out, "no LAN") {
+			t.Errorf("an isolated job reached the LAN:\n%s", out)
+		}
+		// Its tunnels still work.
+		web := trRun(t, bob, "--node", "lab1", "--port", "8080", img, "httpd", "-f", "-p", "8080", "-h", "/www")
+		trWaitJob(t, bob, web, "running")
+		defer bob.cli("rm", web)
+		tunnelGet(t, bob, web)
+		_, errOut, code := lab1.cli("policy", "--job-network", "bridge")
+		refusedNaming(t, "job network bridge", "", errOut, code, `job network "bridge"`)
+	})
+
+	t.Run("a tunnel to a job still works", func(t *testing.T) {
+		tunnelGet(t, alice, nb)
 		if ports, _ := exec.Command("docker", "-H", dk, "port", containerOf(t, dk, nb)).CombinedOutput(); strings.TrimSpace(string(ports)) != "" {
 			t.Errorf("the job publishes ports on its host: %s", ports)
 		}
@@ -315,4 +324,22 @@ func jobIDs(t *testing.T, h *host) []string {
 		}
 	}
 	return ids
+}
+
+// tunnelGet opens a tunnel from h to port 8080 of job id and reads the
+// test page through it.
+func tunnelGet(t *testing.T, h *host, id string) {
+	t.Helper()
+	out, errOut, code := h.cli("open", id, "8080")
+	if code != 0 {
+		t.Fatalf("open: exit %d: %s%s", code, out, errOut)
+	}
+	url := strings.TrimSpace(out)
+	waitFor(t, 10*time.Second, "the page through the tunnel", func() error {
+		out, err := exec.Command("ip", "netns", "exec", h.ns, "curl", "-sf", "--max-time", "5", url).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "labpool test page") {
+			return fmt.Errorf("curl %s: %v %q", url, err, out)
+		}
+		return nil
+	})
 }
