@@ -333,6 +333,23 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name}, nil
 }
 
+// JobView finds one job (see Reader.Job) and, while its node is online,
+// reads it as the node shows it to this device: the replica withholds
+// every job's command line, which a job's owner, admins and owners may
+// read (GET /api/v1/jobs/{id}).
+func (s *Service) JobView(ctx context.Context, ref string) (Job, error) {
+	j, err := s.Job(ctx, ref)
+	if err != nil || !j.CmdWithheld || j.Stale {
+		return j, err
+	}
+	var full jobs.Job
+	if err := s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID), nil, &full); err != nil || full.ID != j.ID {
+		return j, nil // the replica's record, the command line withheld
+	}
+	j.Job = full
+	return j, nil
+}
+
 // StopJob stops a job on its node.
 func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
 	j, err := s.Job(ctx, ref)

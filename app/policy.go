@@ -20,6 +20,7 @@ type PolicyUpdate struct {
 	AllowRoot          *bool    `json:"allow_root,omitempty"`
 	IdleReclaimSeconds *int     `json:"idle_reclaim_seconds,omitempty"` // 0 = off
 	IdleBelowPercent   *float64 `json:"idle_below_percent,omitempty"`
+	JobNetwork         *string  `json:"job_network,omitempty"` // "isolated" | "outside" | "host"
 }
 
 // Apply returns p with u's fields set.
@@ -50,6 +51,9 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	}
 	if u.IdleBelowPercent != nil {
 		p.IdleBelowPercent = *u.IdleBelowPercent
+	}
+	if u.JobNetwork != nil {
+		p.JobNetwork = *u.JobNetwork
 	}
 	return p
 }

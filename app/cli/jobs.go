@@ -54,8 +54,17 @@ Isolation, on the machine that runs the job:
   is less) unless --memory asks more, up to the machine's maximum; logs are
   capped at 64 MiB.
   Only the job's owner (and the pool's admins and owners) stop it, remove it,
-  read its logs and stats or open its ports; everyone sees that it exists.
-  Environment values (-e) never leave that machine except to the job's owner.`,
+  read its logs, stats and command line or open its ports; everyone sees that
+  it exists. Environment values (-e) never leave that machine except to the
+  job's owner.
+
+What a job reaches:
+  Its own network: no other job (yours or anyone's) and none of the machine's
+  labpool ports. --port publishes nothing on the machine: "labpool open JOB
+  PORT" reaches the port through that machine's agent. Beyond that, the
+  machine's policy decides (labpool policy --job-network): "outside" (the
+  default) reaches the LAN and the internet but not the machine itself;
+  "isolated" reaches nothing; "host" also reaches the machine's other services.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := f.spec(args)

@@ -6,13 +6,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/spf13/cobra"
 )
 
 // policyCmd shows this machine's policy, or sets the parts its flags name.
 func policyCmd(g *globals) *cobra.Command {
-	var launch, defMem, maxMem, idleReclaim string
+	var launch, defMem, maxMem, idleReclaim, jobNet string
 	var idleBelow float64
 	var maxGPUs int
 	var allowRoot, asJSON bool
@@ -27,6 +28,12 @@ machine's alone (kept in its local settings, set only through its local socket):
   --max-gpus-per-member N   GPUs one device may hold here, queued and running (0 = no limit)
   --idle-reclaim 2h --idle-below 5   stop a job whose GPUs all stayed under 5% for 2 h
                        (its owner sees a countdown first; 0 = off, the default)
+  --job-network outside   what a job reaches besides the tunnels to it:
+                       isolated  nothing (no LAN, no internet, not this machine)
+                       outside   the LAN and the internet, not this machine (default)
+                       host      also this machine's other services
+                       In every mode a job reaches no other job and none of this
+                       machine's labpool ports; it applies to jobs launched from now on.
 Requests beyond the policy are refused with the rule's name, e.g.
 "policy launch=admins: only admins and owners launch on this machine".`,
 		Args: cobra.NoArgs,
@@ -50,6 +57,9 @@ Requests beyond the policy are refused with the rule's name, e.g.
 					}
 					*s.dst = &n
 				}
+			}
+			if fl.Changed("job-network") {
+				u.JobNetwork = &jobNet
 			}
 			if fl.Changed("allow-root") {
 				u.AllowRoot = &allowRoot
@@ -84,6 +94,7 @@ Requests beyond the policy are refused with the rule's name, e.g.
 	fl.BoolVar(&allowRoot, "allow-root", false, "let jobs run as root although this machine's Docker does not remap users (root in a job is then root on this machine's files)")
 	fl.StringVar(&idleReclaim, "idle-reclaim", "", "stop a job whose GPUs stayed idle this long, after a warning, e.g. 2h (0 = off, the default)")
 	fl.Float64Var(&idleBelow, "idle-below", 5, "a GPU under this utilization (%) is idle, for --idle-reclaim")
+	fl.StringVar(&jobNet, "job-network", "", "what a job reaches besides its tunnels: isolated, outside (default) or host")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -110,5 +121,17 @@ func writePolicy(w io.Writer, p app.Policy) error {
 	fmt.Fprintf(tw, "job user\t%s\n", p.JobUser)
 	fmt.Fprintf(tw, "allow root\t%s\n", root)
 	fmt.Fprintf(tw, "idle reclaim\t%s\n", idleReclaimText(p))
+	fmt.Fprintf(tw, "job network\t%s\n", jobNetworkText(p.JobNetwork))
 	return tw.Flush()
+}
+
+// jobNetworkText says what a job reaches under the policy's job network.
+func jobNetworkText(mode string) string {
+	switch mode {
+	case containers.NetIsolated:
+		return "isolated (only its tunnels reach a job; it reaches nothing)"
+	case containers.NetHost:
+		return "host (the LAN, the internet and this machine's other services; no other job, no labpool port)"
+	}
+	return "outside (the LAN and the internet; not this machine, no other job)"
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/labpool/labpool/app"
@@ -61,6 +62,7 @@ func (d *Daemon) selfAddr() string {
 func (d *Daemon) openJobs(ctx context.Context) {
 	cfg := containers.DefaultConfig()
 	cfg.Node = d.id.ID.String()
+	cfg.GuardPorts = d.guardPorts()
 	var rt jobs.Runtime // stays a nil interface without an engine
 	d.rt, d.rtErr = containers.Open(ctx, cfg)
 	if d.rtErr != nil {
@@ -79,6 +81,24 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	} else if err := d.jobs.SetPolicy(p); err != nil {
 		d.log.Error("this machine's stored policy is refused: keeping the defaults", "err", err)
 	}
+}
+
+// guardPorts are this machine's ports that no job may reach: labpool's
+// default port, the one it listens on (QUIC over UDP; TCP for the data
+// path), and the metrics port.
+func (d *Daemon) guardPorts() []int {
+	ports := slices.Clone(containers.DefaultGuardPorts)
+	for _, a := range []string{d.cfg.Listen, d.cfg.Metrics} {
+		if _, p, err := net.SplitHostPort(a); err == nil {
+			if n, err := strconv.Atoi(p); err == nil && n > 0 {
+				ports = append(ports, n)
+			}
+		}
+	}
+	if a := d.ep.Addr(); a != nil && a.Port > 0 {
+		ports = append(ports, a.Port)
+	}
+	return ports
 }
 
 // jobCaller is who asks the jobs API: the device the transport proved,

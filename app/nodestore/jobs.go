@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -22,14 +23,16 @@ type Jobs struct {
 // NewJobs returns the job store of the machine origin (its device ID).
 func NewJobs(db *store.DB, origin string) Jobs { return Jobs{db, origin} }
 
-// settingJobEnv prefixes the local setting holding a job's environment.
+// settingJobEnv prefixes the local setting holding a job's private part:
+// its environment and command line (jobs.Private as JSON; before the
+// command line was kept there, the environment alone, as a JSON list).
 const settingJobEnv = "job-env:"
 
-// SaveEnv implements jobs.Store: local settings only.
-func (s Jobs) SaveEnv(id string, env []string) error {
+// SavePrivate implements jobs.Store: local settings only.
+func (s Jobs) SavePrivate(id string, p jobs.Private) error {
 	v := ""
-	if env != nil {
-		b, err := json.Marshal(env)
+	if p.Env != nil || p.Cmd != nil {
+		b, err := json.Marshal(p)
 		if err != nil {
 			return err
 		}
@@ -38,17 +41,22 @@ func (s Jobs) SaveEnv(id string, env []string) error {
 	return s.db.SetSetting(context.Background(), settingJobEnv+id, v)
 }
 
-// LoadEnv implements jobs.Store.
-func (s Jobs) LoadEnv(id string) ([]string, error) {
+// LoadPrivate implements jobs.Store.
+func (s Jobs) LoadPrivate(id string) (jobs.Private, error) {
+	var p jobs.Private
 	v, ok, err := s.db.Setting(context.Background(), settingJobEnv+id)
 	if err != nil || !ok || v == "" {
-		return nil, err
+		return p, err
 	}
-	var env []string
-	if err := json.Unmarshal([]byte(v), &env); err != nil {
-		return nil, fmt.Errorf("read the environment of job %s: %w", id, err)
+	if strings.HasPrefix(v, "[") { // an environment kept by an older labpool
+		err = json.Unmarshal([]byte(v), &p.Env)
+	} else {
+		err = json.Unmarshal([]byte(v), &p)
 	}
-	return env, nil
+	if err != nil {
+		return jobs.Private{}, fmt.Errorf("read the environment and command line of job %s: %w", id, err)
+	}
+	return p, nil
 }
 
 // SaveJob implements jobs.Store.

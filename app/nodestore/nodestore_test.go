@@ -37,17 +37,18 @@ func TestJobsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestEnvStaysLocal: a job's environment is kept in the local settings,
-// never in a replicated record.
-func TestEnvStaysLocal(t *testing.T) {
+// TestPrivateStaysLocal: a job's environment and command line are kept in
+// the local settings, never in a replicated record; an environment kept
+// by an older labpool (a JSON list) still reads.
+func TestPrivateStaysLocal(t *testing.T) {
 	db := replicatest.Open(t)
 	s := NewJobs(db, "self")
-	env := []string{"TOKEN=secret", "A=b"}
-	if err := s.SaveEnv("j1", env); err != nil {
+	p := jobs.Private{Env: []string{"TOKEN=secret", "A=b"}, Cmd: []string{"train", "--key", "secret2"}}
+	if err := s.SavePrivate("j1", p); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.LoadEnv("j1"); err != nil || !reflect.DeepEqual(got, env) {
-		t.Errorf("LoadEnv = %v, %v; want %v", got, err, env)
+	if got, err := s.LoadPrivate("j1"); err != nil || !reflect.DeepEqual(got, p) {
+		t.Errorf("LoadPrivate = %v, %v; want %v", got, err, p)
 	}
 	recs, err := db.Range(context.Background(), "self", app.KindJob, time.Time{}, time.Now().Add(time.Hour))
 	if err != nil {
@@ -58,14 +59,20 @@ func TestEnvStaysLocal(t *testing.T) {
 			t.Errorf("a replicated record holds the environment: %s", r.Data)
 		}
 	}
-	if err := s.SaveEnv("j1", nil); err != nil {
+	if err := s.SavePrivate("j1", jobs.Private{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.LoadEnv("j1"); err != nil || got != nil {
-		t.Errorf("LoadEnv after a nil env = %v, %v; want nothing", got, err)
+	if got, err := s.LoadPrivate("j1"); err != nil || got.Env != nil || got.Cmd != nil {
+		t.Errorf("LoadPrivate after dropping = %v, %v; want nothing", got, err)
 	}
-	if got, err := s.LoadEnv("never"); err != nil || got != nil {
-		t.Errorf("LoadEnv of an unknown job = %v, %v; want nothing", got, err)
+	if got, err := s.LoadPrivate("never"); err != nil || got.Env != nil {
+		t.Errorf("LoadPrivate of an unknown job = %v, %v; want nothing", got, err)
+	}
+	if err := db.SetSetting(context.Background(), settingJobEnv+"old", `["A=1"]`); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.LoadPrivate("old"); err != nil || !reflect.DeepEqual(got.Env, []string{"A=1"}) {
+		t.Errorf("an older environment = %v, %v", got, err)
 	}
 }
 

@@ -65,7 +65,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/jobs", call(allArg, (*app.Service).Jobs)},
 	{"POST", "/api/v1/jobs", call(body[app.LaunchRequest], (*app.Service).Launch)},
 	{"POST", "/api/v1/jobs/plan", call(body[app.LaunchRequest], (*app.Service).Plan)},
-	{"GET", "/api/v1/jobs/{id}", call(pathValue("id"), (*app.Service).Job)},
+	{"GET", "/api/v1/jobs/{id}", call(pathValue("id"), (*app.Service).JobView)},
 	{"POST", "/api/v1/jobs/{id}/stop", call(pathValue("id"), (*app.Service).StopJob)},
 	{"DELETE", "/api/v1/jobs/{id}", empty(pathValue("id"), (*app.Service).RemoveJob)},
 	{"GET", "/api/v1/jobs/{id}/logs", stream("text/plain; charset=utf-8", logsArgs, logs)},

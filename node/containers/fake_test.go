@@ -21,6 +21,44 @@ type fakeDocker struct {
 	config  *container.Config
 	labels  map[string]string
 	start   func(id string) error
+	nets    map[string]network.CreateOptions // created networks by name
+}
+
+func (f *fakeDocker) NetworkCreate(_ context.Context, name string, o network.CreateOptions) (network.CreateResponse, error) {
+	f.calls = append(f.calls, "network create")
+	if f.nets == nil {
+		f.nets = map[string]network.CreateOptions{}
+	}
+	f.nets[name] = o
+	return network.CreateResponse{ID: "n-" + name}, nil
+}
+
+func (f *fakeDocker) NetworkInspect(_ context.Context, name string, _ network.InspectOptions) (network.Inspect, error) {
+	f.calls = append(f.calls, "network inspect")
+	o, ok := f.nets[name]
+	if !ok {
+		return network.Inspect{}, errors.New("no such network")
+	}
+	return network.Inspect{ID: "n-" + name, Name: name, Labels: o.Labels}, nil
+}
+
+func (f *fakeDocker) ContainerList(context.Context, container.ListOptions) ([]container.Summary, error) {
+	f.calls = append(f.calls, "list")
+	return nil, nil
+}
+
+func (f *fakeDocker) NetworkRemove(_ context.Context, id string) error {
+	f.calls = append(f.calls, "network remove")
+	delete(f.nets, strings.TrimPrefix(id, "n-"))
+	return nil
+}
+
+// fakeRuntime is a runtime over f whose host guard counts as installed
+// (the fakes touch no firewall).
+func fakeRuntime(cfg Config, f *fakeDocker) *Runtime {
+	r := newRuntime(cfg, f)
+	r.guardOnce.Do(func() {})
+	return r
 }
 
 func (f *fakeDocker) ContainerCreate(_ context.Context, cfg *container.Config, host *container.HostConfig, _ *network.NetworkingConfig, _ *ocispec.Platform, _ string) (container.CreateResponse, error) {
@@ -31,7 +69,7 @@ func (f *fakeDocker) ContainerCreate(_ context.Context, cfg *container.Config, h
 
 func (f *fakeDocker) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
 	f.calls = append(f.calls, "inspect")
-	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, State: &container.State{}},
+	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, State: &container.State{}, HostConfig: f.created},
 		Config: &container.Config{Image: "img", Labels: f.labels}}, nil
 }
 
@@ -49,12 +87,12 @@ func TestRunRemovesWhatFailedToStart(t *testing.T) {
 	f := &fakeDocker{start: func(string) error {
 		return errors.New(`Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]]`)
 	}}
-	r := newRuntime(DefaultConfig(), f)
+	r := fakeRuntime(DefaultConfig(), f)
 	_, err := r.Run(context.Background(), Launch{Image: "img", GPUs: []string{"GPU-1"}})
 	if err == nil || !strings.Contains(err.Error(), "no NVIDIA runtime") {
 		t.Errorf("Run = %v, want the NVIDIA runtime error", err)
 	}
-	if want := []string{"create", "inspect", "inspect", "start", "remove"}; !slices.Equal(f.calls, want) {
+	if want := []string{"network inspect", "network create", "create", "inspect", "inspect", "start", "inspect", "remove", "network inspect", "list", "network remove"}; !slices.Equal(f.calls, want) {
 		t.Errorf("calls %v, want %v", f.calls, want)
 	}
 }
@@ -63,7 +101,7 @@ func TestCreateHardensEveryRequest(t *testing.T) {
 	f := &fakeDocker{}
 	cfg := DefaultConfig()
 	cfg.Node = "N1"
-	r := newRuntime(cfg, f)
+	r := fakeRuntime(cfg, f)
 	_, err := r.Create(context.Background(), Launch{Image: "img", Ports: []int{80},
 		Labels: map[string]string{LabelManaged: "false", LabelNode: "N2", LabelJob: "j"}})
 	if err != nil {
@@ -72,11 +110,14 @@ func TestCreateHardensEveryRequest(t *testing.T) {
 	h := f.created
 	if h.Privileged || !*h.Init || *h.PidsLimit != 4096 || !slices.Equal(h.CapDrop, []string{"ALL"}) ||
 		len(h.CapAdd) != 0 || !slices.Equal(h.SecurityOpt, []string{"no-new-privileges:true", "seccomp=" + Seccomp()}) ||
-		h.NetworkMode != "bridge" || h.IpcMode != "private" || h.DeviceRequests != nil || h.RestartPolicy.Name != "no" {
+		h.IpcMode != "private" || h.DeviceRequests != nil || h.RestartPolicy.Name != "no" {
 		t.Errorf("host config %+v", h)
 	}
-	if b := h.PortBindings["80/tcp"]; len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "" {
-		t.Errorf("port binding %+v, want an ephemeral loopback port", b)
+	if len(h.PortBindings) != 0 || h.PublishAllPorts {
+		t.Errorf("port bindings %+v: a job's ports are published nowhere", h.PortBindings)
+	}
+	if _, ok := f.config.ExposedPorts["80/tcp"]; !ok {
+		t.Errorf("exposed ports %v, want 80/tcp", f.config.ExposedPorts)
 	}
 	if f.config.User != DefaultJobUser {
 		t.Errorf("user %q, want %s on an engine that does not remap users", f.config.User, DefaultJobUser)
@@ -112,7 +153,7 @@ func TestCreateRefusesBadRequestsBeforeDocker(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeDocker{}
 			tt.l.Image = "img"
-			_, err := newRuntime(DefaultConfig(), f).Create(context.Background(), tt.l)
+			_, err := fakeRuntime(DefaultConfig(), f).Create(context.Background(), tt.l)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || len(f.calls) != 0 {
 				t.Errorf("Create = %v after calls %v; want an error with %q and no call", err, f.calls, tt.want)
 			}
@@ -155,7 +196,7 @@ func TestUserAndCapabilities(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeDocker{}
-			r := newRuntime(DefaultConfig(), f)
+			r := fakeRuntime(DefaultConfig(), f)
 			r.remap = tt.remap
 			tt.l.Image = "img"
 			if _, err := r.Create(context.Background(), tt.l); err != nil {
@@ -193,5 +234,80 @@ func TestSeccompProfile(t *testing.T) {
 	}
 	if p.DefaultAction != "SCMP_ACT_ERRNO" {
 		t.Errorf("default action %s", p.DefaultAction)
+	}
+}
+
+// TestCreateJoinsItsOwnNetwork: each owner's jobs get a bridge of their
+// own per mode, with no traffic between its containers, no route out when
+// isolated, and a host interface the guard knows by its prefix; a mode the
+// runtime does not know is refused before any call.
+func TestCreateJoinsItsOwnNetwork(t *testing.T) {
+	f := &fakeDocker{}
+	cfg := DefaultConfig()
+	cfg.Node = "N1"
+	r := fakeRuntime(cfg, f)
+	create := func(owner, mode string) string {
+		t.Helper()
+		_, err := r.Create(context.Background(), Launch{Name: "c-" + owner + mode, Image: "img", Network: mode,
+			Labels: map[string]string{LabelJob: "j1", LabelOwner: owner}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(f.created.NetworkMode)
+	}
+	for _, tt := range []struct {
+		mode, prefix string
+		internal     bool
+	}{{"", "lpo", false}, {NetOutside, "lpo", false}, {NetIsolated, "lpi", true}, {NetHost, "lph", false}} {
+		name := create("alice", tt.mode)
+		o, ok := f.nets[name]
+		if !ok {
+			t.Fatalf("mode %q: networks %v, container on %q", tt.mode, f.nets, name)
+		}
+		br := o.Options["com.docker.network.bridge.name"]
+		if o.Internal != tt.internal || o.Options["com.docker.network.bridge.enable_icc"] != "false" ||
+			!strings.HasPrefix(br, tt.prefix) || len(br) != 15 || o.Labels[LabelManaged] != "true" || o.Labels[LabelNode] != "N1" || o.Labels[LabelOwner] != "alice" {
+			t.Errorf("mode %q: network %+v", tt.mode, o)
+		}
+	}
+	if a, a2, b := create("alice", NetOutside), create("alice", ""), create("bob", NetOutside); a != a2 || a == b {
+		t.Errorf("networks alice %q and %q, bob %q: want one per owner", a, a2, b)
+	}
+	f = &fakeDocker{}
+	if _, err := fakeRuntime(DefaultConfig(), f).Create(context.Background(), Launch{Image: "img", Network: "bridge"}); err == nil || len(f.calls) != 0 {
+		t.Errorf("unknown mode: %v after %v, want a refusal before any call", err, f.calls)
+	}
+}
+
+// TestGuardRules: replies to the agent's own connections pass; a job on a
+// "host" network reaches any port of this host but labpool's (TCP and
+// UDP); any other job reaches nothing of it; no job bridge forwards to
+// another; every job bridge jumps to the guard.
+func TestGuardRules(t *testing.T) {
+	var got []string
+	for _, r := range guardRules([]int{9100, 7420, 7420}) {
+		got = append(got, strings.Join(r, " "))
+	}
+	want := []string{
+		"-A LABPOOL-JOBS -m conntrack --ctstate ESTABLISHED,RELATED -j RETURN",
+		"-A LABPOOL-JOBS -i lph+ -p tcp -m multiport --dports 7420,9100 -j DROP",
+		"-A LABPOOL-JOBS -i lph+ -p udp -m multiport --dports 7420,9100 -j DROP",
+		"-A LABPOOL-JOBS -i lph+ -j RETURN",
+		"-A LABPOOL-JOBS -j DROP",
+		"-A LABPOOL-JOBS-FWD -o lpi+ -j DROP",
+		"-A LABPOOL-JOBS-FWD -o lpo+ -j DROP",
+		"-A LABPOOL-JOBS-FWD -o lph+ -j DROP",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rules:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	seen := map[string]bool{}
+	for _, j := range jumps() {
+		seen[j[0][0]+" "+strings.Join(j[1], " ")] = true
+	}
+	for _, p := range []string{"lpi+", "lpo+", "lph+"} {
+		if !seen["INPUT -i "+p+" -j LABPOOL-JOBS"] || !seen["FORWARD -i "+p+" -j LABPOOL-JOBS-FWD"] {
+			t.Errorf("jumps %v miss %s", seen, p)
+		}
 	}
 }

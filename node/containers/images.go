@@ -55,16 +55,33 @@ type jsonMessage struct {
 // ErrBadArchive means an image archive is not what `docker save` writes.
 var ErrBadArchive = errors.New("not an image archive from `docker save`")
 
+// Rights are what the caller of a load or pull may do beyond adding new,
+// plain names: Force replaces a tag that names another image; Registry
+// gives an image a name under a registry host that this machine does not
+// have yet. Both are the machine's owner's (node/jobs decides who that is).
+type Rights struct {
+	Force    bool
+	Registry bool
+}
+
 // LoadImage loads an image archive (docker save format) and returns the
 // tags (or, for untagged images, the IDs) it loaded. progress (may be nil)
 // sees the bytes read from archive.
 //
 // The archive is loaded untagged (see untag), then each of its tags is
 // applied unless it already names another image here: an existing tag is
-// never moved, not even for a moment, unless force is set. Tags left alone
-// make a *TagTakenError; an image that got none of its tags is removed
-// again.
-func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, force bool, progress Progress) ([]string, error) {
+// never moved, not even for a moment, unless rights.Force. Tags left alone
+// make a *TagTakenError; a new name under a registry host without
+// rights.Registry is refused; an image that got none of its tags is
+// removed again. Whatever else the engine did, guardTags undoes.
+func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, rights Rights, progress Progress) ([]string, error) {
+	return r.guardTags(ctx, rights, func() ([]string, error) {
+		return r.loadUntagged(ctx, archive, rights, progress)
+	})
+}
+
+// loadUntagged is LoadImage without the guard.
+func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Rights, progress Progress) ([]string, error) {
 	counted := &countReader{r: archive, progress: progress}
 	pr, pw := io.Pipe()
 	var imgs []archiveImage
@@ -89,7 +106,7 @@ func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, force bool, 
 		}
 		return loaded, nil
 	}
-	return r.applyTags(ctx, imgs, loaded, force)
+	return r.applyTags(ctx, imgs, loaded, rights)
 }
 
 // load sends an archive to the engine and returns what it says it loaded.
@@ -115,8 +132,8 @@ func (r *Runtime) load(ctx context.Context, archive io.Reader) ([]string, error)
 
 // applyTags gives each loaded image its archive tags, except those naming
 // another image here (unless force).
-func (r *Runtime) applyTags(ctx context.Context, imgs []archiveImage, loaded []string, force bool) ([]string, error) {
-	var out, taken []string
+func (r *Runtime) applyTags(ctx context.Context, imgs []archiveImage, loaded []string, rights Rights) ([]string, error) {
+	var out, taken, squat []string
 	for i, img := range imgs {
 		if img.ID == "" && len(imgs) == len(loaded) {
 			img.ID = loaded[i] // a config path of an unknown shape: the engine's order
@@ -126,13 +143,15 @@ func (r *Runtime) applyTags(ctx context.Context, imgs []archiveImage, loaded []s
 		}
 		applied := 0
 		for _, tag := range img.Tags {
-			ok, err := r.tag(ctx, img.ID, tag, force)
-			if err != nil {
+			ok, err := r.tag(ctx, img.ID, tag, rights)
+			switch {
+			case errors.Is(err, errSquat):
+				squat = append(squat, tag)
+			case err != nil:
 				return out, err
-			}
-			if ok {
+			case ok:
 				out, applied = append(out, tag), applied+1
-			} else {
+			default:
 				taken = append(taken, tag)
 			}
 		}
@@ -143,25 +162,40 @@ func (r *Runtime) applyTags(ctx context.Context, imgs []archiveImage, loaded []s
 			r.dropUntagged(ctx, img.ID)
 		}
 	}
-	if len(taken) > 0 {
+	switch {
+	case len(squat) > 0:
+		return out, squatRefusal(squat)
+	case len(taken) > 0:
 		return out, &TagTakenError{Tags: taken}
 	}
 	return out, nil
 }
 
-// tag points tag at id unless it names another image (force: even then).
-// ok is false when the tag was left alone.
-func (r *Runtime) tag(ctx context.Context, id, tag string, force bool) (ok bool, err error) {
+// errSquat is tag's answer for a new registry name without the right.
+var errSquat = errors.New("a new name under a registry host")
+
+func squatRefusal(tags []string) error {
+	return &RefusedError{Rule: ruleRegistryName, Detail: fmt.Sprintf(
+		"%s is a name under a registry host that this machine does not have; a member's load must not take it from the registry",
+		strings.Join(tags, ", "))}
+}
+
+// tag points tag at id unless it names another image (rights.Force: even
+// then). ok is false when the tag was left alone; errSquat says it is a new
+// name under a registry host and rights.Registry is not set.
+func (r *Runtime) tag(ctx context.Context, id, tag string, rights Rights) (ok bool, err error) {
 	ictx, cancel := r.bounded(ctx)
 	defer cancel()
 	cur, err := r.api.ImageInspect(ictx, tag)
 	switch {
 	case err == nil && cur.ID == id:
 		return true, nil
-	case err == nil && !force:
+	case err == nil && !rights.Force:
 		return false, nil
 	case err != nil && !client.IsErrNotFound(err):
 		return false, fmt.Errorf("load image: read tag %s: %w", tag, explain(err, ""))
+	case err != nil && registryName(tag) && !rights.Registry:
+		return false, errSquat
 	}
 	if err := r.api.ImageTag(ictx, id, tag); err != nil {
 		return false, fmt.Errorf("load image: tag %s: %w", tag, explain(err, ""))
@@ -188,6 +222,9 @@ var archiveFaults = []string{"unexpected EOF", "archive/tar", "manifest.json", "
 
 // badArchive marks the engine's complaints about the archive's format.
 func badArchive(err error) error {
+	if errors.Is(err, ErrBadArchive) {
+		return err
+	}
 	msg := err.Error()
 	for _, s := range archiveFaults {
 		if strings.Contains(msg, s) {
@@ -205,6 +242,8 @@ func badArchive(err error) error {
 // of "lab/tool:1" would otherwise swap the lab's own image for whatever
 // the registry serves under that name.
 func (r *Runtime) PullImage(ctx context.Context, ref string, force bool, progress Progress) error {
+	r.imageMu.Lock()
+	defer r.imageMu.Unlock()
 	if !force {
 		ictx, cancel := r.bounded(ctx)
 		cur, err := r.api.ImageInspect(ictx, ref)

@@ -20,6 +20,81 @@ func (e *TagTakenError) Error() string {
 		strings.Join(e.Tags, ", "))
 }
 
+// RefusedError is an image load refused by a rule; the message names it.
+// Err, when set, is the sentinel it also is (ErrBadArchive).
+type RefusedError struct {
+	Rule   string
+	Detail string
+	Err    error
+}
+
+func (e *RefusedError) Error() string { return "refused: " + e.Detail + " (rule: " + e.Rule + ")" }
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// The rules of an image load.
+const (
+	ruleMetaRegular  = "an archive's manifest.json, index.json, repositories and oci-layout are regular files"
+	ruleMetaOnce     = "an archive holds each of manifest.json, index.json, repositories and oci-layout once"
+	ruleThroughLink  = "no archive entry lies under a link"
+	ruleTagMoved     = "a load never moves a tag that names another image"
+	ruleRegistryName = "only the machine's owner loads a new name under a registry host"
+)
+
+// metaFiles are the entries the engine reads an archive's images and tags
+// from.
+var metaFiles = map[string]bool{"manifest.json": true, "index.json": true, "repositories": true, "oci-layout": true}
+
+// archiveRefusal is a refusal of an archive's shape.
+func archiveRefusal(rule, format string, a ...any) error {
+	return &RefusedError{Rule: rule, Detail: fmt.Sprintf(format, a...), Err: ErrBadArchive}
+}
+
+// entryName is where the engine would write an archive entry: cleaned,
+// relative to the archive's root.
+func entryName(name string) string {
+	return strings.TrimPrefix(path.Clean("/"+name), "/")
+}
+
+// shape refuses an entry that would let the engine read metadata that
+// untag did not see: a metadata file that is not a regular file or comes
+// twice, or any entry under a link (a symlink "d" -> "." makes
+// "d/manifest.json" the manifest). links and seen are the archive's links
+// and metadata files so far.
+func shape(hdr *tar.Header, name string, links, seen map[string]bool) error {
+	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if links[dir] {
+			return archiveRefusal(ruleThroughLink, "entry %q lies under the link %q", hdr.Name, dir)
+		}
+	}
+	if hdr.Typeflag == tar.TypeSymlink || hdr.Typeflag == tar.TypeLink {
+		links[name] = true
+	}
+	if !metaFiles[name] {
+		return nil
+	}
+	if hdr.Typeflag != tar.TypeReg {
+		return archiveRefusal(ruleMetaRegular, "the archive's %s is a %s", name, kindName(hdr.Typeflag))
+	}
+	if seen[name] {
+		return archiveRefusal(ruleMetaOnce, "the archive holds %s twice", name)
+	}
+	seen[name] = true
+	return nil
+}
+
+func kindName(t byte) string {
+	switch t {
+	case tar.TypeSymlink:
+		return "symlink"
+	case tar.TypeLink:
+		return "hard link"
+	case tar.TypeDir:
+		return "directory"
+	}
+	return "special file"
+}
+
 // maxMetaFile bounds an archive's manifest.json and index.json.
 const maxMetaFile = 16 << 20
 
@@ -33,10 +108,13 @@ type archiveImage struct {
 // RepoTags of manifest.json, the legacy "repositories" file and the image
 // names of index.json. The engine then loads every image untagged, no tag
 // moves while it does, and LoadImage applies the tags it may afterwards.
-// It returns the images the archive's manifest.json lists.
+// It returns the images the archive's manifest.json lists. An archive
+// whose metadata the engine could read other than untag does (see shape)
+// is refused.
 func untag(r io.Reader, w io.Writer) ([]archiveImage, error) {
 	tr, tw := tar.NewReader(r), tar.NewWriter(w)
 	var imgs []archiveImage
+	links, seen := map[string]bool{}, map[string]bool{}
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -45,16 +123,19 @@ func untag(r io.Reader, w io.Writer) ([]archiveImage, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadArchive, err)
 		}
-		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		name := entryName(hdr.Name)
+		if err := shape(hdr, name, links, seen); err != nil {
+			return nil, err
+		}
 		var body []byte
-		switch {
-		case name == "repositories" && hdr.Typeflag == tar.TypeReg:
+		switch name {
+		case "repositories":
 			continue
-		case name == "manifest.json" && hdr.Typeflag == tar.TypeReg:
+		case "manifest.json":
 			if body, imgs, err = untagManifest(tr, hdr.Size); err != nil {
 				return nil, err
 			}
-		case name == "index.json" && hdr.Typeflag == tar.TypeReg:
+		case "index.json":
 			if body, err = untagIndex(tr, hdr.Size); err != nil {
 				return nil, err
 			}

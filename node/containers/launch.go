@@ -35,16 +35,23 @@ var HostRootCapabilities = []string{"KILL", "NET_BIND_SERVICE", "SYS_CHROOT"}
 
 // Create creates a hardened, labelled container for l, not started. If it
 // cannot read back what it created, it removes it.
+//
+// The container joins a network of its own (see jobNetwork), created with
+// it and removed with it; its ports are published nowhere: the agent
+// reaches them at the container's address (Container.Addr). Before the
+// first container, the host guard keeps jobs off this host (guardHost).
 func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
 	cfg, host, err := r.configs(l)
 	if err != nil {
 		return Container{}, err
 	}
-	cctx, cancel := r.bounded(ctx)
-	defer cancel()
-	resp, err := r.api.ContainerCreate(cctx, cfg, host, nil, nil, l.Name)
+	mode, _ := networkMode(l.Network) // configs checked it
+	if err := r.guardHost(); err != nil {
+		return Container{}, fmt.Errorf("create container %s: %w", describe(l), err)
+	}
+	resp, err := r.createOnNetwork(ctx, l, mode, cfg, host)
 	if err != nil {
-		return Container{}, fmt.Errorf("create container %s: %w", describe(l), explain(err, l.Image))
+		return Container{}, err
 	}
 	c, err := r.inspect(ctx, resp.ID)
 	if err != nil {
@@ -52,6 +59,28 @@ func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
 		return Container{}, err
 	}
 	return c, nil
+}
+
+// createOnNetwork creates the container on its job network, which no
+// dropNetwork removes meanwhile; a network made for a container that
+// could not be created goes again.
+func (r *Runtime) createOnNetwork(ctx context.Context, l Launch, mode string, cfg *container.Config, host *container.HostConfig) (container.CreateResponse, error) {
+	r.netMu.Lock()
+	netName, err := r.jobNetwork(ctx, l, mode)
+	if err != nil {
+		r.netMu.Unlock()
+		return container.CreateResponse{}, err
+	}
+	host.NetworkMode = container.NetworkMode(netName)
+	cctx, cancel := r.bounded(ctx)
+	defer cancel()
+	resp, err := r.api.ContainerCreate(cctx, cfg, host, nil, nil, l.Name)
+	r.netMu.Unlock()
+	if err != nil {
+		r.dropNetwork(context.WithoutCancel(ctx), netName)
+		return resp, fmt.Errorf("create container %s: %w", describe(l), explain(err, l.Image))
+	}
+	return resp, nil
 }
 
 // Start starts a created (or stopped) container. A container that fails to
@@ -83,19 +112,26 @@ func (r *Runtime) Run(ctx context.Context, l Launch) (Container, error) {
 	return started, nil
 }
 
-// discard force-removes a container this runtime just created, even when
-// ctx is already cancelled.
+// discard force-removes a container this runtime just created, and its
+// network, even when ctx is already cancelled.
 func (r *Runtime) discard(ctx context.Context, id string) {
 	rmctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	ins, err := r.api.ContainerInspect(rmctx, id)
 	r.api.ContainerRemove(rmctx, id, container.RemoveOptions{Force: true}) // best effort: the caller reports the first error
+	if err == nil && ins.ContainerJSONBase != nil {
+		r.dropNetwork(rmctx, ownNetwork(ins))
+	}
 }
 
 // configs builds the container's configuration with the hardening that no
 // request can change.
 func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, error) {
-	exposed, bindings, err := loopbackPorts(l.Ports)
+	exposed, err := exposedPorts(l.Ports)
 	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := networkMode(l.Network); err != nil {
 		return nil, nil, err
 	}
 	binds, err := bindSpecs(l.Binds)
@@ -122,7 +158,7 @@ func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, e
 		host.LogConfig = container.LogConfig{Type: "json-file", Config: map[string]string{
 			"max-size": strconv.FormatInt(max(l.LogMaxBytes/2, 1<<20), 10), "max-file": "2"}}
 	}
-	host.PortBindings, host.Mounts, host.RestartPolicy = bindings, binds, restart
+	host.Mounts, host.RestartPolicy = binds, restart
 	host.ShmSize, host.NanoCPUs, host.Memory = l.ShmBytes, int64(l.CPUs*1e9), l.MemoryBytes
 	if len(l.GPUs) > 0 {
 		host.DeviceRequests = []container.DeviceRequest{{
@@ -135,7 +171,8 @@ func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, e
 // hardened is the HostConfig every container starts from: init as PID 1,
 // no new privileges, every capability dropped (configs gives root a few
 // back), the seccomp profile that refuses setuid and setgid bits, a pids
-// limit, the default bridge, private IPC, no host namespaces, no devices.
+// limit, no network until Create gives it its own, private IPC, no host
+// namespaces, no devices, no published port.
 func (r *Runtime) hardened() *container.HostConfig {
 	init := true
 	pids := r.cfg.PidsLimit
@@ -144,7 +181,7 @@ func (r *Runtime) hardened() *container.HostConfig {
 		SecurityOpt: []string{"no-new-privileges:true", "seccomp=" + Seccomp()},
 		CapDrop:     []string{"ALL"},
 		Privileged:  false,
-		NetworkMode: network.NetworkBridge,
+		NetworkMode: network.NetworkNone,
 		IpcMode:     container.IPCModePrivate,
 		Resources:   container.Resources{PidsLimit: &pids},
 	}
@@ -189,19 +226,17 @@ func (r *Runtime) labels(in map[string]string) map[string]string {
 	return out
 }
 
-// loopbackPorts publishes each TCP port on 127.0.0.1 with an ephemeral host
-// port.
-func loopbackPorts(ports []int) (nat.PortSet, nat.PortMap, error) {
-	exposed, bindings := nat.PortSet{}, nat.PortMap{}
+// exposedPorts lists the TCP ports a job offers to tunnels. None is
+// published on the host: the agent dials them at the container's address.
+func exposedPorts(ports []int) (nat.PortSet, error) {
+	exposed := nat.PortSet{}
 	for _, p := range ports {
 		if p <= 0 || p > 65535 {
-			return nil, nil, fmt.Errorf("publish port %d: out of range", p)
+			return nil, fmt.Errorf("publish port %d: out of range", p)
 		}
-		port := nat.Port(strconv.Itoa(p) + "/tcp")
-		exposed[port] = struct{}{}
-		bindings[port] = []nat.PortBinding{{HostIP: "127.0.0.1", HostPort: ""}}
+		exposed[nat.Port(strconv.Itoa(p)+"/tcp")] = struct{}{}
 	}
-	return exposed, bindings, nil
+	return exposed, nil
 }
 
 // bindSpecs turns checked binds into typed bind mounts (any character

@@ -10,6 +10,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -42,18 +43,39 @@ func (r *Runtime) Stop(ctx context.Context, id string, timeout time.Duration) er
 }
 
 // Remove removes a container, killing it first if it runs.
+// Its network goes with it.
 func (r *Runtime) Remove(ctx context.Context, id string) error {
-	if _, err := r.managed(ctx, id); err != nil {
+	ins, err := r.managed(ctx, id)
+	if err != nil {
 		return err
 	}
-	ctx, cancel := r.bounded(ctx)
+	rctx, cancel := r.bounded(ctx)
 	defer cancel()
-	if err := r.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil {
+	if err := r.api.ContainerRemove(rctx, id, container.RemoveOptions{Force: true}); err != nil {
 		return fmt.Errorf("remove container %s: %w", shortID(id), explain(err, ""))
 	}
 	r.forget(id)
+	r.dropNetwork(ctx, ownNetwork(ins))
 	return nil
 }
+
+// ownNetwork is the name of a container's own job network ("" for one on
+// a network of the engine's).
+func ownNetwork(ins container.InspectResponse) string {
+	if ins.HostConfig == nil {
+		return ""
+	}
+	switch m := ins.HostConfig.NetworkMode; {
+	case m.IsDefault(), m.IsBridge(), m.IsHost(), m.IsNone(), m.IsContainer():
+		return ""
+	default:
+		return string(m)
+	}
+}
+
+// IsGone says whether err is the engine's answer for a container (or
+// network, or image) that does not exist.
+func IsGone(err error) bool { return client.IsErrNotFound(err) }
 
 // Inspect reports one labpool container.
 func (r *Runtime) Inspect(ctx context.Context, id string) (Container, error) {
@@ -80,14 +102,22 @@ func fromInspect(ins container.InspectResponse) Container {
 			c.Finished = dockerTime(st.FinishedAt)
 		}
 	}
-	if ins.NetworkSettings != nil {
-		for port, bs := range ins.NetworkSettings.Ports {
-			for _, b := range bs {
-				hp, err := strconv.Atoi(b.HostPort)
-				if err == nil && b.HostIP == "127.0.0.1" {
-					c.Ports[port.Int()] = hp
-					break
-				}
+	if ins.NetworkSettings == nil {
+		return c
+	}
+	if ep := ins.NetworkSettings.Networks[ownNetwork(ins)]; ep != nil && ins.Config != nil {
+		c.Addr = ep.IPAddress
+		for port := range ins.Config.ExposedPorts {
+			c.Ports[port.Int()] = port.Int()
+		}
+		return c
+	}
+	for port, bs := range ins.NetworkSettings.Ports { // published by an older agent
+		for _, b := range bs {
+			hp, err := strconv.Atoi(b.HostPort)
+			if err == nil && b.HostIP == "127.0.0.1" {
+				c.Addr, c.Ports[port.Int()] = "127.0.0.1", hp
+				break
 			}
 		}
 	}

@@ -53,6 +53,10 @@ type dockerAPI interface {
 	ImageInspect(ctx context.Context, ref string, opts ...client.ImageInspectOption) (image.InspectResponse, error)
 	ImageTag(ctx context.Context, source, target string) error
 	ImageRemove(ctx context.Context, ref string, options image.RemoveOptions) ([]image.DeleteResponse, error)
+	NetworkCreate(ctx context.Context, name string, options network.CreateOptions) (network.CreateResponse, error)
+	NetworkInspect(ctx context.Context, networkID string, options network.InspectOptions) (network.Inspect, error)
+	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
+	NetworkRemove(ctx context.Context, networkID string) error
 	Info(ctx context.Context) (system.Info, error)
 	Close() error
 }
@@ -80,6 +84,10 @@ type Config struct {
 	// names no user and the engine does not remap users ("" = 65534:65534,
 	// nobody).
 	JobUser string
+	// GuardPorts are this host's ports that no job reaches, whatever the
+	// machine's job-network policy: labpool's QUIC (UDP) and TCP port and
+	// the agent's metrics port (nil = DefaultGuardPorts).
+	GuardPorts []int
 }
 
 // DefaultJobUser is the unprivileged host user jobs run as: nobody.
@@ -99,6 +107,17 @@ type Runtime struct {
 	// remap says whether the engine maps container users to unprivileged
 	// host users (dockerd --userns-remap); read once at Open.
 	remap bool
+
+	// imageMu is held by each load and pull, so that guardTags sees the
+	// tags that one changed and no other's.
+	imageMu sync.Mutex
+
+	// netMu orders the creation of containers on job networks and the
+	// removal of networks no container is on.
+	netMu sync.Mutex
+
+	guardOnce sync.Once // installs the host guard, at the first launch
+	guardErr  error     // what guardOnce met
 
 	mu  sync.Mutex           // guards cpu
 	cpu map[string]cpuSample // last CPU reading per container, for Stats
@@ -158,6 +177,9 @@ func newRuntime(cfg Config, api dockerAPI) *Runtime {
 	}
 	if cfg.JobUser == "" {
 		cfg.JobUser = DefaultJobUser
+	}
+	if cfg.GuardPorts == nil {
+		cfg.GuardPorts = DefaultGuardPorts
 	}
 	return &Runtime{cfg: cfg, api: api, cpu: map[string]cpuSample{}}
 }

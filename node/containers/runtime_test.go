@@ -114,7 +114,7 @@ func TestHardening(t *testing.T) {
 	}
 	h := ins.HostConfig
 	if h.Privileged || !slices.Equal(h.CapDrop, []string{"ALL"}) || !slices.Contains(h.SecurityOpt, "no-new-privileges:true") ||
-		h.Init == nil || !*h.Init || h.PidsLimit == nil || *h.PidsLimit != 4096 || string(h.NetworkMode) != "bridge" ||
+		h.Init == nil || !*h.Init || h.PidsLimit == nil || *h.PidsLimit != 4096 || !strings.HasPrefix(string(h.NetworkMode), "labpool-outside-") ||
 		h.PidMode != "" || h.IpcMode != "private" || h.UTSMode != "" || h.UsernsMode != "" ||
 		len(h.Devices) != 0 || len(h.DeviceRequests) != 0 || h.Memory != 64<<20 || h.NanoCPUs != 5e8 || h.ShmSize != 32<<20 {
 		t.Errorf("host config not hardened or not as asked: %+v", h)
@@ -140,19 +140,15 @@ func TestHardening(t *testing.T) {
 	if lb := ins.Config.Labels; lb[LabelManaged] != "true" || lb[LabelJob] != l.Name || lb[LabelOwner] != "test" {
 		t.Errorf("labels %v", lb)
 	}
-	if len(h.PortBindings) != 2 {
-		t.Errorf("port bindings %v, want 8080 and 9090", h.PortBindings)
+	if len(h.PortBindings) != 0 || h.PublishAllPorts {
+		t.Errorf("port bindings %v: a job's ports are published nowhere", h.PortBindings)
+	}
+	if _, ok := ins.Config.ExposedPorts["9090/tcp"]; !ok || len(ins.Config.ExposedPorts) != 2 {
+		t.Errorf("exposed ports %v, want 8080 and 9090", ins.Config.ExposedPorts)
 	}
 	for _, c := range h.CapAdd {
 		if !slices.Contains(Capabilities, strings.TrimPrefix(c, "CAP_")) {
 			t.Errorf("capability %s beyond the allowlist", c)
-		}
-	}
-	for port, bs := range h.PortBindings {
-		for _, b := range bs {
-			if b.HostIP != "127.0.0.1" || b.HostPort != "" {
-				t.Errorf("port %s bound on %q, want loopback", port, b.HostIP)
-			}
 		}
 	}
 	out, err := exec.Command("docker", "-H", dockertest.Engine(t), "inspect", "-f", "{{.HostConfig.Privileged}} {{.HostConfig.SecurityOpt}} {{index .Config.Labels \"labpool.managed\"}}", c.ID).CombinedOutput()
@@ -161,7 +157,9 @@ func TestHardening(t *testing.T) {
 	}
 }
 
-func TestHTTPThroughLoopbackPort(t *testing.T) {
+// TestHTTPAtTheContainersAddress: the agent reaches a job's port at the
+// container's address on its own network.
+func TestHTTPAtTheContainersAddress(t *testing.T) {
 	r := openRuntime(t)
 	ctx := context.Background()
 	page := fmt.Sprintf("labpool page %d", time.Now().UnixNano())
@@ -174,20 +172,20 @@ func TestHTTPThroughLoopbackPort(t *testing.T) {
 	}
 	cleanup(t, r, c.ID)
 	hp := c.Ports[8080]
-	if hp == 0 {
-		t.Fatalf("no host port for 8080: %+v", c.Ports)
+	if hp != 8080 || c.Addr == "" || c.Addr == "127.0.0.1" {
+		t.Fatalf("address %q ports %+v: want the container's own address and 8080", c.Addr, c.Ports)
 	}
 	var body []byte
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", hp))
+		resp, err := http.Get(fmt.Sprintf("http://%s:%d/", c.Addr, hp))
 		if err == nil {
 			body, _ = io.ReadAll(resp.Body)
 			resp.Body.Close()
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("httpd on 127.0.0.1:%d: %v", hp, err)
+			t.Fatalf("httpd on %s:%d: %v", c.Addr, hp, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -273,7 +271,7 @@ func TestUnknownImageAndCorruptArchive(t *testing.T) {
 		"no manifest": tarOf(t, map[string]string{"hello.txt": "hi"}),
 	} {
 		var read int64
-		_, err = r.LoadImage(ctx, strings.NewReader(archive), false, func(done, _ int64, _ string) { read = done })
+		_, err = r.LoadImage(ctx, strings.NewReader(archive), Rights{}, func(done, _ int64, _ string) { read = done })
 		if !errors.Is(err, ErrBadArchive) {
 			t.Errorf("load %s: %v, want ErrBadArchive", name, err)
 		} else {
@@ -360,7 +358,7 @@ func TestLoadSavedImageAndPullError(t *testing.T) {
 		t.Fatalf("docker save: %v", err)
 	}
 	var last int64
-	tags, err := r.LoadImage(ctx, strings.NewReader(string(saved)), false, func(done, _ int64, _ string) { last = done })
+	tags, err := r.LoadImage(ctx, strings.NewReader(string(saved)), Rights{}, func(done, _ int64, _ string) { last = done })
 	if err != nil || !slices.Contains(tags, dockertest.Image) {
 		t.Errorf("LoadImage = %v, %v; want %s", tags, err, dockertest.Image)
 	}

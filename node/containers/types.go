@@ -28,8 +28,9 @@ type Launch struct {
 	MemoryBytes int64             // 0 = no limit
 	ShmBytes    int64             // 0 = Docker's default
 	Binds       []Bind            // shared folders, already resolved and checked
-	Ports       []int             // container TCP ports, published on 127.0.0.1
+	Ports       []int             // container TCP ports the tunnels reach (published nowhere)
 	Restart     string            // "" / "no" / "on-failure"
+	Network     string            // what the job's own network reaches: NetIsolated, NetOutside ("") or NetHost
 	Labels      map[string]string // labpool.* labels (LabelManaged is added)
 
 	// User is "uid:gid" to run as; "" means Config.JobUser, or the image's
@@ -65,8 +66,12 @@ type Container struct {
 	Started   time.Time // zero if never started
 	Finished  time.Time // zero if still running
 	OOMKilled bool
-	Ports     map[int]int // container port -> host loopback port
-	Error     string      // Docker's error for a failed start
+	// Addr is where the agent reaches the container's ports: its address
+	// on its own network ("" when it does not run), or 127.0.0.1 for a
+	// container an older agent published there.
+	Addr  string
+	Ports map[int]int // container port -> port to dial at Addr
+	Error string      // Docker's error for a failed start
 }
 
 // Event is a change of a labpool container's state.

@@ -45,6 +45,9 @@ func (m *Manager) adopt(ctx context.Context, lost string) error {
 		}
 	}
 	vanished := m.markVanished(byJob, lost)
+	if err := m.rt.PruneNetworks(ctx); err != nil {
+		m.log.Warn("remove the networks of jobs gone while the agent was away", "err", err)
+	}
 	m.log.Info("adopted containers", "running", len(running), "ended", ended, "vanished", vanished)
 	return nil
 }

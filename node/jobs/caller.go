@@ -22,6 +22,11 @@ type Caller struct {
 // local says whether c is this machine's own user.
 func (m *Manager) local(c Caller) bool { return c.ID != "" && c.ID == m.cfg.Node }
 
+// ownsMachine says whether c speaks for this machine's images: its own
+// user, or an owner of the pool (replacing a tag, names under a registry
+// host).
+func (m *Manager) ownsMachine(c Caller) bool { return m.local(c) || c.Role == RoleOwner }
+
 // manages says whether c may act on anyone's job here.
 func (m *Manager) manages(c Caller) bool {
 	return m.local(c) || c.Role == RoleOwner || c.Role == RoleAdmin
@@ -64,17 +69,26 @@ func (m *Manager) Authorize(c Caller, id string) (Job, error) {
 	return j, nil
 }
 
-// View is j as c may see it: without Env values unless c owns it.
+// View is j as c may see it: without Env values unless c owns it, and
+// without its command line unless c also may act on it.
 func (m *Manager) View(c Caller, j Job) Job {
-	if m.sees(c, j) {
+	switch {
+	case m.sees(c, j):
+		return j
+	case m.manages(c):
+		j.Spec.Env = nil
 		return j
 	}
 	return j.Public()
 }
 
-// Public is j without what must not leave this machine but to its owner:
-// the values of its environment.
+// Public is j without what must not leave this machine but to its owner
+// (the values of its environment) and to who may act on it (its command
+// line, where tokens often live): what every member reads.
 func (j Job) Public() Job {
 	j.Spec.Env = nil
+	if len(j.Spec.Cmd) > 0 {
+		j.Spec.Cmd, j.CmdWithheld = nil, true
+	}
 	return j
 }

@@ -22,7 +22,7 @@ import (
 type fakeRuntime struct {
 	createFn func(containers.Launch) (containers.Container, error)
 	startFn  func(id string) (containers.Container, error)
-	loadFn   func(io.Reader, bool, containers.Progress) ([]string, error)
+	loadFn   func(io.Reader, containers.Rights, containers.Progress) ([]string, error)
 	pullFn   func(string, bool, containers.Progress) error
 	remap    bool // the engine remaps users
 
@@ -63,6 +63,11 @@ func (f *fakeRuntime) count(name string) int {
 	return n
 }
 
+func (f *fakeRuntime) PruneNetworks(context.Context) error {
+	f.call("PruneNetworks")
+	return nil
+}
+
 func (f *fakeRuntime) Create(_ context.Context, l containers.Launch) (containers.Container, error) {
 	f.call("Create")
 	if f.createFn != nil {
@@ -93,7 +98,7 @@ func (f *fakeRuntime) Start(_ context.Context, id string) (containers.Container,
 	if !ok {
 		return containers.Container{}, noContainer(id)
 	}
-	c.State, c.Running, c.Started = "running", true, time.Now()
+	c.State, c.Running, c.Started, c.Addr = "running", true, time.Now(), "127.0.0.1"
 	for i, p := range f.launchOf(id).Ports {
 		c.Ports[p] = 40000 + i
 	}
@@ -189,9 +194,9 @@ func (f *fakeRuntime) Images(context.Context) ([]containers.Image, error) {
 	return []containers.Image{{ID: "sha256:1", Tags: []string{"img:1"}, Size: 10}}, nil
 }
 
-func (f *fakeRuntime) LoadImage(_ context.Context, r io.Reader, force bool, p containers.Progress) ([]string, error) {
-	f.call(fmt.Sprintf("LoadImage force=%v", force))
-	return f.loadFn(r, force, p)
+func (f *fakeRuntime) LoadImage(_ context.Context, r io.Reader, rights containers.Rights, p containers.Progress) ([]string, error) {
+	f.call(fmt.Sprintf("LoadImage force=%v registry=%v", rights.Force, rights.Registry))
+	return f.loadFn(r, rights, p)
 }
 
 func (f *fakeRuntime) PullImage(_ context.Context, ref string, force bool, p containers.Progress) error {
@@ -241,30 +246,30 @@ func fakeGPUs(n int) []gpu.Stats {
 // memStore is the Store: jobs stands for the replicated log, env for the
 // machine's local state.
 type memStore struct {
-	mu    sync.Mutex
-	jobs  map[string]Job
-	env   map[string][]string
-	saves int
+	mu      sync.Mutex
+	jobs    map[string]Job
+	private map[string]Private
+	saves   int
 }
 
-func (s *memStore) SaveEnv(id string, env []string) error {
+func (s *memStore) SavePrivate(id string, p Private) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.env == nil {
-		s.env = map[string][]string{}
+	if s.private == nil {
+		s.private = map[string]Private{}
 	}
-	if env == nil {
-		delete(s.env, id)
+	if p.Env == nil && p.Cmd == nil {
+		delete(s.private, id)
 	} else {
-		s.env[id] = slices.Clone(env)
+		s.private[id] = Private{Env: slices.Clone(p.Env), Cmd: slices.Clone(p.Cmd)}
 	}
 	return nil
 }
 
-func (s *memStore) LoadEnv(id string) ([]string, error) {
+func (s *memStore) LoadPrivate(id string) (Private, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.env[id]), nil
+	return s.private[id], nil
 }
 
 // member, admin, viewer are callers of those roles.

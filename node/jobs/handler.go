@@ -185,12 +185,12 @@ func (h *handler) tunnel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	port, _ := strconv.Atoi(r.URL.Query().Get("port"))
-	hostPort, ok := j.Ports[port]
-	if j.State != Running || !ok {
-		writeError(w, http.StatusConflict, "no_port", "job "+j.Name+" is not running with port "+strconv.Itoa(port)+" published")
+	addr, err := h.m.PortAddr(r.Context(), j, port)
+	if err != nil {
+		reply(w, nil, err)
 		return
 	}
-	ServeTunnel(w, r, "127.0.0.1:"+strconv.Itoa(hostPort))
+	ServeTunnel(w, r, addr)
 }
 
 func (h *handler) images(w http.ResponseWriter, r *http.Request) {
@@ -214,7 +214,7 @@ func (h *handler) imageRights(w http.ResponseWriter, r *http.Request) (force, ok
 	c := h.caller(r)
 	force = isTrue(r.URL.Query().Get("force"))
 	err := h.m.mayLaunch(c)
-	if err == nil && force && !h.m.local(c) && c.Role != RoleOwner {
+	if err == nil && force && !h.m.ownsMachine(c) {
 		err = forbid("only the machine's owner replaces image tags", "force is this machine's own user's, or a pool owner's")
 	}
 	if err == nil && h.m.rt == nil {
@@ -236,7 +236,8 @@ func (h *handler) load(w http.ResponseWriter, r *http.Request) {
 	}
 	body := http.MaxBytesReader(w, r.Body, maxImage)
 	send := h.progressWriter(w)
-	tags, err := h.m.rt.LoadImage(r.Context(), body, force, func(done, total int64, status string) {
+	rights := containers.Rights{Force: force, Registry: h.m.ownsMachine(h.caller(r))}
+	tags, err := h.m.rt.LoadImage(r.Context(), body, rights, func(done, total int64, status string) {
 		send(progressLine{Done: done, Total: total, Status: status}, false)
 	})
 	if err != nil {
@@ -302,7 +303,10 @@ func classify(err error) (int, string) {
 	var refused *RefusedError
 	var busy *BusyError
 	var taken *containers.TagTakenError
+	var imgRefused *containers.RefusedError
 	switch {
+	case errors.As(err, &imgRefused):
+		return http.StatusBadRequest, "refused"
 	case errors.As(err, &refused) && refused.Forbidden:
 		return http.StatusForbidden, "forbidden"
 	case errors.As(err, &refused):
@@ -313,6 +317,8 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, "invalid"
 	case errors.As(err, &busy):
 		return http.StatusConflict, "gpus_busy"
+	case errors.Is(err, ErrNoPort):
+		return http.StatusConflict, "no_port"
 	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, "conflict"
 	case errors.Is(err, ErrNotFound):

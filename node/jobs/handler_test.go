@@ -122,7 +122,7 @@ func TestHandlerImages(t *testing.T) {
 	if resp, body := do(t, srv, "GET", "/v1/images", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &imgs) != nil || imgs[0].Tags[0] != "img:1" {
 		t.Errorf("images: %d %s", resp.StatusCode, body)
 	}
-	rt.loadFn = func(r io.Reader, _ bool, p containers.Progress) ([]string, error) {
+	rt.loadFn = func(r io.Reader, _ containers.Rights, p containers.Progress) ([]string, error) {
 		b, _ := io.ReadAll(r)
 		p(int64(len(b)), int64(len(b)), "loading")
 		if string(b) != "TAR" {

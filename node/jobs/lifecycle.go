@@ -77,8 +77,8 @@ func (m *Manager) Remove(ctx context.Context, id string) error {
 		return nil
 	})
 	if err == nil {
-		if derr := m.store.SaveEnv(id, nil); derr != nil {
-			m.log.Warn("drop a removed job's environment", "job", id, "err", derr)
+		if derr := m.store.SavePrivate(id, Private{}); derr != nil {
+			m.log.Warn("drop a removed job's environment and command line", "job", id, "err", derr)
 		}
 	}
 	return err

@@ -38,9 +38,10 @@ type Runtime interface {
 	Stats(ctx context.Context, id string) (containers.Usage, error)
 	Events(ctx context.Context) (<-chan containers.Event, <-chan error)
 	Images(ctx context.Context) ([]containers.Image, error)
-	LoadImage(ctx context.Context, archive io.Reader, force bool, progress containers.Progress) ([]string, error)
+	LoadImage(ctx context.Context, archive io.Reader, rights containers.Rights, progress containers.Progress) ([]string, error)
 	PullImage(ctx context.Context, ref string, force bool, progress containers.Progress) error
 	RemapsUsers() bool
+	PruneNetworks(ctx context.Context) error
 }
 
 // GPUState gives the latest GPU figures of this node, each GPU with its
@@ -58,13 +59,20 @@ type FolderResolver interface {
 
 // Store keeps job records. The daemon backs SaveJob and LoadJobs with the
 // replicated log, so the manager hands them public records only (see
-// Job.Public); a job's Env values go to SaveEnv, which keeps them in this
-// machine's local state.
+// Job.Public); a job's Env values and command line go to SavePrivate,
+// which keeps them in this machine's local state.
 type Store interface {
 	SaveJob(Job) error
 	LoadJobs() ([]Job, error)
-	SaveEnv(id string, env []string) error // nil env drops it
-	LoadEnv(id string) ([]string, error)
+	SavePrivate(id string, p Private) error // the zero Private drops it
+	LoadPrivate(id string) (Private, error)
+}
+
+// Private is what of a job's spec stays on its machine: the values of its
+// environment and its command line.
+type Private struct {
+	Env []string `json:"env,omitempty"`
+	Cmd []string `json:"cmd,omitempty"`
 }
 
 // Config tunes the manager.
@@ -240,10 +248,11 @@ func (m *Manager) Images(ctx context.Context) ([]Image, error) {
 }
 
 // isGone says whether err means the container no longer exists: the
-// engine's not-found error (Docker's errdefs give it a NotFound method).
+// engine's not-found error (containers.IsGone), or one with a NotFound
+// method.
 func isGone(err error) bool {
 	var nf interface{ NotFound() }
-	return errors.As(err, &nf)
+	return errors.As(err, &nf) || containers.IsGone(err)
 }
 
 func shortContainer(id string) string {

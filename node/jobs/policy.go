@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/labpool/labpool/node/containers"
@@ -31,6 +32,11 @@ type Policy struct {
 	// 0 = off.
 	IdleReclaimSeconds int     `json:"idle_reclaim_seconds"`
 	IdleBelowPercent   float64 `json:"idle_below_percent"`
+	// JobNetwork is what a job's network reaches besides the tunnels to
+	// it: "isolated" (nothing), "outside" (the LAN and the internet; ""
+	// means it, the default) or "host" (also this host's other services).
+	// No job reaches another job, nor this host's labpool ports, in any.
+	JobNetwork string `json:"job_network,omitempty"`
 }
 
 // DefaultPolicy is the policy of a machine whose owner set none: members
@@ -44,7 +50,7 @@ func DefaultPolicy() Policy {
 		def = min(def, total/2)
 	}
 	return Policy{Launch: LaunchMembers, DefaultMemoryBytes: def, MaxMemoryBytes: total, LogMaxBytes: 64 << 20,
-		JobUser: containers.DefaultJobUser, IdleBelowPercent: 5}
+		JobUser: containers.DefaultJobUser, IdleBelowPercent: 5, JobNetwork: containers.NetOutside}
 }
 
 var jobUser = regexp.MustCompile(`^[1-9][0-9]{0,9}:[1-9][0-9]{0,9}$`)
@@ -68,6 +74,8 @@ func (p Policy) Check() error {
 		return refuse("policy", "idle reclaim after %ds: 0 (off), or between %ds and 30 days", p.IdleReclaimSeconds, minIdleReclaim)
 	case p.IdleBelowPercent <= 0 || p.IdleBelowPercent > 100:
 		return refuse("policy", "idle below %g%%: above 0 and at most 100", p.IdleBelowPercent)
+	case p.JobNetwork != "" && !slices.Contains(containers.NetworkModes, p.JobNetwork):
+		return refuse("policy", "job network %q: use isolated, outside or host", p.JobNetwork)
 	}
 	return nil
 }
@@ -89,7 +97,7 @@ func (m *Manager) SetPolicy(p Policy) error {
 	m.policy = p
 	m.mu.Unlock()
 	m.log.Info("machine policy set", "launch", p.Launch, "max_gpus_per_member", p.MaxGPUsPerMember,
-		"default_memory", p.DefaultMemoryBytes, "max_memory", p.MaxMemoryBytes, "allow_root", p.AllowRoot)
+		"default_memory", p.DefaultMemoryBytes, "max_memory", p.MaxMemoryBytes, "allow_root", p.AllowRoot, "job_network", p.JobNetwork)
 	return nil
 }
 

@@ -57,9 +57,11 @@ func (m *Manager) load() error {
 	for _, j := range jobs {
 		if _, ok := m.jobs[j.ID]; !ok && j.ID != "" {
 			if !j.Removed {
-				if j.Spec.Env, err = m.store.LoadEnv(j.ID); err != nil {
-					m.log.Warn("read a job's environment", "job", j.ID, "err", err)
+				p, err := m.store.LoadPrivate(j.ID)
+				if err != nil {
+					m.log.Warn("read a job's environment and command line", "job", j.ID, "err", err)
 				}
+				j.Spec.Env, j.Spec.Cmd, j.CmdWithheld = p.Env, p.Cmd, false
 			}
 			m.setLocked(j)
 		}

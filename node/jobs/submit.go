@@ -51,8 +51,8 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 	}
 	owner := caller.ID
 	j := newJob(m.cfg.Node, owner, spec)
-	if err := m.store.SaveEnv(j.ID, spec.Env); err != nil {
-		return Job{}, fmt.Errorf("keep the job's environment: %w", err)
+	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd}); err != nil {
+		return Job{}, fmt.Errorf("keep the job's environment and command line: %w", err)
 	}
 	blocked, reserved := m.blocked(gpus)
 	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
@@ -60,7 +60,7 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 		err = m.explainBusy(err, reserved)
 		var refused *RefusedError
 		if !spec.Queue || errors.As(err, &refused) { // a quarantined GPU asked by index: waiting would not help
-			m.store.SaveEnv(j.ID, nil)
+			m.store.SavePrivate(j.ID, Private{})
 			return Job{}, err
 		}
 		j.State, j.Error = Queued, "waiting for GPUs: "+err.Error()
@@ -73,7 +73,7 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 	c, err := m.launch(ctx, j, binds)
 	if err != nil {
 		m.ledger.Release(j.ID)
-		m.store.SaveEnv(j.ID, nil)
+		m.store.SavePrivate(j.ID, Private{})
 		m.wake()
 		return Job{}, err
 	}
@@ -208,7 +208,7 @@ func (m *Manager) launchFor(j Job, binds []containers.Bind) (containers.Launch, 
 		User: user, AllowRoot: allowRoot, LogMaxBytes: m.Policy().LogMaxBytes,
 		Name: "labpool-" + j.Name + "-" + j.ID[:6], Image: j.Spec.Image, Cmd: j.Spec.Cmd, GPUs: j.GPUs,
 		CPUs: j.Spec.CPUs, MemoryBytes: j.Spec.MemoryBytes, ShmBytes: j.Spec.ShmBytes, Binds: binds,
-		Ports: specPorts(j.Spec), Restart: j.Spec.Restart,
+		Ports: specPorts(j.Spec), Restart: j.Spec.Restart, Network: m.Policy().JobNetwork,
 		Labels: map[string]string{
 			containers.LabelJob: j.ID, containers.LabelOwner: j.Owner, containers.LabelNode: m.cfg.Node,
 			containers.LabelGPUs: strings.Join(j.GPUs, ","), containers.LabelSpecHash: j.SpecHash, LabelName: j.Name,

@@ -140,8 +140,8 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 	if code, _ := call(t, srv, member("alice"), "DELETE", "/v1/jobs/"+j.ID, ""); code != 204 {
 		t.Fatal("remove")
 	}
-	if env, _ := st.LoadEnv(j.ID); env != nil {
-		t.Errorf("a removed job's env stayed: %v", env)
+	if p, _ := st.LoadPrivate(j.ID); p.Env != nil {
+		t.Errorf("a removed job's env stayed: %v", p.Env)
 	}
 }
 
@@ -149,7 +149,7 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 // launch, load or pull, and the refusal names the rule.
 func TestViewersLaunchNothing(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.loadFn = func(io.Reader, bool, containers.Progress) ([]string, error) { return []string{"x:1"}, nil }
+	rt.loadFn = func(io.Reader, containers.Rights, containers.Progress) ([]string, error) { return []string{"x:1"}, nil }
 	rt.pullFn = func(string, bool, containers.Progress) error { return nil }
 	m := newTestManager(t, rt, 0, &memStore{})
 	srv := trustServer(t, m)
@@ -189,7 +189,7 @@ func TestViewersLaunchNothing(t *testing.T) {
 // client as the load's error line.
 func TestTagTakenSaysSo(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.loadFn = func(io.Reader, bool, containers.Progress) ([]string, error) {
+	rt.loadFn = func(io.Reader, containers.Rights, containers.Progress) ([]string, error) {
 		return nil, &containers.TagTakenError{Tags: []string{"nvidia/cuda:12"}}
 	}
 	m := newTestManager(t, rt, 0, &memStore{})

@@ -1,15 +1,19 @@
 package jobs
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
 // ServeTunnel splices one tunnelled connection: the request body flows to
-// the TCP service at addr (a container port published on this node's
-// loopback), and what the service sends flows back as the response body.
+// the TCP service at addr (a job's port at its container's address, see
+// PortAddr), and what the service sends flows back as the response body.
 // Over HTTP/3 request and response stream at once, so one QUIC stream
 // carries one TCP connection.
 func ServeTunnel(w http.ResponseWriter, r *http.Request, addr string) {
@@ -53,3 +57,26 @@ func ServeTunnel(w http.ResponseWriter, r *http.Request, addr string) {
 }
 
 func nowMillis() int64 { return time.Now().UnixMilli() }
+
+// PortAddr is where the agent dials port of job j for a tunnel: the
+// container's address on its own network (read now: it changes when the
+// container restarts), or the loopback port an older agent published it
+// on. ErrNoPort when j does not run or offers no such port.
+func (m *Manager) PortAddr(ctx context.Context, j Job, port int) (string, error) {
+	_, offered := j.Ports[port]
+	if j.State != Running || !offered || j.Container == "" || m.rt == nil {
+		return "", fmt.Errorf("%w: job %s is not running with port %d published", ErrNoPort, j.Name, port)
+	}
+	c, err := m.rt.Inspect(ctx, j.Container)
+	if err != nil {
+		return "", fmt.Errorf("find job %s: %w", j.Name, err)
+	}
+	p, ok := c.Ports[port]
+	if !c.Running || c.Addr == "" || !ok {
+		return "", fmt.Errorf("%w: job %s is not running with port %d published", ErrNoPort, j.Name, port)
+	}
+	return net.JoinHostPort(c.Addr, strconv.Itoa(p)), nil
+}
+
+// ErrNoPort means a tunnel asks a port that the job does not offer now.
+var ErrNoPort = errors.New("no such port")

@@ -36,7 +36,7 @@ type Spec struct {
 	MemoryBytes    int64    `json:"memory_bytes,omitempty"`
 	ShmBytes       int64    `json:"shm_bytes,omitempty"`
 	Mounts         []Mount  `json:"mounts,omitempty"`
-	Ports          []int    `json:"ports,omitempty"`   // container ports, published on the node's loopback
+	Ports          []int    `json:"ports,omitempty"`   // container ports that tunnels reach (published nowhere on the node)
 	Restart        string   `json:"restart,omitempty"` // "" | "no" | "on-failure"
 	Queue          bool     `json:"queue,omitempty"`   // wait for busy GPUs instead of failing
 	// User is who the job runs as: "" (the machine decides, see Policy),
@@ -77,7 +77,7 @@ type Job struct {
 	GPUs       []string    `json:"gpus"`        // granted GPU UUIDs
 	GPUIndexes []int       `json:"gpu_indexes"` // and their indexes
 	Container  string      `json:"container,omitempty"`
-	Ports      map[int]int `json:"ports,omitempty"` // container port -> node loopback port
+	Ports      map[int]int `json:"ports,omitempty"` // the ports a tunnel reaches: container port -> port dialed at the container (published nowhere)
 	Created    time.Time   `json:"created"`
 	Started    *time.Time  `json:"started"`
 	Finished   *time.Time  `json:"finished"`
@@ -86,6 +86,9 @@ type Job struct {
 	GPUSeconds float64     `json:"gpu_seconds"`     // GPU-time used so far
 	SpecHash   string      `json:"spec_hash"`
 	Removed    bool        `json:"removed,omitempty"` // its container was removed; the record stays
+	// CmdWithheld says that Spec.Cmd was left out: only the job's owner,
+	// admins, owners and the machine's own user read the command line.
+	CmdWithheld bool `json:"cmd_withheld,omitempty"`
 	// ReclaimAt is when the idle reclaim policy stops the job unless its
 	// GPUs get busy again: the countdown its owner sees (nil: none).
 	ReclaimAt *time.Time `json:"reclaim_at,omitempty"`

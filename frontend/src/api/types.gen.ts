@@ -220,6 +220,7 @@ export interface Job {
   gpu_seconds: number
   spec_hash: string
   removed?: boolean
+  cmd_withheld?: boolean
   reclaim_at?: string | null
   node_name: string
   owner_name: string
@@ -390,6 +391,7 @@ export interface Policy {
   allow_root: boolean
   idle_reclaim_seconds: number
   idle_below_percent: number
+  job_network?: string
 }
 
 /** app.PolicyUpdate */
@@ -403,6 +405,7 @@ export interface PolicyUpdate {
   allow_root?: boolean | null
   idle_reclaim_seconds?: number | null
   idle_below_percent?: number | null
+  job_network?: string | null
 }
 
 /** app.PoolSeries */

@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import type { Job } from '../api/jobs.ts'
 import {
   buildSpec,
+  commandText,
   emptyForm,
   formatRuntime,
   gpuHours,
@@ -223,4 +224,11 @@ test('vanished and mergeActive', () => {
   const again = mergeActive(got, active, [job('recent', { state: 'exited', finished: '2026-01-01T00:58:00Z', exit_code: 7 })], now)
   assert.deepEqual(again.map((j) => j.id), ['still', 'new', 'recent', 'stopped'])
   assert.equal(again[2].exit_code, 7, 'a looked-up record replaces the kept one')
+})
+
+test('commandText', () => {
+  const spec = { image: 'img' }
+  assert.equal(commandText({ cmd_withheld: true, spec }), 'command line withheld')
+  assert.equal(commandText({ spec }), "the image's default command")
+  assert.equal(commandText({ spec: { ...spec, cmd: ['sh', '-c', 'echo hi'] } }), 'sh -c "echo hi"')
 })

@@ -270,3 +270,14 @@ export function mergeActive(prev: Job[], active: Job[], lookedUp: (Job | null)[]
   })
   return [...active, ...found, ...kept]
 }
+
+/** commandText is a job's command line as its logs panel shows it: the
+ * arguments (quoted where they hold spaces), the image's default, or
+ * withheld (the pool's records never hold it; its machine tells its owner
+ * and the pool's admins and owners). */
+export function commandText(j: Pick<Job, 'cmd_withheld' | 'spec'>): string {
+  if (j.cmd_withheld) return 'command line withheld'
+  const cmd = j.spec.cmd ?? []
+  if (!cmd.length) return "the image's default command"
+  return cmd.map((a) => (/[\s"'\\]/.test(a) || a === '' ? JSON.stringify(a) : a)).join(' ')
+}

@@ -1,0 +1,121 @@
+package containers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/distribution/reference"
+	"github.com/docker/docker/api/types/image"
+)
+
+// registryName says whether ref names an image under a registry host: its
+// first path component has a '.' or a ':', or is "localhost" (Docker's own
+// rule for telling a host from a Docker Hub user).
+func registryName(ref string) bool {
+	first, _, ok := strings.Cut(ref, "/")
+	return ok && (strings.ContainsAny(first, ".:") || first == "localhost")
+}
+
+// familiar is ref as the engine lists it ("busybox:1" for
+// "docker.io/library/busybox:1"); ref itself when it does not parse.
+func familiar(ref string) string {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return ref
+	}
+	return reference.FamiliarString(named)
+}
+
+// guardTags runs load, one image change at a time, and then undoes what it
+// must not have done, whatever path the engine took: a tag that named
+// another image before is put back (unless rights.Force and load applied
+// it), and a new name under a registry host that load did not apply, or
+// without rights.Registry, is removed. Either refuses the load, naming
+// the rule and the tags.
+func (r *Runtime) guardTags(ctx context.Context, rights Rights, load func() ([]string, error)) ([]string, error) {
+	r.imageMu.Lock()
+	defer r.imageMu.Unlock()
+	before, err := r.tagMap(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load image: %w", err)
+	}
+	tags, lerr := load()
+	// The checks run even when the caller went away mid-load.
+	ctx = context.WithoutCancel(ctx)
+	after, err := r.tagMap(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load image: check its tags: %w", err)
+	}
+	applied := map[string]bool{}
+	for _, t := range tags {
+		applied[familiar(t)] = true
+	}
+	moved := r.putBack(ctx, before, after, rights.Force, applied)
+	var squat []string
+	for tag := range after {
+		if _, had := before[tag]; !had && registryName(tag) && (!rights.Registry || !applied[tag]) {
+			squat = append(squat, tag)
+			r.untagNew(ctx, tag)
+		}
+	}
+	slices.Sort(squat)
+	switch {
+	case len(moved) > 0:
+		return nil, &RefusedError{Rule: ruleTagMoved, Detail: fmt.Sprintf(
+			"the archive moved %s; put back on the image it named before", strings.Join(moved, ", "))}
+	case len(squat) > 0:
+		return nil, squatRefusal(squat)
+	}
+	return tags, lerr
+}
+
+// putBack points every tag of before that now names another image (or
+// none) at its image again, except those force let load replace, and
+// returns them.
+func (r *Runtime) putBack(ctx context.Context, before, after map[string]string, force bool, applied map[string]bool) []string {
+	var moved []string
+	for tag, was := range before {
+		now := after[tag]
+		if now == was || force && applied[tag] {
+			continue
+		}
+		moved = append(moved, tag)
+		tctx, cancel := r.bounded(ctx)
+		r.api.ImageTag(tctx, was, tag) // best effort: the refusal names the tag either way
+		cancel()
+		if now != "" {
+			r.dropUntagged(ctx, now)
+		}
+	}
+	slices.Sort(moved)
+	return moved
+}
+
+// untagNew removes a tag that a load must not have made, and its image
+// when nothing else names it.
+func (r *Runtime) untagNew(ctx context.Context, tag string) {
+	rctx, cancel := r.bounded(ctx)
+	defer cancel()
+	r.api.ImageRemove(rctx, tag, image.RemoveOptions{PruneChildren: true}) // best effort: a container may use it
+}
+
+// tagMap is every tag of the engine and the image it names.
+func (r *Runtime) tagMap(ctx context.Context) (map[string]string, error) {
+	lctx, cancel := r.bounded(ctx)
+	defer cancel()
+	sums, err := r.api.ImageList(lctx, image.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list images: %w", explain(err, ""))
+	}
+	out := map[string]string{}
+	for _, s := range sums {
+		for _, t := range s.RepoTags {
+			if t != "<none>:<none>" {
+				out[t] = s.ID
+			}
+		}
+	}
+	return out, nil
+}
