@@ -64,8 +64,10 @@ type Config struct {
 	// Metrics, when set, serves Prometheus metrics of this machine's GPUs
 	// at http://Metrics/metrics (HOST:PORT, loopback unless
 	// MetricsAllowRemote: they carry job and owner labels).
+	// MetricsHosts: further names a request may call it by (metrics.Config.Hosts).
 	Metrics            string
 	MetricsAllowRemote bool
+	MetricsHosts       []string
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
