@@ -105,7 +105,7 @@ type Daemon struct {
 	mu         sync.Mutex // guards candidates
 	candidates map[string]discovery.Candidate
 
-	evictions chan peer.ID // devices removed from the pool, whose work here ends
+	evictions evictionQueue // devices removed from the pool, whose work here ends
 }
 
 // Socket is the path of the local API's unix socket in dataDir.
@@ -172,7 +172,6 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return nil, err
 	}
 	d.peers.OnPool = d.pool.Receive
-	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
 	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
