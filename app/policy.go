@@ -20,6 +20,8 @@ type PolicyUpdate struct {
 	AllowRoot          *bool    `json:"allow_root,omitempty"`
 	IdleReclaimSeconds *int     `json:"idle_reclaim_seconds,omitempty"` // 0 = off
 	IdleBelowPercent   *float64 `json:"idle_below_percent,omitempty"`
+	WebhookOff         *bool    `json:"webhook_off,omitempty"`
+	WebhookPrivate     *bool    `json:"webhook_private,omitempty"`
 }
 
 // Apply returns p with u's fields set.
@@ -50,6 +52,12 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	}
 	if u.IdleBelowPercent != nil {
 		p.IdleBelowPercent = *u.IdleBelowPercent
+	}
+	if u.WebhookOff != nil {
+		p.WebhookOff = *u.WebhookOff
+	}
+	if u.WebhookPrivate != nil {
+		p.WebhookPrivate = *u.WebhookPrivate
 	}
 	return p
 }

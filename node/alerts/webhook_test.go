@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -52,7 +53,8 @@ func TestWebhookPosts(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	w := NewWebhook("gpu1", srv.Client(), discard())
+	w := NewWebhook("gpu1", nil, discard())
+	w.check = func(netip.Addr, bool) error { return nil } // the test server is on loopback
 	if err := w.SetURL(srv.URL + "/hook"); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +104,8 @@ func TestWebhookNeverBlocks(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	w := NewWebhook("gpu1", srv.Client(), discard())
+	w := NewWebhook("gpu1", nil, discard())
+	w.check = func(netip.Addr, bool) error { return nil } // the test server is on loopback
 	w.timeout = 100 * time.Millisecond
 	w.SetURL(srv.URL)
 	ctx, cancel := context.WithCancel(context.Background())

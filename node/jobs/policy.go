@@ -31,6 +31,10 @@ type Policy struct {
 	// 0 = off.
 	IdleReclaimSeconds int     `json:"idle_reclaim_seconds"`
 	IdleBelowPercent   float64 `json:"idle_below_percent"`
+	// WebhookOff: this machine posts no alert to the pool's webhook;
+	// WebhookPrivate lets its posts reach private addresses (alerts.WebhookPolicy).
+	WebhookOff     bool `json:"webhook_off"`
+	WebhookPrivate bool `json:"webhook_private"`
 }
 
 // DefaultPolicy is the policy of a machine whose owner set none: members

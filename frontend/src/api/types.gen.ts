@@ -48,6 +48,7 @@ export interface AlertRuleRequest {
 /** app.AlertWebhook */
 export interface AlertWebhook {
   url: string
+  set: boolean
 }
 
 /** app.Applied */
@@ -390,6 +391,8 @@ export interface Policy {
   allow_root: boolean
   idle_reclaim_seconds: number
   idle_below_percent: number
+  webhook_off: boolean
+  webhook_private: boolean
 }
 
 /** app.PolicyUpdate */
@@ -403,6 +406,8 @@ export interface PolicyUpdate {
   allow_root?: boolean | null
   idle_reclaim_seconds?: number | null
   idle_below_percent?: number | null
+  webhook_off?: boolean | null
+  webhook_private?: boolean | null
 }
 
 /** app.PoolSeries */
