@@ -1,15 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/app"
 )
 
 // The local doors of issue 15: what reaches a machine from its own
@@ -178,4 +183,223 @@ func curlE(h *host, args ...string) (int, string, error) {
 	var st int
 	fmt.Sscan(s[i+1:], &st)
 	return st, s[:max(i, 0)], nil
+}
+
+// recorder is a python3 HTTP server in a namespace that writes each request
+// it gets ("METHOD PATH\nBODY") to a file of its directory and answers 204;
+// a POST to /redirect is answered with a redirect to argv[4].
+const recorder = `
+import http.server, os, sys, itertools
+n = itertools.count()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get('Content-Length', 0)))
+        with open(os.path.join(sys.argv[3], '%06d.req' % next(n)), 'wb') as f:
+            f.write(('%s %s\n' % (self.command, self.path)).encode() + body)
+        if self.path == '/redirect':
+            self.send_response(307)
+            self.send_header('Location', sys.argv[4])
+        else:
+            self.send_response(204)
+        self.end_headers()
+    do_GET = do_POST
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+`
+
+// recorderOn starts a recorder on h at addr:port; it returns the folder of
+// the requests.
+func recorderOn(t *testing.T, h *host, addr string, port int, redirect string) string {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		skipOrFail(t, "the webhook test needs python3 for its servers")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("ip", "netns", "exec", h.ns, "python3", "-c", recorder, addr, fmt.Sprint(port), dir, redirect)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitFor(t, 10*time.Second, "the recorder on "+h.name, func() error {
+		_, _, err := curlE(h, "http://"+net.JoinHostPort(addr, fmt.Sprint(port))+"/ready")
+		return err
+	})
+	return dir
+}
+
+// requests are the requests a recorder got, in order.
+func requests(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.req"))
+	var out []string
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// TestTrustLocalWebhook: an admin's webhook URL once made every machine post
+// to its own loopback, and follow a redirect there; viewers printed the URL.
+// Now a machine refuses loopback at dial time and any redirect, naming the
+// rule once in its log; a private address only where its own policy allows
+// it, where a good URL is still posted to; its user can turn posting off;
+// only owners' and admins' devices print the URL.
+func TestTrustLocalWebhook(t *testing.T) {
+	l := newLAN(t, "gpu1", "member", "viewer", "chat")
+	gpu1, member, viewer, chat := l.host("gpu1"), l.host("member"), l.host("viewer"), l.host("chat")
+	gpu1.env = append(gpu1.env, "LABPOOL_SIMULATE_GPUS=1")
+	for _, h := range []*host{gpu1, member, viewer} {
+		h.agent()
+	}
+	for _, h := range []*host{gpu1, member, viewer} {
+		h.waitDaemon()
+	}
+	code := lastLine(mustCLI(t, gpu1, "pool", "create"))
+	mustCLI(t, member, "pool", "join", code, gpu1.ip+":7420")
+	mustCLI(t, viewer, "pool", "join", lastLine(mustCLI(t, gpu1, "pool", "invite", "--role", "viewer")), gpu1.ip+":7420")
+
+	// The first request to /ready is the recorders' own.
+	loop := recorderOn(t, gpu1, "127.0.0.1", 8098, "")
+	chatDir := recorderOn(t, chat, "0.0.0.0", 8099, "http://127.0.0.1:8098/inside")
+	inside := func() []string {
+		var got []string
+		for _, r := range requests(loop) {
+			if !strings.HasPrefix(r, "GET /ready") {
+				got = append(got, r)
+			}
+		}
+		return got
+	}
+
+	// The alert that makes the posts: gpu-temp fires (simulated GPUs run at
+	// 35-75 °C) and clears as its threshold moves.
+	temp := func(threshold string, firing bool) {
+		t.Helper()
+		mustCLI(t, gpu1, "alerts", "set", "gpu-temp", "--threshold", threshold, "--for", "1s")
+		waitFor(t, 30*time.Second, fmt.Sprintf("gpu-temp firing: %v", firing), func() error {
+			as, err := gpu1.client().Alerts(context.Background(), 0)
+			active := slices.ContainsFunc(as, func(a app.Alert) bool { return a.Rule == "gpu-temp" && a.Active() })
+			if err == nil && active != firing {
+				err = fmt.Errorf("alerts %+v", as)
+			}
+			return err
+		})
+	}
+	setHook := func(url string) {
+		t.Helper()
+		if out := mustCLI(t, gpu1, "alerts", "webhook", url); !strings.Contains(out, "webhook set") {
+			t.Fatalf("alerts webhook %s: %s", url, out)
+		}
+	}
+	logged := func(what string) int { return strings.Count(gpu1.logText(), what) }
+
+	t.Run("loopback refused at dial time, logged once", func(t *testing.T) {
+		setHook("http://127.0.0.1:8098/hook")
+		temp("10", true)
+		waitFor(t, 20*time.Second, "the refusal in gpu1's log", func() error {
+			if logged("rule: webhook_destination") == 0 {
+				return fmt.Errorf("not logged")
+			}
+			return nil
+		})
+		temp("99", false)
+		temp("10", true)
+		if n := logged("rule: webhook_destination"); n != 1 {
+			t.Errorf("the refusal was logged %d times, want once", n)
+		}
+		if strings.Contains(gpu1.logText(), "127.0.0.1:8098/hook") {
+			t.Errorf("the log shows the webhook's URL")
+		}
+		if got := inside(); len(got) != 0 {
+			t.Errorf("gpu1's loopback server got %q", got)
+		}
+	})
+
+	t.Run("private address refused by default", func(t *testing.T) {
+		setHook("http://" + chat.ip + ":8099/hook")
+		temp("99", false)
+		waitFor(t, 20*time.Second, "the refusal in gpu1's log", func() error {
+			if logged("is a private address") == 0 {
+				return fmt.Errorf("not logged")
+			}
+			return nil
+		})
+		if !strings.Contains(gpu1.logText(), "labpool policy --webhook-private allow") {
+			t.Errorf("the refusal does not say how to allow private addresses")
+		}
+	})
+
+	t.Run("allowed by policy, a good URL is posted to", func(t *testing.T) {
+		out := mustCLI(t, gpu1, "policy", "--webhook-private", "allow")
+		if !strings.Contains(out, "private addresses allowed") {
+			t.Errorf("policy --webhook-private allow:\n%s", out)
+		}
+		temp("10", true)
+		waitFor(t, 20*time.Second, "the post at the chat server", func() error {
+			for _, r := range requests(chatDir) {
+				if strings.HasPrefix(r, "POST /hook\n") && strings.Contains(r, `"state":"firing"`) {
+					return nil
+				}
+			}
+			return fmt.Errorf("requests %q", requests(chatDir))
+		})
+	})
+
+	t.Run("redirect not followed", func(t *testing.T) {
+		setHook("http://" + chat.ip + ":8099/redirect")
+		temp("99", false)
+		waitFor(t, 20*time.Second, "the refusal in gpu1's log", func() error {
+			if logged("rule: webhook_no_redirect") == 0 {
+				return fmt.Errorf("not logged")
+			}
+			return nil
+		})
+		if got := inside(); len(got) != 0 {
+			t.Errorf("the redirect reached gpu1's loopback: %q", got)
+		}
+	})
+
+	t.Run("viewer and member hear only that a webhook is set", func(t *testing.T) {
+		hook := "http://" + chat.ip + ":8099/redirect"
+		for _, h := range []*host{member, viewer} {
+			waitFor(t, 20*time.Second, h.name+" holds the webhook", func() error {
+				wh, err := h.client().AlertWebhook(context.Background())
+				if err == nil && (!wh.Set || wh.URL != "") {
+					err = fmt.Errorf("webhook %+v", wh)
+				}
+				return err
+			})
+			out := mustCLI(t, h, "alerts", "webhook")
+			if strings.Contains(out, hook) || !strings.Contains(out, "a webhook is set") {
+				t.Errorf("%s: alerts webhook: %q", h.name, out)
+			}
+		}
+		if out := strings.TrimSpace(mustCLI(t, gpu1, "alerts", "webhook")); out != hook {
+			t.Errorf("the owner's alerts webhook: %q, want %s", out, hook)
+		}
+	})
+
+	t.Run("its user turns posting off", func(t *testing.T) {
+		setHook("http://" + chat.ip + ":8099/hook")
+		mustCLI(t, gpu1, "policy", "--webhook", "off")
+		before := len(requests(chatDir))
+		temp("10", true) // not posted
+		mustCLI(t, gpu1, "policy", "--webhook", "on")
+		temp("99", false) // posted: the one queue keeps the order, so a post of the firing would come first
+		waitFor(t, 20*time.Second, "the clearing at the chat server", func() error {
+			for _, r := range requests(chatDir)[before:] {
+				if strings.Contains(r, `"state":"cleared"`) {
+					return nil
+				}
+			}
+			return fmt.Errorf("requests %q", requests(chatDir)[before:])
+		})
+		for _, r := range requests(chatDir)[before:] {
+			if strings.Contains(r, `"state":"firing"`) {
+				t.Errorf("posted while off: %q", r)
+			}
+		}
+	})
 }
