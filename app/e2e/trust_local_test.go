@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -402,4 +403,163 @@ func TestTrustLocalWebhook(t *testing.T) {
 			}
 		}
 	})
+}
+
+// device is one member device of TestTrustLocalEvictions: a data directory
+// whose agent runs in the crowd's namespace only while it joins and
+// launches.
+type device struct {
+	*host
+	id, short string
+	job       string // its job on gpu1, "" for none
+}
+
+// TestTrustLocalEvictions: a removed device's jobs end on every machine.
+// Past 64 pending removals the eviction queue dropped the rest silently,
+// and a removal a machine had stored but not yet acted on when its agent
+// stopped was never acted on. Here a member whose removal happens while
+// gpu1's agent is down, one whose removal gpu1 stored while it could not
+// stop containers (its Docker engine frozen) before it was killed, and 100
+// removals pending at once behind an eviction held up by the frozen engine
+// each have their jobs on gpu1 ended.
+func TestTrustLocalEvictions(t *testing.T) {
+	l := newLAN(t, "owner", "gpu1", "crowd")
+	owner, gpu1, crowd := l.host("owner"), l.host("gpu1"), l.host("crowd")
+	sock := gpu1.docker()
+	owner.agent()
+	gpu1.agent()
+	owner.waitDaemon()
+	gpu1.waitDaemon()
+	mustCLI(t, owner, "pool", "create")
+	code := lastLine(mustCLI(t, owner, "pool", "invite", "--role", "member", "--uses", "200", "--expires", "1h"))
+	mustCLI(t, gpu1, "pool", "join", code, owner.ip+":7420")
+
+	// Devices 0 and 1 for the agent that was down, 2 to 101 the 100
+	// pending removals, of which the first and the last own a job on gpu1.
+	const n = 102
+	withJob := map[int]bool{0: true, 1: true, 2: true, n - 1: true}
+	devs := make([]*device, n)
+	for i := range devs {
+		name := fmt.Sprintf("d%03d", i)
+		h := &host{lan: l, name: name, ns: crowd.ns, ip: crowd.ip, data: filepath.Join(t.TempDir(), name)}
+		t.Cleanup(h.kill)
+		h.agent()
+		h.waitDaemon()
+		mustCLI(t, h, "pool", "join", code, owner.ip+":7420")
+		self, err := h.client().Self(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &device{host: h, id: self.ID, short: self.ShortID}
+		if withJob[i] {
+			waitFor(t, 30*time.Second, name+" launches on gpu1", func() error {
+				out, errOut, code := h.cli("run", "--node", "gpu1", "labpool-test/busybox:1", "sleep", "100000")
+				if code != 0 {
+					return fmt.Errorf("exit %d: %s%s", code, out, errOut)
+				}
+				d.job = lastLine(out)
+				return nil
+			})
+			trWaitJob(t, gpu1, d.job, "running")
+		}
+		h.kill()
+		devs[i] = d
+	}
+	dockerd := dockerdPID(t, sock)
+	freeze := func(stop bool) {
+		t.Helper()
+		sig := syscall.SIGCONT
+		if stop {
+			sig = syscall.SIGSTOP
+		}
+		if err := syscall.Kill(dockerd, sig); err != nil {
+			t.Fatalf("signal dockerd: %v", err)
+		}
+	}
+	t.Cleanup(func() { syscall.Kill(dockerd, syscall.SIGCONT) })
+	evicted := func(d *device) {
+		t.Helper()
+		waitFor(t, 60*time.Second, d.name+"'s job evicted on gpu1", func() error {
+			j, err := gpu1.client().Job(context.Background(), d.job)
+			if err == nil && (j.State == "running" || j.Error != "owner removed from the pool") {
+				err = fmt.Errorf("state %s, error %q", j.State, j.Error)
+			}
+			return err
+		})
+		running, _ := exec.Command("docker", "-H", sock, "ps", "-q", "--filter", "label=labpool.job="+d.job).Output()
+		if strings.TrimSpace(string(running)) != "" {
+			t.Errorf("%s's container still runs on gpu1", d.name)
+		}
+	}
+	removedOn := func(h *host, d *device) bool {
+		for _, line := range strings.Split(h.logText(), "\n") {
+			if strings.Contains(line, "device removed from the pool") && strings.Contains(line, d.short) {
+				return true
+			}
+		}
+		return false
+	}
+
+	t.Run("removed while the agent was down", func(t *testing.T) {
+		gpu1.kill()
+		mustCLI(t, owner, "pool", "remove", devs[0].id)
+		gpu1.agent()
+		gpu1.waitDaemon()
+		evicted(devs[0])
+	})
+
+	t.Run("stored but not acted on when the agent stopped", func(t *testing.T) {
+		freeze(true)
+		mustCLI(t, owner, "pool", "remove", devs[1].id)
+		waitFor(t, 20*time.Second, "gpu1 stores the removal", func() error {
+			if !removedOn(gpu1, devs[1]) {
+				return fmt.Errorf("not yet")
+			}
+			return nil
+		})
+		gpu1.kill() // its eviction waits on the frozen engine
+		freeze(false)
+		if out, _ := exec.Command("docker", "-H", sock, "ps", "-q", "--filter", "label=labpool.job="+devs[1].job).Output(); len(out) == 0 {
+			t.Fatalf("the job's container ended before the agent started again")
+		}
+		gpu1.agent()
+		gpu1.waitDaemon()
+		evicted(devs[1])
+	})
+
+	t.Run("100 pending removals", func(t *testing.T) {
+		freeze(true)
+		for _, d := range devs[2:] {
+			mustCLI(t, owner, "pool", "remove", d.id)
+		}
+		waitFor(t, 30*time.Second, "gpu1 stores the 100 removals", func() error {
+			for _, d := range devs[2:] {
+				if !removedOn(gpu1, d) {
+					return fmt.Errorf("%s not yet", d.name)
+				}
+			}
+			return nil
+		})
+		freeze(false)
+		evicted(devs[2])
+		evicted(devs[n-1])
+		if strings.Contains(gpu1.logText(), "eviction queue full") {
+			t.Errorf("gpu1 dropped removals from its eviction queue")
+		}
+	})
+}
+
+// dockerdPID is the pid of the dockerd serving sock (unix://DIR/d.sock,
+// as host.docker starts it).
+func dockerdPID(t *testing.T, sock string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(strings.TrimPrefix(sock, "unix://")), "d.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err != nil {
+		t.Fatalf("dockerd pid %q: %v", b, err)
+	}
+	return pid
 }
