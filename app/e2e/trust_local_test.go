@@ -441,9 +441,13 @@ func TestTrustLocalEvictions(t *testing.T) {
 	devs := make([]*device, n)
 	for i := range devs {
 		name := fmt.Sprintf("d%03d", i)
-		h := &host{lan: l, name: name, ns: crowd.ns, ip: crowd.ip, data: filepath.Join(t.TempDir(), name)}
+		// Each device its own address: a machine's handshake budget is
+		// per source address (sync/transport/admit.go).
+		ip := crowd.ip[:strings.LastIndexByte(crowd.ip, '.')+1] + fmt.Sprint(101+i)
+		l.ip("-n", crowd.ns, "addr", "add", ip+"/24", "dev", "eth0")
+		h := &host{lan: l, name: name, ns: crowd.ns, ip: ip, data: filepath.Join(t.TempDir(), name)}
 		t.Cleanup(h.kill)
-		h.agent()
+		h.start("agent", "--name", name, "--iface", "eth0", "--listen", ip+":7420")
 		h.waitDaemon()
 		mustCLI(t, h, "pool", "join", code, owner.ip+":7420")
 		self, err := h.client().Self(context.Background())
@@ -466,7 +470,7 @@ func TestTrustLocalEvictions(t *testing.T) {
 		devs[i] = d
 	}
 	dockerd := dockerdPID(t, sock)
-	freeze := func(stop bool) {
+	freeze := func(t *testing.T, stop bool) {
 		t.Helper()
 		sig := syscall.SIGCONT
 		if stop {
@@ -477,7 +481,7 @@ func TestTrustLocalEvictions(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { syscall.Kill(dockerd, syscall.SIGCONT) })
-	evicted := func(d *device) {
+	evicted := func(t *testing.T, d *device) {
 		t.Helper()
 		waitFor(t, 60*time.Second, d.name+"'s job evicted on gpu1", func() error {
 			j, err := gpu1.client().Job(context.Background(), d.job)
@@ -505,11 +509,11 @@ func TestTrustLocalEvictions(t *testing.T) {
 		mustCLI(t, owner, "pool", "remove", devs[0].id)
 		gpu1.agent()
 		gpu1.waitDaemon()
-		evicted(devs[0])
+		evicted(t, devs[0])
 	})
 
 	t.Run("stored but not acted on when the agent stopped", func(t *testing.T) {
-		freeze(true)
+		freeze(t, true)
 		mustCLI(t, owner, "pool", "remove", devs[1].id)
 		waitFor(t, 20*time.Second, "gpu1 stores the removal", func() error {
 			if !removedOn(gpu1, devs[1]) {
@@ -518,17 +522,17 @@ func TestTrustLocalEvictions(t *testing.T) {
 			return nil
 		})
 		gpu1.kill() // its eviction waits on the frozen engine
-		freeze(false)
+		freeze(t, false)
 		if out, _ := exec.Command("docker", "-H", sock, "ps", "-q", "--filter", "label=labpool.job="+devs[1].job).Output(); len(out) == 0 {
 			t.Fatalf("the job's container ended before the agent started again")
 		}
 		gpu1.agent()
 		gpu1.waitDaemon()
-		evicted(devs[1])
+		evicted(t, devs[1])
 	})
 
 	t.Run("100 pending removals", func(t *testing.T) {
-		freeze(true)
+		freeze(t, true)
 		for _, d := range devs[2:] {
 			mustCLI(t, owner, "pool", "remove", d.id)
 		}
@@ -540,9 +544,9 @@ func TestTrustLocalEvictions(t *testing.T) {
 			}
 			return nil
 		})
-		freeze(false)
-		evicted(devs[2])
-		evicted(devs[n-1])
+		freeze(t, false)
+		evicted(t, devs[2])
+		evicted(t, devs[n-1])
 		if strings.Contains(gpu1.logText(), "eviction queue full") {
 			t.Errorf("gpu1 dropped removals from its eviction queue")
 		}
