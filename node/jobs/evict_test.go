@@ -11,16 +11,24 @@ import (
 func TestEvictAfterRestart(t *testing.T) {
 	rt := newFakeRuntime()
 	st := &memStore{}
-	before := newTestManager(t, rt, 1, st)
+	cfg := DefaultConfig()
+	cfg.Node = "NODE"
+	before := NewManager(cfg, rt, fixedGPUs(fakeGPUs(1)), nil, st, testLog())
+	runCtx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- before.Run(runCtx) }()
+	eventually(t, "the first adoption", func() bool { return rt.count("List") > 0 })
 	ctx := context.Background()
 	run, err := before.Submit(ctx, member("mallory"), Spec{Image: "img", GPUs: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, before, run.ID, Running)
+	stop() // the agent stops; its job runs on
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
 
-	cfg := DefaultConfig()
-	cfg.Node = "NODE"
 	after := NewManager(cfg, rt, fixedGPUs(fakeGPUs(1)), nil, st, testLog())
 	stops := rt.count("Stop")
 	cancelled, stopped, err := after.Evict(ctx, "mallory")
