@@ -68,3 +68,14 @@ func TestServeHTTPHost(t *testing.T) {
 		t.Errorf("a refused request got readings: %q", rec.Body)
 	}
 }
+
+// BenchmarkCheckHost is what the Host rule adds to a scrape.
+func BenchmarkCheckHost(b *testing.B) {
+	c := Config{Addr: "0.0.0.0:9400", AllowRemote: true, Hostname: "dgx1", Hosts: []string{"gpu1.lab.example"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if c.CheckHost("gpu1.lab.example:9400") != nil {
+			b.Fatal("refused")
+		}
+	}
+}
