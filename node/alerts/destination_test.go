@@ -68,7 +68,7 @@ func TestWebhookRefusesLoopback(t *testing.T) {
 	var logs bytes.Buffer
 	w := NewWebhook("gpu1", nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	// By name: "localhost" resolves to loopback, which the dialler refuses.
-	if err := w.SetURL(strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/hook"); err != nil {
+	if err := w.SetURL(byName(srv.URL) + "/hook"); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -101,7 +101,9 @@ func TestWebhookFollowsNoRedirect(t *testing.T) {
 	defer srv.Close()
 	w := NewWebhook("gpu1", nil, discard())
 	w.check = func(netip.Addr, bool) error { return nil } // this test's server is on loopback
-	w.SetURL(srv.URL + "/hook")
+	if err := w.SetURL(byName(srv.URL) + "/hook"); err != nil {
+		t.Fatal(err)
+	}
 	err := w.post(context.Background(), Alert{ID: "a"})
 	if !errors.Is(err, ErrWebhookRefused) || !strings.Contains(err.Error(), "rule: webhook_no_redirect") {
 		t.Errorf("post to a redirecting webhook = %v; want %v naming rule webhook_no_redirect", err, ErrWebhookRefused)
@@ -146,3 +148,7 @@ func TestWebhookPrivateByPolicy(t *testing.T) {
 		t.Errorf("post to a private address allowed by policy = %v; want it attempted", err)
 	}
 }
+
+// byName is a test server's URL by the name localhost: a loopback address
+// is refused as soon as it is set (CheckWebhookURL), a name when dialled.
+func byName(u string) string { return strings.Replace(u, "127.0.0.1", "localhost", 1) }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,6 +35,13 @@ func CheckWebhookURL(raw string) error {
 		return fmt.Errorf("webhook URL %q: only http and https are allowed, not %q", raw, u.Scheme)
 	case u.Host == "" || u.Opaque != "":
 		return fmt.Errorf("webhook URL %q: needs a host, e.g. https://chat.example.org/hooks/...", raw)
+	}
+	// An address no machine posts to is refused now; a name, and a private
+	// address (each machine's policy), when each machine dials it.
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if err := CheckDestination(ip, true); err != nil {
+			return fmt.Errorf("webhook URL: %w", err)
+		}
 	}
 	return nil
 }
