@@ -441,9 +441,11 @@ func TestTrustLocalEvictions(t *testing.T) {
 	mustCLI(t, gpu1, "pool", "join", code, owner.ip+":7420")
 
 	// Devices 0 and 1 for the agent that was down, 2 to 101 the 100
-	// pending removals, of which the first and the last own a job on gpu1.
+	// pending removals, of which the first (whose eviction the frozen
+	// engine holds up), the 69th (past the 64 the queue once held) and the
+	// last own a job on gpu1.
 	const n = 102
-	withJob := map[int]bool{0: true, 1: true, 2: true, n - 1: true}
+	withJob := map[int]bool{0: true, 1: true, 2: true, 70: true, n - 1: true}
 	devs := make([]*device, n)
 	for i := range devs {
 		name := fmt.Sprintf("d%03d", i)
@@ -551,8 +553,9 @@ func TestTrustLocalEvictions(t *testing.T) {
 			return nil
 		})
 		freeze(t, false)
-		evicted(t, devs[2])
-		evicted(t, devs[n-1])
+		for _, i := range []int{2, 70, n - 1} {
+			evicted(t, devs[i])
+		}
 		if strings.Contains(gpu1.logText(), "eviction queue full") {
 			t.Errorf("gpu1 dropped removals from its eviction queue")
 		}
