@@ -15,7 +15,7 @@ import (
 // before this start first (load keeps those in memory), so an eviction
 // re-checked at start, beside Run, misses none.
 func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped int, err error) {
-	if err := m.load(); err != nil {
+	if err := m.loadForEvict(); err != nil {
 		return 0, 0, fmt.Errorf("load job records: %w", err)
 	}
 	now := time.Now().UTC()
@@ -75,5 +75,19 @@ func (m *Manager) kill(ctx context.Context, j Job) error {
 	if err := m.refresh(ctx, j.ID, evicted); err != nil {
 		return fmt.Errorf("stop %s: %w", j.Name, err)
 	}
+	return nil
+}
+
+// loadForEvict reads the records kept before this start once (load keeps
+// those in memory): an agent that evicts many removed devices reads the
+// job table once, not once each.
+func (m *Manager) loadForEvict() error {
+	if m.evictLoaded.Load() {
+		return nil
+	}
+	if err := m.load(); err != nil {
+		return err
+	}
+	m.evictLoaded.Store(true)
 	return nil
 }
