@@ -53,7 +53,7 @@ func main() {
 func daemonConfig(o cli.DaemonOptions) daemon.Config {
 	cfg := daemon.DefaultConfig()
 	cfg.DataDir, cfg.Name, cfg.Ifaces, cfg.Version = o.DataDir, o.Name, o.Ifaces, version
-	cfg.Metrics, cfg.MetricsAllowRemote = o.Metrics, o.MetricsAllowRemote
+	cfg.Metrics, cfg.MetricsAllowRemote, cfg.MetricsHosts = o.Metrics, o.MetricsAllowRemote, o.MetricsHosts
 	if o.Listen != "" {
 		cfg.Listen = o.Listen
 	}

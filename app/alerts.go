@@ -66,9 +66,11 @@ type WebhookRequest struct {
 	URL string `json:"url"`
 }
 
-// AlertWebhook is the webhook as this machine has it.
+// AlertWebhook is the webhook as this machine has it: Set says whether one
+// is; URL is answered to owners' and admins' devices only (Service.AlertWebhook).
 type AlertWebhook struct {
 	URL string `json:"url"`
+	Set bool   `json:"set"`
 }
 
 // Applied says which machines took a change sent to each of them.
@@ -182,7 +184,7 @@ func (r *Reader) alertState(ctx context.Context, node string) (AlertState, error
 // AlertWebhook returns the pool's webhook as this machine has it.
 func (r *Reader) AlertWebhook(ctx context.Context) (AlertWebhook, error) {
 	v, _, err := r.db.Setting(ctx, SettingAlertWebhook)
-	return AlertWebhook{URL: v}, err
+	return AlertWebhook{URL: v, Set: v != ""}, err
 }
 
 // mayConfigureAlerts refuses a device that is neither owner nor admin of

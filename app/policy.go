@@ -21,6 +21,8 @@ type PolicyUpdate struct {
 	IdleReclaimSeconds *int     `json:"idle_reclaim_seconds,omitempty"` // 0 = off
 	IdleBelowPercent   *float64 `json:"idle_below_percent,omitempty"`
 	JobNetwork         *string  `json:"job_network,omitempty"` // "isolated" | "outside" | "host"
+	WebhookOff         *bool    `json:"webhook_off,omitempty"`
+	WebhookPrivate     *bool    `json:"webhook_private,omitempty"`
 }
 
 // Apply returns p with u's fields set.
@@ -54,6 +56,12 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	}
 	if u.JobNetwork != nil {
 		p.JobNetwork = *u.JobNetwork
+	}
+	if u.WebhookOff != nil {
+		p.WebhookOff = *u.WebhookOff
+	}
+	if u.WebhookPrivate != nil {
+		p.WebhookPrivate = *u.WebhookPrivate
 	}
 	return p
 }

@@ -109,9 +109,9 @@ func (t *Tunnels) listen(ctx context.Context, j Job, port int) (Tunnel, error) {
 	if tn, ok := t.open[key]; ok {
 		return tn.Tunnel, nil
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := listenTunnel() // never on the web UI's host (tunnelhost.go)
 	if err != nil {
-		return Tunnel{}, fmt.Errorf("listen for tunnel: %w", err)
+		return Tunnel{}, err
 	}
 	tn := &tunnel{Tunnel: Tunnel{Job: j.ID, Port: port, URL: "http://" + l.Addr().String() + "/"}, node: j.Node, l: l}
 	select {

@@ -25,6 +25,9 @@ type Config struct {
 	// Nodes reaches the other machines' alerting API, to fetch the pool's
 	// webhook when this machine missed a change (nil: never fetched).
 	Nodes NodeCaller
+	// WebhookPolicy is this machine's own say over posting to the
+	// webhook, read at each alert (nil: post, public addresses only).
+	WebhookPolicy func() alerts.WebhookPolicy
 }
 
 // NodeCaller calls a machine's peer API and decodes its JSON answer
@@ -53,7 +56,7 @@ type Alerting struct {
 // settings are logged and the defaults kept).
 func Open(ctx context.Context, cfg Config, db *store.DB, p Pool, in *Inputs, log *slog.Logger) *Alerting {
 	st := NewStore(db, cfg.Self.String())
-	wh := alerts.NewWebhook(cfg.Name, &http.Client{Timeout: 15 * time.Second}, log)
+	wh := alerts.NewWebhook(cfg.Name, cfg.WebhookPolicy, log)
 	ev := alerts.NewEvaluator(cfg.Self.String(), st, log, wh.Send)
 	a := &Alerting{cfg: cfg, db: db, pool: p, in: in, log: log,
 		m: &alerts.Machine{Eval: ev, Webhook: wh, Settings: st}}

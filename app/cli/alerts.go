@@ -283,8 +283,11 @@ func alertsWebhookCmd(g *globals) *cobra.Command {
 	actVerb(g, c, func(ctx context.Context, cl *web.Client, args []string) (string, error) {
 		if len(args) == 0 && !clear {
 			wh, err := web.Call[app.AlertWebhook](ctx, cl, http.MethodGet, "/api/v1/alerts/webhook", nil)
-			if err != nil || wh.URL == "" {
+			switch {
+			case err != nil || !wh.Set:
 				return "no webhook is set", err
+			case wh.URL == "":
+				return "a webhook is set (its URL is shown on owners' and admins' devices only)", nil
 			}
 			return wh.URL, nil
 		}

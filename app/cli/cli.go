@@ -31,8 +31,11 @@ type DaemonOptions struct {
 	Ifaces  []string // interfaces for mDNS; empty = all
 	// Metrics is where `agent --metrics` serves Prometheus metrics;
 	// MetricsAllowRemote lets it be a non-loopback address.
+	// MetricsHosts are further names a request may call it by then
+	// (metrics.Config.Hosts).
 	Metrics            string
 	MetricsAllowRemote bool
+	MetricsHosts       []string
 }
 
 // Hooks run the long-lived verbs; main wires them to app/daemon so that this

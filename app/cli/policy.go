@@ -13,7 +13,7 @@ import (
 
 // policyCmd shows this machine's policy, or sets the parts its flags name.
 func policyCmd(g *globals) *cobra.Command {
-	var launch, defMem, maxMem, idleReclaim, jobNet string
+	var launch, defMem, maxMem, idleReclaim, jobNet, webhook, webhookPrivate string
 	var idleBelow float64
 	var maxGPUs int
 	var allowRoot, asJSON bool
@@ -34,6 +34,11 @@ machine's alone (kept in its local settings, set only through its local socket):
                        host      also this machine's other services
                        In every mode a job reaches no other job and none of this
                        machine's labpool ports; it applies to jobs launched from now on.
+  --webhook off        this machine posts no alert to the pool's webhook (on: it does, the default)
+  --webhook-private allow   its posts may reach private addresses (10/8, 172.16/12,
+                       192.168/16, 100.64/10, fc00::/7), e.g. a chat server on the lab's
+                       network; refuse (the default). Loopback, link-local and cloud
+                       metadata addresses are refused whatever the policy
 Requests beyond the policy are refused with the rule's name, e.g.
 "policy launch=admins: only admins and owners launch on this machine".`,
 		Args: cobra.NoArgs,
@@ -67,6 +72,9 @@ Requests beyond the policy are refused with the rule's name, e.g.
 			if err := idleFlags(fl.Changed("idle-reclaim"), idleReclaim, fl.Changed("idle-below"), idleBelow, &u); err != nil {
 				return err
 			}
+			if err := webhookFlags(fl.Changed("webhook"), webhook, fl.Changed("webhook-private"), webhookPrivate, &u); err != nil {
+				return err
+			}
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
 				return err
@@ -95,6 +103,8 @@ Requests beyond the policy are refused with the rule's name, e.g.
 	fl.StringVar(&idleReclaim, "idle-reclaim", "", "stop a job whose GPUs stayed idle this long, after a warning, e.g. 2h (0 = off, the default)")
 	fl.Float64Var(&idleBelow, "idle-below", 5, "a GPU under this utilization (%) is idle, for --idle-reclaim")
 	fl.StringVar(&jobNet, "job-network", "", "what a job reaches besides its tunnels: isolated, outside (default) or host")
+	fl.StringVar(&webhook, "webhook", "", "post this machine's alerts to the pool's webhook: on or off")
+	fl.StringVar(&webhookPrivate, "webhook-private", "", "let webhook posts reach private addresses: allow or refuse")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -122,6 +132,7 @@ func writePolicy(w io.Writer, p app.Policy) error {
 	fmt.Fprintf(tw, "allow root\t%s\n", root)
 	fmt.Fprintf(tw, "idle reclaim\t%s\n", idleReclaimText(p))
 	fmt.Fprintf(tw, "job network\t%s\n", jobNetworkText(p.JobNetwork))
+	fmt.Fprintf(tw, "webhook\t%s\n", webhookText(p))
 	return tw.Flush()
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/sync/peer"
 )
@@ -146,6 +147,10 @@ func checkLoopback(addr string) error {
 	ip := net.ParseIP(host)
 	if ip == nil || !ip.IsLoopback() {
 		return errors.New("the web UI listens on loopback only (for example 127.0.0.1:7421); reach it from elsewhere through ssh -L")
+	}
+	if app.IsTunnelHost(host) {
+		return fmt.Errorf("refused: %s is where tunnels listen (rule: web_not_tunnel_host: the web UI and the tunnels are "+
+			"served on different hosts, so a page behind a tunnel never receives the UI's cookie); use 127.0.0.1 or localhost", host)
 	}
 	return nil
 }

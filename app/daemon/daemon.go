@@ -64,8 +64,10 @@ type Config struct {
 	// Metrics, when set, serves Prometheus metrics of this machine's GPUs
 	// at http://Metrics/metrics (HOST:PORT, loopback unless
 	// MetricsAllowRemote: they carry job and owner labels).
+	// MetricsHosts: further names a request may call it by (metrics.Config.Hosts).
 	Metrics            string
 	MetricsAllowRemote bool
+	MetricsHosts       []string
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
@@ -103,7 +105,7 @@ type Daemon struct {
 	mu         sync.Mutex // guards candidates
 	candidates map[string]discovery.Candidate
 
-	evictions chan peer.ID // devices removed from the pool, whose work here ends
+	evictions evictionQueue // devices removed from the pool, whose work here ends
 }
 
 // Socket is the path of the local API's unix socket in dataDir.
@@ -171,11 +173,11 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return nil, err
 	}
 	d.peers.OnPool = d.pool.Receive
-	d.evictions = make(chan peer.ID, 64)
 	d.openJobs(ctx)
 	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
-	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name, Nodes: members{d}}, d.db, d.pool, in, log)
+	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name, Nodes: members{d},
+		WebhookPolicy: d.webhookPolicy}, d.db, d.pool, in, log)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
 		Nodes: d, Folders: d.shares, Copier: copier{d.copies}, Policy: d.policy, Log: log})
 	if err != nil {

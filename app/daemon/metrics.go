@@ -9,7 +9,8 @@ import (
 // runMetrics serves this machine's GPU metrics for Prometheus on
 // Config.Metrics until ctx is cancelled.
 func (d *Daemon) runMetrics(ctx context.Context) error {
-	cfg := metrics.Config{Addr: d.cfg.Metrics, AllowRemote: d.cfg.MetricsAllowRemote, Hostname: d.telem.Info().Host.Hostname}
+	cfg := metrics.Config{Addr: d.cfg.Metrics, AllowRemote: d.cfg.MetricsAllowRemote,
+		Hosts: d.cfg.MetricsHosts, Hostname: d.telem.Info().Host.Hostname}
 	srv, err := metrics.New(cfg, d.telem, d.jobOwner, d.memberName, d.log)
 	if err != nil {
 		return err

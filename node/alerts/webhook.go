@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -32,6 +36,13 @@ func CheckWebhookURL(raw string) error {
 	case u.Host == "" || u.Opaque != "":
 		return fmt.Errorf("webhook URL %q: needs a host, e.g. https://chat.example.org/hooks/...", raw)
 	}
+	// An address no machine posts to is refused now; a name, and a private
+	// address (each machine's policy), when each machine dials it.
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if err := CheckDestination(ip, true); err != nil {
+			return fmt.Errorf("webhook URL: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -47,25 +58,41 @@ type WebhookPayload struct {
 
 // Webhook posts alerts to the pool's webhook, one at a time, each within
 // Timeout, from a queue that drops what overflows: Send never blocks the
-// evaluator.
+// evaluator. Its posts follow no redirect and reach no address
+// CheckDestination refuses, checked at dial time; this machine's
+// WebhookPolicy may turn them off or allow private addresses.
 type Webhook struct {
 	name    string // this machine's name, for the text
 	client  *http.Client
+	policy  func() WebhookPolicy
+	check   func(ip netip.Addr, private bool) error // CheckDestination; tests on loopback replace it
 	log     *slog.Logger
 	queue   chan Alert
 	timeout time.Duration
 
-	mu  sync.Mutex // guards url
-	url string
+	mu      sync.Mutex // guards url and refused
+	url     string
+	refused string // the last refusal logged, logged again only once the URL or the refusal changes
 }
 
-// NewWebhook returns a webhook sender for the machine called name; client
-// nil means http.DefaultClient.
-func NewWebhook(name string, client *http.Client, log *slog.Logger) *Webhook {
-	if client == nil {
-		client = http.DefaultClient
+// NewWebhook returns a webhook sender for the machine called name; policy
+// (nil: post, public addresses only) is read at each alert.
+func NewWebhook(name string, policy func() WebhookPolicy, log *slog.Logger) *Webhook {
+	if policy == nil {
+		policy = func() WebhookPolicy { return WebhookPolicy{} }
 	}
-	return &Webhook{name: name, client: client, log: log, queue: make(chan Alert, 64), timeout: 10 * time.Second}
+	w := &Webhook{name: name, policy: policy, check: CheckDestination, log: log, queue: make(chan Alert, 64), timeout: 10 * time.Second}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: w.control}
+	w.client = &http.Client{
+		// No proxy: the dialler checks the webhook's own address.
+		Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: 10 * time.Second,
+			MaxIdleConns: 2, IdleConnTimeout: time.Minute, ForceAttemptHTTP2: true},
+		CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+			return fmt.Errorf("%w: the webhook answered with a redirect to %s (rule: %s: a webhook post follows no redirect; "+
+				"set the final URL)", ErrWebhookRefused, req.URL.Redacted(), WebhookRuleRedirect)
+		},
+	}
+	return w
 }
 
 // SetURL sets (or, empty, removes) the URL alerts are posted to.
@@ -74,6 +101,9 @@ func (w *Webhook) SetURL(u string) error {
 		return err
 	}
 	w.mu.Lock()
+	if u != w.url {
+		w.refused = ""
+	}
 	w.url = u
 	w.mu.Unlock()
 	return nil
@@ -86,10 +116,11 @@ func (w *Webhook) URL() string {
 	return w.url
 }
 
-// Send queues a for posting; without a URL, or with the queue full, a is
-// dropped. It never blocks.
+// Send queues a for posting; without a URL, with posting turned off by
+// this machine's policy, or with the queue full, a is dropped. It never
+// blocks.
 func (w *Webhook) Send(a Alert) {
-	if w.URL() == "" {
+	if w.URL() == "" || w.policy().Off {
 		return
 	}
 	select {
@@ -107,10 +138,38 @@ func (w *Webhook) Run(ctx context.Context) error {
 			return nil
 		case a := <-w.queue:
 			if err := w.post(ctx, a); err != nil {
-				w.log.Warn("post alert to the webhook", "alert", a.ID, "err", err)
+				w.logPostError(a, err)
 			}
 		}
 	}
+}
+
+// logPostError logs a failed post; a refusal once, until the URL or the
+// refusal changes (every alert would repeat it).
+func (w *Webhook) logPostError(a Alert, err error) {
+	if errors.Is(err, ErrWebhookRefused) {
+		msg := refusalIn(err).Error()
+		w.mu.Lock()
+		seen := w.refused == msg
+		w.refused = msg
+		w.mu.Unlock()
+		if !seen {
+			w.log.Warn("alert webhook refused: alerts from this machine are not posted", "err", msg)
+		}
+		return
+	}
+	w.log.Warn("post alert to the webhook", "alert", a.ID, "err", err)
+}
+
+// refusalIn is the refusal inside err, without the url and net wrappers
+// (which repeat the URL, a secret, and the addresses).
+func refusalIn(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if errors.Unwrap(e) == ErrWebhookRefused {
+			return e
+		}
+	}
+	return err
 }
 
 func (w *Webhook) post(ctx context.Context, a Alert) error {
@@ -130,6 +189,9 @@ func (w *Webhook) post(ctx context.Context, a Alert) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := w.client.Do(req)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err // without the URL, a secret of the lab's chat
+	}
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,11 @@ func TestCheckWebhookURL(t *testing.T) {
 		{"https://chat.example.org/hooks/abc", true},
 		{"http://10.0.0.5:8065/hooks/x", true},
 		{"file:///etc/passwd", false},
+		{"http://127.0.0.1:8098/hook", false},        // loopback, by address: refused when set
+		{"http://[::1]/hook", false},                 //
+		{"http://169.254.169.254/latest/", false},    // cloud metadata
+		{"http://localhost:8098/hook", true},         // a name: checked when dialled
+		{"https://chat.example.org:8443/hook", true}, //
 		{"file:/etc/passwd", false},
 		{"ftp://example.org/x", false},
 		{"gopher://example.org", false},
@@ -52,8 +58,9 @@ func TestWebhookPosts(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	w := NewWebhook("gpu1", srv.Client(), discard())
-	if err := w.SetURL(srv.URL + "/hook"); err != nil {
+	w := NewWebhook("gpu1", nil, discard())
+	w.check = func(netip.Addr, bool) error { return nil } // the test server is on loopback
+	if err := w.SetURL(byName(srv.URL) + "/hook"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -102,9 +109,12 @@ func TestWebhookNeverBlocks(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(release)
-	w := NewWebhook("gpu1", srv.Client(), discard())
+	w := NewWebhook("gpu1", nil, discard())
+	w.check = func(netip.Addr, bool) error { return nil } // the test server is on loopback
 	w.timeout = 100 * time.Millisecond
-	w.SetURL(srv.URL)
+	if err := w.SetURL(byName(srv.URL)); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { w.Run(ctx); close(done) }()

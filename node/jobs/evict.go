@@ -11,8 +11,13 @@ import (
 // jobs are cancelled and its running ones killed at once (no grace
 // period), their records kept with the Error "owner removed from the
 // pool". It returns how many of each; the containers are stopped side by
-// side, so it takes about as long as one stop.
+// side, so it takes about as long as one stop. It reads the records kept
+// before this start first (load keeps those in memory), so an eviction
+// re-checked at start, beside Run, misses none.
 func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped int, err error) {
+	if err := m.loadForEvict(); err != nil {
+		return 0, 0, fmt.Errorf("load job records: %w", err)
+	}
 	now := time.Now().UTC()
 	var running []Job
 	for _, j := range m.List() {
@@ -56,7 +61,6 @@ func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped i
 		}
 	}
 	m.wake()
-	m.log.Info("jobs of a removed member ended", "owner", owner, "cancelled", cancelled, "stopped", len(running), "err", err)
 	return cancelled, len(running), err
 }
 
@@ -71,5 +75,19 @@ func (m *Manager) kill(ctx context.Context, j Job) error {
 	if err := m.refresh(ctx, j.ID, evicted); err != nil {
 		return fmt.Errorf("stop %s: %w", j.Name, err)
 	}
+	return nil
+}
+
+// loadForEvict reads the records kept before this start once (load keeps
+// those in memory): an agent that evicts many removed devices reads the
+// job table once, not once each.
+func (m *Manager) loadForEvict() error {
+	if m.evictLoaded.Load() {
+		return nil
+	}
+	if err := m.load(); err != nil {
+		return err
+	}
+	m.evictLoaded.Store(true)
 	return nil
 }

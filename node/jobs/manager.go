@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labpool/labpool/node/containers"
@@ -120,6 +121,8 @@ type Manager struct {
 	policy Policy
 
 	saveMu sync.Mutex // taken before mu is released: saves reach the Store in the order of the changes
+
+	evictLoaded atomic.Bool // an eviction has read the kept records (evict.go)
 }
 
 // NewManager returns a manager; rt may be nil on a machine without Docker,

@@ -37,6 +37,10 @@ type Policy struct {
 	// means it, the default) or "host" (also this host's other services).
 	// No job reaches another job, nor this host's labpool ports, in any.
 	JobNetwork string `json:"job_network,omitempty"`
+	// WebhookOff: this machine posts no alert to the pool's webhook;
+	// WebhookPrivate lets its posts reach private addresses (alerts.WebhookPolicy).
+	WebhookOff     bool `json:"webhook_off"`
+	WebhookPrivate bool `json:"webhook_private"`
 }
 
 // DefaultPolicy is the policy of a machine whose owner set none: members

@@ -191,13 +191,13 @@ func TestServeHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	srv.ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1:9400/metrics", nil))
 	if rec.Code != 200 || rec.Header().Get("Content-Type") != ContentType || rec.Body.String() != wantText {
 		t.Errorf("GET /metrics = %d %q:\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
 	for _, c := range []struct{ method, path string }{{"POST", "/metrics"}, {"GET", "/"}, {"GET", "/metrics/x"}} {
 		rec := httptest.NewRecorder()
-		srv.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		srv.ServeHTTP(rec, httptest.NewRequest(c.method, "http://127.0.0.1:9400"+c.path, nil))
 		if rec.Code == 200 {
 			t.Errorf("%s %s = 200, want a refusal", c.method, c.path)
 		}

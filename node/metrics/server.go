@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
@@ -30,7 +31,10 @@ var _ Source = (*agent.Telemetry)(nil)
 type Config struct {
 	Addr        string // HOST:PORT to listen on, e.g. "127.0.0.1:9400"
 	AllowRemote bool   // allow a non-loopback Addr (see CheckAddr)
-	Hostname    string // the Hostname label
+	Hostname    string // the Hostname label; with AllowRemote also a Host served (CheckHost)
+	// Hosts are further names a request may call this machine by with
+	// AllowRemote (its DNS names, as Prometheus's targets name it).
+	Hosts []string
 }
 
 // Server serves the latest sample of a Source at Path.
@@ -40,6 +44,28 @@ type Server struct {
 	owner func(job string) string
 	name  func(member string) string
 	log   *slog.Logger
+
+	mu      sync.Mutex      // guards refused
+	refused map[string]bool // Hosts refused and logged, at most maxRefused
+}
+
+// maxRefused bounds the Hosts remembered as logged.
+const maxRefused = 64
+
+// refusedOnce logs the refusal of host the first time it is seen.
+func (s *Server) refusedOnce(host string, err error) {
+	s.mu.Lock()
+	seen := s.refused[host]
+	if !seen && len(s.refused) < maxRefused {
+		if s.refused == nil {
+			s.refused = map[string]bool{}
+		}
+		s.refused[host] = true
+	}
+	s.mu.Unlock()
+	if !seen {
+		s.log.Warn("refused a metrics request", "host", host, "err", err)
+	}
 }
 
 // New returns a server of src's samples; owner (may be nil) gives the owner
@@ -58,6 +84,11 @@ func New(cfg Config, src Source, owner func(job string) string, name func(member
 // ServeHTTP answers GET Path with the latest sample's metrics (none before
 // the first sample).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := s.cfg.CheckHost(r.Host); err != nil {
+		s.refusedOnce(r.Host, err)
+		http.Error(w, err.Error(), http.StatusMisdirectedRequest)
+		return
+	}
 	if r.URL.Path != Path {
 		http.NotFound(w, r)
 		return

@@ -48,6 +48,7 @@ export interface AlertRuleRequest {
 /** app.AlertWebhook */
 export interface AlertWebhook {
   url: string
+  set: boolean
 }
 
 /** app.Applied */
@@ -392,6 +393,8 @@ export interface Policy {
   idle_reclaim_seconds: number
   idle_below_percent: number
   job_network?: string
+  webhook_off: boolean
+  webhook_private: boolean
 }
 
 /** app.PolicyUpdate */
@@ -406,6 +409,8 @@ export interface PolicyUpdate {
   idle_reclaim_seconds?: number | null
   idle_below_percent?: number | null
   job_network?: string | null
+  webhook_off?: boolean | null
+  webhook_private?: boolean | null
 }
 
 /** app.PoolSeries */
