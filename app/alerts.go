@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,8 +20,8 @@ import (
 // of its own: the alerts it evaluated (about itself, or "machine offline"
 // about another), and its effective rules.
 const (
-	KindAlert      = "alert"       // key: alert ID; Alert; time: when it fired
-	KindAlertRules = "alert.rules" // key: ""; AlertState
+	KindAlert      = schema.KindAlert      // key: alert ID; Alert; time: when it fired
+	KindAlertRules = schema.KindAlertRules // key: ""; AlertState
 )
 
 // EventAlerts carries []Alert (those of the last week and every active
@@ -93,7 +95,7 @@ type AlertRuleChange struct {
 // SettingAlertWebhook is the local setting holding the pool's webhook URL
 // as this machine last received it (never replicated: it is a secret of
 // the lab's chat).
-const SettingAlertWebhook = "alerts.webhook"
+const SettingAlertWebhook = schema.SettingAlertWebhook
 
 // alertWindow is how far back Alerts reads by default.
 const alertWindow = 7 * 24 * time.Hour

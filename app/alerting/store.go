@@ -1,6 +1,8 @@
 package alerting
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,10 +16,10 @@ import (
 // Local settings of this machine's alerting (never replicated; the state
 // is published as an app.KindAlertRules record).
 const (
-	settingAlertRules   = "alerts.rules"    // []alerts.Rule
-	settingAlertRulesAt = "alerts.rules_at" // RFC 3339: when an owner or admin changed them
-	settingAlertMutes   = "alerts.mutes"
-	settingWebhookAt    = "alerts.webhook_at" // RFC 3339: when an owner or admin set the webhook
+	settingAlertRules   = schema.SettingAlertRules
+	settingAlertRulesAt = schema.SettingAlertRulesAt
+	settingAlertMutes   = schema.SettingAlertMutes
+	settingWebhookAt    = schema.SettingWebhookAt
 )
 
 // Retention is how long alert records are kept.

@@ -1,6 +1,8 @@
 package nodestore
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,7 +25,7 @@ type Jobs struct {
 func NewJobs(db *store.DB, origin string) Jobs { return Jobs{db, origin} }
 
 // settingJobEnv prefixes the local setting holding a job's environment.
-const settingJobEnv = "job-env:"
+const settingJobEnv = schema.SettingJobEnv
 
 // SaveEnv implements jobs.Store: local settings only.
 func (s Jobs) SaveEnv(id string, env []string) error {
