@@ -68,7 +68,7 @@ type follower struct {
 	online bool
 	since  time.Time // of the current state
 	cancel context.CancelFunc
-	wake   chan struct{} // a new hint cuts a reconnect wait short
+	wake   chan struct{}   // a new hint cuts a reconnect wait short
 	logged map[string]bool // the rules a refusal of its records was logged for; its follow goroutine's own
 }
 
