@@ -119,9 +119,7 @@ func (s Store) Load(ctx context.Context, m *alerts.Machine) error {
 	if v, ok, err := s.db.Setting(ctx, settingAlertMutes); err == nil && ok {
 		var mutes []alerts.Mute
 		if json.Unmarshal([]byte(v), &mutes) == nil {
-			for _, mu := range mutes {
-				m.Eval.Mute(mu)
-			}
+			m.RestoredMutes(mutes)
 		}
 	}
 	if v, ok, err := s.db.Setting(ctx, app.SettingAlertWebhook); err == nil && ok {
