@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,8 +20,8 @@ import (
 // of its own: the alerts it evaluated (about itself, or "machine offline"
 // about another), and its effective rules.
 const (
-	KindAlert      = "alert"       // key: alert ID; Alert; time: when it fired
-	KindAlertRules = "alert.rules" // key: ""; AlertState
+	KindAlert      = schema.KindAlert      // key: alert ID; Alert; time: when it fired
+	KindAlertRules = schema.KindAlertRules // key: ""; AlertState
 )
 
 // EventAlerts carries []Alert (those of the last week and every active
@@ -95,15 +97,16 @@ type AlertRuleChange struct {
 // SettingAlertWebhook is the local setting holding the pool's webhook URL
 // as this machine last received it (never replicated: it is a secret of
 // the lab's chat).
-const SettingAlertWebhook = "alerts.webhook"
+const SettingAlertWebhook = schema.SettingAlertWebhook
 
 // alertWindow is how far back Alerts reads by default.
 const alertWindow = 7 * 24 * time.Hour
 
 // Alerts returns the alerts of the pool that fired in the last seconds
-// (a week when 0), and every one still active, newest first. A "machine
-// offline" alert is this machine's own observation only (every member
-// records its own).
+// (a week when 0), and every one still active, newest first. An alert is
+// a machine's only when that machine wrote it: one a machine wrote about
+// another is left out, but for a "machine offline" alert this machine
+// recorded (every member records its own), marked with it as Observer.
 func (r *Reader) Alerts(ctx context.Context, seconds int) ([]Alert, error) {
 	if seconds < 0 {
 		return nil, fmt.Errorf("%w: since must not be negative", ErrInvalid)
@@ -128,8 +131,12 @@ func (r *Reader) Alerts(ctx context.Context, seconds int) ([]Alert, error) {
 			if json.Unmarshal(rec.Data, &a) != nil || a.ID == "" {
 				continue
 			}
-			if a.Rule == alerts.RuleOffline && o != r.self.ID {
+			if !shownAs(a, o, r.self.ID) {
 				continue
+			}
+			a.Observer = ""
+			if a.Node != o {
+				a.Observer = o
 			}
 			if a.Active() || !a.FiredAt.Before(from) {
 				out = append(out, a)
@@ -143,6 +150,15 @@ func (r *Reader) Alerts(ctx context.Context, seconds int) ([]Alert, error) {
 		return out[i].ID < out[k].ID
 	})
 	return out, nil
+}
+
+// shownAs says whether alert a, recorded by origin, is listed: a
+// machine's own alert, or a machine offline as self sees it.
+func shownAs(a Alert, origin, self string) bool {
+	if a.Rule == alerts.RuleOffline {
+		return origin == self && a.Node != self
+	}
+	return a.Node == origin
 }
 
 // AlertRules returns the rules a machine (this one when node is empty)
@@ -289,7 +305,7 @@ func (r *Reader) alertByID(ctx context.Context, id string) (Alert, string, error
 			return Alert{}, "", err
 		}
 		var a Alert
-		if ok && json.Unmarshal(rec.Data, &a) == nil {
+		if ok && json.Unmarshal(rec.Data, &a) == nil && shownAs(a, o, r.self.ID) {
 			return a, o, nil
 		}
 	}

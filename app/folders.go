@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +17,7 @@ import (
 
 // KindFolder is the replica record of one shared folder, written by the
 // node that shares it (key: the folder's name; data: folders.Info).
-const KindFolder = "folder"
+const KindFolder = schema.KindFolder
 
 // Folder is a shared folder of the pool, as listed.
 type Folder struct {

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -19,7 +21,7 @@ import (
 
 // KindJob is the replica record of one job, written by the node that runs
 // it (key: the job ID; data: jobs.Job).
-const KindJob = "job"
+const KindJob = schema.KindJob
 
 // NodeCaller reaches a node's agent API (this machine's included) over the
 // pool's transport, pinned to the node's device ID.

@@ -1,10 +1,13 @@
 package app
 
-import "github.com/labpool/labpool/node/agent"
+import (
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/sync/schema"
+)
 
 // KindNode is the replica record of what a node says about itself, written
 // by that node (key: ""; data: NodeRecord).
-const KindNode = "node"
+const KindNode = schema.KindNode
 
 // NodeRecord is what a node says about itself.
 type NodeRecord struct {

@@ -140,7 +140,11 @@ func notification(a Alert, names map[string]string) Notification {
 	if name == "" {
 		name = shortID(a.Node)
 	}
-	return Notification{Summary: fmt.Sprintf("%s on %s", a.Rule, name), Body: a.Message, Critical: a.Severity == alerts.Critical}
+	summary := fmt.Sprintf("%s on %s", a.Rule, name)
+	if a.Observer != "" {
+		summary += fmt.Sprintf(" (seen from %s)", cmpOr(names[a.Observer], shortID(a.Observer)))
+	}
+	return Notification{Summary: summary, Body: a.Message, Critical: a.Severity == alerts.Critical}
 }
 
 // AlertSource is the daemon as the notifier reads it (a web.Client).

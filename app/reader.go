@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"errors"
 	"time"
@@ -33,8 +35,8 @@ func (offline) Online(string) bool { return false }
 
 // Settings that let the replica be read without a daemon.
 const (
-	SettingSelfID   = "self.id"
-	SettingSelfName = "self.name"
+	SettingSelfID   = schema.SettingSelfID
+	SettingSelfName = schema.SettingSelfName
 )
 
 // LoadSelf reads this machine's identity as the daemon last recorded it.

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +20,7 @@ import (
 // seconds; time: the reading's; data: EncodeEnergy's), written by the node
 // itself: what the report's energy comes from. A history kind ("sample."
 // prefix): a full disk skips it before any control record.
-const KindEnergy = store.HistoryKindPrefix + "energy"
+const KindEnergy = schema.KindEnergy
 
 // Energy readings: one per energyStep, kept energyKeep.
 const (

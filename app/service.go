@@ -1,6 +1,8 @@
 package app
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -312,8 +314,8 @@ func (s *Service) Probe(ctx context.Context, addr string) (ProbeResult, error) {
 
 // Settings in the local (unreplicated) table.
 const (
-	SettingPoolID     = "pool.id"
-	SettingPoolSecret = "pool.secret"
+	SettingPoolID     = schema.SettingPoolID
+	SettingPoolSecret = schema.SettingPoolSecret
 )
 
 // Run publishes the pool view every interval (and each new sample) to the

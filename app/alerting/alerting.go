@@ -59,7 +59,14 @@ func Open(ctx context.Context, cfg Config, db *store.DB, p Pool, in *Inputs, log
 	wh := alerts.NewWebhook(cfg.Name, cfg.WebhookPolicy, log)
 	ev := alerts.NewEvaluator(cfg.Self.String(), st, log, wh.Send)
 	a := &Alerting{cfg: cfg, db: db, pool: p, in: in, log: log,
-		m: &alerts.Machine{Eval: ev, Webhook: wh, Settings: st}}
+		m: &alerts.Machine{Eval: ev, Webhook: wh, Settings: st, Member: func(id string) bool {
+			d, err := peer.ParseID(id)
+			if err != nil || p == nil || d == cfg.Self {
+				return false
+			}
+			_, ok := p.Role(d)
+			return ok
+		}}}
 	if err := st.Load(ctx, a.m); err != nil {
 		log.Error("read this machine's alert settings: keeping the defaults", "err", err)
 	}

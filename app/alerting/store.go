@@ -1,6 +1,8 @@
 package alerting
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,10 +16,10 @@ import (
 // Local settings of this machine's alerting (never replicated; the state
 // is published as an app.KindAlertRules record).
 const (
-	settingAlertRules   = "alerts.rules"    // []alerts.Rule
-	settingAlertRulesAt = "alerts.rules_at" // RFC 3339: when an owner or admin changed them
-	settingAlertMutes   = "alerts.mutes"
-	settingWebhookAt    = "alerts.webhook_at" // RFC 3339: when an owner or admin set the webhook
+	settingAlertRules   = schema.SettingAlertRules
+	settingAlertRulesAt = schema.SettingAlertRulesAt
+	settingAlertMutes   = schema.SettingAlertMutes
+	settingWebhookAt    = schema.SettingWebhookAt
 )
 
 // Retention is how long alert records are kept.
@@ -117,9 +119,7 @@ func (s Store) Load(ctx context.Context, m *alerts.Machine) error {
 	if v, ok, err := s.db.Setting(ctx, settingAlertMutes); err == nil && ok {
 		var mutes []alerts.Mute
 		if json.Unmarshal([]byte(v), &mutes) == nil {
-			for _, mu := range mutes {
-				m.Eval.Mute(mu)
-			}
+			m.RestoredMutes(mutes)
 		}
 	}
 	if v, ok, err := s.db.Setting(ctx, app.SettingAlertWebhook); err == nil && ok {

@@ -17,6 +17,8 @@
 package history
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"encoding/json"
 	"fmt"
 	"time"
@@ -27,11 +29,11 @@ import (
 
 // Record kinds in the replica. Every node is the only writer of its own.
 const (
-	KindLive      = "sample.live" // key "": the latest agent.Sample (JSON), replaced every second
-	KindSample1s  = "sample.1s"   // key: unix seconds; a Point (older: agent.Sample)
-	KindSample1m  = "sample.1m"   // key: unix seconds of the minute; a Point (older: agent.Sample means)
-	KindSample15m = "sample.15m"  // key: unix seconds; a Point (older: agent.Sample means)
-	KindSample3h  = "sample.3h"   // key: unix seconds; a Point
+	KindLive      = schema.KindLive      // key "": the latest agent.Sample (JSON), replaced every second
+	KindSample1s  = schema.KindSample1s  // key: unix seconds; a Point (older: agent.Sample)
+	KindSample1m  = schema.KindSample1m  // key: unix seconds of the minute; a Point (older: agent.Sample means)
+	KindSample15m = schema.KindSample15m // key: unix seconds; a Point (older: agent.Sample means)
+	KindSample3h  = schema.KindSample3h  // key: unix seconds; a Point
 )
 
 // Resolution is one tier of the history: its step and retention.

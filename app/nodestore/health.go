@@ -1,6 +1,8 @@
 package nodestore
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +14,7 @@ import (
 // settingGPUHealth is the local setting holding this machine's GPU
 // quarantines and the faults owners accepted (never replicated: the
 // machine decides what runs on its GPUs).
-const settingGPUHealth = "gpu-health"
+const settingGPUHealth = schema.SettingGPUHealth
 
 // Health implements jobs.HealthStore over the local settings.
 type Health struct{ db *store.DB }

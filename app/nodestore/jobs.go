@@ -1,6 +1,8 @@
 package nodestore
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,7 +28,7 @@ func NewJobs(db *store.DB, origin string) Jobs { return Jobs{db, origin} }
 // settingJobEnv prefixes the local setting holding a job's private part:
 // its environment and command line (jobs.Private as JSON; before the
 // command line was kept there, the environment alone, as a JSON list).
-const settingJobEnv = "job-env:"
+const settingJobEnv = schema.SettingJobEnv
 
 // SavePrivate implements jobs.Store: local settings only.
 func (s Jobs) SavePrivate(id string, p jobs.Private) error {

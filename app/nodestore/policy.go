@@ -1,6 +1,8 @@
 package nodestore
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +14,7 @@ import (
 )
 
 // settingPolicy is the local setting holding this machine's policy.
-const settingPolicy = "policy"
+const settingPolicy = schema.SettingPolicy
 
 // policyMu serializes policy changes (read, apply, store), of every
 // machine in this process: they are rare.

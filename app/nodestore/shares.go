@@ -1,6 +1,8 @@
 package nodestore
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +13,7 @@ import (
 
 // settingFolders keeps this machine's share definitions (local only: the
 // paths never leave the machine).
-const settingFolders = "folders"
+const settingFolders = schema.SettingFolders
 
 // Shares implements folders.Store: share definitions in the local settings.
 type Shares struct{ db *store.DB }

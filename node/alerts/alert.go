@@ -21,6 +21,9 @@ type Alert struct {
 	FiredAt   time.Time  `json:"fired_at"`
 	ClearedAt *time.Time `json:"cleared_at"`
 	Muted     bool       `json:"muted"`
+	// Observer is the machine that recorded an alert about another one
+	// (a machine offline, as it sees it); "" when Node recorded it.
+	Observer string `json:"observer,omitempty"`
 }
 
 // Active says whether a has not cleared.

@@ -26,6 +26,7 @@ type Evaluator struct {
 	mu    sync.Mutex // guards the fields below
 	rules []Rule
 	mutes []Mute
+	gpus  []int // the GPU indexes of the last reading
 	conds map[condKey]*cond
 }
 
@@ -81,13 +82,18 @@ func (e *Evaluator) Mutes(now time.Time) []Mute {
 }
 
 // Mute adds m (or, with a zero Until, ends the mutes of its rule and GPU)
-// and marks the active alerts it covers, saving them again.
-func (e *Evaluator) Mute(m Mute) {
+// and marks the active alerts it covers, saving them again. A new mute
+// past maxMutes in force is refused.
+func (e *Evaluator) Mute(m Mute) error {
 	now := time.Now()
 	e.mu.Lock()
-	e.mutes = slices.DeleteFunc(e.mutes, func(o Mute) bool {
-		return !now.Before(o.Until) || (o.Node == m.Node && o.Rule == m.Rule && eqGPU(o.GPU, m.GPU))
-	})
+	same := func(o Mute) bool { return o.Node == m.Node && o.Rule == m.Rule && eqGPU(o.GPU, m.GPU) }
+	e.mutes = slices.DeleteFunc(e.mutes, func(o Mute) bool { return !now.Before(o.Until) })
+	if !m.Until.IsZero() && !slices.ContainsFunc(e.mutes, same) && len(e.mutes) >= maxMutes {
+		e.mu.Unlock()
+		return muteRefusal(ruleMuteCount, "a mute of %s on %s: %d mutes are in force", m.Rule, shortNode(m.Node), len(e.mutes))
+	}
+	e.mutes = slices.DeleteFunc(e.mutes, same)
 	if !m.Until.IsZero() {
 		e.mutes = append(e.mutes, m)
 	}
@@ -106,6 +112,7 @@ func (e *Evaluator) Mute(m Mute) {
 	for _, a := range changed {
 		e.save(a)
 	}
+	return nil
 }
 
 func eqGPU(a, b *int) bool { return (a == nil && b == nil) || (a != nil && b != nil && *a == *b) }
@@ -170,6 +177,10 @@ func (e *Evaluator) Evaluate(rd Reading) {
 	}
 	var out []Alert
 	e.mu.Lock()
+	e.gpus = e.gpus[:0]
+	for _, g := range rd.GPUs {
+		e.gpus = append(e.gpus, g.Index)
+	}
 	seen := map[condKey]bool{}
 	for _, r := range e.rules {
 		if !r.Enabled {

@@ -65,9 +65,13 @@ type Settings interface {
 // Machine is this machine's alerting as the pool configures it: the
 // evaluator's rules and mutes and the webhook, kept by Settings.
 type Machine struct {
-	Eval      *Evaluator
-	Webhook   *Webhook
-	Settings  Settings
+	Eval     *Evaluator
+	Webhook  *Webhook
+	Settings Settings
+	// Member says whether a device is another member of the pool: the
+	// offline alert of a member is the one mute this machine takes about
+	// another machine (nil: none).
+	Member    func(id string) bool
 	mu        sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt and webhookAt
 	rulesAt   time.Time  // when the rules were last changed (State.RulesAt)
 	webhookAt time.Time  // when the webhook was last set (State.WebhookAt)
@@ -223,7 +227,8 @@ func (m *Machine) WebhookFor(c Caller) (WebhookSetting, error) {
 	return m.WebhookSetting(), nil
 }
 
-// Mute adds or ends a mute (anyone of the pool but viewers).
+// Mute adds or ends a mute (anyone of the pool but viewers), checked
+// whoever asks (see checkMute and maxMutes).
 func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
 	switch {
 	case c.Local:
@@ -238,9 +243,14 @@ func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
 	if mu.Node == "" {
 		mu.Node = m.Eval.node
 	}
+	if err := m.checkMute(mu, time.Now()); err != nil {
+		return Mute{}, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.Eval.Mute(mu)
+	if err := m.Eval.Mute(mu); err != nil {
+		return Mute{}, err
+	}
 	if err := m.Settings.SaveMutes(m.Eval.Mutes(time.Now())); err != nil {
 		return Mute{}, err
 	}

@@ -169,7 +169,7 @@ func TestMuteByRole(t *testing.T) {
 	if _, msg := errorOf(t, rec); rec.Code != http.StatusForbidden || !strings.Contains(msg, "viewers cannot mute alerts") {
 		t.Errorf("a viewer mutes: %d %q", rec.Code, msg)
 	}
-	rec = call(t, m, RoleMember, "POST", "/v1/alerts/mute", `{"rule": "gpu-temp", "until": "2999-01-01T00:00:00Z"}`)
+	rec = call(t, m, RoleMember, "POST", "/v1/alerts/mute", muteBody("", "gpu-temp", nil, time.Now().Add(24*time.Hour)))
 	var mu Mute
 	json.Unmarshal(rec.Body.Bytes(), &mu)
 	if rec.Code != http.StatusOK || mu.Node != selfID || len(st.mutes) != 1 {

@@ -19,9 +19,21 @@ var heartbeat = []byte("{}\n")
 // valid JSON (Append and Put check it), so it is copied as it is, unless it
 // holds a line break, which a line cannot carry; then it is compacted.
 func appendRecordsFrame(b []byte, recs []store.Record) []byte {
+	b, _ = appendFrameUpTo(b, recs, 0)
+	return b
+}
+
+// appendFrameUpTo is appendRecordsFrame of the first records of recs that
+// fit in max bytes (all of them when max is 0), one at least; it returns
+// how many it took.
+func appendFrameUpTo(b []byte, recs []store.Record, max int) ([]byte, int) {
+	start := len(b)
 	b = append(b, `{"r":[`...)
 	for i, r := range recs {
 		if i > 0 {
+			if max > 0 && len(b)-start+len(r.Key)+len(r.Data)+len(r.Origin)+len(r.Kind)+recordOverhead > max {
+				return append(b, "]}\n"...), i
+			}
 			b = append(b, ',')
 		}
 		b = append(b, `{"o":`...)
@@ -38,8 +50,13 @@ func appendRecordsFrame(b []byte, recs []store.Record) []byte {
 		b = appendData(b, r.Data)
 		b = append(b, '}')
 	}
-	return append(b, "]}\n"...)
+	return append(b, "]}\n"...), len(recs)
 }
+
+// recordOverhead bounds what a record's line adds to its origin, kind, key
+// and data: the field names, its seq and time, and the frame's end
+// (escapes in a key aside).
+const recordOverhead = 96
 
 // appendData appends a record's data: null when empty, else its JSON.
 func appendData(b []byte, d json.RawMessage) []byte {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/labpool/labpool/sync/store"
 )
@@ -26,6 +27,11 @@ const MaxFrame = 8 << 20
 
 // maxBatch bounds the records of one frame.
 const maxBatch = 512
+
+// frameBytes bounds the records of one frame by their size: a frame ends
+// before the record that would take it past frameBytes (a frame holds one
+// record at least, and schema.MaxRecord is far under MaxFrame).
+const frameBytes = 1 << 20
 
 // maxPool bounds the membership records of one frame.
 const maxPool = 10000
@@ -59,7 +65,11 @@ func (d *Decoder) Next() (Frame, error) {
 	return DecodeFrame(line)
 }
 
-// DecodeFrame decodes and checks one line.
+// DecodeFrame decodes and checks one line. It fails on what breaks the
+// protocol (a record with no origin or kind, a seq of 0 or over
+// math.MaxInt64); what breaks the replica's schema (a kind it does not
+// know, a key or data over their caps) is for the follower to refuse,
+// record by record.
 func DecodeFrame(line []byte) (Frame, error) {
 	var f Frame
 	if err := json.Unmarshal(line, &f); err != nil {
@@ -69,7 +79,7 @@ func DecodeFrame(line []byte) (Frame, error) {
 		return Frame{}, fmt.Errorf("decode replication frame: %d records, %d pool records: over %d or %d", len(f.Records), len(f.Pool), maxBatch, maxPool)
 	}
 	for _, r := range f.Records {
-		if r.Seq == 0 || r.Kind == "" || len(r.Kind) > 64 || len(r.Key) > 256 {
+		if r.Seq == 0 || r.Seq > math.MaxInt64 || r.Kind == "" || r.Origin == "" {
 			return Frame{}, fmt.Errorf("decode replication frame: malformed record (seq %d, kind %q)", r.Seq, r.Kind)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/schema"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -67,7 +68,8 @@ type follower struct {
 	online bool
 	since  time.Time // of the current state
 	cancel context.CancelFunc
-	wake   chan struct{} // a new hint cuts a reconnect wait short
+	wake   chan struct{}   // a new hint cuts a reconnect wait short
+	logged map[string]bool // the rules a refusal of its records was logged for; its follow goroutine's own
 }
 
 // NewPeers returns the follower set of node self.
@@ -323,14 +325,33 @@ func (p *Peers) apply(ctx context.Context, f *follower, fr Frame) error {
 		}
 	}
 	if len(fr.Records) > 0 {
-		if err := p.db.Put(ctx, fr.Records); err != nil {
+		refused, err := p.db.Receive(ctx, fr.Records)
+		if err != nil {
 			return err
 		}
+		p.logRefused(f, refused)
 	}
 	if len(fr.Pool) > 0 && p.OnPool != nil {
 		return p.OnPool(ctx, f.id, fr.Pool)
 	}
 	return nil
+}
+
+// logRefused logs the first record of f's peer refused under each rule:
+// the stream goes on without them.
+func (p *Peers) logRefused(f *follower, refused []store.Refused) {
+	for _, r := range refused {
+		var rf *schema.Refusal
+		if !errors.As(r.Err, &rf) || f.logged[rf.Rule] {
+			continue
+		}
+		if f.logged == nil {
+			f.logged = map[string]bool{}
+		}
+		f.logged[rf.Rule] = true
+		p.log.Warn("replication: a peer's record refused; its later refusals under this rule are not logged",
+			"peer", f.id, "kind", fmt.Sprintf("%.64s", r.Kind), "seq", r.Seq, "err", r.Err)
+	}
 }
 
 func (p *Peers) setOnline(f *follower, online bool) {

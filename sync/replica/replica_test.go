@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -153,6 +154,12 @@ func TestDecoderBounds(t *testing.T) {
 		{"record", `{"r":[{"o":"a","s":1,"k":"node","key":"","t":"2026-01-01T00:00:00Z","d":{}}]}` + "\n", false},
 		{"seq zero", `{"r":[{"o":"a","s":0,"k":"node","t":"2026-01-01T00:00:00Z","d":{}}]}` + "\n", true},
 		{"no kind", `{"r":[{"o":"a","s":1,"k":"","t":"2026-01-01T00:00:00Z","d":{}}]}` + "\n", true},
+		{"no origin", `{"r":[{"o":"","s":1,"k":"node","t":"2026-01-01T00:00:00Z","d":{}}]}` + "\n", true},
+		{"seq over int64", `{"r":[{"o":"a","s":9223372036854775808,"k":"node","t":"2026-01-01T00:00:00Z","d":{}}]}` + "\n", true},
+		// The schema's refusals are the follower's, record by record: the
+		// frame decodes.
+		{"unknown kind", `{"r":[{"o":"a","s":1,"k":"junk","key":"","t":"2026-01-01T00:00:00Z","d":{}}]}` + "\n", false},
+		{"key over cap", `{"r":[{"o":"a","s":1,"k":"alert","key":"` + strings.Repeat("k", 4096) + `","t":"2026-01-01T00:00:00Z","d":{}}]}` + "\n", false},
 		{"pool records", `{"p":[{"kind":"join"}]}` + "\n", false},
 		{"pool record not json", `{"p":[nope]}` + "\n", true},
 		{"not json", "hello\n", true},
@@ -176,13 +183,20 @@ func FuzzDecodeFrame(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`{"r":[{"o":"a","s":1,"k":"node","key":"","t":"2026-01-01T00:00:00Z","d":{}}]}`))
 	f.Add([]byte(`{"p":[{"kind":"remove","subject":"X","v":3}]}`))
+	// The schema's limits: an unknown kind, a key and data over their caps,
+	// a seq past int64, a frame of many records.
+	f.Add([]byte(`{"r":[{"o":"a","s":1,"k":"junk","key":"x","t":"2026-01-01T00:00:00Z","d":{}},{"o":"a","s":2,"k":"node","key":"","t":"2026-01-01T00:00:00Z","d":{}}]}`))
+	f.Add([]byte(`{"r":[{"o":"a","s":1,"k":"alert","key":"` + strings.Repeat("k", 300) + `","t":"2026-01-01T00:00:00Z","d":{}}]}`))
+	f.Add([]byte(`{"r":[{"o":"a","s":1,"k":"alert.rules","key":"","t":"2026-01-01T00:00:00Z","d":"` + strings.Repeat("x", 70<<10) + `"}]}`))
+	f.Add([]byte(`{"r":[{"o":"a","s":18446744073709551615,"k":"node","key":"","t":"2026-01-01T00:00:00Z","d":{}}]}`))
+	f.Add([]byte(`{"r":[` + strings.Repeat(`{"o":"a","s":1,"k":"node","key":"","t":"2026-01-01T00:00:00Z","d":{}},`, maxBatch) + `{"o":"a","s":2,"k":"node","key":"","t":"2026-01-01T00:00:00Z","d":{}}]}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		fr, err := DecodeFrame(line)
 		if err != nil {
 			return
 		}
 		for _, r := range fr.Records {
-			if r.Seq == 0 || r.Kind == "" {
+			if r.Seq == 0 || r.Seq > math.MaxInt64 || r.Kind == "" || r.Origin == "" {
 				t.Fatalf("accepted a malformed record %+v", r)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/sync/schema"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -89,7 +90,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 	dirty := true // read the store at start and after each change only
 	for {
 		if dirty {
-			n, err := s.sendSince(ctx, w, &buf, &since)
+			n, more, err := s.sendSince(ctx, w, &buf, &since)
 			if err != nil {
 				return err
 			}
@@ -100,7 +101,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 			if n > 0 {
 				beat.Reset(s.Heartbeat)
 			}
-			if n == maxBatch {
+			if more {
 				continue // more to catch up
 			}
 			dirty = false
@@ -122,13 +123,15 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 	}
 }
 
-// sendSince sends our records above *since, in a frame encoded into *buf.
-// The store is not read when it says we appended nothing since (the
-// change that woke the stream was another origin's).
-func (s *Server) sendSince(ctx context.Context, w io.Writer, buf *[]byte, since *uint64) (int, error) {
+// sendSince sends our records above *since, in a frame encoded into *buf,
+// and says whether more are waiting. A frame holds at most maxBatch
+// records and ends before the one that would take it past frameBytes. The
+// store is not read when it says we appended nothing since (the change
+// that woke the stream was another origin's).
+func (s *Server) sendSince(ctx context.Context, w io.Writer, buf *[]byte, since *uint64) (n int, more bool, err error) {
 	top, known := s.db.Appended(s.origin)
 	if known && top <= *since {
-		return 0, nil
+		return 0, false, nil
 	}
 	if known {
 		s.lastMu.Lock()
@@ -137,37 +140,53 @@ func (s *Server) sendSince(ctx context.Context, w io.Writer, buf *[]byte, since 
 		if f.from == *since && f.to == top && f.line != nil {
 			*since = f.to
 			_, err := w.Write(f.line)
-			return f.n, err
+			return f.n, false, err
 		}
 	}
 	from := *since
 	recs, err := s.db.Since(ctx, s.origin, from, maxBatch)
 	if err != nil || len(recs) == 0 {
-		return 0, err
+		return 0, false, err
 	}
-	*since = recs[len(recs)-1].Seq
-	n := len(recs)
-	if s.Skip != nil && !(known && *since == top && len(recs) < maxBatch && len(recs) <= 16) {
-		if recs = slices.DeleteFunc(recs, s.Skip); len(recs) == 0 {
-			return n, nil
+	last := recs[len(recs)-1].Seq
+	more = len(recs) == maxBatch
+	live := known && last == top && !more && len(recs) <= 16
+	if s.Skip != nil && !live {
+		recs = slices.DeleteFunc(recs, s.Skip)
+	}
+	// A record over its kind's caps (written before the caps were) is
+	// left out: every follower would refuse it.
+	recs = slices.DeleteFunc(recs, overCap)
+	if len(recs) == 0 {
+		*since = last
+		return 0, more, nil
+	}
+	var line []byte
+	if !live {
+		line = (*buf)[:0]
+	}
+	line, used := appendFrameUpTo(line, recs, frameBytes)
+	if used < len(recs) {
+		last, more, live = recs[used-1].Seq, true, false
+	}
+	*since = last
+	if live {
+		// Live records, as every follower that is up to date will want.
+		s.lastMu.Lock()
+		s.last = sharedFrame{from: from, to: top, n: used, line: line}
+		s.lastMu.Unlock()
+	} else {
+		*buf = line
+		if cap(*buf) > 1<<20 {
+			defer func() { *buf = nil }() // a catch-up's large frame is not kept
 		}
 	}
-	if known && *since == top && len(recs) < maxBatch && len(recs) <= 16 {
-		// Live records, as every follower that is up to date will want.
-		line := appendRecordsFrame(nil, recs)
-		s.lastMu.Lock()
-		s.last = sharedFrame{from: from, to: top, n: len(recs), line: line}
-		s.lastMu.Unlock()
-		_, err = w.Write(line)
-		return len(recs), err
-	}
-	*buf = appendRecordsFrame((*buf)[:0], recs)
-	if cap(*buf) > 1<<20 {
-		defer func() { *buf = nil }() // a catch-up's large frame is not kept
-	}
-	_, err = w.Write(*buf)
-	return n, err
+	_, err = w.Write(line)
+	return used, more, err
 }
+
+// overCap says whether the schema refuses r.
+func overCap(r store.Record) bool { return schema.Check(r.Kind, r.Key, len(r.Data)) != nil }
 
 // sendPool sends the membership records when they differ from what was
 // last sent (fingerprint last).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/labpool/labpool/sync/schema"
 )
 
 // nextSeq takes the next seq of origin from its cursor.
@@ -20,7 +22,9 @@ const replaceRecord = `INSERT INTO records (` + recordCols + `) VALUES (?, ?, ?,
 
 // Append writes one of our own records (origin is this device) and assigns
 // it the next seq of origin. A record with the same (origin, kind, key) is
-// replaced. t is stored to the millisecond; data must be JSON or empty.
+// replaced. t is stored to the millisecond; data must be JSON or empty. A
+// record of a kind the schema does not know, or over its kind's caps, is
+// refused (schema.ErrRefused).
 func (db *DB) Append(ctx context.Context, origin, kind, key string, t time.Time, data []byte) (Record, error) {
 	recs, err := db.AppendBatch(ctx, origin, []Record{{Kind: kind, Key: key, Time: t, Data: data}})
 	if err != nil {
@@ -40,6 +44,9 @@ func (db *DB) AppendBatch(ctx context.Context, origin string, recs []Record) ([]
 		}
 		if err := checkEntry(origin, r.Kind, r.Data); err != nil {
 			return nil, fmt.Errorf("append %s/%s: %w", r.Kind, r.Key, err)
+		}
+		if err := schema.Check(r.Kind, r.Key, len(r.Data)); err != nil {
+			return nil, fmt.Errorf("append a record: %w", err)
 		}
 		out[i] = Record{Origin: origin, Kind: r.Kind, Key: r.Key, Time: fromMS(toMS(r.Time)), Data: slices.Clone(r.Data)}
 	}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/labpool/labpool/sync/schema"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -45,10 +47,10 @@ var ErrHistoryPaused = errors.New("disk full: history paused until space returns
 // HistoryKindPrefix starts the kind of every history record (samples of every
 // tier). They are the records a full disk drops; every other kind is a
 // control record.
-const HistoryKindPrefix = "sample."
+const HistoryKindPrefix = schema.HistoryPrefix
 
 // IsHistoryKind reports whether records of kind are history.
-func IsHistoryKind(kind string) bool { return strings.HasPrefix(kind, HistoryKindPrefix) }
+func IsHistoryKind(kind string) bool { return schema.IsHistory(kind) }
 
 // Options tune a replica. The zero value is the defaults.
 type Options struct {
@@ -58,6 +60,10 @@ type Options struct {
 	// ResumeEvery bounds how often paused history checks for space
 	// (default 5 s).
 	ResumeEvery time.Duration
+	// OriginQuota bounds the bytes (keys and data) held of one other
+	// origin: Receive refuses its records past it (default
+	// schema.OriginQuota).
+	OriginQuota int64
 }
 
 // DefaultReserveBytes is the default reserve: room for a checkpoint of the
@@ -74,6 +80,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReserveBytes < 0 {
 		o.ReserveBytes = 0
+	}
+	if o.OriginQuota <= 0 {
+		o.OriginQuota = schema.OriginQuota
 	}
 	if o.ResumeEvery <= 0 {
 		o.ResumeEvery = 5 * time.Second

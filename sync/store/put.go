@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/labpool/labpool/sync/schema"
 )
 
 // upsertRecord stores a replicated record unless we hold the same or a newer
@@ -17,37 +19,51 @@ const upsertRecord = `INSERT INTO records (` + recordCols + `) VALUES (?, ?, ?, 
 const advanceCursor = `INSERT INTO cursors (origin, seq) VALUES (?, ?)
 	ON CONFLICT (origin) DO UPDATE SET seq = MAX(seq, excluded.seq)`
 
-// Put stores records replicated from other origins, all in one transaction.
-// It is idempotent and safe out of order: a record older than (or as old as)
-// the version held for its (origin, kind, key) is skipped. The cursor of
-// each origin rises to the highest seq in recs. It fails, storing nothing,
-// when a record is invalid (ErrInvalidRecord).
+// Put is Receive, for a caller that has no use for the records refused.
+func (db *DB) Put(ctx context.Context, recs []Record) error {
+	_, err := db.Receive(ctx, recs)
+	return err
+}
+
+// Receive stores records replicated from other origins, all in one
+// transaction. It is idempotent and safe out of order: a record older than
+// (or as old as) the version held for its (origin, kind, key) is skipped.
+// The cursor of each origin rises to the highest seq in recs. It fails,
+// storing nothing, when a record is invalid (ErrInvalidRecord).
 //
-// While history is paused by a full disk (HistoryPaused), Put skips the
+// It refuses, and returns, each record the schema does not allow (an
+// unknown kind, over its kind's caps) or that would take its origin past
+// its quota (Options.OriginQuota); the others are stored, and the cursor
+// passes the refused ones, so they are not asked for again.
+//
+// While history is paused by a full disk (HistoryPaused), Receive skips the
 // history records in recs and keeps the cursor of their origin below the
 // first one skipped, so that they are fetched again once history resumes.
-func (db *DB) Put(ctx context.Context, recs []Record) error {
+func (db *DB) Receive(ctx context.Context, recs []Record) ([]Refused, error) {
 	if len(recs) == 0 {
-		return nil
+		return nil, nil
 	}
 	for i := range recs {
 		if err := recs[i].check(); err != nil {
-			return fmt.Errorf("put records: %w", err)
+			return nil, fmt.Errorf("put records: %w", err)
 		}
 	}
+	var refused []Refused
 	err := db.write(ctx, classReplica, func(tx *sql.Tx) (bool, error) {
-		return db.putTx(ctx, tx, recs, db.paused.Load())
+		refused = refused[:0]
+		return db.putTx(ctx, tx, recs, db.paused.Load(), &refused)
 	})
 	if err != nil {
-		return fmt.Errorf("put %d records: %w", len(recs), err)
+		return nil, fmt.Errorf("put %d records: %w", len(recs), err)
 	}
-	return nil
+	return refused, nil
 }
 
 // putTx writes recs, or only their control records when skipHistory is
 // set, and raises the cursor of each origin to the highest seq written
-// below the first record skipped. It reports whether a record was written.
-func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory bool) (bool, error) {
+// below the first record skipped. It appends the records it refuses to
+// refused, and reports whether a record was written.
+func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory bool, refused *[]Refused) (bool, error) {
 	stmt := tx.StmtContext(ctx, db.wstmts.upsert)
 	defer stmt.Close()
 	advance := tx.StmtContext(ctx, db.wstmts.advance)
@@ -63,6 +79,13 @@ func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory 
 			}
 			continue
 		}
+		if err := db.admit(ctx, tx, &r); err != nil {
+			if _, ok := err.(*schema.Refusal); !ok {
+				return false, err
+			}
+			*refused = append(*refused, Refused{Origin: r.Origin, Kind: r.Kind, Key: r.Key, Seq: r.Seq, Err: err})
+			continue
+		}
 		res, err := stmt.ExecContext(ctx, r.Origin, r.Kind, r.Key, int64(r.Seq), toMS(r.Time), dataArg(r.Data))
 		if err != nil {
 			return false, fmt.Errorf("write %s/%s of %s: %w", r.Kind, r.Key, r.Origin, err)
@@ -70,6 +93,9 @@ func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory 
 		k, err := res.RowsAffected()
 		if err != nil {
 			return false, err
+		}
+		if k > 0 {
+			db.quota.stored(&r)
 		}
 		n += k
 	}

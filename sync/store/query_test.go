@@ -151,7 +151,7 @@ func TestReadersBesideWriter(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := range 50 {
-			if _, err := db.AppendBatch(ctx, "A", []store.Record{{Kind: "k", Key: keyOf(2 * i)}, {Kind: "k", Key: keyOf(2*i + 1)}}); err != nil {
+			if _, err := db.AppendBatch(ctx, "A", []store.Record{{Kind: "job", Key: keyOf(2 * i)}, {Kind: "job", Key: keyOf(2*i + 1)}}); err != nil {
 				done <- err
 				return
 			}

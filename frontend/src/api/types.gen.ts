@@ -15,6 +15,7 @@ export interface Alert {
   fired_at: string
   cleared_at?: string | null
   muted: boolean
+  observer?: string
 }
 
 /** app.AlertRule */
