@@ -16,12 +16,13 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/schema"
 	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 )
 
 // Settings the Manager keeps in the store.
-const settingPoolID = "pool.id"
+const settingPoolID = schema.SettingPoolID
 
 // Conditions the Manager's callers branch on.
 var (
