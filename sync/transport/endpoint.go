@@ -10,7 +10,9 @@
 // a join proof to the TLS session on both sides.
 //
 // Strangers can reach the socket: each source address has a budget of
-// handshakes (Config.Handshakes, see admit.go) and of refused requests
+// handshakes (Config.Handshakes, see admit.go; with Config.Member, those
+// from addresses where no member has connected also share Config.
+// Strangers) and of refused requests
 // (Refusals, for AuthorizeLimited and RateLimited). A device that is not a
 // member (Config.Member) gets only what the join exchange needs: few
 // streams, short requests, an idle close, and few such connections at once
