@@ -20,22 +20,22 @@ import (
 	"github.com/labpool/labpool/sync/peer"
 )
 
-// TestTrustDoor: a device that is not a member of the pool (here a
-// stranger with a certificate of its own) gets from an agent only what the
-// join exchange needs. Its flood of streams (10 connections of 1000
+// TestTrustDoor: a device that is not a member of the pool (a stranger
+// with a certificate of its own; a removed member) gets from an agent only
+// what the join exchange needs. Its flood of streams (10 connections of 1000
 // streams, each stuck in the HTTP/3 header read, as the audit did) is cut
 // at the third stream of each connection, naming the rule, and the agent's
 // memory does not follow the flood; a stream that never finishes its
 // headers is reset; a connection that opens nothing is closed whatever
 // its keepalives; the member's telemetry flows throughout.
 func TestTrustDoor(t *testing.T) {
-	l := newLAN(t, "agent", "member", "stranger")
-	agent, member, stranger := l.host("agent"), l.host("member"), l.host("stranger")
-	agent.agent()
-	member.agent()
-	agent.waitDaemon()
-	member.waitDaemon()
-	joinAll(t, agent, member)
+	l := newLAN(t, "agent", "member", "removed", "stranger")
+	agent, member, removed, stranger := l.host("agent"), l.host("member"), l.host("removed"), l.host("stranger")
+	for _, h := range []*host{agent, member, removed} {
+		h.agent()
+		h.waitDaemon()
+	}
+	joinAll(t, agent, member, removed)
 	waitFor(t, 20*time.Second, "member follows agent", func() error { return liveNodes(member, "agent") })
 	id, err := peer.LoadOrCreate(t.TempDir())
 	if err != nil {
@@ -104,6 +104,27 @@ func TestTrustDoor(t *testing.T) {
 		}
 		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("stream with unfinished headers reset after %v; want within a few seconds", d)
+		}
+	})
+
+	t.Run("removed device", func(t *testing.T) {
+		rid, err := peer.LoadOrCreate(removed.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCLI(t, agent, "pool", "remove", rid.ID.String())
+		waitFor(t, 10*time.Second, "the removal on agent", func() error { return removedOn(agent, rid.ID.String()) })
+		removed.kill() // its own agent's reconnections are not the attack
+		c := newAttacker(t, removed.ns, removed.ip, rid).dial(t, target, 0)
+		defer c.CloseWithError(0, "")
+		go floodStreams(c, 1000)
+		select {
+		case <-c.Context().Done():
+		case <-time.After(15 * time.Second):
+			t.Fatal("the removed device's connection with 1000 streams still open after 15 s")
+		}
+		if err := refusedBy(c, "streams"); err != nil {
+			t.Error(err)
 		}
 	})
 

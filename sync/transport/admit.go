@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"net/netip"
 
 	"github.com/quic-go/quic-go"
 )
@@ -25,6 +26,15 @@ import (
 // without a Retry, which would cost as much as the refusal itself, until
 // its proven budget refills.
 
+// Each source's budgets multiply with the sources: a stranger with many
+// addresses gets as many budgets. So handshakes from addresses where no
+// member has connected lately (door.known) also share one budget for the
+// whole endpoint (Config.Strangers): a flood from any number of addresses
+// costs us at most that many handshakes a second, while members, from the
+// addresses they use, keep their own budgets. A member at a new address
+// may wait for that budget during a flood; our own connections to it (the
+// replica's followers dial members) are not budgeted.
+
 // errTooManyHandshakes refuses a handshake over its source's budget.
 var errTooManyHandshakes = errors.New("too many handshakes from this address")
 
@@ -39,7 +49,7 @@ func (e *Endpoint) guardQUIC(tr *quic.Transport) {
 		if ci.AddrVerified {
 			budget = e.proven
 		}
-		if !budget.Allow(netAddrIP(ci.RemoteAddr)) {
+		if !e.allowHandshake(netAddrIP(ci.RemoteAddr), budget) {
 			return ctx, errTooManyHandshakes
 		}
 		return ctx, nil
@@ -52,7 +62,7 @@ func (e *Endpoint) guardQUIC(tr *quic.Transport) {
 func (e *Endpoint) guardData(base *tls.Config) *tls.Config {
 	c := base.Clone()
 	c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-		if !e.proven.Allow(netAddrIP(hello.Conn.RemoteAddr())) {
+		if !e.allowHandshake(netAddrIP(hello.Conn.RemoteAddr()), e.proven) {
 			return nil, errTooManyHandshakes
 		}
 		tc, ok := hello.Conn.(*trackedConn)
@@ -71,4 +81,18 @@ func (e *Endpoint) guardData(base *tls.Config) *tls.Config {
 		return conf, nil
 	}
 	return c
+}
+
+// allowHandshake spends one handshake of ip's budget and, when no member
+// has connected from ip lately, one of the strangers' budget; it reports
+// false, spending nothing more, when either is spent.
+func (e *Endpoint) allowHandshake(ip netip.Addr, budget *Limiter) bool {
+	stranger := e.strangers != nil && !e.door.knownAddr(ip)
+	if stranger && e.strangers.Exhausted(netip.Addr{}) {
+		return false
+	}
+	if !budget.Allow(ip) {
+		return false
+	}
+	return !stranger || e.strangers.Allow(netip.Addr{})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/quic-go/quic-go"
 
@@ -90,6 +91,9 @@ func (e *Endpoint) trackQUIC(qc *quic.Conn) {
 	id, err := stateID(&cs)
 	if err != nil {
 		return
+	}
+	if e.door.member != nil && e.door.member(id) {
+		e.door.remember(netAddrIP(qc.RemoteAddr()), time.Now())
 	}
 	e.conns.add(id, qc, func() { qc.CloseWithError(0, "disconnected") })
 	context.AfterFunc(qc.Context(), func() { e.conns.remove(id, qc) })

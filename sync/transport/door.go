@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -110,8 +111,44 @@ type door struct {
 	cfg    DoorConfig
 	member func(peer.ID) bool // nil: every device is a member
 
-	mu sync.Mutex // guards in
-	in int
+	mu    sync.Mutex // guards in and known
+	in    int
+	known map[netip.Addr]time.Time // addresses of members' connections, when last seen
+}
+
+// knownFor is how long an address is known after a member's connection
+// there opened; knownMax bounds the addresses known.
+const (
+	knownFor = 24 * time.Hour
+	knownMax = 4096
+)
+
+// remember notes that a member's connection opened at ip.
+func (d *door) remember(ip netip.Addr, now time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.known == nil {
+		d.known = map[netip.Addr]time.Time{}
+	}
+	if _, ok := d.known[ip]; !ok && len(d.known) >= knownMax {
+		for a, at := range d.known {
+			if now.Sub(at) > knownFor {
+				delete(d.known, a)
+			}
+		}
+		if len(d.known) >= knownMax {
+			return
+		}
+	}
+	d.known[ip] = now
+}
+
+// knownAddr reports whether a member's connection opened at ip lately.
+func (d *door) knownAddr(ip netip.Addr) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	at, ok := d.known[ip.Unmap().WithZone("")]
+	return ok && time.Since(at) <= knownFor
 }
 
 func (d *door) isMember(id peer.ID) bool { return d.member == nil || d.member(id) }

@@ -262,3 +262,36 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("waiting 10 s for %s", what)
 }
+
+// TestDoorStrangersBudget: handshakes from addresses where no member has
+// connected share one budget whatever their number (here 4, none
+// regained), beside each address's own; a member's address keeps its own
+// budget when that one is spent, for the member and for others there.
+func TestDoorStrangersBudget(t *testing.T) {
+	member := newEndpoint(t, testConfig())
+	cfg := testConfig()
+	cfg.Listen = "0.0.0.0:0"
+	cfg.Member = func(id peer.ID) bool { return id == member.ID() }
+	cfg.Strangers = transport.LimiterConfig{What: "strangers' handshakes", Burst: 4, Rate: 1e-9}
+	srv := newEndpoint(t, cfg)
+	serve(t, srv, whoami())
+	addrs := []string{fmt.Sprintf("127.0.0.1:%d", srv.Addr().Port)}
+	if code, _ := get(t, member.Client(srv.ID(), addrs), "https://peer/v1/whoami"); code != http.StatusOK {
+		t.Fatalf("member: %d", code)
+	}
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+		if got := strangerDials(t, srv, ip, 1); got != 1 {
+			t.Errorf("stranger at %s within the strangers' budget: %d of 1 handshakes; want 1", ip, got)
+		}
+	}
+	if got := strangerDials(t, srv, "127.0.0.5", 3); got != 0 {
+		t.Errorf("stranger at a fifth address, the strangers' budget spent: %d of 3 handshakes; want 0", got)
+	}
+	if got := strangerDials(t, srv, "127.0.0.1", 2); got != 2 {
+		t.Errorf("at the member's address, the strangers' budget spent: %d of 2 handshakes; want 2", got)
+	}
+	srv.Disconnect(member.ID())
+	if code, _ := get(t, member.Client(srv.ID(), addrs), "https://peer/v1/whoami"); code != http.StatusOK {
+		t.Errorf("member reconnecting, the strangers' budget spent: %d; want 200", code)
+	}
+}

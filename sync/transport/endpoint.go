@@ -10,7 +10,9 @@
 // a join proof to the TLS session on both sides.
 //
 // Strangers can reach the socket: each source address has a budget of
-// handshakes (Config.Handshakes, see admit.go) and of refused requests
+// handshakes (Config.Handshakes, see admit.go; with Config.Member, those
+// from addresses where no member has connected also share Config.
+// Strangers) and of refused requests
 // (Refusals, for AuthorizeLimited and RateLimited). A device that is not a
 // member (Config.Member) gets only what the join exchange needs: few
 // streams, short requests, an idle close, and few such connections at once
@@ -71,6 +73,11 @@ type Config struct {
 	// Handshakes is each source address's budget of incoming handshakes,
 	// QUIC and TCP together (32 at once, then 1 a second): see admit.go.
 	Handshakes LimiterConfig
+	// Strangers is the budget of incoming handshakes, all sources together,
+	// from addresses where no member has connected lately (64 at once, then
+	// 4 a second), checked beside each source's own; it applies only with
+	// Member set: see admit.go.
+	Strangers LimiterConfig
 	// Refusals is each source address's budget of refused requests (10 at
 	// once, then 10 a minute), the Limiter that Refusals returns.
 	Refusals LimiterConfig
@@ -92,6 +99,7 @@ func DefaultConfig() Config {
 		ConnReceiveWindow:   32 << 20,
 		MaxStreams:          1000,
 		Handshakes:          LimiterConfig{What: "handshakes", Burst: 32, Rate: 1},
+		Strangers:           LimiterConfig{What: "handshakes from addresses with no member, all together", Burst: 64, Rate: 4},
 		Refusals:            LimiterConfig{What: "refused requests", Burst: 10, Rate: 10.0 / 60},
 		Door:                DefaultDoor(),
 	}
@@ -120,6 +128,7 @@ type Endpoint struct {
 
 	handshakes *Limiter // incoming handshakes per source, address not proven
 	proven     *Limiter // the same from proven addresses (QUIC Retry, TCP)
+	strangers  *Limiter // handshakes from addresses with no member, one budget; nil without Config.Member
 	refusals   *Limiter // refused requests per source (Refusals)
 	conns      connSet  // open connections by device, for Disconnect
 	door       *door    // what devices that are not members may hold
@@ -164,6 +173,9 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		proven:     NewLimiter(proven(cfg.Handshakes), log),
 		refusals:   NewLimiter(cfg.Refusals, log),
 		door:       &door{cfg: cfg.Door.orDefault(), member: cfg.Member},
+	}
+	if cfg.Member != nil {
+		e.strangers = NewLimiter(cfg.Strangers, log)
 	}
 	e.guardQUIC(e.tr)
 	if !cfg.QUICOnly {
