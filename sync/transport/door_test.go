@@ -178,6 +178,12 @@ func TestDoorJoinedLeaves(t *testing.T) {
 	if err := c.Context().Err(); err != nil {
 		t.Fatalf("the device that joined lost its connection: %v", context.Cause(c.Context()))
 	}
+	// The server takes the streams after the client opened them: wait
+	// for it to have seen the device's next one.
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.AtDoor() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := srv.AtDoor(); n != 0 {
 		t.Errorf("%d connections at the door after the device joined; want 0", n)
 	}
