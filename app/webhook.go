@@ -24,8 +24,15 @@ func (s *Service) AlertWebhook(ctx context.Context) (AlertWebhook, error) {
 	return wh, nil
 }
 
-// webhookHolders says which machines hold the webhook URL: those of the
-// pool's owners and admins, or every one outside a pool (this machine).
+// HoldsWebhook says whether a machine whose device has role in its pool
+// (inPool false: it is in none) holds the pool's webhook URL: only owners'
+// and admins' machines do; an owner's or admin's machine relays the
+// alerts of the others (app/alerting).
+func HoldsWebhook(role string, inPool bool) bool {
+	return !inPool || role == "owner" || role == "admin"
+}
+
+// webhookHolders says which machines hold the webhook URL (HoldsWebhook).
 func webhookHolders(ps PoolStatus) func(id string) bool {
 	if ps.PoolID == "" {
 		return func(string) bool { return true }
@@ -36,7 +43,7 @@ func webhookHolders(ps PoolStatus) func(id string) bool {
 			roles[m.ID] = m.Role
 		}
 	}
-	return func(id string) bool { return roles[id] == "owner" || roles[id] == "admin" }
+	return func(id string) bool { return HoldsWebhook(roles[id], true) }
 }
 
 // heldByHolder says whether a machine that may hold the webhook URL

@@ -1,6 +1,6 @@
 package alerting
 
-import "github.com/labpool/labpool/sync/pool"
+import "github.com/labpool/labpool/app"
 
 // mayHold says whether this machine's device may hold the pool's webhook
 // URL: it is an owner or admin of the pool, or the machine is in none.
@@ -10,10 +10,10 @@ func (a *Alerting) mayHold() bool {
 		return true
 	}
 	if role, ok := a.pool.Role(a.cfg.Self); ok {
-		return role == pool.RoleOwner || role == pool.RoleAdmin
+		return app.HoldsWebhook(string(role), true)
 	}
 	_, inPool := a.pool.Snapshot()
-	return !inPool
+	return app.HoldsWebhook("", inPool) // removed: none
 }
 
 // dropWebhook removes the URL this machine holds when its device may not

@@ -82,7 +82,7 @@ func publishedStates(recs []store.Record) map[string]bool {
 func (a *Alerting) isRelay(members []pool.MemberState, holds map[string]bool) bool {
 	self := a.cfg.Self.String()
 	for _, m := range members {
-		if m.Removed || m.ID >= self || !holds[m.ID] || (m.Role != pool.RoleOwner && m.Role != pool.RoleAdmin) {
+		if m.Removed || m.ID >= self || !holds[m.ID] || !app.HoldsWebhook(string(m.Role), true) {
 			continue
 		}
 		if a.cfg.Live != nil && a.cfg.Live.Online(m.ID) {
