@@ -62,8 +62,10 @@ type MuteRequest struct {
 	Seconds int    `json:"seconds"`
 }
 
-// WebhookRequest sets the pool's alert webhook: each machine POSTs its
-// alerts there as JSON when they fire and clear. An empty URL removes it.
+// WebhookRequest sets the pool's alert webhook: the machines of owners and
+// admins hold it and POST the alerts there as JSON when they fire and
+// clear, their own and, from one of them, the other machines'. An empty
+// URL removes it.
 type WebhookRequest struct {
 	URL string `json:"url"`
 }

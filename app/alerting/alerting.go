@@ -56,7 +56,8 @@ type Alerting struct {
 	// sendAs posts another machine's alert (the webhook's SendAs; tests
 	// record instead).
 	sendAs func(name string, a alerts.Alert)
-	relay  relay // used by the adopting loop alone
+	relay  relay     // used by the adopting loop alone
+	opened time.Time // when Open ran: the relay posts nothing older
 }
 
 // Open builds this machine's alerting from its local settings (unreadable
@@ -75,6 +76,7 @@ func Open(ctx context.Context, cfg Config, db *store.DB, p Pool, in *Inputs, log
 			return ok
 		}}}
 	a.m.MayHold = a.mayHold
+	a.opened = time.Now()
 	a.sendAs = wh.SendAs
 	if err := st.Load(ctx, a.m); err != nil {
 		log.Error("read this machine's alert settings: keeping the defaults", "err", err)

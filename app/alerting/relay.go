@@ -19,12 +19,14 @@ import (
 const relayWindow = 24 * time.Hour
 
 // relay is what the relay has seen of the alerts of the machines without
-// the URL: per machine, whether each alert was cleared. A machine not
-// there yet is read once as it is (nothing posted: its alerts were there
-// before this machine looked); everything is forgotten when this machine
-// stops holding the URL, and at a restart.
+// the URL: per machine, whether each alert was cleared. A machine not seen
+// yet is taken as it was at since (what fired or cleared before was there
+// when this machine started, or before the URL was set: not posted);
+// everything is forgotten when this machine stops holding the URL, and at
+// a restart.
 type relay struct {
-	seen map[string]map[string]seenAlert // origin -> alert ID -> what was seen
+	seen  map[string]map[string]seenAlert // origin -> alert ID -> what was seen; nil: not holding
+	since time.Time
 }
 
 type seenAlert struct {
@@ -42,9 +44,17 @@ type seenAlert struct {
 // same alert for a while, and an alert that changes just as the relay
 // goes away may be posted by none.
 func (a *Alerting) relayAlerts(ctx context.Context, recs []store.Record) {
-	if !a.mayHold() || a.m.Webhook.URL() == "" {
+	wh := a.m.WebhookSetting()
+	if !a.mayHold() || wh.URL == "" {
 		a.relay.seen = nil
 		return
+	}
+	if a.relay.seen == nil {
+		a.relay.seen = map[string]map[string]seenAlert{}
+		a.relay.since = a.opened
+		if wh.At.After(a.opened) {
+			a.relay.since = wh.At
+		}
 	}
 	st, ok := a.pool.Snapshot()
 	if !ok {
@@ -58,8 +68,10 @@ func (a *Alerting) relayAlerts(ctx context.Context, recs []store.Record) {
 			continue // posts its own
 		}
 		prev, known := a.relay.seen[m.ID]
-		post := relay && known
-		seen[m.ID] = a.relayOf(ctx, m, prev, post)
+		if !known {
+			prev = nil // taken as it was at since
+		}
+		seen[m.ID] = a.relayOf(ctx, m, prev, known, relay)
 	}
 	a.relay.seen = seen
 }
@@ -93,8 +105,9 @@ func (a *Alerting) isRelay(members []pool.MemberState, holds map[string]bool) bo
 }
 
 // relayOf reads the alerts of the machine m, posts (when post) what
-// changed since prev, and returns what it saw.
-func (a *Alerting) relayOf(ctx context.Context, m pool.MemberState, prev map[string]seenAlert, post bool) map[string]seenAlert {
+// changed since prev (not known: since the relay's since), and returns
+// what it saw.
+func (a *Alerting) relayOf(ctx context.Context, m pool.MemberState, prev map[string]seenAlert, known, post bool) map[string]seenAlert {
 	from := time.Now().Add(-relayWindow)
 	for _, s := range prev {
 		if !s.cleared && s.fired.Before(from) {
@@ -118,6 +131,9 @@ func (a *Alerting) relayOf(ctx context.Context, m pool.MemberState, prev map[str
 		}
 		now := seenAlert{cleared: !al.Active(), fired: al.FiredAt}
 		was, ok := prev[al.ID]
+		if !known {
+			was, ok = asAt(al, a.relay.since)
+		}
 		out[al.ID] = now
 		if !post || (ok && was.cleared == now.cleared) || (ok && was.cleared) {
 			continue
@@ -130,4 +146,13 @@ func (a *Alerting) relayOf(ctx context.Context, m pool.MemberState, prev map[str
 		a.sendAs(name, al)
 	}
 	return out
+}
+
+// asAt is alert al as it was at t: not yet fired (false), firing, or
+// cleared.
+func asAt(al alerts.Alert, t time.Time) (seenAlert, bool) {
+	if !al.FiredAt.Before(t) {
+		return seenAlert{}, false
+	}
+	return seenAlert{cleared: al.ClearedAt != nil && al.ClearedAt.Before(t), fired: al.FiredAt}, true
 }
