@@ -104,7 +104,7 @@ func TestTrustHook(t *testing.T) {
 	mustCLI(t, gpu1, "policy", "--webhook-private", "allow") // the chat is on the LAN
 	hook := "http://" + chat.ip + ":8099/hook"
 	if out := mustCLI(t, gpu1, "alerts", "webhook", hook); !strings.Contains(out, "webhook set; set on gpu1") || strings.Contains(out, "member") {
-		t.Fatalf("alerts webhook %s: %q; want it set on gpu1 alone", hook, out)
+		t.Errorf("alerts webhook %s: %q; want it set on gpu1 alone", hook, out)
 	}
 
 	t.Run("a member's device asking for the URL is refused", func(t *testing.T) {
