@@ -30,8 +30,8 @@ type relay struct {
 }
 
 type seenAlert struct {
-	cleared bool
-	fired   time.Time
+	cleared, muted bool
+	fired          time.Time
 }
 
 // relayAlerts posts, when this machine is the relay, each firing and each
@@ -129,13 +129,16 @@ func (a *Alerting) relayOf(ctx context.Context, m pool.MemberState, prev map[str
 		if json.Unmarshal(r.Data, &al) != nil || al.ID == "" || al.Node != m.ID || al.Rule == alerts.RuleOffline {
 			continue // one about another machine: the relay observes it itself
 		}
-		now := seenAlert{cleared: !al.Active(), fired: al.FiredAt}
+		now := seenAlert{cleared: !al.Active(), muted: al.Muted, fired: al.FiredAt}
 		was, ok := prev[al.ID]
 		if !known {
 			was, ok = asAt(al, a.relay.since)
 		}
 		out[al.ID] = now
-		if !post || (ok && was.cleared == now.cleared) || (ok && was.cleared) {
+		// As its machine would post it: a change unless muted, an
+		// unmuting of a firing one too; nothing after the clearing.
+		changed := !ok || was.cleared != now.cleared || (was.muted && !now.muted)
+		if !post || !changed || now.muted || (ok && was.cleared) {
 			continue
 		}
 		if !ok && now.cleared { // it fired and cleared between two looks
@@ -154,5 +157,5 @@ func asAt(al alerts.Alert, t time.Time) (seenAlert, bool) {
 	if !al.FiredAt.Before(t) {
 		return seenAlert{}, false
 	}
-	return seenAlert{cleared: al.ClearedAt != nil && al.ClearedAt.Before(t), fired: al.FiredAt}, true
+	return seenAlert{cleared: al.ClearedAt != nil && al.ClearedAt.Before(t), muted: al.Muted, fired: al.FiredAt}, true
 }

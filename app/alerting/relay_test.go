@@ -130,8 +130,8 @@ func TestRelayIsTheLowestHolderOnline(t *testing.T) {
 // TestRelayPostsEachOnce: the relay posts a firing and a clearing of a
 // machine without the URL once each, under that machine's name; never
 // what was there when it started (nor after a restart), an alert that
-// machine wrote about another, or the alerts of a machine that posts its
-// own.
+// machine wrote about another, a muted one, or the alerts of a machine
+// that posts its own.
 func TestRelayPostsEachOnce(t *testing.T) {
 	p, ids := relayPool(map[string]pool.Role{"owner": pool.RoleOwner, "member": pool.RoleMember, "admin": pool.RoleAdmin})
 	db := replicatest.Open(t)
@@ -175,6 +175,29 @@ func TestRelayPostsEachOnce(t *testing.T) {
 	want = append(want, "member firing "+quick, "member cleared "+quick)
 	if !slices.Equal(*s, want) {
 		t.Fatalf("after a quick one: posted %q, want %q", *s, want)
+	}
+
+	// Muted on its machine: not posted, as its machine would not; once
+	// unmuted while firing, posted.
+	mutedAt := time.Now().UTC()
+	gpu5 := 5
+	muted := alerts.Alert{ID: "gpu-temp.gpu5.muted", Node: member.String(), Rule: alerts.RuleGPUTemp, Severity: alerts.Warning, GPU: &gpu5, Message: "hot", FiredAt: mutedAt, Muted: true}
+	if err := NewStore(db, member.String()).SaveAlert(muted); err != nil {
+		t.Fatal(err)
+	}
+	a.look(ctx)
+	if !slices.Equal(*s, want) {
+		t.Fatalf("after a muted firing: posted %q, want %q", *s, want)
+	}
+	muted.Muted = false
+	if err := NewStore(db, member.String()).SaveAlert(muted); err != nil {
+		t.Fatal(err)
+	}
+	a.look(ctx)
+	a.look(ctx)
+	want = append(want, "member firing "+muted.ID)
+	if !slices.Equal(*s, want) {
+		t.Fatalf("after unmuting: posted %q, want %q", *s, want)
 	}
 
 	b, s2 := openHolder(t, db, owner, p, online{member.String(): true})
