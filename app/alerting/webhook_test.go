@@ -45,10 +45,10 @@ func (m *machines) Call(_ context.Context, node, method, path string, in, out an
 	return json.Unmarshal(rec.Body.Bytes(), out)
 }
 
-// TestWebhookFetchedFromOwnersMachine: a machine that was away when an
-// owner set the webhook fetches it from the owner's machine once it sees
-// that machine's newer state; a member's machine is never asked, and a
-// machine holding a newer webhook keeps it.
+// TestWebhookFetchedFromOwnersMachine: an admin's machine that was away
+// when an owner set the webhook fetches it from the owner's machine once
+// it sees that machine's newer state; a member's machine (claiming a newer
+// one) is never asked, and a machine holding a newer webhook keeps it.
 func TestWebhookFetchedFromOwnersMachine(t *testing.T) {
 	self, owner, admin, member := id("self"), id("owner"), id("admin"), id("member")
 	p := fakePool{roles: map[peer.ID]pool.Role{self: pool.RoleAdmin, owner: pool.RoleOwner, admin: pool.RoleAdmin, member: pool.RoleMember}}
