@@ -262,8 +262,13 @@ func (s *Service) SetAlertWebhook(ctx context.Context, req WebhookRequest) (Appl
 	}
 	// Every such machine holds it as set at the same time: one that misses
 	// it fetches it later from an owner's or admin's machine holding a
-	// newer one.
-	return s.toNodes(ctx, webhookHolders(ps), http.MethodPut, "/v1/alerts/webhook", alerts.WebhookSetting{URL: req.URL, At: time.Now().UTC()})
+	// newer one. A removal, which carries no secret, goes to every machine
+	// (one of an older version may still hold a URL).
+	keep := webhookHolders(ps)
+	if req.URL == "" {
+		keep = nil
+	}
+	return s.toNodes(ctx, keep, http.MethodPut, "/v1/alerts/webhook", alerts.WebhookSetting{URL: req.URL, At: time.Now().UTC()})
 }
 
 // MuteAlert mutes (or, with Seconds 0, unmutes) a rule on the machine that

@@ -72,7 +72,8 @@ func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f
 
 // TestSetAlertWebhookOwnersAndAdminsMachinesOnly: the URL is sent to the
 // machines of owners and admins alone; a member's or viewer's machine
-// never receives it (an owner's or admin's machine relays its alerts).
+// never receives it (an owner's or admin's machine relays its alerts); a
+// removal, which carries none, goes to every machine.
 func TestSetAlertWebhookOwnersAndAdminsMachinesOnly(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
@@ -104,6 +105,13 @@ func TestSetAlertWebhookOwnersAndAdminsMachinesOnly(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(nodes.called, want) || !slices.Equal(applied.Applied, []string{"admin", "owner"}) {
 		t.Errorf("the URL went to %v (applied %v); want the owner's and the admin's machines only", nodes.called, applied.Applied)
+	}
+	nodes.called = nil
+	if _, err := svc.SetAlertWebhook(ctx, WebhookRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes.called) != 4 {
+		t.Errorf("the removal went to %v; want every current member's machine", nodes.called)
 	}
 }
 
