@@ -64,14 +64,17 @@ func (a *Alerting) relayAlerts(ctx context.Context, recs []store.Record) {
 	relay := a.isRelay(st.Members, states)
 	seen := map[string]map[string]seenAlert{}
 	for _, m := range st.Members {
-		if m.Removed || m.ID == a.cfg.Self.String() || states[m.ID] {
-			continue // posts its own
+		if m.Removed || m.ID == a.cfg.Self.String() {
+			continue
 		}
-		prev, known := a.relay.seen[m.ID]
-		if !known {
-			prev = nil // taken as it was at since
+		if states[m.ID] {
+			seen[m.ID] = nil // it posts its own, until it drops the URL
+			continue
 		}
-		seen[m.ID] = a.relayOf(ctx, m, prev, known, relay)
+		prev, known := a.relay.seen[m.ID] // not known: taken as it was at since
+		// One that just dropped the URL posted what it has: taken as it is.
+		post := relay && !(known && prev == nil)
+		seen[m.ID] = a.relayOf(ctx, m, prev, known, post)
 	}
 	a.relay.seen = seen
 }

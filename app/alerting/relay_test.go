@@ -200,6 +200,20 @@ func TestRelayPostsEachOnce(t *testing.T) {
 		t.Fatalf("after unmuting: posted %q, want %q", *s, want)
 	}
 
+	// The admin's machine drops the URL: what it posted itself is not
+	// posted again; what fires afterwards is relayed.
+	holding(t, db, admin, false)
+	a.look(ctx)
+	if !slices.Equal(*s, want) {
+		t.Fatalf("once the admin's machine dropped the URL: posted %q, want %q", *s, want)
+	}
+	adminFired := fire(t, db, admin, 1, time.Now(), false)
+	a.look(ctx)
+	want = append(want, "admin firing "+adminFired)
+	if !slices.Equal(*s, want) {
+		t.Fatalf("after the admin's machine's alert: posted %q, want %q", *s, want)
+	}
+
 	b, s2 := openHolder(t, db, owner, p, online{member.String(): true})
 	b.look(ctx)
 	b.look(ctx)
