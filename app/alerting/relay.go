@@ -80,7 +80,9 @@ func (a *Alerting) relayAlerts(ctx context.Context, recs []store.Record) {
 }
 
 // publishedStates says, per machine, whether it published that it holds
-// the webhook URL.
+// the webhook URL. A member's machine that claims to (one of an older
+// version does hold it) posts its own alerts: the claim silences no one
+// else's, and picks no relay (isRelay counts owners' and admins' only).
 func publishedStates(recs []store.Record) map[string]bool {
 	out := map[string]bool{}
 	for _, r := range recs {
