@@ -62,8 +62,10 @@ type MuteRequest struct {
 	Seconds int    `json:"seconds"`
 }
 
-// WebhookRequest sets the pool's alert webhook: each machine POSTs its
-// alerts there as JSON when they fire and clear. An empty URL removes it.
+// WebhookRequest sets the pool's alert webhook: the machines of owners and
+// admins hold it and POST the alerts there as JSON when they fire and
+// clear, their own and, from one of them, the other machines'. An empty
+// URL removes it.
 type WebhookRequest struct {
 	URL string `json:"url"`
 }
@@ -244,8 +246,9 @@ func (s *Service) SetAlertRule(ctx context.Context, req AlertRuleRequest) (Alert
 	return AlertRuleChange{Rule: AlertRule(rule), Applied: applied}, err
 }
 
-// SetAlertWebhook sets the pool's webhook on every machine (owners and
-// admins): http or https only.
+// SetAlertWebhook sets the pool's webhook (owners and admins) on the
+// machines of owners and admins, the only ones that hold its URL (a
+// relay among them posts the others' alerts): http or https only.
 func (s *Service) SetAlertWebhook(ctx context.Context, req WebhookRequest) (Applied, error) {
 	if err := s.mayConfigureAlerts(ctx, "the alert webhook"); err != nil {
 		return Applied{}, err
@@ -253,9 +256,19 @@ func (s *Service) SetAlertWebhook(ctx context.Context, req WebhookRequest) (Appl
 	if err := alerts.CheckWebhookURL(req.URL); err != nil {
 		return Applied{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	// Every machine holds it as set at the same time: one that misses it
-	// fetches it later from an owner's or admin's machine holding a newer one.
-	return s.toEveryNode(ctx, http.MethodPut, "/v1/alerts/webhook", alerts.WebhookSetting{URL: req.URL, At: time.Now().UTC()})
+	ps, err := s.Pool(ctx)
+	if err != nil {
+		return Applied{}, err
+	}
+	// Every such machine holds it as set at the same time: one that misses
+	// it fetches it later from an owner's or admin's machine holding a
+	// newer one. A removal, which carries no secret, goes to every machine
+	// (one of an older version may still hold a URL).
+	keep := webhookHolders(ps)
+	if req.URL == "" {
+		keep = nil
+	}
+	return s.toNodes(ctx, keep, http.MethodPut, "/v1/alerts/webhook", alerts.WebhookSetting{URL: req.URL, At: time.Now().UTC()})
 }
 
 // MuteAlert mutes (or, with Seconds 0, unmutes) a rule on the machine that
@@ -316,9 +329,17 @@ func (r *Reader) alertByID(ctx context.Context, id string) (Alert, string, error
 // each within 10 s. It fails when no machine took it, with the first
 // machine's error (a refusal names its rule).
 func (s *Service) toEveryNode(ctx context.Context, method, path string, in any) (Applied, error) {
+	return s.toNodes(ctx, nil, method, path, in)
+}
+
+// toNodes is toEveryNode for the machines keep keeps (nil: all).
+func (s *Service) toNodes(ctx context.Context, keep func(id string) bool, method, path string, in any) (Applied, error) {
 	ids, names, err := s.nodeIDs(ctx)
 	if err != nil {
 		return Applied{}, err
+	}
+	if keep != nil {
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !keep(id) })
 	}
 	errs := make([]error, len(ids))
 	var wg sync.WaitGroup

@@ -28,6 +28,9 @@ type Config struct {
 	// WebhookPolicy is this machine's own say over posting to the
 	// webhook, read at each alert (nil: post, public addresses only).
 	WebhookPolicy func() alerts.WebhookPolicy
+	// Live says which machines this one has a live session with, to pick
+	// the relay of the alerts of machines without the URL (nil: none).
+	Live Liveness
 }
 
 // NodeCaller calls a machine's peer API and decodes its JSON answer
@@ -50,6 +53,11 @@ type Alerting struct {
 	in   *Inputs
 	m    *alerts.Machine
 	log  *slog.Logger
+	// sendAs posts another machine's alert (the webhook's SendAs; tests
+	// record instead).
+	sendAs func(name string, a alerts.Alert)
+	relay  relay     // used by the adopting loop alone
+	opened time.Time // when Open ran: the relay posts nothing older
 }
 
 // Open builds this machine's alerting from its local settings (unreadable
@@ -67,6 +75,9 @@ func Open(ctx context.Context, cfg Config, db *store.DB, p Pool, in *Inputs, log
 			_, ok := p.Role(d)
 			return ok
 		}}}
+	a.m.MayHold = a.mayHold
+	a.opened = time.Now()
+	a.sendAs = wh.SendAs
 	if err := st.Load(ctx, a.m); err != nil {
 		log.Error("read this machine's alert settings: keeping the defaults", "err", err)
 	}
@@ -79,6 +90,7 @@ func (a *Alerting) Machine() *alerts.Machine { return a.m }
 // Run evaluates the rules on every sample, posts to the webhook, adopts
 // the pool's newer rules and prunes old alerts, until ctx is cancelled.
 func (a *Alerting) Run(ctx context.Context, samples <-chan agent.Sample) error {
+	a.dropWebhook() // before anything is posted
 	if err := a.m.Settings.Publish(a.m.State()); err != nil {
 		a.log.Warn("publish alert rules", "err", err)
 	}
@@ -109,7 +121,8 @@ func (a *Alerting) prune(ctx context.Context) {
 // adoptRules catches up with rule changes this machine missed (it was
 // offline when an owner or admin set them): every 30 s, and when the
 // replica changes (at most every 5 s), it adopts the newest rules
-// published by a machine of an owner or admin, when newer than its own.
+// published by a machine of an owner or admin, when newer than its own,
+// and relays the alerts of machines without the webhook (see look).
 func (a *Alerting) adoptRules(ctx context.Context) {
 	changed, cancel := a.db.Subscribe()
 	defer cancel()
@@ -127,15 +140,39 @@ func (a *Alerting) adoptRules(ctx context.Context) {
 			}
 		}
 		last = time.Now()
-		a.adoptNewest(ctx)
+		a.look(ctx)
 	}
+}
+
+// look is one pass of the adopting loop: this machine drops the webhook
+// URL if its device may no longer hold it, adopts what is newer, and
+// relays the alerts of the machines that do not hold the URL.
+func (a *Alerting) look(ctx context.Context) {
+	a.dropWebhook()
+	recs, err := a.db.LatestByKind(ctx, app.KindAlertRules)
+	if err != nil {
+		a.log.Debug("read the pool's alert states", "err", err)
+		return
+	}
+	a.adopt(ctx, recs)
+	a.relayAlerts(ctx, recs)
 }
 
 // adoptNewest adopts the newest rules an owner's or admin's machine
 // published, and fetches the webhook from the one holding the newest,
 // when newer than this machine's.
 func (a *Alerting) adoptNewest(ctx context.Context) {
-	rules, webhook := a.newest(ctx)
+	recs, err := a.db.LatestByKind(ctx, app.KindAlertRules)
+	if err != nil {
+		return
+	}
+	a.adopt(ctx, recs)
+}
+
+// adopt is adoptNewest over the published states recs; only an owner's or
+// admin's machine fetches the webhook.
+func (a *Alerting) adopt(ctx context.Context, recs []store.Record) {
+	rules, webhook := a.newest(recs)
 	if !rules.RulesAt.IsZero() {
 		if ok, err := a.m.Adopt(rules.Rules, rules.RulesAt); err != nil {
 			a.log.Warn("adopt the pool's alert rules", "err", err)
@@ -143,7 +180,7 @@ func (a *Alerting) adoptNewest(ctx context.Context) {
 			a.log.Info("adopted the pool's alert rules, changed while this machine was away", "changed_at", rules.RulesAt)
 		}
 	}
-	if webhook.at.After(a.m.WebhookSetting().At) {
+	if webhook.at.After(a.m.WebhookSetting().At) && a.mayHold() {
 		a.fetchWebhook(ctx, webhook.from, webhook.at)
 	}
 }
@@ -154,14 +191,10 @@ type newestWebhook struct {
 	at   time.Time
 }
 
-// newest is the newest rules published by another machine of an owner or
-// admin (zero RulesAt: none changed), and which of them holds the newest
+// newest is, of the published states recs, the newest rules published by
+// another machine of an owner or admin (zero RulesAt: none changed), and which of them holds the newest
 // webhook (zero at: none set).
-func (a *Alerting) newest(ctx context.Context) (rules alerts.State, webhook newestWebhook) {
-	recs, err := a.db.LatestByKind(ctx, app.KindAlertRules)
-	if err != nil {
-		return rules, webhook
-	}
+func (a *Alerting) newest(recs []store.Record) (rules alerts.State, webhook newestWebhook) {
 	for _, r := range recs {
 		id, err := peer.ParseID(r.Origin)
 		if err != nil || id == a.cfg.Self {

@@ -277,7 +277,7 @@ func alertsWebhookCmd(g *globals) *cobra.Command {
 	var clear bool
 	c := &cobra.Command{
 		Use:   "webhook [URL] [--clear]",
-		Short: "Show or set the pool's alert webhook (owners and admins): each machine POSTs its alerts there as JSON",
+		Short: "Show or set the pool's alert webhook (owners and admins): their machines hold it and POST every machine's alerts there as JSON",
 		Args:  cobra.MaximumNArgs(1),
 	}
 	actVerb(g, c, func(ctx context.Context, cl *web.Client, args []string) (string, error) {

@@ -371,7 +371,7 @@ func TestTrustLocalWebhook(t *testing.T) {
 	t.Run("viewer and member hear only that a webhook is set", func(t *testing.T) {
 		hook := "http://" + chat.ip + ":8099/redirect"
 		for _, h := range []*host{member, viewer} {
-			waitFor(t, 20*time.Second, h.name+" holds the webhook", func() error {
+			waitFor(t, 20*time.Second, h.name+" hears a webhook is set", func() error {
 				wh, err := h.client().AlertWebhook(context.Background())
 				if err == nil && (!wh.Set || wh.URL != "") {
 					err = fmt.Errorf("webhook %+v", wh)

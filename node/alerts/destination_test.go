@@ -72,7 +72,7 @@ func TestWebhookRefusesLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		err := w.post(context.Background(), Alert{ID: "a"})
+		err := w.post(context.Background(), posted{"gpu1", Alert{ID: "a"}})
 		if !errors.Is(err, ErrWebhookRefused) || !strings.Contains(err.Error(), "rule: webhook_destination") {
 			t.Fatalf("post to loopback = %v; want %v naming the rule", err, ErrWebhookRefused)
 		}
@@ -104,7 +104,7 @@ func TestWebhookFollowsNoRedirect(t *testing.T) {
 	if err := w.SetURL(byName(srv.URL) + "/hook"); err != nil {
 		t.Fatal(err)
 	}
-	err := w.post(context.Background(), Alert{ID: "a"})
+	err := w.post(context.Background(), posted{"gpu1", Alert{ID: "a"}})
 	if !errors.Is(err, ErrWebhookRefused) || !strings.Contains(err.Error(), "rule: webhook_no_redirect") {
 		t.Errorf("post to a redirecting webhook = %v; want %v naming rule webhook_no_redirect", err, ErrWebhookRefused)
 	}
@@ -139,12 +139,12 @@ func TestWebhookPrivateByPolicy(t *testing.T) {
 	w := NewWebhook("gpu1", func() WebhookPolicy { return pol.Load().(WebhookPolicy) }, discard())
 	w.timeout = 200 * time.Millisecond
 	w.SetURL("http://10.255.255.1:9/hook") // nothing answers there: the dial times out
-	err := w.post(context.Background(), Alert{ID: "a"})
+	err := w.post(context.Background(), posted{"gpu1", Alert{ID: "a"}})
 	if !errors.Is(err, ErrWebhookRefused) || !strings.Contains(err.Error(), "--webhook-private allow") {
 		t.Errorf("post to a private address = %v; want a refusal saying how to allow it", err)
 	}
 	pol.Store(WebhookPolicy{Private: true})
-	if err := w.post(context.Background(), Alert{ID: "a"}); errors.Is(err, ErrWebhookRefused) {
+	if err := w.post(context.Background(), posted{"gpu1", Alert{ID: "a"}}); errors.Is(err, ErrWebhookRefused) {
 		t.Errorf("post to a private address allowed by policy = %v; want it attempted", err)
 	}
 }

@@ -20,6 +20,10 @@ const (
 	RoleViewer = "viewer"
 )
 
+// RuleWebhookHolders is the rule a refusal to give or keep the webhook URL
+// names: it is a secret of the lab's chat.
+const RuleWebhookHolders = "alerts: the webhook URL goes to owners' and admins' devices only"
+
 // Caller is who asks: the device proven by the transport, its role in the
 // pool, and whether it is this machine's own user.
 type Caller struct {
@@ -71,7 +75,12 @@ type Machine struct {
 	// Member says whether a device is another member of the pool: the
 	// offline alert of a member is the one mute this machine takes about
 	// another machine (nil: none).
-	Member    func(id string) bool
+	Member func(id string) bool
+	// MayHold says whether this machine's own device may hold the pool's
+	// webhook URL: an owner's or admin's, or a machine in no pool (nil:
+	// it may). A machine that may not takes no URL and drops one it held
+	// (see DropWebhook); its alerts are posted by a relay.
+	MayHold   func() bool
 	mu        sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt and webhookAt
 	rulesAt   time.Time  // when the rules were last changed (State.RulesAt)
 	webhookAt time.Time  // when the webhook was last set (State.WebhookAt)
@@ -152,8 +161,12 @@ func (m *Machine) RestoredWebhook(w WebhookSetting) error {
 
 // AdoptWebhook takes the webhook an owner's or admin's machine holds when
 // it was set after this machine's (it was away, or joined later); it says
-// whether it did. The caller checks the holder's role.
+// whether it did. The caller checks the holder's role; a machine that may
+// not hold the URL refuses it.
 func (m *Machine) AdoptWebhook(w WebhookSetting) (bool, error) {
+	if err := m.holds(w); err != nil {
+		return false, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !w.At.After(m.webhookAt) {
@@ -163,6 +176,35 @@ func (m *Machine) AdoptWebhook(w WebhookSetting) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// DropWebhook removes the URL this machine holds when its device may not
+// hold one (see MayHold), with no time of setting, so that a promotion
+// fetches the pool's again; it says whether it dropped one.
+func (m *Machine) DropWebhook() (bool, error) {
+	if m.MayHold == nil || m.MayHold() {
+		return false, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Webhook.URL() == "" {
+		return false, nil
+	}
+	if err := m.Settings.SaveWebhook(WebhookSetting{}); err != nil {
+		return false, err
+	}
+	m.Webhook.SetURL("") // "" is always valid
+	m.webhookAt = time.Time{}
+	return true, m.Settings.Publish(m.stateLocked())
+}
+
+// holds refuses w's URL where this machine may not hold one (a removal is
+// fine).
+func (m *Machine) holds(w WebhookSetting) error {
+	if w.URL == "" || m.MayHold == nil || m.MayHold() {
+		return nil
+	}
+	return forbidden(RuleWebhookHolders, "this machine's device is not an owner or admin of the pool; its alerts are posted by an owner's or admin's machine")
 }
 
 // setWebhookLocked checks, saves, applies and publishes w, with m.mu held.
@@ -209,6 +251,9 @@ func (m *Machine) SetWebhook(c Caller, w WebhookSetting) error {
 	if err := configures(c, "the alert webhook"); err != nil {
 		return err
 	}
+	if err := m.holds(w); err != nil {
+		return err
+	}
 	if now := time.Now().UTC(); w.At.IsZero() || w.At.After(now.Add(time.Minute)) {
 		w.At = now
 	}
@@ -217,12 +262,16 @@ func (m *Machine) SetWebhook(c Caller, w WebhookSetting) error {
 	return m.setWebhookLocked(w)
 }
 
-// WebhookFor returns the webhook to a device of the pool (a machine that
-// missed it fetches it; see AdoptWebhook): every machine of the pool
-// holds it already, strangers and removed members get nothing.
+// WebhookFor returns the webhook to an owner's or admin's device (a
+// machine that missed it fetches it; see AdoptWebhook) or this machine's
+// own user; members, viewers and strangers get nothing.
 func (m *Machine) WebhookFor(c Caller) (WebhookSetting, error) {
-	if !c.Local && c.Role == "" {
-		return WebhookSetting{}, forbidden("alerts: pool members only", "the alert webhook is given to the pool's devices; this device is not a member")
+	if !c.Local && c.Role != RoleOwner && c.Role != RoleAdmin {
+		role := c.Role
+		if role == "" {
+			role = "not a member"
+		}
+		return WebhookSetting{}, forbidden(RuleWebhookHolders, "this device is %s", role)
 	}
 	return m.WebhookSetting(), nil
 }

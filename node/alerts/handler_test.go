@@ -123,7 +123,7 @@ func TestWebhookByRoleAndScheme(t *testing.T) {
 	}
 }
 
-// TestWebhookReachesMachinesThatMissedIt: a machine of the pool fetches the
+// TestWebhookReachesMachinesThatMissedIt: an owner's or admin's machine fetches the
 // webhook (GET) from one that holds a newer one; a stranger or a removed
 // member gets nothing; an older webhook never replaces a newer one; a time
 // far in the future (a wrong clock) is taken as now.
@@ -136,13 +136,13 @@ func TestWebhookReachesMachinesThatMissedIt(t *testing.T) {
 	}
 
 	rec = call(t, m, "", "GET", "/v1/alerts/webhook", "")
-	if code, msg := errorOf(t, rec); rec.Code != http.StatusForbidden || !strings.Contains(msg, "alerts: pool members only") || strings.Contains(rec.Body.String(), "chat.example.org") {
+	if code, msg := errorOf(t, rec); rec.Code != http.StatusForbidden || !strings.Contains(msg, RuleWebhookHolders) || strings.Contains(rec.Body.String(), "chat.example.org") {
 		t.Errorf("a stranger reads the webhook: %d %s %q", rec.Code, code, rec.Body)
 	}
-	rec = call(t, m, RoleMember, "GET", "/v1/alerts/webhook", "")
+	rec = call(t, m, RoleAdmin, "GET", "/v1/alerts/webhook", "")
 	var got WebhookSetting
 	if json.Unmarshal(rec.Body.Bytes(), &got); rec.Code != http.StatusOK || got.URL != "https://chat.example.org/h" || !got.At.Equal(set) {
-		t.Errorf("a machine of the pool reads the webhook: %d %s", rec.Code, rec.Body)
+		t.Errorf("an admin's machine reads the webhook: %d %s", rec.Code, rec.Body)
 	}
 
 	other, _ := newMachine()
@@ -205,5 +205,78 @@ func TestAdoptNewerRulesOnly(t *testing.T) {
 	rec := call(t, m, RoleAdmin, "PUT", "/v1/alerts/rules/gpu-temp", `{"threshold": 95}`)
 	if rec.Code != 200 || !m.RulesAt().After(t1) {
 		t.Errorf("admin's change: %d, rules at %v", rec.Code, m.RulesAt())
+	}
+}
+
+// TestWebhookURLOwnersAndAdminsOnly: the peer route answers the URL to an
+// owner's or admin's device and to this machine's own user; a member's or
+// viewer's device (it would print it, or post where it likes) is refused,
+// naming the rule.
+func TestWebhookURLOwnersAndAdminsOnly(t *testing.T) {
+	m, _ := newMachine()
+	if rec := call(t, m, RoleOwner, "PUT", "/v1/alerts/webhook", `{"url": "https://chat.example.org/secret"}`); rec.Code != http.StatusNoContent {
+		t.Fatalf("owner sets the webhook: %d %s", rec.Code, rec.Body)
+	}
+	for _, role := range []string{RoleMember, RoleViewer, ""} {
+		rec := call(t, m, role, "GET", "/v1/alerts/webhook", "")
+		code, msg := errorOf(t, rec)
+		if rec.Code != http.StatusForbidden || code != "forbidden" || !strings.Contains(msg, RuleWebhookHolders) {
+			t.Errorf("%q reads the webhook: %d %s %q; want 403 naming the rule", role, rec.Code, code, msg)
+		}
+		if strings.Contains(rec.Body.String(), "secret") {
+			t.Errorf("%q was answered the URL: %s", role, rec.Body)
+		}
+	}
+	for _, role := range []string{RoleOwner, RoleAdmin} {
+		rec := call(t, m, role, "GET", "/v1/alerts/webhook", "")
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "chat.example.org/secret") {
+			t.Errorf("%q reads the webhook: %d %s", role, rec.Code, rec.Body)
+		}
+	}
+	if got, err := m.WebhookFor(Caller{Local: true}); err != nil || got.URL != "https://chat.example.org/secret" {
+		t.Errorf("this machine's user reads the webhook: %+v, %v", got, err)
+	}
+}
+
+// TestMachineThatMayNotHoldTheURL: a machine whose own device is not an
+// owner or admin takes no URL (set or adopted), though a removal is fine,
+// and drops one it held (from before, or before it was demoted), so that
+// it neither posts nor answers it.
+func TestMachineThatMayNotHoldTheURL(t *testing.T) {
+	m, st := newMachine()
+	may := true
+	m.MayHold = func() bool { return may }
+	set := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	if err := m.SetWebhook(Caller{Local: true}, WebhookSetting{URL: "https://chat.example.org/h", At: set}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.DropWebhook(); ok || err != nil || m.Webhook.URL() == "" {
+		t.Fatalf("an owner's machine dropped its URL: %v, %v", ok, err)
+	}
+
+	may = false // demoted
+	ok, err := m.DropWebhook()
+	if !ok || err != nil || m.Webhook.URL() != "" || st.webhook.URL != "" {
+		t.Fatalf("a member's machine keeps the URL: %v, %v; holds %q, saved %+v", ok, err, m.Webhook.URL(), st.webhook)
+	}
+	if p := st.published[len(st.published)-1]; p.Webhook || !p.WebhookAt.IsZero() {
+		t.Errorf("published after the drop: %+v; want no webhook, and none set (so that a promotion fetches it again)", p)
+	}
+	if ok, err := m.DropWebhook(); ok || err != nil {
+		t.Errorf("dropped again: %v, %v", ok, err)
+	}
+
+	w := WebhookSetting{URL: "https://chat.example.org/h", At: set.Add(time.Second)}
+	if err := m.SetWebhook(Caller{Role: RoleOwner}, w); err == nil || !strings.Contains(err.Error(), RuleWebhookHolders) {
+		t.Errorf("an owner sets the URL on a member's machine: %v; want a refusal naming the rule", err)
+	}
+	if ok, err := m.AdoptWebhook(w); ok || err == nil || !strings.Contains(err.Error(), RuleWebhookHolders) {
+		t.Errorf("a member's machine adopts the URL: %v, %v; want a refusal naming the rule", ok, err)
+	}
+	if m.Webhook.URL() != "" || st.webhook.URL != "" {
+		t.Fatalf("a member's machine holds %q, saved %+v", m.Webhook.URL(), st.webhook)
+	}
+	if err := m.SetWebhook(Caller{Role: RoleOwner}, WebhookSetting{}); err != nil {
+		t.Errorf("an owner removes the webhook on a member's machine: %v", err)
 	}
 }

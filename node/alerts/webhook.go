@@ -67,7 +67,7 @@ type Webhook struct {
 	policy  func() WebhookPolicy
 	check   func(ip netip.Addr, private bool) error // CheckDestination; tests on loopback replace it
 	log     *slog.Logger
-	queue   chan Alert
+	queue   chan posted
 	timeout time.Duration
 
 	mu      sync.Mutex // guards url and refused
@@ -81,7 +81,7 @@ func NewWebhook(name string, policy func() WebhookPolicy, log *slog.Logger) *Web
 	if policy == nil {
 		policy = func() WebhookPolicy { return WebhookPolicy{} }
 	}
-	w := &Webhook{name: name, policy: policy, check: CheckDestination, log: log, queue: make(chan Alert, 64), timeout: 10 * time.Second}
+	w := &Webhook{name: name, policy: policy, check: CheckDestination, log: log, queue: make(chan posted, 64), timeout: 10 * time.Second}
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: w.control}
 	w.client = &http.Client{
 		// No proxy: the dialler checks the webhook's own address.
@@ -116,15 +116,25 @@ func (w *Webhook) URL() string {
 	return w.url
 }
 
-// Send queues a for posting; without a URL, with posting turned off by
-// this machine's policy, or with the queue full, a is dropped. It never
-// blocks.
-func (w *Webhook) Send(a Alert) {
+// posted is one alert to post, and the name of the machine it is about.
+type posted struct {
+	name  string
+	alert Alert
+}
+
+// Send queues a, this machine's alert, for posting; without a URL, with
+// posting turned off by this machine's policy, or with the queue full, a
+// is dropped. It never blocks.
+func (w *Webhook) Send(a Alert) { w.SendAs(w.name, a) }
+
+// SendAs is Send for the alert of the machine called name, which does not
+// hold the URL and whose alerts this machine relays.
+func (w *Webhook) SendAs(name string, a Alert) {
 	if w.URL() == "" || w.policy().Off {
 		return
 	}
 	select {
-	case w.queue <- a:
+	case w.queue <- posted{name, a}:
 	default:
 		w.log.Warn("alert webhook falls behind: an alert was not posted", "alert", a.ID)
 	}
@@ -136,9 +146,9 @@ func (w *Webhook) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case a := <-w.queue:
-			if err := w.post(ctx, a); err != nil {
-				w.logPostError(a, err)
+		case p := <-w.queue:
+			if err := w.post(ctx, p); err != nil {
+				w.logPostError(p.alert, err)
 			}
 		}
 	}
@@ -172,12 +182,12 @@ func refusalIn(err error) error {
 	return err
 }
 
-func (w *Webhook) post(ctx context.Context, a Alert) error {
+func (w *Webhook) post(ctx context.Context, p posted) error {
 	u := w.URL()
 	if u == "" {
 		return nil
 	}
-	body, err := json.Marshal(payload(w.name, a))
+	body, err := json.Marshal(payload(p.name, p.alert))
 	if err != nil {
 		return err
 	}

@@ -72,12 +72,14 @@ func TestWebhookPosts(t *testing.T) {
 	w.Send(a)
 	a.ClearedAt = &now
 	w.Send(a)
+	relayed := Alert{ID: "gpu-temp.gpu1.2", Node: "OTHER", Rule: RuleGPUTemp, Severity: Warning, Message: "GPU 1 at 88 °C", FiredAt: now}
+	w.SendAs("gpu2", relayed) // a relay posts another machine's alert under its name
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
 		n := len(got)
 		mu.Unlock()
-		if n == 2 || time.Now().After(deadline) {
+		if n == 3 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -86,8 +88,11 @@ func TestWebhookPosts(t *testing.T) {
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 2 {
-		t.Fatalf("webhook got %d posts, want 2", len(got))
+	if len(got) != 3 {
+		t.Fatalf("webhook got %d posts, want 3", len(got))
+	}
+	if got[2].NodeName != "gpu2" || got[2].Alert.ID != relayed.ID || got[2].Text != "[warning] gpu-temp on gpu2: GPU 1 at 88 °C" {
+		t.Errorf("relayed payload = %+v; want it named gpu2", got[2])
 	}
 	if got[0].State != "firing" || got[0].Alert.ID != a.ID || got[0].NodeName != "gpu1" || got[0].Text != "[critical] gpu-temp on gpu1: GPU 0 at 90 °C" {
 		t.Errorf("firing payload = %+v", got[0])
