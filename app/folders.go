@@ -81,6 +81,15 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 	if !folders.ValidName(req.Name) {
 		return Folder{}, fmt.Errorf("%w: share name %q: use 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, req.Name)
 	}
+	if len(req.Members) > 0 {
+		ps, err := s.pool.Status(ctx)
+		if err != nil {
+			return Folder{}, fmt.Errorf("read the pool's members: %w", err)
+		}
+		if req.Members, err = ResolveMembers(ps.Members, req.Members); err != nil {
+			return Folder{}, fmt.Errorf("share %s: %w", req.Name, err)
+		}
+	}
 	return s.folders.Share(ctx, req)
 }
 

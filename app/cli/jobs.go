@@ -35,6 +35,7 @@ type runFlags struct {
 
 func runCmd(g *globals) *cobra.Command {
 	var f runFlags
+	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "run [flags] IMAGE [CMD...]",
 		Short: "Launch a container on free GPUs of the pool; prints the job ID last",
@@ -79,19 +80,23 @@ What a job reaches:
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, j.State)
-			if len(j.GPUIndexes) > 0 {
-				fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
+			if !*asJSON {
+				writeRWNote(cmd.ErrOrStderr(), spec.Mounts, j.NodeName)
 			}
-			if j.Error != "" {
-				fmt.Fprintf(out, " (%s)", j.Error)
-			}
-			fmt.Fprintln(out)
-			fmt.Fprintln(out, j.ID)
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, j, func(out io.Writer) {
+				fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, j.State)
+				if len(j.GPUIndexes) > 0 {
+					fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
+				}
+				if j.Error != "" {
+					fmt.Fprintf(out, " (%s)", j.Error)
+				}
+				fmt.Fprintln(out)
+				fmt.Fprintln(out, j.ID)
+			})
 		},
 	}
+	asJSON = jsonFlag(c)
 	c.Flags().SetInterspersed(false) // flags after IMAGE belong to CMD
 	fl := c.Flags()
 	fl.StringVar(&f.node, "node", "", "machine (name or ID); default: labpool picks")
@@ -257,7 +262,8 @@ func logsCmd(g *globals) *cobra.Command {
 }
 
 func stopCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "stop JOB",
 		Short: "Stop a job (a queued one leaves the queue)",
 		Args:  cobra.ExactArgs(1),
@@ -270,29 +276,47 @@ func stopCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", j.Name, j.State)
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, j, func(w io.Writer) { fmt.Fprintf(w, "%s on %s: %s\n", j.Name, j.NodeName, j.State) })
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
+}
+
+// removed is what rm --json prints.
+type removed struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Node   string `json:"node"`
+	Forced bool   `json:"forced"`
 }
 
 func rmCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "rm JOB",
-		Short: "Remove an ended job's container",
+		Short: "Remove an ended job's container (a running one only with --force, which stops it and loses its work)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			if err := c.RemoveJob(cmd.Context(), args[0]); err != nil {
+			j, err := c.Job(cmd.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s.\n", args[0])
-			return nil
+			if err := c.RemoveJob(cmd.Context(), app.RemoveRequest{Ref: j.ID, Force: force}); err != nil {
+				return err
+			}
+			out := removed{ID: j.ID, Name: j.Name, Node: j.Node, Forced: force}
+			return emit(cmd.OutOrStdout(), *asJSON, out, func(w io.Writer) { fmt.Fprintf(w, "Removed %s on %s.\n", j.Name, j.NodeName) })
 		},
 	}
+	c.Flags().BoolVarP(&force, "force", "f", false, "remove a running job too: it is stopped and its work lost")
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func statsCmd(g *globals) *cobra.Command {
@@ -327,7 +351,8 @@ func statsCmd(g *globals) *cobra.Command {
 }
 
 func openCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "open JOB PORT",
 		Short: "Forward a job's container port to 127.0.0.1 here and print the URL",
 		Args:  cobra.ExactArgs(2),
@@ -344,10 +369,11 @@ func openCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), t.URL)
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, t, func(w io.Writer) { fmt.Fprintln(w, t.URL) })
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func imagesCmd(g *globals) *cobra.Command {

@@ -259,7 +259,8 @@ func TestRoundTripEveryRoute(t *testing.T) {
 			roundTrip(t, func() (app.Job, error) { return c.StopJob(ctx, "job-1") }, func() (app.Job, error) { return svc.StopJob(ctx, "job-1") })
 		},
 		"DELETE /api/v1/jobs/{id}": func(t *testing.T) {
-			roundTrip(t, noValue(func() error { return c.RemoveJob(ctx, "job-1") }), noValue(func() error { return svc.RemoveJob(ctx, "job-1") }))
+			roundTrip(t, noValue(func() error { return c.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1"}) }), noValue(func() error { return svc.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1"}) }))
+			roundTrip(t, noValue(func() error { return c.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1", Force: true}) }), noValue(func() error { return svc.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1", Force: true}) }))
 		},
 		"GET /api/v1/jobs/{id}/logs": func(t *testing.T) {
 			roundTrip(t, readAll(func() (io.ReadCloser, error) { return c.Logs(ctx, "job-1", false, 10) }),

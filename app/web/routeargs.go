@@ -98,6 +98,10 @@ type loadReq struct {
 }
 
 // loadArgs passes the archive on as it arrives.
+func removeArgs(r *http.Request) (app.RemoveRequest, error) {
+	return app.RemoveRequest{Ref: r.PathValue("id"), Force: r.URL.Query().Get("force") == "1"}, nil
+}
+
 func loadArgs(r *http.Request) (loadReq, error) {
 	return loadReq{r.URL.Query().Get("node"), r.Body, r.URL.Query().Get("force") == "1"}, nil
 }

@@ -67,7 +67,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/jobs/plan", call(body[app.LaunchRequest], (*app.Service).Plan)},
 	{"GET", "/api/v1/jobs/{id}", call(pathValue("id"), (*app.Service).JobView)},
 	{"POST", "/api/v1/jobs/{id}/stop", call(pathValue("id"), (*app.Service).StopJob)},
-	{"DELETE", "/api/v1/jobs/{id}", empty(pathValue("id"), (*app.Service).RemoveJob)},
+	{"DELETE", "/api/v1/jobs/{id}", empty(removeArgs, (*app.Service).RemoveJob)},
 	{"GET", "/api/v1/jobs/{id}/logs", stream("text/plain; charset=utf-8", logsArgs, logs)},
 	{"GET", "/api/v1/jobs/{id}/stats", call(pathValue("id"), (*app.Service).JobStats)},
 	{"POST", "/api/v1/jobs/{id}/open", call(openArgs, open)},

@@ -104,7 +104,7 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.authorized(w, r); !ok {
 		return
 	}
-	if err := h.m.Remove(r.Context(), r.PathValue("id")); err != nil {
+	if err := h.m.Remove(r.Context(), r.PathValue("id"), r.URL.Query().Get("force") == "1"); err != nil {
 		reply(w, nil, err)
 		return
 	}
@@ -313,6 +313,8 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, "refused"
 	case errors.As(err, &taken):
 		return http.StatusConflict, "tag_taken"
+	case errors.Is(err, ErrRunning):
+		return http.StatusConflict, "running"
 	case errors.Is(err, containers.ErrBadArchive):
 		return http.StatusBadRequest, "invalid"
 	case errors.As(err, &busy):

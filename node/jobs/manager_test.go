@@ -191,7 +191,7 @@ func TestExitCodesAndStop(t *testing.T) {
 	if err != nil || got.State != Exited || got.ExitCode == nil || *got.ExitCode != 143 {
 		t.Fatalf("after stop: %+v %v", got, err)
 	}
-	if err := m.Remove(ctx, j.ID); err != nil {
+	if err := m.Remove(ctx, j.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := m.Get(j.ID); !got.Removed || got.Container != "" || got.State != Exited {
@@ -203,10 +203,18 @@ func TestExitCodesAndStop(t *testing.T) {
 	if _, err := m.Get("nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(unknown) = %v", err)
 	}
-	// Remove of a running job stops it first.
+	// Remove of a running job is refused, naming the rule, and loses
+	// nothing; forced, it stops the job first.
 	j, _ = m.Submit(ctx, member("o"), Spec{Image: "img"})
-	if err := m.Remove(ctx, j.ID); err != nil || rt.running() != 0 {
-		t.Errorf("remove running: %v, %d running", err, rt.running())
+	err = m.Remove(ctx, j.ID, false)
+	if !errors.Is(err, ErrRunning) || !strings.Contains(err.Error(), "--force") || rt.running() != 1 {
+		t.Errorf("remove running without force: %v, %d running", err, rt.running())
+	}
+	if got, _ := m.Get(j.ID); got.Removed || got.State != Running {
+		t.Errorf("after a refused remove: %+v", got)
+	}
+	if err := m.Remove(ctx, j.ID, true); err != nil || rt.running() != 0 {
+		t.Errorf("remove running with force: %v, %d running", err, rt.running())
 	}
 }
 
