@@ -28,8 +28,11 @@ type Folder struct {
 	SizeBytes int64    `json:"size_bytes"`
 	Files     int      `json:"files"`
 	AtLeast   bool     `json:"size_at_least,omitempty"` // the share was too large to measure whole: at least this much
-	Members   []string `json:"members,omitempty"`
-	Stale     bool     `json:"stale"`
+	Members   []string `json:"members,omitempty"` // device IDs of who may use it; none: every member
+	// MemberNames are Members' names, in the same order (a short ID for a
+	// device the pool no longer lists).
+	MemberNames []string `json:"member_names,omitempty"`
+	Stale       bool     `json:"stale"`
 }
 
 // ShareRequest shares a directory of this machine.
@@ -52,6 +55,10 @@ func (r *Reader) Folders(ctx context.Context) ([]Folder, error) {
 	if err != nil {
 		return nil, err
 	}
+	ps, err := r.Pool(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := []Folder{}
 	for _, n := range nodes {
 		recs, err := r.db.Range(ctx, n.ID, KindFolder, time.Time{}, time.Now().Add(24*time.Hour))
@@ -64,7 +71,8 @@ func (r *Reader) Folders(ctx context.Context) ([]Folder, error) {
 				continue
 			}
 			out = append(out, Folder{Node: n.ID, NodeName: n.Name, Name: fi.Name, Mode: fi.Mode,
-				SizeBytes: fi.SizeBytes, Files: fi.Files, AtLeast: fi.AtLeast, Members: fi.Members, Stale: !n.Online})
+				SizeBytes: fi.SizeBytes, Files: fi.Files, AtLeast: fi.AtLeast, Members: fi.Members,
+				MemberNames: MemberNames(ps.Members, fi.Members), Stale: !n.Online})
 		}
 	}
 	sort.Slice(out, func(i, k int) bool {
@@ -81,16 +89,19 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 	if !folders.ValidName(req.Name) {
 		return Folder{}, fmt.Errorf("%w: share name %q: use 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, req.Name)
 	}
+	var ps PoolStatus
 	if len(req.Members) > 0 {
-		ps, err := s.pool.Status(ctx)
-		if err != nil {
+		var err error
+		if ps, err = s.pool.Status(ctx); err != nil {
 			return Folder{}, fmt.Errorf("read the pool's members: %w", err)
 		}
 		if req.Members, err = ResolveMembers(ps.Members, req.Members); err != nil {
 			return Folder{}, fmt.Errorf("share %s: %w", req.Name, err)
 		}
 	}
-	return s.folders.Share(ctx, req)
+	f, err := s.folders.Share(ctx, req)
+	f.MemberNames = MemberNames(ps.Members, f.Members)
+	return f, err
 }
 
 // Unshare stops sharing a folder of this machine.

@@ -28,6 +28,9 @@ func ResolveMembers(members []Member, refs []string) ([]string, error) {
 			out = append(out, m.ID)
 		}
 	}
+	if len(refs) > 0 && len(out) == 0 {
+		return nil, fmt.Errorf("%w: no member named: give names or device IDs, or no --members for every member", ErrInvalid)
+	}
 	return out, nil
 }
 
@@ -81,4 +84,25 @@ func candidates(members []Member) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+// MemberNames names the devices ids for a person, in order: a member's
+// name, or the short ID of a device the pool does not list.
+func MemberNames(members []Member, ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	names := make(map[string]string, len(members))
+	for _, m := range members {
+		names[idKey(m.ID)] = m.Name
+	}
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		if n := names[idKey(id)]; n != "" {
+			out[i] = n
+		} else {
+			out[i] = shortID(id)
+		}
+	}
+	return out
 }

@@ -36,6 +36,7 @@ func TestResolveMembers(t *testing.T) {
 		{"ambiguous prefix names the candidates", []string{"AAAA"}, nil, ErrInvalid, []string{"ambiguous", "laptop (AAAA-BBBB)", "lab (AAAA-BZZZ)"}},
 		{"unknown names the members", []string{"desk"}, nil, ErrNotFound, []string{`no member "desk"`, "laptop (AAAA-BBBB)", "Lab (QQQQ-RRRR)"}},
 		{"a removed member is unknown", []string{"old"}, nil, ErrNotFound, []string{`no member "old"`}},
+		{"only blanks", []string{" ", ""}, nil, ErrInvalid, []string{"no member named"}},
 		{"too short a prefix", []string{"QQQ"}, nil, ErrNotFound, nil},
 	}
 	for _, tt := range tests {

@@ -21,6 +21,7 @@ func folderCmds(g *globals) []*cobra.Command {
 func shareCmd(g *globals) *cobra.Command {
 	var rw bool
 	var members []string
+	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "share NAME PATH",
 		Short: "Share a directory of this machine with the pool (read-only unless --rw)",
@@ -38,17 +39,31 @@ func shareCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Shared %s (%s, %d files, %s) as %s:%s\n", path, f.Mode, f.Files, Bytes(uint64(f.SizeBytes)), f.NodeName, f.Name)
-			return nil
+			if rw && !*asJSON {
+				shareRWNote(cmd.ErrOrStderr(), path, f.Name)
+			}
+			return emit(cmd.OutOrStdout(), *asJSON, f, func(w io.Writer) {
+				fmt.Fprintf(w, "Shared %s (%s, %d files, %s) as %s:%s, for %s\n", path, f.Mode, f.Files, Bytes(uint64(f.SizeBytes)), f.NodeName, f.Name, whoMay(f))
+			})
 		},
 	}
 	c.Flags().BoolVar(&rw, "rw", false, "let members write")
-	c.Flags().StringSliceVar(&members, "members", nil, "only these device IDs (default: every member)")
+	c.Flags().StringSliceVar(&members, "members", nil, "only these members: names, short IDs or device IDs (default: every member)")
+	asJSON = jsonFlag(c)
 	return c
 }
 
+// whoMay says who may use a folder, by member name.
+func whoMay(f app.Folder) string {
+	if len(f.Members) == 0 {
+		return "every member"
+	}
+	return strings.Join(f.MemberNames, ", ")
+}
+
 func unshareCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "unshare NAME",
 		Short: "Stop sharing a folder of this machine",
 		Args:  cobra.ExactArgs(1),
@@ -60,10 +75,11 @@ func unshareCmd(g *globals) *cobra.Command {
 			if err := c.Unshare(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Stopped sharing %s.\n", args[0])
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, actDone{"unshared " + args[0]}, func(w io.Writer) { fmt.Fprintf(w, "Stopped sharing %s.\n", args[0]) })
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func foldersCmd(g *globals) *cobra.Command {
@@ -73,13 +89,13 @@ func foldersCmd(g *globals) *cobra.Command {
 
 func writeFolders(w io.Writer, list []app.Folder) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FOLDER\tMODE\tSIZE\tFILES")
+	fmt.Fprintln(tw, "FOLDER\tMODE\tSIZE\tFILES\tFOR")
 	for _, f := range list {
 		name := f.NodeName + ":" + f.Name
 		if f.Stale {
 			name += " (last known)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, f.Mode, Bytes(uint64(f.SizeBytes)), f.Files)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", name, f.Mode, Bytes(uint64(f.SizeBytes)), f.Files, whoMay(f))
 	}
 	return tw.Flush()
 }
@@ -126,6 +142,7 @@ func lsCmd(g *globals) *cobra.Command {
 
 func cpCmd(g *globals) *cobra.Command {
 	var quiet bool
+	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files and trees between this machine and shared folders (NODE:FOLDER[/PATH]), or between two machines",
@@ -170,10 +187,12 @@ func cpCmd(g *globals) *cobra.Command {
 			if t.Finished != nil {
 				secs = t.Finished.Sub(t.Started)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Copied %d files, %s (%s sent) in %s\n", p.Files, Bytes(uint64(p.Bytes)), Bytes(uint64(p.Sent)), secs.Round(time.Millisecond))
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, t, func(w io.Writer) {
+				fmt.Fprintf(w, "Copied %d files, %s (%s sent) in %s\n", p.Files, Bytes(uint64(p.Bytes)), Bytes(uint64(p.Sent)), secs.Round(time.Millisecond))
+			})
 		},
 	}
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
+	asJSON = jsonFlag(c)
 	return c
 }
