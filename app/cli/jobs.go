@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +13,6 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/internal/openstat"
 	"github.com/labpool/labpool/node/jobs"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -415,6 +412,7 @@ func imagesCmd(g *globals) *cobra.Command {
 func imageCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "image", Short: "Copy or pull container images to a machine"}
 	var loadForce, pullForce bool
+	var loadJSON, pullJSON *bool
 	load := &cobra.Command{
 		Use:   "load NODE FILE.tar",
 		Short: "Copy an image archive (docker save) to a machine, with progress; an existing tag of another image is never replaced but with --force (the machine's owner)",
@@ -429,14 +427,12 @@ func imageCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			bar := progressbar.DefaultBytes(fi.Size(), "sending "+fi.Name())
-			rc, err := c.LoadImage(cmd.Context(), args[0], io.TeeReader(f, bar), loadForce)
+			rc, err := c.LoadImage(cmd.Context(), args[0], f, loadForce)
 			if err != nil {
 				return err
 			}
 			defer rc.Close()
-			bar.Finish()
-			return printProgress(cmd.OutOrStdout(), rc)
+			return showProgress(cmd, *loadJSON, rc, newLoadBars(cmd.ErrOrStderr(), fi.Name(), fi.Size()))
 		},
 	}
 	pull := &cobra.Command{
@@ -453,48 +449,12 @@ func imageCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			return printProgress(cmd.OutOrStdout(), rc)
+			return showProgress(cmd, *pullJSON, rc, newLoadBars(cmd.ErrOrStderr(), "", 0))
 		},
 	}
 	load.Flags().BoolVar(&loadForce, "force", false, "replace a tag that names another image (the machine's own user or a pool owner only)")
 	pull.Flags().BoolVar(&pullForce, "force", false, "replace an image of that tag loaded on the machine (the machine's own user or a pool owner only)")
+	loadJSON, pullJSON = jsonFlag(load), jsonFlag(pull)
 	c.AddCommand(load, pull)
 	return c
-}
-
-// printProgress shows the NDJSON progress a node streams for a load or a
-// pull, and returns the error its last line reports.
-func printProgress(w io.Writer, r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var bar *progressbar.ProgressBar
-	var last app.ImageProgress
-	for sc.Scan() {
-		var p app.ImageProgress
-		if json.Unmarshal(sc.Bytes(), &p) != nil {
-			continue
-		}
-		last = p
-		if p.Error != "" {
-			return errors.New(p.Error)
-		}
-		if p.Total > 0 {
-			if bar == nil {
-				bar = progressbar.DefaultBytes(p.Total, "machine")
-			}
-			bar.Set64(p.Done)
-		} else if p.Status != "" {
-			fmt.Fprintln(w, p.Status)
-		}
-	}
-	if bar != nil {
-		bar.Finish()
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	if len(last.Tags) > 0 {
-		fmt.Fprintf(w, "Loaded %s\n", strings.Join(last.Tags, ", "))
-	}
-	return nil
 }

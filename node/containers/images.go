@@ -92,7 +92,7 @@ func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Ri
 		pw.CloseWithError(err)
 		rewritten <- err
 	}()
-	loaded, err := r.load(ctx, pr)
+	loaded, err := r.load(ctx, pr, progress)
 	pr.CloseWithError(errors.New("load ended")) // unblocks the rewriter if the engine stopped reading
 	if rerr := <-rewritten; rerr != nil {
 		return nil, fmt.Errorf("load image: %w", badArchive(rerr))
@@ -110,7 +110,9 @@ func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Ri
 }
 
 // load sends an archive to the engine and returns what it says it loaded.
-func (r *Runtime) load(ctx context.Context, archive io.Reader) ([]string, error) {
+// progress (may be nil) sees the engine's own progress: each layer it
+// loads, with its bytes done and total and the status "Loading layer ID".
+func (r *Runtime) load(ctx context.Context, archive io.Reader, progress Progress) ([]string, error) {
 	resp, err := r.api.ImageLoad(ctx, archive)
 	if err != nil {
 		return nil, fmt.Errorf("load image: %w", badArchive(explain(err, "")))
@@ -118,6 +120,9 @@ func (r *Runtime) load(ctx context.Context, archive io.Reader) ([]string, error)
 	defer resp.Body.Close()
 	var loaded []string
 	err = readMessages(resp.Body, func(m jsonMessage) {
+		if progress != nil && m.Progress != nil && m.Progress.Total > 0 {
+			progress(m.Progress.Current, m.Progress.Total, strings.TrimSpace(m.Status+" "+m.ID))
+		}
 		for _, prefix := range []string{"Loaded image: ", "Loaded image ID: "} {
 			if s, ok := strings.CutPrefix(strings.TrimSpace(m.Stream), prefix); ok {
 				loaded = append(loaded, s)
@@ -298,7 +303,12 @@ func readMessages(r io.Reader, fn func(jsonMessage)) error {
 	return sc.Err()
 }
 
-// countReader reports the bytes read through it.
+// StatusReceived is the status of the progress line that says a load's
+// archive has arrived whole (done = total = its bytes); the engine's own
+// progress follows. Lines before it (status "") count the bytes so far.
+const StatusReceived = "received"
+
+// countReader reports the bytes read through it, and their total at EOF.
 type countReader struct {
 	r        io.Reader
 	n        int64
@@ -308,7 +318,11 @@ type countReader struct {
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
-	if c.progress != nil && n > 0 {
+	switch {
+	case c.progress == nil:
+	case err == io.EOF:
+		c.progress(c.n, c.n, StatusReceived)
+	case n > 0:
 		c.progress(c.n, 0, "")
 	}
 	return n, err

@@ -269,7 +269,8 @@ func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
 }
 
 // progressWriter starts an NDJSON reply and returns a func sending one line
-// (at most a few a second, except the last).
+// (at most a few a second, except the last and each line that ends a step:
+// a load's transfer, each layer the engine loads).
 func (h *handler) progressWriter(w http.ResponseWriter) func(progressLine, bool) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
@@ -278,7 +279,8 @@ func (h *handler) progressWriter(w http.ResponseWriter) func(progressLine, bool)
 	var last int64
 	return func(p progressLine, final bool) {
 		now := nowMillis()
-		if !final && now-last < 200 {
+		stepDone := p.Total > 0 && p.Done == p.Total
+		if !final && !stepDone && now-last < 200 {
 			return
 		}
 		last = now
