@@ -28,7 +28,7 @@ type Folder struct {
 	SizeBytes int64    `json:"size_bytes"`
 	Files     int      `json:"files"`
 	AtLeast   bool     `json:"size_at_least,omitempty"` // the share was too large to measure whole: at least this much
-	Members   []string `json:"members,omitempty"` // device IDs of who may use it; none: every member
+	Members   []string `json:"members,omitempty"`       // device IDs of who may use it; none: every member
 	// MemberNames are Members' names, in the same order (a short ID for a
 	// device the pool no longer lists).
 	MemberNames []string `json:"member_names,omitempty"`
