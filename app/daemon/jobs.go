@@ -121,4 +121,3 @@ func (g telemetryGPUs) GPUs() []gpu.Stats {
 	}
 	return s.GPUs
 }
-

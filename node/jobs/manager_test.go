@@ -130,7 +130,7 @@ func TestGrantNamesUUIDsAndQueue(t *testing.T) {
 	}
 	_, err = m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1})
 	var busy *BusyError
-	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "GPU 0: job "+j1.ID+" of alice") {
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "GPUs 0, 1: job "+j1.Name+" of alice") {
 		t.Fatalf("busy GPUs: %v", err)
 	}
 	q, err := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true})
@@ -161,7 +161,7 @@ func TestExternalProcessesAreBusy(t *testing.T) {
 	// The job's own process on its GPU does not make it external.
 	gs.gpus[1].Processes = []gpu.Process{{PID: 4242, MemBytes: 2 << 30}}
 	_, err = m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 1})
-	if err == nil || !strings.Contains(err.Error(), "GPU 0: a process outside labpool") || !strings.Contains(err.Error(), "GPU 1: job "+j.ID+" of o") {
+	if err == nil || !strings.Contains(err.Error(), "GPU 0: a process outside labpool") || !strings.Contains(err.Error(), "GPU 1: job "+j.Name+" of o") {
 		t.Fatalf("busy: %v", err)
 	}
 	st, err := m.Stats(context.Background(), j.ID)
