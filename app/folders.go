@@ -43,9 +43,19 @@ type ShareRequest struct {
 	Members   []string `json:"members,omitempty"`
 }
 
+// FolderMembersRequest sets who may use a folder of this machine: member
+// names, short IDs or device IDs; none means every member.
+type FolderMembersRequest struct {
+	Name    string   `json:"name"`
+	Members []string `json:"members"`
+}
+
 // FolderManager shares this machine's folders (implemented by the daemon).
 type FolderManager interface {
 	Share(ctx context.Context, req ShareRequest) (Folder, error)
+	// SetMembers changes who may use a share (device IDs; none: every
+	// member), keeping its path and mode.
+	SetMembers(ctx context.Context, name string, members []string) (Folder, error)
 	Unshare(ctx context.Context, name string) error
 }
 
@@ -100,6 +110,25 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 		}
 	}
 	f, err := s.folders.Share(ctx, req)
+	f.MemberNames = MemberNames(ps.Members, f.Members)
+	return f, err
+}
+
+// SetFolderMembers changes who may use a folder of this machine; the
+// names and short IDs are resolved to device IDs first (see
+// ResolveMembers), and none means every member.
+func (s *Service) SetFolderMembers(ctx context.Context, req FolderMembersRequest) (Folder, error) {
+	var ps PoolStatus
+	if len(req.Members) > 0 {
+		var err error
+		if ps, err = s.pool.Status(ctx); err != nil {
+			return Folder{}, fmt.Errorf("read the pool's members: %w", err)
+		}
+		if req.Members, err = ResolveMembers(ps.Members, req.Members); err != nil {
+			return Folder{}, fmt.Errorf("members of %s: %w", req.Name, err)
+		}
+	}
+	f, err := s.folders.SetMembers(ctx, req.Name, req.Members)
 	f.MemberNames = MemberNames(ps.Members, f.Members)
 	return f, err
 }

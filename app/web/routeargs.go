@@ -98,6 +98,12 @@ type loadReq struct {
 }
 
 // loadArgs passes the archive on as it arrives.
+func folderMembersArgs(r *http.Request) (app.FolderMembersRequest, error) {
+	req, err := body[app.FolderMembersRequest](r)
+	req.Name = r.PathValue("name")
+	return req, err
+}
+
 func removeArgs(r *http.Request) (app.RemoveRequest, error) {
 	return app.RemoveRequest{Ref: r.PathValue("id"), Force: r.URL.Query().Get("force") == "1"}, nil
 }

@@ -79,6 +79,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/folders", call(none, noArg((*app.Service).Folders))},
 	{"POST", "/api/v1/folders", call(body[app.ShareRequest], (*app.Service).Share)},
 	{"DELETE", "/api/v1/folders/{name}", empty(pathValue("name"), (*app.Service).Unshare)},
+	{"PUT", "/api/v1/folders/{name}/members", call(folderMembersArgs, (*app.Service).SetFolderMembers)},
 	{"GET", "/api/v1/ls", call(lsArgs, ls)},
 	{"POST", "/api/v1/copy", call(body[app.CopyRequest], (*app.Service).Copy)},
 	{"GET", "/api/v1/transfers", call(none, noArg((*app.Service).Transfers))},
