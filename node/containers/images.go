@@ -9,6 +9,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/image"
@@ -82,17 +84,34 @@ func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, rights Right
 
 // loadUntagged is LoadImage without the guard.
 func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Rights, progress Progress) ([]string, error) {
+	progress = serialized(progress) // the transfer's goroutine and the engine's stream both report
 	counted := &countReader{r: archive, progress: progress}
+	var once sync.Once
+	received := func() { // once, before the engine's first line
+		once.Do(func() {
+			if progress != nil {
+				n := counted.n.Load()
+				progress(n, n, StatusReceived)
+			}
+		})
+	}
 	pr, pw := io.Pipe()
 	var imgs []archiveImage
 	rewritten := make(chan error, 1)
 	go func() {
 		var err error
 		imgs, err = untag(counted, pw)
+		if err == nil {
+			received() // every byte went through the pipe: the engine has read them
+		}
 		pw.CloseWithError(err)
 		rewritten <- err
 	}()
-	loaded, err := r.load(ctx, pr, progress)
+	var engine Progress
+	if progress != nil {
+		engine = func(done, total int64, status string) { received(); progress(done, total, status) }
+	}
+	loaded, err := r.load(ctx, pr, engine)
 	pr.CloseWithError(errors.New("load ended")) // unblocks the rewriter if the engine stopped reading
 	if rerr := <-rewritten; rerr != nil {
 		return nil, fmt.Errorf("load image: %w", badArchive(rerr))
@@ -308,22 +327,31 @@ func readMessages(r io.Reader, fn func(jsonMessage)) error {
 // progress follows. Lines before it (status "") count the bytes so far.
 const StatusReceived = "received"
 
-// countReader reports the bytes read through it, and their total at EOF.
+// countReader reports the bytes read through it.
 type countReader struct {
 	r        io.Reader
-	n        int64
+	n        atomic.Int64
 	progress Progress
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
-	switch {
-	case c.progress == nil:
-	case err == io.EOF:
-		c.progress(c.n, c.n, StatusReceived)
-	case n > 0:
-		c.progress(c.n, 0, "")
+	done := c.n.Add(int64(n))
+	if c.progress != nil && n > 0 {
+		c.progress(done, 0, "")
 	}
 	return n, err
+}
+
+// serialized is p called by one goroutine at a time (nil stays nil).
+func serialized(p Progress) Progress {
+	if p == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(done, total int64, status string) {
+		mu.Lock()
+		defer mu.Unlock()
+		p(done, total, status)
+	}
 }
