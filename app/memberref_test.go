@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -60,5 +61,49 @@ func TestResolveMembers(t *testing.T) {
 				t.Errorf("ResolveMembers(%q) (-want +got):\n%s", tt.refs, diff)
 			}
 		})
+	}
+}
+
+// captureFolders records the share requests the service hands the daemon.
+type captureFolders struct {
+	stubDaemon
+	got []ShareRequest
+}
+
+func (c *captureFolders) Share(_ context.Context, r ShareRequest) (Folder, error) {
+	c.got = append(c.got, r)
+	return Folder{Name: r.Name, Members: r.Members}, nil
+}
+
+// TestShareResolvesMembers: Share hands the daemon full device IDs for the
+// names and short IDs given, names them back, and refuses an unknown name
+// without sharing anything.
+func TestShareResolvesMembers(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, selfID, "zeta", false)
+	putMember(t, db, alphaID, "alice", false)
+	self := Self{ID: selfID, Name: "zeta"}
+	stub := stubDaemon{NewReader(db, self)}
+	folders := &captureFolders{stubDaemon: stub}
+	svc, err := New(Deps{DB: db, Self: self, Live: fakeLive{}, Pool: stub, Nodes: stub, Folders: folders, Copier: stub, Policy: stub})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	f, err := svc.Share(ctx, ShareRequest{Name: "data", Path: "/srv/data", Members: []string{"alice", shortID(selfID)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{alphaID, selfID}, folders.got[0].Members); diff != "" {
+		t.Errorf("members handed to the daemon (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"alice", "zeta"}, f.MemberNames); diff != "" {
+		t.Errorf("member names (-want +got):\n%s", diff)
+	}
+	if _, err := svc.Share(ctx, ShareRequest{Name: "data", Path: "/srv/data", Members: []string{"laptop"}}); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "alice") {
+		t.Errorf("share to an unknown member: %v", err)
+	}
+	if len(folders.got) != 1 {
+		t.Errorf("a refused share reached the daemon: %+v", folders.got)
 	}
 }
