@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,9 +23,10 @@ func TestPeople(t *testing.T) {
 	gpu1, alice, bob := l.host("gpu1"), l.host("alice"), l.host("bob")
 	gpu1.env = []string{"LABPOOL_SIMULATE_GPUS=2"}
 	gpu1.docker()
-	for _, h := range l.hosts {
-		h.agent()
-	}
+	gpu1.agent()
+	bob.agent()
+	// alice's machine serves the UI too (the browser subtest).
+	alice.start("web", "--listen", "127.0.0.1:7421", "--name", "alice", "--iface", "eth0", "--peer-listen", ":7420")
 	for _, h := range l.hosts {
 		h.waitDaemon()
 	}
@@ -77,6 +79,32 @@ func TestPeople(t *testing.T) {
 			t.Errorf("rm --force --json: %v %s", err, out)
 		}
 		waitFor(t, 20*time.Second, "the forced job gone from ps --all", func() error {
+			if out := mustCLI(t, alice, "ps", "--all", "--json"); strings.Contains(out, j.ID) {
+				return fmt.Errorf("still listed")
+			}
+			return nil
+		})
+	})
+
+	t.Run("browser: remove of a running job says its work is lost", func(t *testing.T) {
+		if _, err := exec.LookPath("node"); err != nil {
+			skipOrFail(t, "browser test needs node")
+		}
+		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+			skipOrFail(t, "browser test needs Debian's chromium")
+		}
+		j := run(alice, "--gpus", "1", "--name", "in-browser", img, "sleep", "600")
+		waitJob(alice, j.ID, "running")
+		shots := filepath.Join(artifacts(t), "people")
+		script := filepath.Join(repoRoot(), "frontend", "e2e", "remove_running.mjs")
+		cmd := exec.Command("ip", "netns", "exec", alice.ns, "node", script, "--url", alice.webURL(), "--job", j.ID, "--shots", shots)
+		cmd.Dir = filepath.Join(repoRoot(), "frontend")
+		out, err := cmd.CombinedOutput()
+		t.Logf("playwright: %s", strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatalf("browser remove test: %v (screenshots in %s)", err, shots)
+		}
+		waitFor(t, 20*time.Second, "the job removed from the window gone", func() error {
 			if out := mustCLI(t, alice, "ps", "--all", "--json"); strings.Contains(out, j.ID) {
 				return fmt.Errorf("still listed")
 			}
