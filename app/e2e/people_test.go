@@ -22,7 +22,7 @@ func TestPeople(t *testing.T) {
 	l := newLAN(t, "gpu1", "alice", "bob")
 	gpu1, alice, bob := l.host("gpu1"), l.host("alice"), l.host("bob")
 	gpu1.env = []string{"LABPOOL_SIMULATE_GPUS=2"}
-	gpu1.docker()
+	dk := gpu1.docker()
 	gpu1.agent()
 	bob.agent()
 	// alice's machine serves the UI too (the browser subtest).
@@ -129,6 +129,36 @@ func TestPeople(t *testing.T) {
 		out := mustCLI(t, bob, "gpus")
 		if !strings.Contains(out, "hog (alice)") || strings.Contains(out, hog.ID[:12]) {
 			t.Errorf("gpus on bob does not name the job and owner:\n%s", out)
+		}
+	})
+
+	t.Run("image load shows the transfer, then the engine's progress", func(t *testing.T) {
+		// An image gpu1's engine does not have: its one layer must load.
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "weights.bin"), []byte(strings.Repeat("w", 4<<20)), 0o644)
+		layer := filepath.Join(t.TempDir(), "layer.tar")
+		const tag = "labpool-test/progress:1"
+		archive := filepath.Join(t.TempDir(), "progress.tar")
+		for _, c := range [][]string{
+			{"tar", "-C", dir, "-cf", layer, "."},
+			{"docker", "-H", dk, "import", layer, tag},
+			{"docker", "-H", dk, "save", "-o", archive, tag},
+			{"docker", "-H", dk, "rmi", tag},
+		} {
+			if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v %s", c, err, out)
+			}
+		}
+		out, errOut, code := alice.cli("image", "load", "gpu1", archive)
+		t.Logf("image load stderr:\n%s", errOut)
+		if code != 0 || strings.TrimSpace(out) != "Loaded "+tag {
+			t.Fatalf("image load: exit %d, stdout %q, stderr %q", code, out, errOut)
+		}
+		sending := strings.Index(errOut, "sending progress.tar")
+		engine := strings.Index(errOut, "its engine is loading it")
+		layerAt := strings.Index(errOut, "Loading layer")
+		if sending < 0 || engine < sending || layerAt < engine {
+			t.Errorf("image load's progress: sending at %d, the engine's turn at %d, a layer at %d; want them in that order", sending, engine, layerAt)
 		}
 	})
 
