@@ -25,7 +25,10 @@ type fakeAPI struct {
 func (f *fakeAPI) handler() http.Handler {
 	mux := http.NewServeMux()
 	job := app.Job{Job: jobs.Job{ID: "7e82623a8db42109", Name: "train", Node: "GPU1-AAAA", State: jobs.Running}, NodeName: "gpu1"}
-	reply := func(w http.ResponseWriter, v any) { w.Header().Set("Content-Type", "application/json"); json.NewEncoder(w).Encode(v) }
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
 	mux.HandleFunc("GET /api/v1/self", func(w http.ResponseWriter, r *http.Request) { reply(w, app.Self{ID: selfID, Name: "self"}) })
 	mux.HandleFunc("GET /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) { reply(w, job) })
 	mux.HandleFunc("DELETE /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
