@@ -19,14 +19,38 @@ func folderCmds(g *globals) []*cobra.Command {
 }
 
 func shareCmd(g *globals) *cobra.Command {
-	var rw bool
+	var rw, everyone bool
 	var members []string
 	var asJSON *bool
 	c := &cobra.Command{
-		Use:   "share NAME PATH",
-		Short: "Share a directory of this machine with the pool (read-only unless --rw)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "share NAME [PATH]",
+		Short: "Share a directory of this machine with the pool (read-only unless --rw); without PATH, change who may use the share NAME",
+		Long: `Share a directory of this machine with the pool, read-only unless --rw, with
+every member or only those --members names (member names, short IDs or
+device IDs; resolved now, and refused if unknown or ambiguous).
+
+Without PATH, change who may use the share NAME of this machine:
+  labpool share data --members alice,bob
+  labpool share data --every-member`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if rw || everyone == (len(members) > 0) {
+					return usageError{fmt.Errorf("share %s without PATH changes its members: give --members or --every-member (and no --rw)", args[0])}
+				}
+				c, err := connect(cmd.Context(), g)
+				if err != nil {
+					return err
+				}
+				f, err := c.SetFolderMembers(cmd.Context(), app.FolderMembersRequest{Name: args[0], Members: members})
+				if err != nil {
+					return err
+				}
+				return emit(cmd.OutOrStdout(), *asJSON, f, func(w io.Writer) { fmt.Fprintf(w, "%s:%s is for %s\n", f.NodeName, f.Name, whoMay(f)) })
+			}
+			if everyone && len(members) > 0 {
+				return usageError{fmt.Errorf("--members or --every-member: not both")}
+			}
 			path, err := filepath.Abs(args[1])
 			if err != nil {
 				return err
@@ -49,6 +73,7 @@ func shareCmd(g *globals) *cobra.Command {
 	}
 	c.Flags().BoolVar(&rw, "rw", false, "let members write")
 	c.Flags().StringSliceVar(&members, "members", nil, "only these members: names, short IDs or device IDs (default: every member)")
+	c.Flags().BoolVar(&everyone, "every-member", false, "without PATH: let every member use the share again")
 	asJSON = jsonFlag(c)
 	return c
 }

@@ -53,6 +53,18 @@ func (f *fakeAPI) handler() http.Handler {
 		}
 		reply(w, app.Folder{Node: selfID, NodeName: "self", Name: req.Name, Mode: "rw", Members: []string{"ALIC-AAAA-FULL"}, MemberNames: []string{"alice"}})
 	})
+	mux.HandleFunc("PUT /api/v1/folders/{name}/members", func(w http.ResponseWriter, r *http.Request) {
+		var req app.FolderMembersRequest
+		json.NewDecoder(r.Body).Decode(&req)
+		f.mu.Lock()
+		f.got = append(f.got, "members "+r.PathValue("name")+" "+strings.Join(req.Members, ","))
+		f.mu.Unlock()
+		folder := app.Folder{Node: selfID, NodeName: "self", Name: r.PathValue("name"), Mode: "ro"}
+		if len(req.Members) > 0 {
+			folder.Members, folder.MemberNames = []string{"ALIC-AAAA-FULL"}, []string{"alice"}
+		}
+		reply(w, folder)
+	})
 	return mux
 }
 
@@ -119,6 +131,29 @@ func TestShareMembersByName(t *testing.T) {
 		t.Errorf("share to an unknown member: exit %d %q", code, errOut)
 	}
 	if got := strings.Join(f.got, "|"); got != "share alice|share alice|share laptop" {
+		t.Errorf("asked %q", got)
+	}
+}
+
+// TestShareChangesMembers: share NAME without PATH changes who may use it
+// (--members, or --every-member), and refuses to guess otherwise.
+func TestShareChangesMembers(t *testing.T) {
+	dir := t.TempDir()
+	f := startFakeAPI(t, dir)
+	code, out, errOut := run(t, Hooks{}, "--data", dir, "share", "data", "--members", "alice")
+	if code != ExitOK || out != "self:data is for alice\n" {
+		t.Errorf("share data --members alice: exit %d %q %q", code, out, errOut)
+	}
+	code, out, errOut = run(t, Hooks{}, "--data", dir, "share", "data", "--every-member")
+	if code != ExitOK || out != "self:data is for every member\n" {
+		t.Errorf("share data --every-member: exit %d %q %q", code, out, errOut)
+	}
+	for _, args := range [][]string{{"share", "data"}, {"share", "data", "--rw", "--members", "alice"}, {"share", "data", "--every-member", "--members", "alice"}} {
+		if code, _, errOut := run(t, Hooks{}, append([]string{"--data", dir}, args...)...); code != ExitUsage {
+			t.Errorf("%v: exit %d %q, want a usage error", args, code, errOut)
+		}
+	}
+	if got := strings.Join(f.got, "|"); got != "members data alice|members data " {
 		t.Errorf("asked %q", got)
 	}
 }
