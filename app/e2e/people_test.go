@@ -195,5 +195,19 @@ func TestPeople(t *testing.T) {
 			}
 			return nil
 		})
+		// Handed over to bob by name, without PATH: bob in, alice out.
+		if out := mustCLI(t, gpu1, "share", "private", "--members", "bob"); !strings.Contains(out, "for bob") {
+			t.Errorf("share private --members bob: %s", out)
+		}
+		waitFor(t, 20*time.Second, "bob lists gpu1:private", func() error {
+			out, errOut, code := bob.cli("ls", "gpu1:private")
+			if code != 0 || !strings.Contains(out, "notes.txt") {
+				return fmt.Errorf("exit %d %s%s", code, out, errOut)
+			}
+			return nil
+		})
+		if out, errOut, code := alice.cli("ls", "gpu1:private"); code == 0 || strings.Contains(out, "notes.txt") {
+			t.Errorf("alice, no longer a member of the share, listed it: exit %d %s%s", code, out, errOut)
+		}
 	})
 }
