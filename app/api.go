@@ -131,6 +131,11 @@ type GPU struct {
 	ECCUncorrected uint64   `json:"ecc_uncorrected"`
 	RetiredPending bool     `json:"retired_pending"`
 	Job            string   `json:"job"` // the job holding the GPU, "" when free
+	// JobName, JobOwner and JobOwnerName name that job and the member who
+	// launched it (device ID and member name), once its record is here.
+	JobName      string `json:"job_name,omitempty"`
+	JobOwner     string `json:"job_owner,omitempty"`
+	JobOwnerName string `json:"job_owner_name,omitempty"`
 	// ProcessList is the GPU's processes with their memory, job and owner
 	// (both empty: outside labpool); Processes is their count.
 	ProcessList []gpu.Process `json:"process_list"`

@@ -28,8 +28,11 @@ type Folder struct {
 	SizeBytes int64    `json:"size_bytes"`
 	Files     int      `json:"files"`
 	AtLeast   bool     `json:"size_at_least,omitempty"` // the share was too large to measure whole: at least this much
-	Members   []string `json:"members,omitempty"`
-	Stale     bool     `json:"stale"`
+	Members   []string `json:"members,omitempty"`       // device IDs of who may use it; none: every member
+	// MemberNames are Members' names, in the same order (a short ID for a
+	// device the pool no longer lists).
+	MemberNames []string `json:"member_names,omitempty"`
+	Stale       bool     `json:"stale"`
 }
 
 // ShareRequest shares a directory of this machine.
@@ -40,15 +43,29 @@ type ShareRequest struct {
 	Members   []string `json:"members,omitempty"`
 }
 
+// FolderMembersRequest sets who may use a folder of this machine: member
+// names, short IDs or device IDs; none means every member.
+type FolderMembersRequest struct {
+	Name    string   `json:"name"`
+	Members []string `json:"members"`
+}
+
 // FolderManager shares this machine's folders (implemented by the daemon).
 type FolderManager interface {
 	Share(ctx context.Context, req ShareRequest) (Folder, error)
+	// SetMembers changes who may use a share (device IDs; none: every
+	// member), keeping its path and mode.
+	SetMembers(ctx context.Context, name string, members []string) (Folder, error)
 	Unshare(ctx context.Context, name string) error
 }
 
 // Folders lists every shared folder of the pool from the replica.
 func (r *Reader) Folders(ctx context.Context) ([]Folder, error) {
 	nodes, err := r.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ps, err := r.Pool(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +81,8 @@ func (r *Reader) Folders(ctx context.Context) ([]Folder, error) {
 				continue
 			}
 			out = append(out, Folder{Node: n.ID, NodeName: n.Name, Name: fi.Name, Mode: fi.Mode,
-				SizeBytes: fi.SizeBytes, Files: fi.Files, AtLeast: fi.AtLeast, Members: fi.Members, Stale: !n.Online})
+				SizeBytes: fi.SizeBytes, Files: fi.Files, AtLeast: fi.AtLeast, Members: fi.Members,
+				MemberNames: MemberNames(ps.Members, fi.Members), Stale: !n.Online})
 		}
 	}
 	sort.Slice(out, func(i, k int) bool {
@@ -81,7 +99,38 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 	if !folders.ValidName(req.Name) {
 		return Folder{}, fmt.Errorf("%w: share name %q: use 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, req.Name)
 	}
-	return s.folders.Share(ctx, req)
+	var ps PoolStatus
+	if len(req.Members) > 0 {
+		var err error
+		if ps, err = s.pool.Status(ctx); err != nil {
+			return Folder{}, fmt.Errorf("read the pool's members: %w", err)
+		}
+		if req.Members, err = ResolveMembers(ps.Members, req.Members); err != nil {
+			return Folder{}, fmt.Errorf("share %s: %w", req.Name, err)
+		}
+	}
+	f, err := s.folders.Share(ctx, req)
+	f.MemberNames = MemberNames(ps.Members, f.Members)
+	return f, err
+}
+
+// SetFolderMembers changes who may use a folder of this machine; the
+// names and short IDs are resolved to device IDs first (see
+// ResolveMembers), and none means every member.
+func (s *Service) SetFolderMembers(ctx context.Context, req FolderMembersRequest) (Folder, error) {
+	var ps PoolStatus
+	if len(req.Members) > 0 {
+		var err error
+		if ps, err = s.pool.Status(ctx); err != nil {
+			return Folder{}, fmt.Errorf("read the pool's members: %w", err)
+		}
+		if req.Members, err = ResolveMembers(ps.Members, req.Members); err != nil {
+			return Folder{}, fmt.Errorf("members of %s: %w", req.Name, err)
+		}
+	}
+	f, err := s.folders.SetMembers(ctx, req.Name, req.Members)
+	f.MemberNames = MemberNames(ps.Members, f.Members)
+	return f, err
 }
 
 // Unshare stops sharing a folder of this machine.

@@ -116,9 +116,12 @@ func (stubDaemon) SetRole(context.Context, string, string) error            { re
 func (stubDaemon) NodeClient(context.Context, string) (*http.Client, error) { return nil, errStub }
 func (stubDaemon) Share(context.Context, ShareRequest) (Folder, error)      { return Folder{}, errStub }
 func (stubDaemon) Unshare(context.Context, string) error                    { return errStub }
-func (stubDaemon) Copy(context.Context, CopyRequest) (Transfer, error)      { return Transfer{}, errStub }
-func (stubDaemon) Transfers(context.Context) ([]Transfer, error)            { return nil, errStub }
-func (stubDaemon) Policy(context.Context) (Policy, error)                   { return Policy{}, errStub }
+func (stubDaemon) SetMembers(context.Context, string, []string) (Folder, error) {
+	return Folder{}, errStub
+}
+func (stubDaemon) Copy(context.Context, CopyRequest) (Transfer, error) { return Transfer{}, errStub }
+func (stubDaemon) Transfers(context.Context) ([]Transfer, error)       { return nil, errStub }
+func (stubDaemon) Policy(context.Context) (Policy, error)              { return Policy{}, errStub }
 func (stubDaemon) CreateInvite(context.Context, InviteRequest) (NewInvite, error) {
 	return NewInvite{}, errStub
 }

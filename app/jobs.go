@@ -366,13 +366,21 @@ func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
 	return j, nil
 }
 
-// RemoveJob removes a job's container on its node.
-func (s *Service) RemoveJob(ctx context.Context, ref string) error {
-	j, err := s.Job(ctx, ref)
+// RemoveRequest names a job to remove. Force removes a job that still runs
+// (stopping it, its work lost); without it the node refuses one.
+type RemoveRequest struct {
+	Ref   string `json:"ref"`
+	Force bool   `json:"force,omitempty"`
+}
+
+// RemoveJob removes a job's container on its node; the node refuses a
+// running job unless req.Force.
+func (s *Service) RemoveJob(ctx context.Context, req RemoveRequest) error {
+	j, err := s.Job(ctx, req.Ref)
 	if err != nil {
 		return err
 	}
-	return s.NodeCall(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID), nil, nil)
+	return s.NodeCall(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID)+forceQuery("?", req.Force), nil, nil)
 }
 
 // JobStats returns a job's resource use now.

@@ -125,7 +125,7 @@ func (r *Reader) Nodes(ctx context.Context) ([]Node, error) {
 		}
 		return nodes[i].Name < nodes[j].Name
 	})
-	return nodes, nil
+	return nodes, r.nameJobs(ctx, nodes)
 }
 
 // nodeIDs lists this machine and the pool's current members.

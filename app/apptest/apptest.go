@@ -64,6 +64,10 @@ func (noDaemon) Share(context.Context, app.ShareRequest) (app.Folder, error) {
 	return app.Folder{}, app.ErrReadOnly
 }
 func (noDaemon) Unshare(context.Context, string) error { return app.ErrReadOnly }
+
+func (noDaemon) SetMembers(context.Context, string, []string) (app.Folder, error) {
+	return app.Folder{}, app.ErrReadOnly
+}
 func (noDaemon) Copy(context.Context, app.CopyRequest) (app.Transfer, error) {
 	return app.Transfer{}, app.ErrReadOnly
 }

@@ -346,6 +346,10 @@ func TestMainAgainstDaemon(t *testing.T) {
 		{name: "pool members shows roles", args: []string{"pool", "members"}, code: ExitOK, contains: "ROLE"},
 		{name: "debug probe", args: []string{"debug", "probe", "192.0.2.1:7420"}, code: ExitOK, last: "192.0.2.1:7420 is device " + peerID + ": serves this machine"},
 		{name: "nodes", args: []string{"nodes"}, code: ExitOK, contains: "this machine"},
+		{name: "pool create --json", args: []string{"pool", "create", "--json"}, code: ExitOK, contains: `"code": "TIGER-LAMP-4821"`},
+		{name: "pool join --json", args: []string{"pool", "join", "CODE", "--json"}, code: ExitOK, contains: `"pool_id": "pool-1"`},
+		{name: "pool invite --json", args: []string{"pool", "invite", "--json"}, code: ExitOK, contains: `"code": "TIGER-LAMP-4822"`},
+		{name: "pool remove --json", args: []string{"pool", "remove", peerID, "--json"}, code: ExitOK, contains: `"done": "Removed ` + peerID},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,13 +19,38 @@ func folderCmds(g *globals) []*cobra.Command {
 }
 
 func shareCmd(g *globals) *cobra.Command {
-	var rw bool
+	var rw, everyone bool
 	var members []string
+	var asJSON *bool
 	c := &cobra.Command{
-		Use:   "share NAME PATH",
-		Short: "Share a directory of this machine with the pool (read-only unless --rw)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "share NAME [PATH]",
+		Short: "Share a directory of this machine with the pool (read-only unless --rw); without PATH, change who may use the share NAME",
+		Long: `Share a directory of this machine with the pool, read-only unless --rw, with
+every member or only those --members names (member names, short IDs or
+device IDs; resolved now, and refused if unknown or ambiguous).
+
+Without PATH, change who may use the share NAME of this machine:
+  labpool share data --members alice,bob
+  labpool share data --every-member`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if rw || everyone == (len(members) > 0) {
+					return usageError{fmt.Errorf("share %s without PATH changes its members: give --members or --every-member (and no --rw)", args[0])}
+				}
+				c, err := connect(cmd.Context(), g)
+				if err != nil {
+					return err
+				}
+				f, err := c.SetFolderMembers(cmd.Context(), app.FolderMembersRequest{Name: args[0], Members: members})
+				if err != nil {
+					return err
+				}
+				return emit(cmd.OutOrStdout(), *asJSON, f, func(w io.Writer) { fmt.Fprintf(w, "%s:%s is for %s\n", f.NodeName, f.Name, whoMay(f)) })
+			}
+			if everyone && len(members) > 0 {
+				return usageError{fmt.Errorf("--members or --every-member: not both")}
+			}
 			path, err := filepath.Abs(args[1])
 			if err != nil {
 				return err
@@ -38,17 +63,32 @@ func shareCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Shared %s (%s, %d files, %s) as %s:%s\n", path, f.Mode, f.Files, Bytes(uint64(f.SizeBytes)), f.NodeName, f.Name)
-			return nil
+			if rw && !*asJSON {
+				shareRWNote(cmd.ErrOrStderr(), path, f.Name)
+			}
+			return emit(cmd.OutOrStdout(), *asJSON, f, func(w io.Writer) {
+				fmt.Fprintf(w, "Shared %s (%s, %d files, %s) as %s:%s, for %s\n", path, f.Mode, f.Files, Bytes(uint64(f.SizeBytes)), f.NodeName, f.Name, whoMay(f))
+			})
 		},
 	}
 	c.Flags().BoolVar(&rw, "rw", false, "let members write")
-	c.Flags().StringSliceVar(&members, "members", nil, "only these device IDs (default: every member)")
+	c.Flags().StringSliceVar(&members, "members", nil, "only these members: names, short IDs or device IDs (default: every member)")
+	c.Flags().BoolVar(&everyone, "every-member", false, "without PATH: let every member use the share again")
+	asJSON = jsonFlag(c)
 	return c
 }
 
+// whoMay says who may use a folder, by member name.
+func whoMay(f app.Folder) string {
+	if len(f.Members) == 0 {
+		return "every member"
+	}
+	return strings.Join(f.MemberNames, ", ")
+}
+
 func unshareCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "unshare NAME",
 		Short: "Stop sharing a folder of this machine",
 		Args:  cobra.ExactArgs(1),
@@ -60,10 +100,11 @@ func unshareCmd(g *globals) *cobra.Command {
 			if err := c.Unshare(cmd.Context(), args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Stopped sharing %s.\n", args[0])
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, actDone{"unshared " + args[0]}, func(w io.Writer) { fmt.Fprintf(w, "Stopped sharing %s.\n", args[0]) })
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func foldersCmd(g *globals) *cobra.Command {
@@ -73,13 +114,13 @@ func foldersCmd(g *globals) *cobra.Command {
 
 func writeFolders(w io.Writer, list []app.Folder) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "FOLDER\tMODE\tSIZE\tFILES")
+	fmt.Fprintln(tw, "FOLDER\tMODE\tSIZE\tFILES\tFOR")
 	for _, f := range list {
 		name := f.NodeName + ":" + f.Name
 		if f.Stale {
 			name += " (last known)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", name, f.Mode, Bytes(uint64(f.SizeBytes)), f.Files)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", name, f.Mode, Bytes(uint64(f.SizeBytes)), f.Files, whoMay(f))
 	}
 	return tw.Flush()
 }
@@ -126,6 +167,7 @@ func lsCmd(g *globals) *cobra.Command {
 
 func cpCmd(g *globals) *cobra.Command {
 	var quiet bool
+	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "cp SRC DST",
 		Short: "Copy files and trees between this machine and shared folders (NODE:FOLDER[/PATH]), or between two machines",
@@ -170,10 +212,12 @@ func cpCmd(g *globals) *cobra.Command {
 			if t.Finished != nil {
 				secs = t.Finished.Sub(t.Started)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Copied %d files, %s (%s sent) in %s\n", p.Files, Bytes(uint64(p.Bytes)), Bytes(uint64(p.Sent)), secs.Round(time.Millisecond))
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, t, func(w io.Writer) {
+				fmt.Fprintf(w, "Copied %d files, %s (%s sent) in %s\n", p.Files, Bytes(uint64(p.Bytes)), Bytes(uint64(p.Sent)), secs.Round(time.Millisecond))
+			})
 		},
 	}
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
+	asJSON = jsonFlag(c)
 	return c
 }

@@ -46,9 +46,9 @@ func writeGPUs(w io.Writer, gpus []app.GPU) error {
 	for _, g := range gpus {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\t%s/%s\t%.0f°C\t%.0f/%.0f W\t%s\t%s\n", g.NodeName, g.Index, g.Name,
 			g.UtilPercent, Bytes(g.MemUsedBytes), Bytes(g.MemTotalBytes), g.TempC, g.PowerW, g.PowerLimitW,
-			health(g.Health, g.HealthReason), orDash(g.Job))
+			health(g.Health, g.HealthReason), jobLabel(g))
 		for _, p := range g.ProcessList {
-			fmt.Fprintf(tw, "\t\t  pid %d\t\t%s\t\t\t\t%s\n", p.PID, Bytes(p.MemBytes), processOwner(p))
+			fmt.Fprintf(tw, "\t\t  pid %d\t\t%s\t\t\t\t%s\n", p.PID, Bytes(p.MemBytes), processOwner(g, p))
 		}
 	}
 	return tw.Flush()
@@ -65,13 +65,29 @@ func health(state, reason string) string {
 	return state + ": " + reason
 }
 
-// processOwner says whose a GPU process is: "job ID (owner)", or
-// "outside labpool".
-func processOwner(p gpu.Process) string {
-	if p.Job == "" {
-		return "outside labpool"
+// jobLabel names the job holding a GPU for a person: "train-bert (alice)",
+// or the job's short ID while its record has not reached this machine;
+// "-" when the GPU is free.
+func jobLabel(g app.GPU) string {
+	switch {
+	case g.Job == "":
+		return "-"
+	case g.JobName == "":
+		return shortJob(g.Job)
 	}
-	return fmt.Sprintf("job %s (%s)", p.Job, p.Owner)
+	return fmt.Sprintf("%s (%s)", g.JobName, g.JobOwnerName)
+}
+
+// processOwner says whose a GPU process is: "job NAME (owner)", or
+// "outside labpool".
+func processOwner(g app.GPU, p gpu.Process) string {
+	switch {
+	case p.Job == "":
+		return "outside labpool"
+	case p.Job == g.Job && g.JobName != "":
+		return "job " + jobLabel(g)
+	}
+	return "job " + shortJob(p.Job)
 }
 
 // writeJobProcesses lists a job's processes on one GPU (labpool stats).

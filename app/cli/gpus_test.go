@@ -11,11 +11,14 @@ import (
 func TestWriteGPUsHealth(t *testing.T) {
 	gpus := []app.GPU{
 		{NodeName: "gpu1", Index: 0, Name: "NVIDIA H100 80GB HBM3", Health: "ok", Job: "7e82623a8db42109",
+			JobName: "train-bert", JobOwner: "PKPK-MOXV-" + strings.Repeat("A", 40), JobOwnerName: "alice",
 			ProcessList: []gpu.Process{{PID: 4242, MemBytes: 20 << 30, Job: "7e82623a8db42109", Owner: "PKPK-MOXV"}}},
 		{NodeName: "gpu1", Index: 2, Name: "NVIDIA H100 80GB HBM3", Health: "quarantined", HealthReason: "XID 79 (GPU has fallen off the bus)"},
 		{NodeName: "gpu1", Index: 3, Name: "NVIDIA H100 80GB HBM3", Health: "warning", HealthReason: "throttled: hw_thermal_slowdown",
 			ProcessList: []gpu.Process{{PID: 99, MemBytes: 1 << 30}}},
 		{NodeName: "old", Index: 0, Name: "NVIDIA T4"}, // a daemon older than health
+		// A job whose record has not arrived: its short ID.
+		{NodeName: "old", Index: 1, Name: "NVIDIA T4", Job: "0123456789abcdef0123"},
 	}
 	var b strings.Builder
 	if err := writeGPUs(&b, gpus); err != nil {
@@ -25,8 +28,8 @@ func TestWriteGPUsHealth(t *testing.T) {
 	t.Logf("\n%s", out)
 	for _, want := range []string{
 		"HEALTH", "JOB",
-		"ok ", "7e82623a8db42109",
-		"pid 4242", "20.0 GiB", "job 7e82623a8db42109 (PKPK-MOXV)",
+		"ok ", "train-bert (alice)",
+		"pid 4242", "20.0 GiB", "job train-bert (alice)", "0123456789ab\n",
 		"quarantined: XID 79 (GPU has fallen off the bus)",
 		"warning: throttled: hw_thermal_slowdown",
 		"pid 99", "outside labpool",
@@ -35,7 +38,12 @@ func TestWriteGPUsHealth(t *testing.T) {
 			t.Errorf("labpool gpus does not say %q", want)
 		}
 	}
-	if lines := strings.Count(out, "\n"); lines != 7 {
-		t.Errorf("%d lines; want a header, 4 GPUs and 2 processes", lines)
+	if lines := strings.Count(out, "\n"); lines != 8 {
+		t.Errorf("%d lines; want a header, 5 GPUs and 2 processes", lines)
+	}
+	for _, hash := range []string{"7e82623a8db42109", "PKPK-MOXV", "0123456789abcdef0123"} {
+		if strings.Contains(out, hash) {
+			t.Errorf("labpool gpus shows the ID %q where a person reads a name", hash)
+		}
 	}
 }

@@ -18,6 +18,7 @@ func poolInviteCmd(g *globals) *cobra.Command {
 		role    string
 		uses    int
 		expires time.Duration
+		asJSON  *bool
 	)
 	c := &cobra.Command{
 		Use:   "invite",
@@ -40,6 +41,9 @@ func poolInviteCmd(g *globals) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if *asJSON {
+				return printJSON(out, ni)
+			}
 			left := "unlimited uses"
 			if ni.Invite.Uses > 0 {
 				left = fmt.Sprintf("%d uses", ni.Invite.Uses)
@@ -55,6 +59,7 @@ func poolInviteCmd(g *globals) *cobra.Command {
 	c.Flags().StringVar(&role, "role", "member", "role the code grants: member, viewer or admin")
 	c.Flags().IntVar(&uses, "uses", 0, "how many machines may join with it (0: unlimited)")
 	c.Flags().DurationVar(&expires, "expires", 24*time.Hour, "how long the code works, e.g. 1h, 72h")
+	asJSON = jsonFlag(c)
 	return c
 }
 

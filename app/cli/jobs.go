@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +13,6 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/internal/openstat"
 	"github.com/labpool/labpool/node/jobs"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -35,6 +32,7 @@ type runFlags struct {
 
 func runCmd(g *globals) *cobra.Command {
 	var f runFlags
+	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "run [flags] IMAGE [CMD...]",
 		Short: "Launch a container on free GPUs of the pool; prints the job ID last",
@@ -79,19 +77,23 @@ What a job reaches:
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, j.State)
-			if len(j.GPUIndexes) > 0 {
-				fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
+			if !*asJSON {
+				writeRWNote(cmd.ErrOrStderr(), spec.Mounts, j.NodeName)
 			}
-			if j.Error != "" {
-				fmt.Fprintf(out, " (%s)", j.Error)
-			}
-			fmt.Fprintln(out)
-			fmt.Fprintln(out, j.ID)
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, j, func(out io.Writer) {
+				fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, j.State)
+				if len(j.GPUIndexes) > 0 {
+					fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
+				}
+				if j.Error != "" {
+					fmt.Fprintf(out, " (%s)", j.Error)
+				}
+				fmt.Fprintln(out)
+				fmt.Fprintln(out, j.ID)
+			})
 		},
 	}
+	asJSON = jsonFlag(c)
 	c.Flags().SetInterspersed(false) // flags after IMAGE belong to CMD
 	fl := c.Flags()
 	fl.StringVar(&f.node, "node", "", "machine (name or ID); default: labpool picks")
@@ -257,7 +259,8 @@ func logsCmd(g *globals) *cobra.Command {
 }
 
 func stopCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "stop JOB",
 		Short: "Stop a job (a queued one leaves the queue)",
 		Args:  cobra.ExactArgs(1),
@@ -270,29 +273,47 @@ func stopCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", j.Name, j.State)
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, j, func(w io.Writer) { fmt.Fprintf(w, "%s on %s: %s\n", j.Name, j.NodeName, j.State) })
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
+}
+
+// removed is what rm --json prints.
+type removed struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Node   string `json:"node"`
+	Forced bool   `json:"forced"`
 }
 
 func rmCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "rm JOB",
-		Short: "Remove an ended job's container",
+		Short: "Remove an ended job's container (a running one only with --force, which stops it and loses its work)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
-			if err := c.RemoveJob(cmd.Context(), args[0]); err != nil {
+			j, err := c.Job(cmd.Context(), args[0])
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Removed %s.\n", args[0])
-			return nil
+			if err := c.RemoveJob(cmd.Context(), app.RemoveRequest{Ref: j.ID, Force: force}); err != nil {
+				return err
+			}
+			out := removed{ID: j.ID, Name: j.Name, Node: j.Node, Forced: force}
+			return emit(cmd.OutOrStdout(), *asJSON, out, func(w io.Writer) { fmt.Fprintf(w, "Removed %s on %s.\n", j.Name, j.NodeName) })
 		},
 	}
+	c.Flags().BoolVarP(&force, "force", "f", false, "remove a running job too: it is stopped and its work lost")
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func statsCmd(g *globals) *cobra.Command {
@@ -327,7 +348,8 @@ func statsCmd(g *globals) *cobra.Command {
 }
 
 func openCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "open JOB PORT",
 		Short: "Forward a job's container port to 127.0.0.1 here and print the URL",
 		Args:  cobra.ExactArgs(2),
@@ -344,10 +366,11 @@ func openCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), t.URL)
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, t, func(w io.Writer) { fmt.Fprintln(w, t.URL) })
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func imagesCmd(g *globals) *cobra.Command {
@@ -389,6 +412,7 @@ func imagesCmd(g *globals) *cobra.Command {
 func imageCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "image", Short: "Copy or pull container images to a machine"}
 	var loadForce, pullForce bool
+	var loadJSON, pullJSON *bool
 	load := &cobra.Command{
 		Use:   "load NODE FILE.tar",
 		Short: "Copy an image archive (docker save) to a machine, with progress; an existing tag of another image is never replaced but with --force (the machine's owner)",
@@ -403,14 +427,12 @@ func imageCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			bar := progressbar.DefaultBytes(fi.Size(), "sending "+fi.Name())
-			rc, err := c.LoadImage(cmd.Context(), args[0], io.TeeReader(f, bar), loadForce)
+			rc, err := c.LoadImage(cmd.Context(), args[0], f, loadForce)
 			if err != nil {
 				return err
 			}
 			defer rc.Close()
-			bar.Finish()
-			return printProgress(cmd.OutOrStdout(), rc)
+			return showProgress(cmd, *loadJSON, rc, newLoadBars(cmd.ErrOrStderr(), fi.Name(), fi.Size()))
 		},
 	}
 	pull := &cobra.Command{
@@ -427,48 +449,12 @@ func imageCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			return printProgress(cmd.OutOrStdout(), rc)
+			return showProgress(cmd, *pullJSON, rc, newLoadBars(cmd.ErrOrStderr(), "", 0))
 		},
 	}
 	load.Flags().BoolVar(&loadForce, "force", false, "replace a tag that names another image (the machine's own user or a pool owner only)")
 	pull.Flags().BoolVar(&pullForce, "force", false, "replace an image of that tag loaded on the machine (the machine's own user or a pool owner only)")
+	loadJSON, pullJSON = jsonFlag(load), jsonFlag(pull)
 	c.AddCommand(load, pull)
 	return c
-}
-
-// printProgress shows the NDJSON progress a node streams for a load or a
-// pull, and returns the error its last line reports.
-func printProgress(w io.Writer, r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var bar *progressbar.ProgressBar
-	var last app.ImageProgress
-	for sc.Scan() {
-		var p app.ImageProgress
-		if json.Unmarshal(sc.Bytes(), &p) != nil {
-			continue
-		}
-		last = p
-		if p.Error != "" {
-			return errors.New(p.Error)
-		}
-		if p.Total > 0 {
-			if bar == nil {
-				bar = progressbar.DefaultBytes(p.Total, "machine")
-			}
-			bar.Set64(p.Done)
-		} else if p.Status != "" {
-			fmt.Fprintln(w, p.Status)
-		}
-	}
-	if bar != nil {
-		bar.Finish()
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	if len(last.Tags) > 0 {
-		fmt.Fprintf(w, "Loaded %s\n", strings.Join(last.Tags, ", "))
-	}
-	return nil
 }

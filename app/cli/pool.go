@@ -21,7 +21,8 @@ func poolCmd(g *globals) *cobra.Command {
 }
 
 func poolCreateCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "create",
 		Short: "Create a pool with this machine as its owner and print its first invite code (role member, 24 h)",
 		Args:  cobra.NoArgs,
@@ -34,18 +35,21 @@ func poolCreateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "Pool %s is ready. On another machine of this LAN, run:\n", code.PoolID)
-			fmt.Fprintf(out, "  labpool pool join %s\n", code.Code)
-			fmt.Fprintln(out, "Join code:")
-			fmt.Fprintln(out, code.Code)
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, code, func(out io.Writer) {
+				fmt.Fprintf(out, "Pool %s is ready. On another machine of this LAN, run:\n", code.PoolID)
+				fmt.Fprintf(out, "  labpool pool join %s\n", code.Code)
+				fmt.Fprintln(out, "Join code:")
+				fmt.Fprintln(out, code.Code)
+			})
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func poolJoinCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "join CODE [HOST:PORT]",
 		Short: "Join the pool of CODE, found by mDNS or at HOST:PORT",
 		Args:  cobra.RangeArgs(1, 2),
@@ -62,10 +66,13 @@ func poolJoinCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Joined pool %s (%d members).\n", ps.PoolID, countMembers(ps))
-			return nil
+			return emit(cmd.OutOrStdout(), *asJSON, ps, func(w io.Writer) {
+				fmt.Fprintf(w, "Joined pool %s (%d members).\n", ps.PoolID, countMembers(ps))
+			})
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
 }
 
 func countMembers(ps app.PoolStatus) int {

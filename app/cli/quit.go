@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,7 +18,8 @@ import (
 // running in the background so that copies, tunnels and this machine's
 // place in the pool outlive the window.
 func quitCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var asJSON *bool
+	c := &cobra.Command{
 		Use:   "quit",
 		Short: "Stop this machine's labpool daemon (copies running here stop; they resume when copied again)",
 		Args:  cobra.NoArgs,
@@ -47,12 +49,14 @@ func quitCmd(g *globals) *cobra.Command {
 				err := c.Ping(ctx)
 				cancel()
 				if err != nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "labpool daemon stopped (pid %d)\n", pid)
-					return nil
+					said := fmt.Sprintf("labpool daemon stopped (pid %d)", pid)
+					return emit(cmd.OutOrStdout(), *asJSON, actDone{said}, func(w io.Writer) { fmt.Fprintln(w, said) })
 				}
 				time.Sleep(100 * time.Millisecond)
 			}
 			return fmt.Errorf("the daemon (pid %d) still answers 15 s after being asked to stop", pid)
 		},
 	}
+	asJSON = jsonFlag(c)
+	return c
 }

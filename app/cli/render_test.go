@@ -90,7 +90,9 @@ func watchNodes(now time.Time) []app.Node {
 	host := &app.HostStats{CPUPercent: 50, Load1: 1.5, MemUsedBytes: 4 << 30, MemTotalBytes: 16 << 30}
 	return []app.Node{
 		{ID: "SELF-AAAA-AAAA", ShortID: "SELF-AAAA", Name: "rig-one", Self: true, Online: true, LastSeen: now, Host: host,
-			GPUs: []app.GPU{{Index: 0, Name: "NVIDIA H100", UtilPercent: 87, MemUsedBytes: 40 << 30, MemTotalBytes: 80 << 30, TempC: 66, PowerW: 412, PowerLimitW: 700}}},
+			GPUs: []app.GPU{{Index: 0, Name: "NVIDIA H100", UtilPercent: 87, MemUsedBytes: 40 << 30, MemTotalBytes: 80 << 30, TempC: 66, PowerW: 412, PowerLimitW: 700,
+				Health: "ok", Job: "7e82623a8db42109", JobName: "train-bert", JobOwnerName: "alice"},
+				{Index: 1, Name: "NVIDIA H100", Health: "warning", HealthReason: "throttled: hw_thermal_slowdown"}}},
 		{ID: "PEER-BBBB-BBBB", ShortID: "PEER-BBBB", Name: "rig-two", Online: true, LastSeen: now, Host: host, GPUs: []app.GPU{}},
 		{ID: "DOWN-CCCC-CCCC", ShortID: "DOWN-CCCC", Name: "rig-three", Stale: true, LastSeen: now.Add(-2 * time.Hour), Host: host,
 			GPUs: []app.GPU{}, GPUError: "nvml: driver/library version mismatch"},
@@ -113,7 +115,8 @@ func TestRenderWatch(t *testing.T) {
 		notWant []string
 	}{
 		{"rig-one", []string{"SELF-AAAA", "this machine", "CPU", "50.0%", "4.0 GiB/16.0 GiB", "load 1.50",
-			"GPU0", "87.0%", "40.0 GiB/80.0 GiB", "66°C", "412/700 W", "NVIDIA H100"}, []string{"offline", "no GPUs"}},
+			"GPU0", "87.0%", "40.0 GiB/80.0 GiB", "66°C", "412/700 W", "NVIDIA H100", "ok", "job train-bert (alice)",
+			"GPU1", "warning: throttled: hw_thermal_slowdown", "free"}, []string{"offline", "no GPUs", "7e82623a"}},
 		{"rig-two", []string{"online", "no GPUs"}, []string{"offline", "GPU0"}},
 		{"rig-three", []string{"offline", "last seen 2h ago", "stale", "nvml: driver/library version mismatch"}, []string{"● online", "no GPUs"}},
 	}

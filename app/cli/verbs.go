@@ -35,8 +35,9 @@ func listVerb[T any](g *globals, c *cobra.Command, get func(reader, context.Cont
 }
 
 // actVerb makes c a verb that asks the running daemon for one change and
-// prints the line do returns to say what it did.
+// prints the line do returns to say what it did ({"done": line} with --json).
 func actVerb(g *globals, c *cobra.Command, do func(ctx context.Context, c *web.Client, args []string) (string, error)) *cobra.Command {
+	asJSON := jsonFlag(c)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		client, err := connect(cmd.Context(), g)
 		if err != nil {
@@ -46,8 +47,7 @@ func actVerb(g *globals, c *cobra.Command, do func(ctx context.Context, c *web.C
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(cmd.OutOrStdout(), said)
-		return nil
+		return emit(cmd.OutOrStdout(), *asJSON, actDone{said}, func(w io.Writer) { fmt.Fprintln(w, said) })
 	}
 	return c
 }

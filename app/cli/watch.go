@@ -140,14 +140,34 @@ func renderWatch(nodes []app.Node, now time.Time, width int) string {
 			fmt.Fprintf(&b, "  %s\n", dimStyle.Render(msg))
 		}
 		for _, g := range n.GPUs {
-			fmt.Fprintf(&b, "  GPU%-2d %s %5.1f%%  mem %s/%s  %3.0f°C  %4.0f/%.0f W  %s\n", g.Index,
+			fmt.Fprintf(&b, "  GPU%-2d %s %5.1f%%  mem %s/%s  %3.0f°C  %4.0f/%.0f W  %s  %s  %s\n", g.Index,
 				bar(g.UtilPercent, 12), g.UtilPercent, Bytes(g.MemUsedBytes), Bytes(g.MemTotalBytes),
-				g.TempC, g.PowerW, g.PowerLimitW, dimStyle.Render(g.Name))
+				g.TempC, g.PowerW, g.PowerLimitW, watchHealth(g), watchJob(g), dimStyle.Render(g.Name))
 		}
 		b.WriteString("\n")
 	}
 	_ = width
 	return b.String()
+}
+
+// watchHealth is a GPU's health as watch shows it: ok plain, anything
+// else coloured with its reason.
+func watchHealth(g app.GPU) string {
+	switch g.Health {
+	case "", "ok":
+		return onlineStyle.Render(orDash(g.Health))
+	case "warning":
+		return warnStyle.Render(health(g.Health, g.HealthReason))
+	}
+	return offlineStyle.Render(health(g.Health, g.HealthReason))
+}
+
+// watchJob is the job on a GPU, by name and owner, or that it is free.
+func watchJob(g app.GPU) string {
+	if g.Job == "" {
+		return dimStyle.Render("free")
+	}
+	return "job " + jobLabel(g)
 }
 
 func pct(used, total uint64) float64 {

@@ -92,7 +92,7 @@ echo x | nc -w 3 %s 7420 >/dev/null 2>&1 && echo "reached the LAN" || echo "no L
 		// Its tunnels still work.
 		web := trRun(t, bob, "--node", "lab1", "--port", "8080", img, "httpd", "-f", "-p", "8080", "-h", "/www")
 		trWaitJob(t, bob, web, "running")
-		defer bob.cli("rm", web)
+		defer bob.cli("rm", "--force", web)
 		tunnelGet(t, bob, web)
 		_, errOut, code := lab1.cli("policy", "--job-network", "bridge")
 		refusedNaming(t, "job network bridge", "", errOut, code, `job network "bridge"`)
@@ -225,7 +225,7 @@ echo x | nc -w 3 %s 7420 >/dev/null 2>&1 && echo "reached the LAN" || echo "no L
 
 	t.Run("networks go with their jobs", func(t *testing.T) {
 		for _, id := range jobIDs(t, lab1) { // the machine's own user acts on every job
-			mustCLI(t, lab1, "rm", id)
+			mustCLI(t, lab1, "rm", "--force", id)
 		}
 		waitFor(t, 10*time.Second, "no job network left", func() error {
 			out, _ := exec.Command("docker", "-H", dk, "network", "ls", "-q", "--filter", "label=labpool.managed=true").CombinedOutput()

@@ -68,6 +68,15 @@ func (p *Publisher) Share(ctx context.Context, req app.ShareRequest) (app.Folder
 		SizeBytes: info.SizeBytes, Files: info.Files, AtLeast: info.AtLeast, Members: info.Members}, nil
 }
 
+// SetMembers implements app.FolderManager.
+func (p *Publisher) SetMembers(ctx context.Context, name string, members []string) (app.Folder, error) {
+	s, err := p.reg.Get(name)
+	if err != nil {
+		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrNotFound, err)
+	}
+	return p.Share(ctx, app.ShareRequest{Name: s.Name, Path: s.Path, ReadWrite: s.ReadWrite, Members: members})
+}
+
 // Unshare implements app.FolderManager.
 func (p *Publisher) Unshare(ctx context.Context, name string) error {
 	if err := p.reg.Remove(name); err != nil {

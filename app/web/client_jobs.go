@@ -45,9 +45,13 @@ func (c *Client) StopJob(ctx context.Context, ref string) (app.Job, error) {
 	return j, c.do(ctx, http.MethodPost, "/api/v1/jobs/"+url.PathEscape(ref)+"/stop", nil, &j)
 }
 
-// RemoveJob removes a job's container.
-func (c *Client) RemoveJob(ctx context.Context, ref string) error {
-	return c.do(ctx, http.MethodDelete, "/api/v1/jobs/"+url.PathEscape(ref), nil, nil)
+// RemoveJob removes a job's container (a running one only with force).
+func (c *Client) RemoveJob(ctx context.Context, req app.RemoveRequest) error {
+	path := "/api/v1/jobs/" + url.PathEscape(req.Ref)
+	if req.Force {
+		path += "?force=1"
+	}
+	return c.do(ctx, http.MethodDelete, path, nil, nil)
 }
 
 // JobStats returns a job's resource use.

@@ -57,6 +57,12 @@ type fakeFolders struct{}
 func (fakeFolders) Share(_ context.Context, r app.ShareRequest) (app.Folder, error) {
 	return app.Folder{Name: r.Name, Node: selfID}, nil
 }
+func (fakeFolders) SetMembers(_ context.Context, name string, members []string) (app.Folder, error) {
+	if name != "data" {
+		return app.Folder{}, app.ErrNotFound
+	}
+	return app.Folder{Name: name, Node: selfID, Members: members}, nil
+}
 func (fakeFolders) Unshare(_ context.Context, name string) error {
 	if name != "data" {
 		return app.ErrNotFound
@@ -259,7 +265,8 @@ func TestRoundTripEveryRoute(t *testing.T) {
 			roundTrip(t, func() (app.Job, error) { return c.StopJob(ctx, "job-1") }, func() (app.Job, error) { return svc.StopJob(ctx, "job-1") })
 		},
 		"DELETE /api/v1/jobs/{id}": func(t *testing.T) {
-			roundTrip(t, noValue(func() error { return c.RemoveJob(ctx, "job-1") }), noValue(func() error { return svc.RemoveJob(ctx, "job-1") }))
+			roundTrip(t, noValue(func() error { return c.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1"}) }), noValue(func() error { return svc.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1"}) }))
+			roundTrip(t, noValue(func() error { return c.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1", Force: true}) }), noValue(func() error { return svc.RemoveJob(ctx, app.RemoveRequest{Ref: "job-1", Force: true}) }))
 		},
 		"GET /api/v1/jobs/{id}/logs": func(t *testing.T) {
 			roundTrip(t, readAll(func() (io.ReadCloser, error) { return c.Logs(ctx, "job-1", false, 10) }),
@@ -305,6 +312,11 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		"DELETE /api/v1/folders/{name}": func(t *testing.T) {
 			roundTrip(t, noValue(func() error { return c.Unshare(ctx, "data") }), noValue(func() error { return svc.Unshare(ctx, "data") }))
 			roundTrip(t, noValue(func() error { return c.Unshare(ctx, "other") }), noValue(func() error { return svc.Unshare(ctx, "other") }))
+		},
+		"PUT /api/v1/folders/{name}/members": func(t *testing.T) {
+			for _, req := range []app.FolderMembersRequest{{Name: "data"}, {Name: "other"}, {Name: "data", Members: []string{"nobody-here"}}} {
+				roundTrip(t, func() (app.Folder, error) { return c.SetFolderMembers(ctx, req) }, func() (app.Folder, error) { return svc.SetFolderMembers(ctx, req) })
+			}
 		},
 		"GET /api/v1/ls": func(t *testing.T) {
 			roundTrip(t, func() (any, error) { return c.Ls(ctx, selfID, "data", "/") }, func() (any, error) { return svc.Ls(ctx, selfID, "data", "/") })

@@ -98,6 +98,16 @@ type loadReq struct {
 }
 
 // loadArgs passes the archive on as it arrives.
+func folderMembersArgs(r *http.Request) (app.FolderMembersRequest, error) {
+	req, err := body[app.FolderMembersRequest](r)
+	req.Name = r.PathValue("name")
+	return req, err
+}
+
+func removeArgs(r *http.Request) (app.RemoveRequest, error) {
+	return app.RemoveRequest{Ref: r.PathValue("id"), Force: r.URL.Query().Get("force") == "1"}, nil
+}
+
 func loadArgs(r *http.Request) (loadReq, error) {
 	return loadReq{r.URL.Query().Get("node"), r.Body, r.URL.Query().Get("force") == "1"}, nil
 }

@@ -366,7 +366,10 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
     if ((r = m(/^\/jobs\/([^/]+)$/)) && req.method === 'DELETE') {
       return reply(() => {
         const j = must(r[1])
-        if (['queued', 'starting', 'running'].includes(j.state)) throw apiErr(409, 'conflict', `job ${j.name} is ${j.state}: stop it first`)
+        if (['starting', 'running'].includes(j.state) && url.searchParams.get('force') !== '1') {
+          throw apiErr(409, 'running', `remove ${j.name}: a running job is removed only with force: it is ${j.state}; stop it first, or remove it with --force (its work is lost)`)
+        }
+        if (['queued', 'starting', 'running'].includes(j.state)) end(j, j.state === 'queued' ? 0 : 137, 'stopped')
         j.removed = true
         changed()
       }), true

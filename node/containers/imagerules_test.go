@@ -196,7 +196,7 @@ func TestLoadPutsBackAMovedTag(t *testing.T) {
 	want := imageID(t, host, victim)
 	archive, evilID := savedUnder(t, host, victim, "moved under the lab's tag")
 	t.Cleanup(func() { exec.Command("docker", "-H", host, "rmi", "-f", evilID).Run() })
-	_, err := r.guardTags(ctx, Rights{}, func() ([]string, error) { return r.load(ctx, bytes.NewReader(archive)) })
+	_, err := r.guardTags(ctx, Rights{}, func() ([]string, error) { return r.load(ctx, bytes.NewReader(archive), nil) })
 	var refused *RefusedError
 	if !errors.As(err, &refused) || refused.Rule != ruleTagMoved || !strings.Contains(err.Error(), victim) {
 		t.Errorf("load = %v, want refused by rule %q naming %s", err, ruleTagMoved, victim)
@@ -225,7 +225,7 @@ func TestLoadRegistryName(t *testing.T) {
 		t.Errorf("the squatted name or its image stayed")
 	}
 	// The same through an unvetted path (the archive as is) is undone too.
-	_, err = r.guardTags(ctx, Rights{}, func() ([]string, error) { return r.load(ctx, bytes.NewReader(archive)) })
+	_, err = r.guardTags(ctx, Rights{}, func() ([]string, error) { return r.load(ctx, bytes.NewReader(archive), nil) })
 	if !errors.As(err, &refused) || refused.Rule != ruleRegistryName || imageID(t, host, squat) != "" {
 		t.Errorf("unvetted load = %v, tag now on %q; want refused and gone", err, imageID(t, host, squat))
 	}

@@ -9,6 +9,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types/image"
@@ -82,17 +84,34 @@ func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, rights Right
 
 // loadUntagged is LoadImage without the guard.
 func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Rights, progress Progress) ([]string, error) {
+	progress = serialized(progress) // the transfer's goroutine and the engine's stream both report
 	counted := &countReader{r: archive, progress: progress}
+	var once sync.Once
+	received := func() { // once, before the engine's first line
+		once.Do(func() {
+			if progress != nil {
+				n := counted.n.Load()
+				progress(n, n, StatusReceived)
+			}
+		})
+	}
 	pr, pw := io.Pipe()
 	var imgs []archiveImage
 	rewritten := make(chan error, 1)
 	go func() {
 		var err error
 		imgs, err = untag(counted, pw)
+		if err == nil {
+			received() // every byte went through the pipe: the engine has read them
+		}
 		pw.CloseWithError(err)
 		rewritten <- err
 	}()
-	loaded, err := r.load(ctx, pr)
+	var engine Progress
+	if progress != nil {
+		engine = func(done, total int64, status string) { received(); progress(done, total, status) }
+	}
+	loaded, err := r.load(ctx, pr, engine)
 	pr.CloseWithError(errors.New("load ended")) // unblocks the rewriter if the engine stopped reading
 	if rerr := <-rewritten; rerr != nil {
 		return nil, fmt.Errorf("load image: %w", badArchive(rerr))
@@ -110,7 +129,9 @@ func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Ri
 }
 
 // load sends an archive to the engine and returns what it says it loaded.
-func (r *Runtime) load(ctx context.Context, archive io.Reader) ([]string, error) {
+// progress (may be nil) sees the engine's own progress: each layer it
+// loads, with its bytes done and total and the status "Loading layer ID".
+func (r *Runtime) load(ctx context.Context, archive io.Reader, progress Progress) ([]string, error) {
 	resp, err := r.api.ImageLoad(ctx, archive)
 	if err != nil {
 		return nil, fmt.Errorf("load image: %w", badArchive(explain(err, "")))
@@ -118,6 +139,9 @@ func (r *Runtime) load(ctx context.Context, archive io.Reader) ([]string, error)
 	defer resp.Body.Close()
 	var loaded []string
 	err = readMessages(resp.Body, func(m jsonMessage) {
+		if progress != nil && m.Progress != nil && m.Progress.Total > 0 {
+			progress(m.Progress.Current, m.Progress.Total, strings.TrimSpace(m.Status+" "+m.ID))
+		}
 		for _, prefix := range []string{"Loaded image: ", "Loaded image ID: "} {
 			if s, ok := strings.CutPrefix(strings.TrimSpace(m.Stream), prefix); ok {
 				loaded = append(loaded, s)
@@ -298,18 +322,36 @@ func readMessages(r io.Reader, fn func(jsonMessage)) error {
 	return sc.Err()
 }
 
+// StatusReceived is the status of the progress line that says a load's
+// archive has arrived whole (done = total = its bytes); the engine's own
+// progress follows. Lines before it (status "") count the bytes so far.
+const StatusReceived = "received"
+
 // countReader reports the bytes read through it.
 type countReader struct {
 	r        io.Reader
-	n        int64
+	n        atomic.Int64
 	progress Progress
 }
 
 func (c *countReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	c.n += int64(n)
+	done := c.n.Add(int64(n))
 	if c.progress != nil && n > 0 {
-		c.progress(c.n, 0, "")
+		c.progress(done, 0, "")
 	}
 	return n, err
+}
+
+// serialized is p called by one goroutine at a time (nil stays nil).
+func serialized(p Progress) Progress {
+	if p == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(done, total int64, status string) {
+		mu.Lock()
+		defer mu.Unlock()
+		p(done, total, status)
+	}
 }

@@ -104,7 +104,7 @@ func (h *handler) remove(w http.ResponseWriter, r *http.Request) {
 	if _, ok := h.authorized(w, r); !ok {
 		return
 	}
-	if err := h.m.Remove(r.Context(), r.PathValue("id")); err != nil {
+	if err := h.m.Remove(r.Context(), r.PathValue("id"), r.URL.Query().Get("force") == "1"); err != nil {
 		reply(w, nil, err)
 		return
 	}
@@ -269,7 +269,8 @@ func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
 }
 
 // progressWriter starts an NDJSON reply and returns a func sending one line
-// (at most a few a second, except the last).
+// (at most a few a second, except the last and each line that ends a step:
+// a load's transfer, each layer the engine loads).
 func (h *handler) progressWriter(w http.ResponseWriter) func(progressLine, bool) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
@@ -278,7 +279,8 @@ func (h *handler) progressWriter(w http.ResponseWriter) func(progressLine, bool)
 	var last int64
 	return func(p progressLine, final bool) {
 		now := nowMillis()
-		if !final && now-last < 200 {
+		stepDone := p.Total > 0 && p.Done == p.Total
+		if !final && !stepDone && now-last < 200 {
 			return
 		}
 		last = now
@@ -313,6 +315,8 @@ func classify(err error) (int, string) {
 		return http.StatusBadRequest, "refused"
 	case errors.As(err, &taken):
 		return http.StatusConflict, "tag_taken"
+	case errors.Is(err, ErrRunning):
+		return http.StatusConflict, "running"
 	case errors.Is(err, containers.ErrBadArchive):
 		return http.StatusBadRequest, "invalid"
 	case errors.As(err, &busy):

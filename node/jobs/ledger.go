@@ -3,6 +3,7 @@ package jobs
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,14 +28,18 @@ func (r Request) want() int {
 
 // BusyGPU is one GPU that could not be granted, and why.
 type BusyGPU struct {
-	Index    int
-	UUID     string
-	Job      string // the job holding it, or the queued job it is kept for
-	Owner    string // that job's owner, when known
-	Reserved bool   // kept for a queued job that waited too long (Job)
-	External bool   // used by a process outside labpool
-	TooSmall bool   // less memory than asked
-	MemBytes uint64 // its memory, when TooSmall
+	Index int
+	UUID  string
+	Job   string // the job holding it, or the queued job it is kept for
+	Owner string // that job's owner, when known
+	// JobName and OwnerName are what a person reads for Job and Owner:
+	// the job's name and the owner's member name, when known.
+	JobName   string
+	OwnerName string
+	Reserved  bool   // kept for a queued job that waited too long (Job)
+	External  bool   // used by a process outside labpool
+	TooSmall  bool   // less memory than asked
+	MemBytes  uint64 // its memory, when TooSmall
 	// Quarantined and Lost: a GPU with a critical fault, or one NVML lost,
 	// goes to no new job; Reason says which fault.
 	Quarantined bool
@@ -49,15 +54,38 @@ func (b BusyGPU) String() string {
 	case b.Lost:
 		return fmt.Sprintf("GPU %d: lost: %s", b.Index, b.Reason)
 	case b.Reserved:
-		return fmt.Sprintf("GPU %d: kept for queued job %s of %s, waiting the longest", b.Index, b.Job, b.Owner)
+		return fmt.Sprintf("GPU %d: kept for queued job %s of %s, waiting the longest", b.Index, b.jobName(), b.ownerName())
 	case b.External:
 		return fmt.Sprintf("GPU %d: a process outside labpool", b.Index)
 	case b.TooSmall:
 		return fmt.Sprintf("GPU %d: %d MiB, less than asked", b.Index, b.MemBytes>>20)
 	case b.Owner != "":
-		return fmt.Sprintf("GPU %d: job %s of %s", b.Index, b.Job, b.Owner)
+		return fmt.Sprintf("GPU %d: job %s of %s", b.Index, b.jobName(), b.ownerName())
 	}
-	return fmt.Sprintf("GPU %d: job %s", b.Index, b.Job)
+	return fmt.Sprintf("GPU %d: job %s", b.Index, b.jobName())
+}
+
+// jobName is the job's name, or its short ID.
+func (b BusyGPU) jobName() string {
+	if b.JobName != "" {
+		return b.JobName
+	}
+	return shortID(b.Job, 8)
+}
+
+// ownerName is the owner's member name, or its short device ID.
+func (b BusyGPU) ownerName() string {
+	if b.OwnerName != "" {
+		return b.OwnerName
+	}
+	return shortID(b.Owner, 9)
+}
+
+func shortID(id string, n int) string {
+	if len(id) > n {
+		return id[:n]
+	}
+	return id
 }
 
 // BusyError says which GPUs kept a request from being granted.
@@ -72,9 +100,21 @@ func (e *BusyError) Error() string {
 	if len(e.Busy) == 0 {
 		return fmt.Sprintf("%d GPUs asked, this machine has %d", e.Want, e.Total)
 	}
-	parts := make([]string, len(e.Busy))
+	// GPUs held for the same reason (one job's) are said once:
+	// "GPUs 0, 1, 2, 3: job train of alice".
+	var parts []string
+	var idx []string
 	for i, b := range e.Busy {
-		parts[i] = b.String()
+		idx = append(idx, strconv.Itoa(b.Index))
+		why := strings.SplitN(b.String(), ": ", 2)[1]
+		if i+1 < len(e.Busy) && strings.SplitN(e.Busy[i+1].String(), ": ", 2)[1] == why {
+			continue
+		}
+		gpus := "GPU " + idx[0]
+		if len(idx) > 1 {
+			gpus = "GPUs " + strings.Join(idx, ", ")
+		}
+		parts, idx = append(parts, gpus+": "+why), nil
 	}
 	return fmt.Sprintf("%d GPUs asked, %d free: %s", e.Want, e.Free, strings.Join(parts, "; "))
 }

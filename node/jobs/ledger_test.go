@@ -21,7 +21,7 @@ func TestLedgerGrant(t *testing.T) {
 	if !errors.As(err, &be) || be.Free != 1 || len(be.Busy) != 3 {
 		t.Fatalf("grant over capacity: %#v", err)
 	}
-	for _, want := range []string{"GPU 0: job j1", "GPU 1: job j1", "GPU 3: a process outside labpool", "2 GPUs asked, 1 free"} {
+	for _, want := range []string{"GPUs 0, 1: job j1", "GPU 3: a process outside labpool", "2 GPUs asked, 1 free"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("busy error %q does not say %q", err, want)
 		}

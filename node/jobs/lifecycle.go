@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -52,12 +53,20 @@ func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
 	return m.Get(id)
 }
 
-// Remove removes a job's container; a job that has not ended is stopped
+// ErrRunning means a remove was refused because the job still runs and the
+// caller did not force it: removing a running job kills its work.
+var ErrRunning = errors.New("a running job is removed only with force")
+
+// Remove removes a job's container. A running (or starting) job is refused
+// with ErrRunning unless force; then, like a queued one, it is stopped
 // first. The record stays, marked Removed, so the history keeps it.
-func (m *Manager) Remove(ctx context.Context, id string) error {
+func (m *Manager) Remove(ctx context.Context, id string, force bool) error {
 	j, err := m.Get(id)
 	if err != nil {
 		return err
+	}
+	if (j.State == Starting || j.State == Running) && !force {
+		return fmt.Errorf("remove %s: %w: it is %s; stop it first, or remove it with --force (its work is lost)", j.Name, ErrRunning, j.State)
 	}
 	if j.State == Queued || j.State == Starting || j.State == Running {
 		if j, err = m.Stop(ctx, id); err != nil {

@@ -88,6 +88,10 @@ type Config struct {
 	// reach the container as NVIDIA_VISIBLE_DEVICES only, with no device
 	// request, so demos and tests run on machines without a GPU.
 	SimulatedGPUs bool
+	// MemberName (may be nil) names a member's device ID for a person, ""
+	// when unknown; messages fall back to the short ID. It must not block
+	// for long (a read of the local replica).
+	MemberName func(id string) string
 }
 
 // DefaultConfig returns the settings the agent uses.

@@ -130,7 +130,7 @@ func TestGrantNamesUUIDsAndQueue(t *testing.T) {
 	}
 	_, err = m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1})
 	var busy *BusyError
-	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "GPU 0: job "+j1.ID+" of alice") {
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "GPUs 0, 1: job "+j1.Name+" of alice") {
 		t.Fatalf("busy GPUs: %v", err)
 	}
 	q, err := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true})
@@ -161,7 +161,7 @@ func TestExternalProcessesAreBusy(t *testing.T) {
 	// The job's own process on its GPU does not make it external.
 	gs.gpus[1].Processes = []gpu.Process{{PID: 4242, MemBytes: 2 << 30}}
 	_, err = m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 1})
-	if err == nil || !strings.Contains(err.Error(), "GPU 0: a process outside labpool") || !strings.Contains(err.Error(), "GPU 1: job "+j.ID+" of o") {
+	if err == nil || !strings.Contains(err.Error(), "GPU 0: a process outside labpool") || !strings.Contains(err.Error(), "GPU 1: job "+j.Name+" of o") {
 		t.Fatalf("busy: %v", err)
 	}
 	st, err := m.Stats(context.Background(), j.ID)
@@ -191,7 +191,7 @@ func TestExitCodesAndStop(t *testing.T) {
 	if err != nil || got.State != Exited || got.ExitCode == nil || *got.ExitCode != 143 {
 		t.Fatalf("after stop: %+v %v", got, err)
 	}
-	if err := m.Remove(ctx, j.ID); err != nil {
+	if err := m.Remove(ctx, j.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := m.Get(j.ID); !got.Removed || got.Container != "" || got.State != Exited {
@@ -203,10 +203,18 @@ func TestExitCodesAndStop(t *testing.T) {
 	if _, err := m.Get("nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(unknown) = %v", err)
 	}
-	// Remove of a running job stops it first.
+	// Remove of a running job is refused, naming the rule, and loses
+	// nothing; forced, it stops the job first.
 	j, _ = m.Submit(ctx, member("o"), Spec{Image: "img"})
-	if err := m.Remove(ctx, j.ID); err != nil || rt.running() != 0 {
-		t.Errorf("remove running: %v, %d running", err, rt.running())
+	err = m.Remove(ctx, j.ID, false)
+	if !errors.Is(err, ErrRunning) || !strings.Contains(err.Error(), "--force") || rt.running() != 1 {
+		t.Errorf("remove running without force: %v, %d running", err, rt.running())
+	}
+	if got, _ := m.Get(j.ID); got.Removed || got.State != Running {
+		t.Errorf("after a refused remove: %+v", got)
+	}
+	if err := m.Remove(ctx, j.ID, true); err != nil || rt.running() != 0 {
+		t.Errorf("remove running with force: %v, %d running", err, rt.running())
 	}
 }
 

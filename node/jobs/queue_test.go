@@ -118,7 +118,7 @@ func TestStopQueued(t *testing.T) {
 	if j, err := m.Stop(ctx, q1.ID); err != nil || j.State != Exited {
 		t.Fatalf("stop queued: %+v %v", j, err)
 	}
-	if err := m.Remove(ctx, q2.ID); err != nil {
+	if err := m.Remove(ctx, q2.ID, false); err != nil {
 		t.Fatal(err)
 	}
 	rt.exit(run.Container, 0)

@@ -159,14 +159,21 @@ func (m *Manager) explainBusy(err error, reserved map[string]string) error {
 		return err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	for i, b := range be.Busy {
 		if r := reserved[b.UUID]; r != "" && b.External {
 			be.Busy[i].External, be.Busy[i].Reserved, be.Busy[i].Job = false, true, r
 			b.Job = r
 		}
 		if j := m.jobs[b.Job]; j != nil {
-			be.Busy[i].Owner = j.Owner
+			be.Busy[i].Owner, be.Busy[i].JobName = j.Owner, j.Name
+		}
+	}
+	m.mu.Unlock()
+	if m.cfg.MemberName != nil {
+		for i, b := range be.Busy {
+			if b.Owner != "" {
+				be.Busy[i].OwnerName = m.cfg.MemberName(b.Owner)
+			}
 		}
 	}
 	return be

@@ -137,7 +137,10 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 	if j2, _ := m2.Get(j.ID); strings.Join(j2.Spec.Env, ",") != "TOKEN=secret" {
 		t.Errorf("reloaded env %v", j2.Spec.Env)
 	}
-	if code, _ := call(t, srv, member("alice"), "DELETE", "/v1/jobs/"+j.ID, ""); code != 204 {
+	if code, body := call(t, srv, member("alice"), "DELETE", "/v1/jobs/"+j.ID, ""); code != 409 || !strings.Contains(body, `"running"`) || !strings.Contains(body, "--force") {
+		t.Fatalf("remove of a running job without force: %d %s", code, body)
+	}
+	if code, _ := call(t, srv, member("alice"), "DELETE", "/v1/jobs/"+j.ID+"?force=1", ""); code != 204 {
 		t.Fatal("remove")
 	}
 	if p, _ := st.LoadPrivate(j.ID); p.Env != nil {

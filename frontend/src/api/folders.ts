@@ -16,8 +16,11 @@ export interface Transfer extends Omit<G.Transfer, 'state'> {
 /** Shared-folder operations, implemented by both transports. */
 export interface FoldersTransport {
   folders(): Promise<Folder[]>
-  /** Shares a directory (an absolute path) of this machine as name. */
-  share(name: string, path: string, readWrite: boolean): Promise<Folder>
+  /** Shares a directory (an absolute path) of this machine as name, with
+   * members (names, short IDs or device IDs) only, or every member. */
+  share(name: string, path: string, readWrite: boolean, members?: string[]): Promise<Folder>
+  /** Sets who may use a folder of this machine; [] for every member. */
+  setFolderMembers(name: string, members: string[]): Promise<Folder>
   /** Stops sharing a folder of this machine. */
   unshare(name: string): Promise<void>
   ls(node: string, folder: string, path: string): Promise<Entry[]>

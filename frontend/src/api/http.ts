@@ -155,7 +155,8 @@ export function httpTransport(win?: DesktopWindow): Transport {
     ...httpJobs(win),
     ...httpPool(request),
     folders: async () => (await request<Folder[] | null>('GET', '/folders')) ?? [],
-    share: (name, path, readWrite) => request<Folder>('POST', '/folders', { name, path, rw: readWrite }),
+    share: (name, path, readWrite, members) => request<Folder>('POST', '/folders', { name, path, rw: readWrite, members }),
+    setFolderMembers: (name, members) => request<Folder>('PUT', `/folders/${enc(name)}/members`, { name, members }),
     unshare: (name) => request<void>('DELETE', `/folders/${enc(name)}`),
     ls: async (node, folder, path) =>
       (await request<Entry[] | null>('GET', `/ls?node=${enc(node)}&folder=${enc(folder)}&path=${enc(path)}`)) ?? [],
@@ -183,7 +184,7 @@ function httpJobs(win?: DesktopWindow): JobsTransport {
     plan: (req) => request<Plan>('POST', '/jobs/plan', req),
     launch: (req) => request<Job>('POST', '/jobs', req),
     stopJob: (id) => request<Job>('POST', `/jobs/${enc(id)}/stop`),
-    removeJob: (id) => request<void>('DELETE', `/jobs/${enc(id)}`),
+    removeJob: (id, force) => request<void>('DELETE', `/jobs/${enc(id)}${force ? '?force=1' : ''}`),
     jobStats: (id) => request<JobStats>('GET', `/jobs/${enc(id)}/stats`),
     openJob: async (id, port) => {
       const t = await request<Tunnel>('POST', `/jobs/${enc(id)}/open`, { port })

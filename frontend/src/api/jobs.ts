@@ -20,7 +20,8 @@ export interface JobsTransport {
   plan(req: LaunchRequest): Promise<Plan>
   launch(req: LaunchRequest): Promise<Job>
   stopJob(id: string): Promise<Job>
-  removeJob(id: string): Promise<void>
+  /** Removes a job's container; a running job only with force (it is stopped and its work lost). */
+  removeJob(id: string, force?: boolean): Promise<void>
   jobStats(id: string): Promise<JobStats>
   /** Opens a tunnel to a container port; the window also opens the system browser on it. */
   openJob(id: string, port: number): Promise<Tunnel>

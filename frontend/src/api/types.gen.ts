@@ -105,7 +105,14 @@ export interface Folder {
   files: number
   size_at_least?: boolean
   members?: string[] | null
+  member_names?: string[] | null
   stale: boolean
+}
+
+/** app.FolderMembersRequest */
+export interface FolderMembersRequest {
+  name: string
+  members: string[] | null
 }
 
 /** app.GPU */
@@ -134,6 +141,9 @@ export interface GPU {
   ecc_uncorrected: number
   retired_pending: boolean
   job: string
+  job_name?: string
+  job_owner?: string
+  job_owner_name?: string
   process_list: Process[] | null
 }
 
@@ -468,6 +478,12 @@ export interface Progress {
 /** app.PullRequest */
 export interface PullRequest {
   node: string
+  ref: string
+  force?: boolean
+}
+
+/** app.RemoveRequest */
+export interface RemoveRequest {
   ref: string
   force?: boolean
 }

@@ -8,8 +8,20 @@ test('gpuHealth reads the sample fields, and nothing from an older daemon', () =
     reason: 'XID 79',
     throttle: ['sw_power_cap'],
     job: 'j1',
+    jobName: 'j1',
+    jobOwner: '',
   })
-  assert.deepEqual(gpuHealth({ processes: 2 }), { state: '', reason: '', throttle: [], job: '' })
+  assert.deepEqual(gpuHealth({ processes: 2 }), { state: '', reason: '', throttle: [], job: '', jobName: '', jobOwner: '' })
+})
+
+test('gpuHealth names the job and its owner, never the long IDs', () => {
+  const h = gpuHealth({ health: 'ok', job: '7e82623a8db42109aa', job_name: 'train-bert', job_owner: 'ALIC-AAAA-AAAA', job_owner_name: 'alice' })
+  assert.equal(h.jobName, 'train-bert')
+  assert.equal(h.jobOwner, 'alice')
+  // Until the job's record arrives: its short ID.
+  assert.equal(gpuHealth({ job: '7e82623a8db42109aa' }).jobName, '7e82623a8db4')
+  const procs = gpuProcesses({ job: 'j1', job_name: 'train-bert', process_list: [{ pid: 1, mem_bytes: 1, job: 'j1', owner: 'A' }] })
+  assert.equal(procs[0].jobName, 'train-bert')
 })
 
 test('gpuProcesses', () => {
@@ -21,15 +33,15 @@ test('gpuProcesses', () => {
     ],
   }
   assert.deepEqual(gpuProcesses(g), [
-    { pid: 3, memBytes: 900, job: 'j1', owner: 'alice', outside: false },
-    { pid: 7, memBytes: 100, job: '', owner: '', outside: true },
+    { pid: 3, memBytes: 900, job: 'j1', jobName: 'j1', owner: 'alice', outside: false },
+    { pid: 7, memBytes: 100, job: '', jobName: '', owner: '', outside: true },
   ])
   assert.deepEqual(gpuProcesses({ processes: 4 }), [])
   assert.equal(processCount({ processes: 4 }), 4)
   assert.equal(processCount(g), 3)
   // app.GPU: processes is the count, process_list the list.
   assert.deepEqual(gpuProcesses({ processes: 1, process_list: [{ pid: 9, mem_bytes: 5, job: '', owner: '' }] }), [
-    { pid: 9, memBytes: 5, job: '', owner: '', outside: true },
+    { pid: 9, memBytes: 5, job: '', jobName: '', owner: '', outside: true },
   ])
   assert.equal(processCount({ processes: 1, process_list: [{ pid: 9 }] }), 1)
   assert.equal(healthBadge('lost')?.cls, 'failed')

@@ -7,8 +7,12 @@ export interface Health {
   state: string
   reason: string
   throttle: string[]
-  /** The labpool job holding the GPU, "" when free. */
+  /** The labpool job holding the GPU (its ID), "" when free. */
   job: string
+  /** What a person reads for it: the job's name, or its short ID until its record arrives. */
+  jobName: string
+  /** The job's owner's member name, "" when unknown. */
+  jobOwner: string
 }
 
 /** One process on a GPU. */
@@ -16,6 +20,8 @@ export interface Proc {
   pid: number
   memBytes: number
   job: string
+  /** The job's name when known (the GPU's job), else its short ID. */
+  jobName: string
   owner: string
   /** Not in a labpool container: it keeps the GPU busy all the same. */
   outside: boolean
@@ -29,7 +35,14 @@ const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0
 export function gpuHealth(g: object): Health {
   const o = g as Loose
   const throttle = Array.isArray(o.throttle) ? o.throttle.filter((t): t is string => typeof t === 'string') : []
-  return { state: str(o.health), reason: str(o.health_reason), throttle, job: str(o.job) }
+  const job = str(o.job)
+  return { state: str(o.health), reason: str(o.health_reason), throttle, job, jobName: jobName(o, job), jobOwner: str(o.job_owner_name) }
+}
+
+/** A job's name when it is the GPU's job and its record named it, else its short ID. */
+function jobName(gpu: Loose, job: string): string {
+  if (job && job === str(gpu.job) && str(gpu.job_name)) return str(gpu.job_name)
+  return job.slice(0, 12)
 }
 
 /** The GPU's processes (app.GPU's process_list), biggest memory first; [] when only a count is known. */
@@ -39,7 +52,7 @@ export function gpuProcesses(g: object): Proc[] {
   if (!Array.isArray(list)) return []
   return list
     .filter((p): p is Loose => !!p && typeof p === 'object')
-    .map((p) => ({ pid: num(p.pid), memBytes: num(p.mem_bytes), job: str(p.job), owner: str(p.owner), outside: !str(p.job) }))
+    .map((p) => ({ pid: num(p.pid), memBytes: num(p.mem_bytes), job: str(p.job), jobName: jobName(o, str(p.job)), owner: str(p.owner), outside: !str(p.job) }))
     .sort((a, b) => b.memBytes - a.memBytes || a.pid - b.pid)
 }
 

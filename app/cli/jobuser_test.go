@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// TestRWNote: a launch that mounts folders read-write says which user the
+// job writes into them as; one with read-only mounts says nothing.
+func TestRWNote(t *testing.T) {
+	var b strings.Builder
+	writeRWNote(&b, []jobs.Mount{{Folder: "datasets", Target: "/data"}}, "gpu1")
+	if b.Len() != 0 {
+		t.Errorf("read-only mounts: %q", b.String())
+	}
+	writeRWNote(&b, []jobs.Mount{{Folder: "datasets", Target: "/data"}, {Folder: "results", Target: "/out", ReadWrite: true}}, "gpu1")
+	for _, want := range []string{"results on gpu1", "folder's owner", "65534", "belongs to that user"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("note %q does not say %q", b.String(), want)
+		}
+	}
+	if strings.Contains(b.String(), "datasets") {
+		t.Errorf("note %q names a read-only folder", b.String())
+	}
+}

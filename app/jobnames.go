@@ -1,0 +1,45 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// nameJobs gives each GPU that a job holds that job's name and its owner's
+// member name, read from the job's record in the replica: a person reads
+// names, the IDs stay beside them for scripts.
+func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
+	names := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		names[n.ID] = n.Name
+	}
+	for ni := range nodes {
+		n := &nodes[ni]
+		seen := map[string]jobs.Job{}
+		for gi := range n.GPUs {
+			g := &n.GPUs[gi]
+			if g.Job == "" {
+				continue
+			}
+			j, ok := seen[g.Job]
+			if !ok {
+				rec, found, err := r.db.Latest(ctx, n.ID, KindJob, g.Job)
+				if err != nil {
+					return fmt.Errorf("read job %s of %s: %w", g.Job, n.Name, err)
+				}
+				if !found || json.Unmarshal(rec.Data, &j) != nil || j.ID != g.Job {
+					j = jobs.Job{}
+				}
+				seen[g.Job] = j
+			}
+			if j.ID == "" {
+				continue // not replicated yet: the ID is all there is
+			}
+			g.JobName, g.JobOwner, g.JobOwnerName = j.Name, j.Owner, ownerName(names, j.Owner)
+		}
+	}
+	return nil
+}
