@@ -135,16 +135,23 @@ func TestIncidentsUI(t *testing.T) {
 	t.Logf("cards %v; launch GPUs %v; alerts %v; report %v; screenshots in %s", res["cards"], res["launchGPUs"], res["alerts"], res["report"], shots)
 
 	var cards []struct {
-		Name    string  `json:"name"`
-		Compact bool    `json:"compact"`
-		Top     float64 `json:"top"`
-		Height  float64 `json:"height"`
+		Name     string  `json:"name"`
+		Compact  bool    `json:"compact"`
+		Overflow bool    `json:"overflow"`
+		NameCut  bool    `json:"nameCut"`
+		Top      float64 `json:"top"`
+		Height   float64 `json:"height"`
 	}
 	remarshal(t, res["cards"], &cards)
 	if len(cards) != 2 || cards[0].Name != "gpu1" || cards[0].Compact || cards[1].Name != "laptop" || !cards[1].Compact {
 		t.Errorf("cards %+v; want gpu1 first and full, the laptop after it and compact", cards)
 	} else if cards[1].Height*2 > cards[0].Height {
 		t.Errorf("the laptop's card is %v px high against gpu1's %v: not compact", cards[1].Height, cards[0].Height)
+	}
+	for _, c := range cards {
+		if c.Overflow || c.NameCut {
+			t.Errorf("card %s: content past its edge %v, name cut %v", c.Name, c.Overflow, c.NameCut)
+		}
 	}
 	if res["launchGPUs"] != float64(1) {
 		t.Errorf("the Launch dialog starts at %v GPUs; want 1", res["launchGPUs"])

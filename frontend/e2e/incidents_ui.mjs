@@ -66,7 +66,11 @@ async function main() {
     result.cards = await page.evaluate(() =>
       [...document.querySelectorAll('[data-testid="node-card"]')].map((c) => {
         const r = c.getBoundingClientRect()
-        return { name: c.getAttribute('data-node-name'), compact: c.getAttribute('data-compact') === 'true', top: Math.round(r.top), height: Math.round(r.height) }
+        const name = c.querySelector('[data-testid="node-name"]')
+        // what does not fit: the card's content wider than the card, its name cut
+        const overflow = [...c.querySelectorAll('*')].some((e) => e.getBoundingClientRect().right > r.right + 1)
+        const nameCut = !!name && name.scrollWidth > name.clientWidth + 1
+        return { name: c.getAttribute('data-node-name'), compact: c.getAttribute('data-compact') === 'true', top: Math.round(r.top), height: Math.round(r.height), overflow, nameCut }
       }),
     )
     await shot(page, 'dashboard.png')
