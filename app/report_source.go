@@ -80,16 +80,21 @@ func ceilTime(t time.Time, d time.Duration) time.Time {
 func (r *Reader) usage(ctx context.Context, node string, since, until time.Time) ([]gpuUsage, time.Duration, error) {
 	var out []gpuUsage
 	var coarsest time.Duration
+	var all []tierPoints
+	total := 0
 	for i, sp := range tierSpans(since, until, r.now()) {
 		parts, err := r.spanPoints(ctx, node, sp.tier, sp.from, sp.to, i == 0)
 		if err != nil {
 			return nil, coarsest, err
 		}
 		for _, p := range parts {
-			if len(p.pts) > 0 {
-				out = addPoints(out, node, p.pts, p.step)
-				coarsest = max(coarsest, p.step)
-			}
+			all, total = append(all, p), total+len(p.pts)
+		}
+	}
+	for _, p := range all {
+		if len(p.pts) > 0 {
+			out = addPoints(out, node, p.pts, p.step, total)
+			coarsest = max(coarsest, p.step)
 		}
 	}
 	var readings []EnergyReading
@@ -107,8 +112,25 @@ func (r *Reader) usage(ctx context.Context, node string, since, until time.Time)
 
 // tierPoints are points of one tier, oldest first.
 type tierPoints struct {
-	pts  []history.Point
+	pts  []meanPoint
 	step time.Duration
+}
+
+// meanPoint is a tier point as the report reads it: its time, the samples
+// it stands for, and per GPU the means of utilization and power.
+type meanPoint struct {
+	Time time.Time
+	N    int
+	GPUs []history.GPUMeans
+}
+
+// points reads node's points of tier res in [from, to), oldest first.
+func (r *Reader) points(ctx context.Context, node string, res history.Resolution, from, to time.Time) ([]meanPoint, error) {
+	var out []meanPoint
+	err := r.history.EachMeans(ctx, node, res, from, to, reportUtil, reportPower, func(tm time.Time, n int, gpus []history.GPUMeans) {
+		out = append(out, meanPoint{Time: tm, N: n, GPUs: slices.Clone(gpus)})
+	})
+	return out, err
 }
 
 // spanPoints reads node's points of [from, to) from tier, oldest first.
@@ -123,7 +145,7 @@ func (r *Reader) spanPoints(ctx context.Context, node string, tier int, from, to
 	if first {
 		start = from.Truncate(res.Step)
 	}
-	pts, err := r.history.Points(ctx, node, res, start, to)
+	pts, err := r.points(ctx, node, res, start, to)
 	if err != nil || tier == len(history.Resolutions)-1 {
 		return []tierPoints{{pts, res.Step}}, err
 	}
@@ -169,15 +191,16 @@ func withLive(us []gpuUsage, latest map[string]agent.Sample, until time.Time) []
 // point stands for the step that starts at its time, read at its last
 // sample (one sampling interval, 1 s, before the step's end; a 1 s point at
 // its own time), with the mean utilization and power of the samples in it,
-// and the share of the step they miss.
-func addPoints(us []gpuUsage, node string, pts []history.Point, step time.Duration) []gpuUsage {
+// and the share of the step they miss. A series it makes holds capacity
+// points before it grows (all the parts of the window).
+func addPoints(us []gpuUsage, node string, pts []meanPoint, step time.Duration, capacity int) []gpuUsage {
 	perStep := step.Seconds()
 	for _, p := range pts {
 		at := p.Time.Add(max(0, step-sampleInterval))
 		for _, g := range p.GPUs {
-			u := series(&us, node, g.Index, len(pts))
-			u.Points = append(u.Points, usagePoint{Time: at, Span: step, UtilPercent: g.M[reportUtil].Mean,
-				PowerW: g.M[reportPower].Mean, Missing: min(1, max(0, 1-float64(g.N)/perStep))})
+			u := series(&us, node, g.Index, max(capacity, len(pts)))
+			u.Points = append(u.Points, usagePoint{Time: at, Span: step, UtilPercent: g.Mean[0],
+				PowerW: g.Mean[1], Missing: min(1, max(0, 1-float64(g.N)/perStep))})
 		}
 	}
 	return us
