@@ -25,12 +25,13 @@ type Evaluator struct {
 	log   *slog.Logger
 	hooks []func(Alert) // told of every firing and clearing that is not muted; must not block
 
-	mu        sync.Mutex // guards the fields below
-	rules     []Rule
-	mutes     []Mute
-	gpus      []int // the GPU indexes of the last reading
-	conds     map[condKey]*cond
-	incidents map[string]*incident // the alerts recorded, by incident (see incident.go)
+	mu         sync.Mutex // guards the fields below
+	rules      []Rule
+	mutes      []Mute
+	gpus       []int // the GPU indexes of the last reading
+	conds      map[condKey]*cond
+	incidents  map[string]*incident // the alerts recorded, by incident (see incident.go)
+	superseded []Alert              // restored alerts folded into another of their incident, to clear
 }
 
 type condKey struct{ rule, subject string }
@@ -169,6 +170,16 @@ func (e *Evaluator) Restore(active []Alert) {
 				condition: condition(r), held: heldFor(r, r.For())}
 			key = incidentKey(k, e.conds[k])
 			in.see(k, e.conds[k])
+		}
+		if old := e.incidents[key]; old != nil {
+			// Two alerts of one incident (an earlier version recorded one
+			// per rule): the first keeps it, with this one's condition
+			// folded in; this one clears at the next evaluation.
+			for k, c := range in.seen {
+				old.seen[k] = c
+			}
+			e.superseded = append(e.superseded, a)
+			continue
 		}
 		in.alert = fold(key, slices.Collect(maps.Values(in.seen)), a.Muted)
 		in.alert.ID, in.alert.FiredAt, in.alert.Folded = a.ID, a.FiredAt, a.Folded

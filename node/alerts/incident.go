@@ -186,6 +186,12 @@ func (e *Evaluator) incidentsLocked(now time.Time) []change {
 	}
 	slices.Sort(keys)
 	var out []change
+	for _, a := range e.superseded {
+		t := now.UTC()
+		a.ClearedAt = &t
+		out = append(out, change{a, false})
+	}
+	e.superseded = nil
 	for _, key := range keys {
 		old, cs := e.incidents[key], groups[key]
 		if len(cs) == 0 {

@@ -176,3 +176,37 @@ func TestRestoreIdleJob(t *testing.T) {
 		}
 	})
 }
+
+// Alerts an earlier version left firing, one per rule on one GPU, become
+// one incident: the first keeps it (the other's rule folded in), the other
+// clears at the first evaluation, without the hooks hearing of it.
+func TestRestoreFoldsOneAlertPerRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		zero := 0
+		fired := time.Now().Add(-time.Hour)
+		temp := Alert{ID: "gpu-temp.gpu0.1", Node: selfID, Rule: RuleGPUTemp, Severity: Critical, GPU: &zero, Value: 91, FiredAt: fired}
+		thr := Alert{ID: "gpu-throttle.gpu0.2", Node: selfID, Rule: RuleThrottle, Severity: Warning, GPU: &zero, Value: 1, FiredAt: fired}
+		r.e.Restore([]Alert{temp, thr})
+		r.feed(time.Second, hotSample(91))
+		act := r.e.Active()
+		if len(act) != 1 || act[0].ID != temp.ID {
+			t.Fatalf("active %+v; want the one incident %s", act, temp.ID)
+		}
+		var cleared []string
+		for _, a := range r.sink.all() {
+			if !a.Active() {
+				cleared = append(cleared, a.ID)
+			}
+		}
+		if !slices.Equal(cleared, []string{thr.ID}) {
+			t.Errorf("cleared %v; want %s, folded into %s", cleared, thr.ID, temp.ID)
+		}
+		if !slices.Contains(act[0].Folded, RuleThrottle) {
+			t.Errorf("folded %v; want the throttle rule", act[0].Folded)
+		}
+		if h := r.hooked(); len(h) != 0 {
+			t.Errorf("hooks heard %+v", h)
+		}
+	})
+}
