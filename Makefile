@@ -44,8 +44,13 @@ frontend: frontend/dist/index.html ## build the UI into frontend/dist
 build/bin/labpool: frontend/dist/index.html $(GO_SRC) build/linux/labpool.png
 	CGO_ENABLED=1 $(GO) build -tags $(GUI_TAGS) -ldflags '$(LDFLAGS)' -o $@ .
 
+# The window starts its background agent from the headless build beside it (agentbin.go):
+# no GTK/WebKit in the agent, which then costs what `labpool agent` costs.
+build/bin/labpool-agent: frontend/dist/index.html $(GO_SRC)
+	CGO_ENABLED=1 $(GO) build -tags headless -ldflags '$(LDFLAGS)' -o $@ .
+
 .PHONY: desktop
-desktop: .deps-apt build/bin/labpool ## build the desktop app (window) into build/bin/labpool
+desktop: .deps-apt build/bin/labpool build/bin/labpool-agent ## build the desktop app (window, and the headless agent it starts) into build/bin
 
 .PHONY: run
 run: desktop ## install what is missing, build and open the labpool window
@@ -69,6 +74,7 @@ ICONS_DIR   = $(DESTDIR)$(PREFIX)/share/icons/hicolor
 .PHONY: install
 install: desktop ## install the desktop app for this user: binary, menu entry and icon under PREFIX (default ~/.local)
 	install -D -m 0755 build/bin/labpool "$(DESTDIR)$(PREFIX)/bin/labpool"
+	install -D -m 0755 build/bin/labpool-agent "$(DESTDIR)$(PREFIX)/bin/labpool-agent"
 	install -D -m 0644 build/linux/labpool.desktop "$(APPS_DIR)/labpool.desktop"
 	sed -i 's|^Exec=labpool$$|Exec="$(PREFIX)/bin/labpool"|' "$(APPS_DIR)/labpool.desktop"
 	desktop-file-validate "$(APPS_DIR)/labpool.desktop"
@@ -87,7 +93,7 @@ install: desktop ## install the desktop app for this user: binary, menu entry an
 
 .PHONY: uninstall
 uninstall: ## remove what make install put under PREFIX (not the data of ~/.local/share/labpool)
-	rm -f "$(DESTDIR)$(PREFIX)/bin/labpool" "$(APPS_DIR)/labpool.desktop"
+	rm -f "$(DESTDIR)$(PREFIX)/bin/labpool" "$(DESTDIR)$(PREFIX)/bin/labpool-agent" "$(APPS_DIR)/labpool.desktop"
 	for s in $(ICON_SIZES); do rm -f "$(ICONS_DIR)/$${s}x$${s}/apps/labpool.png"; done
 	@$(MAKE) --no-print-directory .desktop-caches
 
@@ -102,7 +108,7 @@ check-install: desktop ## install into a temporary PREFIX, check every file and 
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	$(MAKE) --no-print-directory install PREFIX="$$tmp/pre fix" >/dev/null && \
 	entry="$$tmp/pre fix/share/applications/labpool.desktop" && \
-	test -x "$$tmp/pre fix/bin/labpool" && \
+	test -x "$$tmp/pre fix/bin/labpool" && test -x "$$tmp/pre fix/bin/labpool-agent" && \
 	desktop-file-validate "$$entry" && \
 	grep -qx "Exec=\"$$tmp/pre fix/bin/labpool\"" "$$entry" && \
 	grep -qx 'Icon=labpool' "$$entry" && \

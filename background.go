@@ -20,7 +20,8 @@ import (
 // ensureAgent returns the socket of the daemon serving cfg.DataDir: the one
 // running, or a background agent started now, in a process of its own so
 // that copies, tunnels and this machine's place in the pool outlive the
-// window (`labpool quit` stops it). Where no agent can be started, the
+// window (`labpool quit` stops it), from the headless build shipped beside
+// the window's binary (agentBinary). Where no agent can be started, the
 // daemon runs in this process and done stops it.
 func ensureAgent(ctx context.Context, cfg daemon.Config, log *slog.Logger) (socket string, done func() error, err error) {
 	socket = cli.SocketPath(cfg.DataDir)
@@ -29,9 +30,14 @@ func ensureAgent(ctx context.Context, cfg daemon.Config, log *slog.Logger) (sock
 		return socket, func() error { return nil }, nil
 	}
 	if os.Getenv("LABPOOL_WINDOW_DAEMON") != "inprocess" {
-		err := startAgent(ctx, cfg, socket)
+		bin, err := startAgent(ctx, cfg, socket)
+		if _, headless := agentBinary(bin); err == nil && !headless {
+			log.Warn("no "+agentBinaryName+" beside the window's binary: the agent runs from the window's own, "+
+				"its GUI libraries loaded (about 40 MB more)", "program", bin)
+		}
 		if err == nil {
-			log.Info("started the labpool agent in the background", "socket", socket, "log", filepath.Join(cfg.DataDir, "agent.log"))
+			log.Info("started the labpool agent in the background", "socket", socket, "program", bin,
+				"log", filepath.Join(cfg.DataDir, "agent.log"))
 			return socket, func() error { return nil }, nil
 		}
 		log.Warn("could not start a background agent: the daemon runs in this window and stops with it", "err", err)
@@ -46,30 +52,31 @@ func answers(ctx context.Context, socket string) bool {
 }
 
 // startAgent runs `labpool agent` for cfg detached from this process, and
-// waits until it answers.
-func startAgent(ctx context.Context, cfg daemon.Config, socket string) error {
+// waits until it answers; it returns the program it started.
+func startAgent(ctx context.Context, cfg daemon.Config, socket string) (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return "", err
 	}
+	bin, _ := agentBinary(exe)
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return err
+		return bin, err
 	}
 	logPath := filepath.Join(cfg.DataDir, "agent.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		return err
+		return bin, err
 	}
 	defer logf.Close()
 	args := []string{"--data", cfg.DataDir, "agent", "--listen", cfg.Listen}
 	if cfg.Name != "" {
 		args = append(args, "--name", cfg.Name)
 	}
-	cmd := exec.Command(exe, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	detach(cmd)
 	if err := cmd.Start(); err != nil {
-		return err
+		return bin, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }() // reap it should it end while the window is open
@@ -77,16 +84,16 @@ func startAgent(ctx context.Context, cfg daemon.Config, socket string) error {
 	defer deadline.Stop()
 	for {
 		if answers(ctx, socket) {
-			return nil
+			return bin, nil
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("the agent exited at once (%v); see %s", err, logPath)
+			return bin, fmt.Errorf("the agent (%s) exited at once (%v); see %s", bin, err, logPath)
 		case <-deadline.C:
 			cmd.Process.Kill()
-			return errors.New("the agent did not answer within 20 s; see " + logPath)
+			return bin, errors.New("the agent did not answer within 20 s; see " + logPath)
 		case <-ctx.Done():
-			return ctx.Err()
+			return bin, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

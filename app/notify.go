@@ -102,30 +102,51 @@ func gvariantString(s string) string {
 	return b.String()
 }
 
-// AlertNotifier turns the alerts of the pool into notifications: one for
-// each alert that fires after it first saw the list (not those already
-// there when the window opened), unless muted.
+// AlertNotifier turns the alerts of the pool into notifications: one per
+// incident that starts after it first saw the list (not those already there
+// when the window opened), unless muted. An incident is one alert of this
+// version's evaluators; alerts that tell one story arrive apart from older
+// agents or from several observers (three rules on one GPU, five GPUs of
+// one idle job, one machine seen offline by each GPU machine), and are
+// folded here too: one notification while any of them is active.
 type AlertNotifier struct {
 	n      Notifier
 	log    *slog.Logger
 	seen   map[string]bool // alert IDs already notified or present at start
+	open   map[string]bool // incidents notified (or present at start) and still active
 	primed bool
 }
 
 // NewAlertNotifier returns a notifier sending through n.
 func NewAlertNotifier(n Notifier, log *slog.Logger) *AlertNotifier {
-	return &AlertNotifier{n: n, log: log, seen: map[string]bool{}}
+	return &AlertNotifier{n: n, log: log, seen: map[string]bool{}, open: map[string]bool{}}
 }
 
 // Update takes the current list of alerts; names maps device IDs to
 // machine names. The first call only records what is there.
 func (a *AlertNotifier) Update(ctx context.Context, as []Alert, names map[string]string) {
+	active := map[string]bool{}
+	for _, al := range as {
+		if al.Active() {
+			active[incidentOf(al)] = true
+		}
+	}
+	for k := range a.open {
+		if !active[k] {
+			delete(a.open, k) // over: the next one is news
+		}
+	}
 	for _, al := range as {
 		if a.seen[al.ID] {
 			continue
 		}
 		a.seen[al.ID] = true
-		if !a.primed || !al.Active() || al.Muted {
+		key := incidentOf(al)
+		if !al.Active() || al.Muted || a.open[key] {
+			continue
+		}
+		a.open[key] = true
+		if !a.primed {
 			continue
 		}
 		if err := a.n.Notify(ctx, notification(al, names)); err != nil {
@@ -133,6 +154,20 @@ func (a *AlertNotifier) Update(ctx context.Context, as []Alert, names map[string
 		}
 	}
 	a.primed = true
+}
+
+// incidentOf is the incident an alert tells of: an idle job, a GPU, or a
+// machine offline (whoever observed it); otherwise the alert itself.
+func incidentOf(a Alert) string {
+	switch {
+	case a.Job != "":
+		return a.Node + "/job/" + a.Job
+	case a.GPU != nil:
+		return fmt.Sprintf("%s/gpu%d", a.Node, *a.GPU)
+	case a.Rule == alerts.RuleOffline:
+		return a.Node + "/" + a.Rule
+	}
+	return a.ID
 }
 
 func notification(a Alert, names map[string]string) Notification {

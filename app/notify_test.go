@@ -121,3 +121,42 @@ func TestRunAlertNotifications(t *testing.T) {
 		t.Errorf("notifications (-want +got):\n%s", d)
 	}
 }
+
+func TestAlertNotifierOncePerIncident(t *testing.T) {
+	fn := &fakeNotifier{}
+	an := NewAlertNotifier(fn, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	names := map[string]string{selfID: "zeta", alphaID: "alpha"}
+	an.Update(ctx, nil, names)
+	now := t0.Add(time.Minute)
+	gpu := func(i int) *int { return &i }
+	// One hot GPU as an older agent records it (three alerts), an idle job
+	// on two GPUs (two alerts), one machine seen offline by two observers.
+	hot := []Alert{
+		{ID: "t", Node: selfID, Rule: "gpu-temp", Severity: "critical", GPU: gpu(0), Message: "GPU 0 at 91 °C", FiredAt: now},
+		{ID: "th", Node: selfID, Rule: "gpu-throttle", Severity: "warning", GPU: gpu(0), FiredAt: now},
+		{ID: "h", Node: selfID, Rule: "gpu-health", Severity: "warning", GPU: gpu(0), FiredAt: now},
+	}
+	idle := []Alert{
+		{ID: "i0", Node: alphaID, Rule: "gpu-idle-allocation", Severity: "warning", GPU: gpu(0), Job: "j1", Message: "idle", FiredAt: now},
+		{ID: "i1", Node: alphaID, Rule: "gpu-idle-allocation", Severity: "warning", GPU: gpu(1), Job: "j1", Message: "idle", FiredAt: now},
+	}
+	off := []Alert{
+		{ID: "o1", Node: "GONE-CCCC", Rule: "machine-offline", Severity: "warning", Observer: selfID, Message: "machine gone offline", FiredAt: now},
+		{ID: "o2", Node: "GONE-CCCC", Rule: "machine-offline", Severity: "warning", Observer: alphaID, Message: "machine gone offline", FiredAt: now},
+	}
+	all := append(append(append([]Alert{}, hot...), idle...), off...)
+	an.Update(ctx, all, names)
+	an.Update(ctx, all, names)
+	if n := fn.all(); len(n) != 3 {
+		t.Fatalf("notifications: %+v; want 3, one per incident", n)
+	}
+	// The hot GPU's incident ends; a new one on the same GPU is news.
+	an.Update(ctx, append(append([]Alert{}, idle...), off...), names)
+	again := Alert{ID: "t2", Node: selfID, Rule: "gpu-temp", Severity: "critical", GPU: gpu(0), Message: "GPU 0 at 92 °C", FiredAt: now.Add(time.Hour)}
+	an.Update(ctx, append([]Alert{again}, idle...), names)
+	n := fn.all()
+	if len(n) != 4 || n[3].Body != "GPU 0 at 92 °C" {
+		t.Errorf("notifications: %+v; want a fourth for the GPU's new incident", n)
+	}
+}

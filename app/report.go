@@ -45,8 +45,10 @@ type Report struct {
 	// Totals sums the rows; its EnergyTotalKWh is every GPU's energy over
 	// the window, granted or not.
 	Totals ReportRow `json:"totals"`
-	// StepSeconds is the resolution of the samples the figures come from
-	// (1, 60 or 900: the finest history tier that covers the window).
+	// StepSeconds is the coarsest resolution of the samples the figures
+	// come from (1, 60, 900 or 10800): each part of the window is read from
+	// the finest history tier that holds it (the last hour at 1 s, the
+	// last week at 1 min, the last year at 15 min).
 	StepSeconds int `json:"step_seconds"`
 }
 

@@ -8,8 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/labpool/labpool/app/history"
-	"github.com/labpool/labpool/node/agent"
-	"github.com/labpool/labpool/node/gpu"
 )
 
 // The known history of the report tests: a window of four hours from rt0,
@@ -170,9 +168,8 @@ func TestReportRunningAndEmpty(t *testing.T) {
 // addPoints reads tier points as readings at their last sample, with the
 // share of samples they miss.
 func TestAddPoints(t *testing.T) {
-	p := history.FromSample(agent.Sample{Time: rt0, GPUs: []gpu.Stats{{Index: 2, UtilPercent: 50, PowerW: 200}}})
-	p.N, p.GPUs[0].N = 45, 45 // 45 samples of a minute's 60
-	got := addPoints(nil, node1, []history.Point{p}, time.Minute)
+	p := meanPoint{Time: rt0, N: 45, GPUs: []history.GPUMeans{{Index: 2, N: 45, Mean: [2]float64{50, 200}}}} // 45 samples of a minute's 60
+	got := addPoints(nil, node1, []meanPoint{p}, time.Minute, 1)
 	want := []gpuUsage{{Node: node1, GPU: 2, Points: []usagePoint{
 		{Time: rt0.Add(59 * time.Second), Span: time.Minute, UtilPercent: 50, PowerW: 200, Missing: 0.25}}}}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(gpuUsage{}), cmpopts.EquateEmpty()); diff != "" {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/labpool/labpool/app/history"
@@ -26,46 +27,74 @@ func gpuMetric(name string) int {
 	panic("history keeps no GPU figure " + name)
 }
 
-// reportPoints is how many points per node a report reads at most (where
-// a tier that fine holds the window): a report of 16 machines stays well
-// under a second.
-const reportPoints = 1000
-
-// reportTier is the finest tier that gives at most reportPoints points
-// over [since, until) and still holds since; else the coarsest.
-func reportTier(since, until, now time.Time) int {
-	for i, t := range history.Resolutions {
-		if until.Sub(since)/t.Step <= reportPoints && !since.Before(now.Add(-t.Keep-t.Step)) {
-			return i
-		}
-	}
-	return len(history.Resolutions) - 1
+// tierSpan is the part [from, to) of a report's window that tier reads:
+// the finest tier that holds it.
+type tierSpan struct {
+	tier     int
+	from, to time.Time
 }
 
-// usage reads node's per-GPU points over [since, until) from reportTier's
-// tier, from the point before since, then the periods that tier has not
-// closed yet from each finer tier in turn (the last hours of a 3 h tier
-// from the 15 min one, and so on down to 1 s); and its energy counter
-// readings from the last before since to until. It returns the step of
-// the main tier.
+// tierSpans splits [since, until) seen at now by the finest history tier
+// that holds each part, oldest first: the last hour from the 1 s tier, the
+// last week from the 1 min tier, the year from the 15 min tier, older
+// from the 3 h tier. Each boundary is where a finer tier starts to hold,
+// rounded up to the coarser tier's step (a multiple of the finer's), so
+// that each tier's points stop exactly where the next one's start. The
+// first span starts a step before since (the point that reaches into it).
+func tierSpans(since, until, now time.Time) []tierSpan {
+	var out []tierSpan
+	to := until
+	n := len(history.Resolutions)
+	for i := 0; i < n && to.After(since); i++ {
+		from := time.Time{}
+		if i < n-1 {
+			coarser := history.Resolutions[i+1].Step
+			from = ceilTime(now.Add(-history.Resolutions[i].Keep), coarser)
+		}
+		if !from.Before(to) {
+			continue // this tier holds none of what is left
+		}
+		if !from.After(since) {
+			step := history.Resolutions[i].Step
+			from = since.Truncate(step).Add(-step)
+		}
+		out = append(out, tierSpan{tier: i, from: from, to: to})
+		to = from
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// ceilTime rounds t up to a multiple of d.
+func ceilTime(t time.Time, d time.Duration) time.Time {
+	if r := t.Truncate(d); r.Before(t) {
+		return r.Add(d)
+	}
+	return t
+}
+
+// usage reads node's per-GPU points over [since, until), each part from
+// the finest tier that holds it (tierSpans; see spanPoints where that tier
+// misses the part's start), and its energy counter readings from the last
+// before since to until. It returns the coarsest step it read.
 func (r *Reader) usage(ctx context.Context, node string, since, until time.Time) ([]gpuUsage, time.Duration, error) {
-	now := r.now()
-	tier := reportTier(since, until, now)
-	main := history.Resolutions[tier].Step
 	var out []gpuUsage
-	from := since.Truncate(main).Add(-main)
-	for i := tier; i >= 0 && from.Before(until); i-- {
-		res := history.Resolutions[i]
-		if from.Before(now.Add(-res.Keep - res.Step)) {
-			continue // this finer tier no longer holds from
-		}
-		pts, err := r.history.Points(ctx, node, res, from, until)
+	var coarsest time.Duration
+	var all []tierPoints
+	total := 0
+	for i, sp := range tierSpans(since, until, r.now()) {
+		parts, err := r.spanPoints(ctx, node, sp.tier, sp.from, sp.to, i == 0)
 		if err != nil {
-			return nil, main, err
+			return nil, coarsest, err
 		}
-		out = addPoints(out, node, pts, res.Step)
-		if n := len(pts); n > 0 {
-			from = pts[n-1].Time.Add(res.Step)
+		for _, p := range parts {
+			all, total = append(all, p), total+len(p.pts)
+		}
+	}
+	for _, p := range all {
+		if len(p.pts) > 0 {
+			out = addPoints(out, node, p.pts, p.step, total)
+			coarsest = max(coarsest, p.step)
 		}
 	}
 	var readings []EnergyReading
@@ -76,9 +105,65 @@ func (r *Reader) usage(ctx context.Context, node string, since, until time.Time)
 		return nil // a malformed reading from a peer: skip it
 	})
 	if err != nil {
-		return nil, main, err
+		return nil, coarsest, err
 	}
-	return withCounters(out, node, readings), main, nil
+	return withCounters(out, node, readings), coarsest, nil
+}
+
+// tierPoints are points of one tier, oldest first.
+type tierPoints struct {
+	pts  []meanPoint
+	step time.Duration
+}
+
+// meanPoint is a tier point as the report reads it: its time, the samples
+// it stands for, and per GPU the means of utilization and power.
+type meanPoint struct {
+	Time time.Time
+	N    int
+	GPUs []history.GPUMeans
+}
+
+// points reads node's points of tier res in [from, to), oldest first.
+func (r *Reader) points(ctx context.Context, node string, res history.Resolution, from, to time.Time) ([]meanPoint, error) {
+	var out []meanPoint
+	err := r.history.EachMeans(ctx, node, res, from, to, reportUtil, reportPower, func(tm time.Time, n int, gpus []history.GPUMeans) {
+		out = append(out, meanPoint{Time: tm, N: n, GPUs: slices.Clone(gpus)})
+	})
+	return out, err
+}
+
+// spanPoints reads node's points of [from, to) from tier, oldest first.
+// Where the tier's points start late (a machine's 1 s history begins when
+// its agent started, or has not caught up), the coarser tiers cover the
+// start, up to the first coarser step the tier holds from its beginning.
+// Points before from are read only for the window's first span (first),
+// whose first point reaches into the window.
+func (r *Reader) spanPoints(ctx context.Context, node string, tier int, from, to time.Time, first bool) ([]tierPoints, error) {
+	res := history.Resolutions[tier]
+	start := ceilTime(from, res.Step)
+	if first {
+		start = from.Truncate(res.Step)
+	}
+	pts, err := r.points(ctx, node, res, start, to)
+	if err != nil || tier == len(history.Resolutions)-1 {
+		return []tierPoints{{pts, res.Step}}, err
+	}
+	if len(pts) == 0 {
+		return r.spanPoints(ctx, node, tier+1, from, to, first)
+	}
+	if !pts[0].Time.After(start) {
+		return []tierPoints{{pts, res.Step}}, nil
+	}
+	cut := ceilTime(pts[0].Time, history.Resolutions[tier+1].Step)
+	before, err := r.spanPoints(ctx, node, tier+1, from, cut, first)
+	if err != nil || len(before) == 0 || len(before[len(before)-1].pts) == 0 {
+		return []tierPoints{{pts, res.Step}}, err
+	}
+	for len(pts) > 0 && pts[0].Time.Before(cut) {
+		pts = pts[1:]
+	}
+	return append(before, tierPoints{pts, res.Step}), nil
 }
 
 // withLive ends each GPU's counter readings with its node's latest sample
@@ -106,15 +191,16 @@ func withLive(us []gpuUsage, latest map[string]agent.Sample, until time.Time) []
 // point stands for the step that starts at its time, read at its last
 // sample (one sampling interval, 1 s, before the step's end; a 1 s point at
 // its own time), with the mean utilization and power of the samples in it,
-// and the share of the step they miss.
-func addPoints(us []gpuUsage, node string, pts []history.Point, step time.Duration) []gpuUsage {
+// and the share of the step they miss. A series it makes holds capacity
+// points before it grows (all the parts of the window).
+func addPoints(us []gpuUsage, node string, pts []meanPoint, step time.Duration, capacity int) []gpuUsage {
 	perStep := step.Seconds()
 	for _, p := range pts {
 		at := p.Time.Add(max(0, step-sampleInterval))
 		for _, g := range p.GPUs {
-			u := series(&us, node, g.Index, len(pts))
-			u.Points = append(u.Points, usagePoint{Time: at, Span: step, UtilPercent: g.M[reportUtil].Mean,
-				PowerW: g.M[reportPower].Mean, Missing: min(1, max(0, 1-float64(g.N)/perStep))})
+			u := series(&us, node, g.Index, max(capacity, len(pts)))
+			u.Points = append(u.Points, usagePoint{Time: at, Span: step, UtilPercent: g.Mean[0],
+				PowerW: g.Mean[1], Missing: min(1, max(0, 1-float64(g.N)/perStep))})
 		}
 	}
 	return us

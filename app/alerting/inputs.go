@@ -28,6 +28,7 @@ type Inputs struct {
 	shares Shares
 	pool   Pool
 	peers  Liveness
+	names  *jobNames // nil until SetJobs
 
 	mu   sync.Mutex         // guards gpus
 	gpus map[string]gpuNode // whether each node has GPUs, as last read

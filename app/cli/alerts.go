@@ -106,7 +106,11 @@ func writeAlerts(w io.Writer, as []app.Alert, names map[string]string, now time.
 		if name == "" {
 			name = a.Node
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", state, a.Severity, name, a.Rule, Ago(a.FiredAt, now), a.Message, a.ID)
+		rule := a.Rule
+		if len(a.Folded) > 0 { // one incident: the rules folded into it
+			rule += " (+" + strings.Join(a.Folded, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", state, a.Severity, name, rule, Ago(a.FiredAt, now), a.Message, a.ID)
 	}
 	return tw.Flush()
 }

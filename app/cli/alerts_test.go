@@ -28,13 +28,14 @@ func TestWriteAlertsAndCountdown(t *testing.T) {
 	cleared := now.Add(-time.Minute)
 	var b strings.Builder
 	err := writeAlerts(&b, []app.Alert{
-		{ID: "a1", Node: "N1", Rule: "gpu-temp", Severity: "critical", GPU: &zero, Message: "GPU 0 at 91 °C", FiredAt: now.Add(-2 * time.Minute), Muted: true},
+		{ID: "a1", Node: "N1", Rule: "gpu-temp", Severity: "critical", GPU: &zero, Message: "GPU 0 at 91 °C", FiredAt: now.Add(-2 * time.Minute), Muted: true,
+			Folded: []string{"gpu-health", "gpu-throttle"}},
 		{ID: "a2", Node: "N2", Rule: "gpu-idle-allocation", Severity: "warning", Message: "idle", FiredAt: now.Add(-time.Hour), ClearedAt: &cleared},
 	}, map[string]string{"N1": "gpu1"}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"firing (muted)", "critical", "gpu1", "GPU 0 at 91 °C", "a1", "cleared", "N2"} {
+	for _, want := range []string{"firing (muted)", "critical", "gpu1", "gpu-temp (+gpu-health, gpu-throttle)", "GPU 0 at 91 °C", "a1", "cleared", "N2"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("alerts table lacks %q:\n%s", want, b.String())
 		}

@@ -176,6 +176,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.openJobs(ctx)
 	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
+	in.SetJobs(d.jobs.Get)
 	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name, Nodes: members{d},
 		WebhookPolicy: d.webhookPolicy, Live: d.peers}, d.db, d.pool, in, log)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),

@@ -137,8 +137,9 @@ func TestAlerts(t *testing.T) {
 		a := waitAlert(t, laptop, "idle allocation of GPU 0", func(a app.Alert) bool {
 			return a.Rule == "gpu-idle-allocation" && a.GPU != nil && *a.GPU == 0 && a.Active()
 		})
-		if a.Job != id || a.Severity != "warning" || !strings.Contains(a.Message, "idle allocation: GPU 0 granted to job "+id) {
-			t.Errorf("alert %+v; want the job %s named", a, id)
+		if a.Job != id || a.Severity != "warning" || !strings.Contains(a.Message, "idle allocation: job idle of gpu1 holds GPU 0,") ||
+			strings.Contains(a.Message, id) {
+			t.Errorf("alert %+v; want the job %s named by its name and its owner's (the ID in Job only)", a, id)
 		}
 		if _, errOut, code := gpu1.cli("stop", id); code != 0 {
 			t.Fatalf("stop: %s", errOut)

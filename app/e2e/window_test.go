@@ -224,6 +224,7 @@ func TestWindow(t *testing.T) {
 	if err := web.NewClient(sock).Ping(ctx); err != nil {
 		t.Errorf("the agent did not outlive the window: %v", err)
 	}
+	windowAgentProgram(t, gui, dataDir)
 	if out, err := exec.Command(gui, "--data", dataDir, "quit").CombinedOutput(); err != nil {
 		t.Errorf("labpool quit: %v %s", err, out)
 	}
@@ -269,4 +270,40 @@ func sessionBus(t *testing.T, dir string) (addr string, seen func() string) {
 		return nil
 	})
 	return addr, mon.String
+}
+
+// windowAgentProgram checks that the agent the window started runs the
+// headless build beside the window's binary (no GTK or WebKit loaded into
+// it), where make desktop put one, and logs its RSS.
+func windowAgentProgram(t *testing.T, gui, dataDir string) {
+	t.Helper()
+	pid, err := os.ReadFile(filepath.Join(dataDir, "daemon.lock"))
+	if err != nil {
+		t.Errorf("the agent's lock: %v", err)
+		return
+	}
+	proc := filepath.Join("/proc", strings.TrimSpace(string(pid)))
+	exe, err := os.Readlink(filepath.Join(proc, "exe"))
+	if err != nil {
+		t.Errorf("the agent's program: %v", err)
+		return
+	}
+	status, _ := os.ReadFile(filepath.Join(proc, "status"))
+	maps, _ := os.ReadFile(filepath.Join(proc, "maps"))
+	gtk := strings.Contains(string(maps), "libgtk") || strings.Contains(string(maps), "libwebkit")
+	rss := ""
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			rss = strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:"))
+		}
+	}
+	t.Logf("the window's agent: %s, RSS %s, GUI libraries loaded: %v", exe, rss, gtk)
+	headless := filepath.Join(filepath.Dir(gui), "labpool-agent")
+	if _, err := os.Stat(headless); err != nil {
+		t.Logf("no %s (make desktop builds it): the agent runs from the window's binary", headless)
+		return
+	}
+	if filepath.Base(exe) != "labpool-agent" || gtk {
+		t.Errorf("the window's agent runs %s (GUI libraries loaded: %v); want %s", exe, gtk, headless)
+	}
 }

@@ -9,13 +9,19 @@ import (
 // record the evaluating machine writes when it fires and again when it
 // clears (same ID).
 type Alert struct {
-	ID        string     `json:"id"`
-	Node      string     `json:"node"` // device ID of the machine it is about
-	Rule      string     `json:"rule"`
-	Severity  string     `json:"severity"` // Warning or Critical
-	GPU       *int       `json:"gpu"`      // the GPU's index, nil when about the machine
-	Folder    string     `json:"folder,omitempty"`
-	Job       string     `json:"job,omitempty"` // the job holding the GPU, for idle allocation
+	ID       string `json:"id"`
+	Node     string `json:"node"` // device ID of the machine it is about
+	Rule     string `json:"rule"`
+	Severity string `json:"severity"` // Warning or Critical
+	GPU      *int   `json:"gpu"`      // the GPU's index, nil when about the machine
+	Folder   string `json:"folder,omitempty"`
+	Job      string `json:"job,omitempty"` // the job holding the GPU, for idle allocation
+	// GPUs are all the GPUs of an idle job's alert (GPU is the first).
+	GPUs []int `json:"gpus,omitempty"`
+	// Folded are the other rules firing on the same GPU, folded into this
+	// one (the worst, Rule): one incident, one alert. Their messages end
+	// Message.
+	Folded    []string   `json:"folded,omitempty"`
 	Message   string     `json:"message"`
 	Value     float64    `json:"value"` // the metric when it fired; its extreme by the time it cleared
 	FiredAt   time.Time  `json:"fired_at"`

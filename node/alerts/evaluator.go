@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,11 +25,13 @@ type Evaluator struct {
 	log   *slog.Logger
 	hooks []func(Alert) // told of every firing and clearing that is not muted; must not block
 
-	mu    sync.Mutex // guards the fields below
-	rules []Rule
-	mutes []Mute
-	gpus  []int // the GPU indexes of the last reading
-	conds map[condKey]*cond
+	mu         sync.Mutex // guards the fields below
+	rules      []Rule
+	mutes      []Mute
+	gpus       []int // the GPU indexes of the last reading
+	conds      map[condKey]*cond
+	incidents  map[string]*incident // the alerts recorded, by incident (see incident.go)
+	superseded []Alert              // restored alerts folded into another of their incident, to clear
 }
 
 type condKey struct{ rule, subject string }
@@ -37,14 +41,20 @@ type cond struct {
 	since      time.Time // when the condition started to hold; zero when it does not
 	falseSince time.Time // when it stopped holding, while since is set
 	identity   string
-	alert      *Alert // firing
+	alert      *Alert // firing; recorded only as part of its incident
+
+	// Set when it fires, for its incident's message.
+	metric, op         string
+	jobName, ownerName string // the job holding the GPU and its owner, by name
+	condition, held    string // "under 5%", " for 30m0s"
 }
 
 // NewEvaluator returns an evaluator for machine node with the default
 // rules; hooks are told of every firing and clearing that no mute covers
 // (Webhook.Send, for one) and must not block.
 func NewEvaluator(node string, sink Sink, log *slog.Logger, hooks ...func(Alert)) *Evaluator {
-	return &Evaluator{node: node, sink: sink, log: log, hooks: hooks, rules: DefaultRules(), conds: map[condKey]*cond{}}
+	return &Evaluator{node: node, sink: sink, log: log, hooks: hooks, rules: DefaultRules(), conds: map[condKey]*cond{},
+		incidents: map[string]*incident{}}
 }
 
 // Rules returns the rules evaluated.
@@ -97,21 +107,15 @@ func (e *Evaluator) Mute(m Mute) error {
 	if !m.Until.IsZero() {
 		e.mutes = append(e.mutes, m)
 	}
-	var changed []Alert
 	for k, c := range e.conds {
 		if c.alert == nil || k.rule != m.Rule || (m.Node != "" && c.alert.Node != m.Node) {
 			continue
 		}
-		muted := e.mutedLocked(c.alert, now)
-		if muted != c.alert.Muted {
-			c.alert.Muted = muted
-			changed = append(changed, *c.alert)
-		}
+		c.alert.Muted = e.mutedLocked(c.alert, now)
 	}
+	changed := e.incidentsLocked(now)
 	e.mu.Unlock()
-	for _, a := range changed {
-		e.save(a)
-	}
+	e.record(changed)
 	return nil
 }
 
@@ -134,14 +138,58 @@ func (e *Evaluator) Restore(active []Alert) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, a := range active {
-		if a.Active() {
-			id := a.Job
-			if r, ok := e.ruleLocked(a.Rule); ok && r.Metric == MetricHealth {
-				id = healthName(a.Value)
-			}
-			e.conds[condKey{a.Rule, e.subjectOf(a)}] = &cond{since: a.FiredAt, alert: &a, identity: id}
+		if !a.Active() {
+			continue
 		}
+		r, _ := e.ruleLocked(a.Rule)
+		id := a.Job
+		if r.Metric == MetricHealth {
+			id = healthName(a.Value)
+		}
+		gpus := a.GPUs
+		if len(gpus) == 0 && a.GPU != nil {
+			gpus = []int{*a.GPU}
+		}
+		var subjects []string
+		for _, g := range gpus { // an idle job's incident: a condition per GPU
+			subjects = append(subjects, fmt.Sprintf("gpu%d", g))
+		}
+		if len(gpus) == 0 {
+			subjects = []string{e.subjectOf(a)}
+		}
+		in := &incident{seen: map[condKey]*cond{}}
+		var key string
+		for i, sub := range subjects {
+			c := a
+			if len(gpus) > 0 {
+				c.GPU = &gpus[i]
+			}
+			c.GPUs, c.Folded = nil, nil
+			k := condKey{a.Rule, sub}
+			e.conds[k] = &cond{since: a.FiredAt, alert: &c, identity: id, metric: r.Metric, op: r.Op,
+				condition: condition(r), held: heldFor(r, r.For())}
+			key = incidentKey(k, e.conds[k])
+			in.see(k, e.conds[k])
+		}
+		if old := e.incidents[key]; old != nil {
+			// Two alerts of one incident (an earlier version recorded one
+			// per rule): the first keeps it, with this one's condition
+			// folded in; this one clears at the next evaluation.
+			for k, c := range in.seen {
+				old.seen[k] = c
+			}
+			e.superseded = append(e.superseded, a)
+			continue
+		}
+		in.alert = fold(key, slices.Collect(maps.Values(in.seen)), a.Muted)
+		in.alert.ID, in.alert.FiredAt, in.alert.Folded = a.ID, a.FiredAt, a.Folded
+		e.incidents[key] = in
 	}
+}
+
+// condition is r's condition for people: "over 85 °C".
+func condition(r Rule) string {
+	return fmt.Sprintf("%s %g%s", opWord(r.Op), r.Threshold, metrics[r.Metric])
 }
 
 // subjectOf is the subject an alert was about (see obs.subject).
@@ -163,6 +211,9 @@ func (e *Evaluator) Run(ctx context.Context, samples <-chan agent.Sample, in Inp
 	agent.Consume(ctx, samples, 0, func(s agent.Sample) {
 		rd := ReadingOf(s, in.Grants(), in.Folders())
 		rd.Peers = in.Peers()
+		if names, ok := in.(JobNames); ok {
+			withNames(&rd, names)
+		}
 		e.Evaluate(rd)
 	}, nil)
 	return nil
@@ -175,7 +226,6 @@ func (e *Evaluator) Evaluate(rd Reading) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	var out []Alert
 	e.mu.Lock()
 	e.gpus = e.gpus[:0]
 	for _, g := range rd.GPUs {
@@ -189,7 +239,7 @@ func (e *Evaluator) Evaluate(rd Reading) {
 		for _, o := range observe(r, rd) {
 			k := condKey{r.ID, o.subject}
 			seen[k] = true
-			out = append(out, e.stepLocked(r, k, o, now)...)
+			e.stepLocked(r, k, o, now)
 		}
 	}
 	for k, c := range e.conds {
@@ -200,12 +250,11 @@ func (e *Evaluator) Evaluate(rd Reading) {
 		if !ok || !r.Enabled {
 			r = Rule{ID: k.rule} // gone: clear at once
 		}
-		out = append(out, e.falseLocked(r, k, c, now, !ok || !r.Enabled)...)
+		e.falseLocked(r, k, c, now, !ok || !r.Enabled)
 	}
+	out := e.incidentsLocked(now)
 	e.mu.Unlock()
-	for _, a := range out {
-		e.save(a)
-	}
+	e.record(out)
 }
 
 func (e *Evaluator) ruleLocked(id string) (Rule, bool) {
@@ -217,23 +266,21 @@ func (e *Evaluator) ruleLocked(id string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// stepLocked moves one condition with observation o; it returns the alerts
-// fired or cleared.
-func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) []Alert {
+// stepLocked moves one condition with observation o, firing or clearing
+// it.
+func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) {
 	c := e.conds[k]
 	if c == nil {
 		c = &cond{identity: o.identity}
 		e.conds[k] = c
 	}
-	var out []Alert
-	if c.identity != o.identity { // another job, another health: the old alert ends
-		if c.alert != nil {
-			out = append(out, e.clearLocked(c, now))
-		}
+	if c.identity != o.identity { // another job, another health: the old condition ends
+		c.alert = nil
 		c.since, c.falseSince, c.identity = time.Time{}, time.Time{}, o.identity
 	}
 	if !r.holds(o.value) {
-		return append(out, e.falseLocked(r, k, c, now, false)...)
+		e.falseLocked(r, k, c, now, false)
+		return
 	}
 	c.falseSince = time.Time{}
 	if c.since.IsZero() {
@@ -241,10 +288,11 @@ func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) []Alert 
 	}
 	if c.alert != nil {
 		c.alert.Value = extreme(r, c.alert.Value, o.value)
-		return out
+		c.jobName, c.ownerName = o.jobName, o.ownerName // a restored one learns them
+		return
 	}
 	if now.Sub(c.since) < r.For() {
-		return out
+		return
 	}
 	node := o.node
 	if node == "" {
@@ -254,32 +302,21 @@ func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) []Alert 
 		Folder: o.folder, Job: o.job, Message: describe(r, o, now.Sub(c.since)), Value: o.value, FiredAt: now.UTC()}
 	a.Muted = e.mutedLocked(a, now)
 	c.alert = a
-	return append(out, *a)
+	c.metric, c.op, c.jobName, c.ownerName = r.Metric, r.Op, o.jobName, o.ownerName
+	c.condition, c.held = condition(r), heldFor(r, now.Sub(c.since))
 }
 
 // falseLocked records that k's condition does not hold at now: a pending
-// condition starts over at once; a firing alert clears once the condition
-// has been false for the rule's Hold (at once when at is set).
-func (e *Evaluator) falseLocked(r Rule, k condKey, c *cond, now time.Time, at bool) []Alert {
+// condition starts over at once; a firing one ends once the condition has
+// been false for the rule's Hold (at once when at is set).
+func (e *Evaluator) falseLocked(r Rule, k condKey, c *cond, now time.Time, at bool) {
 	if c.falseSince.IsZero() {
 		c.falseSince = now
 	}
 	if !at && c.alert != nil && now.Sub(c.falseSince) < r.Hold() {
-		return nil
+		return
 	}
 	delete(e.conds, k)
-	if c.alert == nil {
-		return nil
-	}
-	return []Alert{e.clearLocked(c, now)}
-}
-
-func (e *Evaluator) clearLocked(c *cond, now time.Time) Alert {
-	t := now.UTC()
-	a := *c.alert
-	a.ClearedAt = &t
-	c.alert = nil
-	return a
 }
 
 // extreme keeps the value furthest past r's threshold.
@@ -290,28 +327,31 @@ func extreme(r Rule, a, b float64) float64 {
 	return max(a, b)
 }
 
-// save records a and tells the hooks unless it is muted.
-func (e *Evaluator) save(a Alert) {
-	if err := e.sink.SaveAlert(a); err != nil {
-		e.log.Error("record alert", "alert", a.ID, "err", err)
-	}
-	if a.Muted {
-		return
-	}
-	for _, h := range e.hooks {
-		h(a)
+// record saves each changed incident alert and tells the hooks of those
+// they hear of, unless muted.
+func (e *Evaluator) record(cs []change) {
+	for _, c := range cs {
+		a := c.alert
+		if err := e.sink.SaveAlert(a); err != nil {
+			e.log.Error("record alert", "alert", a.ID, "err", err)
+		}
+		if a.Muted || !c.hear {
+			continue
+		}
+		for _, h := range e.hooks {
+			h(a)
+		}
 	}
 }
 
-// Active returns the alerts firing now.
+// Active returns the alerts firing now, one per incident.
 func (e *Evaluator) Active() []Alert {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := []Alert{}
-	for _, c := range e.conds {
-		if c.alert != nil {
-			out = append(out, *c.alert)
-		}
+	for _, in := range e.incidents {
+		out = append(out, in.alert)
 	}
+	slices.SortFunc(out, func(a, b Alert) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }

@@ -84,7 +84,16 @@ type rig struct {
 }
 
 func newRig(t *testing.T, rules ...Rule) *rig {
-	r := &rig{t: t, sink: &fakeSink{}, in: &fakeInputs{grants: map[string]string{}}, ch: make(chan agent.Sample)}
+	return newRigWith(t, &fakeInputs{grants: map[string]string{}}, rules...)
+}
+
+// newRigWith is newRig over in (a *fakeInputs, or one wrapping it).
+func newRigWith(t *testing.T, in Inputs, rules ...Rule) *rig {
+	fi, ok := in.(*fakeInputs)
+	if !ok {
+		fi = in.(namedInputs).fakeInputs
+	}
+	r := &rig{t: t, sink: &fakeSink{}, in: fi, ch: make(chan agent.Sample)}
 	r.e = NewEvaluator(selfID, r.sink, discard(), func(a Alert) {
 		r.mu.Lock()
 		r.hook = append(r.hook, a)
@@ -97,7 +106,7 @@ func newRig(t *testing.T, rules ...Rule) *rig {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.e.Run(ctx, r.ch, r.in) }()
+	go func() { done <- r.e.Run(ctx, r.ch, in) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -326,8 +335,8 @@ func TestHealthAndThrottle(t *testing.T) {
 		}
 		step(time.Second, func() Reading { return read("quarantined", "XID 79") })
 		as = sink.all()
-		if len(as) != 3 || as[1].ClearedAt == nil || as[2].Severity != Critical || !strings.Contains(as[2].Message, "quarantined: XID 79") {
-			t.Fatalf("health quarantined: want the warning cleared and a critical alert: %+v", as)
+		if len(as) != 2 || as[1].ID != as[0].ID || as[1].ClearedAt != nil || as[1].Severity != Critical || !strings.Contains(as[1].Message, "quarantined: XID 79") {
+			t.Fatalf("health quarantined: want the one incident raised to critical: %+v", as)
 		}
 		// Throttling for thermal or power reasons, 5 minutes; other reasons
 		// are not throttling to alert on.

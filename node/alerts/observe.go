@@ -8,15 +8,17 @@ import (
 
 // obs is one subject's value of a rule's metric in one reading.
 type obs struct {
-	subject  string // "gpu0", "folder:data", "host", "peer:ID": one alert at a time per rule and subject
-	node     string // the machine it is about; "" = this one
-	name     string // that machine's name, for offline
-	gpu      *int
-	folder   string
-	job      string
-	value    float64
-	identity string   // a change while firing ends the alert and starts over (another job, another health)
-	reasons  []string // throttle reasons, health reason
+	subject   string // "gpu0", "folder:data", "host", "peer:ID": one alert at a time per rule and subject
+	node      string // the machine it is about; "" = this one
+	name      string // that machine's name, for offline
+	gpu       *int
+	folder    string
+	job       string
+	jobName   string // the job's name and its owner's, for people
+	ownerName string
+	value     float64
+	identity  string   // a change while firing ends the alert and starts over (another job, another health)
+	reasons   []string // throttle reasons, health reason
 }
 
 // observe returns the subjects rule r sees in reading rd.
@@ -66,6 +68,7 @@ func gpuObs(metric string, g GPUReading) (obs, bool) {
 			return o, false
 		}
 		o.value, o.job, o.identity = g.UtilPercent, g.Job, g.Job
+		o.jobName, o.ownerName = g.JobName, g.OwnerName
 	case MetricHealth:
 		o.value = healthLevel(g.Health)
 		o.identity = g.Health
@@ -89,10 +92,7 @@ func severity(r Rule, o obs) string {
 
 // describe is the message of r's alert on o.
 func describe(r Rule, o obs, held time.Duration) string {
-	dur := ""
-	if r.ForSeconds > 0 {
-		dur = " for " + held.Round(time.Second).String()
-	}
+	dur := heldFor(r, held)
 	gpu := ""
 	if o.gpu != nil {
 		gpu = fmt.Sprintf("GPU %d", *o.gpu)
@@ -102,7 +102,7 @@ func describe(r Rule, o obs, held time.Duration) string {
 	case MetricTemp:
 		return fmt.Sprintf("%s at %.0f °C, %s %g °C%s", gpu, o.value, opWord(r.Op), r.Threshold, dur)
 	case MetricGrantedUtil:
-		return fmt.Sprintf("idle allocation: %s granted to job %s at %.0f%% utilization, %s %g%%%s", gpu, o.job, o.value, opWord(r.Op), r.Threshold, dur)
+		return fmt.Sprintf("idle allocation: %s granted to job %s at %.0f%% utilization, %s %g%%%s", gpu, cmpOr(o.jobName, shortJob(o.job)), o.value, opWord(r.Op), r.Threshold, dur)
 	case MetricFolderDisk:
 		return fmt.Sprintf("shared folder %s: its disk is %.0f%% full, %s %g%%%s", o.folder, o.value, opWord(r.Op), r.Threshold, dur)
 	case MetricHealth:
@@ -119,6 +119,21 @@ func describe(r Rule, o obs, held time.Duration) string {
 		return fmt.Sprintf("host %s at %.0f%s, %s %g%s%s", r.Metric, o.value, unit, opWord(r.Op), r.Threshold, unit, dur)
 	}
 	return fmt.Sprintf("%s %s at %.1f%s, %s %g%s%s", gpu, r.Metric, o.value, unit, opWord(r.Op), r.Threshold, unit, dur)
+}
+
+// heldFor is " for DURATION" of a rule with a duration, else "".
+func heldFor(r Rule, held time.Duration) string {
+	if r.ForSeconds > 0 {
+		return " for " + held.Round(time.Second).String()
+	}
+	return ""
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func opWord(op string) string {

@@ -32,6 +32,8 @@ type GPUReading struct {
 	HealthReason   string   // why, when not ok
 	Throttle       []string // active throttle reasons, e.g. "hw_thermal_slowdown"
 	Job            string   // the job the ledger granted it to, "" when free
+	JobName        string   // that job's name and its owner's, for messages ("" when unknown)
+	OwnerName      string
 }
 
 // FolderReading is the disk of one shared folder.
@@ -58,6 +60,21 @@ type Inputs interface {
 	Grants() map[string]string // GPU UUID -> job ID
 	Folders() []Folder
 	Peers() []PeerReading
+}
+
+// JobNames is what Inputs may also offer: a job's name and its owner's
+// name, by job ID, for alert messages people read (answered from memory).
+type JobNames interface {
+	JobNames(job string) (name, owner string)
+}
+
+// withNames fills in the names of the jobs holding rd's GPUs.
+func withNames(rd *Reading, names JobNames) {
+	for i := range rd.GPUs {
+		if g := &rd.GPUs[i]; g.Job != "" {
+			g.JobName, g.OwnerName = names.JobNames(g.Job)
+		}
+	}
 }
 
 // healthLevel is MetricHealth's value of a GPU's health.

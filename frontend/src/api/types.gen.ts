@@ -10,6 +10,8 @@ export interface Alert {
   gpu?: number | null
   folder?: string
   job?: string
+  gpus?: number[] | null
+  folded?: string[] | null
   message: string
   value: number
   fired_at: string

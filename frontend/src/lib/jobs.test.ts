@@ -4,6 +4,7 @@ import type { Job } from '../api/jobs.ts'
 import {
   buildSpec,
   commandText,
+  defaultGPUs,
   emptyForm,
   formatRuntime,
   gpuHours,
@@ -231,4 +232,16 @@ test('commandText', () => {
   assert.equal(commandText({ cmd_withheld: true, spec }), 'command line withheld')
   assert.equal(commandText({ spec }), "the image's default command")
   assert.equal(commandText({ spec: { ...spec, cmd: ['sh', '-c', 'echo hi'] } }), 'sh -c "echo hi"')
+})
+
+test('defaultGPUs: 1 where the pool or the chosen machine has a GPU, else 0', () => {
+  const laptop = { id: 'L', online: true, containers: true, gpus: [] }
+  const dgx = { id: 'D', online: true, containers: true, gpus: [{}, {}] as never[] }
+  const off = { id: 'O', online: false, containers: true, gpus: [{}] as never[] }
+  assert.equal(defaultGPUs([laptop, dgx]), 1)
+  assert.equal(defaultGPUs([laptop]), 0)
+  assert.equal(defaultGPUs([laptop, off]), 0, 'an offline GPU machine runs nothing now')
+  assert.equal(defaultGPUs([laptop, dgx], 'L'), 0, 'a GPU-less machine chosen')
+  assert.equal(defaultGPUs([laptop, dgx], 'D'), 1)
+  assert.equal(emptyForm(defaultGPUs([dgx])).gpus, 1)
 })

@@ -1,5 +1,6 @@
 // Pure helpers for the jobs view and the launch dialog.
 import type { Job, JobState, Mount, Spec } from '../api/jobs.ts'
+import type { Node } from '../api/types.ts'
 
 // Single letters and "iB" units are binary, as in docker's --memory; "kB",
 // "MB", "GB", "TB" are decimal. Mirrors node/jobs/size.go.
@@ -108,14 +109,28 @@ export interface LaunchForm {
   queue: boolean
 }
 
-export function emptyForm(): LaunchForm {
+export function emptyForm(gpus = 0): LaunchForm {
   return {
-    image: '', gpuMode: 'count', gpus: 0, picked: [], minGPUMem: '', cpus: '', memory: '', shm: '',
+    image: '', gpuMode: 'count', gpus, picked: [], minGPUMem: '', cpus: '', memory: '', shm: '',
     folders: '', ports: '', env: '', cmd: '', name: '', restart: '', queue: false,
   }
 }
 
 export type FormField = keyof LaunchForm
+
+/**
+ * The GPU count a launch starts at: 1 where there is a GPU to launch on
+ * (on the chosen machine, or, with none chosen, on any machine that runs
+ * jobs), else 0. A pool of GPU machines is there to give jobs GPUs.
+ */
+export function defaultGPUs(nodes: Pick<Node, 'id' | 'online' | 'containers' | 'gpus'>[], machine = ''): number {
+  const has = (n: Pick<Node, 'gpus'>) => (n.gpus ?? []).length > 0
+  if (machine) {
+    const n = nodes.find((x) => x.id === machine)
+    return n && has(n) ? 1 : 0
+  }
+  return nodes.some((n) => n.online && n.containers && has(n)) ? 1 : 0
+}
 
 /**
  * Turns the form into a Spec. Fields that do not parse are left out of the

@@ -41,6 +41,20 @@ test('sortNodes puts self first, then by name (numeric aware)', () => {
   )
 })
 
+test('sortNodes puts GPU machines first, a GPU-less self after them', () => {
+  const gpu = [{ uuid: 'g' }] as Node['gpus']
+  const got = sortNodes([
+    node({ id: 'laptop', name: 'alice-laptop', self: true }),
+    node({ id: 'b', name: 'lab2', gpus: gpu }),
+    node({ id: 'mac', name: 'bob-mac' }),
+    node({ id: 'a', name: 'dgx1', gpus: gpu }),
+  ])
+  assert.deepEqual(
+    got.map((n) => n.id),
+    ['a', 'b', 'laptop', 'mac'],
+  )
+})
+
 test('allPeersOffline', () => {
   const me = node({ self: true })
   assert.equal(allPeersOffline([me]), false, 'no peers: nothing to warn about')

@@ -8,9 +8,16 @@ export function normalizeNode(n: Node): Node {
   return { ...n, addresses: n.addresses ?? [], gpus: n.gpus ?? [], host }
 }
 
-/** Orders nodes: this machine first, then by name, then by ID. */
+/** Whether a node has (or last had) GPUs: a GPU machine. */
+export const hasGPUs = (n: Pick<Node, 'gpus'>) => (n.gpus ?? []).length > 0
+
+/**
+ * Orders nodes: GPU machines first (what a pool is for), then this machine,
+ * then by name, then by ID.
+ */
 export function sortNodes(nodes: readonly Node[]): Node[] {
   return [...nodes].sort((a, b) => {
+    if (hasGPUs(a) !== hasGPUs(b)) return hasGPUs(a) ? -1 : 1
     if (a.self !== b.self) return a.self ? -1 : 1
     const byName = a.name.localeCompare(b.name, undefined, { sensitivity: 'base', numeric: true })
     return byName !== 0 ? byName : a.id.localeCompare(b.id)

@@ -47,11 +47,16 @@ test('reportCSV has the columns of labpool report --csv', () => {
 
 test('barWidths and formatHours', () => {
   assert.deepEqual(barWidths([row('a', 'a', 10, 5, 2, 0), row('b', 'b', 5, 5, 0, 0), row('c', 'c', 2, 1, 4, 0)]), [
-    { granted: 100, used: 50, idle: 20 },
-    { granted: 50, used: 50, idle: 0 },
-    { granted: 20, used: 10, idle: 10 },
+    { granted: 100, used: 50, idle: 20, unmeasured: 0 },
+    { granted: 50, used: 50, idle: 0, unmeasured: 0 },
+    { granted: 20, used: 10, idle: 10, unmeasured: 0 },
   ])
-  assert.deepEqual(barWidths([row('a', 'a', 0, 0, 0, 0)]), [{ granted: 0, used: 0, idle: 0 }])
+  assert.deepEqual(barWidths([row('a', 'a', 0, 0, 0, 0)]), [{ granted: 0, used: 0, idle: 0, unmeasured: 0 }])
+  // A running job not sampled yet: its unmeasured part shows, cut to what is left.
+  assert.deepEqual(barWidths([{ ...row('a', 'a', 10, 2, 3, 0), unmeasured_hours: 4 }, { ...row('b', 'b', 5, 2, 1, 0), unmeasured_hours: 9 }]), [
+    { granted: 100, used: 20, idle: 30, unmeasured: 40 },
+    { granted: 50, used: 20, idle: 10, unmeasured: 20 },
+  ])
   assert.equal(formatHours(0), '0')
   assert.equal(formatHours(1.234), '1.23')
   assert.equal(formatHours(42.25), '42.3')

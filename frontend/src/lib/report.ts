@@ -18,6 +18,7 @@ export type Grouping = (typeof groupings)[number]['key']
 
 /** The report's ranges, in seconds back from now. */
 export const reportRanges = [
+  { key: '1h', label: '1 h', seconds: 3600 },
   { key: '24h', label: '24 h', seconds: 86400 },
   { key: '7d', label: '7 d', seconds: 7 * 86400 },
   { key: '30d', label: '30 d', seconds: 30 * 86400 },
@@ -65,18 +66,19 @@ export function reportFileName(r: Pick<ReportLike, 'by' | 'since' | 'until'>): s
 
 /**
  * Bar lengths in percent of the largest granted figure: the granted bar of
- * each row, and within it the used and the idle-while-granted parts (cut to
- * fit the granted bar).
+ * each row, and within it the used, the idle-while-granted and the
+ * unmeasured parts (each cut to fit what is left of the granted bar).
  */
-export function barWidths(rows: readonly ReportRow[]): { granted: number; used: number; idle: number }[] {
+export function barWidths(rows: readonly ReportRow[]): { granted: number; used: number; idle: number; unmeasured: number }[] {
   const top = Math.max(0, ...rows.map((r) => r.gpu_hours_granted))
-  if (top <= 0) return rows.map(() => ({ granted: 0, used: 0, idle: 0 }))
+  if (top <= 0) return rows.map(() => ({ granted: 0, used: 0, idle: 0, unmeasured: 0 }))
   const pct = (h: number) => (Math.max(0, h) / top) * 100
   return rows.map((r) => {
     const granted = pct(r.gpu_hours_granted)
     const used = Math.min(pct(r.gpu_hours_used), granted)
     const idle = Math.min(pct(r.idle_granted_hours), granted - used)
-    return { granted, used, idle }
+    const unmeasured = Math.min(pct(r.unmeasured_hours ?? 0), granted - used - idle)
+    return { granted, used, idle, unmeasured }
   })
 }
 
