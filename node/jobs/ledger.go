@@ -86,6 +86,7 @@ type Ledger struct {
 	mu          sync.Mutex            // guards grants and quarantined
 	grants      map[string]string     // GPU UUID -> job ID
 	quarantined map[string]Quarantine // GPU UUID -> its fault
+	links       map[string][]gpu.Link // GPU UUID -> its links; set once, before any Grant
 }
 
 // NewLedger returns an empty ledger.
@@ -94,7 +95,8 @@ func NewLedger() *Ledger {
 }
 
 // Grant gives job the GPUs that want asks for, from gpus (the latest
-// telemetry), and returns their UUIDs in index order. A GPU is free when no
+// telemetry), and returns their UUIDs in index order. Of more free GPUs
+// than a count asks, Place picks (cool, unthrottled, NVLinked). A GPU is free when no
 // other job holds it, external (UUIDs used by processes outside labpool)
 // does not name it, and it is neither quarantined nor lost. Asking for
 // nothing grants nothing. A job asking again keeps what it holds and may
@@ -111,7 +113,7 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	if err := l.refuseFaulty(job, want, gpus); err != nil {
 		return nil, err
 	}
-	var chosen []string
+	var free []Candidate
 	var busy []BusyGPU
 	for _, g := range gpus {
 		if len(want.Indexes) > 0 && !slices.Contains(want.Indexes, g.Index) {
@@ -121,12 +123,16 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 			busy = append(busy, b)
 			continue
 		}
-		if len(chosen) < n {
-			chosen = append(chosen, g.UUID)
-		}
+		free = append(free, Candidate{Index: g.Index, UUID: g.UUID, TempC: g.TempC,
+			Health: g.Health, HealthReason: g.HealthReason, Links: l.links[g.UUID]})
 	}
-	if len(chosen) < n {
-		return nil, &BusyError{Want: n, Free: len(chosen), Total: len(gpus), Busy: busy}
+	if len(free) < n {
+		return nil, &BusyError{Want: n, Free: len(free), Total: len(gpus), Busy: busy}
+	}
+	picked, _ := Place(free, n) // the indexes asked are all free: Place takes them all
+	chosen := make([]string, len(picked))
+	for i, c := range picked {
+		chosen[i] = c.UUID
 	}
 	for _, u := range chosen {
 		l.grants[u] = job
@@ -155,6 +161,17 @@ func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[strin
 		return b, false
 	}
 	return b, true
+}
+
+// SetTopology records how the GPUs of devs reach each other (read once
+// at start), for Place to weigh. Call it before the first Grant.
+func (l *Ledger) SetTopology(devs []gpu.Info) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.links = make(map[string][]gpu.Link, len(devs))
+	for _, d := range devs {
+		l.links[d.UUID] = d.Links
+	}
 }
 
 // Restore records GPUs a running job already holds (re-adoption). A GPU
