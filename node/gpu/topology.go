@@ -80,7 +80,6 @@ func readTopology(infos []Info, devs []Device) {
 		if !ok {
 			continue
 		}
-		infos[i].Links = []Link{}
 		for k, other := range devs {
 			if k == i || other == nil {
 				continue
@@ -91,7 +90,9 @@ func readTopology(infos []Info, devs []Device) {
 					l.PCIe = pcieName(lvl)
 				}
 			}
-			infos[i].Links = append(infos[i].Links, l)
+			if l.NVLinks > 0 || l.PCIe != "" { // else NVML told nothing about the pair
+				infos[i].Links = append(infos[i].Links, l)
+			}
 		}
 	}
 }
