@@ -168,6 +168,9 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	case best != nil:
 		p.NodePlan = *best
 		p.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, best.Free)
+		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
+			p.Reason += "; " + weighed
+		}
 	default:
 		p.NodePlan = NodePlan{Reason: "no machine fits: " + strings.Join(reasons, "; "), GPUs: []PlanGPU{}}
 	}
@@ -187,7 +190,8 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		}
 	}
 	var busy []string
-	free := map[int]bool{} // index -> nothing holds it
+	free := map[int]bool{}     // index -> nothing holds it
+	var cands []jobs.Candidate // the GPUs free that match, as placement weighs them
 	for _, g := range n.GPUs {
 		pg, why := planGPU(g, holder, spec)
 		if why != "" {
@@ -196,6 +200,9 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		if pg.State == GPUFree || pg.State == GPUSmall {
 			free[g.Index] = true
 			p.Free++
+		}
+		if pg.State == GPUFree {
+			cands = append(cands, candidate(g))
 		}
 		p.GPUs = append(p.GPUs, pg)
 	}
@@ -216,6 +223,16 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
 	}
 	p.Fits, p.Reason = fits(n, p, spec, free, busyText)
+	if p.Fits && spec.GPUs > 0 && len(spec.GPUIDs) == 0 && len(cands) >= spec.GPUs {
+		picked, why := jobs.Place(cands, spec.GPUs)
+		for _, c := range picked {
+			p.Picked = append(p.Picked, c.Index)
+		}
+		p.Placement = why
+		if _, weighed, ok := strings.Cut(why, "; "); ok {
+			p.Reason += "; " + weighed
+		}
+	}
 	return p
 }
 

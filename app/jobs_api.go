@@ -55,6 +55,12 @@ type NodePlan struct {
 	Reason   string    `json:"reason"` // why this node, or why it does not fit
 	Free     int       `json:"free"`   // GPUs that no job and no process holds
 	GPUs     []PlanGPU `json:"gpus"`   // in index order
+	// Picked and Placement: for a count of GPUs that fits now, the GPUs
+	// the machine would grant (jobs.Place, the rule it grants by) and why
+	// those, e.g. "GPUs 0,1,3,4; every pair NVLinked (at least 18 links);
+	// avoided GPU 2 (throttled: hw_thermal_slowdown at 91 °C)".
+	Picked    []int  `json:"picked,omitempty"`
+	Placement string `json:"placement,omitempty"`
 }
 
 // The states of a GPU in a plan.

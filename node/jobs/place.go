@@ -52,7 +52,8 @@ func (c Candidate) link(peer int) gpu.Link {
 const maxSets = 20000
 
 // Place picks n of free (GPUs already free for the request) for one job,
-// in index order, and says why. It is the placement rule, pure, used by the
+// in index order, and says why: "GPUs 0,1,3,4" and, where the choice
+// weighed anything, "; " and what it weighed. It is the placement rule, pure, used by the
 // node that grants and by the plan that previews: first it avoids hot or
 // throttling GPUs (see Candidate.hot), then, for several GPUs, it prefers
 // a set whose every pair shares NVLink (the most links, then the closest
@@ -186,10 +187,24 @@ func explain(free, set []Candidate, sc setScore) string {
 	if len(taken) > 0 {
 		parts = append(parts, "took "+strings.Join(taken, ", ")+": no cooler GPU free")
 	}
-	if len(avoided) == 0 && len(taken) == 0 && len(set) < len(free) {
+	if len(avoided) == 0 && len(taken) == 0 && len(set) < len(free) && warmer(free, set) {
 		parts = append(parts, "the coolest")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// warmer says whether a GPU of free left out of set is warmer than one in it.
+func warmer(free, set []Candidate) bool {
+	hottest := set[0].TempC
+	for _, c := range set {
+		hottest = max(hottest, c.TempC)
+	}
+	for _, c := range free {
+		if c.TempC > hottest {
+			return true
+		}
+	}
+	return false
 }
 
 // isHot is 1 when c is hot or throttling, else 0.
