@@ -135,6 +135,9 @@ export interface GPU {
   retired_pending: boolean
   job: string
   process_list: Process[] | null
+  pci_bus_id?: string
+  links: Link[] | null
+  mig?: MIG | null
 }
 
 /** app.GPUClear */
@@ -255,6 +258,31 @@ export interface LaunchRequest {
   spec: Spec
 }
 
+/** gpu.Link */
+export interface Link {
+  peer: number
+  peer_uuid: string
+  nvlinks: number
+  pcie: string
+}
+
+/** gpu.MIG */
+export interface MIG {
+  supported: boolean
+  enabled: boolean
+  pending: boolean
+  instances: MIGInstance[] | null
+}
+
+/** gpu.MIGInstance */
+export interface MIGInstance {
+  uuid: string
+  name: string
+  gpu_instance: number
+  compute_instance: number
+  mem_total_bytes: number
+}
+
 /** app.Member */
 export interface Member {
   id: string
@@ -352,6 +380,8 @@ export interface NodePlan {
   reason: string
   free: number
   gpus: PlanGPU[] | null
+  picked?: number[] | null
+  placement?: string
 }
 
 /** app.Plan */
@@ -362,6 +392,8 @@ export interface Plan {
   reason: string
   free: number
   gpus: PlanGPU[] | null
+  picked?: number[] | null
+  placement?: string
   images: string[] | null
   nodes: NodePlan[] | null
 }
