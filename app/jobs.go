@@ -222,6 +222,10 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 	if len(busy) > 0 {
 		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
 	}
+	if len(spec.MIGIDs) > 0 {
+		p.Fits, p.Reason = fitsMIG(n, spec, holder)
+		return p
+	}
 	p.Fits, p.Reason = fits(n, p, spec, free, busyText)
 	if p.Fits && spec.GPUs > 0 && len(spec.GPUIDs) == 0 && len(cands) >= spec.GPUs {
 		picked, why := jobs.Place(cands, spec.GPUs)
@@ -251,6 +255,9 @@ func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
 			pg.Reason += ": " + g.HealthReason
 		}
 		return pg, pg.Reason
+	case g.MIG != nil && g.MIG.Enabled:
+		pg.State = GPUBusy // granted by instance, never whole
+		return pg, "MIG on (ask for an instance by UUID)"
 	case g.Processes > 0:
 		pg.State = GPUBusy
 		return pg, "a process outside labpool"

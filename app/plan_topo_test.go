@@ -99,3 +99,29 @@ func TestPlanAgreesWithGrant(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanMIG: a MIG instance asked by UUID plans onto the machine that has
+// it, free or busy as the jobs hold it; its GPU is kept from counts.
+func TestPlanMIG(t *testing.T) {
+	const mig = "MIG-5c9f1a2e-6b1d-5b8e-9a3f-0000000000a1"
+	withMIG := nvlinkNode("A", 0)
+	withMIG.GPUs[3].MIG = &gpu.MIG{Supported: true, Enabled: true, Instances: []gpu.MIGInstance{{UUID: mig, MemTotalBytes: 20 * gib}}}
+	other := nvlinkNode("B", 0)
+	nodes := []Node{other, withMIG}
+	p := plan(nodes, nil, jobs.Spec{MIGIDs: []string{mig}}, nil)
+	if !p.Fits || p.Node != "A" {
+		t.Errorf("plan %q fits=%v (%s); want A", p.Node, p.Fits, p.Reason)
+	}
+	if np := p.Nodes[0]; np.Fits || !strings.Contains(np.Reason, "has no MIG instance "+mig) {
+		t.Errorf("B: fits=%v %q; want no such instance", np.Fits, np.Reason)
+	}
+	active := []Job{{Job: jobs.Job{ID: "j", Name: "train", Node: "A", State: jobs.Running, GPUs: []string{mig}}, OwnerName: "mike"}}
+	p = plan(nodes, nil, jobs.Spec{MIGIDs: []string{mig}}, active)
+	if p.Fits || !strings.Contains(p.Reason, mig+": job train of mike") {
+		t.Errorf("held instance: fits=%v %q", p.Fits, p.Reason)
+	}
+	p = plan([]Node{withMIG}, nil, jobs.Spec{GPUs: 8}, nil)
+	if p.Fits || !strings.Contains(p.Reason, "GPU 3: MIG on") {
+		t.Errorf("8 GPUs where GPU 3 is in MIG mode: fits=%v %q", p.Fits, p.Reason)
+	}
+}

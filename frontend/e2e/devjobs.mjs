@@ -76,6 +76,9 @@ function planNode(n, spec, jobs) {
     } else if (g.health === 'quarantined' || g.health === 'lost') {
       Object.assign(pg, { state: 'faulty', reason: g.health + (g.health_reason ? `: ${g.health_reason}` : '') })
       busy.push(`GPU ${g.index}: ${pg.reason}`)
+    } else if (g.mig?.enabled) {
+      pg.state = 'busy'
+      busy.push(`GPU ${g.index}: MIG on (ask for an instance by UUID)`)
     } else if (g.processes > 0) {
       pg.state = 'busy'
       busy.push(`GPU ${g.index}: a process outside labpool`)

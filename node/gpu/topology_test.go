@@ -11,81 +11,23 @@ import (
 	"github.com/labpool/labpool/node/gpu/gputest"
 )
 
-// topoDevice is a fake GPU whose topology and MIG answers come from
-// go-nvml's mock.Device (NVIDIA's mock library cannot enumerate MIG
-// instances); everything else from gputest.
-type topoDevice struct {
-	*gputest.Device
-	m *mock.Device
-}
-
-func (d topoDevice) GetPciInfo() (nvml.PciInfo, nvml.Return) { return d.m.GetPciInfo() }
-func (d topoDevice) GetNvLinkState(l int) (nvml.EnableState, nvml.Return) {
-	return d.m.GetNvLinkState(l)
-}
-func (d topoDevice) GetNvLinkRemotePciInfo(l int) (nvml.PciInfo, nvml.Return) {
-	return d.m.GetNvLinkRemotePciInfo(l)
-}
-func (d topoDevice) GetNvLinkRemoteDeviceType(l int) (nvml.IntNvLinkDeviceType, nvml.Return) {
-	return d.m.GetNvLinkRemoteDeviceType(l)
-}
-func (d topoDevice) GetTopologyCommonAncestor(o nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
-	return d.m.GetTopologyCommonAncestor(o)
-}
-func (d topoDevice) GetMigMode() (int, int, nvml.Return)      { return d.m.GetMigMode() }
-func (d topoDevice) GetMaxMigDeviceCount() (int, nvml.Return) { return d.m.GetMaxMigDeviceCount() }
-func (d topoDevice) GetMigDeviceHandleByIndex(i int) (nvml.Device, nvml.Return) {
-	return d.m.GetMigDeviceHandleByIndex(i)
-}
-
-// topoCalls is how many topology and MIG calls m has answered.
-func topoCalls(m *mock.Device) int {
-	return len(m.GetPciInfoCalls()) + len(m.GetNvLinkStateCalls()) + len(m.GetNvLinkRemotePciInfoCalls()) +
-		len(m.GetNvLinkRemoteDeviceTypeCalls()) + len(m.GetTopologyCommonAncestorCalls()) +
-		len(m.GetMigModeCalls()) + len(m.GetMaxMigDeviceCountCalls()) + len(m.GetMigDeviceHandleByIndexCalls())
-}
-
-// topoLibrary hands out topoDevices.
-type topoLibrary struct {
-	*gputest.Library
-	devs []topoDevice
-}
-
-func (l topoLibrary) DeviceGetHandleByIndex(i int) (gpu.Device, nvml.Return) {
-	if _, ret := l.Library.DeviceGetHandleByIndex(i); ret != nvml.SUCCESS {
-		return nil, ret
-	}
-	return l.devs[i], nvml.SUCCESS
-}
-
 func pciInfo(bus string) nvml.PciInfo {
 	var p nvml.PciInfo
 	copy(p.BusId[:], bus)
 	return p
 }
 
-// migDevice is one MIG instance as go-nvml's mock answers it.
-func migDevice(uuid, name string, gi, ci int, mem uint64) *mock.Device {
-	return &mock.Device{
-		GetUUIDFunc:              func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
-		GetNameFunc:              func() (string, nvml.Return) { return name, nvml.SUCCESS },
-		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return gi, nvml.SUCCESS },
-		GetComputeInstanceIdFunc: func() (int, nvml.Return) { return ci, nvml.SUCCESS },
-		GetMemoryInfoFunc:        func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: mem}, nvml.SUCCESS },
-	}
-}
-
 // newTopoMachine is four GPUs: 0 and 1 joined by 4 NVLinks under one PCIe
 // switch, 2 and 3 by 2 NVLinks under several switches, the pairs across
 // NUMA nodes. GPU 3 has MIG on with two instances (slot 1 empty), GPU 2
 // MIG off with on pending, GPUs 0 and 1 no MIG.
-func newTopoMachine() topoLibrary {
-	lib := topoLibrary{Library: gputest.NewLibrary(4)}
+func newTopoMachine() gputest.TopoLibrary {
+	lib := gputest.NewTopoLibrary(4)
 	bus := []string{"00000000:1A:00.0", "00000000:1B:00.0", "00000000:8A:00.0", "00000000:8B:00.0"}
 	peer := map[int]int{0: 1, 1: 0, 2: 3, 3: 2}
 	nlinks := map[int]int{0: 4, 1: 4, 2: 2, 3: 2}
 	for i := range 4 {
-		m := &mock.Device{
+		*lib.Topo[i].M = mock.Device{
 			GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) { return pciInfo(bus[i]), nvml.SUCCESS },
 			GetNvLinkStateFunc: func(l int) (nvml.EnableState, nvml.Return) {
 				if l >= nvml.NVLINK_MAX_LINKS {
@@ -103,7 +45,7 @@ func newTopoMachine() topoLibrary {
 				return pciInfo(bus[peer[i]]), nvml.SUCCESS
 			},
 			GetTopologyCommonAncestorFunc: func(o nvml.Device) (nvml.GpuTopologyLevel, nvml.Return) {
-				k := o.(topoDevice).Index()
+				k := index(o.(gputest.TopoDevice))
 				switch {
 				case i/2 != k/2:
 					return nvml.TOPOLOGY_SYSTEM, nvml.SUCCESS
@@ -125,20 +67,19 @@ func newTopoMachine() topoLibrary {
 			GetMigDeviceHandleByIndexFunc: func(k int) (nvml.Device, nvml.Return) {
 				switch k {
 				case 0:
-					return migDevice("MIG-aaaa", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", 1, 0, 20<<30), nvml.SUCCESS
+					return gputest.MIGDevice("MIG-aaaa", "NVIDIA A100-SXM4-40GB MIG 3g.20gb", 1, 0, 20<<30), nvml.SUCCESS
 				case 2:
-					return migDevice("MIG-bbbb", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", 5, 0, 5<<30), nvml.SUCCESS
+					return gputest.MIGDevice("MIG-bbbb", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", 5, 0, 5<<30), nvml.SUCCESS
 				}
 				return nil, nvml.ERROR_NOT_FOUND
 			},
 		}
-		lib.devs = append(lib.devs, topoDevice{Device: lib.Library.Devices[i], m: m})
 	}
 	return lib
 }
 
-// Index is the fake's NVML index (read from its UUID).
-func (d topoDevice) Index() int {
+// index is the fake's NVML index (read from its UUID).
+func index(d gputest.TopoDevice) int {
 	var i int
 	uuid, _ := d.GetUUID()
 	fmt.Sscanf(uuid[len(uuid)-1:], "%d", &i)
@@ -189,9 +130,9 @@ func TestSampleReadsNoTopology(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	opened := make([]int, len(lib.devs))
-	for i, d := range lib.devs {
-		if opened[i] = topoCalls(d.m); opened[i] == 0 {
+	opened := make([]int, len(lib.Topo))
+	for i, d := range lib.Topo {
+		if opened[i] = d.TopoCalls(); opened[i] == 0 {
 			t.Fatalf("gpu %d: Open made no topology call", i)
 		}
 	}
@@ -200,8 +141,8 @@ func TestSampleReadsNoTopology(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for i, d := range lib.devs {
-		if n := topoCalls(d.m); n != opened[i] {
+	for i, d := range lib.Topo {
+		if n := d.TopoCalls(); n != opened[i] {
 			t.Errorf("gpu %d: %d topology and MIG calls after 5 samples; Open made %d, a Sample must make none", i, n, opened[i])
 		}
 	}
@@ -211,9 +152,9 @@ func TestSampleReadsNoTopology(t *testing.T) {
 // TestNVSwitchTopology: GPUs whose links all reach NVSwitches are NVLinked
 // to each other by the fewer of their switch links (nvidia-smi's NV#).
 func TestNVSwitchTopology(t *testing.T) {
-	lib := topoLibrary{Library: gputest.NewLibrary(2)}
+	lib := gputest.NewTopoLibrary(2)
 	for i, n := range []int{18, 12} {
-		m := &mock.Device{
+		*lib.Topo[i].M = mock.Device{
 			GetPciInfoFunc: func() (nvml.PciInfo, nvml.Return) {
 				return pciInfo(fmt.Sprintf("00000000:%d0:00.0", i+1)), nvml.SUCCESS
 			},
@@ -231,7 +172,6 @@ func TestNVSwitchTopology(t *testing.T) {
 			},
 			GetMigModeFunc: func() (int, int, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED },
 		}
-		lib.devs = append(lib.devs, topoDevice{Device: lib.Library.Devices[i], m: m})
 	}
 	s, err := gpu.OpenLibrary(lib, gpu.DefaultConfig())
 	if err != nil {

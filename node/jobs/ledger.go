@@ -14,11 +14,15 @@ import (
 type Request struct {
 	Count       int
 	Indexes     []int
+	MIG         []string // MIG instances by UUID (mig.go)
 	MinMemBytes uint64
 }
 
 // want is how many GPUs r asks for.
 func (r Request) want() int {
+	if len(r.MIG) > 0 {
+		return len(r.MIG)
+	}
 	if len(r.Indexes) > 0 {
 		return len(r.Indexes)
 	}
@@ -40,6 +44,9 @@ type BusyGPU struct {
 	Quarantined bool
 	Lost        bool
 	Reason      string
+	// MIGOn: the GPU is partitioned; a job asks for one of its instances
+	// by UUID, never the whole GPU.
+	MIGOn bool
 }
 
 func (b BusyGPU) String() string {
@@ -50,6 +57,8 @@ func (b BusyGPU) String() string {
 		return fmt.Sprintf("GPU %d: lost: %s", b.Index, b.Reason)
 	case b.Reserved:
 		return fmt.Sprintf("GPU %d: kept for queued job %s of %s, waiting the longest", b.Index, b.Job, b.Owner)
+	case b.MIGOn:
+		return fmt.Sprintf("GPU %d: MIG on (ask for one of its instances by UUID: labpool gpus lists them)", b.Index)
 	case b.External:
 		return fmt.Sprintf("GPU %d: a process outside labpool", b.Index)
 	case b.TooSmall:
@@ -87,6 +96,8 @@ type Ledger struct {
 	grants      map[string]string     // GPU UUID -> job ID
 	quarantined map[string]Quarantine // GPU UUID -> its fault
 	links       map[string][]gpu.Link // GPU UUID -> its links; set once, before any Grant
+	mig         map[string]migSlot    // MIG instance UUID -> where it is (mig.go); set with links
+	migOn       map[string]bool       // GPU UUID -> MIG mode is on; set with links
 }
 
 // NewLedger returns an empty ledger.
@@ -112,6 +123,9 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	defer l.mu.Unlock()
 	if err := l.refuseFaulty(job, want, gpus); err != nil {
 		return nil, err
+	}
+	if len(want.MIG) > 0 {
+		return l.grantMIG(job, want.MIG, gpus)
 	}
 	var free []Candidate
 	var busy []BusyGPU
@@ -153,6 +167,10 @@ func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[strin
 		b.Lost, b.Reason = true, g.HealthReason
 	case quarantined:
 		b.Quarantined, b.Reason = true, q.Reason
+	case l.migHeld(job, g.UUID) != "":
+		b.Job = l.migHeld(job, g.UUID)
+	case l.migOn[g.UUID]:
+		b.MIGOn = true
 	case external[g.UUID]:
 		b.External = true
 	case g.MemTotalBytes < minMem:
@@ -169,8 +187,16 @@ func (l *Ledger) SetTopology(devs []gpu.Info) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.links = make(map[string][]gpu.Link, len(devs))
+	l.mig, l.migOn = map[string]migSlot{}, map[string]bool{}
 	for _, d := range devs {
 		l.links[d.UUID] = d.Links
+		if d.MIG == nil || !d.MIG.Enabled {
+			continue
+		}
+		l.migOn[d.UUID] = true
+		for _, in := range d.MIG.Instances {
+			l.mig[in.UUID] = migSlot{GPU: d.UUID, Index: d.Index, MemBytes: in.MemTotalBytes}
+		}
 	}
 }
 

@@ -574,6 +574,7 @@ export interface Spec {
   env?: string[] | null
   gpus?: number
   gpu_ids?: number[] | null
+  mig_ids?: string[] | null
   min_gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
