@@ -356,7 +356,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if err := s.NodeCall(ctx, p.Node, http.MethodPost, "/v1/jobs", req.Spec, &j); err != nil {
 		return Job{}, err
 	}
-	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name}, nil
+	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name, Placement: p.Reason}, nil
 }
 
 // JobView finds one job (see Reader.Job) and, while its node is online,

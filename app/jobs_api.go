@@ -29,6 +29,10 @@ type Job struct {
 	NodeName  string `json:"node_name"`
 	OwnerName string `json:"owner_name"`
 	Stale     bool   `json:"stale"` // its node is offline: the state is last known
+	// Placement, in Launch's answer only: why the plan picked its machine
+	// and GPUs (Plan.Reason), e.g. "gpu1 has 8 free GPUs ...; avoided GPU 2
+	// (throttled: hw_thermal_slowdown at 91 °C)".
+	Placement string `json:"placement,omitempty"`
 }
 
 // LaunchRequest asks to run a job; Node (name or ID) is optional.

@@ -90,6 +90,9 @@ What a job reaches:
 				fmt.Fprintf(out, " (%s)", j.Error)
 			}
 			fmt.Fprintln(out)
+			if j.Placement != "" {
+				fmt.Fprintln(out, "placed: "+j.Placement)
+			}
 			fmt.Fprintln(out, j.ID)
 			return nil
 		},

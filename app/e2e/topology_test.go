@@ -87,6 +87,9 @@ func TestNVMLTopology(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run --gpus 4: exit %d: %s%s", code, out, errOut)
 	}
+	if !strings.Contains(out, "placed: gpu1 has 8 free GPUs") || !strings.Contains(out, "avoided GPU 2 (throttled: hw_thermal_slowdown at 91 °C)") {
+		t.Errorf("run --gpus 4 says %q; want where it was placed and why", out)
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var job app.Job
 	waitFor(t, 20*time.Second, "the job running", func() error {

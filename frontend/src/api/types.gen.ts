@@ -230,6 +230,7 @@ export interface Job {
   node_name: string
   owner_name: string
   stale: boolean
+  placement?: string
 }
 
 /** jobs.Stats */
