@@ -149,7 +149,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	p := Plan{Images: []string{}, Nodes: make([]NodePlan, 0, len(nodes))}
 	var best *NodePlan
-	var bestLoad float64
+	var bestLoad, leastLoad float64
 	var reasons []string
 	for _, n := range nodes {
 		np := planFor(n, spec, active)
@@ -158,13 +158,24 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 		case named != nil || !n.Online:
 		case !np.Fits:
 			reasons = append(reasons, n.Name+": "+np.Reason)
-		case best == nil || load(n) < bestLoad:
-			best, bestLoad = &np, load(n)
+		default:
+			if best == nil || load(n) < leastLoad {
+				leastLoad = load(n)
+			}
+			if best == nil || placedBetter(np, load(n), *best, bestLoad) {
+				best, bestLoad = &np, load(n)
+			}
 		}
 	}
 	switch {
 	case named != nil:
 		p.NodePlan = planFor(*named, spec, active)
+	case best != nil && bestLoad > leastLoad:
+		p.NodePlan = *best
+		p.Reason = fmt.Sprintf("%s has %d free GPUs, cooler or better NVLinked than those of less loaded machines", best.NodeName, best.Free)
+		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
+			p.Reason += "; " + weighed
+		}
 	case best != nil:
 		p.NodePlan = *best
 		p.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, best.Free)
@@ -232,6 +243,7 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		for _, c := range picked {
 			p.Picked = append(p.Picked, c.Index)
 		}
+		p.hot, p.unlinked = jobs.Weigh(picked)
 		p.Placement = why
 		if _, weighed, ok := strings.Cut(why, "; "); ok {
 			p.Reason += "; " + weighed
@@ -323,6 +335,19 @@ func faulty(p NodePlan, index int) *PlanGPU {
 		}
 	}
 	return nil
+}
+
+// placedBetter says whether a job placed as a (on a machine loaded aLoad)
+// gets fewer hot or throttling GPUs, or else fewer pairs without NVLink,
+// than placed as b, or else as good on a less loaded machine.
+func placedBetter(a NodePlan, aLoad float64, b NodePlan, bLoad float64) bool {
+	if a.hot != b.hot {
+		return a.hot < b.hot
+	}
+	if a.unlinked != b.unlinked {
+		return a.unlinked < b.unlinked
+	}
+	return aLoad < bLoad
 }
 
 // load is how busy a node is: mean GPU utilization, or CPU without GPUs.

@@ -125,3 +125,24 @@ func TestPlanMIG(t *testing.T) {
 		t.Errorf("8 GPUs where GPU 3 is in MIG mode: fits=%v %q", p.Fits, p.Reason)
 	}
 }
+
+// TestPlanPrefersCoolMachine: a 4-GPU job goes to a busier machine with 4
+// cool NVLinked GPUs free rather than to an idle one whose free GPUs
+// include one throttling at 91 °C.
+func TestPlanPrefersCoolMachine(t *testing.T) {
+	idle := nvlinkNode("IDLE", 91) // GPU 2 throttling
+	held := []Job{{Job: jobs.Job{ID: "j", Node: "IDLE", State: jobs.Running, GPUs: []string{"IDLE-gpu4", "IDLE-gpu5", "IDLE-gpu6", "IDLE-gpu7"}}}}
+	busy := nvlinkNode("BUSY", 0)
+	for i := range busy.GPUs {
+		busy.GPUs[i].UtilPercent = 60
+	}
+	p := plan([]Node{idle, busy}, nil, jobs.Spec{GPUs: 4}, held)
+	if p.Node != "BUSY" || !strings.Contains(p.Reason, "cooler or better NVLinked than those of less loaded machines") {
+		t.Errorf("plan %s: %q; want BUSY, said why", p.NodeName, p.Reason)
+	}
+	// Alike GPUs: the less loaded machine, as before.
+	p = plan([]Node{nvlinkNode("IDLE", 0), busy}, nil, jobs.Spec{GPUs: 4}, nil)
+	if p.Node != "IDLE" || !strings.Contains(p.Reason, "least loaded") {
+		t.Errorf("plan %s: %q; want IDLE, the least loaded", p.NodeName, p.Reason)
+	}
+}

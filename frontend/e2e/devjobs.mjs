@@ -37,6 +37,7 @@ export function planPool(nodes, named, spec, jobs) {
   const out = { images: [], nodes: [] }
   let best = null
   let bestLoad = 0
+  let leastLoad = 0
   const reasons = []
   for (const n of nodes) {
     const np = planNode(n, spec, jobs)
@@ -44,16 +45,29 @@ export function planPool(nodes, named, spec, jobs) {
     if (named || !n.online) continue
     if (!np.fits) {
       reasons.push(`${n.name}: ${np.reason}`)
-    } else if (!best || load(n) < bestLoad) {
+      continue
+    }
+    if (!best || load(n) < leastLoad) leastLoad = load(n)
+    if (!best || placedBetter(np, load(n), best, bestLoad)) {
       best = np
       bestLoad = load(n)
     }
   }
   let pick
   if (named) pick = planNode(named, spec, jobs)
+  else if (best && bestLoad > leastLoad)
+    pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs, cooler or better NVLinked than those of less loaded machines${weighed(best.placement)}` }
   else if (best) pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs and is the least loaded that fits${weighed(best.placement)}` }
   else pick = { node: '', node_name: '', fits: false, reason: `no machine fits: ${reasons.join('; ')}`, free: 0, gpus: [] }
-  return { ...pick, ...out }
+  const { _hot, _unlinked, ...shown } = pick
+  return { ...shown, ...out, nodes: out.nodes.map(({ _hot, _unlinked, ...np }) => np) }
+}
+
+// app.placedBetter: fewer hot GPUs, then fewer pairs without NVLink, then less load.
+function placedBetter(a, aLoad, b, bLoad) {
+  if ((a._hot ?? 0) !== (b._hot ?? 0)) return (a._hot ?? 0) < (b._hot ?? 0)
+  if ((a._unlinked ?? 0) !== (b._unlinked ?? 0)) return (a._unlinked ?? 0) < (b._unlinked ?? 0)
+  return aLoad < bLoad
 }
 
 // app.planFor: whether spec fits on n, and the state of each of its GPUs.
@@ -121,6 +135,9 @@ function planNode(n, spec, jobs) {
   if (want > 0 && !ids.length && cands.length >= want) {
     const [picked, why] = place(cands, want)
     p.picked = picked.map((g) => g.index)
+    const sc = score(picked)
+    p._hot = sc.hot
+    p._unlinked = sc.unlinked
     p.placement = why
     p.reason += weighed(why)
   }

@@ -269,3 +269,11 @@ func binomial(n, k int) int {
 	}
 	return r
 }
+
+// Weigh says what a set Place picked costs a job: how many of its GPUs are
+// hot or throttling, and how many of its pairs share no NVLink. The planner
+// compares machines by it before their load.
+func Weigh(set []Candidate) (hot, unlinked int) {
+	sc := newPairs(set).score(seq(len(set)))
+	return sc.hot, sc.unlinked
+}
