@@ -226,7 +226,9 @@ func (l *Ledger) Release(job string) {
 	}
 }
 
-// Granted returns a copy of the grants, GPU UUID -> job ID.
+// Granted returns a copy of the grants, GPU UUID -> job ID. A granted MIG
+// instance also names its GPU as held (by the job of the first instance
+// in UUID order, where several jobs share it): its processes are theirs.
 func (l *Ledger) Granted() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -234,6 +236,7 @@ func (l *Ledger) Granted() map[string]string {
 	for u, j := range l.grants {
 		out[u] = j
 	}
+	l.grantMIGParents(out)
 	return out
 }
 

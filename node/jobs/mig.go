@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -93,4 +94,30 @@ func (l *Ledger) grantMIG(job string, uuids []string, gpus []gpu.Stats) ([]strin
 		l.grants[u] = job
 	}
 	return slices.Clone(uuids), nil
+}
+
+// grantMIGParents adds to granted (UUID -> job) the GPU of each granted
+// MIG instance that no job holds whole. l.mu is held.
+func (l *Ledger) grantMIGParents(granted map[string]string) {
+	for _, u := range slices.Sorted(maps.Keys(l.mig)) {
+		slot := l.mig[u]
+		if j, ok := l.grants[u]; ok && granted[slot.GPU] == "" {
+			granted[slot.GPU] = j
+		}
+	}
+}
+
+// Indexes are the GPU indexes of the granted uuids (GPUs, or MIG instances
+// by their GPU's index), each once, in index order.
+func (l *Ledger) Indexes(uuids []string, gpus []gpu.Stats) []int {
+	l.mu.Lock()
+	whole := make([]string, 0, len(uuids))
+	for _, u := range uuids {
+		if slot, ok := l.mig[u]; ok {
+			u = slot.GPU
+		}
+		whole = append(whole, u)
+	}
+	l.mu.Unlock()
+	return indexesOf(whole, gpus)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/gpu/gputest"
@@ -53,8 +54,14 @@ func TestSubmitMIG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(j.GPUs, []string{migA}) {
-		t.Errorf("job GPUs %v; want the MIG instance", j.GPUs)
+	if !slices.Equal(j.GPUs, []string{migA}) || !slices.Equal(j.GPUIndexes, []int{1}) {
+		t.Errorf("job GPUs %v, indexes %v; want the MIG instance, on GPU 1", j.GPUs, j.GPUIndexes)
+	}
+	// The sample names the job on the instance's GPU: its processes are the job's.
+	sample := slices.Clone(stats)
+	m.AnnotateGPUs(time.Now(), sample)
+	if sample[1].Job != j.ID || sample[0].Job != "" {
+		t.Errorf("annotated GPUs held by %q, %q; want GPU 1 by %s", sample[0].Job, sample[1].Job, j.ID)
 	}
 	l := rt.launches[0]
 	if !slices.Equal(l.GPUs, []string{migA}) || !slices.Contains(l.Env, "NVIDIA_VISIBLE_DEVICES="+migA) {

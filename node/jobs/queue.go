@@ -162,7 +162,7 @@ func (m *Manager) nextQueued() (Job, bool) {
 			if cur.State != Queued {
 				return ErrConflict // stopped or removed meanwhile
 			}
-			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, indexesOf(uuids, gpus), ""
+			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, m.ledger.Indexes(uuids, gpus), ""
 			return nil
 		})
 		if err != nil {
