@@ -268,8 +268,8 @@ func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
 		}
 		return pg, pg.Reason
 	case g.MIG != nil && g.MIG.Enabled:
-		pg.State = GPUBusy // granted by instance, never whole
-		return pg, "MIG on (ask for an instance by UUID)"
+		pg.State, pg.Reason = GPUBusy, "MIG on (ask for an instance by UUID)" // granted by instance, never whole
+		return pg, pg.Reason
 	case g.Processes > 0:
 		pg.State = GPUBusy
 		return pg, "a process outside labpool"

@@ -95,7 +95,7 @@ type PlanGPU struct {
 	JobName       string  `json:"job_name,omitempty"`   // and name
 	Owner         string  `json:"owner,omitempty"`      // device ID of who launched it
 	OwnerName     string  `json:"owner_name,omitempty"` // and that member's name
-	Reason        string  `json:"reason,omitempty"`     // why a faulty GPU is kept out, e.g. "quarantined: XID 79 (...)"
+	Reason        string  `json:"reason,omitempty"`     // why a faulty or MIG GPU is kept out, e.g. "quarantined: XID 79 (...)"
 }
 
 // OpenRequest asks for a tunnel to a job's container port.

@@ -91,8 +91,8 @@ function planNode(n, spec, jobs) {
       Object.assign(pg, { state: 'faulty', reason: g.health + (g.health_reason ? `: ${g.health_reason}` : '') })
       busy.push(`GPU ${g.index}: ${pg.reason}`)
     } else if (g.mig?.enabled) {
-      pg.state = 'busy'
-      busy.push(`GPU ${g.index}: MIG on (ask for an instance by UUID)`)
+      Object.assign(pg, { state: 'busy', reason: 'MIG on (ask for an instance by UUID)' })
+      busy.push(`GPU ${g.index}: ${pg.reason}`)
     } else if (g.processes > 0) {
       pg.state = 'busy'
       busy.push(`GPU ${g.index}: a process outside labpool`)
