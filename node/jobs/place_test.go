@@ -153,3 +153,10 @@ func BenchmarkPlace16Choose8(b *testing.B) {
 		Place(cs, 8)
 	}
 }
+
+func BenchmarkPlace8Choose4(b *testing.B) {
+	cs := islands(8, 4, 4)
+	for b.Loop() {
+		Place(cs, 4)
+	}
+}
