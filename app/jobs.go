@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,6 +151,7 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	p := Plan{Images: []string{}, Nodes: make([]NodePlan, 0, len(nodes))}
 	var best *NodePlan
 	var bestLoad, leastLoad float64
+	var bestWeight placeWeight
 	var reasons []string
 	for _, n := range nodes {
 		np := planFor(n, spec, active)
@@ -162,8 +164,8 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 			if best == nil || load(n) < leastLoad {
 				leastLoad = load(n)
 			}
-			if best == nil || placedBetter(np, load(n), *best, bestLoad) {
-				best, bestLoad = &np, load(n)
+			if w := weigh(n, np); best == nil || placedBetter(w, load(n), bestWeight, bestLoad) {
+				best, bestLoad, bestWeight = &np, load(n), w
 			}
 		}
 	}
@@ -243,7 +245,6 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		for _, c := range picked {
 			p.Picked = append(p.Picked, c.Index)
 		}
-		p.hot, p.unlinked = jobs.Weigh(picked)
 		p.Placement = why
 		if _, weighed, ok := strings.Cut(why, "; "); ok {
 			p.Reason += "; " + weighed
@@ -337,10 +338,27 @@ func faulty(p NodePlan, index int) *PlanGPU {
 	return nil
 }
 
+// placeWeight is what the GPUs a plan picked on a machine cost a job
+// (jobs.Weigh): hot or throttling GPUs, and pairs without NVLink.
+type placeWeight struct{ hot, unlinked int }
+
+// weigh is the placeWeight of the GPUs np picked on n.
+func weigh(n Node, np NodePlan) placeWeight {
+	var set []jobs.Candidate
+	for _, g := range n.GPUs {
+		if slices.Contains(np.Picked, g.Index) {
+			set = append(set, candidate(g))
+		}
+	}
+	var w placeWeight
+	w.hot, w.unlinked = jobs.Weigh(set)
+	return w
+}
+
 // placedBetter says whether a job placed as a (on a machine loaded aLoad)
 // gets fewer hot or throttling GPUs, or else fewer pairs without NVLink,
 // than placed as b, or else as good on a less loaded machine.
-func placedBetter(a NodePlan, aLoad float64, b NodePlan, bLoad float64) bool {
+func placedBetter(a placeWeight, aLoad float64, b placeWeight, bLoad float64) bool {
 	if a.hot != b.hot {
 		return a.hot < b.hot
 	}

@@ -65,9 +65,6 @@ type NodePlan struct {
 	// avoided GPU 2 (throttled: hw_thermal_slowdown at 91 °C)".
 	Picked    []int  `json:"picked,omitempty"`
 	Placement string `json:"placement,omitempty"`
-	// hot and unlinked weigh Picked (jobs.Weigh): plan prefers a machine
-	// whose set is cool and NVLinked to a less loaded one.
-	hot, unlinked int
 }
 
 // The states of a GPU in a plan.
