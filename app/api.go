@@ -139,6 +139,12 @@ type GPU struct {
 	// ProcessList is the GPU's processes with their memory, job and owner
 	// (both empty: outside labpool); Processes is their count.
 	ProcessList []gpu.Process `json:"process_list"`
+	// PCIBusID, Links and MIG are what the node read at start: the GPU's
+	// PCI address, how it reaches the node's other GPUs (NVLink, PCIe) and
+	// its MIG mode and instances (nil: no MIG). See gpu.Info.
+	PCIBusID string     `json:"pci_bus_id,omitempty"`
+	Links    []gpu.Link `json:"links"`
+	MIG      *gpu.MIG   `json:"mig,omitempty"`
 }
 
 // GPUClear is a quarantine an owner cleared (`labpool gpu clear`).

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,7 +150,8 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	p := Plan{Images: []string{}, Nodes: make([]NodePlan, 0, len(nodes))}
 	var best *NodePlan
-	var bestLoad float64
+	var bestLoad, leastLoad float64
+	var bestWeight placeWeight
 	var reasons []string
 	for _, n := range nodes {
 		np := planFor(n, spec, active)
@@ -158,16 +160,30 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 		case named != nil || !n.Online:
 		case !np.Fits:
 			reasons = append(reasons, n.Name+": "+np.Reason)
-		case best == nil || load(n) < bestLoad:
-			best, bestLoad = &np, load(n)
+		default:
+			if best == nil || load(n) < leastLoad {
+				leastLoad = load(n)
+			}
+			if w := weigh(n, np); best == nil || placedBetter(w, load(n), bestWeight, bestLoad) {
+				best, bestLoad, bestWeight = &np, load(n), w
+			}
 		}
 	}
 	switch {
 	case named != nil:
 		p.NodePlan = planFor(*named, spec, active)
+	case best != nil && bestLoad > leastLoad:
+		p.NodePlan = *best
+		p.Reason = fmt.Sprintf("%s has %d free GPUs, cooler or better NVLinked than those of less loaded machines", best.NodeName, best.Free)
+		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
+			p.Reason += "; " + weighed
+		}
 	case best != nil:
 		p.NodePlan = *best
 		p.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, best.Free)
+		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
+			p.Reason += "; " + weighed
+		}
 	default:
 		p.NodePlan = NodePlan{Reason: "no machine fits: " + strings.Join(reasons, "; "), GPUs: []PlanGPU{}}
 	}
@@ -187,7 +203,8 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		}
 	}
 	var busy []string
-	free := map[int]bool{} // index -> nothing holds it
+	free := map[int]bool{}     // index -> nothing holds it
+	var cands []jobs.Candidate // the GPUs free that match, as placement weighs them
 	for _, g := range n.GPUs {
 		pg, why := planGPU(g, holder, spec)
 		if why != "" {
@@ -196,6 +213,9 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		if pg.State == GPUFree || pg.State == GPUSmall {
 			free[g.Index] = true
 			p.Free++
+		}
+		if pg.State == GPUFree {
+			cands = append(cands, candidate(g))
 		}
 		p.GPUs = append(p.GPUs, pg)
 	}
@@ -215,7 +235,21 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 	if len(busy) > 0 {
 		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
 	}
+	if len(spec.MIGIDs) > 0 {
+		p.Fits, p.Reason = fitsMIG(n, spec, holder)
+		return p
+	}
 	p.Fits, p.Reason = fits(n, p, spec, free, busyText)
+	if p.Fits && spec.GPUs > 0 && len(spec.GPUIDs) == 0 && len(cands) >= spec.GPUs {
+		picked, why := jobs.Place(cands, spec.GPUs)
+		for _, c := range picked {
+			p.Picked = append(p.Picked, c.Index)
+		}
+		p.Placement = why
+		if _, weighed, ok := strings.Cut(why, "; "); ok {
+			p.Reason += "; " + weighed
+		}
+	}
 	return p
 }
 
@@ -233,6 +267,9 @@ func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
 		if g.HealthReason != "" {
 			pg.Reason += ": " + g.HealthReason
 		}
+		return pg, pg.Reason
+	case g.MIG != nil && g.MIG.Enabled:
+		pg.State, pg.Reason = GPUBusy, "MIG on (ask for an instance by UUID)" // granted by instance, never whole
 		return pg, pg.Reason
 	case g.Processes > 0:
 		pg.State = GPUBusy
@@ -301,6 +338,36 @@ func faulty(p NodePlan, index int) *PlanGPU {
 	return nil
 }
 
+// placeWeight is what the GPUs a plan picked on a machine cost a job
+// (jobs.Weigh): hot or throttling GPUs, and pairs without NVLink.
+type placeWeight struct{ hot, unlinked int }
+
+// weigh is the placeWeight of the GPUs np picked on n.
+func weigh(n Node, np NodePlan) placeWeight {
+	var set []jobs.Candidate
+	for _, g := range n.GPUs {
+		if slices.Contains(np.Picked, g.Index) {
+			set = append(set, candidate(g))
+		}
+	}
+	var w placeWeight
+	w.hot, w.unlinked = jobs.Weigh(set)
+	return w
+}
+
+// placedBetter says whether a job placed as a (on a machine loaded aLoad)
+// gets fewer hot or throttling GPUs, or else fewer pairs without NVLink,
+// than placed as b, or else as good on a less loaded machine.
+func placedBetter(a placeWeight, aLoad float64, b placeWeight, bLoad float64) bool {
+	if a.hot != b.hot {
+		return a.hot < b.hot
+	}
+	if a.unlinked != b.unlinked {
+		return a.unlinked < b.unlinked
+	}
+	return aLoad < bLoad
+}
+
 // load is how busy a node is: mean GPU utilization, or CPU without GPUs.
 func load(n Node) float64 {
 	if len(n.GPUs) == 0 {
@@ -332,7 +399,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if err := s.NodeCall(ctx, p.Node, http.MethodPost, "/v1/jobs", req.Spec, &j); err != nil {
 		return Job{}, err
 	}
-	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name}, nil
+	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name, Placement: p.Reason}, nil
 }
 
 // JobView finds one job (see Reader.Job) and, while its node is online,

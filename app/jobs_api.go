@@ -29,6 +29,10 @@ type Job struct {
 	NodeName  string `json:"node_name"`
 	OwnerName string `json:"owner_name"`
 	Stale     bool   `json:"stale"` // its node is offline: the state is last known
+	// Placement, in Launch's answer only: why the plan picked its machine
+	// and GPUs (Plan.Reason), e.g. "gpu1 has 8 free GPUs ...; avoided GPU 2
+	// (throttled: hw_thermal_slowdown at 91 °C)".
+	Placement string `json:"placement,omitempty"`
 }
 
 // LaunchRequest asks to run a job; Node (name or ID) is optional.
@@ -55,6 +59,12 @@ type NodePlan struct {
 	Reason   string    `json:"reason"` // why this node, or why it does not fit
 	Free     int       `json:"free"`   // GPUs that no job and no process holds
 	GPUs     []PlanGPU `json:"gpus"`   // in index order
+	// Picked and Placement: for a count of GPUs that fits now, the GPUs
+	// the machine would grant (jobs.Place, the rule it grants by) and why
+	// those, e.g. "GPUs 0,1,3,4; every pair NVLinked (at least 18 links);
+	// avoided GPU 2 (throttled: hw_thermal_slowdown at 91 °C)".
+	Picked    []int  `json:"picked,omitempty"`
+	Placement string `json:"placement,omitempty"`
 }
 
 // The states of a GPU in a plan.
@@ -82,7 +92,7 @@ type PlanGPU struct {
 	JobName       string  `json:"job_name,omitempty"`   // and name
 	Owner         string  `json:"owner,omitempty"`      // device ID of who launched it
 	OwnerName     string  `json:"owner_name,omitempty"` // and that member's name
-	Reason        string  `json:"reason,omitempty"`     // why a faulty GPU is kept out, e.g. "quarantined: XID 79 (...)"
+	Reason        string  `json:"reason,omitempty"`     // why a faulty or MIG GPU is kept out, e.g. "quarantined: XID 79 (...)"
 }
 
 // OpenRequest asks for a tunnel to a job's container port.

@@ -31,6 +31,12 @@ func TestPlanFixtureAgrees(t *testing.T) {
 	nodes = append(nodes, Node{ID: "NOCT", Name: "noct", Online: true, ContainersError: "no Docker engine answers",
 		GPUs: []GPU{{Index: 0, UUID: "NOCT-gpu0", MemTotalBytes: 80 * gib}}})
 	nodes = append(nodes, Node{ID: "CPU", Name: "cpu", Online: true, Containers: true, Host: &HostStats{CPUPercent: 1}})
+	nodes = append(nodes, nvlinkNode("NV", 91))
+	cool := nvlinkNode("COOL", 0) // busier than NV, but no GPU throttling: 8 GPUs go here
+	for i := range cool.GPUs {
+		cool.GPUs[i].UtilPercent = 30
+	}
+	nodes = append(nodes, cool)
 	type planCase struct {
 		Named string    `json:"named"`
 		Spec  jobs.Spec `json:"spec"`
@@ -41,7 +47,8 @@ func TestPlanFixtureAgrees(t *testing.T) {
 		{GPUs: 9}, {GPUIDs: []int{0}}, {GPUIDs: []int{1}}, {GPUIDs: []int{0, 1}, Queue: true}, {GPUIDs: []int{5}},
 		{MinGPUMemBytes: 20 * gib},
 	}
-	for _, named := range []string{"", "BIG", "SMALL", "OFF", "NOCT", "CPU"} {
+	specs = append(specs, jobs.Spec{GPUs: 3}, jobs.Spec{GPUs: 4}, jobs.Spec{GPUs: 5}, jobs.Spec{GPUs: 8})
+	for _, named := range []string{"", "BIG", "SMALL", "OFF", "NOCT", "CPU", "NV"} {
 		for _, s := range specs {
 			cases = append(cases, planCase{Named: named, Spec: s})
 		}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/sync/schema"
 
 	"bytes"
@@ -156,6 +157,7 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 	if err != nil {
 		return n, fmt.Errorf("read node %s: %w", shortID(id), err)
 	}
+	var devices []gpu.Info // as the node read them at start: topology and MIG
 	if found {
 		var nr NodeRecord
 		if err := json.Unmarshal(rec.Data, &nr); err == nil {
@@ -163,6 +165,7 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 				n.Name = nr.Info.Name
 			}
 			n.Info = nodeInfo(nr.Info)
+			devices = nr.Info.GPUs
 			n.GPUError = nr.Info.GPUError
 			n.Containers, n.ContainersError = nr.Containers, nr.ContainersError
 			if nr.Addresses != nil {
@@ -179,7 +182,7 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 		n.GPUError = sm.GPUError
 	}
 	for _, g := range sm.GPUs {
-		n.GPUs = append(n.GPUs, gpuView(n, g))
+		n.GPUs = append(n.GPUs, withTopology(gpuView(n, g), devices))
 	}
 	return n, nil
 }

@@ -51,7 +51,10 @@ func writeGPUs(w io.Writer, gpus []app.GPU) error {
 			fmt.Fprintf(tw, "\t\t  pid %d\t\t%s\t\t\t\t%s\n", p.PID, Bytes(p.MemBytes), processOwner(g, p))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeTopology(w, gpus)
 }
 
 // health is a GPU's health with its reason: "quarantined: XID 79 (...)".

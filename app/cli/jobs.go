@@ -23,7 +23,7 @@ func jobCmds(g *globals) []*cobra.Command {
 type runFlags struct {
 	node, minGPUMem, memory, shm, name, restart string
 	gpus                                        int
-	gpuIDs                                      []int
+	gpuIDs                                      []string
 	cpus                                        float64
 	mounts, env                                 []string
 	ports                                       []int
@@ -84,11 +84,16 @@ What a job reaches:
 				fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, j.State)
 				if len(j.GPUIndexes) > 0 {
 					fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
+				} else if len(j.Spec.MIGIDs) > 0 {
+					fmt.Fprintf(out, ", MIG %s", strings.Join(j.Spec.MIGIDs, ","))
 				}
 				if j.Error != "" {
 					fmt.Fprintf(out, " (%s)", j.Error)
 				}
 				fmt.Fprintln(out)
+				if j.Placement != "" {
+					fmt.Fprintln(out, "placed: "+j.Placement)
+				}
 				fmt.Fprintln(out, j.ID)
 			})
 		},
@@ -98,7 +103,7 @@ What a job reaches:
 	fl := c.Flags()
 	fl.StringVar(&f.node, "node", "", "machine (name or ID); default: labpool picks")
 	fl.IntVar(&f.gpus, "gpus", 0, "number of GPUs")
-	fl.IntSliceVar(&f.gpuIDs, "gpu-ids", nil, "these GPU indexes, e.g. 0,3")
+	fl.StringSliceVar(&f.gpuIDs, "gpu-ids", nil, "these GPU indexes, e.g. 0,3, or MIG instances by UUID (MIG-..., see labpool gpus)")
 	fl.StringVar(&f.minGPUMem, "min-gpu-mem", "", "each GPU with at least this much memory, e.g. 20GiB")
 	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit (cores)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit, e.g. 32g")
@@ -113,10 +118,14 @@ What a job reaches:
 }
 
 func (f *runFlags) spec(args []string) (jobs.Spec, error) {
-	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus, GPUIDs: f.gpuIDs,
+	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus,
 		CPUs: f.cpus, Env: f.env, Ports: f.ports, Restart: f.restart, Queue: f.queue}
 	if f.gpus > 0 && len(f.gpuIDs) > 0 {
 		return s, errors.New("give --gpus or --gpu-ids, not both")
+	}
+	var err error
+	if s.GPUIDs, s.MIGIDs, err = parseGPUIDs(f.gpuIDs); err != nil {
+		return s, err
 	}
 	for _, sz := range []struct {
 		flag, in string

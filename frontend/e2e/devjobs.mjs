@@ -37,6 +37,7 @@ export function planPool(nodes, named, spec, jobs) {
   const out = { images: [], nodes: [] }
   let best = null
   let bestLoad = 0
+  let leastLoad = 0
   const reasons = []
   for (const n of nodes) {
     const np = planNode(n, spec, jobs)
@@ -44,16 +45,29 @@ export function planPool(nodes, named, spec, jobs) {
     if (named || !n.online) continue
     if (!np.fits) {
       reasons.push(`${n.name}: ${np.reason}`)
-    } else if (!best || load(n) < bestLoad) {
+      continue
+    }
+    if (!best || load(n) < leastLoad) leastLoad = load(n)
+    if (!best || placedBetter(np, load(n), best, bestLoad)) {
       best = np
       bestLoad = load(n)
     }
   }
   let pick
   if (named) pick = planNode(named, spec, jobs)
-  else if (best) pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs and is the least loaded that fits` }
+  else if (best && bestLoad > leastLoad)
+    pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs, cooler or better NVLinked than those of less loaded machines${weighed(best.placement)}` }
+  else if (best) pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs and is the least loaded that fits${weighed(best.placement)}` }
   else pick = { node: '', node_name: '', fits: false, reason: `no machine fits: ${reasons.join('; ')}`, free: 0, gpus: [] }
-  return { ...pick, ...out }
+  const { _hot, _unlinked, ...shown } = pick
+  return { ...shown, ...out, nodes: out.nodes.map(({ _hot, _unlinked, ...np }) => np) }
+}
+
+// app.placedBetter: fewer hot GPUs, then fewer pairs without NVLink, then less load.
+function placedBetter(a, aLoad, b, bLoad) {
+  if ((a._hot ?? 0) !== (b._hot ?? 0)) return (a._hot ?? 0) < (b._hot ?? 0)
+  if ((a._unlinked ?? 0) !== (b._unlinked ?? 0)) return (a._unlinked ?? 0) < (b._unlinked ?? 0)
+  return aLoad < bLoad
 }
 
 // app.planFor: whether spec fits on n, and the state of each of its GPUs.
@@ -65,6 +79,7 @@ function planNode(n, spec, jobs) {
   }
   const busy = []
   const free = new Set()
+  const cands = [] // the GPUs free that match, as placement weighs them
   const gpus = n.gpus ?? []
   for (const g of gpus) {
     const pg = { index: g.index, uuid: g.uuid, name: g.name, mem_total_bytes: g.mem_total_bytes, mem_used_bytes: g.mem_used_bytes, util_percent: g.util_percent, state: 'free' }
@@ -74,6 +89,9 @@ function planNode(n, spec, jobs) {
       busy.push(`GPU ${g.index}: job ${j.name} of ${j.owner_name}`)
     } else if (g.health === 'quarantined' || g.health === 'lost') {
       Object.assign(pg, { state: 'faulty', reason: g.health + (g.health_reason ? `: ${g.health_reason}` : '') })
+      busy.push(`GPU ${g.index}: ${pg.reason}`)
+    } else if (g.mig?.enabled) {
+      Object.assign(pg, { state: 'busy', reason: 'MIG on (ask for an instance by UUID)' })
       busy.push(`GPU ${g.index}: ${pg.reason}`)
     } else if (g.processes > 0) {
       pg.state = 'busy'
@@ -85,6 +103,7 @@ function planNode(n, spec, jobs) {
       free.add(g.index)
       p.free++
     }
+    if (pg.state === 'free') cands.push(g)
     p.gpus.push(pg)
   }
   p.gpus.sort((a, b) => a.index - b.index)
@@ -113,7 +132,107 @@ function planNode(n, spec, jobs) {
   }
   p.fits = true
   if (!p.reason) p.reason = want === 0 && !ids.length ? `no GPU asked (${p.free} of ${gpus.length} free)` : `${p.free} of ${gpus.length} GPUs free`
+  if (want > 0 && !ids.length && cands.length >= want) {
+    const [picked, why] = place(cands, want)
+    p.picked = picked.map((g) => g.index)
+    const sc = score(picked)
+    p._hot = sc.hot
+    p._unlinked = sc.unlinked
+    p.placement = why
+    p.reason += weighed(why)
+  }
   return p
+}
+
+// What a placement weighed, as the reason's tail ("" when nothing).
+function weighed(placement) {
+  const i = (placement ?? '').indexOf('; ')
+  return i < 0 ? '' : placement.slice(i)
+}
+
+// node/jobs.Place: n of the free GPUs, avoiding hot or throttling ones, then
+// an NVLinked set (most links, nearest PCIe), then the coolest.
+const HOT_C = 85
+const MAX_SETS = 20000
+const PCIE = { PIX: 1, PXB: 2, PHB: 3, NODE: 4, SYS: 5, '': 5 }
+function hot(g) {
+  const t = g.temp_c.toFixed(0)
+  if (g.health === 'warning') return g.health_reason ? `${g.health_reason} at ${t} °C` : `warning at ${t} °C`
+  if (g.temp_c >= HOT_C) return `hot at ${t} °C`
+  return ''
+}
+const link = (g, peer) => (g.links ?? []).find((l) => l.peer === peer) ?? { peer, nvlinks: 0, pcie: '' }
+function score(set) {
+  const s = { hot: 0, unlinked: 0, minLinks: -1, pcie: 0, temp: 0 }
+  set.forEach((g, a) => {
+    if (hot(g)) s.hot++
+    s.temp += g.temp_c
+    for (const h of set.slice(a + 1)) {
+      const l = link(g, h.index)
+      if (!l.nvlinks) s.unlinked++
+      if (s.minLinks < 0 || l.nvlinks < s.minLinks) s.minLinks = l.nvlinks
+      s.pcie += PCIE[l.pcie] ?? 5
+    }
+  })
+  return s
+}
+const less = (a, b) => a.hot - b.hot || a.unlinked - b.unlinked || b.minLinks - a.minLinks || a.pcie - b.pcie || a.temp - b.temp
+function binomial(n, k) {
+  let r = 1
+  for (let i = 0; i < k; i++) {
+    r = (r * (n - i)) / (i + 1)
+    if (r > MAX_SETS) return MAX_SETS + 1
+  }
+  return r
+}
+function* combinations(n, k) {
+  const idx = Array.from({ length: k }, (_, i) => i)
+  for (;;) {
+    yield idx
+    let i = k - 1
+    while (i >= 0 && idx[i] === n - k + i) i--
+    if (i < 0) return
+    idx[i]++
+    for (let j = i + 1; j < k; j++) idx[j] = idx[j - 1] + 1
+  }
+}
+function place(free, n) {
+  free = [...free].sort((a, b) => a.index - b.index)
+  let best = null
+  let bestScore = null
+  if (binomial(free.length, n) <= MAX_SETS) {
+    for (const idx of combinations(free.length, n)) {
+      const set = idx.map((i) => free[i])
+      const sc = score(set)
+      if (!best || less(sc, bestScore) < 0) [best, bestScore] = [set, sc]
+    }
+  } else {
+    best = [...free].sort((a, b) => (hot(a) ? 1 : 0) - (hot(b) ? 1 : 0) || a.temp_c - b.temp_c || a.index - b.index).slice(0, n)
+    best.sort((a, b) => a.index - b.index)
+    bestScore = score(best)
+  }
+  return [best, explain(free, best, bestScore)]
+}
+function explain(free, set, sc) {
+  const parts = [`GPUs ${set.map((g) => g.index).join(',')}`]
+  if (set.length > 1) {
+    const pairs = (set.length * (set.length - 1)) / 2
+    if (sc.unlinked === 0) parts.push(`every pair NVLinked (at least ${sc.minLinks} links)`)
+    else if (sc.unlinked < pairs) parts.push(`${sc.unlinked} pairs without NVLink (no free set has fewer)`)
+    else if (free.some((g) => (g.links ?? []).some((l) => l.nvlinks > 0))) parts.push('no NVLink between them (none of the free NVLinked GPUs would do)')
+  }
+  const avoided = []
+  const taken = []
+  for (const g of free) {
+    const why = hot(g)
+    if (!why) continue
+    ;(set.some((s) => s.index === g.index) ? taken : avoided).push(`GPU ${g.index} (${why})`)
+  }
+  if (avoided.length) parts.push(`avoided ${avoided.join(', ')}`)
+  if (taken.length) parts.push(`took ${taken.join(', ')}: no cooler GPU free`)
+  const hottest = Math.max(...set.map((g) => g.temp_c))
+  if (!avoided.length && !taken.length && set.length < free.length && free.some((g) => g.temp_c > hottest)) parts.push('the coolest')
+  return parts.join('; ')
 }
 
 // app.load: mean GPU utilization, or CPU without GPUs.

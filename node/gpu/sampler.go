@@ -112,6 +112,7 @@ func (s *Sampler) openDevices() error {
 	if n > 0 && len(s.devs) == 0 { // some GPUs may be hidden from us; none is an error
 		return errors.Join(errs...)
 	}
+	readTopology(s.infos, s.devs)
 	s.health = make([]health, len(s.devs))
 	for _, k := range lost {
 		s.health[k].lost, s.health[k].lostReason = true, "GPU is lost (open: ERROR_GPU_IS_LOST)"

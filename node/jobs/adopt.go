@@ -98,7 +98,7 @@ func (m *Manager) adoptOne(ctx context.Context, id string, c containers.Containe
 	if gs := splitList(c.Labels[containers.LabelGPUs]); len(gs) > 0 || !ok {
 		j.GPUs = gs // the label is what Docker was asked for
 	}
-	j.GPUIndexes = indexesOf(j.GPUs, m.gpus.GPUs())
+	j.GPUIndexes = m.ledger.Indexes(j.GPUs, m.gpus.GPUs())
 	apply(&j, c)
 	if c.State == "created" && !c.Running {
 		// The agent stopped between create and start: the job never ran.

@@ -15,11 +15,15 @@ import (
 type Request struct {
 	Count       int
 	Indexes     []int
+	MIG         []string // MIG instances by UUID (mig.go)
 	MinMemBytes uint64
 }
 
 // want is how many GPUs r asks for.
 func (r Request) want() int {
+	if len(r.MIG) > 0 {
+		return len(r.MIG)
+	}
 	if len(r.Indexes) > 0 {
 		return len(r.Indexes)
 	}
@@ -45,6 +49,9 @@ type BusyGPU struct {
 	Quarantined bool
 	Lost        bool
 	Reason      string
+	// MIGOn: the GPU is partitioned; a job asks for one of its instances
+	// by UUID, never the whole GPU.
+	MIGOn bool
 }
 
 func (b BusyGPU) String() string {
@@ -55,6 +62,8 @@ func (b BusyGPU) String() string {
 		return fmt.Sprintf("GPU %d: lost: %s", b.Index, b.Reason)
 	case b.Reserved:
 		return fmt.Sprintf("GPU %d: kept for queued job %s of %s, waiting the longest", b.Index, b.jobName(), b.ownerName())
+	case b.MIGOn:
+		return fmt.Sprintf("GPU %d: MIG on (ask for one of its instances by UUID: labpool gpus lists them)", b.Index)
 	case b.External:
 		return fmt.Sprintf("GPU %d: a process outside labpool", b.Index)
 	case b.TooSmall:
@@ -126,6 +135,9 @@ type Ledger struct {
 	mu          sync.Mutex            // guards grants and quarantined
 	grants      map[string]string     // GPU UUID -> job ID
 	quarantined map[string]Quarantine // GPU UUID -> its fault
+	links       map[string][]gpu.Link // GPU UUID -> its links; set once, before any Grant
+	mig         map[string]migSlot    // MIG instance UUID -> where it is (mig.go); set with links
+	migOn       map[string]bool       // GPU UUID -> MIG mode is on; set with links
 }
 
 // NewLedger returns an empty ledger.
@@ -134,7 +146,8 @@ func NewLedger() *Ledger {
 }
 
 // Grant gives job the GPUs that want asks for, from gpus (the latest
-// telemetry), and returns their UUIDs in index order. A GPU is free when no
+// telemetry), and returns their UUIDs in index order. Of more free GPUs
+// than a count asks, Place picks (cool, unthrottled, NVLinked). A GPU is free when no
 // other job holds it, external (UUIDs used by processes outside labpool)
 // does not name it, and it is neither quarantined nor lost. Asking for
 // nothing grants nothing. A job asking again keeps what it holds and may
@@ -151,7 +164,10 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	if err := l.refuseFaulty(job, want, gpus); err != nil {
 		return nil, err
 	}
-	var chosen []string
+	if len(want.MIG) > 0 {
+		return l.grantMIG(job, want.MIG, gpus)
+	}
+	var free []Candidate
 	var busy []BusyGPU
 	for _, g := range gpus {
 		if len(want.Indexes) > 0 && !slices.Contains(want.Indexes, g.Index) {
@@ -161,12 +177,16 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 			busy = append(busy, b)
 			continue
 		}
-		if len(chosen) < n {
-			chosen = append(chosen, g.UUID)
-		}
+		free = append(free, Candidate{Index: g.Index, UUID: g.UUID, TempC: g.TempC,
+			Health: g.Health, HealthReason: g.HealthReason, Links: l.links[g.UUID]})
 	}
-	if len(chosen) < n {
-		return nil, &BusyError{Want: n, Free: len(chosen), Total: len(gpus), Busy: busy}
+	if len(free) < n {
+		return nil, &BusyError{Want: n, Free: len(free), Total: len(gpus), Busy: busy}
+	}
+	picked, _ := Place(free, n) // the indexes asked are all free: Place takes them all
+	chosen := make([]string, len(picked))
+	for i, c := range picked {
+		chosen[i] = c.UUID
 	}
 	for _, u := range chosen {
 		l.grants[u] = job
@@ -187,6 +207,10 @@ func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[strin
 		b.Lost, b.Reason = true, g.HealthReason
 	case quarantined:
 		b.Quarantined, b.Reason = true, q.Reason
+	case l.migHeld(job, g.UUID) != "":
+		b.Job = l.migHeld(job, g.UUID)
+	case l.migOn[g.UUID]:
+		b.MIGOn = true
 	case external[g.UUID]:
 		b.External = true
 	case g.MemTotalBytes < minMem:
@@ -195,6 +219,25 @@ func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[strin
 		return b, false
 	}
 	return b, true
+}
+
+// SetTopology records how the GPUs of devs reach each other (read once
+// at start), for Place to weigh. Call it before the first Grant.
+func (l *Ledger) SetTopology(devs []gpu.Info) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.links = make(map[string][]gpu.Link, len(devs))
+	l.mig, l.migOn = map[string]migSlot{}, map[string]bool{}
+	for _, d := range devs {
+		l.links[d.UUID] = d.Links
+		if d.MIG == nil || !d.MIG.Enabled {
+			continue
+		}
+		l.migOn[d.UUID] = true
+		for _, in := range d.MIG.Instances {
+			l.mig[in.UUID] = migSlot{GPU: d.UUID, Index: d.Index, MemBytes: in.MemTotalBytes}
+		}
+	}
 }
 
 // Restore records GPUs a running job already holds (re-adoption). A GPU
@@ -223,7 +266,9 @@ func (l *Ledger) Release(job string) {
 	}
 }
 
-// Granted returns a copy of the grants, GPU UUID -> job ID.
+// Granted returns a copy of the grants, GPU UUID -> job ID. A granted MIG
+// instance also names its GPU as held (by the job of the first instance
+// in UUID order, where several jobs share it): its processes are theirs.
 func (l *Ledger) Granted() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -231,6 +276,7 @@ func (l *Ledger) Granted() map[string]string {
 	for u, j := range l.grants {
 		out[u] = j
 	}
+	l.grantMIGParents(out)
 	return out
 }
 

@@ -92,6 +92,9 @@ type Config struct {
 	// when unknown; messages fall back to the short ID. It must not block
 	// for long (a read of the local replica).
 	MemberName func(id string) string
+	// Devices are this machine's GPUs as read at start: placement weighs
+	// their NVLink and PCIe links (Place).
+	Devices []gpu.Info
 }
 
 // DefaultConfig returns the settings the agent uses.
@@ -138,8 +141,10 @@ func NewManager(cfg Config, rt Runtime, gpus GPUState, folders FolderResolver, s
 	cfg.QueuePoll = orDefault(cfg.QueuePoll, def.QueuePoll)
 	cfg.StarveAfter = orDefault(cfg.StarveAfter, def.StarveAfter)
 	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, def.MaxBackoff)
+	ledger := NewLedger()
+	ledger.SetTopology(cfg.Devices)
 	return &Manager{cfg: cfg, rt: rt, gpus: gpus, folders: folders, store: store, log: log,
-		ledger: NewLedger(), kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
+		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
 }
 

@@ -98,7 +98,7 @@ func reserve(j Job, gpus []gpu.Stats, granted map[string]string, blocked map[str
 
 // request is the GPUs j asks for.
 func (j Job) request() Request {
-	return Request{Count: j.Spec.GPUs, Indexes: j.Spec.GPUIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
+	return Request{Count: j.Spec.GPUs, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
 }
 
 // queued returns the queued jobs in queue order.
@@ -162,7 +162,7 @@ func (m *Manager) nextQueued() (Job, bool) {
 			if cur.State != Queued {
 				return ErrConflict // stopped or removed meanwhile
 			}
-			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, indexesOf(uuids, gpus), ""
+			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, m.ledger.Indexes(uuids, gpus), ""
 			return nil
 		})
 		if err != nil {

@@ -69,7 +69,7 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 		m.wake()
 		return j, nil
 	}
-	j.GPUs, j.GPUIndexes = uuids, indexesOf(uuids, gpus)
+	j.GPUs, j.GPUIndexes = uuids, m.ledger.Indexes(uuids, gpus)
 	c, err := m.launch(ctx, j, binds)
 	if err != nil {
 		m.ledger.Release(j.ID)

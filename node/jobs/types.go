@@ -31,6 +31,7 @@ type Spec struct {
 	Env            []string `json:"env,omitempty"`               // K=V
 	GPUs           int      `json:"gpus,omitempty"`              // any N free GPUs
 	GPUIDs         []int    `json:"gpu_ids,omitempty"`           // these indexes
+	MIGIDs         []string `json:"mig_ids,omitempty"`           // these MIG instances, by UUID ("MIG-...")
 	MinGPUMemBytes uint64   `json:"min_gpu_mem_bytes,omitempty"` // per granted GPU, total memory
 	CPUs           float64  `json:"cpus,omitempty"`
 	MemoryBytes    int64    `json:"memory_bytes,omitempty"`

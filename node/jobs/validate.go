@@ -221,6 +221,9 @@ func validateResources(s Spec, gpusOnNode int) error {
 	case s.GPUs > gpusOnNode || len(s.GPUIDs) > gpusOnNode:
 		return refuse("gpus", "%d GPUs asked: this machine has %d GPUs", max(s.GPUs, len(s.GPUIDs)), gpusOnNode)
 	}
+	if err := validateMIG(s); err != nil {
+		return err
+	}
 	seen := map[int]bool{}
 	for _, i := range s.GPUIDs {
 		if i < 0 || i >= gpusOnNode {

@@ -147,6 +147,9 @@ export interface GPU {
   job_owner?: string
   job_owner_name?: string
   process_list: Process[] | null
+  pci_bus_id?: string
+  links: Link[] | null
+  mig?: MIG | null
 }
 
 /** app.GPUClear */
@@ -239,6 +242,7 @@ export interface Job {
   node_name: string
   owner_name: string
   stale: boolean
+  placement?: string
 }
 
 /** jobs.Stats */
@@ -265,6 +269,31 @@ export interface JoinRequest {
 export interface LaunchRequest {
   node?: string
   spec: Spec
+}
+
+/** gpu.Link */
+export interface Link {
+  peer: number
+  peer_uuid: string
+  nvlinks: number
+  pcie: string
+}
+
+/** gpu.MIG */
+export interface MIG {
+  supported: boolean
+  enabled: boolean
+  pending: boolean
+  instances: MIGInstance[] | null
+}
+
+/** gpu.MIGInstance */
+export interface MIGInstance {
+  uuid: string
+  name: string
+  gpu_instance: number
+  compute_instance: number
+  mem_total_bytes: number
 }
 
 /** app.Member */
@@ -364,6 +393,8 @@ export interface NodePlan {
   reason: string
   free: number
   gpus: PlanGPU[] | null
+  picked?: number[] | null
+  placement?: string
 }
 
 /** app.Plan */
@@ -374,6 +405,8 @@ export interface Plan {
   reason: string
   free: number
   gpus: PlanGPU[] | null
+  picked?: number[] | null
+  placement?: string
   images: string[] | null
   nodes: NodePlan[] | null
 }
@@ -560,6 +593,7 @@ export interface Spec {
   env?: string[] | null
   gpus?: number
   gpu_ids?: number[] | null
+  mig_ids?: string[] | null
   min_gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number

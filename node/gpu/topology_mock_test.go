@@ -1,0 +1,115 @@
+package gpu_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/labpool/labpool/node/gpu/gputest"
+)
+
+// TestMockTopology reads topology and MIG from NVIDIA's mock library: the
+// H100 profile's eight GPUs are all NVLinked through four NVSwitches with
+// 18 links each (nvidia-smi's NV18), four per NUMA node (PIX within, SYS
+// across), MIG supported and off with no instances.
+func TestMockTopology(t *testing.T) {
+	if !inMock(t, "h100.yaml", "") {
+		return
+	}
+	devs := openMock(t).Devices()
+	for i, d := range devs {
+		if want := fmt.Sprintf("00000000:%s:00.0", []string{"1A", "1B", "4A", "4B", "8A", "8B", "CA", "CB"}[i]); d.PCIBusID != want {
+			t.Errorf("gpu %d PCI bus ID %q; the profile states %q", i, d.PCIBusID, want)
+		}
+		if len(d.Links) != 7 {
+			t.Fatalf("gpu %d: %d links; want 7", i, len(d.Links))
+		}
+		for _, l := range d.Links {
+			pcie := "SYS"
+			if l.Peer/4 == i/4 {
+				pcie = "PIX"
+			}
+			if l.NVLinks != 18 || l.PCIe != pcie || l.PeerUUID != devs[l.Peer].UUID {
+				t.Errorf("gpu %d -> %d: %+v; want 18 NVLinks over %s", i, l.Peer, l, pcie)
+			}
+		}
+		if d.MIG == nil || !d.MIG.Supported || d.MIG.Enabled || d.MIG.Pending || len(d.MIG.Instances) != 0 {
+			t.Errorf("gpu %d MIG %+v; the profile states supported, disabled, none pending", i, d.MIG)
+		}
+	}
+}
+
+// TestMockTopologyT4: the T4 profile has no NVLink and no MIG.
+func TestMockTopologyT4(t *testing.T) {
+	if !inMock(t, "t4.yaml", "") {
+		return
+	}
+	devs := openMock(t).Devices()
+	for i, d := range devs {
+		if d.MIG != nil {
+			t.Errorf("gpu %d MIG %+v; a T4 has none", i, d.MIG)
+		}
+		for _, l := range d.Links {
+			if l.NVLinks != 0 || l.PCIe == "" {
+				t.Errorf("gpu %d -> %d: %+v; want PCIe only", i, l.Peer, l)
+			}
+		}
+	}
+}
+
+// TestMockTopologyReadOnce counts, in NVIDIA's mock library's own call log
+// (MOCK_NVML_DEBUG), the topology and MIG calls of Open and of 10 Samples
+// on the H100 profile: all in Open, none in a Sample.
+func TestMockTopologyReadOnce(t *testing.T) {
+	if os.Getenv(mockChild) == t.Name() {
+		fmt.Fprintln(os.Stderr, "=== OPEN")
+		s := openMock(t)
+		fmt.Fprintln(os.Stderr, "=== SAMPLES")
+		for range 10 {
+			if _, err := s.Sample(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fmt.Fprintln(os.Stderr, "=== END")
+		return
+	}
+	m, err := gputest.FindMock()
+	if err != nil {
+		t.Skip(err.Error())
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), mockChild+"="+t.Name(), "LABPOOL_GPU_MOCK_LIB="+m.Lib,
+		"MOCK_NVML_CONFIG="+m.Profile("h100.yaml"), "MOCK_NVML_DEBUG=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the test on the mock library failed: %v\n%s", err, out)
+	}
+	text := string(out)
+	open, rest, ok1 := strings.Cut(text, "=== SAMPLES")
+	samples, _, ok2 := strings.Cut(rest, "=== END")
+	if !ok1 || !ok2 {
+		t.Fatalf("no markers in the child's output:\n%s", out)
+	}
+	topo := func(s string) (n int) {
+		for _, l := range strings.Split(s, "\n") {
+			for _, call := range []string{"nvmlDeviceGetNvLink", "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetMig",
+				"nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetPciInfo"} {
+				if strings.HasPrefix(l, "[NVML] "+call) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	calls := func(s string) int { return strings.Count(s, "\n[NVML] nvml") }
+	if topo(open) == 0 {
+		t.Fatalf("Open made no topology call in the mock's log:\n%s", open)
+	}
+	if n := topo(samples); n != 0 {
+		t.Errorf("10 Samples made %d topology or MIG calls; want none", n)
+	}
+	t.Logf("8 GPUs: Open made %d topology and MIG calls (of %d NVML calls); 10 Samples made %d of %d",
+		topo(open), calls(open), topo(samples), calls(samples))
+}
