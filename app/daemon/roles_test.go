@@ -29,6 +29,7 @@ const (
 	noGrant     = "a copy needs a valid grant"
 	noConfigure = "alerts: owners and admins only"
 	noMute      = "viewers cannot mute alerts"
+	noHolder    = "the webhook URL goes to owners' and admins' devices only"
 )
 
 // peerRoute is one request on a path that the agent serves to peers, and
@@ -80,7 +81,7 @@ var peerRoutes = []peerRoute{
 	membersOnly("GET", "/v1/alerts/state", ""),
 	{"PUT", "/v1/alerts/rules/gpu-hot", "{}", [6]string{allowed, allowed, noConfigure, noConfigure, notMember, notMember}},
 	{"POST", "/v1/alerts/mute", "{}", [6]string{allowed, allowed, allowed, noMute, notMember, notMember}},
-	membersOnly("GET", "/v1/alerts/webhook", ""),
+	{"GET", "/v1/alerts/webhook", "", [6]string{allowed, allowed, noHolder, noHolder, notMember, notMember}},
 	{"PUT", "/v1/alerts/webhook", `{"url":""}`, [6]string{allowed, allowed, noConfigure, noConfigure, notMember, notMember}},
 }
 

@@ -70,8 +70,8 @@ func TestSubmitMIG(t *testing.T) {
 
 	_, err = m.Submit(context.Background(), member("OTHER"), Spec{Image: "img", MIGIDs: []string{migA}})
 	var busy *BusyError
-	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "job "+j.ID) {
-		t.Errorf("a second job on the same instance: %v; want busy, naming job %s", err, j.ID)
+	if !errors.As(err, &busy) || !strings.Contains(err.Error(), "job "+j.Name) {
+		t.Errorf("a second job on the same instance: %v; want busy, naming job %s", err, j.Name)
 	}
 	// The other instance of the same GPU is free.
 	if _, err := m.Submit(context.Background(), member("OTHER"), Spec{Image: "img", MIGIDs: []string{migB}}); err != nil {
