@@ -92,6 +92,7 @@ func BenchmarkRealCalls(b *testing.B) {
 	}{
 		{"GetUtilizationRates", func() nvml.Return { _, r := d.GetUtilizationRates(); return r }},
 		{"GetMemoryInfo", func() nvml.Return { _, r := d.GetMemoryInfo(); return r }},
+		{"GetMemoryInfo_v2", func() nvml.Return { _, r := d.GetMemoryInfo_v2(); return r }},
 		{"GetTemperature", func() nvml.Return { _, r := d.GetTemperature(nvml.TEMPERATURE_GPU); return r }},
 		{"GetPowerUsage", func() nvml.Return { _, r := d.GetPowerUsage(); return r }},
 		{"GetEnforcedPowerLimit", func() nvml.Return { _, r := d.GetEnforcedPowerLimit(); return r }},
@@ -245,6 +246,10 @@ func (d countingDevice) GetName() (string, nvml.Return) {
 func (d countingDevice) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	defer d.log.add("GetMemoryInfo", time.Now())
 	return d.Device.GetMemoryInfo()
+}
+func (d countingDevice) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	defer d.log.add("GetMemoryInfo_v2", time.Now())
+	return d.Device.GetMemoryInfo_v2()
 }
 func (d countingDevice) GetEnforcedPowerLimit() (uint32, nvml.Return) {
 	defer d.log.add("GetEnforcedPowerLimit", time.Now())

@@ -19,6 +19,9 @@ type Device interface {
 	GetUUID() (string, nvml.Return)
 	GetName() (string, nvml.Return)
 	GetMemoryInfo() (nvml.Memory, nvml.Return)
+	// GetMemoryInfo_v2 keeps the driver's reserved memory apart from used,
+	// as nvidia-smi does.
+	GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return)
 	GetEnforcedPowerLimit() (uint32, nvml.Return)
 	GetUtilizationRates() (nvml.Utilization, nvml.Return)
 	GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return)

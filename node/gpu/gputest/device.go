@@ -14,9 +14,12 @@ type Device struct {
 	// nvml.Device is nil: it makes a *Device an nvml.Device, which an
 	// event names; the methods a Sampler does not call panic.
 	nvml.Device
-	Mu           sync.Mutex // guards the fields below while a Sampler reads them
-	UUID, Name   string
+	Mu         sync.Mutex // guards the fields below while a Sampler reads them
+	UUID, Name string
+	// Memory is what NVML's v1 memory info answers: as a real driver's, its
+	// Used counts MemReserved. The v2 info keeps MemReserved apart.
 	Memory       nvml.Memory
+	MemReserved  uint64
 	Util         nvml.Utilization
 	TempC        uint32
 	PowerMW      uint32
@@ -39,7 +42,15 @@ type Device struct {
 	Registered      uint64                 // events registered by RegisterEvents
 	Fail            map[string]nvml.Return // method name -> error it returns
 	// Hang, when not nil, makes every call wait until it is closed.
-	Hang chan struct{}
+	Hang  chan struct{}
+	calls map[string]int // method name -> calls made
+}
+
+// Calls returns how many times method was called.
+func (d *Device) Calls(method string) int {
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
+	return d.calls[method]
 }
 
 var _ gpu.Device = (*Device)(nil)
@@ -51,6 +62,10 @@ func (d *Device) ret(method string) nvml.Return {
 		<-d.Hang
 	}
 	d.Mu.Lock()
+	if d.calls == nil {
+		d.calls = map[string]int{}
+	}
+	d.calls[method]++
 	if r, ok := d.Fail[method]; ok {
 		return r
 	}
@@ -76,6 +91,15 @@ func (d *Device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	r := d.ret("GetMemoryInfo")
 	defer d.Mu.Unlock()
 	return d.Memory, r
+}
+
+// GetMemoryInfo_v2 implements gpu.Device: Memory with MemReserved apart
+// from used.
+func (d *Device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	r := d.ret("GetMemoryInfo_v2")
+	defer d.Mu.Unlock()
+	m := d.Memory
+	return nvml.Memory_v2{Total: m.Total, Reserved: d.MemReserved, Free: m.Free, Used: m.Used - min(m.Used, d.MemReserved)}, r
 }
 
 // GetEnforcedPowerLimit implements gpu.Device.
