@@ -168,7 +168,7 @@ devices:
 	want := gpu.Stats{Index: 1, UUID: devs[1].UUID, Name: devs[1].Name, UtilPercent: 97, MemUtilPercent: 60,
 		MemUsedBytes: 21474836480, MemTotalBytes: 85899345920, MemReservedBytes: 1 << 30, TempC: 88, PowerW: 612.345, PowerLimitW: 700,
 		SMClockMHz: 1980, MemClockMHz: 1593, FanPercent: -1, PState: 0,
-		EnergyMJ: g.EnergyMJ, // the counter is read once a minute: TestMockH200Findings
+		EnergyMJ: g.EnergyMJ, // the counter is read once a minute: TestMockEnergyCounter
 		Health:   gpu.HealthWarning, HealthReason: "throttled: hw_thermal_slowdown", Throttle: []string{"hw_thermal_slowdown"},
 		Processes: []gpu.Process{{PID: 4242, MemBytes: 20480 << 20}}}
 	if fmt.Sprint(g) != fmt.Sprint(want) {
