@@ -73,6 +73,7 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg := jobs.DefaultConfig()
 	jcfg.Node = d.id.ID.String()
 	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv
+	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
 	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, d.folders, nodestore.NewJobs(d.db, d.id.ID.String()), d.log)
 	d.openHealth(ctx)
 	d.policy = nodestore.NewPolicy(d.db, d.jobs)

@@ -86,6 +86,9 @@ type Ledger struct {
 	mu          sync.Mutex            // guards grants and quarantined
 	grants      map[string]string     // GPU UUID -> job ID
 	quarantined map[string]Quarantine // GPU UUID -> its fault
+	// edge, when set, is told the GPUs a Grant took or a Release freed,
+	// after the change (Config.GrantEdge).
+	edge func(uuids ...string)
 }
 
 // NewLedger returns an empty ledger.
@@ -106,12 +109,13 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	if n == 0 {
 		return []string{}, nil
 	}
+	var chosen []string
+	defer func() { l.tell(chosen) }() // after the unlock below
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.refuseFaulty(job, want, gpus); err != nil {
 		return nil, err
 	}
-	var chosen []string
 	var busy []BusyGPU
 	for _, g := range gpus {
 		if len(want.Indexes) > 0 && !slices.Contains(want.Indexes, g.Index) {
@@ -126,7 +130,9 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 		}
 	}
 	if len(chosen) < n {
-		return nil, &BusyError{Want: n, Free: len(chosen), Total: len(gpus), Busy: busy}
+		free := len(chosen)
+		chosen = nil
+		return nil, &BusyError{Want: n, Free: free, Total: len(gpus), Busy: busy}
 	}
 	for _, u := range chosen {
 		l.grants[u] = job
@@ -174,12 +180,22 @@ func (l *Ledger) Restore(job string, uuids []string) (conflicts []string) {
 
 // Release frees the GPUs of job.
 func (l *Ledger) Release(job string) {
+	var freed []string
+	defer func() { l.tell(freed) }() // after the unlock below
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for u, j := range l.grants {
 		if j == job {
 			delete(l.grants, u)
+			freed = append(freed, u)
 		}
+	}
+}
+
+// tell passes the GPUs that changed hands to l.edge, if any.
+func (l *Ledger) tell(uuids []string) {
+	if l.edge != nil && len(uuids) > 0 {
+		l.edge(uuids...)
 	}
 }
 

@@ -88,6 +88,11 @@ type Config struct {
 	// reach the container as NVIDIA_VISIBLE_DEVICES only, with no device
 	// request, so demos and tests run on machines without a GPU.
 	SimulatedGPUs bool
+	// GrantEdge, when set, is told the GPUs a grant takes or a release
+	// frees, as they change hands: the GPU sampler reads their energy
+	// counters at the next sample (gpu.Sampler.ReadEnergy), so that a job's
+	// energy is the counter's own at both ends. It must not block.
+	GrantEdge func(uuids ...string)
 }
 
 // DefaultConfig returns the settings the agent uses.
@@ -134,8 +139,10 @@ func NewManager(cfg Config, rt Runtime, gpus GPUState, folders FolderResolver, s
 	cfg.QueuePoll = orDefault(cfg.QueuePoll, def.QueuePoll)
 	cfg.StarveAfter = orDefault(cfg.StarveAfter, def.StarveAfter)
 	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, def.MaxBackoff)
+	ledger := NewLedger()
+	ledger.edge = cfg.GrantEdge
 	return &Manager{cfg: cfg, rt: rt, gpus: gpus, folders: folders, store: store, log: log,
-		ledger: NewLedger(), kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
+		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
 }
 
