@@ -134,6 +134,10 @@ type GPU struct {
 	// ProcessList is the GPU's processes with their memory, job and owner
 	// (both empty: outside labpool); Processes is their count.
 	ProcessList []gpu.Process `json:"process_list"`
+
+	// MemReservedBytes is memory the driver keeps for itself, neither used
+	// nor free (nvidia-smi's "Reserved"); 0 where the driver cannot say.
+	MemReservedBytes uint64 `json:"mem_reserved_bytes"`
 }
 
 // GPUClear is a quarantine an owner cleared (`labpool gpu clear`).

@@ -135,6 +135,7 @@ export interface GPU {
   retired_pending: boolean
   job: string
   process_list: Process[] | null
+  mem_reserved_bytes: number
 }
 
 /** app.GPUClear */
