@@ -155,12 +155,13 @@ func TestPowerLimitChange(t *testing.T) {
 // reserved memory apart; a driver without v2 memory info gets v1, and v2 is
 // not asked again.
 func TestMemoryReserved(t *testing.T) {
-	lib := gputest.NewLibrary(2)
+	lib := gputest.NewLibrary(3)
 	for _, d := range lib.Devices {
 		d.MemReserved = 615 << 20
 		d.Memory = nvml.Memory{Total: 141 << 30, Used: 615 << 20, Free: 141<<30 - 615<<20} // v1 counts it as used
 	}
 	lib.Devices[1].Fail["GetMemoryInfo_v2"] = nvml.ERROR_NOT_SUPPORTED
+	lib.Devices[2].Fail["GetMemoryInfo_v2"] = nvml.ERROR_FUNCTION_NOT_FOUND // a driver before R510
 	s := open(t, lib)
 	for range 3 {
 		got, err := s.Sample(t.Context())
@@ -170,11 +171,15 @@ func TestMemoryReserved(t *testing.T) {
 		if g := got[0]; g.MemUsedBytes != 0 || g.MemReservedBytes != 615<<20 || g.MemTotalBytes != 141<<30 {
 			t.Errorf("idle GPU: used %d, reserved %d of %d; want used 0, reserved 615 MiB", g.MemUsedBytes, g.MemReservedBytes, g.MemTotalBytes)
 		}
-		if g := got[1]; g.MemUsedBytes != 615<<20 || g.MemReservedBytes != 0 || g.Error != "" {
-			t.Errorf("GPU without v2: used %d, reserved %d, error %q; want v1's used", g.MemUsedBytes, g.MemReservedBytes, g.Error)
+		for _, g := range got[1:] {
+			if g.MemUsedBytes != 615<<20 || g.MemReservedBytes != 0 || g.Error != "" {
+				t.Errorf("GPU %d without v2: used %d, reserved %d, error %q; want v1's used", g.Index, g.MemUsedBytes, g.MemReservedBytes, g.Error)
+			}
 		}
 	}
-	if n := lib.Devices[1].Calls("GetMemoryInfo_v2"); n != 1 {
-		t.Errorf("v2 memory info asked %d times where NOT_SUPPORTED; want once", n)
+	for _, d := range lib.Devices[1:] {
+		if n := d.Calls("GetMemoryInfo_v2"); n != 1 {
+			t.Errorf("v2 memory info asked %d times where the driver has none; want once", n)
+		}
 	}
 }

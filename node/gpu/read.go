@@ -21,7 +21,9 @@ type readings struct {
 	skip map[string]bool
 }
 
-// ok reports whether ret is SUCCESS and records what failed otherwise.
+// ok reports whether ret is SUCCESS and records what failed otherwise. A
+// reading the GPU does not support, or the library does not have, is
+// remembered in skip.
 func (r *readings) ok(what string, ret nvml.Return) bool {
 	if r.lost && ret != nvml.SUCCESS {
 		return false // said once
@@ -29,7 +31,7 @@ func (r *readings) ok(what string, ret nvml.Return) bool {
 	switch ret {
 	case nvml.SUCCESS:
 		return true
-	case nvml.ERROR_NOT_SUPPORTED:
+	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
 		if r.skip != nil {
 			r.skip[what] = true
 		}
@@ -45,8 +47,8 @@ func (r *readings) ok(what string, ret nvml.Return) bool {
 
 func (r *readings) String() string { return strings.Join(r.errs, "; ") }
 
-// ask makes call, unless the reading what answered NOT_SUPPORTED before,
-// and reports whether it succeeded.
+// ask makes call, unless the reading what answered NOT_SUPPORTED (or
+// FUNCTION_NOT_FOUND) before, and reports whether it succeeded.
 func ask[T any](r *readings, what string, call func() (T, nvml.Return)) (T, bool) {
 	if r.skip[what] {
 		var zero T
@@ -122,7 +124,7 @@ func readStats(info Info, d Device, h *health, st *devState, now time.Time) Stat
 
 // readMemory reads memory as nvidia-smi shows it: NVML's v2 memory info
 // keeps the driver's reserved memory apart from used (v1 counts it as used,
-// hundreds of MiB on an idle GPU). A driver without v2 gets v1.
+// hundreds of MiB on an idle GPU). A driver without v2 (before R510) gets v1.
 func readMemory(r *readings, d Device, s *Stats) {
 	if mem, ok := ask(r, "memory", d.GetMemoryInfo_v2); ok {
 		s.MemUsedBytes, s.MemReservedBytes, s.MemTotalBytes = mem.Used, mem.Reserved, mem.Total
