@@ -9,7 +9,11 @@
 // waited for before the next one starts.
 //
 // A reading a GPU does not support leaves its zero value (a fan reads -1), so
-// one missing figure never fails a whole sample.
+// one missing figure never fails a whole sample, and it is not asked again
+// until the Sampler reopens. Each call costs CPU on a real driver (the
+// energy counter about 3 ms on an H200): what cannot change is read once,
+// in Open, the power limit once a minute, the energy counter once a minute
+// and when a grant begins or ends (ReadEnergy), the rest every sample.
 package gpu
 
 import "errors"
