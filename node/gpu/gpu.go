@@ -36,24 +36,21 @@ type Info struct {
 
 // Stats is one reading of one GPU.
 type Stats struct {
-	Index          int     `json:"index"`
-	UUID           string  `json:"uuid"`
-	Name           string  `json:"name"`
-	UtilPercent    float64 `json:"util_percent"`     // SM busy
-	MemUtilPercent float64 `json:"mem_util_percent"` // memory controller busy
-	MemUsedBytes   uint64  `json:"mem_used_bytes"`   // as nvidia-smi shows it: reserved memory apart
-	MemTotalBytes  uint64  `json:"mem_total_bytes"`
-	// MemReservedBytes is memory the driver keeps for itself (NVML's v2
-	// memory info): neither used nor free; 0 where the driver has no v2.
-	MemReservedBytes uint64    `json:"mem_reserved_bytes"`
-	TempC            float64   `json:"temp_c"`
-	PowerW           float64   `json:"power_w"`
-	PowerLimitW      float64   `json:"power_limit_w"`
-	SMClockMHz       int       `json:"sm_clock_mhz"`
-	MemClockMHz      int       `json:"mem_clock_mhz"`
-	FanPercent       int       `json:"fan_percent"` // -1 when the GPU has no fan
-	PState           int       `json:"pstate"`      // 0 (fastest) to 15; -1 when unknown
-	Processes        []Process `json:"processes"`
+	Index          int       `json:"index"`
+	UUID           string    `json:"uuid"`
+	Name           string    `json:"name"`
+	UtilPercent    float64   `json:"util_percent"`     // SM busy
+	MemUtilPercent float64   `json:"mem_util_percent"` // memory controller busy
+	MemUsedBytes   uint64    `json:"mem_used_bytes"`   // as nvidia-smi shows it: reserved memory apart
+	MemTotalBytes  uint64    `json:"mem_total_bytes"`
+	TempC          float64   `json:"temp_c"`
+	PowerW         float64   `json:"power_w"`
+	PowerLimitW    float64   `json:"power_limit_w"`
+	SMClockMHz     int       `json:"sm_clock_mhz"`
+	MemClockMHz    int       `json:"mem_clock_mhz"`
+	FanPercent     int       `json:"fan_percent"` // -1 when the GPU has no fan
+	PState         int       `json:"pstate"`      // 0 (fastest) to 15; -1 when unknown
+	Processes      []Process `json:"processes"`
 	// Health is HealthOK, HealthWarning, HealthQuarantined or HealthLost;
 	// HealthReason says why when it is not ok, e.g. "XID 79 (GPU has
 	// fallen off the bus)" or "throttled: hw_thermal_slowdown".
@@ -61,21 +58,24 @@ type Stats struct {
 	HealthReason string `json:"health_reason"`
 	// Throttle lists the clock event (throttle) reasons active now (NVML's
 	// names, e.g. "hw_thermal_slowdown", "sw_power_cap"; "gpu_idle" is left
-	// out). Only the slowdowns ThrottleWarns names make Health "warning".
-	Throttle []string `json:"throttle"`
-	// EnergyMJ is the total energy counter in mJ (0 when unsupported): read
-	// once a minute and when a grant begins or ends (ReadEnergy), the power
-	// drawn integrated in between. It never goes back.
-	EnergyMJ       uint64 `json:"energy_mj"`
-	XIDErrors      uint64 `json:"xid_errors"`      // XID events seen since the sampler started
-	ECCUncorrected uint64 `json:"ecc_uncorrected"` // volatile uncorrectable ECC errors
-	RetiredPending bool   `json:"retired_pending"` // retired pages or remapped rows pending a reset
+	// out); only the slowdowns ThrottleWarns names make Health "warning".
+	// EnergyMJ is read once a minute and when a grant begins or ends
+	// (ReadEnergy), the power drawn integrated in between; it never goes back.
+	Throttle       []string `json:"throttle"`
+	EnergyMJ       uint64   `json:"energy_mj"`       // total energy counter in mJ; 0 when unsupported
+	XIDErrors      uint64   `json:"xid_errors"`      // XID events seen since the sampler started
+	ECCUncorrected uint64   `json:"ecc_uncorrected"` // volatile uncorrectable ECC errors
+	RetiredPending bool     `json:"retired_pending"` // retired pages or remapped rows pending a reset
 	// Job is the labpool job holding the GPU ("" when free); the agent
 	// fills it from the ledger, the Sampler leaves it empty.
 	Job string `json:"job"`
 	// Error says which readings failed for a reason other than "not
 	// supported", e.g. "read temperature: GPU is lost"; empty when none did.
 	Error string `json:"error,omitempty"`
+	// MemReservedBytes is memory the driver keeps for itself (NVML's v2
+	// memory info): neither used (MemUsedBytes) nor free; 0 where the
+	// driver has no v2.
+	MemReservedBytes uint64 `json:"mem_reserved_bytes"`
 }
 
 // Health states of a GPU.
