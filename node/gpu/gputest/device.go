@@ -14,11 +14,9 @@ type Device struct {
 	// nvml.Device is nil: it makes a *Device an nvml.Device, which an
 	// event names; the methods a Sampler does not call panic.
 	nvml.Device
-	Mu         sync.Mutex // guards the fields below while a Sampler reads them
-	UUID, Name string
-	// Memory is what NVML's v1 memory info answers: as a real driver's, its
-	// Used counts MemReserved. The v2 info keeps MemReserved apart.
-	Memory       nvml.Memory
+	Mu           sync.Mutex // guards the fields below while a Sampler reads them
+	UUID, Name   string
+	Memory       nvml.Memory // v1: as a real driver's, Used counts MemReserved; v2 keeps it apart
 	MemReserved  uint64
 	Util         nvml.Utilization
 	TempC        uint32
@@ -42,8 +40,9 @@ type Device struct {
 	Registered      uint64                 // events registered by RegisterEvents
 	Fail            map[string]nvml.Return // method name -> error it returns
 	// Hang, when not nil, makes every call wait until it is closed.
-	Hang  chan struct{}
-	calls map[string]int // method name -> calls made
+	Hang chan struct{}
+	// calls counts the calls made, by method name.
+	calls map[string]int
 }
 
 // Calls returns how many times method was called.
