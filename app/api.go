@@ -145,6 +145,10 @@ type GPU struct {
 	PCIBusID string     `json:"pci_bus_id,omitempty"`
 	Links    []gpu.Link `json:"links"`
 	MIG      *gpu.MIG   `json:"mig,omitempty"`
+
+	// MemReservedBytes is memory the driver keeps for itself, neither used
+	// nor free (nvidia-smi's "Reserved"); 0 where the driver cannot say.
+	MemReservedBytes uint64 `json:"mem_reserved_bytes"`
 }
 
 // GPUClear is a quarantine an owner cleared (`labpool gpu clear`).

@@ -21,7 +21,7 @@ func gpuView(n Node, g gpu.Stats) GPU {
 	return GPU{
 		Node: n.ID, NodeName: n.Name, Index: g.Index, UUID: g.UUID, Name: g.Name,
 		UtilPercent: g.UtilPercent, MemUtilPercent: g.MemUtilPercent,
-		MemUsedBytes: g.MemUsedBytes, MemTotalBytes: g.MemTotalBytes,
+		MemUsedBytes: g.MemUsedBytes, MemTotalBytes: g.MemTotalBytes, MemReservedBytes: g.MemReservedBytes,
 		TempC: g.TempC, PowerW: g.PowerW, PowerLimitW: g.PowerLimitW,
 		SMClockMHz: g.SMClockMHz, MemClockMHz: g.MemClockMHz, FanPercent: g.FanPercent,
 		Processes: len(g.Processes),

@@ -75,6 +75,7 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv
 	jcfg.MemberName = d.memberName
 	jcfg.Devices = d.telem.Info().GPUs
+	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
 	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, d.folders, nodestore.NewJobs(d.db, d.id.ID.String()), d.log)
 	d.openHealth(ctx)
 	d.policy = nodestore.NewPolicy(d.db, d.jobs)

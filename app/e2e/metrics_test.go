@@ -82,11 +82,16 @@ func TestMetrics(t *testing.T) {
 		for metric, want := range map[string]float64{
 			"DCGM_FI_DEV_GPU_TEMP": h100.tempC, "DCGM_FI_DEV_POWER_USAGE": h100.powerW, "DCGM_FI_DEV_SM_CLOCK": float64(h100.smMHz),
 			"DCGM_FI_DEV_MEM_CLOCK": float64(h100.memMHz), "DCGM_FI_DEV_GPU_UTIL": 0, "DCGM_FI_DEV_XID_ERRORS": 0,
-			"DCGM_FI_DEV_FB_USED": 0, "DCGM_FI_DEV_FB_FREE": float64(h100.memTotal >> 20), "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": 600000,
+			"DCGM_FI_DEV_FB_USED": 0, "DCGM_FI_DEV_FB_FREE": float64(h100.memTotal>>20 - 1024), // 1 GiB reserved
 		} {
 			if got, ok := metricLine(text, metric, labels...); !ok || got != want {
 				t.Errorf("gpu %d: %s = %v (found %v), the profile states %v", i, metric, got, ok, want)
 			}
+		}
+	}
+	for i := range 8 { // the counter read, and the power drawn since (95 W)
+		if got, ok := metricLine(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", fmt.Sprintf(`gpu="%d"`, i)); !ok || got < 600000 || got > 600000+95000*60 {
+			t.Errorf("gpu %d: DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION = %v (found %v), the profile states 600000 and 95 W", i, got, ok)
 		}
 	}
 	if t.Failed() {

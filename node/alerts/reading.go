@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 )
 
@@ -130,10 +131,12 @@ func diskOf(disks []host.Disk, path string) (host.Disk, bool) {
 	return best, found
 }
 
-// throttling counts the thermal and power throttle reasons of g.
+// throttling counts the throttle reasons of g that are slowdowns, as the
+// GPU's health counts them (gpu.ThrottleWarns): a GPU at its power limit
+// under full load (sw_power_cap) is not throttled.
 func throttling(g GPUReading) (n float64, which []string) {
 	for _, t := range g.Throttle {
-		if strings.Contains(t, "thermal") || strings.Contains(t, "power") {
+		if gpu.ThrottleWarns(t) {
 			n++
 			which = append(which, t)
 		}

@@ -9,7 +9,11 @@
 // waited for before the next one starts.
 //
 // A reading a GPU does not support leaves its zero value (a fan reads -1), so
-// one missing figure never fails a whole sample.
+// one missing figure never fails a whole sample, and it is not asked again
+// until the Sampler reopens. Each call costs CPU on a real driver (the
+// energy counter about 3 ms on an H200): what cannot change is read once,
+// in Open, the power limit once a minute, the energy counter once a minute
+// and when a grant begins or ends (ReadEnergy), the rest every sample.
 package gpu
 
 import "errors"
@@ -43,7 +47,7 @@ type Stats struct {
 	Name           string    `json:"name"`
 	UtilPercent    float64   `json:"util_percent"`     // SM busy
 	MemUtilPercent float64   `json:"mem_util_percent"` // memory controller busy
-	MemUsedBytes   uint64    `json:"mem_used_bytes"`
+	MemUsedBytes   uint64    `json:"mem_used_bytes"`   // as nvidia-smi shows it: reserved memory apart
 	MemTotalBytes  uint64    `json:"mem_total_bytes"`
 	TempC          float64   `json:"temp_c"`
 	PowerW         float64   `json:"power_w"`
@@ -58,8 +62,11 @@ type Stats struct {
 	// fallen off the bus)" or "throttled: hw_thermal_slowdown".
 	Health       string `json:"health"`
 	HealthReason string `json:"health_reason"`
-	// Throttle lists the clock throttle reasons active now (NVML's names,
-	// e.g. "hw_thermal_slowdown", "sw_power_cap"; "gpu_idle" is left out).
+	// Throttle lists the clock event (throttle) reasons active now (NVML's
+	// names, e.g. "hw_thermal_slowdown", "sw_power_cap"; "gpu_idle" is left
+	// out); only the slowdowns ThrottleWarns names make Health "warning".
+	// EnergyMJ is read once a minute and when a grant begins or ends
+	// (ReadEnergy), the power drawn integrated in between; it never goes back.
 	Throttle       []string `json:"throttle"`
 	EnergyMJ       uint64   `json:"energy_mj"`       // total energy counter in mJ; 0 when unsupported
 	XIDErrors      uint64   `json:"xid_errors"`      // XID events seen since the sampler started
@@ -71,6 +78,10 @@ type Stats struct {
 	// Error says which readings failed for a reason other than "not
 	// supported", e.g. "read temperature: GPU is lost"; empty when none did.
 	Error string `json:"error,omitempty"`
+	// MemReservedBytes is memory the driver keeps for itself (NVML's v2
+	// memory info): neither used (MemUsedBytes) nor free; 0 where the
+	// driver has no v2.
+	MemReservedBytes uint64 `json:"mem_reserved_bytes"`
 }
 
 // Health states of a GPU.

@@ -31,15 +31,20 @@ func XIDReason(code uint64) string {
 	return fmt.Sprintf("XID %d", code)
 }
 
-// throttleNames are NVML's clock throttle reasons by bit, as nvidia-smi
-// names them.
+// throttleNames are NVML's clock event (throttle) reasons by bit, as
+// nvidia-smi names them, and which are a fault. Following NVIDIA's
+// documentation of the clock event reasons: the software power cap (a GPU
+// at full load sits at its power limit), sync boost, application clock
+// settings, display clocks and idle are normal operation; a hardware
+// slowdown (thermal, power brake or an external signal) and software
+// thermal slowdown mean the GPU is too hot or its power supply failing.
 var throttleNames = []struct {
 	bit  uint64
 	name string
-	warn bool // thermal or power: the GPU's health is "warning"
+	warn bool // a slowdown: the GPU's health is "warning"
 }{
 	{nvml.ClocksThrottleReasonApplicationsClocksSetting, "applications_clocks_setting", false},
-	{nvml.ClocksThrottleReasonSwPowerCap, "sw_power_cap", true},
+	{nvml.ClocksThrottleReasonSwPowerCap, "sw_power_cap", false},
 	{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown", true},
 	{nvml.ClocksThrottleReasonSyncBoost, "sync_boost", false},
 	{nvml.ClocksThrottleReasonSwThermalSlowdown, "sw_thermal_slowdown", true},
@@ -152,6 +157,20 @@ func (h *health) xid(code uint64) {
 	if _, ok := CriticalXIDs[code]; ok && !slices.Contains(h.critical, code) {
 		h.critical = append(h.critical, code)
 	}
+}
+
+// ThrottleWarns reports whether the clock event reason name (as Stats.Throttle
+// names it) is a slowdown that makes a GPU's health "warning": hw_slowdown,
+// hw_thermal_slowdown, hw_power_brake_slowdown, sw_thermal_slowdown. The
+// others (sw_power_cap at full load, sync_boost, applications clocks, idle)
+// are normal operation.
+func ThrottleWarns(name string) bool {
+	for _, t := range throttleNames {
+		if t.name == name {
+			return t.warn
+		}
+	}
+	return false
 }
 
 // throttleList names the active throttle reasons (gpu_idle left out).

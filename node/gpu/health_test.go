@@ -38,7 +38,21 @@ func TestHealth(t *testing.T) {
 		{"ok", func(*gputest.Library, *gputest.Device) {}, gpu.HealthOK, ""},
 		{"thermal throttling", func(_ *gputest.Library, d *gputest.Device) {
 			d.Throttle = nvml.ClocksThrottleReasonHwThermalSlowdown | nvml.ClocksThrottleReasonSwPowerCap
-		}, gpu.HealthWarning, "throttled: sw_power_cap, hw_thermal_slowdown"},
+		}, gpu.HealthWarning, "throttled: hw_thermal_slowdown"},
+		// A GPU at full load sits at its power limit: normal operation.
+		{"sw power cap at full load is normal", func(_ *gputest.Library, d *gputest.Device) {
+			d.Throttle = nvml.ClocksThrottleReasonSwPowerCap
+			d.Util, d.PowerMW = nvml.Utilization{Gpu: 100, Memory: 80}, 699_000
+		}, gpu.HealthOK, ""},
+		{"sync boost and application clocks are normal", func(_ *gputest.Library, d *gputest.Device) {
+			d.Throttle = nvml.ClocksThrottleReasonSyncBoost | nvml.ClocksThrottleReasonApplicationsClocksSetting |
+				nvml.ClocksThrottleReasonDisplayClockSetting
+		}, gpu.HealthOK, ""},
+		{"every slowdown warns", func(_ *gputest.Library, d *gputest.Device) {
+			d.Throttle = nvml.ClocksThrottleReasonHwSlowdown | nvml.ClocksThrottleReasonSwThermalSlowdown |
+				nvml.ClocksThrottleReasonHwThermalSlowdown | nvml.ClocksThrottleReasonHwPowerBrakeSlowdown |
+				nvml.ClocksThrottleReasonSwPowerCap
+		}, gpu.HealthWarning, "throttled: hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake_slowdown"},
 		{"idle is no throttling", func(_ *gputest.Library, d *gputest.Device) {
 			d.Throttle = nvml.ClocksThrottleReasonGpuIdle
 		}, gpu.HealthOK, ""},
@@ -55,7 +69,7 @@ func TestHealth(t *testing.T) {
 			gpu.HealthQuarantined, "XID 48 (double-bit ECC error); uncorrectable ECC errors"},
 		{"lost beats all", func(lib *gputest.Library, d *gputest.Device) {
 			lib.XID(1, 79)
-			d.Fail["GetMemoryInfo"] = nvml.ERROR_GPU_IS_LOST
+			d.Fail["GetMemoryInfo_v2"] = nvml.ERROR_GPU_IS_LOST
 		}, gpu.HealthLost, "GPU is lost (read memory: ERROR_GPU_IS_LOST)"},
 	}
 	for _, tt := range tests {
@@ -259,5 +273,17 @@ func TestNoEvents(t *testing.T) {
 	}
 	if r := lib.Devices[0].Registered; r != 0 {
 		t.Errorf("registered %x on a GPU without XID events", r)
+	}
+}
+
+func TestThrottleWarns(t *testing.T) {
+	for name, want := range map[string]bool{
+		"hw_slowdown": true, "hw_thermal_slowdown": true, "hw_power_brake_slowdown": true, "sw_thermal_slowdown": true,
+		"sw_power_cap": false, "sync_boost": false, "applications_clocks_setting": false, "gpu_idle": false,
+		"display_clocks_setting": false, "not_a_reason": false,
+	} {
+		if got := gpu.ThrottleWarns(name); got != want {
+			t.Errorf("ThrottleWarns(%q) = %v; want %v", name, got, want)
+		}
 	}
 }

@@ -28,8 +28,16 @@ const mockChild = "LABPOOL_GPU_MOCK_CHILD" // names the test a child process run
 // and returns false. It skips where the mock library is absent.
 func inMock(t *testing.T, profile, overrides string) bool {
 	t.Helper()
+	child, _ := inMockEnv(t, profile, overrides)
+	return child
+}
+
+// inMockEnv is inMock with env added to the child's environment; in the
+// parent it returns the child's output (stdout and stderr).
+func inMockEnv(t *testing.T, profile, overrides string, env ...string) (child bool, out string) {
+	t.Helper()
 	if os.Getenv(mockChild) == t.Name() {
-		return true
+		return true, ""
 	}
 	m, err := gputest.FindMock()
 	if err != nil {
@@ -48,12 +56,15 @@ func inMock(t *testing.T, profile, overrides string) bool {
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), mockChild+"="+t.Name(), "LABPOOL_GPU_MOCK_LIB="+m.Lib,
 		"MOCK_NVML_CONFIG="+prof, "MOCK_NVML_OVERRIDES="+ovr, "MOCK_NVML_OVERRIDES_TTL=200ms")
-	out, err := cmd.CombinedOutput()
-	t.Logf("on the mock library (%s):\n%s", profile, out)
+	cmd.Env = append(cmd.Env, env...)
+	res, err := cmd.CombinedOutput()
+	if len(env) == 0 || err != nil { // a call log is the caller's to read
+		t.Logf("on the mock library (%s):\n%s", profile, res)
+	}
 	if err != nil {
 		t.Fatalf("the test on the mock library failed: %v", err)
 	}
-	return false
+	return false, string(res)
 }
 
 // writeOverrides replaces the mock's overrides file atomically.
@@ -132,7 +143,7 @@ func TestMockH100(t *testing.T) {
 	}
 	for _, g := range got {
 		want := gpu.Stats{Index: g.Index, UUID: devs[g.Index].UUID, Name: "NVIDIA H100 80GB HBM3",
-			MemTotalBytes: 85899345920, MemUsedBytes: 0, PowerW: 95, PowerLimitW: 700, TempC: 34,
+			MemTotalBytes: 85899345920, MemUsedBytes: 0, MemReservedBytes: 1 << 30, PowerW: 95, PowerLimitW: 700, TempC: 34,
 			SMClockMHz: 345, MemClockMHz: 1593, FanPercent: -1, PState: 0, EnergyMJ: 600000,
 			Health: gpu.HealthOK, Throttle: []string{}, Processes: []gpu.Process{}}
 		if fmt.Sprint(g) != fmt.Sprint(want) {
@@ -157,9 +168,10 @@ devices:
 	got = waitGPU(t, s, 1, "read the overrides", func(g gpu.Stats) bool { return g.UtilPercent == 97 })
 	g := got[1]
 	want := gpu.Stats{Index: 1, UUID: devs[1].UUID, Name: devs[1].Name, UtilPercent: 97, MemUtilPercent: 60,
-		MemUsedBytes: 21474836480, MemTotalBytes: 85899345920, TempC: 88, PowerW: 612.345, PowerLimitW: 700,
-		SMClockMHz: 1980, MemClockMHz: 1593, FanPercent: -1, PState: 0, EnergyMJ: 9876543,
-		Health: gpu.HealthWarning, HealthReason: "throttled: hw_thermal_slowdown", Throttle: []string{"hw_thermal_slowdown"},
+		MemUsedBytes: 21474836480, MemTotalBytes: 85899345920, MemReservedBytes: 1 << 30, TempC: 88, PowerW: 612.345, PowerLimitW: 700,
+		SMClockMHz: 1980, MemClockMHz: 1593, FanPercent: -1, PState: 0,
+		EnergyMJ: g.EnergyMJ, // the counter is read once a minute: TestMockEnergyCounter
+		Health:   gpu.HealthWarning, HealthReason: "throttled: hw_thermal_slowdown", Throttle: []string{"hw_thermal_slowdown"},
 		Processes: []gpu.Process{{PID: 4242, MemBytes: 20480 << 20}}}
 	if fmt.Sprint(g) != fmt.Sprint(want) {
 		t.Errorf("gpu 1 after the overrides reads\n%+v; want\n%+v", g, want)

@@ -19,6 +19,9 @@ type Device interface {
 	GetUUID() (string, nvml.Return)
 	GetName() (string, nvml.Return)
 	GetMemoryInfo() (nvml.Memory, nvml.Return)
+	// GetMemoryInfo_v2 keeps the driver's reserved memory apart from used,
+	// as nvidia-smi does.
+	GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return)
 	GetEnforcedPowerLimit() (uint32, nvml.Return)
 	GetUtilizationRates() (nvml.Utilization, nvml.Return)
 	GetTemperature(nvml.TemperatureSensors) (uint32, nvml.Return)
@@ -62,5 +65,17 @@ func (l nvmlLibrary) DeviceGetHandleByIndex(i int) (Device, nvml.Return) {
 	if ret != nvml.SUCCESS {
 		return nil, ret
 	}
+	// A driver before R510 lacks the v2 memory info; go-nvml would call
+	// the missing symbol.
+	if l.lib.Extensions().LookupSymbol("nvmlDeviceGetMemoryInfo_v2") != nil {
+		return noMemoryV2{d}, ret
+	}
 	return d, ret
+}
+
+// noMemoryV2 is a device of a library without nvmlDeviceGetMemoryInfo_v2.
+type noMemoryV2 struct{ nvml.Device }
+
+func (noMemoryV2) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	return nvml.Memory_v2{}, nvml.ERROR_FUNCTION_NOT_FOUND
 }

@@ -16,9 +16,14 @@ import (
 type readings struct {
 	errs []string
 	lost bool // a call answered ERROR_GPU_IS_LOST: read no more
+	// skip holds the readings that answered NOT_SUPPORTED: they are not
+	// asked again (nil: none is remembered).
+	skip map[string]bool
 }
 
-// ok reports whether ret is SUCCESS and records what failed otherwise.
+// ok reports whether ret is SUCCESS and records what failed otherwise. A
+// reading the GPU does not support, or the library does not have, is
+// remembered in skip.
 func (r *readings) ok(what string, ret nvml.Return) bool {
 	if r.lost && ret != nvml.SUCCESS {
 		return false // said once
@@ -26,7 +31,12 @@ func (r *readings) ok(what string, ret nvml.Return) bool {
 	switch ret {
 	case nvml.SUCCESS:
 		return true
-	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_NO_PERMISSION:
+	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND:
+		if r.skip != nil {
+			r.skip[what] = true
+		}
+		return false
+	case nvml.ERROR_NO_PERMISSION:
 		return false
 	case nvml.ERROR_GPU_IS_LOST:
 		r.lost = true
@@ -36,6 +46,17 @@ func (r *readings) ok(what string, ret nvml.Return) bool {
 }
 
 func (r *readings) String() string { return strings.Join(r.errs, "; ") }
+
+// ask makes call, unless the reading what answered NOT_SUPPORTED (or
+// FUNCTION_NOT_FOUND) before, and reports whether it succeeded.
+func ask[T any](r *readings, what string, call func() (T, nvml.Return)) (T, bool) {
+	if r.skip[what] {
+		var zero T
+		return zero, false
+	}
+	v, ret := call()
+	return v, r.ok(what, ret)
+}
 
 // readInfo reads what Open records about device i.
 func readInfo(i int, d Device) Info {
@@ -57,10 +78,12 @@ func readInfo(i int, d Device) Info {
 }
 
 // readStats reads one sample of the device described by info, and
-// assesses its health with what h remembers. A GPU found lost is read no
-// further, now or later: its calls would only fail again.
-func readStats(info Info, d Device, h *health, now time.Time) Stats {
-	var r readings
+// assesses its health with what h remembers. st is what the sampler keeps
+// of the device between samples: the readings it does not support, its
+// energy counter, its power limit. A GPU found lost is read no further,
+// now or later: its calls would only fail again.
+func readStats(info Info, d Device, h *health, st *devState, now time.Time) Stats {
+	r := readings{skip: st.skip}
 	s := Stats{Index: info.Index, UUID: info.UUID, Name: info.Name, MemTotalBytes: info.MemTotalBytes,
 		FanPercent: -1, PState: -1, Processes: []Process{}, Throttle: []string{}}
 	if h.lost {
@@ -71,21 +94,18 @@ func readStats(info Info, d Device, h *health, now time.Time) Stats {
 	var f faults
 	steps := []func(){
 		func() {
-			if u, ret := d.GetUtilizationRates(); r.ok("utilization", ret) {
+			if u, ok := ask(&r, "utilization", d.GetUtilizationRates); ok {
 				s.UtilPercent, s.MemUtilPercent = float64(u.Gpu), float64(u.Memory)
 			}
 		},
+		func() { readMemory(&r, d, &s) },
 		func() {
-			if mem, ret := d.GetMemoryInfo(); r.ok("memory", ret) {
-				s.MemUsedBytes, s.MemTotalBytes = mem.Used, mem.Total
-			}
-		},
-		func() {
-			if t, ret := d.GetTemperature(nvml.TEMPERATURE_GPU); r.ok("temperature", ret) {
+			if t, ok := ask(&r, "temperature", func() (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }); ok {
 				s.TempC = float64(t)
 			}
 		},
-		func() { readPower(&r, d, &s) },
+		func() { readPower(&r, d, st, &s, now) },
+		func() { readEnergy(&r, d, &st.energy, &s, now) },
 		func() { readClocks(&r, d, &s) },
 		func() { s.Processes = readProcesses(&r, d) },
 		func() { f = readFaults(&r, d, &s) },
@@ -102,6 +122,22 @@ func readStats(info Info, d Device, h *health, now time.Time) Stats {
 	return s
 }
 
+// readMemory reads memory as nvidia-smi shows it: NVML's v2 memory info
+// keeps the driver's reserved memory apart from used (v1 counts it as used,
+// hundreds of MiB on an idle GPU). A driver without v2 (before R510) gets v1.
+func readMemory(r *readings, d Device, s *Stats) {
+	if mem, ok := ask(r, "memory", d.GetMemoryInfo_v2); ok {
+		s.MemUsedBytes, s.MemReservedBytes, s.MemTotalBytes = mem.Used, mem.Reserved, mem.Total
+		return
+	}
+	if !r.skip["memory"] || r.lost {
+		return // v2 failed for another reason: said in Error
+	}
+	if mem, ok := ask(r, "memory (v1)", d.GetMemoryInfo); ok {
+		s.MemUsedBytes, s.MemTotalBytes = mem.Used, mem.Total
+	}
+}
+
 // faults is what readFaults read beside the fields of Stats.
 type faults struct {
 	throttle    uint64
@@ -110,42 +146,44 @@ type faults struct {
 	remapFailed bool
 }
 
-// readFaults reads throttling, energy, ECC counters and pending page
-// retirements or row remappings. Each is NOT_SUPPORTED somewhere (no ECC on
-// consumer GPUs, retirement before Ampere and remapping since): that leaves
-// its zero value.
+// readFaults reads throttling, ECC counters and pending page retirements
+// or row remappings. Each is NOT_SUPPORTED somewhere (no ECC on consumer
+// GPUs, retirement before Ampere and remapping since): that leaves its zero
+// value, and it is not asked again.
 func readFaults(r *readings, d Device, s *Stats) faults {
 	var f faults
 	steps := []func(){
 		func() {
-			if bits, ret := d.GetCurrentClocksThrottleReasons(); r.ok("throttle reasons", ret) {
+			if bits, ok := ask(r, "throttle reasons", d.GetCurrentClocksThrottleReasons); ok {
 				f.throttle, s.Throttle = bits, throttleList(bits)
 			}
 		},
 		func() {
-			if mj, ret := d.GetTotalEnergyConsumption(); r.ok("energy", ret) {
-				s.EnergyMJ = mj
-			}
-		},
-		func() {
-			if n, ret := d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); r.ok("uncorrectable ECC errors", ret) {
+			if n, ok := ask(r, "uncorrectable ECC errors", func() (uint64, nvml.Return) {
+				return d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+			}); ok {
 				s.ECCUncorrected = n
 			}
 		},
 		func() {
-			if n, ret := d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC); r.ok("correctable ECC errors", ret) {
+			if n, ok := ask(r, "correctable ECC errors", func() (uint64, nvml.Return) {
+				return d.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
+			}); ok {
 				f.corrected, f.corrOK = n, true
 			}
 		},
 		func() {
-			if st, ret := d.GetRetiredPagesPendingStatus(); r.ok("retired pages", ret) && st == nvml.FEATURE_ENABLED {
+			if st, ok := ask(r, "retired pages", d.GetRetiredPagesPendingStatus); ok && st == nvml.FEATURE_ENABLED {
 				s.RetiredPending = true
 			}
 		},
 		func() {
-			if _, _, pending, failed, ret := d.GetRemappedRows(); r.ok("remapped rows", ret) {
-				s.RetiredPending = s.RetiredPending || pending
-				f.remapFailed = failed
+			if rows, ok := ask(r, "remapped rows", func() (remapped, nvml.Return) {
+				_, _, pending, failed, ret := d.GetRemappedRows()
+				return remapped{pending, failed}, ret
+			}); ok {
+				s.RetiredPending = s.RetiredPending || rows.pending
+				f.remapFailed = rows.failed
 			}
 		},
 	}
@@ -157,26 +195,38 @@ func readFaults(r *readings, d Device, s *Stats) faults {
 	return f
 }
 
-func readPower(r *readings, d Device, s *Stats) {
-	if mw, ret := d.GetPowerUsage(); r.ok("power", ret) {
+type remapped struct{ pending, failed bool }
+
+// limitEvery is how often the enforced power limit is read again (an
+// administrator may change it; nothing else does).
+const limitEvery = time.Minute
+
+func readPower(r *readings, d Device, st *devState, s *Stats, now time.Time) {
+	if mw, ok := ask(r, "power", d.GetPowerUsage); ok {
 		s.PowerW = float64(mw) / 1000
+		st.energy.power(s.PowerW, now)
 	}
-	if mw, ret := d.GetEnforcedPowerLimit(); r.ok("power limit", ret) {
-		s.PowerLimitW = float64(mw) / 1000
+	if st.limitAt.IsZero() || now.Sub(st.limitAt) >= limitEvery || now.Before(st.limitAt) {
+		st.limitW = 0
+		if mw, ok := ask(r, "power limit", d.GetEnforcedPowerLimit); ok {
+			st.limitW = float64(mw) / 1000
+		}
+		st.limitAt = now
 	}
-	if fan, ret := d.GetFanSpeed(); r.ok("fan speed", ret) {
+	s.PowerLimitW = st.limitW
+	if fan, ok := ask(r, "fan speed", d.GetFanSpeed); ok {
 		s.FanPercent = int(fan)
 	}
-	if p, ret := d.GetPerformanceState(); r.ok("performance state", ret) && p != nvml.PSTATE_UNKNOWN {
+	if p, ok := ask(r, "performance state", d.GetPerformanceState); ok && p != nvml.PSTATE_UNKNOWN {
 		s.PState = int(p)
 	}
 }
 
 func readClocks(r *readings, d Device, s *Stats) {
-	if mhz, ret := d.GetClockInfo(nvml.CLOCK_SM); r.ok("sm clock", ret) {
+	if mhz, ok := ask(r, "sm clock", func() (uint32, nvml.Return) { return d.GetClockInfo(nvml.CLOCK_SM) }); ok {
 		s.SMClockMHz = int(mhz)
 	}
-	if mhz, ret := d.GetClockInfo(nvml.CLOCK_MEM); r.ok("memory clock", ret) {
+	if mhz, ok := ask(r, "memory clock", func() (uint32, nvml.Return) { return d.GetClockInfo(nvml.CLOCK_MEM) }); ok {
 		s.MemClockMHz = int(mhz)
 	}
 }
@@ -184,10 +234,10 @@ func readClocks(r *readings, d Device, s *Stats) {
 // readProcesses lists compute and graphics processes once each, by PID.
 func readProcesses(r *readings, d Device) []Process {
 	var all []nvml.ProcessInfo
-	if ps, ret := d.GetComputeRunningProcesses(); r.ok("compute processes", ret) {
+	if ps, ok := ask(r, "compute processes", d.GetComputeRunningProcesses); ok {
 		all = append(all, ps...)
 	}
-	if ps, ret := d.GetGraphicsRunningProcesses(); r.ok("graphics processes", ret) {
+	if ps, ok := ask(r, "graphics processes", d.GetGraphicsRunningProcesses); ok {
 		all = append(all, ps...)
 	}
 	out := make([]Process, 0, len(all))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -36,9 +37,24 @@ type Sampler struct {
 	sem    chan struct{}
 	closed bool
 	health []health      // per device, same order
+	state  []devState    // per device, same order
 	events nvml.EventSet // XID events; nil where NVML has none
 	evErr  string        // why events are not read, "" when they are
 	now    func() time.Time
+
+	wantMu sync.Mutex      // guards want; never held across an NVML call
+	want   map[string]bool // UUIDs whose energy counter the next Sample reads
+}
+
+// devState is what a Sampler keeps of one GPU between samples, beside its
+// health: the readings it does not support (not asked again until the
+// Sampler reopens), its energy counter, and its power limit (read once a
+// minute).
+type devState struct {
+	skip    map[string]bool
+	energy  energy
+	limitW  float64
+	limitAt time.Time // when limitW was read; zero: never
 }
 
 // maxEvents bounds the events drained in one Sample.
@@ -114,6 +130,10 @@ func (s *Sampler) openDevices() error {
 	}
 	readTopology(s.infos, s.devs)
 	s.health = make([]health, len(s.devs))
+	s.state = make([]devState, len(s.devs))
+	for i := range s.state {
+		s.state[i].skip = map[string]bool{}
+	}
 	for _, k := range lost {
 		s.health[k].lost, s.health[k].lostReason = true, "GPU is lost (open: ERROR_GPU_IS_LOST)"
 	}
@@ -222,13 +242,14 @@ func (s *Sampler) read(ctx context.Context) ([]Stats, error) {
 		return nil, ErrClosed
 	}
 	s.drainEvents(ctx)
+	s.takeWanted()
 	now := s.now()
 	out := make([]Stats, 0, len(s.devs))
 	for i, d := range s.devs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, readStats(s.infos[i], d, &s.health[i], now))
+		out = append(out, readStats(s.infos[i], d, &s.health[i], &s.state[i], now))
 	}
 	// An XID posted while the GPUs were read (the driver posts it as the
 	// fault is found) joins this sample, not the next one.
@@ -238,6 +259,36 @@ func (s *Sampler) read(ctx context.Context) ([]Stats, error) {
 		}
 	}
 	return out, nil
+}
+
+// ReadEnergy makes the next Sample read the energy counters of the GPUs
+// with uuids, as it does once a minute: a grant began or ended there, so
+// the figures at its edges are the counter's own. It never waits for NVML.
+func (s *Sampler) ReadEnergy(uuids ...string) {
+	if s == nil {
+		return
+	}
+	s.wantMu.Lock()
+	defer s.wantMu.Unlock()
+	if s.want == nil {
+		s.want = map[string]bool{}
+	}
+	for _, u := range uuids {
+		s.want[u] = true
+	}
+}
+
+// takeWanted marks the counters ReadEnergy asked for as due.
+func (s *Sampler) takeWanted() {
+	s.wantMu.Lock()
+	want := s.want
+	s.want = nil
+	s.wantMu.Unlock()
+	for i, in := range s.infos {
+		if want[in.UUID] {
+			s.state[i].energy.want = true
+		}
+	}
 }
 
 // Clear forgets the faults seen so far on the GPU with uuid (an owner

@@ -65,6 +65,10 @@ func (d *simDevice) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	used := uint64(float64(simMemTotal) * (0.2 + 0.6*d.load()))
 	return nvml.Memory{Total: simMemTotal, Used: used, Free: simMemTotal - used}, nvml.SUCCESS
 }
+func (d *simDevice) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	m, _ := d.GetMemoryInfo()
+	return nvml.Memory_v2{Total: m.Total, Free: m.Free, Used: m.Used}, nvml.SUCCESS
+}
 func (d *simDevice) GetEnforcedPowerLimit() (uint32, nvml.Return) { return 700_000, nvml.SUCCESS }
 func (d *simDevice) GetUtilizationRates() (nvml.Utilization, nvml.Return) {
 	u := uint32(100 * d.load())

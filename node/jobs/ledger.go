@@ -138,6 +138,9 @@ type Ledger struct {
 	links       map[string][]gpu.Link // GPU UUID -> its links; set once, before any Grant
 	mig         map[string]migSlot    // MIG instance UUID -> where it is (mig.go); set with links
 	migOn       map[string]bool       // GPU UUID -> MIG mode is on; set with links
+	// edge, when set, is told the GPUs a Grant took or a Release freed,
+	// after the change (Config.GrantEdge).
+	edge func(uuids ...string)
 }
 
 // NewLedger returns an empty ledger.
@@ -159,6 +162,8 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	if n == 0 {
 		return []string{}, nil
 	}
+	var chosen []string
+	defer func() { l.tell(chosen) }() // after the unlock below
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.refuseFaulty(job, want, gpus); err != nil {
@@ -184,7 +189,7 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 		return nil, &BusyError{Want: n, Free: len(free), Total: len(gpus), Busy: busy}
 	}
 	picked, _ := Place(free, n) // the indexes asked are all free: Place takes them all
-	chosen := make([]string, len(picked))
+	chosen = make([]string, len(picked))
 	for i, c := range picked {
 		chosen[i] = c.UUID
 	}
@@ -257,12 +262,22 @@ func (l *Ledger) Restore(job string, uuids []string) (conflicts []string) {
 
 // Release frees the GPUs of job.
 func (l *Ledger) Release(job string) {
+	var freed []string
+	defer func() { l.tell(freed) }() // after the unlock below
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for u, j := range l.grants {
 		if j == job {
 			delete(l.grants, u)
+			freed = append(freed, u)
 		}
+	}
+}
+
+// tell passes the GPUs that changed hands to l.edge, if any.
+func (l *Ledger) tell(uuids []string) {
+	if l.edge != nil && len(uuids) > 0 {
+		l.edge(uuids...)
 	}
 }
 

@@ -95,6 +95,11 @@ type Config struct {
 	// Devices are this machine's GPUs as read at start: placement weighs
 	// their NVLink and PCIe links (Place).
 	Devices []gpu.Info
+	// GrantEdge, when set, is told the GPUs a grant takes or a release
+	// frees, as they change hands: the GPU sampler reads their energy
+	// counters at the next sample (gpu.Sampler.ReadEnergy), so that a job's
+	// energy is the counter's own at both ends. It must not block.
+	GrantEdge func(uuids ...string)
 }
 
 // DefaultConfig returns the settings the agent uses.
@@ -143,6 +148,7 @@ func NewManager(cfg Config, rt Runtime, gpus GPUState, folders FolderResolver, s
 	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, def.MaxBackoff)
 	ledger := NewLedger()
 	ledger.SetTopology(cfg.Devices)
+	ledger.edge = cfg.GrantEdge
 	return &Manager{cfg: cfg, rt: rt, gpus: gpus, folders: folders, store: store, log: log,
 		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}

@@ -36,10 +36,10 @@ var families = []family{
 	{"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", always(func(g *gpu.Stats) float64 { return g.MemUtilPercent })},
 	{"DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", always(lastXID)},
 	{"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", always(func(g *gpu.Stats) float64 {
-		if g.MemTotalBytes < g.MemUsedBytes {
+		if g.MemTotalBytes < g.MemUsedBytes+g.MemReservedBytes {
 			return 0
 		}
-		return float64((g.MemTotalBytes - g.MemUsedBytes) / mib)
+		return float64((g.MemTotalBytes - g.MemUsedBytes - g.MemReservedBytes) / mib)
 	})},
 	{"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", always(func(g *gpu.Stats) float64 { return float64(g.MemUsedBytes / mib) })},
 	{"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",

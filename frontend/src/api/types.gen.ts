@@ -150,6 +150,7 @@ export interface GPU {
   pci_bus_id?: string
   links: Link[] | null
   mig?: MIG | null
+  mem_reserved_bytes: number
 }
 
 /** app.GPUClear */

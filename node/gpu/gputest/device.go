@@ -16,7 +16,8 @@ type Device struct {
 	nvml.Device
 	Mu           sync.Mutex // guards the fields below while a Sampler reads them
 	UUID, Name   string
-	Memory       nvml.Memory
+	Memory       nvml.Memory // v1: as a real driver's, Used counts MemReserved; v2 keeps it apart
+	MemReserved  uint64
 	Util         nvml.Utilization
 	TempC        uint32
 	PowerMW      uint32
@@ -40,6 +41,15 @@ type Device struct {
 	Fail            map[string]nvml.Return // method name -> error it returns
 	// Hang, when not nil, makes every call wait until it is closed.
 	Hang chan struct{}
+	// calls counts the calls made, by method name.
+	calls map[string]int
+}
+
+// Calls returns how many times method was called.
+func (d *Device) Calls(method string) int {
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
+	return d.calls[method]
 }
 
 var _ gpu.Device = (*Device)(nil)
@@ -51,6 +61,10 @@ func (d *Device) ret(method string) nvml.Return {
 		<-d.Hang
 	}
 	d.Mu.Lock()
+	if d.calls == nil {
+		d.calls = map[string]int{}
+	}
+	d.calls[method]++
 	if r, ok := d.Fail[method]; ok {
 		return r
 	}
@@ -76,6 +90,15 @@ func (d *Device) GetMemoryInfo() (nvml.Memory, nvml.Return) {
 	r := d.ret("GetMemoryInfo")
 	defer d.Mu.Unlock()
 	return d.Memory, r
+}
+
+// GetMemoryInfo_v2 implements gpu.Device: Memory with MemReserved apart
+// from used.
+func (d *Device) GetMemoryInfo_v2() (nvml.Memory_v2, nvml.Return) {
+	r := d.ret("GetMemoryInfo_v2")
+	defer d.Mu.Unlock()
+	m := d.Memory
+	return nvml.Memory_v2{Total: m.Total, Reserved: d.MemReserved, Free: m.Free, Used: m.Used - min(m.Used, d.MemReserved)}, r
 }
 
 // GetEnforcedPowerLimit implements gpu.Device.
