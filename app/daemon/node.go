@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/netip"
 	"slices"
@@ -46,7 +47,13 @@ func (d *Daemon) addresses() []string {
 	port := d.ep.Addr().Port
 	var ifaces []net.Interface
 	if len(d.cfg.Ifaces) > 0 {
-		ifaces, _ = discovery.SelectInterfaces(d.cfg.Ifaces)
+		// The named interfaces, multicast or not: without mDNS these
+		// addresses are how members find this machine.
+		for _, name := range d.cfg.Ifaces {
+			if ifc, err := net.InterfaceByName(name); err == nil {
+				ifaces = append(ifaces, *ifc)
+			}
+		}
 	} else {
 		all, _ := net.Interfaces()
 		for _, ifc := range all {
@@ -102,6 +109,13 @@ func (d *Daemon) startDiscovery(ctx context.Context, g interface{ Go(func() erro
 	cfg.Ifaces = d.cfg.Ifaces
 	cfg.Quiet = d.peers.AllOnline // every member connected: browse once a minute
 	d.disc = cfg
+	if _, err := discovery.SelectInterfaces(cfg.Ifaces); errors.Is(err, discovery.ErrNoMulticast) {
+		// Said once: the pool still works, joined by HOST:PORT, and members
+		// learn each other's addresses from the pool's streams (their
+		// node records, relayed by every member).
+		d.log.Warn("mdns discovery is off: join this machine by HOST:PORT; members learn addresses through the pool", "err", err)
+		return nil
+	}
 	poolID, _, err := d.db.Setting(ctx, app.SettingPoolID)
 	if err != nil {
 		return err

@@ -57,9 +57,10 @@ type Peers struct {
 	// checks and keeps the valid ones (sync/pool.Manager.Receive).
 	OnPool func(ctx context.Context, from peer.ID, recs []json.RawMessage) error
 
-	mu      sync.Mutex // guards peers, pending and each follower's book
+	mu      sync.Mutex // guards peers, pending, learnt and each follower's book
 	peers   map[string]*follower
 	pending map[string]*pendingHint // hints for devices without a follower
+	learnt  chan struct{}           // closed (and replaced) when an address is learnt
 }
 
 type follower struct {
@@ -109,10 +110,51 @@ func (p *Peers) AllOnline() bool {
 func (p *Peers) Addrs(id string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.addrsLocked(id)
+}
+
+// addrsLocked is Addrs, hints waiting for a follower included. p.mu must
+// be held.
+func (p *Peers) addrsLocked(id string) []string {
 	if f := p.peers[id]; f != nil {
 		return f.book.list()
 	}
+	if h := p.pending[id]; h != nil && time.Since(h.at) < pendingTTL {
+		return h.book.list()
+	}
 	return nil
+}
+
+// WaitAddrs returns the addresses known for id, waiting until one is
+// learnt (a join, mDNS, a member's relay) or ctx ends: a command given
+// right after a join finds the machine it names.
+func (p *Peers) WaitAddrs(ctx context.Context, id string) []string {
+	for {
+		p.mu.Lock()
+		addrs := p.addrsLocked(id)
+		if p.learnt == nil {
+			p.learnt = make(chan struct{})
+		}
+		learnt := p.learnt
+		p.mu.Unlock()
+		if len(addrs) > 0 {
+			return addrs
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-learnt:
+		}
+	}
+}
+
+// wakeWaiters tells WaitAddrs that an address was learnt. p.mu must be
+// held.
+func (p *Peers) wakeWaiters() {
+	if p.learnt != nil {
+		close(p.learnt)
+		p.learnt = nil
+	}
 }
 
 // Hint records addresses where id may be reached (from mDNS or a join).
@@ -123,6 +165,7 @@ func (p *Peers) Addrs(id string) []string {
 func (p *Peers) Hint(id string, addrs ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.wakeWaiters()
 	f := p.peers[id]
 	if f == nil {
 		p.holdHint(id, addrs, time.Now())
