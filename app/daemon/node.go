@@ -92,11 +92,23 @@ func (d *Daemon) hintKnownAddresses(ctx context.Context) {
 		if err != nil || !ok {
 			continue
 		}
-		var nr app.NodeRecord
-		if json.Unmarshal(rec.Data, &nr) == nil {
-			d.peers.Hint(m.ID, nr.Addresses...)
+		if m.ID == d.id.ID.String() {
+			continue
 		}
+		addrs := publishedAddrs(rec.Data)
+		d.peers.Hint(m.ID, addrs...)
+		d.peers.Publish(m.ID, addrs) // relayed to the others at once
 	}
+}
+
+// publishedAddrs returns the addresses a node record says its node may be
+// reached at (replica.Peers.Published).
+func publishedAddrs(data []byte) []string {
+	var nr app.NodeRecord
+	if json.Unmarshal(data, &nr) != nil {
+		return nil
+	}
+	return nr.Addresses
 }
 
 // startDiscovery announces this node and turns what mDNS finds into

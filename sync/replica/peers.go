@@ -56,11 +56,18 @@ type Peers struct {
 	// OnPool is given the signed membership records a member relays; it
 	// checks and keeps the valid ones (sync/pool.Manager.Receive).
 	OnPool func(ctx context.Context, from peer.ID, recs []json.RawMessage) error
+	// Published returns the addresses a member's node record (its data)
+	// says it may be reached at; nil learns no address from records.
+	Published func(data []byte) []string
 
 	mu      sync.Mutex // guards peers, pending, learnt and each follower's book
 	peers   map[string]*follower
 	pending map[string]*pendingHint // hints for devices without a follower
 	learnt  chan struct{}           // closed (and replaced) when an address is learnt
+	// published is what each member's node record says, relayGen counts
+	// its changes (relay.go).
+	published map[string][]string
+	relayGen  uint64
 }
 
 type follower struct {
@@ -373,6 +380,10 @@ func (p *Peers) apply(ctx context.Context, f *follower, fr Frame) error {
 			return err
 		}
 		p.logRefused(f, refused)
+		p.learnRecords(origin, fr.Records)
+	}
+	if len(fr.Addrs) > 0 {
+		p.learnRelayed(origin, fr.Addrs)
 	}
 	if len(fr.Pool) > 0 && p.OnPool != nil {
 		return p.OnPool(ctx, f.id, fr.Pool)
