@@ -316,7 +316,7 @@ func (d *Daemon) peerHandler() http.Handler {
 	rs.Skip = history.SkipOnCatchUp
 	return agent.PeerHandler(agent.Parts{
 		Telemetry: d.telem,
-		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: rs},
+		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: d.hintFollower(rs)},
 		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler())},
 		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
 		Folders:   d.folderHandler(),

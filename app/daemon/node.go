@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/internal/beat"
+	"github.com/labpool/labpool/sync/transport"
 )
 
 // runNodeRecord publishes this node's record (info and addresses) at start
@@ -109,6 +111,19 @@ func publishedAddrs(data []byte) []string {
 		return nil
 	}
 	return nr.Addresses
+}
+
+// hintFollower hints, before h serves a member's replication stream, the
+// address the member's session came from: its handshake proved the member
+// there, and a member that joined through this machine without mDNS is
+// reached that way (its records, then its addresses, are relayed from here).
+func (d *Daemon) hintFollower(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := transport.PeerID(r); ok && id != d.id.ID {
+			d.peers.Hint(id.String(), r.RemoteAddr)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // startDiscovery announces this node and turns what mDNS finds into
