@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,4 +66,45 @@ func TestSessions(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestSessionsRestart: a GPU machine's agent is killed (SIGKILL, no word to
+// anyone) and restarted at once; as soon as the laptop sees it online
+// again (or at once), `stop` of a job there works: the laptop's connection to the dead
+// process meets the new one's stateless reset, and the stop (safe to
+// repeat) is sent again on a new connection instead of failing.
+func TestSessionsRestart(t *testing.T) {
+	l := newLAN(t, "gpu1", "laptop")
+	gpu1, laptop := l.host("gpu1"), l.host("laptop")
+	gpu1.docker()
+	gpu1.agent()
+	laptop.agent()
+	for _, h := range l.hosts {
+		h.waitDaemon()
+	}
+	joinAll(t, gpu1, laptop)
+	waitFor(t, 20*time.Second, "gpu1 live on the laptop", func() error { return liveNodes(laptop, "gpu1") })
+	const img = "labpool-test/busybox:1"
+	for round := range 3 {
+		id := lastLine(mustCLI(t, laptop, "run", "--node", "gpu1", "--name", fmt.Sprintf("restart%d", round), img, "sleep", "1000"))
+		waitFor(t, 20*time.Second, "job "+id+" running", func() error {
+			j, err := laptop.client().Job(context.Background(), id)
+			if err == nil && j.State != "running" {
+				err = fmt.Errorf("state %s (%s)", j.State, j.Error)
+			}
+			return err
+		})
+		gpu1.kill()
+		gpu1.agent()
+		gpu1.waitDaemon()
+		// The first rounds stop at once, while the laptop's connection to
+		// the killed process still looks alive; the last waits until the
+		// laptop shows gpu1 online again, as a person would.
+		if round == 2 {
+			waitFor(t, 20*time.Second, "gpu1 online again", func() error { return liveNodes(laptop, "gpu1") })
+		}
+		if out, errOut, code := laptop.cli("stop", id); code != 0 {
+			t.Fatalf("round %d: stop right after gpu1's restart: exit %d: %s%s", round, code, out, errOut)
+		}
+	}
 }
