@@ -323,7 +323,7 @@ func (d *Daemon) peerHandler() http.Handler {
 		Transfers: d.copies.Handler(d.folderCaller),
 		Alerts:    alerts.Handler(d.alerts.Machine(), d.alerts.Caller),
 		Authorize: func(open []string, h http.Handler) http.Handler {
-			return transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h)
+			return d.tellRemoved(transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h))
 		},
 	})
 }

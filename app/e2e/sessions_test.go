@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -107,4 +108,88 @@ func TestSessionsRestart(t *testing.T) {
 			t.Fatalf("round %d: stop right after gpu1's restart: exit %d: %s%s", round, code, out, errOut)
 		}
 	}
+}
+
+// TestSessionsRemoved: a device removed from the pool is told, with the
+// proof: its CLI says it was removed, by whom; it stops calling the pool's
+// machines (its log shows no replication attempt afterwards, where it used
+// to retry every two seconds against each machine). The laptop is removed
+// while it runs (it hears of it on the members' streams); the desk while
+// its agent is down, so that it learns it from the members' refusal, which
+// carries the signed removal.
+func TestSessionsRemoved(t *testing.T) {
+	l := newLAN(t, "a", "b", "laptop", "desk")
+	a, b, laptop, desk := l.host("a"), l.host("b"), l.host("laptop"), l.host("desk")
+	for _, h := range l.hosts {
+		h.agent()
+	}
+	for _, h := range l.hosts {
+		h.waitDaemon()
+	}
+	joinAll(t, a, b, laptop, desk)
+	for _, h := range []*host{laptop, desk} {
+		waitFor(t, 20*time.Second, "a and b live on "+h.name, func() error { return liveNodes(h, "a", "b") })
+	}
+	selfID := func(h *host) string {
+		ps, err := h.client().Pool(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps.SelfID
+	}
+	deskID := selfID(desk)
+	desk.kill()
+	mustCLI(t, a, "pool", "remove", selfID(laptop))
+	mustCLI(t, a, "pool", "remove", deskID)
+	desk.agent()
+	desk.waitDaemon()
+
+	for _, h := range []*host{laptop, desk} {
+		t.Run(h.name+" told, by whom", func(t *testing.T) {
+			waitFor(t, 20*time.Second, h.name+" told it was removed", func() error {
+				out, errOut, code := h.cli("pool", "members")
+				if code != 0 || !strings.Contains(out, "removed from the pool by a at ") {
+					return fmt.Errorf("exit %d: %s%s", code, out, errOut)
+				}
+				return nil
+			})
+			ps, err := h.client().Pool(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ps.Removed == nil || ps.Removed.ByName != "a" || ps.Removed.At.IsZero() {
+				t.Errorf("pool status: removed %+v; want by a, with its time", ps.Removed)
+			}
+		})
+	}
+	t.Run("stops calling the pool's machines", func(t *testing.T) {
+		// Every replication attempt of a device ends in one of these
+		// lines (agents log at debug level here). Once told, none is
+		// made: the counts stay put for 5 s, where a device still calling
+		// makes one against each machine every 2 s at most.
+		const attempt = `msg="replication session ended"`
+		for _, h := range []*host{laptop, desk} {
+			waitFor(t, 10*time.Second, h.name+" follows nobody", func() error {
+				if !strings.Contains(h.logText(), "this machine was removed from the pool") {
+					return errors.New("not yet")
+				}
+				return nil
+			})
+		}
+		before := []int{strings.Count(laptop.logText(), attempt), strings.Count(desk.logText(), attempt)}
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			for i, h := range []*host{laptop, desk} {
+				if n := strings.Count(h.logText(), attempt); n != before[i] {
+					t.Fatalf("the removed %s still calls: %d replication attempts after it was told", h.name, n-before[i])
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, h := range []*host{a, b} {
+			if strings.Contains(h.logText(), "source over its budget") {
+				t.Errorf("%s refused a source over its budget: a removed device kept calling", h.name)
+			}
+		}
+	})
 }

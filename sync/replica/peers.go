@@ -241,6 +241,17 @@ func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if selfRemoved(members, p.self.String()) {
+		// Removed from the pool: the members refuse this device, so it
+		// calls none of them (their followers stop; none starts).
+		for _, f := range p.peers {
+			if f.cancel != nil {
+				f.cancel()
+				f.cancel = nil
+			}
+		}
+		return nil
+	}
 	for _, m := range members {
 		if m.ID == p.self.String() {
 			continue
@@ -333,6 +344,15 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		return err
 	}
 	defer resp.Body.Close()
+	if told, ok := readTold(resp); ok {
+		// This device was removed: the pool's records prove it (or not).
+		if p.OnPool != nil {
+			if err := p.OnPool(ctx, f.id, told.Pool); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("replication stream: %s", told.Message)
+	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("replication stream: %s: %s", resp.Status, msg)
@@ -419,4 +439,14 @@ func (p *Peers) setOnline(f *follower, online bool) {
 	if changed && p.OnChange != nil {
 		p.OnChange(f.id.String(), online)
 	}
+}
+
+// selfRemoved says whether the member set holds self as removed.
+func selfRemoved(members []store.MemberRow, self string) bool {
+	for _, m := range members {
+		if m.ID == self {
+			return m.Removed
+		}
+	}
+	return false
 }

@@ -1,0 +1,45 @@
+package replica
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+)
+
+// A device removed from the pool is told so on the stream path, with the
+// proof: members answer its stream request with 403 and a Told body that
+// carries the pool's signed records. The device hands them to OnPool, which
+// checks them as it checks any relayed record; once its own log says it was
+// removed, it follows nobody (reconcile), so it stops calling the pool's
+// machines. A member's say-so alone removes nothing.
+
+// CodeRemoved is the refusal's code.
+const CodeRemoved = "removed"
+
+// Told is the body of the refusal a removed device gets: the {code,
+// message} of every refusal, and the pool's signed records.
+type Told struct {
+	Code    string            `json:"code"`
+	Message string            `json:"message"`
+	Pool    []json.RawMessage `json:"pool,omitempty"`
+}
+
+// WriteRemoved answers a removed device's stream request.
+func WriteRemoved(w http.ResponseWriter, msg string, pool []json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusForbidden)
+	json.NewEncoder(w).Encode(Told{Code: CodeRemoved, Message: msg, Pool: pool})
+}
+
+// readTold reads a refusal's body; ok says it tells of a removal.
+func readTold(resp *http.Response) (Told, bool) {
+	var t Told
+	if resp.StatusCode != http.StatusForbidden ||
+		json.NewDecoder(io.LimitReader(resp.Body, MaxFrame)).Decode(&t) != nil || t.Code != CodeRemoved {
+		return Told{}, false
+	}
+	if len(t.Pool) > maxPool {
+		t.Pool = t.Pool[:maxPool]
+	}
+	return t, true
+}
