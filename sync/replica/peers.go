@@ -299,6 +299,10 @@ func (p *Peers) follow(ctx context.Context, f *follower) {
 			return
 		}
 		p.log.Debug("replication session ended", "peer", f.id, "err", err)
+		if errors.Is(err, errWoken) {
+			backoff = p.cfg.MinBackoff
+			continue
+		}
 		if time.Since(start) > 10*time.Second {
 			backoff = p.cfg.MinBackoff
 		}
@@ -339,7 +343,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	if err != nil {
 		return err
 	}
-	resp, err := p.dial.Client(f.id, addrs).Do(req)
+	resp, err := p.dialWakeable(ctx, cancel, f, req, addrs)
 	if err != nil {
 		return err
 	}
@@ -380,6 +384,66 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		}
 	}
 }
+
+// dialWakeable sends the stream request of a session (whose context
+// cancel ends). A new address hint while it is still dialling (the peer's
+// old address is dead, or the peer just came back: its own stream to here
+// hinted where) cancels it, and the session ends with errWoken to dial
+// again at once, instead of waiting out the handshake's retransmissions.
+func (p *Peers) dialWakeable(ctx context.Context, cancel context.CancelFunc, f *follower, req *http.Request, addrs []string) (*http.Response, error) {
+	dialed, done := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		// A dial younger than wakeAfter runs on: its handshake may be
+		// about to finish (a peer back at its old address is hinted by
+		// its stream here and by mDNS within a few milliseconds).
+		t := time.NewTimer(wakeAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-dialed:
+			done <- false
+			return
+		case <-ctx.Done():
+			done <- false
+			return
+		}
+		select {
+		case <-f.wake:
+			cancel()
+			done <- true
+		case <-dialed:
+			done <- false
+		case <-ctx.Done():
+			done <- false
+		}
+	}()
+	resp, err := p.dial.Client(f.id, addrs).Do(req)
+	close(dialed)
+	if <-done {
+		if err == nil {
+			resp.Body.Close() // made as the wake came: dialled again
+		}
+		// The transport shares one dial among a peer's requests and lets
+		// it run on: drop it, so that the next request dials anew.
+		if d, ok := p.dial.(dropper); ok {
+			d.Drop(f.id)
+		}
+		return nil, errWoken
+	}
+	return resp, err
+}
+
+// dropper is a Dialer that can forget its connection (and the dial in
+// progress) to a device (transport.Endpoint).
+type dropper interface {
+	Drop(id peer.ID)
+}
+
+// wakeAfter is how long a dial runs before a new hint may cut it short.
+const wakeAfter = 250 * time.Millisecond
+
+// errWoken ends a session whose dial a new address hint cut short.
+var errWoken = errors.New("dialling again: a new address was hinted")
 
 // errResync ends a session so that the next one fetches what a full disk
 // made Put skip.
