@@ -116,10 +116,10 @@ func TestSessionsRestart(t *testing.T) {
 // to retry every two seconds against each machine). The laptop is removed
 // while it runs (it hears of it on the members' streams); the desk while
 // its agent is down, so that it learns it from the members' refusal, which
-// carries the signed removal.
+// carries the signed removal. Then the laptop joins another pool, c's.
 func TestSessionsRemoved(t *testing.T) {
-	l := newLAN(t, "a", "b", "laptop", "desk")
-	a, b, laptop, desk := l.host("a"), l.host("b"), l.host("laptop"), l.host("desk")
+	l := newLAN(t, "a", "b", "laptop", "desk", "c")
+	a, b, laptop, desk, c := l.host("a"), l.host("b"), l.host("laptop"), l.host("desk"), l.host("c")
 	for _, h := range l.hosts {
 		h.agent()
 	}
@@ -127,6 +127,7 @@ func TestSessionsRemoved(t *testing.T) {
 		h.waitDaemon()
 	}
 	joinAll(t, a, b, laptop, desk)
+	otherCode := lastLine(mustCLI(t, c, "pool", "create"))
 	for _, h := range []*host{laptop, desk} {
 		waitFor(t, 20*time.Second, "a and b live on "+h.name, func() error { return liveNodes(h, "a", "b") })
 	}
@@ -190,6 +191,20 @@ func TestSessionsRemoved(t *testing.T) {
 			if strings.Contains(h.logText(), "source over its budget") {
 				t.Errorf("%s refused a source over its budget: a removed device kept calling", h.name)
 			}
+		}
+	})
+	t.Run("joins another pool", func(t *testing.T) {
+		mustCLI(t, laptop, "pool", "join", otherCode, c.ip+":7420")
+		waitFor(t, 20*time.Second, "c live on the laptop", func() error { return liveNodes(laptop, "c") })
+		ps, err := laptop.client().Pool(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ps.Removed != nil || ps.SelfRole != "member" || len(ps.Members) != 2 {
+			t.Errorf("after joining c's pool: removed %+v, role %q, %d members; want a member of a pool of 2", ps.Removed, ps.SelfRole, len(ps.Members))
+		}
+		if out := mustCLI(t, laptop, "pool", "members"); strings.Contains(out, "removed from the pool") {
+			t.Errorf("pool members still says removed:\n%s", out)
 		}
 	})
 }
