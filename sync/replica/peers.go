@@ -440,7 +440,7 @@ type dropper interface {
 }
 
 // wakeAfter is how long a dial runs before a new hint may cut it short.
-const wakeAfter = 250 * time.Millisecond
+const wakeAfter = 100 * time.Millisecond
 
 // errWoken ends a session whose dial a new address hint cut short.
 var errWoken = errors.New("dialling again: a new address was hinted")
