@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -33,9 +34,13 @@ func WriteRemoved(w http.ResponseWriter, msg string, pool []json.RawMessage) {
 
 // readTold reads a refusal's body; ok says it tells of a removal.
 func readTold(resp *http.Response) (Told, bool) {
+	if resp.StatusCode != http.StatusForbidden {
+		return Told{}, false
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxFrame))
 	var t Told
-	if resp.StatusCode != http.StatusForbidden ||
-		json.NewDecoder(io.LimitReader(resp.Body, MaxFrame)).Decode(&t) != nil || t.Code != CodeRemoved {
+	if json.Unmarshal(body, &t) != nil || t.Code != CodeRemoved {
+		resp.Body = io.NopCloser(bytes.NewReader(body)) // for the caller's message
 		return Told{}, false
 	}
 	if len(t.Pool) > maxPool {
