@@ -17,8 +17,10 @@ import (
 // CodeRemoved is the refusal's code.
 const CodeRemoved = "removed"
 
-// Told is the body of the refusal a removed device gets: the {code,
-// message} of every refusal, and the pool's signed records.
+// Told is what a removed device is told: the {code, message} of every
+// refusal (internal/httperr), then, on a line of its own, the pool's signed
+// records, so that a reader of the first value alone (httperr.Read, which
+// reads 4 KiB) finds the usual refusal.
 type Told struct {
 	Code    string            `json:"code"`
 	Message string            `json:"message"`
@@ -29,7 +31,10 @@ type Told struct {
 func WriteRemoved(w http.ResponseWriter, msg string, pool []json.RawMessage) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusForbidden)
-	json.NewEncoder(w).Encode(Told{Code: CodeRemoved, Message: msg, Pool: pool})
+	enc := json.NewEncoder(w)
+	if enc.Encode(Told{Code: CodeRemoved, Message: msg}) == nil {
+		enc.Encode(Told{Pool: pool}) // the device went away: nothing to tell it
+	}
 }
 
 // readTold reads a refusal's body; ok says it tells of a removal.
@@ -38,10 +43,14 @@ func readTold(resp *http.Response) (Told, bool) {
 		return Told{}, false
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, MaxFrame))
-	var t Told
-	if json.Unmarshal(body, &t) != nil || t.Code != CodeRemoved {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var t, recs Told
+	if dec.Decode(&t) != nil || t.Code != CodeRemoved {
 		resp.Body = io.NopCloser(bytes.NewReader(body)) // for the caller's message
 		return Told{}, false
+	}
+	if dec.Decode(&recs) == nil {
+		t.Pool = recs.Pool
 	}
 	if len(t.Pool) > maxPool {
 		t.Pool = t.Pool[:maxPool]
