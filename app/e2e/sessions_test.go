@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,9 +121,11 @@ func TestSessionsRestart(t *testing.T) {
 func TestSessionsRemoved(t *testing.T) {
 	l := newLAN(t, "a", "b", "laptop", "desk", "c")
 	a, b, laptop, desk, c := l.host("a"), l.host("b"), l.host("laptop"), l.host("desk"), l.host("c")
-	for _, h := range l.hosts {
+	const webAddr = "127.0.0.1:7421"
+	for _, h := range []*host{a, b, laptop, c} {
 		h.agent()
 	}
+	desk.web(webAddr) // the window's daemon, in a browser
 	for _, h := range l.hosts {
 		h.waitDaemon()
 	}
@@ -142,7 +145,7 @@ func TestSessionsRemoved(t *testing.T) {
 	desk.kill()
 	mustCLI(t, a, "pool", "remove", selfID(laptop))
 	mustCLI(t, a, "pool", "remove", deskID)
-	desk.agent()
+	deskURL := desk.web(webAddr)
 	desk.waitDaemon()
 
 	for _, h := range []*host{laptop, desk} {
@@ -163,6 +166,23 @@ func TestSessionsRemoved(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the window says so", func(t *testing.T) {
+		if _, err := exec.LookPath("node"); err != nil {
+			skipOrFail(t, "browser test needs node")
+		}
+		if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+			skipOrFail(t, "browser test needs Debian's chromium")
+		}
+		script := filepath.Join(repoRoot(), "frontend", "e2e", "removed.mjs")
+		cmd := exec.Command("ip", "netns", "exec", desk.ns, "node", script, "--url", deskURL, "--by", "a",
+			"--shot", filepath.Join(artifacts(t), "removed.png"))
+		cmd.Dir = filepath.Join(repoRoot(), "frontend")
+		out, err := cmd.CombinedOutput()
+		t.Logf("playwright: %s", strings.TrimSpace(string(out)))
+		if err != nil {
+			t.Fatalf("browser test: %v", err)
+		}
+	})
 	t.Run("stops calling the pool's machines", func(t *testing.T) {
 		// Every replication attempt of a device ends in one of these
 		// lines (agents log at debug level here). Once told, none is
