@@ -185,7 +185,17 @@ type PoolStatus struct {
 	Invites  []Invite `json:"invites"`   // shown to admins and owners only
 	SelfID   string   `json:"self_id"`   // this machine's device ID
 	SelfRole string   `json:"self_role"` // "" when not in a pool
-	Can      Can      `json:"can"`
+	// Removed says who removed this machine from the pool, and when; nil
+	// while it is a member (or in no pool).
+	Removed *Removal `json:"removed,omitempty"`
+	Can     Can      `json:"can"`
+}
+
+// Removal is who removed a device from the pool, and when.
+type Removal struct {
+	By     string    `json:"by"`      // the remover's device ID (this device, when it left)
+	ByName string    `json:"by_name"` // the remover's name in the pool
+	At     time.Time `json:"at"`
 }
 
 // Can says what this machine's role allows in the pool.

@@ -426,6 +426,9 @@ func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
 		return Job{}, err
 	}
 	var out jobs.Job
+	// Stopping twice does what stopping once does: sent again if its
+	// connection turns out to be dead (the machine's agent restarted).
+	ctx = transport.SafeToRetry(ctx)
 	if err := s.NodeCall(ctx, j.Node, http.MethodPost, "/v1/jobs/"+url.PathEscape(j.ID)+"/stop", nil, &out); err != nil {
 		return Job{}, err
 	}

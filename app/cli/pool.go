@@ -95,6 +95,10 @@ func writeMembers(w io.Writer, ps app.PoolStatus) error {
 		fmt.Fprintln(w, "This machine is not in a pool: run `labpool pool create` or `labpool pool join CODE`.")
 		return nil
 	}
+	if r := ps.Removed; r != nil {
+		fmt.Fprintf(w, "This machine was removed from the pool by %s at %s: its members refuse it. Join another pool with `labpool pool join CODE`.\n",
+			r.ByName, r.At.Local().Format(time.DateTime))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pool %s\nID\tNAME\tROLE\tADDED\tSTATE\n", ps.PoolID)
 	for _, m := range ps.Members {

@@ -173,6 +173,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return nil, err
 	}
 	d.peers.OnPool = d.pool.Receive
+	d.peers.Published = publishedAddrs
 	d.openJobs(ctx)
 	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
@@ -312,17 +313,18 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 func (d *Daemon) peerHandler() http.Handler {
 	rs := replica.NewServer(d.db, d.id.ID.String(), d.log)
 	rs.Pool = d.pool.Records
+	rs.Addrs = d.peers.Relay
 	rs.Skip = history.SkipOnCatchUp
 	return agent.PeerHandler(agent.Parts{
 		Telemetry: d.telem,
-		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: rs},
+		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: d.hintFollower(rs)},
 		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler())},
 		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
 		Folders:   d.folderHandler(),
 		Transfers: d.copies.Handler(d.folderCaller),
 		Alerts:    alerts.Handler(d.alerts.Machine(), d.alerts.Caller),
 		Authorize: func(open []string, h http.Handler) http.Handler {
-			return transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h)
+			return d.tellRemoved(transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h))
 		},
 	})
 }

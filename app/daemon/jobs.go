@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/nodestore"
@@ -21,17 +22,22 @@ import (
 // NodeClient implements app.NodeCaller: a client pinned to node id, over
 // the pool's transport; this machine is reached through its own endpoint.
 func (d *Daemon) NodeClient(ctx context.Context, id string) (*http.Client, error) {
-	return d.nodeClient(id, d.ep.Client)
+	return d.nodeClient(ctx, id, d.ep.Client)
 }
 
 // NodeDataClient is NodeClient for bulk bytes: it rides the TCP data path
 // (see transport.Endpoint.DataClient), so copies neither crawl through
 // QUIC nor hold up control and telemetry.
 func (d *Daemon) NodeDataClient(id string) (*http.Client, error) {
-	return d.nodeClient(id, d.ep.DataClient)
+	return d.nodeClient(context.Background(), id, d.ep.DataClient)
 }
 
-func (d *Daemon) nodeClient(id string, client func(peer.ID, []string) *http.Client) (*http.Client, error) {
+// addrWait bounds how long a call waits to learn where a member is (right
+// after a join, the member it joined through is hinted at once; the others
+// are learnt from its stream within a second or so).
+const addrWait = 5 * time.Second
+
+func (d *Daemon) nodeClient(ctx context.Context, id string, client func(peer.ID, []string) *http.Client) (*http.Client, error) {
 	pid, err := peer.ParseID(id)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", app.ErrInvalid, err)
@@ -39,7 +45,9 @@ func (d *Daemon) nodeClient(id string, client func(peer.ID, []string) *http.Clie
 	if pid == d.id.ID {
 		return client(pid, []string{d.selfAddr()}), nil
 	}
-	addrs := d.peers.Addrs(id)
+	wctx, cancel := context.WithTimeout(ctx, addrWait)
+	defer cancel()
+	addrs := d.peers.WaitAddrs(wctx, id)
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("no address known for %s: is it on the network?", pid.Short())
 	}

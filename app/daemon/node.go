@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/internal/beat"
+	"github.com/labpool/labpool/sync/transport"
 )
 
 // runNodeRecord publishes this node's record (info and addresses) at start
@@ -46,7 +49,13 @@ func (d *Daemon) addresses() []string {
 	port := d.ep.Addr().Port
 	var ifaces []net.Interface
 	if len(d.cfg.Ifaces) > 0 {
-		ifaces, _ = discovery.SelectInterfaces(d.cfg.Ifaces)
+		// The named interfaces, multicast or not: without mDNS these
+		// addresses are how members find this machine.
+		for _, name := range d.cfg.Ifaces {
+			if ifc, err := net.InterfaceByName(name); err == nil {
+				ifaces = append(ifaces, *ifc)
+			}
+		}
 	} else {
 		all, _ := net.Interfaces()
 		for _, ifc := range all {
@@ -85,11 +94,36 @@ func (d *Daemon) hintKnownAddresses(ctx context.Context) {
 		if err != nil || !ok {
 			continue
 		}
-		var nr app.NodeRecord
-		if json.Unmarshal(rec.Data, &nr) == nil {
-			d.peers.Hint(m.ID, nr.Addresses...)
+		if m.ID == d.id.ID.String() {
+			continue
 		}
+		addrs := publishedAddrs(rec.Data)
+		d.peers.Hint(m.ID, addrs...)
+		d.peers.Publish(m.ID, addrs) // relayed to the others at once
 	}
+}
+
+// publishedAddrs returns the addresses a node record says its node may be
+// reached at (replica.Peers.Published).
+func publishedAddrs(data []byte) []string {
+	var nr app.NodeRecord
+	if json.Unmarshal(data, &nr) != nil {
+		return nil
+	}
+	return nr.Addresses
+}
+
+// hintFollower hints, before h serves a member's replication stream, the
+// address the member's session came from: its handshake proved the member
+// there, and a member that joined through this machine without mDNS is
+// reached that way (its records, then its addresses, are relayed from here).
+func (d *Daemon) hintFollower(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := transport.PeerID(r); ok && id != d.id.ID {
+			d.peers.Hint(id.String(), r.RemoteAddr)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // startDiscovery announces this node and turns what mDNS finds into
@@ -102,6 +136,13 @@ func (d *Daemon) startDiscovery(ctx context.Context, g interface{ Go(func() erro
 	cfg.Ifaces = d.cfg.Ifaces
 	cfg.Quiet = d.peers.AllOnline // every member connected: browse once a minute
 	d.disc = cfg
+	if _, err := discovery.SelectInterfaces(cfg.Ifaces); errors.Is(err, discovery.ErrNoMulticast) {
+		// Said once: the pool still works, joined by HOST:PORT, and members
+		// learn each other's addresses from the pool's streams (their
+		// node records, relayed by every member).
+		d.log.Warn("mdns discovery is off: join this machine by HOST:PORT; members learn addresses through the pool", "err", err)
+		return nil
+	}
 	poolID, _, err := d.db.Setting(ctx, app.SettingPoolID)
 	if err != nil {
 		return err

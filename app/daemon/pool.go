@@ -41,6 +41,10 @@ func (p *poolManager) Status(ctx context.Context) (app.PoolStatus, error) {
 	ps.Can = app.CanFor(ps.SelfRole)
 	if ps.SelfRole == "" {
 		ps.Can = app.Can{Why: "This machine was removed from the pool."}
+		if r, ok := d.pool.RemovalOf(self); ok {
+			ps.Removed = &app.Removal{By: r.By, ByName: d.nameOf(r.By), At: r.At}
+			ps.Can.Why = fmt.Sprintf("This machine was removed from the pool by %s at %s.", ps.Removed.ByName, r.At.Local().Format(time.DateTime))
+		}
 	}
 	if ps.Can.ManageMembers {
 		now := time.Now()

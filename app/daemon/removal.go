@@ -2,11 +2,16 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/replica"
+	"github.com/labpool/labpool/sync/transport"
 )
 
 // evictTimeout bounds the work of ending one removed device's jobs here.
@@ -18,12 +23,54 @@ const evictTimeout = 30 * time.Second
 // does not block.
 func (d *Daemon) removed(id peer.ID) {
 	if id == d.id.ID {
-		d.log.Warn("this machine was removed from the pool: the members refuse it from now on")
+		r, _ := d.pool.RemovalOf(id.String())
+		d.log.Warn("this machine was removed from the pool: the members refuse it from now on, and it calls none of them",
+			"by", d.nameOf(r.By), "at", r.At.UTC().Format(time.RFC3339))
 		return // its own jobs and copies here are its own
 	}
 	d.ep.Disconnect(id)
 	d.cancelCopiesOf(id.String())
 	d.evictions.add(id)
+}
+
+// tellRemoved answers a removed device's stream request with the proof
+// that it was removed (replica.Told), so that it stops calling; its other
+// requests, and everyone else's, go to h. The answer is a refusal charged to
+// the device's address like the others, and it is given while the
+// address's budget lasts.
+func (d *Daemon) tellRemoved(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := transport.PeerID(r)
+		if !ok || r.URL.Path != replica.StreamPath || d.isMember(id) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rm, removed := d.pool.RemovalOf(id.String())
+		src := netip.Addr{}
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			src = ap.Addr().Unmap()
+		}
+		l := d.ep.Refusals()
+		if !removed || l.Exhausted(src) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		l.Charge(src)
+		recs, _ := d.pool.Records()
+		replica.WriteRemoved(w, fmt.Sprintf("this device was removed from the pool by %s at %s",
+			d.nameOf(rm.By), rm.At.UTC().Format(time.RFC3339)), recs)
+	})
+}
+
+// nameOf is a member's name in the pool's log, or its short ID.
+func (d *Daemon) nameOf(id string) string {
+	if name := d.memberName(id); name != "" {
+		return name
+	}
+	if pid, err := peer.ParseID(id); err == nil {
+		return pid.Short()
+	}
+	return id
 }
 
 // runEvictions ends the jobs of removed devices: queued ones are cancelled

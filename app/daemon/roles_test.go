@@ -23,6 +23,7 @@ var matrixRoles = []string{"owner", "admin", "member", "viewer", "removed", "str
 const (
 	allowed     = ""
 	notMember   = "not_member: this device is not a member of the pool"
+	toldRemoved = "removed: this device was removed from the pool by "
 	noLaunch    = "viewers cannot launch jobs"
 	noTags      = "only the machine's owner replaces image tags"
 	noClear     = "only the pool's owners and this machine's user clear a quarantine"
@@ -50,7 +51,8 @@ func membersOnly(method, path, body string) peerRoute {
 var peerRoutes = []peerRoute{
 	membersOnly("GET", "/v1/node/info", ""),
 	membersOnly("GET", "/v1/node/sample", ""),
-	membersOnly("GET", "/v1/replica/stream", ""),
+	// A removed device is told so on the stream, with the proof (sync/replica's Told).
+	{"GET", "/v1/replica/stream", "", [6]string{allowed, allowed, allowed, allowed, toldRemoved, notMember}},
 	// Open to all: a malformed join reaches the join handler, which
 	// answers 400 to anyone (TestTrust refuses a removed device's real join).
 	{"POST", "/v1/pool/join", "{}", [6]string{allowed, allowed, allowed, allowed, allowed, allowed}},

@@ -141,10 +141,13 @@ func (m *Manager) admit(r *http.Request) (JoinResponse, int, string, error) {
 // wrong code only after every address it found refused it.
 func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
 	if cur, ok := m.PoolID(); ok {
-		if cur != code.Pool {
+		_, member := m.Role(m.Self())
+		if cur != code.Pool && member {
 			return fmt.Errorf("%w (%s)", ErrInPool, cur)
 		}
-		if _, member := m.Role(m.Self()); !member {
+		// A device removed from its pool may join another: the new pool's
+		// log replaces the old one once its answer checks out (joinAt).
+		if cur == code.Pool && !member {
 			return ErrRemoved // the log this device holds says so; members refuse it
 		}
 		// This log may not know yet that this device was removed (members
@@ -279,9 +282,16 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 		return err
 	}
 	m.mu.Lock()
-	if m.log != nil {
+	if m.log != nil && m.log.Pool() == code.Pool {
 		m.mu.Unlock()
 		return m.Receive(ctx, conn.PeerID(), resp.Records) // a member already: catch up
+	}
+	if m.log != nil {
+		// Removed from its old pool (Join checked): forget that pool's
+		// log; commit replaces its records and members in the store.
+		m.cfg.Log.Info("leaving the pool this machine was removed from", "pool", m.log.Pool().String())
+		m.stored, m.void, m.gone = map[[32]byte]bool{}, map[[32]byte]bool{}, map[string]bool{}
+		m.waiting, m.dropped = map[[32]byte][]byte{}, map[[32]byte]bool{}
 	}
 	m.log = l
 	m.raw = raws

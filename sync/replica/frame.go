@@ -43,6 +43,9 @@ var ErrFrameTooLarge = errors.New("replication frame too large")
 type Frame struct {
 	Records []store.Record    `json:"r,omitempty"`
 	Pool    []json.RawMessage `json:"p,omitempty"` // signed membership records, relayed as received
+	// Addrs relays where the members the sender follows said they may be
+	// reached (device ID to IP:port): hints, proved only by a handshake.
+	Addrs map[string][]string `json:"a,omitempty"`
 }
 
 // Decoder reads frames from a stream.
@@ -75,7 +78,7 @@ func DecodeFrame(line []byte) (Frame, error) {
 	if err := json.Unmarshal(line, &f); err != nil {
 		return Frame{}, fmt.Errorf("decode replication frame: %w", err)
 	}
-	if len(f.Records) > maxBatch || len(f.Pool) > maxPool {
+	if len(f.Records) > maxBatch || len(f.Pool) > maxPool || len(f.Addrs) > maxPool {
 		return Frame{}, fmt.Errorf("decode replication frame: %d records, %d pool records: over %d or %d", len(f.Records), len(f.Pool), maxBatch, maxPool)
 	}
 	for _, r := range f.Records {

@@ -56,10 +56,18 @@ type Peers struct {
 	// OnPool is given the signed membership records a member relays; it
 	// checks and keeps the valid ones (sync/pool.Manager.Receive).
 	OnPool func(ctx context.Context, from peer.ID, recs []json.RawMessage) error
+	// Published returns the addresses a member's node record (its data)
+	// says it may be reached at; nil learns no address from records.
+	Published func(data []byte) []string
 
-	mu      sync.Mutex // guards peers, pending and each follower's book
+	mu      sync.Mutex // guards peers, pending, learnt and each follower's book
 	peers   map[string]*follower
 	pending map[string]*pendingHint // hints for devices without a follower
+	learnt  chan struct{}           // closed (and replaced) when an address is learnt
+	// published is what each member's node record says, relayGen counts
+	// its changes (relay.go).
+	published map[string][]string
+	relayGen  uint64
 }
 
 type follower struct {
@@ -109,10 +117,51 @@ func (p *Peers) AllOnline() bool {
 func (p *Peers) Addrs(id string) []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.addrsLocked(id)
+}
+
+// addrsLocked is Addrs, hints waiting for a follower included. p.mu must
+// be held.
+func (p *Peers) addrsLocked(id string) []string {
 	if f := p.peers[id]; f != nil {
 		return f.book.list()
 	}
+	if h := p.pending[id]; h != nil && time.Since(h.at) < pendingTTL {
+		return h.book.list()
+	}
 	return nil
+}
+
+// WaitAddrs returns the addresses known for id, waiting until one is
+// learnt (a join, mDNS, a member's relay) or ctx ends: a command given
+// right after a join finds the machine it names.
+func (p *Peers) WaitAddrs(ctx context.Context, id string) []string {
+	for {
+		p.mu.Lock()
+		addrs := p.addrsLocked(id)
+		if p.learnt == nil {
+			p.learnt = make(chan struct{})
+		}
+		learnt := p.learnt
+		p.mu.Unlock()
+		if len(addrs) > 0 {
+			return addrs
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-learnt:
+		}
+	}
+}
+
+// wakeWaiters tells WaitAddrs that an address was learnt. p.mu must be
+// held.
+func (p *Peers) wakeWaiters() {
+	if p.learnt != nil {
+		close(p.learnt)
+		p.learnt = nil
+	}
 }
 
 // Hint records addresses where id may be reached (from mDNS or a join).
@@ -123,6 +172,7 @@ func (p *Peers) Addrs(id string) []string {
 func (p *Peers) Hint(id string, addrs ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer p.wakeWaiters()
 	f := p.peers[id]
 	if f == nil {
 		p.holdHint(id, addrs, time.Now())
@@ -191,6 +241,17 @@ func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if selfRemoved(members, p.self.String()) {
+		// Removed from the pool: the members refuse this device, so it
+		// calls none of them (their followers stop; none starts).
+		for _, f := range p.peers {
+			if f.cancel != nil {
+				f.cancel()
+				f.cancel = nil
+			}
+		}
+		return nil
+	}
 	for _, m := range members {
 		if m.ID == p.self.String() {
 			continue
@@ -238,6 +299,10 @@ func (p *Peers) follow(ctx context.Context, f *follower) {
 			return
 		}
 		p.log.Debug("replication session ended", "peer", f.id, "err", err)
+		if errors.Is(err, errWoken) {
+			backoff = p.cfg.MinBackoff
+			continue
+		}
 		if time.Since(start) > 10*time.Second {
 			backoff = p.cfg.MinBackoff
 		}
@@ -278,11 +343,20 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	if err != nil {
 		return err
 	}
-	resp, err := p.dial.Client(f.id, addrs).Do(req)
+	resp, err := p.dialWakeable(ctx, cancel, f, req, addrs)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if told, ok := readTold(resp); ok {
+		// This device was removed: the pool's records prove it (or not).
+		if p.OnPool != nil {
+			if err := p.OnPool(ctx, f.id, told.Pool); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("replication stream: %s", told.Message)
+	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("replication stream: %s: %s", resp.Status, msg)
@@ -311,6 +385,66 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	}
 }
 
+// dialWakeable sends the stream request of a session (whose context
+// cancel ends). A new address hint while it is still dialling (the peer's
+// old address is dead, or the peer just came back: its own stream to here
+// hinted where) cancels it, and the session ends with errWoken to dial
+// again at once, instead of waiting out the handshake's retransmissions.
+func (p *Peers) dialWakeable(ctx context.Context, cancel context.CancelFunc, f *follower, req *http.Request, addrs []string) (*http.Response, error) {
+	dialed, done := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		// A dial younger than wakeAfter runs on: its handshake may be
+		// about to finish (a peer back at its old address is hinted by
+		// its stream here and by mDNS within a few milliseconds).
+		t := time.NewTimer(wakeAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-dialed:
+			done <- false
+			return
+		case <-ctx.Done():
+			done <- false
+			return
+		}
+		select {
+		case <-f.wake:
+			cancel()
+			done <- true
+		case <-dialed:
+			done <- false
+		case <-ctx.Done():
+			done <- false
+		}
+	}()
+	resp, err := p.dial.Client(f.id, addrs).Do(req)
+	close(dialed)
+	if <-done {
+		if err == nil {
+			resp.Body.Close() // made as the wake came: dialled again
+		}
+		// The transport shares one dial among a peer's requests and lets
+		// it run on: drop it, so that the next request dials anew.
+		if d, ok := p.dial.(dropper); ok {
+			d.Drop(f.id)
+		}
+		return nil, errWoken
+	}
+	return resp, err
+}
+
+// dropper is a Dialer that can forget its connection (and the dial in
+// progress) to a device (transport.Endpoint).
+type dropper interface {
+	Drop(id peer.ID)
+}
+
+// wakeAfter is how long a dial runs before a new hint may cut it short.
+const wakeAfter = 100 * time.Millisecond
+
+// errWoken ends a session whose dial a new address hint cut short.
+var errWoken = errors.New("dialling again: a new address was hinted")
+
 // errResync ends a session so that the next one fetches what a full disk
 // made Put skip.
 var errResync = errors.New("history resumed: fetching again what the full disk skipped")
@@ -330,6 +464,10 @@ func (p *Peers) apply(ctx context.Context, f *follower, fr Frame) error {
 			return err
 		}
 		p.logRefused(f, refused)
+		p.learnRecords(origin, fr.Records)
+	}
+	if len(fr.Addrs) > 0 {
+		p.learnRelayed(origin, fr.Addrs)
 	}
 	if len(fr.Pool) > 0 && p.OnPool != nil {
 		return p.OnPool(ctx, f.id, fr.Pool)
@@ -365,4 +503,14 @@ func (p *Peers) setOnline(f *follower, online bool) {
 	if changed && p.OnChange != nil {
 		p.OnChange(f.id.String(), online)
 	}
+}
+
+// selfRemoved says whether the member set holds self as removed.
+func selfRemoved(members []store.MemberRow, self string) bool {
+	for _, m := range members {
+		if m.ID == self {
+			return m.Removed
+		}
+	}
+	return false
 }

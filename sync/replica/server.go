@@ -27,6 +27,9 @@ type Server struct {
 	// Pool returns the signed membership records to relay and a
 	// fingerprint that changes with them; nil relays none.
 	Pool func() ([]json.RawMessage, uint64)
+	// Addrs returns the members' addresses to relay (Frame.Addrs) and a
+	// fingerprint that changes with them; nil relays none.
+	Addrs func() (map[string][]string, uint64)
 	// Skip, when set, leaves records out of a catch-up (never out of the
 	// live frames): app/history leaves out 1 s samples older than a few
 	// minutes, which the follower has as minutes, so a member back from
@@ -84,8 +87,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 	beat := time.NewTimer(s.Heartbeat)
 	defer beat.Stop()
 	var (
-		poolSum uint64
-		buf     []byte // the last frame's line, reused
+		poolSum, addrSum uint64
+		buf              []byte // the last frame's line, reused
 	)
 	dirty := true // read the store at start and after each change only
 	for {
@@ -95,6 +98,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 				return err
 			}
 			if poolSum, err = s.sendPool(enc, poolSum); err != nil {
+				return err
+			}
+			if addrSum, err = s.sendAddrs(enc, addrSum); err != nil {
 				return err
 			}
 			fl.Flush()
@@ -113,10 +119,17 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, fl http.Flus
 			dirty = true
 		case <-beat.C:
 			// A quiet second: a heartbeat, with no query, tells the
-			// follower we are alive.
-			if _, err := w.Write(heartbeat); err != nil {
+			// follower we are alive (or the members' new addresses do).
+			sum, err := s.sendAddrs(enc, addrSum)
+			if err != nil {
 				return err
 			}
+			if sum == addrSum {
+				if _, err := w.Write(heartbeat); err != nil {
+					return err
+				}
+			}
+			addrSum = sum
 			fl.Flush()
 			beat.Reset(s.Heartbeat)
 		}
@@ -202,4 +215,18 @@ func (s *Server) sendPool(enc *json.Encoder, last uint64) (uint64, error) {
 		recs = recs[len(recs)-maxPool:]
 	}
 	return sum, enc.Encode(Frame{Pool: recs})
+}
+
+// sendAddrs relays the members' addresses when they differ from what was
+// last sent (fingerprint last). It runs when the stream wakes for another
+// reason (a record, the heartbeat), never on a timer of its own.
+func (s *Server) sendAddrs(enc *json.Encoder, last uint64) (uint64, error) {
+	if s.Addrs == nil {
+		return last, nil
+	}
+	addrs, sum := s.Addrs()
+	if sum == last || len(addrs) == 0 {
+		return sum, nil
+	}
+	return sum, enc.Encode(Frame{Addrs: addrs})
 }

@@ -119,25 +119,62 @@ func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := rt.RoundTrip(retarget(req))
 	if err != nil && replayable(req, err) {
-		// The connection died under the request (the peer restarted or
-		// closed it): the transport has forgotten it, so this redials.
-		resp, err = rt.RoundTrip(retarget(req))
+		// The connection died under the request (the peer restarted, or
+		// went silent): the transport has forgotten it, so this redials.
+		again, rerr := rewound(req)
+		if rerr != nil {
+			return nil, err
+		}
+		resp, err = rt.RoundTrip(retarget(again))
 	}
 	return resp, err
 }
 
-// replayable reports whether req may be sent again after err: it is
-// idempotent, has no body to resend, and err ended the whole connection.
+// Retried requests. A request is sent once more, on a new connection,
+// when the connection under it turns out to be dead (ConnectionLost: a
+// stateless reset from a restarted peer, an idle timeout, a close) and it
+// is safe to repeat: its method is idempotent (GET, HEAD, OPTIONS, PUT,
+// DELETE), or its caller marked it with SafeToRetry; and its body, if it
+// has one, can be read again (http.NewRequest sets GetBody for in-memory
+// bodies). Anything else (a launch, a stream of bytes) fails as it is.
+
+type safeKey struct{}
+
+// SafeToRetry marks the requests made with the returned context as safe to
+// send twice, whatever their method: repeating one does what doing it once
+// does (stopping a job, for instance).
+func SafeToRetry(ctx context.Context) context.Context {
+	return context.WithValue(ctx, safeKey{}, true)
+}
+
+// replayable reports whether req may be sent again after err.
 func replayable(req *http.Request, err error) bool {
 	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
 	default:
-		return false
+		if safe, _ := req.Context().Value(safeKey{}).(bool); !safe {
+			return false
+		}
 	}
-	if req.Body != nil && req.Body != http.NoBody || req.Context().Err() != nil {
+	hasBody := req.Body != nil && req.Body != http.NoBody
+	if hasBody && req.GetBody == nil || req.Context().Err() != nil {
 		return false
 	}
 	return ConnectionLost(err)
+}
+
+// rewound returns req with its body read again from the start.
+func rewound(req *http.Request) (*http.Request, error) {
+	if req.Body == nil || req.Body == http.NoBody {
+		return req, nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	out := *req
+	out.Body = body
+	return &out, nil
 }
 
 // reset replaces the transport, closing the old one's connection.

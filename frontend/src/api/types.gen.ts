@@ -477,6 +477,7 @@ export interface PoolStatus {
   invites: Invite[] | null
   self_id: string
   self_role: string
+  removed?: Removal | null
   can: Can
 }
 
@@ -516,6 +517,13 @@ export interface PullRequest {
   node: string
   ref: string
   force?: boolean
+}
+
+/** app.Removal */
+export interface Removal {
+  by: string
+  by_name: string
+  at: string
 }
 
 /** app.RemoveRequest */
