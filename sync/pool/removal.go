@@ -8,8 +8,8 @@ type Removal struct {
 	At time.Time // the record's version, a hybrid clock in unix ms
 }
 
-// RemovalOf returns the record that removed id from the pool, if the log
-// holds one: what a removed device is told (the record is signed, so the
+// RemovalOf returns the record that removed id from the pool (the earliest
+// that took effect), if the log holds one: what a removed device is told (the record is signed, so the
 // device checks it as it checks any relayed record).
 func (m *Manager) RemovalOf(id string) (Removal, bool) {
 	m.mu.Lock()
@@ -19,10 +19,14 @@ func (m *Manager) RemovalOf(id string) (Removal, bool) {
 	}
 	var out Removal
 	found := false
+	void := m.log.Superseded()
 	for _, r := range m.log.Records() {
+		if _, ok := void[r.Hash()]; ok {
+			continue // held without effect: it removed no one
+		}
 		if r.Kind == KindRemove && r.Subject == id {
 			at := time.UnixMilli(int64(r.Version))
-			if !found || at.After(out.At) {
+			if !found || at.Before(out.At) {
 				out, found = Removal{By: r.Signer, At: at}, true
 			}
 		}
