@@ -618,6 +618,15 @@ func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums fo
 			return err
 		}
 	}
+	return readEnd(src, rc)
+}
+
+// readEnd reads the end of a stream from src whose blocks were all read,
+// so that its connection is kept for the next request.
+func readEnd(src string, rc io.Reader) error {
+	if err := folders.ReadEnd(rc); err != nil {
+		return receiveError(src, err)
+	}
 	return nil
 }
 
@@ -687,5 +696,5 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 			return err
 		}
 	}
-	return nil
+	return readEnd(src, rc)
 }
