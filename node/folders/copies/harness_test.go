@@ -43,9 +43,9 @@ type machine struct {
 	store   *memSettings
 	rcv     atomic.Pointer[copies.Receiver] // replaced by a restart
 	srv     *httptest.Server
-	changed chan string // shares a copy wrote into
-	removed chan string // shares the engine removed (a local source withdrawn)
-	blocked atomic.Bool // its data clients wait for data until cancelled
+	changed chan string  // shares a copy wrote into
+	removed chan string  // shares the engine removed (a local source withdrawn)
+	blocked atomic.Bool  // its data clients wait for data until cancelled
 	conns   atomic.Int64 // connections its server accepted
 	stop    context.CancelFunc
 	runErr  chan error
