@@ -76,6 +76,10 @@ func ReadEnd(body io.Reader) error {
 	}
 }
 
+// ErrNoAnswer means a request to the sending machine got no answer: it
+// could not be reached, or the connection was lost before it answered.
+var ErrNoAnswer = errors.New("the sending machine did not answer")
+
 // sourceError says that the sending machine could not be reached, without
 // the request's URL.
 func sourceError(err error) error {
@@ -83,8 +87,12 @@ func sourceError(err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return fmt.Errorf("the sending machine did not answer: %w", err)
+	return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 }
+
+// CloseIdleConnections drops the connections kept for the next request,
+// for a copy that asks again after its network changed.
+func (s HTTPSource) CloseIdleConnections() { s.Client.CloseIdleConnections() }
 
 // Walk implements Source.
 func (s HTTPSource) Walk(ctx context.Context, p string) ([]FileMeta, error) {
