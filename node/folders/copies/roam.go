@@ -15,11 +15,12 @@ import (
 // than fail, since nothing tells TCP that the address they were made from
 // is gone. So each request for a file's blocks, or for a bundle of small
 // files, is watched: a stream that brings no byte for Pull.Stall is
-// dropped, and it, like a request the source did not answer, is asked
-// again (from the first block not yet received, over a new connection)
-// until Pull.Lost passes without progress. A source that answers and then
-// stops in the middle (its agent killed) fails the copy at once; copying
-// again resumes it.
+// dropped and asked again (from the first block not yet received, over a
+// new connection), as are the requests the source does not answer after
+// that (the new address may not be there yet), until Pull.Lost passes
+// without progress. A source that stops in the middle of a stream, or
+// does not answer while nothing went quiet (its agent was killed, its
+// machine refuses), fails the copy at once; copying again resumes it.
 
 // Defaults of Pull.Stall and Pull.Lost.
 const (
@@ -89,11 +90,12 @@ func (s *stallReader) Close() error {
 	return err
 }
 
-// lostNetwork reports whether err means the source could not be heard
-// (a stream that went quiet, a request with no answer), so the work may
-// be asked for again, rather than a refusal or a stream cut at the source.
-func lostNetwork(err error) bool {
-	return errors.Is(err, errStalled) || errors.Is(err, folders.ErrNoAnswer)
+// lostNetwork reports whether err, in a stretch without progress that
+// began with a stream gone quiet, means the network is still lost (a
+// stream quiet again, a request with no answer), so the work may be asked
+// for again, rather than a refusal or a stream cut at the source.
+func lostNetwork(err error, quiet bool) bool {
+	return errors.Is(err, errStalled) || (quiet && errors.Is(err, folders.ErrNoAnswer))
 }
 
 // retry runs work until it succeeds, fails other than by a lost network,
@@ -103,11 +105,13 @@ func lostNetwork(err error) bool {
 func (p *Pull) retry(ctx context.Context, work func(progress func()) error) error {
 	last := time.Now()
 	wait := time.Second
+	quiet := false // a stream went quiet since the last progress
 	for {
-		err := work(func() { last, wait = time.Now(), time.Second })
-		if err == nil || ctx.Err() != nil || !lostNetwork(err) || time.Since(last) > p.Lost {
+		err := work(func() { last, wait, quiet = time.Now(), time.Second, false })
+		if err == nil || ctx.Err() != nil || !lostNetwork(err, quiet) || time.Since(last) > p.Lost {
 			return err
 		}
+		quiet = true
 		if c, ok := p.Src.(idleCloser); ok {
 			c.CloseIdleConnections()
 		}

@@ -18,15 +18,15 @@ import (
 )
 
 // flakySource is a source whose first streams break as a network does:
-// each of the first `fail` requests for blocks or bundles sends `keep`
-// bytes and then, by mode, goes quiet (until its request is cancelled),
-// is cut (the source stopped), or has no answer at all.
+// the requests for blocks or bundles follow script, one word each, then
+// answer well: "quiet" sends keep bytes and then nothing (until its
+// request is cancelled), "cut" sends keep bytes and stops (the source's
+// agent killed), "no answer" gets none.
 type flakySource struct {
 	RootSource
-	mode  string // "quiet", "cut" or "no answer"
-	keep  int64
-	fail  int32
-	asked atomic.Int32
+	script []string
+	keep   int64
+	asked  atomic.Int32
 }
 
 func (s *flakySource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
@@ -40,10 +40,11 @@ func (s *flakySource) Bundle(ctx context.Context, paths []string) (io.ReadCloser
 }
 
 func (s *flakySource) flake(ctx context.Context, rc io.ReadCloser) (io.ReadCloser, error) {
-	if s.asked.Add(1) > s.fail {
+	i := int(s.asked.Add(1)) - 1
+	if i >= len(s.script) {
 		return rc, nil
 	}
-	switch s.mode {
+	switch s.script[i] {
 	case "no answer":
 		rc.Close()
 		return nil, fmt.Errorf("%w: connect: network is unreachable", folders.ErrNoAnswer)
@@ -71,10 +72,11 @@ func (q quiet) Read([]byte) (int, error) {
 	return 0, q.ctx.Err()
 }
 
-// TestPullOutlivesLostNetwork: streams that go quiet, or requests with no
-// answer, are asked again from the first block not yet received, and the
-// copy completes with no block received twice; a stream cut at the source
-// fails the copy at once.
+// TestPullOutlivesLostNetwork: streams that go quiet, and the requests
+// with no answer after them, are asked again from the first block not yet
+// received, and the copy completes with no block received twice; a stream
+// cut at the source, or a request with no answer while nothing went
+// quiet, fails the copy at once.
 func TestPullOutlivesLostNetwork(t *testing.T) {
 	src := t.TempDir()
 	big := make([]byte, 40*folders.BlockSize+123)
@@ -89,17 +91,22 @@ func TestPullOutlivesLostNetwork(t *testing.T) {
 		os.WriteFile(filepath.Join(src, "top", "small", fmt.Sprintf("f%03d", i)), b, 0o644)
 	}
 	for _, tt := range []struct {
-		mode    string
-		wantErr bool
-	}{{"quiet", false}, {"no answer", false}, {"cut", true}} {
-		t.Run(tt.mode, func(t *testing.T) {
+		script  string
+		wantErr string
+	}{
+		{"quiet,quiet,quiet", ""},
+		{"quiet,no answer,no answer", ""},
+		{"cut", "stopped in the middle"},
+		{"no answer", "did not answer"},
+	} {
+		t.Run(tt.script, func(t *testing.T) {
 			dst := t.TempDir()
-			s := &flakySource{RootSource: RootSource{mustRoot(t, src)}, mode: tt.mode, keep: 5*folders.BlockSize/2 + 7, fail: 3}
-			p := &Pull{Src: s, SrcPath: "top", SrcName: "top", Dst: mustRoot(t, dst), DstPath: ".", Stall: 100 * time.Millisecond}
+			s := &flakySource{RootSource: RootSource{mustRoot(t, src)}, script: strings.Split(tt.script, ","), keep: 5*folders.BlockSize/2 + 7}
+			p := &Pull{Src: s, SrcPath: "top", SrcName: "top", Dst: mustRoot(t, dst), DstPath: ".", Stall: 100 * time.Millisecond, Streams: 1} // one stream: the script in order
 			got, err := p.Run(context.Background())
-			if tt.wantErr {
-				if err == nil || !strings.Contains(err.Error(), "stopped in the middle") || p.Retries() != 0 {
-					t.Fatalf("Run = %v after %d retries; want the cut stream's error at once", err, p.Retries())
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || p.Retries() != 0 {
+					t.Fatalf("Run = %v after %d retries; want %q at once", err, p.Retries(), tt.wantErr)
 				}
 				return
 			}
@@ -107,7 +114,7 @@ func TestPullOutlivesLostNetwork(t *testing.T) {
 				t.Fatalf("Run: %v", err)
 			}
 			if p.Retries() < 3 {
-				t.Errorf("%d requests asked again; want at least 3: the test proves nothing", p.Retries())
+				t.Errorf("%d requests asked again; want at least 3", p.Retries())
 			}
 			if want := int64(len(big)) + small; got.Sent != want || got.Done != want {
 				t.Errorf("sent %d, done %d; want %d each (a block received twice, or one missing)", got.Sent, got.Done, want)
@@ -128,7 +135,7 @@ func TestPullGivesUpOnLostSource(t *testing.T) {
 	src, dst := t.TempDir(), t.TempDir()
 	b := make([]byte, 3*folders.BlockSize)
 	os.WriteFile(filepath.Join(src, "f"), b, 0o644)
-	s := &flakySource{RootSource: RootSource{mustRoot(t, src)}, mode: "quiet", fail: 1 << 30}
+	s := &flakySource{RootSource: RootSource{mustRoot(t, src)}, script: strings.Split(strings.Repeat("quiet,", 1000), ",")}
 	p := &Pull{Src: s, SrcPath: "f", SrcName: "f", Dst: mustRoot(t, dst), DstPath: "f", Stall: 50 * time.Millisecond, Lost: 10 * time.Millisecond}
 	if _, err := p.Run(context.Background()); !errors.Is(err, errStalled) {
 		t.Fatalf("Run = %v; want errStalled", err)
