@@ -32,6 +32,11 @@ func BenchmarkCopyVsSSH(b *testing.B) {
 	base := benchDisk(b) // before the agents: their namespaces see the mounts made so far
 	l := newLAN(b, "laptop", "server")
 	laptop, server := l.host("laptop"), l.host("server")
+	profiles := os.Getenv("LABPOOL_BENCH_PPROF") // a directory: CPU profiles of both agents during each labpool copy
+	if profiles != "" {
+		laptop.env = append(laptop.env, "LABPOOL_PPROF=127.0.0.1:6060")
+		server.env = append(server.env, "LABPOOL_PPROF=127.0.0.1:6060")
+	}
 	laptop.agent()
 	server.agent()
 	laptop.waitDaemon()
@@ -97,8 +102,13 @@ func BenchmarkCopyVsSSH(b *testing.B) {
 		// busy with write-back for a while, which would blur its timings.
 		for _, set := range sets {
 			src := filepath.Join(base, set)
+			if set == "big" {
+				// The ceiling: the same bytes over one bare TLS stream
+				// between the same two namespaces, memory to memory.
+				res["bare-tls-big"] += bareTLS(b, laptop, server, 2<<30)
+			}
 			cpu := agentCPU(laptop) + agentCPU(server)
-			res["labpool-"+set] += timeIt("labpool "+set, run(laptop, "cp", "-q", src, "server:recv/"))
+			res["labpool-"+set] += timeIt("labpool "+set, profileAgents(b, profiles, set, run(laptop, "cp", "-q", src, "server:recv/"), laptop, server))
 			res["labpool-"+set+"-agents-cpu"] += agentCPU(laptop) + agentCPU(server) - cpu
 			res["rsync-"+set] += timeIt("rsync "+set, shell("rsync -a -e '"+ssh+"' "+src+" "+dest))
 			res["scp-"+set] += timeIt("scp "+set, shell(scp+" "+src+" "+dest))
@@ -137,10 +147,43 @@ func BenchmarkCopyVsSSH(b *testing.B) {
 		best := min(res["rsync-"+set], res["scp-"+set])
 		b.ReportMetric(best.Seconds()/res["labpool-"+set].Seconds(), set+"-speedup-x")
 	}
+	if res["bare-tls-big"] > 0 {
+		b.ReportMetric(res["bare-tls-big"].Seconds()/res["labpool-big"].Seconds()*100, "big-%-of-bare-tls")
+	}
 	if res["labpool-small"] > 0 {
 		b.ReportMetric(res["labpool-recopy"].Seconds()/res["labpool-small"].Seconds()*100, "recopy-%-of-first")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// profileAgents starts CPU profiles of both agents (LABPOOL_PPROF) of
+// LABPOOL_BENCH_PPROF_SECONDS (10 by default) into dir, named after the
+// set, while cmd runs, when dir is set; the returned command runs cmd and
+// waits for the files.
+func profileAgents(b *testing.B, dir, set string, cmd func() error, hosts ...*host) func() error {
+	if dir == "" {
+		return cmd
+	}
+	secs := os.Getenv("LABPOOL_BENCH_PPROF_SECONDS")
+	if secs == "" {
+		secs = "10"
+	}
+	return func() error {
+		var curls []*exec.Cmd
+		for _, h := range hosts {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%s-%d.pprof", h.name, set, time.Now().UnixNano()))
+			c := exec.Command("ip", "netns", "exec", h.ns, "curl", "-s", "-o", out, "http://127.0.0.1:6060/debug/pprof/profile?seconds="+secs)
+			if err := c.Start(); err != nil {
+				return err
+			}
+			curls = append(curls, c)
+		}
+		err := cmd()
+		for _, c := range curls {
+			c.Wait()
+		}
+		return err
+	}
 }
 
 // benchDisk returns an empty directory for the copies: a new journaled

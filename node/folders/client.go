@@ -54,6 +54,32 @@ func (s HTTPSource) do(ctx context.Context, method, op string, q url.Values, bod
 	return resp, nil
 }
 
+// ReadEnd reads the end of a response body whose content was all read:
+// the body must end there. Reading its end is what lets the HTTP/1.1 data
+// path reuse the connection: a body closed before its end closes the
+// connection too, and every request then paid a TCP and TLS handshake
+// (and spent the source's handshake budget, after which copies fell back
+// to QUIC).
+func ReadEnd(body io.Reader) error {
+	var b [512]byte
+	for {
+		n, err := body.Read(b[:])
+		switch {
+		case len(bytes.TrimSpace(b[:n])) > 0: // a JSON body ends in a newline
+
+			return errors.New("the source sent more than was asked for")
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return err
+		}
+	}
+}
+
+// ErrNoAnswer means a request to the sending machine got no answer: it
+// could not be reached, or the connection was lost before it answered.
+var ErrNoAnswer = errors.New("the sending machine did not answer")
+
 // sourceError says that the sending machine could not be reached, without
 // the request's URL.
 func sourceError(err error) error {
@@ -61,8 +87,12 @@ func sourceError(err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return fmt.Errorf("the sending machine did not answer: %w", err)
+	return fmt.Errorf("%w: %w", ErrNoAnswer, err)
 }
+
+// CloseIdleConnections drops the connections kept for the next request,
+// for a copy that asks again after its network changed.
+func (s HTTPSource) CloseIdleConnections() { s.Client.CloseIdleConnections() }
 
 // Walk implements Source.
 func (s HTTPSource) Walk(ctx context.Context, p string) ([]FileMeta, error) {
@@ -82,7 +112,11 @@ func (s HTTPSource) Sums(ctx context.Context, p string) (Sums, error) {
 		return sums, err
 	}
 	defer resp.Body.Close()
-	return sums, json.NewDecoder(io.LimitReader(resp.Body, 256<<20)).Decode(&sums)
+	dec := json.NewDecoder(io.LimitReader(resp.Body, 256<<20))
+	if err := dec.Decode(&sums); err != nil {
+		return sums, err
+	}
+	return sums, ReadEnd(io.MultiReader(dec.Buffered(), resp.Body)) // what is left is its newline
 }
 
 // Bundle implements Source.

@@ -203,3 +203,8 @@ func (p *pinned) dialDataOne(ctx context.Context, addr string) (net.Conn, error)
 }
 
 func (d *dataPath) close() { d.rt.CloseIdleConnections() }
+
+// CloseIdleConnections drops the data path's kept connections (those made
+// from an address this machine may no longer have); http.Client's
+// CloseIdleConnections calls it.
+func (d *dataPath) CloseIdleConnections() { d.close() }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -42,9 +43,10 @@ type machine struct {
 	store   *memSettings
 	rcv     atomic.Pointer[copies.Receiver] // replaced by a restart
 	srv     *httptest.Server
-	changed chan string // shares a copy wrote into
-	removed chan string // shares the engine removed (a local source withdrawn)
-	blocked atomic.Bool // its data clients wait for data until cancelled
+	changed chan string  // shares a copy wrote into
+	removed chan string  // shares the engine removed (a local source withdrawn)
+	blocked atomic.Bool  // its data clients wait for data until cancelled
+	conns   atomic.Int64 // connections its server accepted
 	stop    context.CancelFunc
 	runErr  chan error
 }
@@ -72,7 +74,13 @@ func (l *lab) add(name string) *machine {
 	th := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.rcv.Load().Handler(caller).ServeHTTP(w, r) })
 	mux.Handle("/v1/transfers", th)
 	mux.Handle("/v1/transfers/", th)
-	m.srv = httptest.NewServer(mux)
+	m.srv = httptest.NewUnstartedServer(mux)
+	m.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			m.conns.Add(1)
+		}
+	}
+	m.srv.Start()
 	l.t.Cleanup(m.srv.Close)
 	l.mu.Lock()
 	l.machines[name] = m

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/labpool/labpool/internal/procs"
 	"github.com/labpool/labpool/node/folders"
@@ -49,6 +50,8 @@ type Pull struct {
 	Dst        *os.Root
 	DstPath    string
 	Streams    int            // parallel block requests (default 4)
+	Stall      time.Duration  // a stream silent this long is asked again (default DefaultStall; see roam.go)
+	Lost       time.Duration  // how long a source not heard is asked again (default DefaultLost)
 	OnProgress func(Progress) // called often; must not block
 
 	progress struct {
@@ -56,6 +59,7 @@ type Pull struct {
 		p Progress
 	}
 	sent, done atomic.Int64
+	retries    atomic.Int64                // requests asked again after a lost network
 	changed    atomic.Bool                 // something was written at the destination
 	have       map[string]folders.FileMeta // the destination's tree, by Rel, at the start
 }
@@ -86,6 +90,12 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	defer procs.Acquire()() // hashing, TLS and the writers run in parallel
 	if p.Streams <= 0 {
 		p.Streams = 4
+	}
+	if p.Stall <= 0 {
+		p.Stall = DefaultStall
+	}
+	if p.Lost <= 0 {
+		p.Lost = DefaultLost
 	}
 	target, err := p.target()
 	if err != nil {
@@ -160,6 +170,9 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	return p.snapshot(), nil
 }
 
+// Retries counts the requests asked again after the network was lost.
+func (p *Pull) Retries() int64 { return p.retries.Load() }
+
 // Changed reports whether the copy wrote anything at the destination.
 func (p *Pull) Changed() bool { return p.changed.Load() }
 
@@ -226,7 +239,12 @@ func (p *Pull) smallFiles(ctx context.Context, target string, files []folders.Fi
 	for range p.Streams {
 		wg.Go(func() {
 			for b := range work {
-				if err := p.bundle(ctx, target, b); err != nil {
+				left := b // the files not yet in place, in the batch's order
+				err := p.retry(ctx, func(progress func()) (err error) {
+					left, err = p.bundle(ctx, target, left, progress)
+					return err
+				})
+				if err != nil {
 					select {
 					case errc <- err:
 					default:
@@ -247,22 +265,24 @@ func (p *Pull) smallFiles(ctx context.Context, target string, files []folders.Fi
 	}
 }
 
-// bundle fetches one batch of small files and puts each in place.
-func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMeta) error {
+// bundle fetches one batch of small files and puts each in place; it
+// returns those it did not (all, or none when err is nil).
+func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMeta, progress func()) (left []folders.FileMeta, err error) {
 	paths := make([]string, len(batch))
 	byPath := make(map[string]folders.FileMeta, len(batch))
 	for i, m := range batch {
 		paths[i] = join(p.SrcPath, m.Rel)
 		byPath[paths[i]] = m
 	}
-	rc, err := p.Src.Bundle(ctx, paths)
+	rc, err := p.open(ctx, func(ctx context.Context) (io.ReadCloser, error) { return p.Src.Bundle(ctx, paths) })
 	if err != nil {
-		return fmt.Errorf("read files at the source: %w", err)
+		return batch, fmt.Errorf("read files at the source: %w", err)
 	}
 	defer rc.Close()
 	dirs := folders.NewDirRoots(p.Dst)
 	defer dirs.Close()
 	got := 0
+	put := make(map[string]bool, len(batch))
 	err = folders.ReadBundle(rc, func(item folders.BundleItem, data []byte) error {
 		m, ok := byPath[item.Path]
 		if !ok {
@@ -278,6 +298,8 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMe
 		if err := dirs.Put(join(target, m.Rel), data, m); err != nil {
 			return err
 		}
+		put[item.Path] = true
+		progress()
 		p.changed.Store(true)
 		p.sent.Add(int64(len(data)))
 		p.done.Add(int64(len(data)))
@@ -285,12 +307,17 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMe
 		return nil
 	})
 	if err != nil {
-		return err
+		for i, m := range batch {
+			if !put[paths[i]] {
+				left = append(left, m)
+			}
+		}
+		return left, err
 	}
 	if got != len(batch) {
-		return fmt.Errorf("the source sent %d of %d files", got, len(batch))
+		return nil, fmt.Errorf("the source sent %d of %d files", got, len(batch))
 	}
-	return nil
+	return nil, nil
 }
 
 func (p *Pull) snapshot() Progress {
@@ -476,7 +503,8 @@ func (p *Pull) fetch(ctx context.Context, src string, f *os.File, sums folders.S
 	for range p.Streams {
 		wg.Go(func() {
 			for r := range work {
-				if err := p.fetchRun(ctx, src, w, sums, r); err != nil {
+				err := p.retry(ctx, func(progress func()) error { return p.fetchRun(ctx, src, w, sums, &r, progress) })
+				if err != nil {
 					errc <- err
 					cancel()
 					return
@@ -593,18 +621,22 @@ func (w *blockWriter) close() error {
 	return w.err
 }
 
-func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums folders.Sums, r run) error {
+// fetchRun fetches the blocks of r, moving r past each one received
+// (and calling progress), so that a run broken off is asked again from
+// where it stopped.
+func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums folders.Sums, r *run, progress func()) error {
 	if sums.Blocks == nil {
-		return p.fetchBlocks(ctx, src, w, sums.Size, r)
+		return p.fetchBlocks(ctx, src, w, sums.Size, r, progress)
 	}
 	off := int64(r.first) * folders.BlockSize
 	end := min(sums.Size, int64(r.first+r.n)*folders.BlockSize)
-	rc, err := p.Src.Read(ctx, src, off, end-off)
+	rc, err := p.open(ctx, func(ctx context.Context) (io.ReadCloser, error) { return p.Src.Read(ctx, src, off, end-off) })
 	if err != nil {
 		return fmt.Errorf("read %s at the source: %w", src, err)
 	}
 	defer rc.Close()
-	for i := r.first; i < r.first+r.n; i++ {
+	for r.n > 0 {
+		i := r.first
 		n := blockLen(sums.Size, i)
 		buf, err := w.readBlock(ctx, rc, src, n)
 		if err != nil {
@@ -617,6 +649,17 @@ func (p *Pull) fetchRun(ctx context.Context, src string, w *blockWriter, sums fo
 		if err := w.write(ctx, int64(i)*folders.BlockSize, buf[:n]); err != nil {
 			return err
 		}
+		r.first, r.n = r.first+1, r.n-1
+		progress()
+	}
+	return readEnd(src, rc)
+}
+
+// readEnd reads the end of a stream from src whose blocks were all read,
+// so that its connection is kept for the next request.
+func readEnd(src string, rc io.Reader) error {
+	if err := folders.ReadEnd(rc); err != nil {
+		return receiveError(src, err)
 	}
 	return nil
 }
@@ -656,20 +699,22 @@ func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadClos
 
 // fetchBlocks fetches a run of a fresh file as hashed blocks; zero blocks
 // stay holes.
-func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size int64, r run) error {
-	rc, err := p.Src.Blocks(ctx, src, r.first, r.n)
+func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size int64, r *run, progress func()) error {
+	rc, err := p.open(ctx, func(ctx context.Context) (io.ReadCloser, error) { return p.Src.Blocks(ctx, src, r.first, r.n) })
 	if err != nil {
 		return fmt.Errorf("read %s at the source: %w", src, err)
 	}
 	defer rc.Close()
 	var head [1 + folders.SumSize]byte
-	for i := r.first; i < r.first+r.n; i++ {
+	for ; r.n > 0; r.first, r.n = r.first+1, r.n-1 {
+		i := r.first
 		n := blockLen(size, i)
 		if _, err := io.ReadFull(rc, head[:1]); err != nil {
 			return receiveError(src, err)
 		}
 		if head[0] == folders.BlockZero {
 			p.done.Add(int64(n))
+			progress()
 			continue
 		}
 		if _, err := io.ReadFull(rc, head[1:]); err != nil {
@@ -686,6 +731,7 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 		if err := w.write(ctx, int64(i)*folders.BlockSize, buf[:n]); err != nil {
 			return err
 		}
+		progress()
 	}
-	return nil
+	return readEnd(src, rc)
 }

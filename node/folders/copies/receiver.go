@@ -27,11 +27,14 @@ type Config struct {
 	OfferLinger time.Duration
 	// Retry is the pause before asking an unreachable receiver again.
 	Retry time.Duration
+	// Stall and Lost are each copy's Pull.Stall and Pull.Lost (roam.go).
+	Stall, Lost time.Duration
 }
 
 // DefaultConfig returns the settings of a daemon; Self is left to set.
 func DefaultConfig() Config {
-	return Config{Kept: 100, MaxWait: 10 * time.Second, OfferLinger: 2 * time.Minute, Retry: time.Second}
+	return Config{Kept: 100, MaxWait: 10 * time.Second, OfferLinger: 2 * time.Minute, Retry: time.Second,
+		Stall: DefaultStall, Lost: DefaultLost}
 }
 
 // Registry is what a Receiver uses of this machine's shares.
@@ -183,6 +186,7 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *Pull, member, s
 	r.ended[t.ID] = ended
 	started := *t
 	r.mu.Unlock()
+	pull.Stall, pull.Lost = r.cfg.Stall, r.cfg.Lost
 	pull.OnProgress = func(p Progress) {
 		r.mu.Lock()
 		t.Progress = p
@@ -190,7 +194,7 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *Pull, member, s
 	}
 	err := r.spawn(ctx, cctx, cancel, func(runCtx, ctx context.Context) {
 		defer done(runCtx)
-		r.finish(t, ended)(pull.Run(ctx))
+		r.finish(t, ended, pull)(pull.Run(ctx))
 	})
 	if err != nil {
 		cancel()
@@ -205,7 +209,7 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *Pull, member, s
 }
 
 // finish returns what records the end of the copy t.
-func (r *Receiver) finish(t *Transfer, ended chan struct{}) func(Progress, error) {
+func (r *Receiver) finish(t *Transfer, ended chan struct{}, pull *Pull) func(Progress, error) {
 	return func(p Progress, err error) {
 		now := time.Now().UTC()
 		r.mu.Lock()
@@ -219,7 +223,7 @@ func (r *Receiver) finish(t *Transfer, ended chan struct{}) func(Progress, error
 		}
 		r.mu.Unlock()
 		close(ended)
-		r.deps.Log.Info("copy ended", "id", t.ID, "src", t.Src, "dst", t.Dst, "state", t.State, "sent", p.Sent, "err", err)
+		r.deps.Log.Info("copy ended", "id", t.ID, "src", t.Src, "dst", t.Dst, "state", t.State, "sent", p.Sent, "asked_again", pull.Retries(), "err", err)
 	}
 }
 
