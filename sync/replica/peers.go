@@ -67,9 +67,12 @@ type follower struct {
 	book   addrBook // pinned address, then hints: mDNS, the join address, the peer's own record
 	online bool
 	since  time.Time // of the current state
-	cancel context.CancelFunc
-	wake   chan struct{}   // a new hint cuts a reconnect wait short
-	logged map[string]bool // the rules a refusal of its records was logged for; its follow goroutine's own
+	// dialing is when the session's dial began, zero while none is under
+	// way (heal.go restarts an old one when a path may be back).
+	dialing time.Time
+	cancel  context.CancelFunc
+	wake    chan struct{}   // a new hint, or a sign that a path is back (heal.go), cuts a reconnect wait short
+	logged  map[string]bool // the rules a refusal of its records was logged for; its follow goroutine's own
 }
 
 // NewPeers returns the follower set of node self.
@@ -278,7 +281,9 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	if err != nil {
 		return err
 	}
+	p.setDialing(f, time.Now())
 	resp, err := p.dial.Client(f.id, addrs).Do(req)
+	p.setDialing(f, time.Time{})
 	if err != nil {
 		return err
 	}
@@ -364,5 +369,8 @@ func (p *Peers) setOnline(f *follower, online bool) {
 	p.mu.Unlock()
 	if changed && p.OnChange != nil {
 		p.OnChange(f.id.String(), online)
+	}
+	if changed && online {
+		p.backOnline(f)
 	}
 }
