@@ -153,13 +153,13 @@ func partitionFor() time.Duration {
 	return 60 * time.Second
 }
 
-// heal joins a and b again and returns how long after that every machine's
-// replica agreed, with the jobs of want in their states.
+// heal joins a and b again and returns how long after it began every
+// machine's replica agreed, with the jobs of want in their states.
 func heal(t testing.TB, a, b []*host, want map[string]string) time.Duration {
 	t.Helper()
 	all := append(slices.Clone(a), b...)
+	healed := time.Now() // the heal takes as long as moving the ports back, counted in
 	split(t, a, b, "del")
-	healed := time.Now()
 	var took time.Duration
 	waitFor(t, 30*time.Second, "the replicas to agree after the heal", func() error {
 		at, err := converged(all, want)

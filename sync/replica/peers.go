@@ -269,6 +269,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		return errors.New("no address known yet")
 	}
 	origin := f.id.String()
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchdog := time.AfterFunc(p.cfg.Silence, cancel)
@@ -285,6 +286,12 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	resp, err := p.dial.Client(f.id, addrs).Do(req)
 	p.setDialing(f, time.Time{})
 	if err != nil {
+		if ctx.Err() != nil && parent.Err() == nil {
+			// The watchdog ended the request, not its dial: that is shared
+			// and goes on, its retransmissions seconds apart, and the next
+			// session would wait on it. The next one dials afresh.
+			p.drop([]peer.ID{f.id})
+		}
 		return err
 	}
 	defer resp.Body.Close()
@@ -294,6 +301,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	}
 	p.pinSession(f) // before it says online: whoever sees it online sees the address pinned
 	p.setOnline(f, true)
+	p.log.Debug("replication session up", "peer", f.id)
 	dec := NewDecoder(resp.Body)
 	skipped := false // history was paused by a full disk during this session
 	for {
