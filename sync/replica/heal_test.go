@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -110,5 +112,49 @@ func TestBackOnlineWakesTheOthers(t *testing.T) {
 	p.setOnline(fs[0], true) // no change: nothing woken
 	if woken(fs[1]) {
 		t.Errorf("a follower already online woke the others again")
+	}
+}
+
+// hangDialer's requests wait, as a dial to an unreachable machine does,
+// until their context ends.
+type hangDialer struct{ dropDialer }
+
+func (d hangDialer) Client(peer.ID, []string) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		<-r.Context().Done()
+		return nil, r.Context().Err()
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSilentDialDropped: a session whose dial the watchdog ends drops that
+// dial (it would outlive the request), so the next session dials afresh;
+// a session ended by its follower's stop drops nothing.
+func TestSilentDialDropped(t *testing.T) {
+	var dropped []peer.ID
+	cfg := DefaultConfig()
+	cfg.Silence = 20 * time.Millisecond
+	p := NewPeers(cfg, openDB(t, "r"), peer.NewID([]byte("self")), hangDialer{dropDialer{&dropped}}, slog.New(slog.DiscardHandler))
+	f := &follower{id: peer.NewID([]byte("unreachable")), wake: make(chan struct{}, 1)}
+	f.book.hint([]string{"192.0.2.1:7420"})
+	if err := p.session(context.Background(), f); !errors.Is(err, context.Canceled) {
+		t.Fatalf("session = %v, want the watchdog's cancel", err)
+	}
+	if !slices.Equal(dropped, []peer.ID{f.id}) {
+		t.Errorf("dropped %v, want the dial of %v", dropped, f.id)
+	}
+	dropped = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(time.Millisecond, cancel)
+	cfg.Silence = time.Hour
+	p.cfg = cfg
+	if err := p.session(ctx, f); !errors.Is(err, context.Canceled) {
+		t.Fatalf("session = %v, want its follower's cancel", err)
+	}
+	if len(dropped) != 0 {
+		t.Errorf("a stopped follower dropped %v", dropped)
 	}
 }
