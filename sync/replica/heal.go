@@ -19,6 +19,9 @@ import (
 // A dial under way for longer than restartDial is abandoned and made again
 // (through the Dialer's Drop, when it has one): its next retransmission may
 // be seconds away. A younger one sent its first packet after the change.
+// For the same reason a session whose dial the silence watchdog ended
+// drops that dial (session, in peers.go): the transport shares it among
+// requests, so it outlives the request and the next session would join it.
 
 // restartDial is the age past which a dial under way is made again when a
 // path may be back; the first retransmission of a QUIC Initial comes after
