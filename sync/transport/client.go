@@ -118,17 +118,26 @@ func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("request peer %s: %w", p.id.Short(), net.ErrClosed)
 	}
 	resp, err := rt.RoundTrip(retarget(req))
-	if err != nil && replayable(req, err) {
+	if err == nil {
+		return resp, nil
+	}
+	p.mu.Lock()
+	now := p.rt
+	p.mu.Unlock()
+	if now != nil && replayable(req, err, now != rt) {
 		// The connection died under the request (the peer restarted or
-		// closed it): the transport has forgotten it, so this redials.
-		resp, err = rt.RoundTrip(retarget(req))
+		// closed it): the transport has forgotten it, so this redials. Or
+		// Drop replaced the transport (a dial under way was abandoned):
+		// the new one dials.
+		resp, err = now.RoundTrip(retarget(req))
 	}
 	return resp, err
 }
 
 // replayable reports whether req may be sent again after err: it is
-// idempotent, has no body to resend, and err ended the whole connection.
-func replayable(req *http.Request, err error) bool {
+// idempotent, has no body to resend, and err ended the whole connection
+// or the transport it went through was dropped.
+func replayable(req *http.Request, err error, dropped bool) bool {
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions:
 	default:
@@ -137,7 +146,7 @@ func replayable(req *http.Request, err error) bool {
 	if req.Body != nil && req.Body != http.NoBody || req.Context().Err() != nil {
 		return false
 	}
-	return ConnectionLost(err)
+	return dropped || ConnectionLost(err)
 }
 
 // reset replaces the transport, closing the old one's connection.
