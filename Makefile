@@ -140,6 +140,8 @@ bench: agent ## run the benchmarks the issues ask for (root, for the namespaces)
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench 'AgentVisible|AgentCost|LaunchOverhead' -benchtime 7x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench CopyVsSSH -benchtime 1x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench Removal -benchtime 20x -timeout 20m ./app/e2e
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench PartitionHeal -benchtime 10x -timeout 20m ./app/e2e
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench LossOffline -benchtime 1x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool LABPOOL_BENCH_HANDSHAKES=10000 $(GO) test -run '^$$' -bench HandshakeFlood -benchtime 1x -timeout 20m ./app/e2e
 
 .PHONY: fuzz

@@ -317,7 +317,7 @@ func (d *Daemon) peerHandler() http.Handler {
 	rs.Skip = history.SkipOnCatchUp
 	return agent.PeerHandler(agent.Parts{
 		Telemetry: d.telem,
-		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: d.hintFollower(rs)},
+		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: d.heard(d.hintFollower(rs))},
 		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler())},
 		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
 		Folders:   d.folderHandler(),
@@ -326,6 +326,17 @@ func (d *Daemon) peerHandler() http.Handler {
 		Authorize: func(open []string, h http.Handler) http.Handler {
 			return d.tellRemoved(transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h))
 		},
+	})
+}
+
+// heard tells the followers that the member opening a replication stream
+// reaches this machine: the follower of it, if offline, dials at once.
+func (d *Daemon) heard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id, ok := transport.PeerID(r); ok {
+			d.peers.Heard(id.String())
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

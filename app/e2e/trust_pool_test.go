@@ -208,7 +208,7 @@ func onAll(hosts []*host, want map[string]string) error {
 // split cuts (op "add") or heals (op "del") every path between the hosts
 // of a and those of b: the ports of b move to a bridge of their own, and
 // back.
-func split(t *testing.T, a, b []*host, op string) {
+func split(t testing.TB, a, b []*host, op string) {
 	t.Helper()
 	l := a[0].lan
 	sw := l.prefix + "sw"

@@ -75,9 +75,12 @@ type follower struct {
 	book   addrBook // pinned address, then hints: mDNS, the join address, the peer's own record
 	online bool
 	since  time.Time // of the current state
-	cancel context.CancelFunc
-	wake   chan struct{}   // a new hint cuts a reconnect wait short
-	logged map[string]bool // the rules a refusal of its records was logged for; its follow goroutine's own
+	// dialing is when the session's dial began, zero while none is under
+	// way (heal.go restarts an old one when a path may be back).
+	dialing time.Time
+	cancel  context.CancelFunc
+	wake    chan struct{}   // a new hint, or a sign that a path is back (heal.go), cuts a reconnect wait short
+	logged  map[string]bool // the rules a refusal of its records was logged for; its follow goroutine's own
 }
 
 // NewPeers returns the follower set of node self.
@@ -331,6 +334,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 		return errors.New("no address known yet")
 	}
 	origin := f.id.String()
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchdog := time.AfterFunc(p.cfg.Silence, cancel)
@@ -343,8 +347,16 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	if err != nil {
 		return err
 	}
+	p.setDialing(f, time.Now())
 	resp, err := p.dialWakeable(ctx, cancel, f, req, addrs)
+	p.setDialing(f, time.Time{})
 	if err != nil {
+		if ctx.Err() != nil && parent.Err() == nil {
+			// The watchdog ended the request, not its dial: that is shared
+			// and goes on, its retransmissions seconds apart, and the next
+			// session would wait on it. The next one dials afresh.
+			p.drop([]peer.ID{f.id})
+		}
 		return err
 	}
 	defer resp.Body.Close()
@@ -363,6 +375,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 	}
 	p.pinSession(f) // before it says online: whoever sees it online sees the address pinned
 	p.setOnline(f, true)
+	p.log.Debug("replication session up", "peer", f.id)
 	dec := NewDecoder(resp.Body)
 	skipped := false // history was paused by a full disk during this session
 	for {
@@ -433,12 +446,6 @@ func (p *Peers) dialWakeable(ctx context.Context, cancel context.CancelFunc, f *
 	return resp, err
 }
 
-// dropper is a Dialer that can forget its connection (and the dial in
-// progress) to a device (transport.Endpoint).
-type dropper interface {
-	Drop(id peer.ID)
-}
-
 // wakeAfter is how long a dial runs before a new hint may cut it short.
 const wakeAfter = 100 * time.Millisecond
 
@@ -502,6 +509,9 @@ func (p *Peers) setOnline(f *follower, online bool) {
 	p.mu.Unlock()
 	if changed && p.OnChange != nil {
 		p.OnChange(f.id.String(), online)
+	}
+	if changed && online {
+		p.backOnline(f)
 	}
 }
 

@@ -118,14 +118,22 @@ func (p *pinned) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("request peer %s: %w", p.id.Short(), net.ErrClosed)
 	}
 	resp, err := rt.RoundTrip(retarget(req))
-	if err != nil && replayable(req, err) {
+	if err == nil {
+		return resp, nil
+	}
+	p.mu.Lock()
+	now := p.rt
+	p.mu.Unlock()
+	if now != nil && replayable(req, err, now != rt) {
 		// The connection died under the request (the peer restarted, or
 		// went silent): the transport has forgotten it, so this redials.
+		// Or Drop replaced the transport (a dial under way was abandoned):
+		// the new one dials.
 		again, rerr := rewound(req)
 		if rerr != nil {
 			return nil, err
 		}
-		resp, err = rt.RoundTrip(retarget(again))
+		resp, err = now.RoundTrip(retarget(again))
 	}
 	return resp, err
 }
@@ -147,8 +155,9 @@ func SafeToRetry(ctx context.Context) context.Context {
 	return context.WithValue(ctx, safeKey{}, true)
 }
 
-// replayable reports whether req may be sent again after err.
-func replayable(req *http.Request, err error) bool {
+// replayable reports whether req may be sent again after err (dropped:
+// the transport it went through was replaced by Drop).
+func replayable(req *http.Request, err error, dropped bool) bool {
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodPut, http.MethodDelete:
 	default:
@@ -160,7 +169,7 @@ func replayable(req *http.Request, err error) bool {
 	if hasBody && req.GetBody == nil || req.Context().Err() != nil {
 		return false
 	}
-	return ConnectionLost(err)
+	return dropped || ConnectionLost(err)
 }
 
 // rewound returns req with its body read again from the start.

@@ -304,3 +304,38 @@ func TestPeerRestartUnannounced(t *testing.T) {
 		t.Errorf("request after restart took %v; want a prompt redial", took)
 	}
 }
+
+// TestDropDuringDial: a request waiting on a dial that Drop abandons (the
+// peer unreachable, as across a network split) is sent again on the new
+// connection, and succeeds once the path is back, instead of failing with
+// the abandoned dial.
+func TestDropDuringDial(t *testing.T) {
+	srv, cli := newEndpoint(t, testConfig()), newEndpoint(t, testConfig())
+	serve(t, srv, whoami())
+	proxy := newUDPProxy(t, srv.Addr())
+	proxy.cut.Store(true) // the path is down
+	c := cli.Client(srv.ID(), []string{proxy.addr()})
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://peer/v1/whoami", nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for proxy.client.Load() == nil { // the dial's first packet arrived, and was lost
+		if time.Now().After(deadline) {
+			t.Fatal("no dial reached the proxy")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cli.Drop(srv.ID())
+	proxy.cut.Store(false) // the path is back
+	if err := <-done; err != nil {
+		t.Fatalf("GET across a dropped dial: %v", err)
+	}
+}
