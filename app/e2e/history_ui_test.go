@@ -161,8 +161,9 @@ func TestHistoryUI(t *testing.T) {
 	t.Logf("machine view: first series answer %v ms after the click, charts drawn after %v ms; ranges %v; zoom %v",
 		res["seriesMs"], res["openMs"], res["ranges"], res["zoom"])
 	t.Logf("card health %v; machine view of GPU %d: health %v, processes %q", res["cardHealth"], busy, res["health"], res["processes"])
-	if p := fmt.Sprint(res["processes"]); !strings.Contains(p, jobID) || !strings.Contains(p, "laptop") {
-		t.Errorf("the machine view lists GPU %d's processes as %q; want job %s of laptop", busy, p, jobID)
+	// People read jobs by name and their owners by member name (IDs stay in the JSON).
+	if p := fmt.Sprint(res["processes"]); !strings.Contains(p, j.Name) || !strings.Contains(p, "laptop") {
+		t.Errorf("the machine view lists GPU %d's processes as %q; want job %s of laptop", busy, p, j.Name)
 	}
 	t.Logf("history unreachable: %v", res["stale"])
 	t.Logf("pool: %v", res["pool"])

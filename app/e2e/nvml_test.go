@@ -183,7 +183,7 @@ func TestNVMLJobs(t *testing.T) {
 			t.Errorf("gpu 3: %+v; want a process outside labpool", g)
 		}
 		text, _, _ := laptop.cli("gpus")
-		for _, want := range []string{"pid " + pid, "job " + id + " (" + self.ID + ")", fmt.Sprintf("pid %d", outside), "outside labpool"} {
+		for _, want := range []string{"pid " + pid, "job " + job.Name + " (gpu1)", fmt.Sprintf("pid %d", outside), "outside labpool"} {
 			if !strings.Contains(text, want) {
 				t.Errorf("labpool gpus does not say %q:\n%s", want, text)
 			}

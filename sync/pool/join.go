@@ -165,7 +165,7 @@ func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
 			if out.tried[a] {
 				continue
 			}
-			if err := m.joinAt(ctx, code, a); out.add(a, err) {
+			if err := m.joinPatiently(ctx, code, a, deadline); out.add(a, err) {
 				return nil
 			}
 		}
@@ -255,6 +255,27 @@ func (m *Manager) find(ctx context.Context, poolID, addr string, deadline time.T
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// joinPatiently runs the join with the machine at addr, again while that
+// machine refuses the handshake (it takes a limited number from new devices
+// a second: many joining at once wait their turn), until deadline.
+func (m *Manager) joinPatiently(ctx context.Context, code Code, addr string, deadline time.Time) error {
+	for {
+		err := m.joinAt(ctx, code, addr)
+		if !transport.Refused(err) {
+			return err
+		}
+		if m.cfg.Now().After(deadline) {
+			return fmt.Errorf("%s refused the connection until %s: it takes a limited number of new devices a second; try again: %w",
+				addr, deadline.Format(time.TimeOnly), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
 		}
 	}
 }

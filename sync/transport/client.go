@@ -242,3 +242,11 @@ func ConnectionLost(err error) bool {
 	var idle *quic.IdleTimeoutError
 	return errors.As(err, &app) || errors.As(err, &reset) || errors.As(err, &idle)
 }
+
+// Refused reports whether err is a peer's refusal of the handshake itself
+// (QUIC CONNECTION_REFUSED): it takes a limited number of handshakes from
+// new devices a second, so a moment's wait helps.
+func Refused(err error) bool {
+	var te *quic.TransportError
+	return errors.As(err, &te) && te.Remote && te.ErrorCode == quic.ConnectionRefused
+}
