@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/labpool/labpool/app/history"
+)
+
+// A coarse tier point stands in for the finer points of its step wherever
+// they would give the report the same figures: the report's measures are
+// sums over points, linear in each point's means and samples, except where
+// a point is cut (by the window, a grant, or the stretch an energy counter
+// covers) or where idle is judged (a point's mean utilization against
+// idleBelow). So a coarse point is read in place of its finer ones when no
+// such edge lies inside it and, on each GPU granted in it, its utilization
+// stayed on one side of idleBelow (its least and greatest samples). A
+// report over a week then reads a few hundred points a machine and the
+// finer tiers only around a job's start and end.
+
+// refinePlan is what decides, for one node, whether a coarse point may
+// stand in for its finer ones.
+type refinePlan struct {
+	edges  []time.Time            // sorted: the window's ends, grants' ends, counter coverage changes
+	grants map[int][][2]time.Time // per GPU, the spans granted
+	open   bool                   // a grant still runs (endSilent may end it at the node's last sample)
+}
+
+// newRefinePlan is the plan for a node with grants js over [since, until),
+// whose counter readings per GPU are readings (oldest first).
+func newRefinePlan(js []reportJob, readings []EnergyReading, since, until time.Time) *refinePlan {
+	p := &refinePlan{edges: []time.Time{since, until}, grants: map[int][][2]time.Time{}}
+	for _, j := range js {
+		end := j.End
+		if end.IsZero() {
+			end, p.open = until, true
+		}
+		p.edges = append(p.edges, j.Start, end)
+		for _, g := range j.GPUs {
+			p.grants[g] = append(p.grants[g], [2]time.Time{j.Start, end})
+		}
+	}
+	p.edges = append(p.edges, coverageEdges(readings)...)
+	slices.SortFunc(p.edges, func(a, b time.Time) int { return a.Compare(b) })
+	return p
+}
+
+// coverageEdges are the times where the stretches that GPUs' counters can
+// be trusted over (as gpuUsage.trusted finds them) start or end.
+func coverageEdges(readings []EnergyReading) []time.Time {
+	prev := map[int]counterReading{}
+	covered := map[int]bool{}
+	var out []time.Time
+	for _, er := range readings {
+		for _, g := range er.GPUs {
+			c := counterReading{Time: er.Time, MJ: g.MJ}
+			if p, seen := prev[g.Index]; seen {
+				ok := p.MJ > 0 && c.MJ >= p.MJ && c.Time.After(p.Time)
+				if ok != covered[g.Index] {
+					out = append(out, p.Time)
+				}
+				covered[g.Index] = ok
+			}
+			prev[g.Index] = c
+		}
+	}
+	for _, c := range prev {
+		out = append(out, c.Time) // the live sample may extend coverage from here
+	}
+	return out
+}
+
+// stands reports whether coarse point p may stand in for its finer points:
+// no edge inside the time it stands for, and on each GPU granted in it the
+// utilization of all its samples on one side of idleBelow. The newest point
+// of a read does not while a grant runs (endSilent may end it there).
+func (pl *refinePlan) stands(p meanPoint, newest bool) bool {
+	lo, hi := p.Time.Add(-sampleInterval), p.Time.Add(p.Step-sampleInterval)
+	if newest && pl.open {
+		return false
+	}
+	i := sort.Search(len(pl.edges), func(i int) bool { return pl.edges[i].After(lo) })
+	if i < len(pl.edges) && pl.edges[i].Before(hi) {
+		return false
+	}
+	for _, g := range p.GPUs {
+		if g.Lo >= idleBelow || g.Hi < idleBelow {
+			continue
+		}
+		for _, s := range pl.grants[g.Index] {
+			if s[0].Before(hi) && s[1].After(lo) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// refined reads node's points of [from, to) as tier would give them: the
+// points of coarser tiers that stand in for tier's (refinePlan.stands),
+// and tier's own elsewhere. A coarse point whose step tier holds no point
+// of is kept (the finer tier starts later, or missed it). Oldest first.
+func (r *Reader) refined(ctx context.Context, node string, tier int, from, to time.Time, pl *refinePlan) ([]meanPoint, error) {
+	if tier == len(history.Resolutions)-1 {
+		return r.points(ctx, node, tier, from, to)
+	}
+	step := history.Resolutions[tier+1].Step
+	lo, hi := ceilTime(from, step), to.Truncate(step)
+	if !lo.Before(hi) {
+		return r.points(ctx, node, tier, from, to)
+	}
+	coarse, err := r.refined(ctx, node, tier+1, lo, hi, pl)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.points(ctx, node, tier, from, lo)
+	if err != nil {
+		return nil, err
+	}
+	cursor := lo
+	var pending []meanPoint // coarse points that do not stand in, since cursor
+	flush := func(end time.Time) error {
+		if !cursor.Before(end) {
+			return nil
+		}
+		fine, err := r.points(ctx, node, tier, cursor, end)
+		if err != nil {
+			return err
+		}
+		n := len(out)
+		out = append(out, fine...)
+		for _, c := range pending {
+			i := sort.Search(len(fine), func(i int) bool { return !fine[i].Time.Before(c.Time) })
+			if i == len(fine) || !fine[i].Time.Before(c.Time.Add(c.Step)) {
+				out = append(out, c)
+			}
+		}
+		if len(out) > n+len(fine) {
+			slices.SortStableFunc(out[n:], func(a, b meanPoint) int { return a.Time.Compare(b.Time) })
+		}
+		pending = pending[:0]
+		return nil
+	}
+	for i, c := range coarse {
+		if c.Step == step && !pl.stands(c, i == len(coarse)-1) {
+			pending = append(pending, c)
+			continue
+		}
+		if err := flush(c.Time); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+		cursor = c.Time.Add(c.Step)
+	}
+	if err := flush(to); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
