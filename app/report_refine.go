@@ -75,8 +75,12 @@ func coverageEdges(readings []EnergyReading) []time.Time {
 // stands reports whether coarse point p may stand in for its finer points:
 // no edge inside the time it stands for, and on each GPU granted in it the
 // utilization of all its samples on one side of idleBelow. The newest point
-// of a read does not while a grant runs (endSilent may end it there).
+// of a read does not while a grant runs (endSilent may end it there). A
+// nil plan lets no point stand in.
 func (pl *refinePlan) stands(p meanPoint, newest bool) bool {
+	if pl == nil {
+		return false
+	}
 	lo, hi := p.Time.Add(-sampleInterval), p.Time.Add(p.Step-sampleInterval)
 	if newest && pl.open {
 		return false
@@ -100,10 +104,13 @@ func (pl *refinePlan) stands(p meanPoint, newest bool) bool {
 
 // refined reads node's points of [from, to) as tier would give them: the
 // points of coarser tiers that stand in for tier's (refinePlan.stands),
-// and tier's own elsewhere. A coarse point whose step tier holds no point
-// of is kept (the finer tier starts later, or missed it). Oldest first.
+// and tier's own elsewhere (all of them with a nil plan). Where tier holds
+// no point of a coarse step that does not stand in, or starts within it
+// (no point at its start nor in the step before), the coarse point is
+// kept, as spanPoints keeps the coarser tier's where a tier starts late.
+// Oldest first.
 func (r *Reader) refined(ctx context.Context, node string, tier int, from, to time.Time, pl *refinePlan) ([]meanPoint, error) {
-	if tier == len(history.Resolutions)-1 {
+	if pl == nil || tier == len(history.Resolutions)-1 {
 		return r.points(ctx, node, tier, from, to)
 	}
 	step := history.Resolutions[tier+1].Step
@@ -120,42 +127,50 @@ func (r *Reader) refined(ctx context.Context, node string, tier int, from, to ti
 		return nil, err
 	}
 	cursor := lo
-	var pending []meanPoint // coarse points that do not stand in, since cursor
-	flush := func(end time.Time) error {
-		if !cursor.Before(end) {
-			return nil
-		}
-		fine, err := r.points(ctx, node, tier, cursor, end)
-		if err != nil {
-			return err
-		}
-		n := len(out)
-		out = append(out, fine...)
-		for _, c := range pending {
-			i := sort.Search(len(fine), func(i int) bool { return !fine[i].Time.Before(c.Time) })
-			if i == len(fine) || !fine[i].Time.Before(c.Time.Add(c.Step)) {
-				out = append(out, c)
-			}
-		}
-		if len(out) > n+len(fine) {
-			slices.SortStableFunc(out[n:], func(a, b meanPoint) int { return a.Time.Compare(b.Time) })
-		}
-		pending = pending[:0]
-		return nil
-	}
+	var pending []meanPoint // coarse points since cursor that do not stand in
 	for i, c := range coarse {
 		if c.Step == step && !pl.stands(c, i == len(coarse)-1) {
 			pending = append(pending, c)
 			continue
 		}
-		if err := flush(c.Time); err != nil {
+		if out, err = r.fill(ctx, node, tier, cursor, c.Time, pending, out); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
-		cursor = c.Time.Add(c.Step)
+		out, cursor, pending = append(out, c), c.Time.Add(c.Step), pending[:0]
 	}
-	if err := flush(to); err != nil {
+	return r.fill(ctx, node, tier, cursor, to, pending, out)
+}
+
+// fill appends to out tier's points of [from, to), where pending are the
+// coarse points of that time that do not stand in (see refined).
+func (r *Reader) fill(ctx context.Context, node string, tier int, from, to time.Time, pending, out []meanPoint) ([]meanPoint, error) {
+	if !from.Before(to) {
+		return out, nil
+	}
+	fs := history.Resolutions[tier].Step
+	fine, err := r.points(ctx, node, tier, from.Add(-fs), to) // with the point before, if any
+	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	j := 0
+	for j < len(fine) && fine[j].Time.Before(from) {
+		j++
+	}
+	for _, c := range pending {
+		for ; j < len(fine) && fine[j].Time.Before(c.Time); j++ {
+			out = append(out, fine[j])
+		}
+		k := j
+		for k < len(fine) && fine[k].Time.Before(c.Time.Add(c.Step)) {
+			k++
+		}
+		prev := j > 0 && fine[j-1].Time.Equal(c.Time.Add(-fs))
+		if k == j || !fine[j].Time.Equal(c.Time) && !prev {
+			out = append(out, c)
+		} else {
+			out = append(out, fine[j:k]...)
+		}
+		j = k
+	}
+	return append(out, fine[j:]...), nil
 }

@@ -90,7 +90,16 @@ func (r *Reader) usage(ctx context.Context, node string, js []reportJob, since, 
 	if err != nil {
 		return nil, 0, err
 	}
-	pl := newRefinePlan(js, readings, since, until)
+	out, coarsest, err := r.series(ctx, node, since, until, newRefinePlan(js, readings, since, until))
+	if err != nil {
+		return nil, coarsest, err
+	}
+	return withCounters(out, node, readings), coarsest, nil
+}
+
+// series reads node's per-GPU points over [since, until) as usage does,
+// the coarser points standing in where pl lets them (nil: none does).
+func (r *Reader) series(ctx context.Context, node string, since, until time.Time, pl *refinePlan) ([]gpuUsage, time.Duration, error) {
 	var out []gpuUsage
 	var coarsest time.Duration
 	var all []tierPoints
@@ -110,7 +119,7 @@ func (r *Reader) usage(ctx context.Context, node string, js []reportJob, since, 
 			coarsest = max(coarsest, p.step)
 		}
 	}
-	return withCounters(out, node, readings), coarsest, nil
+	return out, coarsest, nil
 }
 
 // tierPoints are points that stand for one tier's, oldest first.
