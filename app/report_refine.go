@@ -29,8 +29,8 @@ type refinePlan struct {
 }
 
 // newRefinePlan is the plan for a node with grants js over [since, until),
-// whose counter readings per GPU are readings (oldest first).
-func newRefinePlan(js []reportJob, readings []EnergyReading, since, until time.Time) *refinePlan {
+// whose GPUs' counter readings us holds.
+func newRefinePlan(js []reportJob, us []gpuUsage, since, until time.Time) *refinePlan {
 	p := &refinePlan{edges: []time.Time{since, until}, grants: map[int][][2]time.Time{}}
 	for _, j := range js {
 		end := j.End
@@ -42,32 +42,26 @@ func newRefinePlan(js []reportJob, readings []EnergyReading, since, until time.T
 			p.grants[g] = append(p.grants[g], [2]time.Time{j.Start, end})
 		}
 	}
-	p.edges = append(p.edges, coverageEdges(readings)...)
+	p.edges = append(p.edges, coverageEdges(us)...)
 	slices.SortFunc(p.edges, func(a, b time.Time) int { return a.Compare(b) })
 	return p
 }
 
 // coverageEdges are the times where the stretches that GPUs' counters can
 // be trusted over (as gpuUsage.trusted finds them) start or end.
-func coverageEdges(readings []EnergyReading) []time.Time {
-	prev := map[int]counterReading{}
-	covered := map[int]bool{}
+func coverageEdges(us []gpuUsage) []time.Time {
 	var out []time.Time
-	for _, er := range readings {
-		for _, g := range er.GPUs {
-			c := counterReading{Time: er.Time, MJ: g.MJ}
-			if p, seen := prev[g.Index]; seen {
-				ok := p.MJ > 0 && c.MJ >= p.MJ && c.Time.After(p.Time)
-				if ok != covered[g.Index] {
-					out = append(out, p.Time)
-				}
-				covered[g.Index] = ok
+	for _, u := range us {
+		covered := false
+		for i := 1; i < len(u.Counter); i++ {
+			p, c := u.Counter[i-1], u.Counter[i]
+			if ok := p.MJ > 0 && c.MJ >= p.MJ && c.Time.After(p.Time); ok != covered {
+				out, covered = append(out, p.Time), ok
 			}
-			prev[g.Index] = c
 		}
-	}
-	for _, c := range prev {
-		out = append(out, c.Time) // the live sample may extend coverage from here
+		if n := len(u.Counter); n > 0 {
+			out = append(out, u.Counter[n-1].Time) // the live sample may extend coverage from here
+		}
 	}
 	return out
 }

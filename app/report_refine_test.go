@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/app/history"
 )
 
 // TestRefinedAgrees: coarse points standing in for finer ones give the
@@ -36,7 +38,6 @@ func TestRefinedAgrees(t *testing.T) {
 		{ID: "c", Node: alphaID, GPUs: []int{1}, Start: at(5*time.Hour + time.Minute + 5*time.Second)},
 		{ID: "d", Node: alphaID, GPUs: []int{0, 1}, Start: at(70*time.Minute + 30*time.Second), End: at(65*time.Minute + 2*time.Second)},
 	}
-	var readings []EnergyReading
 	for tm, mj := at(9*time.Hour-123*time.Second), uint64(1e9); tm.Before(now); tm, mj = tm.Add(15*time.Minute), mj+180e6 {
 		switch ago := now.Sub(tm); {
 		case ago > 6*time.Hour && ago < 6*time.Hour+15*time.Minute:
@@ -44,7 +45,8 @@ func TestRefinedAgrees(t *testing.T) {
 		case ago > 2*time.Hour && ago < 2*time.Hour+15*time.Minute:
 			mj = 5e6 // the driver reloaded
 		}
-		readings = append(readings, EnergyReading{Time: tm, GPUs: []GPUEnergy{{Index: 0, MJ: mj}, {Index: 1, MJ: mj / 2}}})
+		er := EnergyReading{Time: tm, GPUs: []GPUEnergy{{Index: 0, MJ: mj}, {Index: 1, MJ: mj / 2}}}
+		putRecord(t, r.db, alphaID, KindEnergy, history.Key(tm), tm, EncodeEnergy(er))
 	}
 	ctx := context.Background()
 	for _, w := range []struct {
@@ -55,20 +57,26 @@ func TestRefinedAgrees(t *testing.T) {
 		{"hours", at(5*time.Hour + 17*time.Second), at(23*time.Minute + 11*time.Second)},
 		{"hour", at(time.Hour), now},
 	} {
-		report := func(pl *refinePlan) (Report, int) {
-			us, _, err := r.series(ctx, alphaID, w.since, w.until, pl)
+		report := func(refine bool) (Report, int) {
+			us, err := r.counters(ctx, alphaID, w.since, w.until)
 			if err != nil {
+				t.Fatal(err)
+			}
+			var pl *refinePlan
+			if refine {
+				pl = newRefinePlan(js, us, w.since, w.until)
+			}
+			if us, _, err = r.readPoints(ctx, alphaID, us, w.since, w.until, pl); err != nil {
 				t.Fatal(err)
 			}
 			n := 0
 			for _, u := range us {
 				n += len(u.Points)
 			}
-			us = withCounters(us, alphaID, readings)
 			return computeReport(reportInput{Since: w.since, Until: w.until, By: ReportByJob, Jobs: js, GPUs: us}), n
 		}
-		fine, nFine := report(nil)
-		got, n := report(newRefinePlan(js, readings, w.since, w.until))
+		fine, nFine := report(false)
+		got, n := report(true)
 		if n >= nFine && w.name != "hour" {
 			t.Errorf("%s: refined read %d points, every tier's own %d; want fewer", w.name, n, nFine)
 		}

@@ -80,27 +80,40 @@ func ceilTime(t time.Time, d time.Duration) time.Time {
 // readings from the last before since to until. It returns the coarsest
 // tier step it stands for.
 func (r *Reader) usage(ctx context.Context, node string, js []reportJob, since, until time.Time) ([]gpuUsage, time.Duration, error) {
-	var readings []EnergyReading
-	err := r.db.Each(ctx, node, KindEnergy, since.Add(-2*energyStep), until, func(t time.Time, data []byte) error {
-		if er, err := DecodeEnergy(t, data); err == nil {
-			readings = append(readings, er)
-		}
-		return nil // a malformed reading from a peer: skip it
-	})
+	us, err := r.counters(ctx, node, since, until)
 	if err != nil {
 		return nil, 0, err
 	}
-	out, coarsest, err := r.series(ctx, node, since, until, newRefinePlan(js, readings, since, until))
-	if err != nil {
-		return nil, coarsest, err
-	}
-	return withCounters(out, node, readings), coarsest, nil
+	return r.readPoints(ctx, node, us, since, until, newRefinePlan(js, us, since, until))
 }
 
-// series reads node's per-GPU points over [since, until) as usage does,
-// the coarser points standing in where pl lets them (nil: none does).
-func (r *Reader) series(ctx context.Context, node string, since, until time.Time, pl *refinePlan) ([]gpuUsage, time.Duration, error) {
-	var out []gpuUsage
+// counters reads node's energy counter readings from the last before since
+// to until into a series per GPU, each sized for a reading a quarter hour.
+func (r *Reader) counters(ctx context.Context, node string, since, until time.Time) ([]gpuUsage, error) {
+	var us []gpuUsage
+	var pairs [][2]uint64
+	capacity := int(until.Sub(since)/energyStep) + 3
+	err := r.db.Each(ctx, node, KindEnergy, since.Add(-2*energyStep), until, func(t time.Time, data []byte) error {
+		ps, err := energyPairs(data, pairs)
+		if pairs = ps; err != nil {
+			return nil // a malformed reading from a peer: skip it
+		}
+		for _, p := range ps {
+			u := series(&us, node, int(p[0]), 0)
+			if u.Counter == nil {
+				u.Counter = make([]counterReading, 0, capacity)
+			}
+			u.Counter = append(u.Counter, counterReading{Time: t, MJ: p[1]})
+		}
+		return nil
+	})
+	return us, err
+}
+
+// readPoints adds node's per-GPU points over [since, until) to us as usage
+// reads them, the coarser points standing in where pl lets them (nil: none
+// does).
+func (r *Reader) readPoints(ctx context.Context, node string, us []gpuUsage, since, until time.Time, pl *refinePlan) ([]gpuUsage, time.Duration, error) {
 	var coarsest time.Duration
 	var all []tierPoints
 	total := 0
@@ -115,11 +128,11 @@ func (r *Reader) series(ctx context.Context, node string, since, until time.Time
 	}
 	for _, p := range all {
 		if len(p.pts) > 0 {
-			out = addPoints(out, node, p.pts, total)
+			us = addPoints(us, node, p.pts, total)
 			coarsest = max(coarsest, p.step)
 		}
 	}
-	return out, coarsest, nil
+	return us, coarsest, nil
 }
 
 // tierPoints are points that stand for one tier's, oldest first.
@@ -221,25 +234,17 @@ func addPoints(us []gpuUsage, node string, pts []meanPoint, capacity int) []gpuU
 	return us
 }
 
-// series is the series of GPU index in *us, added if missing.
+// series is the series of GPU index in *us, added if missing; its points
+// hold capacity before they grow.
 func series(us *[]gpuUsage, node string, index, capacity int) *gpuUsage {
 	for i := range *us {
-		if (*us)[i].GPU == index {
-			return &(*us)[i]
+		if u := &(*us)[i]; u.GPU == index {
+			if u.Points == nil && capacity > 0 {
+				u.Points = make([]usagePoint, 0, capacity)
+			}
+			return u
 		}
 	}
-	*us = append(*us, gpuUsage{Node: node, GPU: index, Points: make([]usagePoint, 0, capacity)})
-	return &(*us)[len(*us)-1]
-}
-
-// withCounters adds the energy readings (oldest first) to the series of
-// their GPU, making one for a GPU with readings but no points.
-func withCounters(us []gpuUsage, node string, readings []EnergyReading) []gpuUsage {
-	for _, er := range readings {
-		for _, g := range er.GPUs {
-			u := series(&us, node, g.Index, 0)
-			u.Counter = append(u.Counter, counterReading{Time: er.Time, MJ: g.MJ})
-		}
-	}
-	return us
+	*us = append(*us, gpuUsage{Node: node, GPU: index})
+	return series(us, node, index, capacity)
 }
