@@ -158,6 +158,7 @@ func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string) e
 	if err != nil {
 		return fmt.Errorf("read jobs of %s: %w", shortID(node), err)
 	}
+	first := len(in.Jobs)
 	for _, rec := range recs {
 		var j jobs.Job
 		if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" || j.Node != node {
@@ -167,7 +168,7 @@ func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string) e
 			in.Jobs = append(in.Jobs, g)
 		}
 	}
-	usage, step, err := r.usage(ctx, node, in.Since, in.Until)
+	usage, step, err := r.usage(ctx, node, in.Jobs[first:], in.Since, in.Until)
 	if err != nil {
 		return fmt.Errorf("read history of %s: %w", shortID(node), err)
 	}

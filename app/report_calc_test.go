@@ -168,8 +168,8 @@ func TestReportRunningAndEmpty(t *testing.T) {
 // addPoints reads tier points as readings at their last sample, with the
 // share of samples they miss.
 func TestAddPoints(t *testing.T) {
-	p := meanPoint{Time: rt0, N: 45, GPUs: []history.GPUMeans{{Index: 2, N: 45, Mean: [2]float64{50, 200}}}} // 45 samples of a minute's 60
-	got := addPoints(nil, node1, []meanPoint{p}, time.Minute, 1)
+	p := meanPoint{Time: rt0, Step: time.Minute, N: 45, GPUs: []history.GPUMeans{{Index: 2, N: 45, Mean: [2]float64{50, 200}}}} // 45 samples of a minute's 60
+	got := addPoints(nil, node1, []meanPoint{p}, 1)
 	want := []gpuUsage{{Node: node1, GPU: 2, Points: []usagePoint{
 		{Time: rt0.Add(59 * time.Second), Span: time.Minute, UtilPercent: 50, PowerW: 200, Missing: 0.25}}}}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(gpuUsage{}), cmpopts.EquateEmpty()); diff != "" {

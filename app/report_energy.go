@@ -53,20 +53,33 @@ func EncodeEnergy(er EnergyReading) []byte {
 
 // DecodeEnergy reads a record of KindEnergy made at t.
 func DecodeEnergy(t time.Time, data []byte) (EnergyReading, error) {
-	pairs, ok := scanPairs(data)
-	if !ok { // not as EncodeEnergy writes it: JSON may still read it
-		if err := json.Unmarshal(data, &pairs); err != nil {
-			return EnergyReading{}, fmt.Errorf("decode energy reading: %w", err)
-		}
+	pairs, err := energyPairs(data, nil)
+	if err != nil {
+		return EnergyReading{}, err
 	}
 	er := EnergyReading{Time: t, GPUs: make([]GPUEnergy, 0, len(pairs))}
 	for _, p := range pairs {
-		if p[0] > 255 {
-			return EnergyReading{}, fmt.Errorf("decode energy reading: GPU index %d", p[0])
-		}
 		er.GPUs = append(er.GPUs, GPUEnergy{Index: int(p[0]), MJ: p[1]})
 	}
 	return er, nil
+}
+
+// energyPairs reads the [index, mJ] pairs of a KindEnergy record into buf
+// (reused).
+func energyPairs(data []byte, buf [][2]uint64) ([][2]uint64, error) {
+	pairs, ok := scanPairs(data, buf[:0])
+	if !ok { // not as EncodeEnergy writes it: JSON may still read it
+		pairs = buf[:0]
+		if err := json.Unmarshal(data, &pairs); err != nil {
+			return buf, fmt.Errorf("decode energy reading: %w", err)
+		}
+	}
+	for _, p := range pairs {
+		if p[0] > 255 {
+			return pairs, fmt.Errorf("decode energy reading: GPU index %d", p[0])
+		}
+	}
+	return pairs, nil
 }
 
 // EnergyRecorder writes this machine's energy counters into the replica:
@@ -134,23 +147,24 @@ func holdersOf(s agent.Sample) string {
 	return b.String()
 }
 
-// scanPairs reads EncodeEnergy's text, [[1,2],[3,4]], with no space; ok
-// false for anything else (a report reads thousands of these).
-func scanPairs(b []byte) (pairs [][2]uint64, ok bool) {
+// scanPairs reads EncodeEnergy's text, [[1,2],[3,4]], with no space,
+// appending to pairs; ok false for anything else (a report reads thousands
+// of these).
+func scanPairs(b []byte, pairs [][2]uint64) (_ [][2]uint64, ok bool) {
 	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
-		return nil, false
+		return pairs, false
 	}
 	b = b[1 : len(b)-1]
-	for len(b) > 0 {
-		if len(pairs) > 0 {
+	for n0 := len(pairs); len(b) > 0; {
+		if len(pairs) > n0 {
 			if b[0] != ',' {
-				return nil, false
+				return pairs, false
 			}
 			b = b[1:]
 		}
 		var p [2]uint64
 		if len(b) == 0 || b[0] != '[' {
-			return nil, false
+			return pairs, false
 		}
 		b = b[1:]
 		for k := range p {
@@ -160,7 +174,7 @@ func scanPairs(b []byte) (pairs [][2]uint64, ok bool) {
 			}
 			v, err := strconv.ParseUint(string(b[:n]), 10, 64)
 			if n == 0 || err != nil || len(b) == n || b[n] != ",]"[k] {
-				return nil, false
+				return pairs, false
 			}
 			p[k], b = v, b[n+1:]
 		}

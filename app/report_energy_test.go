@@ -102,7 +102,7 @@ func FuzzDecodeEnergy(f *testing.F) {
 	f.Add([]byte("[[0,123],[7,456]]"))
 	f.Add([]byte("[]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if fast, ok := scanPairs(data); ok {
+		if fast, ok := scanPairs(data, nil); ok {
 			var slow [][2]uint64
 			if err := json.Unmarshal(data, &slow); err != nil || !slices.Equal(fast, slow) {
 				t.Errorf("scanPairs(%q) = %v; JSON reads %v, %v", data, fast, slow, err)

@@ -14,7 +14,8 @@ import (
 
 // windowHistory writes alpha's history as its recorder would, every tier
 // from the same 1 Hz samples (1 s for the last 65 minutes, 1 min for the
-// last 3 hours, 15 min for the last 6, each up to its last closed period),
+// last 3 hours, 15 min for the last 6, 3 h for the last 9, each up to its
+// last closed period),
 // with util giving each GPU's utilization at a second (negative: no sample).
 func windowHistory(t *testing.T, now time.Time, util func(gpu int, at time.Time) float64) *Reader {
 	t.Helper()
@@ -50,6 +51,7 @@ func windowHistory(t *testing.T, now time.Time, util func(gpu int, at time.Time)
 	tier(history.KindSample1s, time.Second, now.Add(-65*time.Minute))
 	tier(history.KindSample1m, time.Minute, now.Add(-3*time.Hour))
 	tier(history.KindSample15m, 15*time.Minute, now.Add(-6*time.Hour))
+	tier(history.KindSample3h, 3*time.Hour, now.Add(-9*time.Hour))
 	r := NewReader(db, Self{ID: selfID, Name: "self"})
 	r.now = func() time.Time { return now }
 	return r

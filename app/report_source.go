@@ -73,17 +73,52 @@ func ceilTime(t time.Time, d time.Duration) time.Time {
 	return t
 }
 
-// usage reads node's per-GPU points over [since, until), each part from
-// the finest tier that holds it (tierSpans; see spanPoints where that tier
-// misses the part's start), and its energy counter readings from the last
-// before since to until. It returns the coarsest step it read.
-func (r *Reader) usage(ctx context.Context, node string, since, until time.Time) ([]gpuUsage, time.Duration, error) {
-	var out []gpuUsage
+// usage reads node's per-GPU points over [since, until), each part as the
+// finest tier that holds it gives it (tierSpans; see spanPoints where that
+// tier misses the part's start, and refined for the coarser points read in
+// place of finer ones), given the node's grants js, and its energy counter
+// readings from the last before since to until. It returns the coarsest
+// tier step it stands for.
+func (r *Reader) usage(ctx context.Context, node string, js []reportJob, since, until time.Time) ([]gpuUsage, time.Duration, error) {
+	us, err := r.counters(ctx, node, since, until)
+	if err != nil {
+		return nil, 0, err
+	}
+	return r.readPoints(ctx, node, us, since, until, newRefinePlan(js, us, since, until))
+}
+
+// counters reads node's energy counter readings from the last before since
+// to until into a series per GPU, each sized for a reading a quarter hour.
+func (r *Reader) counters(ctx context.Context, node string, since, until time.Time) ([]gpuUsage, error) {
+	var us []gpuUsage
+	var pairs [][2]uint64
+	capacity := int(until.Sub(since)/energyStep) + 3
+	err := r.db.Each(ctx, node, KindEnergy, since.Add(-2*energyStep), until, func(t time.Time, data []byte) error {
+		ps, err := energyPairs(data, pairs)
+		if pairs = ps; err != nil {
+			return nil // a malformed reading from a peer: skip it
+		}
+		for _, p := range ps {
+			u := series(&us, node, int(p[0]), 0)
+			if u.Counter == nil {
+				u.Counter = make([]counterReading, 0, capacity)
+			}
+			u.Counter = append(u.Counter, counterReading{Time: t, MJ: p[1]})
+		}
+		return nil
+	})
+	return us, err
+}
+
+// readPoints adds node's per-GPU points over [since, until) to us as usage
+// reads them, the coarser points standing in where pl lets them (nil: none
+// does).
+func (r *Reader) readPoints(ctx context.Context, node string, us []gpuUsage, since, until time.Time, pl *refinePlan) ([]gpuUsage, time.Duration, error) {
 	var coarsest time.Duration
 	var all []tierPoints
 	total := 0
 	for i, sp := range tierSpans(since, until, r.now()) {
-		parts, err := r.spanPoints(ctx, node, sp.tier, sp.from, sp.to, i == 0)
+		parts, err := r.spanPoints(ctx, node, sp.tier, sp.from, sp.to, i == 0, pl)
 		if err != nil {
 			return nil, coarsest, err
 		}
@@ -93,70 +128,62 @@ func (r *Reader) usage(ctx context.Context, node string, since, until time.Time)
 	}
 	for _, p := range all {
 		if len(p.pts) > 0 {
-			out = addPoints(out, node, p.pts, p.step, total)
+			us = addPoints(us, node, p.pts, total)
 			coarsest = max(coarsest, p.step)
 		}
 	}
-	var readings []EnergyReading
-	err := r.db.Each(ctx, node, KindEnergy, since.Add(-2*energyStep), until, func(t time.Time, data []byte) error {
-		if er, err := DecodeEnergy(t, data); err == nil {
-			readings = append(readings, er)
-		}
-		return nil // a malformed reading from a peer: skip it
-	})
-	if err != nil {
-		return nil, coarsest, err
-	}
-	return withCounters(out, node, readings), coarsest, nil
+	return us, coarsest, nil
 }
 
-// tierPoints are points of one tier, oldest first.
+// tierPoints are points that stand for one tier's, oldest first.
 type tierPoints struct {
 	pts  []meanPoint
 	step time.Duration
 }
 
-// meanPoint is a tier point as the report reads it: its time, the samples
-// it stands for, and per GPU the means of utilization and power.
+// meanPoint is a tier point as the report reads it: its time and step, the
+// samples it stands for, and per GPU the means of utilization and power.
 type meanPoint struct {
 	Time time.Time
+	Step time.Duration
 	N    int
 	GPUs []history.GPUMeans
 }
 
-// points reads node's points of tier res in [from, to), oldest first.
-func (r *Reader) points(ctx context.Context, node string, res history.Resolution, from, to time.Time) ([]meanPoint, error) {
+// points reads node's points of tier in [from, to), oldest first.
+func (r *Reader) points(ctx context.Context, node string, tier int, from, to time.Time) ([]meanPoint, error) {
 	var out []meanPoint
+	res := history.Resolutions[tier]
 	err := r.history.EachMeans(ctx, node, res, from, to, reportUtil, reportPower, func(tm time.Time, n int, gpus []history.GPUMeans) {
-		out = append(out, meanPoint{Time: tm, N: n, GPUs: slices.Clone(gpus)})
+		out = append(out, meanPoint{Time: tm, Step: res.Step, N: n, GPUs: slices.Clone(gpus)})
 	})
 	return out, err
 }
 
-// spanPoints reads node's points of [from, to) from tier, oldest first.
-// Where the tier's points start late (a machine's 1 s history begins when
-// its agent started, or has not caught up), the coarser tiers cover the
-// start, up to the first coarser step the tier holds from its beginning.
-// Points before from are read only for the window's first span (first),
-// whose first point reaches into the window.
-func (r *Reader) spanPoints(ctx context.Context, node string, tier int, from, to time.Time, first bool) ([]tierPoints, error) {
+// spanPoints reads node's points of [from, to) as tier gives them (see
+// refined), oldest first. Where the tier's points start late (a machine's
+// 1 s history begins when its agent started, or has not caught up), the
+// coarser tiers cover the start, up to the first coarser step the tier
+// holds from its beginning. Points before from are read only for the
+// window's first span (first), whose first point reaches into the window.
+func (r *Reader) spanPoints(ctx context.Context, node string, tier int, from, to time.Time, first bool, pl *refinePlan) ([]tierPoints, error) {
 	res := history.Resolutions[tier]
 	start := ceilTime(from, res.Step)
 	if first {
 		start = from.Truncate(res.Step)
 	}
-	pts, err := r.points(ctx, node, res, start, to)
+	pts, err := r.refined(ctx, node, tier, start, to, pl)
 	if err != nil || tier == len(history.Resolutions)-1 {
 		return []tierPoints{{pts, res.Step}}, err
 	}
 	if len(pts) == 0 {
-		return r.spanPoints(ctx, node, tier+1, from, to, first)
+		return r.spanPoints(ctx, node, tier+1, from, to, first, pl)
 	}
 	if !pts[0].Time.After(start) {
 		return []tierPoints{{pts, res.Step}}, nil
 	}
 	cut := ceilTime(pts[0].Time, history.Resolutions[tier+1].Step)
-	before, err := r.spanPoints(ctx, node, tier+1, from, cut, first)
+	before, err := r.spanPoints(ctx, node, tier+1, from, cut, first, pl)
 	if err != nil || len(before) == 0 || len(before[len(before)-1].pts) == 0 {
 		return []tierPoints{{pts, res.Step}}, err
 	}
@@ -187,15 +214,16 @@ func withLive(us []gpuUsage, latest map[string]agent.Sample, until time.Time) []
 	return us
 }
 
-// addPoints adds tier points (of one step) to the series of their GPU. A
-// point stands for the step that starts at its time, read at its last
-// sample (one sampling interval, 1 s, before the step's end; a 1 s point at
-// its own time), with the mean utilization and power of the samples in it,
+// addPoints adds tier points to the series of their GPU. A point stands
+// for the step that starts at its time, read at its last sample (one
+// sampling interval, 1 s, before the step's end; a 1 s point at its own
+// time), with the mean utilization and power of the samples in it,
 // and the share of the step they miss. A series it makes holds capacity
 // points before it grows (all the parts of the window).
-func addPoints(us []gpuUsage, node string, pts []meanPoint, step time.Duration, capacity int) []gpuUsage {
-	perStep := step.Seconds()
+func addPoints(us []gpuUsage, node string, pts []meanPoint, capacity int) []gpuUsage {
 	for _, p := range pts {
+		step := p.Step
+		perStep := step.Seconds()
 		at := p.Time.Add(max(0, step-sampleInterval))
 		for _, g := range p.GPUs {
 			u := series(&us, node, g.Index, max(capacity, len(pts)))
@@ -206,25 +234,17 @@ func addPoints(us []gpuUsage, node string, pts []meanPoint, step time.Duration, 
 	return us
 }
 
-// series is the series of GPU index in *us, added if missing.
+// series is the series of GPU index in *us, added if missing; its points
+// hold capacity before they grow.
 func series(us *[]gpuUsage, node string, index, capacity int) *gpuUsage {
 	for i := range *us {
-		if (*us)[i].GPU == index {
-			return &(*us)[i]
+		if u := &(*us)[i]; u.GPU == index {
+			if u.Points == nil && capacity > 0 {
+				u.Points = make([]usagePoint, 0, capacity)
+			}
+			return u
 		}
 	}
-	*us = append(*us, gpuUsage{Node: node, GPU: index, Points: make([]usagePoint, 0, capacity)})
-	return &(*us)[len(*us)-1]
-}
-
-// withCounters adds the energy readings (oldest first) to the series of
-// their GPU, making one for a GPU with readings but no points.
-func withCounters(us []gpuUsage, node string, readings []EnergyReading) []gpuUsage {
-	for _, er := range readings {
-		for _, g := range er.GPUs {
-			u := series(&us, node, g.Index, 0)
-			u.Counter = append(u.Counter, counterReading{Time: er.Time, MJ: g.MJ})
-		}
-	}
-	return us
+	*us = append(*us, gpuUsage{Node: node, GPU: index})
+	return series(us, node, index, capacity)
 }

@@ -11,16 +11,16 @@ import (
 // GPUMeans is one GPU of a tier point as a report reads it: the samples it
 // reported in, and the means of the figures asked for.
 type GPUMeans struct {
-	Index int
-	N     int
-	Mean  [2]float64
+	Index  int
+	N      int
+	Mean   [2]float64
+	Lo, Hi float64 // the least and the greatest of the first figure
 }
 
 // EachMeans calls fn with each point of node's tier t whose time is in
 // [from, to), oldest first: its time, the samples it stands for, and per GPU
-// the means of GPUMetrics[a] and GPUMetrics[b]. It reads only those of a
-// record (a report over a week reads ten thousand points a machine); gpus
-// is reused between calls. Malformed records are skipped.
+// the means of GPUMetrics[a] and GPUMetrics[b], and the range of a. It
+// reads only those of a record; gpus is reused between calls. Malformed records are skipped.
 func (s *Store) EachMeans(ctx context.Context, node string, t Resolution, from, to time.Time, a, b int,
 	fn func(tm time.Time, n int, gpus []GPUMeans)) error {
 	var buf []byte
@@ -44,7 +44,8 @@ func decodeMeans(kind string, data []byte, buf *[]byte, out []GPUMeans, a, b int
 			return time.Time{}, 0, out, err
 		}
 		for _, g := range p.GPUs {
-			out = append(out, GPUMeans{Index: g.Index, N: g.N, Mean: [2]float64{g.M[a].Mean, g.M[b].Mean}})
+			out = append(out, GPUMeans{Index: g.Index, N: g.N, Mean: [2]float64{g.M[a].Mean, g.M[b].Mean},
+				Lo: g.M[a].Min, Hi: g.M[a].Max})
 		}
 		return p.Time, p.N, out, nil
 	}
@@ -89,12 +90,12 @@ func decodeMeans(kind string, data []byte, buf *[]byte, out []GPUMeans, a, b int
 				r.take(k * w)
 				continue
 			}
-			v := r.agg(single, w).Mean
+			v := r.agg(single, w)
 			if j == a {
-				g.Mean[0] = v
+				g.Mean[0], g.Lo, g.Hi = v.Mean, v.Min, v.Max
 			}
 			if j == b {
-				g.Mean[1] = v
+				g.Mean[1] = v.Mean
 			}
 		}
 		out = append(out, g)

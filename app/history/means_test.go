@@ -49,7 +49,7 @@ func TestDecodeMeansMatchesDecodePoint(t *testing.T) {
 			t.Fatalf("%s: decodeMeans = %v, %d, %+v, %v; want %v, %d, %d GPUs", tc.name, tm, n, got, err, want.Time, want.N, len(want.GPUs))
 		}
 		for i, g := range want.GPUs {
-			w := GPUMeans{Index: g.Index, N: g.N, Mean: [2]float64{g.M[util].Mean, g.M[power].Mean}}
+			w := GPUMeans{Index: g.Index, N: g.N, Mean: [2]float64{g.M[util].Mean, g.M[power].Mean}, Lo: g.M[util].Min, Hi: g.M[util].Max}
 			if got[i] != w {
 				t.Errorf("%s: GPU %d = %+v; want %+v", tc.name, i, got[i], w)
 			}
