@@ -54,16 +54,8 @@ func (in *Inputs) memberName(id string) string {
 	if in.pool == nil || id == "" {
 		return ""
 	}
-	st, ok := in.pool.Snapshot()
-	if !ok {
-		return ""
-	}
-	for _, m := range st.Members {
-		if m.ID == id {
-			return m.Name
-		}
-	}
-	return ""
+	st, _ := in.pool.Snapshot()
+	return st.MemberName(id)
 }
 
 var _ alerts.JobNames = (*Inputs)(nil)

@@ -33,14 +33,6 @@ func (d *Daemon) jobOwner(id string) string {
 
 // memberName is a member's name in the pool, "" when it is not one.
 func (d *Daemon) memberName(id string) string {
-	st, ok := d.pool.Snapshot()
-	if !ok {
-		return ""
-	}
-	for _, m := range st.Members {
-		if m.ID == id {
-			return m.Name
-		}
-	}
-	return ""
+	st, _ := d.pool.Snapshot()
+	return st.MemberName(id)
 }
