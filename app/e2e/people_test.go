@@ -126,10 +126,14 @@ func TestPeople(t *testing.T) {
 		if !strings.Contains(j.Error, "job hog of alice") || strings.Contains(j.Error, n.ID) || strings.Contains(j.Error, hog.ID) {
 			t.Errorf("queued message %q: want the job and its owner by name, no IDs", j.Error)
 		}
-		out := mustCLI(t, bob, "gpus")
-		if !strings.Contains(out, "hog (alice)") || strings.Contains(out, hog.ID[:12]) {
-			t.Errorf("gpus on bob does not name the job and owner:\n%s", out)
-		}
+		// The GPUs name their job from the next sample on: wait for it.
+		waitFor(t, 15*time.Second, "gpus on bob to name the job and owner", func() error {
+			out := mustCLI(t, bob, "gpus")
+			if !strings.Contains(out, "hog (alice)") || strings.Contains(out, hog.ID[:12]) {
+				return fmt.Errorf("gpus on bob:\n%s", out)
+			}
+			return nil
+		})
 	})
 
 	t.Run("image load shows the transfer, then the engine's progress", func(t *testing.T) {
