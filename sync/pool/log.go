@@ -70,7 +70,6 @@ type MemberState struct {
 	AdmittedBy string
 
 	setBy int // entry that set Role (-1: genesis or join)
-	since int // entry that made it a member, for seniority
 }
 
 // Bounds on what a log holds, so that no member can make another's grow

@@ -152,7 +152,7 @@ func (st *state) effect(e *entry) string {
 	case KindGenesis:
 		st.creator = r.Subject
 		st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: RoleOwner,
-			AddedAt: at, AddedBy: r.Subject, Version: r.Version, Key: r.Key, setBy: -1, since: e.idx}
+			AddedAt: at, AddedBy: r.Subject, Version: r.Version, Key: r.Key, setBy: -1}
 		return ""
 	case KindJoin:
 		return st.join(e, at)
@@ -232,7 +232,7 @@ func (st *state) join(e *entry, at time.Time) string {
 		admitter = r.Signer
 	}
 	st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: inv.Role, Invite: r.Invite,
-		AddedAt: at, AddedBy: inv.CreatedBy, Version: r.Version, Key: r.Key, AdmittedBy: admitter, setBy: -1, since: e.idx}
+		AddedAt: at, AddedBy: inv.CreatedBy, Version: r.Version, Key: r.Key, AdmittedBy: admitter, setBy: -1}
 	return ""
 }
 
