@@ -45,6 +45,14 @@ type Spec struct {
 	// the policy allows root may a job choose.
 	User string `json:"user,omitempty"`
 
+	// Where a backend schedules itself (a Slurm cluster, see Capabilities):
+	// the partition ("" its default), the number of nodes and the GPUs on
+	// each (instead of GPUs, when Nodes > 1), and the time limit.
+	Partition        string `json:"partition,omitempty"`
+	Nodes            int    `json:"nodes,omitempty"`
+	GPUsPerNode      int    `json:"gpus_per_node,omitempty"`
+	TimeLimitSeconds int64  `json:"time_limit_s,omitempty"`
+
 	// Dangerous options a client may send; every one is refused.
 	Privileged  bool     `json:"privileged,omitempty"`
 	NetworkMode string   `json:"network_mode,omitempty"` // only "" or "bridge"
@@ -77,7 +85,14 @@ type Job struct {
 	State      State       `json:"state"`
 	GPUs       []string    `json:"gpus"`        // granted GPU UUIDs
 	GPUIndexes []int       `json:"gpu_indexes"` // and their indexes
-	Container  string      `json:"container,omitempty"`
+	Container  string      `json:"container,omitempty"` // the executor's handle: a container ID, a Slurm job ID
+	// Executor is the kind of executor that runs it ("" or "docker",
+	// "slurm"); Hosts the nodes a cluster job runs on.
+	Executor string   `json:"executor,omitempty"`
+	Hosts    []string `json:"hosts,omitempty"`
+	// Outcome says how an ended job ended when its exit code does not:
+	// "cancelled", "timed_out", "oom", "node_fail".
+	Outcome string `json:"outcome,omitempty"`
 	Ports      map[int]int `json:"ports,omitempty"` // the ports a tunnel reaches: container port -> port dialed at the container (published nowhere)
 	Created    time.Time   `json:"created"`
 	Started    *time.Time  `json:"started"`

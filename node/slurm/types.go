@@ -1,0 +1,83 @@
+// Package slurm runs labpool's jobs on a Slurm cluster through Slurm's own
+// commands (sbatch, squeue, sinfo, scontrol, scancel, sacct), as an
+// executor of node/jobs, and reads the cluster for its card: partitions,
+// nodes, GPUs and the queue.
+package slurm
+
+import "time"
+
+// Cluster is what the cluster's agent publishes about it (in its node
+// record), read once per tick from sinfo and squeue.
+type Cluster struct {
+	Name       string      `json:"name"`    // ClusterName
+	Version    string      `json:"version"` // Slurm's version
+	Partitions []Partition `json:"partitions"`
+	Nodes      []Node      `json:"nodes"`
+	GPUs       []GPUCount  `json:"gpus"`  // by type, over every node
+	Queue      []QueueJob  `json:"queue"` // running and pending, at most QueueCap, labpool's first
+	Running    int         `json:"running"`
+	Pending    int         `json:"pending"`
+	// Containers says how images run here: "pyxis", "apptainer"; empty:
+	// command jobs only.
+	Containers []string  `json:"containers,omitempty"`
+	Read       time.Time `json:"read"`            // when it was read
+	Error      string    `json:"error,omitempty"` // why the last read failed (the figures are the last good ones)
+}
+
+// QueueCap is the most queue entries a Cluster carries.
+const QueueCap = 200
+
+// Partition is one Slurm partition.
+type Partition struct {
+	Name         string     `json:"name"`
+	Default      bool       `json:"default,omitempty"`
+	State        string     `json:"state"` // up, down, drain, inactive
+	Nodes        []string   `json:"nodes"`
+	MaxTimeS     int64      `json:"max_time_s,omitempty"` // 0: unlimited
+	DefaultTimeS int64      `json:"default_time_s,omitempty"`
+	CPUs         int        `json:"cpus"`
+	GPUs         []GPUCount `json:"gpus"`
+}
+
+// Node is one compute node.
+type Node struct {
+	Name        string     `json:"name"`
+	State       string     `json:"state"` // idle, mixed, allocated, down, drain...
+	Reason      string     `json:"reason,omitempty"`
+	Partitions  []string   `json:"partitions"`
+	Addr        string     `json:"addr,omitempty"` // NodeAddr
+	CPUs        int        `json:"cpus"`
+	CPUsAlloc   int        `json:"cpus_alloc"`
+	MemoryMB    int64      `json:"memory_mb"`
+	MemAllocMB  int64      `json:"mem_alloc_mb"`
+	GPUs        []GPUCount `json:"gpus"`
+}
+
+// GPUCount is how many GPUs of one type there are, and how many are
+// allocated.
+type GPUCount struct {
+	Type  string `json:"type"` // the GRES type ("a100", "fake"); "" untyped
+	Total int    `json:"total"`
+	Alloc int    `json:"alloc"`
+}
+
+// Free is the GPUs not allocated.
+func (g GPUCount) Free() int { return max(0, g.Total-g.Alloc) }
+
+// QueueJob is one job in Slurm's queue.
+type QueueJob struct {
+	ID        string    `json:"id"` // Slurm's job ID
+	Name      string    `json:"name"`
+	User      string    `json:"user"`
+	State     string    `json:"state"`            // Slurm's state: PENDING, RUNNING...
+	Reason    string    `json:"reason,omitempty"` // why it is pending
+	Partition string    `json:"partition"`
+	Nodes     []string  `json:"nodes,omitempty"`
+	GPUs      int       `json:"gpus"`
+	Submitted time.Time `json:"submitted"`
+	Started   time.Time `json:"started,omitempty"`
+	// LabpoolJob and Owner are set for jobs labpool submitted (its job ID
+	// and the member who launched it, from the job's comment).
+	LabpoolJob string `json:"labpool_job,omitempty"`
+	Owner      string `json:"owner,omitempty"`
+}
