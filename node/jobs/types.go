@@ -76,23 +76,23 @@ type Mount struct {
 
 // Job is the record of one launch, kept by its node and replicated.
 type Job struct {
-	ID         string      `json:"id"`
-	Name       string      `json:"name"`
-	Node       string      `json:"node"`  // device ID of the node that runs it
-	Owner      string      `json:"owner"` // device ID of who launched it
-	Image      string      `json:"image"`
-	Spec       Spec        `json:"spec"`
-	State      State       `json:"state"`
-	GPUs       []string    `json:"gpus"`        // granted GPU UUIDs
-	GPUIndexes []int       `json:"gpu_indexes"` // and their indexes
-	Container  string      `json:"container,omitempty"` // the executor's handle: a container ID, a Slurm job ID
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Node       string   `json:"node"`  // device ID of the node that runs it
+	Owner      string   `json:"owner"` // device ID of who launched it
+	Image      string   `json:"image"`
+	Spec       Spec     `json:"spec"`
+	State      State    `json:"state"`
+	GPUs       []string `json:"gpus"`                // granted GPU UUIDs
+	GPUIndexes []int    `json:"gpu_indexes"`         // and their indexes
+	Container  string   `json:"container,omitempty"` // the executor's handle: a container ID, a Slurm job ID
 	// Executor is the kind of executor that runs it ("" or "docker",
 	// "slurm"); Hosts the nodes a cluster job runs on.
 	Executor string   `json:"executor,omitempty"`
 	Hosts    []string `json:"hosts,omitempty"`
 	// Outcome says how an ended job ended when its exit code does not:
 	// "cancelled", "timed_out", "oom", "node_fail".
-	Outcome string `json:"outcome,omitempty"`
+	Outcome    string      `json:"outcome,omitempty"`
 	Ports      map[int]int `json:"ports,omitempty"` // the ports a tunnel reaches: container port -> port dialed at the container (published nowhere)
 	Created    time.Time   `json:"created"`
 	Started    *time.Time  `json:"started"`

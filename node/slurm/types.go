@@ -41,16 +41,16 @@ type Partition struct {
 
 // Node is one compute node.
 type Node struct {
-	Name        string     `json:"name"`
-	State       string     `json:"state"` // idle, mixed, allocated, down, drain...
-	Reason      string     `json:"reason,omitempty"`
-	Partitions  []string   `json:"partitions"`
-	Addr        string     `json:"addr,omitempty"` // NodeAddr
-	CPUs        int        `json:"cpus"`
-	CPUsAlloc   int        `json:"cpus_alloc"`
-	MemoryMB    int64      `json:"memory_mb"`
-	MemAllocMB  int64      `json:"mem_alloc_mb"`
-	GPUs        []GPUCount `json:"gpus"`
+	Name       string     `json:"name"`
+	State      string     `json:"state"` // idle, mixed, allocated, down, drain...
+	Reason     string     `json:"reason,omitempty"`
+	Partitions []string   `json:"partitions"`
+	Addr       string     `json:"addr,omitempty"` // NodeAddr
+	CPUs       int        `json:"cpus"`
+	CPUsAlloc  int        `json:"cpus_alloc"`
+	MemoryMB   int64      `json:"memory_mb"`
+	MemAllocMB int64      `json:"mem_alloc_mb"`
+	GPUs       []GPUCount `json:"gpus"`
 }
 
 // GPUCount is how many GPUs of one type there are, and how many are
