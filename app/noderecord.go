@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/schema"
 )
 
@@ -16,4 +17,7 @@ type NodeRecord struct {
 	// Containers says whether the node can run jobs; ContainersError why not.
 	Containers      bool   `json:"containers"`
 	ContainersError string `json:"containers_error,omitempty"`
+	// Cluster is set by an agent that stands for a Slurm cluster (agent
+	// --slurm): its partitions, nodes, GPUs and queue.
+	Cluster *slurm.Cluster `json:"cluster,omitempty"`
 }
