@@ -163,7 +163,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}
 	d.openTelemetry(ctx)
-	d.openSlurmProcs()
+	d.openSlurmProcs(ctx)
 	fcfg := folders.DefaultConfig()
 	fcfg.Self, fcfg.DataDir = d.id.ID.String(), cfg.DataDir
 	if d.folders, err = folders.OpenWith(fcfg, nodestore.NewShares(d.db)); err != nil {

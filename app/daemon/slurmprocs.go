@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -15,14 +17,31 @@ import (
 type slurmProcs struct {
 	procs *slurm.Procs
 	jobs  *app.SlurmJobs
-	idle  slurm.IdleWatch // owned by the sampling loop (the Annotate hook)
+	// Owned by the sampling loop (the Annotate hook).
+	idle  slurm.IdleWatch
+	holds app.SlurmHolds // what they held, for the usage report
 }
 
 // procRoot is where the host's processes are read.
 const procRoot = "/proc"
 
-func (d *Daemon) openSlurmProcs() {
+// openSlurmProcs prepares the Slurm view and takes back the holds an
+// earlier run left open.
+func (d *Daemon) openSlurmProcs(ctx context.Context) {
 	d.slurm = &slurmProcs{procs: slurm.NewProcs(procRoot, slurm.ConfCluster(slurm.ConfPaths)), jobs: app.NewSlurmJobs(d.db)}
+	recs, err := d.db.Range(ctx, d.id.ID.String(), app.KindSlurmHold, time.Time{}, time.Now().Add(24*time.Hour))
+	if err != nil {
+		d.log.Warn("read the Slurm jobs this machine saw: those left open end at its next sample", "err", err)
+		return
+	}
+	var open []app.SlurmHold
+	for _, rec := range recs {
+		var h app.SlurmHold
+		if json.Unmarshal(rec.Data, &h) == nil && h.End == nil {
+			open = append(open, h)
+		}
+	}
+	d.slurm.holds.Adopt(open)
 }
 
 // annotateSlurm names the Slurm jobs of one GPU sample's processes and
@@ -34,6 +53,9 @@ func (d *Daemon) annotateSlurm(taken time.Time, gs []gpu.Stats) {
 		return
 	}
 	s.procs.Annotate(gs, s.jobs.Find)
+	for _, h := range s.holds.Observe(taken, gs) {
+		d.saveHold(taken, h)
+	}
 	if d.jobs == nil {
 		return
 	}
@@ -55,4 +77,15 @@ func (d *Daemon) jobOf(id string) (jobs.Job, error) {
 		return sj, nil
 	}
 	return jobs.Job{}, err
+}
+
+// saveHold records what a Slurm job held here (app.KindSlurmHold).
+func (d *Daemon) saveHold(at time.Time, h app.SlurmHold) {
+	data, err := json.Marshal(h)
+	if err == nil {
+		_, err = d.db.Append(context.Background(), d.id.ID.String(), app.KindSlurmHold, h.Key(), at, data)
+	}
+	if err != nil {
+		d.log.Warn("record a Slurm job's GPUs: the usage report misses it", "holder", h.Holder, "err", err)
+	}
 }
