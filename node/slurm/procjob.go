@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -133,9 +134,8 @@ func readEnviron(file string) map[string]string {
 		return nil
 	}
 	defer f.Close()
-	b := make([]byte, maxEnviron)
-	n, _ := f.Read(b)
-	return parseEnviron(b[:n])
+	b, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
+	return parseEnviron(b)
 }
 
 // parseEnviron returns the SLURM_ variables of an environ text; the first
