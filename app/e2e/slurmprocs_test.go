@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,8 +55,8 @@ func startFakeStepd(t *testing.T, job, cluster string) int {
 // Slurm compute node would: a real process of Slurm job 4242 (under a root
 // slurmstepd, with its environment) is listed on GPU 2 by NVML. The agent
 // reads /proc and names the Slurm job on the GPU and its process, in
-// `gpus --json` and `gpus`; a process of no Slurm job stays "outside
-// labpool". (No cluster agent launched job 4242: it is a Slurm job
+// `gpus --json` and `gpus`, and the usage report counts it; a process of
+// no Slurm job stays "outside labpool". (No cluster agent launched job 4242: it is a Slurm job
 // outside labpool, named, not unknown.)
 func TestSlurmProcessOnComputeNode(t *testing.T) {
 	l := newLAN(t, "node1")
@@ -91,6 +92,19 @@ func TestSlurmProcessOnComputeNode(t *testing.T) {
 	if g.Holder != "" || g.ProcessList[0].Holder != "" {
 		t.Errorf("gpu 3: %+v; want a process outside labpool, in no Slurm job", g)
 	}
+	// The compute node records what the Slurm job holds: the report counts it.
+	waitFor(t, 20*time.Second, "the report counting slurm job 4242", func() error {
+		rep, err := node1.client().Report(context.Background(), app.ReportRequest{Since: 3600, By: app.ReportByJob})
+		if err != nil {
+			return err
+		}
+		for _, r := range rep.Rows {
+			if r.Key == "slurm job 4242" && r.Label == "slurm job 4242" && r.GPUHoursGranted > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("rows %+v", rep.Rows)
+	})
 	text, _, _ := node1.cli("gpus")
 	for _, want := range []string{fmt.Sprintf("pid %d", pid), "slurm job 4242", "outside labpool"} {
 		if !strings.Contains(text, want) {
