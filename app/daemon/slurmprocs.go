@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
@@ -18,9 +19,14 @@ type slurmProcs struct {
 	procs *slurm.Procs
 	jobs  *app.SlurmJobs
 	// Owned by the sampling loop (the Annotate hook).
-	idle  slurm.IdleWatch
-	holds app.SlurmHolds // what they held, for the usage report
+	idle   slurm.IdleWatch
+	holds  app.SlurmHolds // what they held, for the usage report
+	pruned time.Time      // when old holds were last pruned
 }
+
+// slurmHoldKeep is how long the holds are kept: as far back as a report
+// reads.
+const slurmHoldKeep = history.MaxSeriesWindow + 24*time.Hour
 
 // procRoot is where the host's processes are read.
 const procRoot = "/proc"
@@ -55,6 +61,12 @@ func (d *Daemon) annotateSlurm(taken time.Time, gs []gpu.Stats) {
 	s.procs.Annotate(gs, s.jobs.Find)
 	for _, h := range s.holds.Observe(taken, gs) {
 		d.saveHold(taken, h)
+	}
+	if taken.Sub(s.pruned) >= time.Hour {
+		s.pruned = taken
+		if _, err := d.db.Prune(context.Background(), app.KindSlurmHold, taken.Add(-slurmHoldKeep)); err != nil {
+			d.log.Warn("prune the Slurm jobs' holds", "err", err)
+		}
 	}
 	if d.jobs == nil {
 		return
