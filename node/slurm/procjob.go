@@ -19,7 +19,9 @@ import (
 // and SLURM_CLUSTER_NAME; an environment is the process's own to write, so
 // it counts only under a slurmstepd owned by root whose title names the
 // same job (rule "slurm job id matches its slurmstepd"): a job cannot pass
-// its GPU processes off as another job's.
+// its GPU processes off as another job's. For the same reason the local
+// slurm.conf's ClusterName, where there is one, wins over the
+// environment's SLURM_CLUSTER_NAME (see Procs.JobOf).
 
 // JobOfProcess says which Slurm job process pid runs in, reading the proc
 // filesystem at root ("/proc" on a host): the cluster's name (the

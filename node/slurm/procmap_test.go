@@ -13,7 +13,7 @@ func TestAnnotate(t *testing.T) {
 	f.add(proc{pid: 101, cgroup: cgroupV1})                                          // job 4242, not labpool's
 	f.add(proc{pid: 102, cgroup: cgroupUser})                                        // no job
 	f.add(proc{pid: 103, cgroup: cgroupV2Node, env: []string{"SLURM_CLUSTER_NAME=other"}})
-	p := NewProcs(f.root, "hpc")
+	p := NewProcs(f.root, "") // no slurm.conf: the environment names the cluster
 	find := func(cluster, id string) (string, string, bool) {
 		if cluster == "hpc" && id == "31337" {
 			return "job-train", "alice-id", true
@@ -56,5 +56,19 @@ func TestAnnotateUnknownCluster(t *testing.T) {
 	p.Annotate(gs, func(string, string) (string, string, bool) { asked = true; return "j", "o", true })
 	if asked || gs[0].Job != "" || gs[0].Holder != "slurm job 31337" {
 		t.Errorf("unknown cluster: asked %v, GPU %+v; want the Slurm job named, no labpool job", asked, gs[0])
+	}
+}
+
+// The local slurm.conf names the cluster, whatever a job's environment
+// says: a job of cluster hpc cannot pass for one of another cluster.
+func TestAnnotateConfClusterWins(t *testing.T) {
+	f := newFakeProc(t)
+	f.add(proc{pid: 100, cgroup: cgroupV2, env: []string{"SLURM_CLUSTER_NAME=other"}})
+	p := NewProcs(f.root, "HPC")
+	var asked string
+	gs := []gpu.Stats{{Processes: []gpu.Process{{PID: 100}}}}
+	p.Annotate(gs, func(cluster, id string) (string, string, bool) { asked = cluster + "/" + id; return "", "", false })
+	if asked != "hpc/31337" {
+		t.Errorf("asked for %q; want hpc/31337", asked)
 	}
 }

@@ -34,14 +34,16 @@ var ConfPaths = []string{"/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", 
 
 // NewProcs returns the Procs of the proc filesystem at root ("/proc"), on
 // a node whose slurm.conf names cluster (ClusterName; "" when unknown,
-// see ConfCluster): the cluster of a job whose environment does not say.
+// see ConfCluster).
 func NewProcs(root, cluster string) *Procs {
 	return &Procs{root: root, cluster: strings.ToLower(cluster), known: map[int]procJob{}, seen: map[int]bool{}}
 }
 
-// JobOf says which Slurm job process pid runs in (see JobOfProcess), with
-// the local cluster's name where the process's own says nothing. Names are
-// lower case, as Slurm keeps them.
+// JobOf says which Slurm job process pid runs in (see JobOfProcess). The
+// cluster is the local slurm.conf's where there is one (a compute node is
+// in one cluster, and the file is root's, where a job may set its own
+// SLURM_CLUSTER_NAME), else the job environment's. Names are lower case,
+// as Slurm keeps them.
 func (p *Procs) JobOf(pid int) (clusterName, jobID string, ok bool) {
 	st, alive := readStat(p.root, pid)
 	if !alive {
@@ -55,9 +57,10 @@ func (p *Procs) JobOf(pid int) (clusterName, jobID string, ok bool) {
 		return k.cluster, k.job, k.ok
 	}
 	c, id, ok := JobOfProcess(p.root, pid)
-	if c = strings.ToLower(c); c == "" {
-		c = p.cluster
+	if p.cluster != "" {
+		c = p.cluster // root's slurm.conf over the job's own environment
 	}
+	c = strings.ToLower(c)
 	if st2, still := readStat(p.root, pid); !still || st2.start != st.start {
 		return "", "", false // replaced while read: ask again next time
 	}
