@@ -66,10 +66,10 @@ func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped i
 
 // kill stops j's container without a grace period and records the end.
 func (m *Manager) kill(ctx context.Context, j Job) error {
-	if m.rt == nil {
+	if m.ex == nil {
 		return ErrNoRuntime
 	}
-	if err := m.rt.Stop(ctx, j.Container, 0); err != nil && !isGone(err) {
+	if err := m.ex.Stop(ctx, j.Container, 0); err != nil && !isGone(err) {
 		return fmt.Errorf("stop %s: %w", j.Name, err)
 	}
 	if err := m.refresh(ctx, j.ID, evicted); err != nil {
