@@ -61,12 +61,12 @@ func validateDangerous(s jobs.ContainerSpec) error {
 // maxPortBinds bounds a spec's raw port bindings.
 const maxPortBinds = 32
 
-// numericUser is a user a spec may name besides root.
-var numericUser = regexp.MustCompile(`^[0-9]{1,10}(:[0-9]{1,10})?$`)
+// specUser is a user a spec may name besides root.
+var specUser = regexp.MustCompile(`^[0-9]{1,10}(:[0-9]{1,10})?$`)
 
 func validateOptions(s jobs.ContainerSpec) error {
 	switch {
-	case s.User != "" && s.User != "root" && !numericUser.MatchString(s.User):
+	case s.User != "" && s.User != "root" && !specUser.MatchString(s.User):
 		return refuse("user", "user %q: ask for root, or a numeric uid or uid:gid", s.User)
 	case s.Restart != "" && s.Restart != "no" && s.Restart != "on-failure":
 		return refuse("restart", "restart %q: use no or on-failure", s.Restart)

@@ -63,10 +63,6 @@ type Config struct {
 	QueuePoll   time.Duration // how often the queue is retried besides on every release
 	StarveAfter time.Duration // a queued job waiting longer reserves GPUs (see queue.go)
 	MaxBackoff  time.Duration // the longest wait between reconnections to the engine
-	// SimulatedGPUs marks the GPUs as simulated (no NVIDIA runtime): grants
-	// reach the container as NVIDIA_VISIBLE_DEVICES only, with no device
-	// request, so demos and tests run on machines without a GPU.
-	SimulatedGPUs bool
 	// MemberName (may be nil) names a member's device ID for a person, ""
 	// when unknown; messages fall back to the short ID. It must not block
 	// for long (a read of the local replica).

@@ -56,8 +56,6 @@ func ServeTunnel(w http.ResponseWriter, r *http.Request, addr string) {
 	<-done
 }
 
-func nowMillis() int64 { return time.Now().UnixMilli() }
-
 // PortAddr is where the agent dials port of job j for a tunnel: where the
 // executor says the task's ports are (a container's address on its own
 // network, read now: it changes when the container restarts; the compute
