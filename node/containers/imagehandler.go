@@ -1,7 +1,9 @@
 package containers
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -19,11 +21,24 @@ type Launchers interface {
 	OwnsMachine(c jobs.Caller) bool
 }
 
+// ImageStore is what the images API calls (*Runtime implements it).
+type ImageStore interface {
+	Images(ctx context.Context) ([]Image, error)
+	LoadImage(ctx context.Context, archive io.Reader, rights Rights, progress Progress) ([]string, error)
+	PullImage(ctx context.Context, ref string, force bool, progress Progress) error
+}
+
+var _ ImageStore = (*Runtime)(nil)
+
 // ImageHandler serves the images API of this node: GET /v1/images lists
 // the engine's images to members; POST /v1/images/load and
 // /v1/images/pull are for who may launch here, and replacing a tag
-// (force) for the machine's owner only. rt nil: no engine here.
-func ImageHandler(rt *Runtime, who Launchers, caller func(*http.Request) jobs.Caller) http.Handler {
+// (force) for the machine's owner only. rt nil (or a nil *Runtime): no
+// engine here.
+func ImageHandler(rt ImageStore, who Launchers, caller func(*http.Request) jobs.Caller) http.Handler {
+	if r, ok := rt.(*Runtime); ok && r == nil {
+		rt = nil
+	}
 	h := &imageHandler{rt: rt, who: who, caller: caller}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/images", h.images)
@@ -33,7 +48,7 @@ func ImageHandler(rt *Runtime, who Launchers, caller func(*http.Request) jobs.Ca
 }
 
 type imageHandler struct {
-	rt     *Runtime
+	rt     ImageStore
 	who    Launchers
 	caller func(*http.Request) jobs.Caller
 }
