@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
 )
 
 // apiTest serves the jobs API of a manager over a fake runtime.
@@ -59,7 +58,6 @@ func TestHandlerJobs(t *testing.T) {
 		{"unknown job", "GET", "/v1/jobs/nope", "", 404, "not_found", "no such job"},
 		{"stop unknown", "POST", "/v1/jobs/nope/stop", "", 404, "not_found", ""},
 		{"bad tail", "GET", "/v1/jobs/" + j.ID + "/logs?tail=x", "", 400, "invalid", "tail"},
-		{"bad pull ref", "POST", "/v1/images/pull?ref=Bad%20Ref", "", 400, "refused", "image-ref"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

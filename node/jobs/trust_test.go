@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // trustServer serves a manager's API; the caller is named by the X-Owner

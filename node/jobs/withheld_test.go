@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
 )
 
 // TestCommandLineWithheld: a job's command line (tokens often live there)
@@ -50,4 +49,3 @@ func TestCommandLineWithheld(t *testing.T) {
 		t.Errorf("after a restart: %v, %v; want the command line back", got.Spec.Cmd, err)
 	}
 }
-
