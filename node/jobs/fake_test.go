@@ -29,6 +29,7 @@ type fakeRuntime struct {
 	startFn func(Task) (TaskStatus, error)
 	remap   bool // the engine remaps users
 	caps    Capabilities
+	pending string // new tasks wait with this reason, as a scheduler's queue (set()) moves them on
 }
 
 // fakeBackend is what the fake's tasks live in.
@@ -63,7 +64,7 @@ func newFakeRuntime() *fakeRuntime {
 
 // again is the executor a restarted agent opens over the same backend.
 func (f *fakeRuntime) again() *fakeRuntime {
-	return &fakeRuntime{fakeBackend: f.fakeBackend, remap: f.remap, caps: f.caps}
+	return &fakeRuntime{fakeBackend: f.fakeBackend, remap: f.remap, caps: f.caps, pending: f.pending}
 }
 
 func (f *fakeRuntime) call(name string) {
@@ -88,6 +89,10 @@ func (f *fakeRuntime) count(name string) int {
 	}
 	return n
 }
+
+// slurmCaps are the capabilities of a Slurm cluster without pyxis nor
+// Apptainer.
+var slurmCaps = Capabilities{Name: "slurm", Schedules: true, Commands: true, MultiNode: true}
 
 func (f *fakeRuntime) Capabilities() Capabilities {
 	c := f.caps
@@ -122,11 +127,11 @@ func (f *fakeRuntime) Start(_ context.Context, t Task) (TaskStatus, error) {
 	id := fmt.Sprintf("c%04d", f.n)
 	st := &TaskStatus{Handle: id, JobID: t.Labels[LabelJob], Labels: maps.Clone(t.Labels), Image: t.Image,
 		State: TaskRunning, Started: time.Now(), Addr: "127.0.0.1", Ports: map[int]int{}}
-	if f.caps.Schedules {
-		st.Hosts = []string{"node1"}
-	}
 	for i, p := range t.Ports {
 		st.Ports[p] = 40000 + i
+	}
+	if f.pending != "" {
+		st.State, st.Reason, st.Started, st.Addr, st.Ports = TaskPending, f.pending, time.Time{}, "", nil
 	}
 	f.cs[id] = st
 	o := &fakeOutput{changed: make(chan struct{})}
@@ -169,6 +174,26 @@ func (f *fakeRuntime) launchOf(id string) Task {
 	var n int
 	fmt.Sscanf(id, "c%d", &n)
 	return f.launches[n-1]
+}
+
+// set moves task id to state as a scheduler would (running on hosts,
+// timed out...), and sends a "state" event.
+func (f *fakeRuntime) set(id string, state TaskState, code int, hosts ...string) {
+	f.mu.Lock()
+	c := f.cs[id]
+	c.State, c.ExitCode, c.Reason = state, code, ""
+	if state == TaskRunning {
+		c.Started, c.Hosts, c.Addr = time.Now(), hosts, "127.0.0.1"
+		c.Ports = map[int]int{}
+		for i, p := range f.launchOf(id).Ports {
+			c.Ports[p] = 40000 + i
+		}
+	} else if state.Ended() {
+		c.Finished = time.Now()
+	}
+	job := c.JobID
+	f.mu.Unlock()
+	f.events <- TaskEvent{Handle: id, JobID: job, Action: "state"}
 }
 
 // exit ends task id with code, as the backend would, and sends the die

@@ -181,7 +181,7 @@ func current(j Job, now time.Time) Job {
 // setLocked stores j in the table; m.mu is held.
 func (m *Manager) setLocked(j Job) {
 	m.jobs[j.ID] = &j
-	if j.State == Queued {
+	if j.State == Queued && j.Container == "" { // queued here, not by a backend that schedules
 		m.queue[j.ID] = true
 	} else {
 		delete(m.queue, j.ID)

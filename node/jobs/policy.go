@@ -119,13 +119,15 @@ func (m *Manager) launchPolicy(c Caller) error {
 
 // resourcePolicy fills in the memory limit and refuses what the policy
 // does not allow c: more memory than its maximum, more GPUs than one
-// device may hold here.
+// device may hold here. Where the executor schedules (a cluster), memory
+// is the cluster's to bound: a job without a limit gets its default.
 func (m *Manager) resourcePolicy(c Caller, spec *Spec) error {
 	p := m.Policy()
-	if spec.MemoryBytes == 0 {
+	schedules := m.schedules() // the cluster's own limits apply, not this host's memory
+	if spec.MemoryBytes == 0 && !schedules {
 		spec.MemoryBytes = p.DefaultMemoryBytes
 	}
-	if p.MaxMemoryBytes > 0 && spec.MemoryBytes > p.MaxMemoryBytes && !m.local(c) {
+	if p.MaxMemoryBytes > 0 && spec.MemoryBytes > p.MaxMemoryBytes && !m.local(c) && !schedules {
 		return forbid("policy max-memory", "%d MiB asked, this machine allows a job at most %d MiB", spec.MemoryBytes>>20, p.MaxMemoryBytes>>20)
 	}
 	if p.MaxGPUsPerMember == 0 || m.local(c) {
