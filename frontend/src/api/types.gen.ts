@@ -189,7 +189,7 @@ export interface HostStats {
   net_tx_bps: number
 }
 
-/** jobs.Image */
+/** containers.Image */
 export interface Image {
   id: string
   tags: string[] | null
@@ -229,6 +229,9 @@ export interface Job {
   gpus: string[] | null
   gpu_indexes: number[] | null
   container?: string
+  executor?: string
+  hosts?: string[] | null
+  outcome?: string
   ports?: Record<string, number> | null
   created: string
   started?: string | null
@@ -606,11 +609,15 @@ export interface Spec {
   min_gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
-  shm_bytes?: number
   mounts?: Mount[] | null
   ports?: number[] | null
-  restart?: string
   queue?: boolean
+  partition?: string
+  nodes?: number
+  gpus_per_node?: number
+  time_limit_s?: number
+  shm_bytes?: number
+  restart?: string
   user?: string
   privileged?: boolean
   network_mode?: string
