@@ -26,11 +26,11 @@ func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped i
 		}
 		j, uerr := m.update(j.ID, func(j *Job) error {
 			switch {
-			case j.State == Queued, j.State == Starting && j.Container == "":
+			case j.State == Queued && j.Container == "", j.State == Starting && j.Container == "":
 				// A launch from the queue in flight sees this and removes
 				// its new container (startClaimed).
 				j.State, j.Finished, j.Error = Exited, &now, evicted
-			case j.State == Running || j.State == Starting:
+			case j.State == Running || j.State == Starting || j.State == Queued: // queued: in a cluster's queue, cancelled there
 				j.Error = evicted
 			default:
 				return ErrConflict

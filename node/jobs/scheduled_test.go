@@ -263,3 +263,27 @@ func TestScheduledTunnel(t *testing.T) {
 		t.Errorf("tunnel = %d %q, want the job's answer", code, body)
 	}
 }
+
+// TestScheduledEvict: the jobs of a member removed from the pool end on the
+// cluster too, those still in its queue included: none runs on after.
+func TestScheduledEvict(t *testing.T) {
+	m, rt, _ := clusterManager(t)
+	ctx := context.Background()
+	queued, _ := m.Submit(ctx, member("bob"), Spec{Cmd: []string{"a"}})
+	running, _ := m.Submit(ctx, member("bob"), Spec{Cmd: []string{"b"}})
+	rt.set(running.Container, TaskRunning, 0, "node1")
+	waitState(t, m, running.ID, Running)
+	if _, _, err := m.Evict(ctx, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{queued.Container, running.Container} {
+		if st, _ := rt.Inspect(ctx, id); !st.State.Ended() {
+			t.Errorf("task %s of an evicted member is %s on the cluster", id, st.State)
+		}
+	}
+	for _, id := range []string{queued.ID, running.ID} {
+		if j, _ := m.Get(id); j.State != Exited || j.Error != evicted {
+			t.Errorf("evicted job %+v", j)
+		}
+	}
+}
