@@ -17,7 +17,8 @@ const maxSpec = 1 << 20
 // is asking (the device proven by the transport, and its role). Everyone
 // lists and reads jobs (Env values only to a job's owner); only a job's
 // owner, admins and owners act on it; viewers launch nothing; launches
-// follow the machine's Policy.
+// follow the machine's Policy. (The images API is the container engine's:
+// containers.ImageHandler.)
 func Handler(m *Manager, caller func(*http.Request) Caller) http.Handler {
 	h := &handler{m: m, caller: caller}
 	mux := http.NewServeMux()

@@ -24,8 +24,9 @@ func stoppedOnPurpose(why string) bool {
 	return why == stoppedByUser || why == evicted || reclaimed(why)
 }
 
-// Stop stops a running job, or takes a queued one out of the queue. A job
-// that already ended is returned as it is.
+// Stop stops a running job, or takes a queued one out of the queue (a job
+// queued by a backend that schedules is cancelled there). A job that
+// already ended is returned as it is.
 func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
 	now := time.Now().UTC()
 	j, err := m.update(id, func(j *Job) error {
