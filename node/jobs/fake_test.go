@@ -40,6 +40,7 @@ type fakeBackend struct {
 	cs       map[string]*TaskStatus
 	out      map[string]*fakeOutput
 	n        int
+	inspects int // calls of Inspect
 
 	events chan TaskEvent
 	errs   chan error
@@ -241,6 +242,7 @@ func (f *fakeRuntime) Remove(_ context.Context, id string) error {
 func (f *fakeRuntime) Inspect(_ context.Context, id string) (TaskStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.inspects++
 	c, ok := f.cs[id]
 	if !ok {
 		return TaskStatus{}, noContainer(id)

@@ -216,14 +216,55 @@ func (m *Manager) settleGPUs(j Job) {
 }
 
 // resync re-reads running jobs and catches changes an event stream may
-// have missed.
+// have missed. Where the executor schedules (a cluster's queue, maybe
+// thousands of jobs), it reads the whole backend once, never once per job.
 func (m *Manager) resync(ctx context.Context) {
-	schedules := m.schedules()
+	if m.schedules() {
+		m.resyncListed(ctx)
+		return
+	}
 	for _, j := range m.List() {
-		if j.State == Running || (schedules && j.State == Queued && j.Container != "") {
+		if j.State == Running {
 			if err := m.refresh(ctx, j.ID, ""); err != nil {
 				m.log.Debug("resync job", "job", j.ID, "err", err)
 			}
+		}
+	}
+}
+
+// resyncListed brings the queued and running jobs in line with one List of
+// the executor's tasks; a job whose task is not listed is read alone (it
+// may be gone).
+func (m *Manager) resyncListed(ctx context.Context) {
+	ts, err := m.ex.List(ctx)
+	if err != nil {
+		m.log.Debug("resync: list tasks", "err", err)
+		return
+	}
+	byHandle := make(map[string]TaskStatus, len(ts))
+	for _, t := range ts {
+		byHandle[t.Handle] = t
+	}
+	for _, j := range m.List() {
+		if j.Container == "" || (j.State != Running && j.State != Queued) {
+			continue
+		}
+		t, ok := byHandle[j.Container]
+		if !ok {
+			if err := m.refresh(ctx, j.ID, ""); err != nil {
+				m.log.Debug("resync job", "job", j.ID, "err", err)
+			}
+			continue
+		}
+		j, err := m.update(j.ID, func(cur *Job) error {
+			if cur.Container != t.Handle {
+				return ErrConflict
+			}
+			apply(cur, t, true)
+			return nil
+		})
+		if err == nil {
+			m.settleGPUs(j)
 		}
 	}
 }

@@ -287,3 +287,38 @@ func TestScheduledEvict(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduledResyncListsOnce: the periodic re-read of a cluster's jobs
+// is one List of the backend, not one Inspect per job, and it catches
+// changes no event told.
+func TestScheduledResyncListsOnce(t *testing.T) {
+	m, rt, _ := clusterManager(t)
+	ctx := context.Background()
+	var js []Job
+	for range 20 {
+		j, err := m.Submit(ctx, member("alice"), Spec{Cmd: []string{"x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		js = append(js, j)
+	}
+	rt.mu.Lock()
+	for _, j := range js { // started without a word
+		rt.cs[j.Container].State, rt.cs[j.Container].Started = TaskRunning, time.Now()
+	}
+	rt.inspects = 0
+	rt.mu.Unlock()
+	lists := rt.count("List")
+	m.resync(ctx)
+	for _, j := range js {
+		if got, _ := m.Get(j.ID); got.State != Running {
+			t.Errorf("job %s is %s after a resync, want running", j.ID, got.State)
+		}
+	}
+	rt.mu.Lock()
+	inspects := rt.inspects
+	rt.mu.Unlock()
+	if n := rt.count("List") - lists; n != 1 || inspects != 0 {
+		t.Errorf("a resync of 20 cluster jobs made %d lists and %d inspects, want 1 and 0", n, inspects)
+	}
+}
