@@ -1,0 +1,115 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// owned checks that handle names a labpool job: a record of this
+// executor, or a job of its user with the marker. It returns the job as
+// the snapshot shows it (ok false when the snapshot lacks it).
+func (e *Executor) owned(ctx context.Context, handle, verb string) (Job, bool, error) {
+	if !validHandle(handle) {
+		return Job{}, false, errHandle(handle)
+	}
+	snap, err := e.q.get(ctx)
+	if err != nil {
+		return Job{}, false, fmt.Errorf("%s slurm job %s: %w", verb, handle, err)
+	}
+	j, inQueue := snap.Jobs[handle]
+	if inQueue && !e.ours(j) {
+		return Job{}, false, fmt.Errorf("slurm: %s job %s: it was not submitted by labpool (an executor touches only labpool's jobs)", verb, handle)
+	}
+	if !inQueue && e.record(handle) == nil {
+		return Job{}, false, fmt.Errorf("%s slurm job %s: %w", verb, handle, jobs.ErrTaskGone)
+	}
+	return j, inQueue, nil
+}
+
+// Stop cancels the job: with a grace, SIGTERM to the batch script and
+// its steps, then scancel once grace has passed; without, scancel.
+func (e *Executor) Stop(ctx context.Context, handle string, grace time.Duration) error {
+	j, inQueue, err := e.owned(ctx, handle, "stop")
+	if err != nil {
+		return err
+	}
+	if !inQueue || Ended(j.State) {
+		return nil
+	}
+	if grace > 0 && j.State == "RUNNING" {
+		if err := e.scancel(ctx, "--full", "--signal=TERM", handle); err != nil {
+			return err
+		}
+		if e.waitEnd(ctx, handle, grace) {
+			return nil
+		}
+	}
+	return e.scancel(ctx, handle)
+}
+
+// scancel runs scancel; a job that already ended is not an error.
+func (e *Executor) scancel(ctx context.Context, args ...string) error {
+	_, err := e.run.Run(ctx, "scancel", args...)
+	e.q.invalidate()
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "already completing or completed") || strings.Contains(msg, "Invalid job id") {
+			return nil
+		}
+		return fmt.Errorf("cancel slurm job %s: %w", args[len(args)-1], err)
+	}
+	return nil
+}
+
+// waitEnd reads the queue each tick until handle ends or grace passes.
+func (e *Executor) waitEnd(ctx context.Context, handle string, grace time.Duration) bool {
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(e.cfg.Tick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+		snap, err := e.q.get(ctx)
+		if err != nil {
+			continue
+		}
+		if j, ok := snap.Jobs[handle]; !ok || Ended(j.State) {
+			return true
+		}
+	}
+}
+
+// Remove forgets an ended job: its output, its script and its record.
+func (e *Executor) Remove(ctx context.Context, handle string) error {
+	j, inQueue, err := e.owned(ctx, handle, "remove")
+	if jobs.IsTaskGone(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if inQueue && !Ended(j.State) {
+		return fmt.Errorf("slurm: remove job %s: it is %s, and only an ended job is removed (stop it first)", handle, strings.ToLower(j.State))
+	}
+	e.mu.Lock()
+	r := e.recs[handle]
+	delete(e.recs, handle)
+	e.mu.Unlock()
+	if r == nil {
+		r = &record{Handle: handle, Output: e.outputPath(handle)}
+	}
+	if err := e.forget(r); err != nil {
+		return fmt.Errorf("remove slurm job %s: %w", handle, err)
+	}
+	return nil
+}

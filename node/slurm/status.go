@@ -1,0 +1,196 @@
+package slurm
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// lostReason is the Reason of a job that Slurm forgot before labpool saw
+// it end (see record).
+const lostReason = "Slurm forgot the job before labpool saw it end: its exit is unknown"
+
+// ours says whether j is labpool's: submitted by this executor (a
+// record), or carrying the marker and run by the executor's user. A job
+// of another user is never labpool's, whatever its comment says.
+func (e *Executor) ours(j Job) bool {
+	if j.User != "" && j.User != e.cfg.User {
+		return false
+	}
+	e.mu.Lock()
+	_, known := e.recs[j.ID]
+	e.mu.Unlock()
+	return known || j.LabpoolJob != ""
+}
+
+// fromJob is the status of j; rec may be nil (a job adopted from its
+// comment alone).
+func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskStatus {
+	state, code, oom := taskState(j)
+	st := jobs.TaskStatus{
+		Handle: j.ID, JobID: j.LabpoolJob, State: state, Reason: reason(j, state),
+		ExitCode: code, OOM: oom, Started: j.Started, Finished: j.Ended, Hosts: j.Nodes,
+	}
+	if rec != nil {
+		st.JobID, st.Labels, st.Ports = rec.JobID, rec.Labels, identity(rec.Ports)
+	}
+	if state == jobs.TaskRunning && len(j.Nodes) > 0 {
+		st.Addr = e.nodeAddr(ctx, j.Nodes[0])
+	}
+	return st
+}
+
+// seen records st as the last status of its job, and keeps it on disk
+// once it is the job's end.
+func (e *Executor) seen(st jobs.TaskStatus) {
+	e.mu.Lock()
+	r := e.recs[st.Handle]
+	if r == nil {
+		e.mu.Unlock()
+		return
+	}
+	final := st.State.Ended() && !r.Final
+	r.Last = st
+	r.Final = r.Final || st.State.Ended()
+	cp := *r
+	e.mu.Unlock()
+	if final {
+		if err := e.save(&cp); err != nil {
+			e.log.Warn("slurm: keep the end of a job", "job", st.JobID, "handle", st.Handle, "err", err)
+		}
+	}
+}
+
+func (e *Executor) record(handle string) *record {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.recs[handle]
+}
+
+// Inspect reads one task from the shared snapshot; a job that left it is
+// asked of scontrol, then of the record.
+func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus, error) {
+	if !validHandle(handle) {
+		return jobs.TaskStatus{}, errHandle(handle)
+	}
+	snap, err := e.q.get(ctx)
+	if err != nil {
+		return jobs.TaskStatus{}, fmt.Errorf("inspect slurm job %s: %w", handle, err)
+	}
+	rec := e.record(handle)
+	if j, ok := snap.Jobs[handle]; ok && e.ours(j) {
+		st := e.fromJob(ctx, j, rec)
+		e.seen(st)
+		return st, nil
+	}
+	if rec == nil {
+		return jobs.TaskStatus{}, fmt.Errorf("slurm job %s: not labpool's, or unknown: %w", handle, jobs.ErrTaskGone)
+	}
+	return e.vanished(ctx, []*record{rec})[0], nil
+}
+
+// vanished reads jobs that have records but left squeue: their kept end,
+// else what scontrol still knows (one call for all of them), else lost.
+func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStatus {
+	out := make([]jobs.TaskStatus, len(recs))
+	var ask []int
+	e.mu.Lock()
+	for i, r := range recs {
+		out[i] = r.Last
+		if !r.Final {
+			ask = append(ask, i)
+		}
+	}
+	e.mu.Unlock()
+	if len(ask) == 0 {
+		return out
+	}
+	args := []string{"show", "job", "-o"}
+	if len(ask) == 1 {
+		args = append(args, recs[ask[0]].Handle)
+	}
+	known := map[string]Job{}
+	if b, err := e.run.Run(ctx, "scontrol", args...); err == nil {
+		for _, j := range ParseScontrolJobs(b) {
+			known[j.ID] = j
+		}
+	}
+	for _, i := range ask {
+		r := recs[i]
+		if j, ok := known[r.Handle]; ok && (j.User == "" || j.User == e.cfg.User) {
+			out[i] = e.fromJob(ctx, j, r)
+		} else {
+			st := r.Last
+			st.State, st.Reason, st.ExitCode = jobs.TaskFailed, lostReason, -1
+			st.Addr = ""
+			out[i] = st
+		}
+		e.seen(out[i])
+	}
+	return out
+}
+
+// List returns every labpool job Slurm or the records know, from one
+// squeue.
+func (e *Executor) List(ctx context.Context) ([]jobs.TaskStatus, error) {
+	snap, err := e.q.get(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list slurm jobs: %w", err)
+	}
+	return e.listFrom(ctx, snap), nil
+}
+
+func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStatus {
+	var out []jobs.TaskStatus
+	for _, j := range snap.Jobs {
+		if e.ours(j) {
+			st := e.fromJob(ctx, j, e.record(j.ID))
+			e.seen(st)
+			out = append(out, st)
+		}
+	}
+	var gone []*record
+	e.mu.Lock()
+	for h, r := range e.recs {
+		if _, ok := snap.Jobs[h]; !ok {
+			gone = append(gone, r)
+		}
+	}
+	e.mu.Unlock()
+	out = append(out, e.vanished(ctx, gone)...)
+	sort.Slice(out, func(i, k int) bool { return handleLess(out[i].Handle, out[k].Handle) })
+	return out
+}
+
+// handleLess orders Slurm job IDs by number.
+func handleLess(a, b string) bool {
+	if len(a) != len(b) && !strings.Contains(a+b, "_") {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// nodeAddr is the NodeAddr of a node, from the cache that ReadCluster
+// fills; an unknown node is asked of scontrol, once per tick at most.
+func (e *Executor) nodeAddr(ctx context.Context, node string) string {
+	e.addrMu.Lock()
+	defer e.addrMu.Unlock()
+	if a, ok := e.addrs[node]; ok {
+		return a
+	}
+	if now := e.cfg.Now(); now.Sub(e.addrsAt) >= e.cfg.Tick {
+		e.addrsAt = now
+		if b, err := e.run.Run(ctx, "scontrol", "show", "node", "-o"); err == nil {
+			for n, a := range ParseNodeAddrs(b) {
+				e.addrs[n] = a
+			}
+		}
+	}
+	if a := e.addrs[node]; a != "" {
+		return a
+	}
+	return node
+}
