@@ -41,8 +41,8 @@ func splitTop(s string) []string {
 // whether it is a GPU, its type and its count.
 func gresItem(item string) (typ string, count int, ok bool) {
 	item = strings.TrimSpace(item)
-	if i := strings.IndexByte(item, '('); i >= 0 {
-		item = item[:i]
+	if i := strings.LastIndexByte(item, '('); i >= 0 && strings.HasSuffix(item, ")") && strings.Contains(item[i:], ":") {
+		item = item[:i] // "(S:0-1)", "(IDX:0,2)"; not "(null)"
 	}
 	item = strings.TrimPrefix(strings.TrimPrefix(item, "gres/"), "gres:")
 	countText := ""

@@ -295,7 +295,7 @@ func apptainerImage(image string) string {
 	return "docker://" + image
 }
 
-// shellQuote quotes s for sh: single quotes, with ' as '\''.
+// shellQuote quotes s for sh: single quotes, with ' as '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -57,9 +58,9 @@ func (m metaJSON) meta() Meta {
 	dp := string(m.Plugin.DataParser)
 	if dp == "" {
 		dp = string(m.Plugin.Type)
-		if i := len("openapi/"); len(dp) > i && dp[:i] == "openapi/" {
-			dp = dp[i:]
-		}
+	}
+	if i := strings.LastIndexByte(dp, '/'); i >= 0 {
+		dp = dp[i+1:] // "openapi/v0.0.38", "data_parser/v0.0.40"
 	}
 	return Meta{Release: string(m.Slurm.Release), DataParser: dp, Cluster: string(m.Slurm.Cluster)}
 }
@@ -131,7 +132,13 @@ func (j jobJSON) job() Job {
 		Output:    string(j.StandardOutput),
 	}
 	if len(j.JobState) > 0 {
-		out.State, out.Flags = j.JobState[0], j.JobState[1:]
+		out.State = j.JobState[0]
+	}
+	if len(j.JobState) > 1 {
+		out.Flags = j.JobState[1:]
+	}
+	if flags(out.Flags).has("COMPLETING") {
+		out.State = "COMPLETING" // as 22.05 prints it: the job still holds its nodes
 	}
 	if out.Reason == "None" {
 		out.Reason = ""
