@@ -41,6 +41,9 @@ type batchPlan struct {
 // Nothing of the task reaches a shell unquoted: names and values are
 // single-quoted in the script, and sbatch's arguments are argv entries.
 func buildBatch(t jobs.Task, p batchPlan) (batch, error) {
+	if !validID(t.ID) || !validID(t.Owner) {
+		return batch{}, fmt.Errorf("slurm: job %q of %q: job and owner IDs are 1 to %d of [A-Za-z0-9._-]", t.ID, t.Owner, maxIDLen)
+	}
 	runtime, err := pickRuntime(t.Image, p.Containers)
 	if err != nil {
 		return batch{}, err

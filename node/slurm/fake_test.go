@@ -1,0 +1,220 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// recorded is a Runner that answers from recorded output and counts the
+// commands it was asked to run.
+type recorded struct {
+	mu     sync.Mutex
+	out    map[string][]byte // by command name
+	calls  []string
+	failOn string
+}
+
+func (r *recorded) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, name+" "+strings.Join(args, " "))
+	if name == r.failOn {
+		return nil, fmt.Errorf("%s: slurm_load_jobs error: Unable to contact slurm controller", name)
+	}
+	if b, ok := r.out[name]; ok {
+		return b, nil
+	}
+	return nil, nil
+}
+
+func (r *recorded) count(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// fakeClock is a clock a test moves.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func recordedExecutor(t *testing.T, squeue string) (*Executor, *recorded, *fakeClock) {
+	t.Helper()
+	r := &recorded{out: map[string][]byte{
+		"squeue":   readFixture(t, squeue),
+		"sinfo":    readFixture(t, "sinfo-23.11-v0.0.40.json"),
+		"scontrol": readFixture(t, "scontrol-partition-22.05.txt"),
+	}}
+	clock := &fakeClock{t: time.Unix(1795600200, 0)}
+	e, err := New(context.Background(), Config{StateDir: t.TempDir(), Runner: r, User: "lab", Containers: []string{}, Now: clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, r, clock
+}
+
+// TestOneSqueuePerTick: every reader within a tick shares one squeue.
+func TestOneSqueuePerTick(t *testing.T) {
+	e, r, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	ctx := context.Background()
+	for range 3 {
+		list, err := e.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range list {
+			if _, err := e.Inspect(ctx, st.Handle); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.ReadCluster(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := r.count("squeue"); n != 1 {
+		t.Errorf("%d squeue calls in one tick, want 1", n)
+	}
+	clock.add(time.Second)
+	if _, err := e.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.count("squeue"); n != 2 {
+		t.Errorf("%d squeue calls after a tick, want 2", n)
+	}
+}
+
+// TestListAdoptsFromComment: an agent with no records (a fresh state
+// directory) finds labpool's jobs from squeue alone, and only those of
+// its own Unix user.
+func TestListAdoptsFromComment(t *testing.T) {
+	e, _, _ := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	list, err := e.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, st := range list {
+		got = append(got, st.Handle+":"+st.JobID+":"+string(st.State))
+	}
+	want := "101:j101:running 102:j102:pending 103:j103:exited 104:j104:exited 105:j105:cancelled 106:j106:timed_out 107:j107:exited 108:j108:failed 109:j109:running"
+	if strings.Join(got, " ") != want {
+		t.Errorf("List = %s\nwant   %s", strings.Join(got, " "), want)
+	}
+	st, _ := e.Inspect(context.Background(), "101")
+	if strings.Join(st.Hosts, ",") != "gpu01,gpu02" || st.Addr != "gpu01" && st.Addr != "10.1.0.1" {
+		t.Errorf("job 101 hosts %v addr %q", st.Hosts, st.Addr)
+	}
+}
+
+// TestNotLabpoolsJob: a job of another user, even with a forged marker,
+// and a job of the agent's user without a marker are neither listed,
+// inspected, stopped, removed nor read.
+func TestNotLabpoolsJob(t *testing.T) {
+	e, r, _ := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	ctx := context.Background()
+	for _, h := range []string{"110", "111"} { // mallory's, marker forged / malformed
+		if _, err := e.Inspect(ctx, h); !jobs.IsTaskGone(err) {
+			t.Errorf("Inspect(%s) = %v, want gone", h, err)
+		}
+		if err := e.Stop(ctx, h, 0); err == nil || !strings.Contains(err.Error(), "not submitted by labpool") {
+			t.Errorf("Stop(%s) = %v, want a refusal", h, err)
+		}
+		if err := e.Remove(ctx, h); err == nil {
+			t.Errorf("Remove(%s) accepted", h)
+		}
+		if _, err := e.Logs(ctx, h, false, 0); err == nil {
+			t.Errorf("Logs(%s) accepted", h)
+		}
+	}
+	for _, h := range []string{"../../etc/passwd", "1;reboot", "", "-1"} {
+		if _, err := e.Logs(ctx, h, false, 0); err == nil {
+			t.Errorf("Logs(%q) accepted", h)
+		}
+		if err := e.Stop(ctx, h, 0); err == nil {
+			t.Errorf("Stop(%q) accepted", h)
+		}
+	}
+	if n := r.count("scancel"); n != 0 {
+		t.Errorf("scancel ran %d times", n)
+	}
+}
+
+func TestRemoveRunningRefused(t *testing.T) {
+	e, _, _ := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	if err := e.Remove(context.Background(), "101"); err == nil || !strings.Contains(err.Error(), "only an ended job is removed") {
+		t.Errorf("Remove(running) = %v", err)
+	}
+	if err := e.Remove(context.Background(), "103"); err != nil {
+		t.Errorf("Remove(ended) = %v", err)
+	}
+}
+
+// TestReadClusterKeepsLastGood: a failed read shows the last figures
+// with the error.
+func TestReadClusterKeepsLastGood(t *testing.T) {
+	e, r, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	ctx := context.Background()
+	good, err := e.ReadCluster(ctx)
+	if err != nil || len(good.Nodes) != 4 {
+		t.Fatalf("ReadCluster = %d nodes, %v", len(good.Nodes), err)
+	}
+	r.failOn = "sinfo"
+	clock.add(time.Second)
+	bad, err := e.ReadCluster(ctx)
+	if err == nil || len(bad.Nodes) != 4 || !strings.Contains(bad.Error, "Unable to contact") {
+		t.Errorf("failed read = %d nodes, error %q, %v", len(bad.Nodes), bad.Error, err)
+	}
+}
+
+func TestEventsDiff(t *testing.T) {
+	prev := map[string]taskKey{
+		"1": {JobID: "a", State: jobs.TaskPending, Reason: "Resources"},
+		"2": {JobID: "b", State: jobs.TaskRunning},
+		"3": {JobID: "c", State: jobs.TaskRunning},
+	}
+	now := []jobs.TaskStatus{
+		{Handle: "1", JobID: "a", State: jobs.TaskRunning},
+		{Handle: "2", JobID: "b", State: jobs.TaskRunning},
+		{Handle: "4", JobID: "d", State: jobs.TaskPending},
+	}
+	var got []string
+	for _, ev := range diff(prev, now, time.Time{}) {
+		got = append(got, ev.Handle+":"+ev.Action)
+	}
+	if strings.Join(got, " ") != "1:state 4:state 3:destroy" {
+		t.Errorf("events = %v", got)
+	}
+}
+
+func TestSqueueFailure(t *testing.T) {
+	e, r, _ := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	r.failOn = "squeue"
+	_, err := e.List(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		t.Errorf("List = %v, want squeue's stderr", err)
+	}
+	if errors.Is(err, jobs.ErrTaskGone) {
+		t.Error("a failed squeue reads as gone")
+	}
+}
