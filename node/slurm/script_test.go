@@ -45,7 +45,7 @@ func TestGoldenScripts(t *testing.T) {
 			Cmd: []string{"jupyter", "lab", "--port=8888"}, Mounts: mounts, Ports: []int{8888},
 			Resources: jobs.Resources{GPUs: 1}}, []string{Apptainer}},
 		{"multinode", jobs.Task{ID: "j1", Name: "ddp", Owner: "DEV1",
-			Cmd: []string{"torchrun", "--nnodes=2", "train.py"},
+			Cmd:       []string{"torchrun", "--nnodes=2", "train.py"},
 			Resources: jobs.Resources{Nodes: 2, GPUsPerNode: 4, CPUs: 16, TimeLimit: 2 * time.Hour}}, nil},
 	}
 	for _, tt := range tests {
