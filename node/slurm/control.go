@@ -30,8 +30,11 @@ func (e *Executor) owned(ctx context.Context, handle, verb string) (Job, bool, e
 	return j, inQueue, nil
 }
 
-// Stop cancels the job: with a grace, SIGTERM to the batch script and
-// its steps, then scancel once grace has passed; without, scancel.
+// Stop cancels the job with scancel: Slurm sends SIGTERM to the batch
+// script and every step, and SIGKILL after the cluster's KillWait. When
+// grace is shorter than that and the job still runs after it, Stop sends
+// SIGKILL itself. (A SIGTERM of labpool's own, before scancel, would
+// leave the job FAILED with code 143 in Slurm, not CANCELLED.)
 func (e *Executor) Stop(ctx context.Context, handle string, grace time.Duration) error {
 	j, inQueue, err := e.owned(ctx, handle, "stop")
 	if err != nil {
@@ -40,15 +43,13 @@ func (e *Executor) Stop(ctx context.Context, handle string, grace time.Duration)
 	if !inQueue || Ended(j.State) {
 		return nil
 	}
-	if grace > 0 && j.State == "RUNNING" {
-		if err := e.scancel(ctx, "--full", "--signal=TERM", handle); err != nil {
-			return err
-		}
-		if e.waitEnd(ctx, handle, grace) {
-			return nil
-		}
+	if err := e.scancel(ctx, handle); err != nil {
+		return err
 	}
-	return e.scancel(ctx, handle)
+	if grace <= 0 || j.State == "PENDING" || e.waitEnd(ctx, handle, grace) {
+		return nil
+	}
+	return e.scancel(ctx, "--full", "--signal=KILL", handle)
 }
 
 // scancel runs scancel; a job that already ended is not an error.

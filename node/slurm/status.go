@@ -44,22 +44,31 @@ func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskSta
 }
 
 // seen records st as the last status of its job, and keeps it on disk
-// once it is the job's end.
-func (e *Executor) seen(st jobs.TaskStatus) {
+// once it is the job's end. A labpool job seen without a record (an
+// agent whose state directory was lost) is adopted: it gets one, so that
+// its end outlives Slurm's memory of it.
+func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
 	e.mu.Lock()
 	r := e.recs[st.Handle]
+	save := false
 	if r == nil {
-		e.mu.Unlock()
-		return
+		if j == nil || j.LabpoolJob == "" {
+			e.mu.Unlock()
+			return
+		}
+		r = &record{Handle: st.Handle, JobID: j.LabpoolJob, Owner: j.Owner,
+			Output: e.outputPath(st.Handle), Submitted: j.Submitted}
+		e.recs[st.Handle] = r
+		save = true
 	}
-	final := st.State.Ended() && !r.Final
+	save = save || st.State.Ended() && !r.Final
 	r.Last = st
 	r.Final = r.Final || st.State.Ended()
 	cp := *r
 	e.mu.Unlock()
-	if final {
+	if save {
 		if err := e.save(&cp); err != nil {
-			e.log.Warn("slurm: keep the end of a job", "job", st.JobID, "handle", st.Handle, "err", err)
+			e.log.Warn("slurm: keep a job's record", "job", st.JobID, "handle", st.Handle, "err", err)
 		}
 	}
 }
@@ -83,7 +92,7 @@ func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus,
 	rec := e.record(handle)
 	if j, ok := snap.Jobs[handle]; ok && e.ours(j) {
 		st := e.fromJob(ctx, j, rec)
-		e.seen(st)
+		e.seen(st, &j)
 		return st, nil
 	}
 	if rec == nil {
@@ -128,7 +137,7 @@ func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStat
 			st.Addr = ""
 			out[i] = st
 		}
-		e.seen(out[i])
+		e.seen(out[i], nil)
 	}
 	return out
 }
@@ -148,7 +157,7 @@ func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStat
 	for _, j := range snap.Jobs {
 		if e.ours(j) {
 			st := e.fromJob(ctx, j, e.record(j.ID))
-			e.seen(st)
+			e.seen(st, &j)
 			out = append(out, st)
 		}
 	}
