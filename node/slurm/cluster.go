@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -22,10 +23,35 @@ func Detect(ctx context.Context, run Runner) error {
 }
 
 // clusterCache keeps the last good read, shown with the error of a read
-// that failed.
+// that failed, and the cluster's name.
 type clusterCache struct {
-	mu   sync.Mutex // guards last
+	mu   sync.Mutex // guards last and name
 	last Cluster
+	name string
+}
+
+// clusterName is ClusterName from `scontrol show config`, read once
+// (sinfo --json of 22.05 does not name the cluster).
+func (e *Executor) clusterName(ctx context.Context) string {
+	e.cluster.mu.Lock()
+	name := e.cluster.name
+	e.cluster.mu.Unlock()
+	if name != "" {
+		return name
+	}
+	out, err := e.run.Run(ctx, "scontrol", "show", "config")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && strings.TrimSpace(k) == "ClusterName" {
+			name = strings.TrimSpace(v)
+		}
+	}
+	e.cluster.mu.Lock()
+	e.cluster.name = name
+	e.cluster.mu.Unlock()
+	return name
 }
 
 // ReadCluster reads the cluster for its card: one sinfo --json, one
@@ -64,7 +90,7 @@ func (e *Executor) readCluster(ctx context.Context) (Cluster, error) {
 	e.learnAddrs(nodes)
 	c := BuildCluster(meta, nodes, ParsePartitions(partText), snap.Jobs, e.ours)
 	if c.Name == "" {
-		c.Name = snap.Meta.Cluster
+		c.Name = e.clusterName(ctx)
 	}
 	c.Containers = append([]string(nil), e.cfg.Containers...)
 	c.Read = e.cfg.Now()

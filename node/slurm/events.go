@@ -9,17 +9,18 @@ import (
 
 // Events reads the queue once per tick and sends an event for each
 // labpool job whose state, reason or exit changed, appeared or left.
+// While no labpool job is pending or running it reads every IdleTick
+// instead (squeue's own cost is most of a tick's); Start wakes it.
 func (e *Executor) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan error) {
 	ch := make(chan jobs.TaskEvent, 64)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(errc)
 		defer close(ch)
-		tick := time.NewTicker(e.cfg.Tick)
-		defer tick.Stop()
 		last := map[string]taskKey{}
 		first := true
 		for {
+			wait := e.cfg.Tick
 			snap, err := e.q.get(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -33,15 +34,40 @@ func (e *Executor) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan er
 				}
 				first = false
 				last = keys(now)
+				if !active(now) {
+					wait = e.cfg.IdleTick
+				}
 			}
+			timer := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
+				timer.Stop()
 				return
-			case <-tick.C:
+			case <-timer.C:
+			case <-e.wake:
+				timer.Stop()
 			}
 		}
 	}()
 	return ch, errc
+}
+
+// active says whether a job in list is pending or running.
+func active(list []jobs.TaskStatus) bool {
+	for _, st := range list {
+		if !st.State.Ended() {
+			return true
+		}
+	}
+	return false
+}
+
+// poke wakes the event loops after a change made here (a submission).
+func (e *Executor) poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
 }
 
 // taskKey is what an event reports a change of.

@@ -31,6 +31,9 @@ type Config struct {
 	// Tick is how often the queue is read (default 1 s): every reader
 	// within a tick shares one squeue.
 	Tick time.Duration
+	// IdleTick is how often the events read the queue while no labpool
+	// job is pending or running (default 10 s).
+	IdleTick time.Duration
 	// Timeout bounds one Slurm command (default 30 s).
 	Timeout time.Duration
 	// Wrap is put before every command line (tests: nsenter).
@@ -50,7 +53,7 @@ type Config struct {
 
 // DefaultConfig is a Config with its defaults; StateDir is still to set.
 func DefaultConfig() Config {
-	return Config{Tick: time.Second, Timeout: 30 * time.Second}
+	return Config{Tick: time.Second, IdleTick: 10 * time.Second, Timeout: 30 * time.Second}
 }
 
 // Executor runs labpool's tasks as Slurm batch jobs. It implements
@@ -70,6 +73,7 @@ type Executor struct {
 	addrsAt time.Time
 
 	cluster clusterCache
+	wake    chan struct{} // Start pokes the event loops (see Events)
 }
 
 var _ jobs.Executor = (*Executor)(nil)
@@ -79,6 +83,9 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	def := DefaultConfig()
 	if cfg.Tick <= 0 {
 		cfg.Tick = def.Tick
+	}
+	if cfg.IdleTick <= 0 {
+		cfg.IdleTick = def.IdleTick
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = def.Timeout
@@ -96,7 +103,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 		}
 		cfg.User = u.Username
 	}
-	e := &Executor{cfg: cfg, run: cfg.Runner, log: cfg.Logger, addrs: map[string]string{}}
+	e := &Executor{cfg: cfg, run: cfg.Runner, log: cfg.Logger, addrs: map[string]string{}, wake: make(chan struct{}, 1)}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
@@ -189,6 +196,7 @@ func (e *Executor) Start(ctx context.Context, t jobs.Task) (jobs.TaskStatus, err
 		return jobs.TaskStatus{}, fmt.Errorf("submit job %s: sbatch printed %q, not a job ID", t.ID, out)
 	}
 	e.q.invalidate()
+	defer e.poke()
 	st := jobs.TaskStatus{Handle: handle, JobID: t.ID, Labels: t.Labels, State: jobs.TaskPending, Ports: identity(t.Ports)}
 	r := &record{Handle: handle, JobID: t.ID, Owner: t.Owner, Labels: t.Labels, Ports: t.Ports,
 		Script: script, Output: e.outputPath(handle), CPUs: t.Resources.CPUs,

@@ -28,7 +28,11 @@ func (r *recorded) Run(_ context.Context, name string, args ...string) ([]byte, 
 	if name == r.failOn {
 		return nil, fmt.Errorf("%s: slurm_load_jobs error: Unable to contact slurm controller", name)
 	}
-	if b, ok := r.out[name]; ok {
+	b, ok := r.out[name]
+	if ok && name == "squeue" && len(args) > 0 && args[0] != "--json" {
+		return squeueAsText(b, args)
+	}
+	if ok {
 		return b, nil
 	}
 	return nil, nil
@@ -217,4 +221,31 @@ func TestSqueueFailure(t *testing.T) {
 	if errors.Is(err, jobs.ErrTaskGone) {
 		t.Error("a failed squeue reads as gone")
 	}
+}
+
+// squeueAsText answers the poll's text squeue from a JSON fixture, with
+// the markers its arguments name.
+func squeueAsText(jsonOut []byte, args []string) ([]byte, error) {
+	m := markersOf(args)
+	_, list, err := ParseSqueue(jsonOut)
+	if err != nil {
+		return nil, err
+	}
+	return renderText(list, m), nil
+}
+
+// markersOf reads the markers out of the poll's arguments.
+func markersOf(args []string) textMarkers {
+	var m textMarkers
+	for _, f := range strings.Split(args[len(args)-1], ",") {
+		switch {
+		case strings.HasPrefix(f, "Reason:"):
+			m.Reason = f[len("Reason:"):]
+		case strings.HasPrefix(f, "Name:"):
+			m.Name = f[len("Name:"):]
+		case strings.HasPrefix(f, "Comment:"):
+			m.Comment = f[len("Comment:"):]
+		}
+	}
+	return m
 }

@@ -1,6 +1,9 @@
 package slurm
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The parsers read another program's output, in which a job's name, a
 // comment or a node's reason can be anything a cluster user typed.
@@ -83,6 +86,18 @@ func FuzzParseComment(f *testing.F) {
 		c, err := Comment(j, o)
 		if err != nil || c != s {
 			t.Fatalf("ParseComment(%q) = %q, %q, which marks as %q, %v", s, j, o, c, err)
+		}
+	})
+}
+
+func FuzzParseSqueueText(f *testing.F) {
+	f.Add(textFixture(f, "squeue-22.05-text.txt", fixedMarkers))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, j := range ParseSqueueText(b, fixedMarkers) {
+			if !validHandle(j.ID) || strings.Contains(j.Name, fixedMarkers.Name) {
+				t.Fatalf("job %+v", j)
+			}
+			taskState(j)
 		}
 	})
 }

@@ -126,13 +126,53 @@ func ParseGRES(s string) []GPUCount {
 	return out
 }
 
-// gpuTotal is the number of GPUs a GRES or TRES string names.
+// gpuTotal is the number of GPUs a GRES or TRES string names: the
+// untyped count where the string has one (TRES "gres/gpu=8" beside
+// "gres/gpu:a100=8"), else the sum of the typed ones. It allocates
+// nothing: the poll calls it for every job on every tick.
 func gpuTotal(s string) int {
-	n := 0
-	for _, g := range ParseGRES(s) {
-		n += g.Total
+	untyped, typed, hasUntyped := 0, 0, false
+	for s != "" {
+		item := s
+		if i := topComma(s); i >= 0 {
+			item, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		typ, n, ok := gresItem(item)
+		switch {
+		case !ok:
+		case typ == "":
+			untyped += n
+			hasUntyped = true
+		default:
+			typed += n
+		}
 	}
-	return n
+	if hasUntyped && (untyped >= typed || typed == 0) {
+		return untyped
+	}
+	return typed
+}
+
+// topComma is the index of the first comma outside parentheses, or -1.
+func topComma(s string) int {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // mergeGPUs adds the counts of b into a, by type.

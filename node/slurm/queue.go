@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,6 +26,7 @@ type queue struct {
 	last *snapshot
 	busy chan struct{} // closed when the read in flight ends; nil when none
 	err  error         // the last read's error, returned to its waiters
+	json bool          // squeue refused the text format: read --json (only the reader touches it)
 }
 
 // get returns a snapshot no older than a tick, reading one if needed;
@@ -83,15 +85,32 @@ func (q *queue) invalidate() {
 	q.mu.Unlock()
 }
 
+// read runs one squeue. It polls text (see squeueTextArgs); a Slurm
+// whose squeue refuses that format is read with --json from then on.
 func (q *queue) read(ctx context.Context) (*snapshot, error) {
 	at := q.now()
-	out, err := q.run.Run(ctx, "squeue", "--json")
-	if err != nil {
-		return nil, err
+	var list []Job
+	var meta Meta
+	if !q.json {
+		m := newMarkers()
+		out, err := q.run.Run(ctx, "squeue", squeueTextArgs(m)...)
+		if err != nil && !strings.Contains(err.Error(), "Invalid job format") && !strings.Contains(err.Error(), "Invalid field") {
+			return nil, err
+		}
+		if err == nil {
+			list = ParseSqueueText(out, m)
+		} else {
+			q.json = true
+		}
 	}
-	meta, list, err := ParseSqueue(out)
-	if err != nil {
-		return nil, err
+	if q.json {
+		out, err := q.run.Run(ctx, "squeue", "--json")
+		if err != nil {
+			return nil, err
+		}
+		if meta, list, err = ParseSqueue(out); err != nil {
+			return nil, err
+		}
 	}
 	jobs := make(map[string]Job, len(list))
 	for _, j := range list {

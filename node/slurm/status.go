@@ -50,6 +50,10 @@ func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskSta
 func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
 	e.mu.Lock()
 	r := e.recs[st.Handle]
+	if r != nil && r.Final {
+		e.mu.Unlock() // its end is kept already
+		return
+	}
 	save := false
 	if r == nil {
 		if j == nil || j.LabpoolJob == "" {
@@ -61,15 +65,18 @@ func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
 		e.recs[st.Handle] = r
 		save = true
 	}
-	save = save || st.State.Ended() && !r.Final
 	r.Last = st
-	r.Final = r.Final || st.State.Ended()
+	if st.State.Ended() {
+		r.Final, save = true, true
+	}
+	if !save {
+		e.mu.Unlock()
+		return
+	}
 	cp := *r
 	e.mu.Unlock()
-	if save {
-		if err := e.save(&cp); err != nil {
-			e.log.Warn("slurm: keep a job's record", "job", st.JobID, "handle", st.Handle, "err", err)
-		}
+	if err := e.save(&cp); err != nil {
+		e.log.Warn("slurm: keep a job's record", "job", st.JobID, "handle", st.Handle, "err", err)
 	}
 }
 
@@ -153,22 +160,34 @@ func (e *Executor) List(ctx context.Context) ([]jobs.TaskStatus, error) {
 }
 
 func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStatus {
-	var out []jobs.TaskStatus
-	for _, j := range snap.Jobs {
-		if e.ours(j) {
-			st := e.fromJob(ctx, j, e.record(j.ID))
-			e.seen(st, &j)
-			out = append(out, st)
+	type mine struct {
+		j   *Job
+		rec *record
+	}
+	var found []mine
+	var gone []*record
+	e.mu.Lock() // one lock for the whole tick, not one per job
+	for id := range snap.Jobs {
+		j := snap.Jobs[id]
+		if j.User != "" && j.User != e.cfg.User {
+			continue
+		}
+		if r, ok := e.recs[id]; ok || j.LabpoolJob != "" {
+			found = append(found, mine{&j, r})
 		}
 	}
-	var gone []*record
-	e.mu.Lock()
 	for h, r := range e.recs {
 		if _, ok := snap.Jobs[h]; !ok {
 			gone = append(gone, r)
 		}
 	}
 	e.mu.Unlock()
+	out := make([]jobs.TaskStatus, 0, len(found)+len(gone))
+	for _, m := range found {
+		st := e.fromJob(ctx, *m.j, m.rec)
+		e.seen(st, m.j)
+		out = append(out, st)
+	}
 	out = append(out, e.vanished(ctx, gone)...)
 	sort.Slice(out, func(i, k int) bool { return handleLess(out[i].Handle, out[k].Handle) })
 	return out
