@@ -60,7 +60,7 @@ func needSlurm(t testing.TB) *testCluster {
 		why = "a real Slurm cluster needs " + strings.Join(missing, ", ") + " (apt-get install slurm-wlm munge)"
 	}
 	if why != "" {
-		if os.Getenv("CI") != "" {
+		if os.Getenv("CI") == "true" {
 			t.Fatal(why)
 		}
 		t.Skip(why)
