@@ -19,12 +19,16 @@ type recorded struct {
 	out    map[string][]byte // by command name
 	calls  []string
 	failOn string
+	errOn  map[string]string // an error message by command name
 }
 
 func (r *recorded) Run(_ context.Context, name string, args ...string) ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, name+" "+strings.Join(args, " "))
+	if msg, ok := r.errOn[name]; ok {
+		return nil, fmt.Errorf("%s: %s", name, msg)
+	}
 	if name == r.failOn {
 		return nil, fmt.Errorf("%s: slurm_load_jobs error: Unable to contact slurm controller", name)
 	}
@@ -248,4 +252,50 @@ func markersOf(args []string) textMarkers {
 		}
 	}
 	return m
+}
+
+// TestVanished: a job of labpool's that left squeue is asked of
+// scontrol; its end is kept once known; a job both forgot reads as lost;
+// a scontrol that does not answer changes nothing.
+func TestVanished(t *testing.T) {
+	ctx := context.Background()
+	addRecord := func(e *Executor, h string) {
+		r := &record{Handle: h, JobID: "j" + h, Owner: "DEV1", Output: e.outputPath(h),
+			Last: jobs.TaskStatus{Handle: h, JobID: "j" + h, State: jobs.TaskRunning}}
+		if err := e.save(r); err != nil {
+			t.Fatal(err)
+		}
+		e.recs[h] = r
+	}
+
+	e, r, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	e.cfg.User = "root" // the scontrol fixtures are root's
+	r.out["scontrol"] = readFixture(t, "scontrol-job-22.05-failed.txt")
+	addRecord(e, "4")
+	st, err := e.Inspect(ctx, "4")
+	if err != nil || st.State != jobs.TaskExited || st.ExitCode != 3 || st.JobID != "j4" {
+		t.Fatalf("Inspect = %+v, %v; want exited 3", st, err)
+	}
+	asked := r.count("scontrol show job")
+	clock.add(time.Second)
+	again, err := New(ctx, e.cfg) // a restarted agent reads the kept end
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err = again.Inspect(ctx, "4")
+	if err != nil || st.State != jobs.TaskExited || st.ExitCode != 3 || r.count("scontrol show job") != asked {
+		t.Errorf("after restart: %+v, %v; scontrol asked %d times, want %d", st, err, r.count("scontrol show job"), asked)
+	}
+
+	e, r, _ = recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	r.errOn = map[string]string{"scontrol": "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"}
+	addRecord(e, "77")
+	if st, err := e.Inspect(ctx, "77"); err != nil || st.State != jobs.TaskRunning {
+		t.Errorf("scontrol down: %+v, %v; want the last status", st, err)
+	}
+	r.errOn = map[string]string{"scontrol": "slurm_load_jobs error: Invalid job id specified"}
+	st, err = e.Inspect(ctx, "77")
+	if err != nil || st.State != jobs.TaskFailed || st.ExitCode != -1 || st.Reason != lostReason {
+		t.Errorf("forgotten: %+v, %v", st, err)
+	}
 }

@@ -108,41 +108,41 @@ func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus,
 	return e.vanished(ctx, []*record{rec})[0], nil
 }
 
+// maxAsk bounds the scontrol calls of one tick for jobs that left squeue.
+const maxAsk = 20
+
 // vanished reads jobs that have records but left squeue: their kept end,
-// else what scontrol still knows (one call for all of them), else lost.
+// else what scontrol still knows, else lost. scontrol is asked one job at
+// a time (a listing of every job would carry other users' names, which
+// may forge lines), for at most maxAsk jobs a tick; a job scontrol could
+// not be asked about keeps its last status until a later tick.
 func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStatus {
 	out := make([]jobs.TaskStatus, len(recs))
-	var ask []int
-	e.mu.Lock()
+	asked := 0
 	for i, r := range recs {
-		out[i] = r.Last
-		if !r.Final {
-			ask = append(ask, i)
+		e.mu.Lock()
+		last, final := r.Last, r.Final
+		e.mu.Unlock()
+		out[i] = last
+		if final || asked >= maxAsk {
+			continue
 		}
-	}
-	e.mu.Unlock()
-	if len(ask) == 0 {
-		return out
-	}
-	args := []string{"show", "job", "-o"}
-	if len(ask) == 1 {
-		args = append(args, recs[ask[0]].Handle)
-	}
-	known := map[string]Job{}
-	if b, err := e.run.Run(ctx, "scontrol", args...); err == nil {
-		for _, j := range ParseScontrolJobs(b) {
-			known[j.ID] = j
+		asked++
+		b, err := e.run.Run(ctx, "scontrol", "show", "job", "-o", r.Handle)
+		forgotten := err != nil && strings.Contains(err.Error(), "Invalid job id")
+		if err != nil && !forgotten {
+			continue // scontrol did not answer: ask again next tick
 		}
-	}
-	for _, i := range ask {
-		r := recs[i]
-		if j, ok := known[r.Handle]; ok && (j.User == "" || j.User == e.cfg.User) {
-			out[i] = e.fromJob(ctx, j, r)
+		var j *Job
+		for _, k := range ParseScontrolJobs(b) {
+			if k.ID == r.Handle && (k.User == "" || k.User == e.cfg.User) {
+				j = &k
+			}
+		}
+		if j != nil {
+			out[i] = e.fromJob(ctx, *j, r)
 		} else {
-			st := r.Last
-			st.State, st.Reason, st.ExitCode = jobs.TaskFailed, lostReason, -1
-			st.Addr = ""
-			out[i] = st
+			out[i].State, out[i].Reason, out[i].ExitCode, out[i].Addr = jobs.TaskFailed, lostReason, -1, ""
 		}
 		e.seen(out[i], nil)
 	}
