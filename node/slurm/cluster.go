@@ -83,7 +83,7 @@ func (e *Executor) readCluster(ctx context.Context) (Cluster, error) {
 	if err != nil {
 		return Cluster{}, fmt.Errorf("read slurm partitions: %w", err)
 	}
-	snap, err := e.q.get(ctx)
+	snap, err := e.q.get(ctx, true)
 	if err != nil {
 		return Cluster{}, fmt.Errorf("read slurm queue: %w", err)
 	}

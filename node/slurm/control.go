@@ -16,7 +16,7 @@ func (e *Executor) owned(ctx context.Context, handle, verb string) (Job, bool, e
 	if !validHandle(handle) {
 		return Job{}, false, errHandle(handle)
 	}
-	snap, err := e.q.get(ctx)
+	snap, err := e.q.get(ctx, false)
 	if err != nil {
 		return Job{}, false, fmt.Errorf("%s slurm job %s: %w", verb, handle, err)
 	}
@@ -80,7 +80,7 @@ func (e *Executor) waitEnd(ctx context.Context, handle string, grace time.Durati
 			return false
 		case <-tick.C:
 		}
-		snap, err := e.q.get(ctx)
+		snap, err := e.q.get(ctx, false)
 		if err != nil {
 			continue
 		}

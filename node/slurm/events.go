@@ -21,7 +21,7 @@ func (e *Executor) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan er
 		first := true
 		for {
 			wait := e.cfg.Tick
-			snap, err := e.q.get(ctx)
+			snap, err := e.q.get(ctx, false)
 			if err != nil {
 				if ctx.Err() != nil {
 					return

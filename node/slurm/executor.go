@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 	if e.run == nil {
 		e.run = &CmdRunner{Conf: cfg.Conf, Wrap: cfg.Wrap, Timeout: cfg.Timeout}
 	}
-	e.q = &queue{run: e.run, tick: cfg.Tick, now: cfg.Now}
+	e.q = &queue{run: e.run, tick: cfg.Tick, now: cfg.Now, user: cfg.User}
 	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "jobs")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("slurm: state directory: %w", err)

@@ -82,11 +82,15 @@ func recordedExecutor(t *testing.T, squeue string) (*Executor, *recorded, *fakeC
 	return e, r, clock
 }
 
-// TestOneSqueuePerTick: every reader within a tick shares one squeue.
+// TestOneSqueuePerTick: every reader within a tick shares one squeue;
+// the card's full read serves the others too.
 func TestOneSqueuePerTick(t *testing.T) {
 	e, r, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
 	ctx := context.Background()
 	for range 3 {
+		if _, err := e.ReadCluster(ctx); err != nil {
+			t.Fatal(err)
+		}
 		list, err := e.List(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -96,19 +100,21 @@ func TestOneSqueuePerTick(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := e.ReadCluster(ctx); err != nil {
-			t.Fatal(err)
-		}
 	}
 	if n := r.count("squeue"); n != 1 {
 		t.Errorf("%d squeue calls in one tick, want 1", n)
 	}
 	clock.add(time.Second)
-	if _, err := e.List(ctx); err != nil {
-		t.Fatal(err)
+	for range 3 {
+		if _, err := e.List(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if n := r.count("squeue"); n != 2 {
 		t.Errorf("%d squeue calls after a tick, want 2", n)
+	}
+	if n := r.count("squeue --noheader --states=all --Format="); n != 2 || !strings.HasSuffix(r.calls[len(r.calls)-1], " --user=lab") {
+		t.Errorf("the tick's own read is not filtered by user: %q", r.calls)
 	}
 }
 
@@ -145,11 +151,11 @@ func TestNotLabpoolsJob(t *testing.T) {
 		if _, err := e.Inspect(ctx, h); !jobs.IsTaskGone(err) {
 			t.Errorf("Inspect(%s) = %v, want gone", h, err)
 		}
-		if err := e.Stop(ctx, h, 0); err == nil || !strings.Contains(err.Error(), "not submitted by labpool") {
-			t.Errorf("Stop(%s) = %v, want a refusal", h, err)
+		if err := e.Stop(ctx, h, 0); err == nil {
+			t.Errorf("Stop(%s) accepted", h)
 		}
-		if err := e.Remove(ctx, h); err == nil {
-			t.Errorf("Remove(%s) accepted", h)
+		if err := e.Remove(ctx, h); err != nil {
+			t.Errorf("Remove(%s) = %v, want nothing done", h, err)
 		}
 		if _, err := e.Logs(ctx, h, false, 0); err == nil {
 			t.Errorf("Logs(%s) accepted", h)
@@ -165,6 +171,15 @@ func TestNotLabpoolsJob(t *testing.T) {
 	}
 	if n := r.count("scancel"); n != 0 {
 		t.Errorf("scancel ran %d times", n)
+	}
+	// A job of the agent's user without the marker is not labpool's.
+	e.mu.Lock()
+	e.cfg.User = "mallory" // job 111 is mallory's, with a malformed marker
+	e.q.user = "mallory"
+	e.q.last = nil
+	e.mu.Unlock()
+	if err := e.Stop(ctx, "111", 0); err == nil || !strings.Contains(err.Error(), "not submitted by labpool") {
+		t.Errorf("Stop(111) = %v, want a refusal naming the rule", err)
 	}
 }
 
@@ -235,13 +250,30 @@ func squeueAsText(jsonOut []byte, args []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, a := range args {
+		if u, ok := strings.CutPrefix(a, "--user="); ok { // slurmctld's filter
+			kept := list[:0]
+			for _, j := range list {
+				if j.User == u {
+					kept = append(kept, j)
+				}
+			}
+			list = kept
+		}
+	}
 	return renderText(list, m), nil
 }
 
 // markersOf reads the markers out of the poll's arguments.
 func markersOf(args []string) textMarkers {
 	var m textMarkers
-	for _, f := range strings.Split(args[len(args)-1], ",") {
+	format := ""
+	for _, a := range args {
+		if f, ok := strings.CutPrefix(a, "--Format="); ok {
+			format = f
+		}
+	}
+	for _, f := range strings.Split(format, ",") {
 		switch {
 		case strings.HasPrefix(f, "Reason:"):
 			m.Reason = f[len("Reason:"):]
@@ -297,5 +329,18 @@ func TestVanished(t *testing.T) {
 	st, err = e.Inspect(ctx, "77")
 	if err != nil || st.State != jobs.TaskFailed || st.ExitCode != -1 || st.Reason != lostReason {
 		t.Errorf("forgotten: %+v, %v", st, err)
+	}
+}
+
+// TestEventsEnd: the event stream closes both channels once ctx ends.
+func TestEventsEnd(t *testing.T) {
+	e, _, _ := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	evs, errs := e.Events(ctx)
+	cancel()
+	for range evs {
+	}
+	if _, ok := <-errs; ok {
+		t.Error("the error channel stays open")
 	}
 }

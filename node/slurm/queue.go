@@ -7,13 +7,16 @@ import (
 	"time"
 )
 
-// snapshot is one read of the whole queue: every reader within a tick
-// (Inspect, List, Events, ReadCluster) shares it, so the agent runs one
-// squeue per tick, never one per job.
+// snapshot is one read of the queue: every reader within a tick
+// (Inspect, List, Events, Logs, Stop) shares it, so the agent runs one
+// squeue per tick, never one per job. It holds the jobs of the agent's
+// Unix user (squeue --user: slurmctld filters, so other users' jobs cost
+// nearly nothing), or, when Full, every job (for the cluster's card).
 type snapshot struct {
 	Meta Meta
 	Jobs map[string]Job // by Slurm job ID
 	At   time.Time
+	Full bool
 }
 
 // queue caches the latest snapshot for a tick.
@@ -21,6 +24,7 @@ type queue struct {
 	run  Runner
 	tick time.Duration
 	now  func() time.Time
+	user string // the agent's Unix user: a snapshot that is not Full holds only its jobs
 
 	mu   sync.Mutex // guards last and busy; held only to read or swap them
 	last *snapshot
@@ -30,11 +34,12 @@ type queue struct {
 }
 
 // get returns a snapshot no older than a tick, reading one if needed;
-// callers that arrive while a read runs wait for it.
-func (q *queue) get(ctx context.Context) (*snapshot, error) {
+// callers that arrive while a read runs wait for it. full asks for every
+// user's jobs; a full snapshot also serves the others.
+func (q *queue) get(ctx context.Context, full bool) (*snapshot, error) {
 	for {
 		q.mu.Lock()
-		if q.last != nil && q.now().Sub(q.last.At) < q.tick {
+		if q.fresh(q.last, full) {
 			s := q.last
 			q.mu.Unlock()
 			return s, nil
@@ -49,7 +54,7 @@ func (q *queue) get(ctx context.Context) (*snapshot, error) {
 			}
 			q.mu.Lock()
 			s, err := q.last, q.err
-			fresh := s != nil && q.now().Sub(s.At) < q.tick
+			fresh := q.fresh(s, full)
 			q.mu.Unlock()
 			if err != nil {
 				return nil, err
@@ -62,7 +67,7 @@ func (q *queue) get(ctx context.Context) (*snapshot, error) {
 		done := make(chan struct{})
 		q.busy = done
 		q.mu.Unlock()
-		s, err := q.read(ctx)
+		s, err := q.read(ctx, full)
 		q.mu.Lock()
 		if err == nil {
 			q.last = s
@@ -75,25 +80,34 @@ func (q *queue) get(ctx context.Context) (*snapshot, error) {
 	}
 }
 
+// fresh says whether s serves a reader now (q.mu held).
+func (q *queue) fresh(s *snapshot, full bool) bool {
+	return s != nil && q.now().Sub(s.At) < q.tick && (s.Full || !full)
+}
+
 // invalidate makes the next get read the queue again (after sbatch or
 // scancel changed it).
 func (q *queue) invalidate() {
 	q.mu.Lock()
 	if q.last != nil {
-		q.last = &snapshot{Meta: q.last.Meta, Jobs: q.last.Jobs}
+		q.last = &snapshot{Meta: q.last.Meta, Jobs: q.last.Jobs, Full: q.last.Full}
 	}
 	q.mu.Unlock()
 }
 
 // read runs one squeue. It polls text (see squeueTextArgs); a Slurm
 // whose squeue refuses that format is read with --json from then on.
-func (q *queue) read(ctx context.Context) (*snapshot, error) {
+func (q *queue) read(ctx context.Context, full bool) (*snapshot, error) {
 	at := q.now()
 	var list []Job
 	var meta Meta
 	if !q.json {
 		m := newMarkers()
-		out, err := q.run.Run(ctx, "squeue", squeueTextArgs(m)...)
+		args := squeueTextArgs(m)
+		if !full {
+			args = append(args, "--user="+q.user)
+		}
+		out, err := q.run.Run(ctx, "squeue", args...)
 		if err != nil && !strings.Contains(err.Error(), "Invalid job format") && !strings.Contains(err.Error(), "Invalid field") {
 			return nil, err
 		}
@@ -116,5 +130,5 @@ func (q *queue) read(ctx context.Context) (*snapshot, error) {
 	for _, j := range list {
 		jobs[j.ID] = j
 	}
-	return &snapshot{Meta: meta, Jobs: jobs, At: at}, nil
+	return &snapshot{Meta: meta, Jobs: jobs, At: at, Full: full || q.json}, nil
 }

@@ -92,7 +92,7 @@ func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus,
 	if !validHandle(handle) {
 		return jobs.TaskStatus{}, errHandle(handle)
 	}
-	snap, err := e.q.get(ctx)
+	snap, err := e.q.get(ctx, false)
 	if err != nil {
 		return jobs.TaskStatus{}, fmt.Errorf("inspect slurm job %s: %w", handle, err)
 	}
@@ -152,7 +152,7 @@ func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStat
 // List returns every labpool job Slurm or the records know, from one
 // squeue.
 func (e *Executor) List(ctx context.Context) ([]jobs.TaskStatus, error) {
-	snap, err := e.q.get(ctx)
+	snap, err := e.q.get(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("list slurm jobs: %w", err)
 	}

@@ -35,9 +35,12 @@
 // as failed with its exit unknown (ExitCode -1). Stats report only what
 // the job asked (its memory limit): sstat needs accounting.
 //
-// Cost. One squeue per tick serves Inspect, List, Events and ReadCluster.
-// It is read as text with per-call random markers around the free fields
-// (see squeueTextArgs): 18 times cheaper than squeue --json, and safe
+// Cost. One squeue per tick serves Inspect, List, Events, Logs and Stop:
+// the jobs of the agent's Unix user (--user: slurmctld filters, so a
+// queue full of other users' jobs costs little); ReadCluster reads every
+// job, and that read serves the tick's other readers too. squeue is read
+// as text with per-call random markers around the free fields (see
+// squeueTextArgs): 14 to 18 times cheaper than squeue --json, and safe
 // against names that hold newlines. While no labpool job is pending or
 // running, Events reads every IdleTick instead of every Tick.
 package slurm
