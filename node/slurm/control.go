@@ -21,6 +21,9 @@ func (e *Executor) owned(ctx context.Context, handle, verb string) (Job, bool, e
 		return Job{}, false, fmt.Errorf("%s slurm job %s: %w", verb, handle, err)
 	}
 	j, inQueue := snap.Jobs[handle]
+	if r := e.record(handle); r != nil && r.Removed {
+		return Job{}, false, fmt.Errorf("%s slurm job %s: removed: %w", verb, handle, jobs.ErrTaskGone)
+	}
 	if inQueue && !e.ours(j) {
 		return Job{}, false, fmt.Errorf("slurm: %s job %s: it was not submitted by labpool (an executor touches only labpool's jobs)", verb, handle)
 	}
@@ -104,12 +107,17 @@ func (e *Executor) Remove(ctx context.Context, handle string) error {
 	}
 	e.mu.Lock()
 	r := e.recs[handle]
-	delete(e.recs, handle)
-	e.mu.Unlock()
 	if r == nil {
-		r = &record{Handle: handle, Output: e.outputPath(handle)}
+		r = &record{Handle: handle, JobID: j.LabpoolJob, Owner: j.Owner, Output: e.outputPath(handle)}
+		e.recs[handle] = r
 	}
-	if err := e.forget(r); err != nil {
+	r.Removed = true
+	cp := *r
+	e.mu.Unlock()
+	if err := e.forget(&cp, false); err != nil {
+		return fmt.Errorf("remove slurm job %s: %w", handle, err)
+	}
+	if err := e.save(&cp); err != nil {
 		return fmt.Errorf("remove slurm job %s: %w", handle, err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -342,5 +343,52 @@ func TestEventsEnd(t *testing.T) {
 	}
 	if _, ok := <-errs; ok {
 		t.Error("the error channel stays open")
+	}
+}
+
+// TestRemoveTombstone: a removed job is gone (Inspect, List, a second
+// Remove is no error) while squeue still lists it, also for an agent
+// restarted; its tombstone goes when Slurm forgets the job.
+func TestRemoveTombstone(t *testing.T) {
+	ctx := context.Background()
+	e, r, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	if _, err := e.List(ctx); err != nil { // adopts 103 from its comment
+		t.Fatal(err)
+	}
+	if err := e.Remove(ctx, "103"); err != nil {
+		t.Fatal(err)
+	}
+	check := func(ex *Executor, when string) {
+		if _, err := ex.Inspect(ctx, "103"); !jobs.IsTaskGone(err) {
+			t.Errorf("%s: Inspect = %v, want gone", when, err)
+		}
+		list, err := ex.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range list {
+			if st.Handle == "103" {
+				t.Errorf("%s: List has the removed job", when)
+			}
+		}
+		if err := ex.Remove(ctx, "103"); err != nil {
+			t.Errorf("%s: second Remove = %v", when, err)
+		}
+	}
+	check(e, "removed")
+	again, err := New(ctx, e.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(again, "restarted")
+	// Slurm forgets the job: the tombstone goes.
+	r.out["squeue"] = readFixture(t, "squeue-24.05-v0.0.41.json") // jobs 101-103 ...
+	r.out["squeue"] = []byte(strings.Replace(string(r.out["squeue"]), `"job_id": 103`, `"job_id": 999103`, 1))
+	clock.add(time.Second)
+	if _, err := again.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(again.recordPath("103")); !os.IsNotExist(err) {
+		t.Errorf("the tombstone stays after Slurm forgot the job: %v", err)
 	}
 }

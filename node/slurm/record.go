@@ -33,6 +33,10 @@ type record struct {
 	// Last is the last status seen; Final says that it is the job's end.
 	Last  jobs.TaskStatus `json:"last"`
 	Final bool            `json:"final,omitempty"`
+	// Removed marks a tombstone: the job was removed (its files are
+	// gone) while Slurm may still list it; the executor no longer
+	// reports it, and drops the tombstone once Slurm forgets the job.
+	Removed bool `json:"removed,omitempty"`
 }
 
 // validHandle says whether h is a Slurm job ID: digits, and "_" for an
@@ -101,10 +105,15 @@ func (e *Executor) load() (map[string]*record, error) {
 	return recs, nil
 }
 
-// forget deletes r's files; what is already gone is not an error.
-func (e *Executor) forget(r *record) error {
+// forget deletes r's files (and, with its record, the record's);
+// what is already gone is not an error.
+func (e *Executor) forget(r *record, withRecord bool) error {
 	var errs []error
-	for _, p := range []string{r.Output, r.Script, e.recordPath(r.Handle)} {
+	paths := []string{r.Output, r.Script}
+	if withRecord {
+		paths = append(paths, e.recordPath(r.Handle))
+	}
+	for _, p := range paths {
 		if p == "" {
 			continue
 		}

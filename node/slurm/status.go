@@ -21,8 +21,11 @@ func (e *Executor) ours(j Job) bool {
 		return false
 	}
 	e.mu.Lock()
-	_, known := e.recs[j.ID]
+	r, known := e.recs[j.ID]
 	e.mu.Unlock()
+	if known && r.Removed {
+		return false
+	}
 	return known || j.LabpoolJob != ""
 }
 
@@ -50,7 +53,7 @@ func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskSta
 func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
 	e.mu.Lock()
 	r := e.recs[st.Handle]
-	if r != nil && r.Final {
+	if r != nil && (r.Final || r.Removed) {
 		e.mu.Unlock() // its end is kept already
 		return
 	}
@@ -97,6 +100,9 @@ func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus,
 		return jobs.TaskStatus{}, fmt.Errorf("inspect slurm job %s: %w", handle, err)
 	}
 	rec := e.record(handle)
+	if rec != nil && rec.Removed {
+		return jobs.TaskStatus{}, fmt.Errorf("slurm job %s: removed: %w", handle, jobs.ErrTaskGone)
+	}
 	if j, ok := snap.Jobs[handle]; ok && e.ours(j) {
 		st := e.fromJob(ctx, j, rec)
 		e.seen(st, &j)
@@ -172,16 +178,31 @@ func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStat
 		if j.User != "" && j.User != e.cfg.User {
 			continue
 		}
-		if r, ok := e.recs[id]; ok || j.LabpoolJob != "" {
+		r, ok := e.recs[id]
+		if ok && r.Removed {
+			continue
+		}
+		if ok || j.LabpoolJob != "" {
 			found = append(found, mine{&j, r})
 		}
 	}
+	var purge []*record
 	for h, r := range e.recs {
 		if _, ok := snap.Jobs[h]; !ok {
-			gone = append(gone, r)
+			if r.Removed {
+				purge = append(purge, r) // Slurm forgot a removed job: drop its tombstone
+				delete(e.recs, h)
+			} else {
+				gone = append(gone, r)
+			}
 		}
 	}
 	e.mu.Unlock()
+	for _, r := range purge {
+		if err := e.forget(r, true); err != nil {
+			e.log.Warn("slurm: drop a removed job's record", "handle", r.Handle, "err", err)
+		}
+	}
 	out := make([]jobs.TaskStatus, 0, len(found)+len(gone))
 	for _, m := range found {
 		st := e.fromJob(ctx, *m.j, m.rec)
