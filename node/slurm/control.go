@@ -21,7 +21,7 @@ func (e *Executor) owned(ctx context.Context, handle, verb string) (Job, bool, e
 		return Job{}, false, fmt.Errorf("%s slurm job %s: %w", verb, handle, err)
 	}
 	j, inQueue := snap.Jobs[handle]
-	if r := e.record(handle); r != nil && r.Removed {
+	if e.removed(handle) {
 		return Job{}, false, fmt.Errorf("%s slurm job %s: removed: %w", verb, handle, jobs.ErrTaskGone)
 	}
 	if inQueue && !e.ours(j) {

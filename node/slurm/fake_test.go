@@ -392,3 +392,34 @@ func TestRemoveTombstone(t *testing.T) {
 		t.Errorf("the tombstone stays after Slurm forgot the job: %v", err)
 	}
 }
+
+// TestConcurrentReaders runs every reader at once, with a clock that
+// moves (run with -race).
+func TestConcurrentReaders(t *testing.T) {
+	e, _, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs, _ := e.Events(ctx)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 20 {
+				switch i % 4 {
+				case 0:
+					_, _ = e.List(ctx)
+				case 1:
+					_, _ = e.Inspect(ctx, "101")
+				case 2:
+					_, _ = e.ReadCluster(ctx)
+				case 3:
+					_ = e.Remove(ctx, "104")
+					clock.add(300 * time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	for range evs {
+	}
+}

@@ -83,10 +83,20 @@ func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
 	}
 }
 
+// record is handle's record, or nil; its Last, Final and Removed change
+// under e.mu (read them through removed), the rest is set once.
 func (e *Executor) record(handle string) *record {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.recs[handle]
+}
+
+// removed says whether handle was removed (a tombstone).
+func (e *Executor) removed(handle string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.recs[handle]
+	return r != nil && r.Removed
 }
 
 // Inspect reads one task from the shared snapshot; a job that left it is
@@ -99,10 +109,10 @@ func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus,
 	if err != nil {
 		return jobs.TaskStatus{}, fmt.Errorf("inspect slurm job %s: %w", handle, err)
 	}
-	rec := e.record(handle)
-	if rec != nil && rec.Removed {
+	if e.removed(handle) {
 		return jobs.TaskStatus{}, fmt.Errorf("slurm job %s: removed: %w", handle, jobs.ErrTaskGone)
 	}
+	rec := e.record(handle)
 	if j, ok := snap.Jobs[handle]; ok && e.ours(j) {
 		st := e.fromJob(ctx, j, rec)
 		e.seen(st, &j)
