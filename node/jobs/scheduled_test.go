@@ -115,7 +115,7 @@ func TestScheduledRefusals(t *testing.T) {
 		rule string
 		msg  string
 	}{
-		{Spec{Image: "nvcr.io/nvidia/pytorch:24.10-py3", Cmd: []string{"python"}}, "command-jobs-only", "this cluster runs command jobs only: it has neither pyxis nor Apptainer"},
+		{Spec{Image: "pytorch:24.10-py3", Cmd: []string{"python"}}, "command-jobs-only", "this cluster runs command jobs only: it has neither pyxis nor Apptainer"},
 		{Spec{}, "cmd", "a job without an image runs a command"},
 		{Spec{Cmd: []string{"x"}, GPUIDs: []int{0}}, "gpus", "places GPUs itself"},
 		{Spec{Cmd: []string{"x"}, MIGIDs: []string{"MIG-1"}}, "gpus", "places GPUs itself"},

@@ -38,7 +38,7 @@ func TestGoldenScripts(t *testing.T) {
 		{"command", jobs.Task{ID: "j1", Name: "echo gpus", Owner: "DEV1",
 			Cmd: []string{"sh", "-c", "echo $CUDA_VISIBLE_DEVICES"}, Env: []string{"SEED=1"}, Mounts: mounts,
 			Resources: jobs.Resources{GPUs: 2, CPUs: 1.5, MemoryBytes: 3<<30 + 1, TimeLimit: 90*time.Minute + time.Second, Partition: "gpu"}}, nil},
-		{"pyxis", jobs.Task{ID: "j1", Name: "train", Owner: "DEV1", Image: "nvcr.io/nvidia/pytorch:24.01-py3",
+		{"pyxis", jobs.Task{ID: "j1", Name: "train", Owner: "DEV1", Image: "pytorch:24.01-py3",
 			Cmd: []string{"python", "train.py", "--lr", "3e-4"}, Env: []string{"WANDB_MODE=offline"}, Mounts: mounts,
 			Resources: jobs.Resources{GPUs: 8, CPUs: 32, MemoryBytes: 256 << 30}}, []string{Pyxis, Apptainer}},
 		{"apptainer", jobs.Task{ID: "j1", Name: "notebook", Owner: "DEV1", Image: "jupyter/base-notebook",
