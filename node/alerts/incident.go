@@ -168,8 +168,8 @@ func shortJob(id string) string {
 // incidentsLocked folds the firing conditions into incidents and returns
 // the alerts to record, in a stable order: each incident that fired, changed
 // (a condition folded in or out, its severity or mute) or cleared, with
-// whether the hooks hear of it (a firing, a clearing, a rise to critical,
-// a mute lifted). e.mu is held.
+// whether the hooks hear of it (a firing, a clearing, a change of its
+// severity, a mute lifted: each once). e.mu is held.
 func (e *Evaluator) incidentsLocked(now time.Time) []change {
 	groups := map[string]map[condKey]*cond{}
 	for k, c := range e.conds {
@@ -230,7 +230,10 @@ func (e *Evaluator) incidentsLocked(now time.Time) []change {
 			old.alert.Value = a.Value
 			continue
 		}
-		hear := (a.Severity == Critical && old.alert.Severity != Critical) || (old.alert.Muted && !a.Muted)
+		if a.Severity != old.alert.Severity {
+			a.Was = old.alert.Severity
+		}
+		hear := a.Was != "" || (old.alert.Muted && !a.Muted)
 		old.alert = a
 		out = append(out, change{a, hear})
 	}

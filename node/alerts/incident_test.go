@@ -210,3 +210,41 @@ func TestRestoreFoldsOneAlertPerRule(t *testing.T) {
 		}
 	})
 }
+
+// healthSample is GPU 0 with health h.
+func healthSample(h string) func() agent.Sample {
+	return func() agent.Sample {
+		return agent.Sample{Time: time.Now(), GPUs: []gpu.Stats{{Index: 0, UUID: "GPU-a", TempC: 50, UtilPercent: 100, Health: h}}}
+	}
+}
+
+// An incident that escalates is heard once for the rise, keeping its ID: a
+// GPU whose health goes from warning to quarantined under a health rule
+// with a duration used to end its alert (heard as cleared) and fire a new
+// one (heard again), two posts for one change.
+func TestEscalationIsHeardOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rule := Rule{ID: RuleGPUHealth, Metric: MetricHealth, Op: ">=", Threshold: 1, ForSeconds: 3, Severity: Critical, Enabled: true}
+		r := newRig(t, rule)
+		r.feed(10*time.Second, healthSample("warning"))
+		r.feed(10*time.Second, healthSample("quarantined"))
+		h := r.hooked()
+		if len(h) != 2 || h[0].Severity != Warning || h[1].Severity != Critical || h[0].ID != h[1].ID || h[1].ClearedAt != nil {
+			t.Fatalf("hooks heard %+v; want the firing (warning) and the rise to critical of one incident", h)
+		}
+		if h[1].Was != Warning || !strings.Contains(h[1].Message, "health is quarantined") {
+			t.Errorf("the rise says was %q, %q; want was warning, the new health", h[1].Was, h[1].Message)
+		}
+		ids := map[string]bool{}
+		for _, a := range r.sink.all() {
+			ids[a.ID] = true
+		}
+		if len(ids) != 1 {
+			t.Errorf("recorded %d alerts for one incident: %+v", len(ids), r.sink.all())
+		}
+		r.feed(10*time.Second, healthSample("quarantined"))
+		if h := r.hooked(); len(h) != 2 {
+			t.Errorf("heard %d events; want no repeat while nothing changes", len(h))
+		}
+	})
+}
