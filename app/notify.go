@@ -105,11 +105,12 @@ func gvariantString(s string) string {
 // AlertNotifier turns the alerts of the pool into notifications: one per
 // incident that starts after it first saw the list (not those already there
 // when the window opened), unless muted, and one per change of an
-// incident's severity (a rise to critical, a fall back to warning). An incident is one alert of this
-// version's evaluators; alerts that tell one story arrive apart from older
-// agents or from several observers (three rules on one GPU, five GPUs of
-// one idle job, one machine seen offline by each GPU machine), and are
-// folded here too: one notification while any of them is active.
+// incident's severity (a rise to critical, a fall back to warning). An
+// incident is one alert of this version's evaluators; alerts that tell one
+// story arrive apart from older agents or from several observers (three
+// rules on one GPU, five GPUs of one idle job, one machine seen offline by
+// each GPU machine), and are folded here too: one notification while any
+// of them is active.
 type AlertNotifier struct {
 	n      Notifier
 	log    *slog.Logger
