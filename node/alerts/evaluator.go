@@ -165,7 +165,7 @@ func (e *Evaluator) Restore(active []Alert) {
 			if len(gpus) > 0 {
 				c.GPU = &gpus[i]
 			}
-			c.GPUs, c.Folded = nil, nil
+			c.GPUs, c.Folded, c.Was = nil, nil, ""
 			k := condKey{a.Rule, sub}
 			e.conds[k] = &cond{since: a.FiredAt, alert: &c, identity: id, metric: r.Metric, op: r.Op,
 				condition: condition(r), held: heldFor(r, r.For())}

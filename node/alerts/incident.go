@@ -104,7 +104,7 @@ func gpuIndex(g *int) int {
 func fold(key string, cs []*cond, muted bool) Alert {
 	slices.SortFunc(cs, worse)
 	a := *cs[0].alert
-	a.Folded, a.GPUs = nil, nil
+	a.Folded, a.GPUs, a.Was = nil, nil, "" // Was: set by incidentsLocked on a change of severity only
 	a.Muted = muted
 	if strings.HasPrefix(key, "job-") {
 		for _, c := range cs {

@@ -302,3 +302,23 @@ func TestIncidentLowersWhenItsWorstConditionEnds(t *testing.T) {
 		}
 	})
 }
+
+// A restored incident whose last record was a change of severity (Was
+// set) is not heard again when its next record changes something else.
+func TestRestoredChangeIsNotHeardAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, tempRule, Rule{ID: RuleThrottle, Metric: MetricThrottle, Op: ">", Threshold: 0, ForSeconds: 10, Severity: Warning, Enabled: true})
+		zero := 0
+		old := Alert{ID: "gpu-temp.gpu0.1", Node: selfID, Rule: RuleGPUTemp, Severity: Critical, Was: Warning, GPU: &zero, Value: 91,
+			Message: "GPU 0 at 91 °C, over 85 °C for 2m0s", FiredAt: time.Now().Add(-time.Hour)}
+		r.e.Restore([]Alert{old})
+		r.feed(30*time.Second, throttledSample(91)) // the throttle folds in: a new record, no change of severity
+		as := r.sink.all()
+		if len(as) == 0 || as[len(as)-1].Was != "" {
+			t.Errorf("records %+v; want the fold recorded without a change of severity", as)
+		}
+		if h := r.hooked(); len(h) != 0 {
+			t.Errorf("hooks heard %+v; want nothing (no change of severity)", h)
+		}
+	})
+}
