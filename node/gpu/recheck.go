@@ -16,9 +16,10 @@ import (
 // when it finds a GPU lost; Devices and DevicesGeneration show the change.
 
 // recheckDue checks the GPUs and MIG when TopologyEvery has passed since
-// the last check (the first Sample starts the clock). s.sem is held.
+// the last check (the first Sample starts the clock, and so does a clock
+// that stepped back). s.sem is held.
 func (s *Sampler) recheckDue(now time.Time) {
-	if s.topoAt.IsZero() {
+	if s.topoAt.IsZero() || now.Before(s.topoAt) { // the first, or the clock stepped back
 		s.topoAt = now
 		return
 	}
