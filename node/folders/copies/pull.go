@@ -62,6 +62,7 @@ type Pull struct {
 	retries    atomic.Int64                // requests asked again after a lost network
 	changed    atomic.Bool                 // something was written at the destination
 	have       map[string]folders.FileMeta // the destination's tree, by Rel, at the start
+	staged     bool                        // the tree is written under its staging name (see stage.go)
 }
 
 // index lists the destination's tree at target, by Rel; empty where it
@@ -109,6 +110,10 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	p.have = <-have
 	if err != nil {
 		return Progress{}, fmt.Errorf("list the source: %w", err)
+	}
+	final := target
+	if target, err = p.stage(final, items); err != nil {
+		return Progress{}, err
 	}
 	for _, it := range items {
 		if !it.Dir && it.Link == "" {
@@ -158,6 +163,10 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	if err := p.smallFiles(ctx, target, small); err != nil {
 		return p.snapshot(), err
 	}
+	if err := p.unstage(target, final); err != nil {
+		return p.snapshot(), err
+	}
+	target = final
 	for i := len(dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
 		d := dirs[i]
 		if h := p.have[d.Rel]; !p.changed.Load() && h.Dir && h.Mode == d.Mode && h.MTime.Equal(d.MTime) {
@@ -295,7 +304,11 @@ func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMe
 			return fmt.Errorf("%s arrived damaged", item.Path)
 		}
 		got++
-		if err := dirs.Put(join(target, m.Rel), data, m); err != nil {
+		write := dirs.Put
+		if p.staged {
+			write = dirs.PutNew
+		}
+		if err := write(join(target, m.Rel), data, m); err != nil {
 			return err
 		}
 		put[item.Path] = true
