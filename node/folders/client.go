@@ -94,14 +94,14 @@ func sourceError(err error) error {
 // for a copy that asks again after its network changed.
 func (s HTTPSource) CloseIdleConnections() { s.Client.CloseIdleConnections() }
 
-// Walk implements Source.
-func (s HTTPSource) Walk(ctx context.Context, p string) ([]FileMeta, error) {
+// Walk implements Source: emit has each item as the listing arrives.
+func (s HTTPSource) Walk(ctx context.Context, p string, emit func(FileMeta) error) error {
 	resp, err := s.do(ctx, http.MethodGet, "walk", url.Values{"path": {p}}, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	return DecodeWalk(resp.Body)
+	return DecodeWalkFunc(resp.Body, emit)
 }
 
 // Sums implements Source.

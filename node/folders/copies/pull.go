@@ -18,7 +18,9 @@ import (
 
 // Source is the sending side of a copy: a shared folder of a member.
 type Source interface {
-	Walk(ctx context.Context, p string) ([]folders.FileMeta, error)
+	// Walk lists the tree at p, handing emit each item as it is listed
+	// (see folders.WalkFunc); an error of emit ends it and is returned.
+	Walk(ctx context.Context, p string, emit func(folders.FileMeta) error) error
 	Sums(ctx context.Context, p string) (folders.Sums, error)
 	Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
 	// Bundle sends the small files paths in one stream (see WriteBundle).
@@ -86,7 +88,9 @@ func (p *Pull) unchanged(m folders.FileMeta) bool {
 	return ok && !h.Dir && h.Link == "" && h.Size == m.Size && h.MTime.Equal(m.MTime)
 }
 
-// Run performs the copy, on every core (see procs).
+// Run performs the copy, on every core (see procs). Small files cross
+// while the source is still listing its tree (see listing.go); larger
+// files once it has listed it all.
 func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	defer procs.Acquire()() // hashing, TLS and the writers run in parallel
 	if p.Streams <= 0 {
@@ -98,81 +102,33 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	if p.Lost <= 0 {
 		p.Lost = DefaultLost
 	}
-	target, err := p.target()
+	final, err := p.target()
 	if err != nil {
 		return Progress{}, err
 	}
 	// List what the destination holds while the source lists its tree:
 	// one pass over each directory instead of a lookup per file.
 	have := make(chan map[string]folders.FileMeta, 1)
-	go func() { have <- p.index(target) }()
-	items, err := p.Src.Walk(ctx, p.SrcPath)
-	p.have = <-have
+	go func() { have <- p.index(final) }()
+	l, err := p.list(ctx, final, have)
 	if err != nil {
-		return Progress{}, fmt.Errorf("list the source: %w", err)
+		return p.snapshot(), err
 	}
-	final := target
-	if target, err = p.stage(final, items); err != nil {
-		return Progress{}, err
-	}
-	for _, it := range items {
-		if !it.Dir && it.Link == "" {
-			p.progress.p.Bytes += it.Size
-			p.progress.p.Files++
-		}
-	}
-	var dirs []folders.FileMeta                      // Rel is the source's
-	small := make([]folders.FileMeta, 0, len(items)) // files of one block at most, fetched in parallel
-	for _, it := range items {
-		if err := ctx.Err(); err != nil {
+	for _, it := range l.big {
+		if err := p.file(ctx, join(p.SrcPath, it.Rel), join(l.target, it.Rel), it); err != nil {
 			return p.snapshot(), err
 		}
-		if _, err := folders.CleanPath(it.Rel); err != nil && it.Rel != "" {
-			return p.snapshot(), fmt.Errorf("cannot copy %q here: %w", it.Rel, err)
-		}
-		if it.Small() {
-			small = append(small, it)
-			continue
-		}
-		name := join(target, it.Rel)
-		switch {
-		case it.Dir:
-			if h, ok := p.have[it.Rel]; !ok || !h.Dir {
-				if err := p.Dst.MkdirAll(name, 0o755); err != nil {
-					return p.snapshot(), fmt.Errorf("create %s: %w", name, err)
-				}
-				p.changed.Store(true)
-			}
-			dirs = append(dirs, it)
-		case it.Link != "":
-			if p.have[it.Rel].Link == it.Link {
-				continue // the same link is there
-			}
-			p.Dst.Remove(name)
-			if err := p.Dst.Symlink(it.Link, name); err != nil {
-				return p.snapshot(), fmt.Errorf("link %s: %w", name, err)
-			}
-			p.changed.Store(true)
-		default:
-			if err := p.file(ctx, join(p.SrcPath, it.Rel), name, it); err != nil {
-				return p.snapshot(), err
-			}
-			p.fileDone()
-		}
+		p.fileDone()
 	}
-	if err := p.smallFiles(ctx, target, small); err != nil {
+	if err := p.unstage(l.target, final); err != nil {
 		return p.snapshot(), err
 	}
-	if err := p.unstage(target, final); err != nil {
-		return p.snapshot(), err
-	}
-	target = final
-	for i := len(dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
-		d := dirs[i]
+	for i := len(l.dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
+		d := l.dirs[i]
 		if h := p.have[d.Rel]; !p.changed.Load() && h.Dir && h.Mode == d.Mode && h.MTime.Equal(d.MTime) {
 			continue // nothing was written: the directory is as it was
 		}
-		name := join(target, d.Rel)
+		name := join(final, d.Rel)
 		p.Dst.Chmod(name, d.Mode)
 		p.Dst.Chtimes(name, d.MTime, d.MTime)
 	}
@@ -217,120 +173,6 @@ func (p *Pull) fileDone() {
 	p.progress.p.FilesDone++
 	p.progress.Unlock()
 	p.report()
-}
-
-// smallFiles brings files of one block at most: those the receiver lacks
-// cross in bundles of many files, several bundles at a time.
-func (p *Pull) smallFiles(ctx context.Context, target string, files []folders.FileMeta) error {
-	var todo []folders.FileMeta
-	for _, m := range files {
-		if p.unchanged(m) {
-			p.done.Add(m.Size) // unchanged
-			p.fileDone()
-			continue
-		}
-		todo = append(todo, m)
-	}
-	var batches [][]folders.FileMeta
-	var size int64
-	for _, m := range todo {
-		if k := len(batches) - 1; k < 0 || len(batches[k]) >= 256 || size+m.Size > 8*folders.BlockSize {
-			batches, size = append(batches, nil), 0
-		}
-		batches[len(batches)-1] = append(batches[len(batches)-1], m)
-		size += m.Size
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan []folders.FileMeta)
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range p.Streams {
-		wg.Go(func() {
-			for b := range work {
-				left := b // the files not yet in place, in the batch's order
-				err := p.retry(ctx, func(progress func()) (err error) {
-					left, err = p.bundle(ctx, target, left, progress)
-					return err
-				})
-				if err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-					cancel()
-					return
-				}
-			}
-		})
-	}
-	feed(ctx, work, batches)
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return ctx.Err()
-	}
-}
-
-// bundle fetches one batch of small files and puts each in place; it
-// returns those it did not (all, or none when err is nil).
-func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMeta, progress func()) (left []folders.FileMeta, err error) {
-	paths := make([]string, len(batch))
-	byPath := make(map[string]folders.FileMeta, len(batch))
-	for i, m := range batch {
-		paths[i] = join(p.SrcPath, m.Rel)
-		byPath[paths[i]] = m
-	}
-	rc, err := p.open(ctx, func(ctx context.Context) (io.ReadCloser, error) { return p.Src.Bundle(ctx, paths) })
-	if err != nil {
-		return batch, fmt.Errorf("read files at the source: %w", err)
-	}
-	defer rc.Close()
-	dirs := folders.NewDirRoots(p.Dst)
-	defer dirs.Close()
-	got := 0
-	put := make(map[string]bool, len(batch))
-	err = folders.ReadBundle(rc, func(item folders.BundleItem, data []byte) error {
-		m, ok := byPath[item.Path]
-		if !ok {
-			return fmt.Errorf("the source sent %q, which was not asked for", item.Path)
-		}
-		if item.Error != "" {
-			return fmt.Errorf("read %s at the source: %s", item.Path, item.Error)
-		}
-		if folders.HexSum(data) != item.Sum {
-			return fmt.Errorf("%s arrived damaged", item.Path)
-		}
-		got++
-		write := dirs.Put
-		if p.staged {
-			write = dirs.PutNew
-		}
-		if err := write(join(target, m.Rel), data, m); err != nil {
-			return err
-		}
-		put[item.Path] = true
-		progress()
-		p.changed.Store(true)
-		p.sent.Add(int64(len(data)))
-		p.done.Add(int64(len(data)))
-		p.fileDone()
-		return nil
-	})
-	if err != nil {
-		for i, m := range batch {
-			if !put[paths[i]] {
-				left = append(left, m)
-			}
-		}
-		return left, err
-	}
-	if got != len(batch) {
-		return nil, fmt.Errorf("the source sent %d of %d files", got, len(batch))
-	}
-	return nil, nil
 }
 
 func (p *Pull) snapshot() Progress {
@@ -682,8 +524,8 @@ func readEnd(src string, rc io.Reader) error {
 type RootSource struct{ Root *os.Root }
 
 // Walk implements Source.
-func (s RootSource) Walk(_ context.Context, p string) ([]folders.FileMeta, error) {
-	return folders.Walk(s.Root, p)
+func (s RootSource) Walk(_ context.Context, p string, emit func(folders.FileMeta) error) error {
+	return folders.WalkFunc(s.Root, p, emit)
 }
 
 // Sums implements Source.

@@ -17,12 +17,12 @@ import (
 // system time. An interrupted copy leaves the staged tree for the next one
 // to go on from, as it leaves a partial file.
 
-// stage returns where the copy of items (the source's tree, its top
-// first) is written: target itself, or, for a directory that does not
-// exist at the destination, its staging directory, made or found left by
-// an interrupted copy (then p.have is what that one wrote).
-func (p *Pull) stage(target string, items []folders.FileMeta) (string, error) {
-	if len(items) == 0 || !items[0].Dir || items[0].Rel != "" {
+// stage returns where the copy of the source's tree, whose top is top, is
+// written: target itself, or, for a directory that does not exist at the
+// destination, its staging directory, made or found left by an
+// interrupted copy (then p.have is what that one wrote).
+func (p *Pull) stage(target string, top folders.FileMeta) (string, error) {
+	if !top.Dir || top.Rel != "" {
 		return target, nil // a file: its partial file stands in
 	}
 	if _, err := p.Dst.Lstat(target); !errors.Is(err, fs.ErrNotExist) {
