@@ -2,6 +2,7 @@ package copies
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -25,8 +26,9 @@ type Source interface {
 	Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
 	// Bundle sends the small files paths in one stream (see WriteBundle).
 	Bundle(ctx context.Context, paths []string) (io.ReadCloser, error)
-	// Blocks sends n blocks of p from block first, each with its hash, or
-	// marked as zeros (see WriteBlocks).
+	// Blocks sends n blocks of p from block first, each with its check
+	// (a BlockCheck, or a BlockSum from a source before it), or marked as
+	// zeros (see WriteBlocks).
 	Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error)
 }
 
@@ -543,7 +545,7 @@ func (s RootSource) Bundle(_ context.Context, paths []string) (io.ReadCloser, er
 // Blocks implements Source.
 func (s RootSource) Blocks(_ context.Context, p string, first, n int) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(folders.WriteBlocks(s.Root, p, first, n, pw)) }()
+	go func() { pw.CloseWithError(folders.WriteBlocks(s.Root, p, first, n, true, pw)) }()
 	return pr, nil
 }
 
@@ -552,7 +554,7 @@ func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadClos
 	return folders.OpenRange(s.Root, p, off, n)
 }
 
-// fetchBlocks fetches a run of a fresh file as hashed blocks; zero blocks
+// fetchBlocks fetches a run of a fresh file as checked blocks; zero blocks
 // stay holes.
 func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size int64, r *run, progress func()) error {
 	rc, err := p.open(ctx, func(ctx context.Context) (io.ReadCloser, error) { return p.Src.Blocks(ctx, src, r.first, r.n) })
@@ -567,19 +569,27 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 		if _, err := io.ReadFull(rc, head[:1]); err != nil {
 			return receiveError(src, err)
 		}
-		if head[0] == folders.BlockZero {
+		var check []byte // after the kind
+		switch head[0] {
+		case folders.BlockZero:
 			p.done.Add(int64(n))
 			progress()
 			continue
+		case folders.BlockChecked:
+			check = head[1:5]
+		case folders.BlockData:
+			check = head[1:]
+		default:
+			return fmt.Errorf("%s: block %d of an unknown kind %d", src, i, head[0])
 		}
-		if _, err := io.ReadFull(rc, head[1:]); err != nil {
+		if _, err := io.ReadFull(rc, check); err != nil {
 			return receiveError(src, err)
 		}
 		buf, err := w.readBlock(ctx, rc, src, n)
 		if err != nil {
 			return err
 		}
-		if folders.BlockSum(buf[:n]) != [folders.SumSize]byte(head[1:]) {
+		if !blockIntact(head[0], check, buf[:n]) {
 			w.release(buf)
 			return fmt.Errorf("%s: block %d arrived damaged", src, i)
 		}
@@ -589,4 +599,13 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 		progress()
 	}
 	return readEnd(src, rc)
+}
+
+// blockIntact reports whether block matches check, a BlockCheck or a
+// BlockSum as kind says.
+func blockIntact(kind byte, check, block []byte) bool {
+	if kind == folders.BlockChecked {
+		return binary.BigEndian.Uint32(check) == folders.BlockCheck(block)
+	}
+	return folders.BlockSum(block) == [folders.SumSize]byte(check)
 }
