@@ -1,0 +1,159 @@
+package slurm
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// SubmitPlan is what a job would ask of the cluster, and whether the
+// cluster can run it: ever (some nodes of its partition are big enough)
+// and now (enough of them are free), or whether it would queue.
+type SubmitPlan struct {
+	Partition string   `json:"partition"` // the partition asked, or the cluster's default
+	Args      []string `json:"args"`      // sbatch's resource options (SbatchArgs)
+	Command   string   `json:"command"`   // as a person would type it: "sbatch --partition gpu --gres=gpu:2 ..."
+	Fits      bool     `json:"fits"`      // the partition can ever run it
+	StartsNow bool     `json:"starts_now"`
+	Reason    string   `json:"reason"` // why it fits, queues or never fits
+	// Nodes are the partition's nodes that could run it now (when it
+	// starts now), else those that could ever.
+	Nodes []string `json:"nodes"`
+}
+
+// Plan says what Slurm will be asked for r on c and whether the partition
+// can run it. It reads only the cluster's card: Slurm decides in the end
+// (a job of higher priority may go first).
+func Plan(c Cluster, r jobs.Resources) SubmitPlan {
+	part, err := partitionFor(c, r.Partition)
+	p := SubmitPlan{Partition: part.Name, Nodes: []string{}}
+	if err != nil {
+		p.Partition = r.Partition
+		p.Args = SbatchArgs(r.Partition, r)
+		p.Command = command(p.Args)
+		p.Reason = err.Error()
+		return p
+	}
+	p.Args = SbatchArgs(part.Name, r)
+	p.Command = command(p.Args)
+	if why := partitionRefuses(part, r); why != "" {
+		p.Reason = why
+		return p
+	}
+	w := wantOf(r)
+	members := partitionNodes(c, part)
+	ever, now := w.nodesFor(members)
+	if len(ever) < w.nodes {
+		p.Reason = w.neverFits(part.Name, members, len(ever))
+		return p
+	}
+	p.Fits = true
+	switch {
+	case part.State != "" && !strings.EqualFold(part.State, "up"):
+		p.Nodes = ever
+		p.Reason = fmt.Sprintf("partition %s is %s: the job waits in Slurm's queue until it is up", part.Name, part.State)
+	case len(now) >= w.nodes:
+		p.StartsNow, p.Nodes = true, now
+		p.Reason = fmt.Sprintf("can start now: %s free on %s", w, strings.Join(now, ", "))
+		if n := pendingIn(c, part.Name); n > 0 {
+			p.Reason += fmt.Sprintf(" (%d jobs pending in %s may go first)", n, part.Name)
+		}
+	default:
+		p.Nodes = ever
+		p.Reason = fmt.Sprintf("will wait in Slurm's queue: %d of %d nodes asked have %s free now; %s can run it",
+			len(now), w.nodes, w, strings.Join(ever, ", "))
+	}
+	return p
+}
+
+// SbatchArgs are the resource options sbatch is given for r in partition
+// (the job's name, output and comment are the executor's).
+func SbatchArgs(partition string, r jobs.Resources) []string {
+	var a []string
+	if partition != "" {
+		a = append(a, "--partition", partition)
+	}
+	w := wantOf(r)
+	if r.Nodes > 1 {
+		a = append(a, "--nodes", fmt.Sprint(r.Nodes))
+	}
+	if w.gpus > 0 {
+		a = append(a, fmt.Sprintf("--gres=gpu:%d", w.gpus))
+	}
+	if r.CPUs > 0 {
+		a = append(a, "--cpus-per-task", fmt.Sprint(w.cpus))
+	}
+	if r.MemoryBytes > 0 {
+		a = append(a, "--mem", memArg(r.MemoryBytes))
+	}
+	if r.TimeLimit > 0 {
+		a = append(a, "--time", FormatTimeLimit(r.TimeLimit))
+	}
+	return a
+}
+
+func command(args []string) string { return strings.Join(append([]string{"sbatch"}, args...), " ") }
+
+// memArg writes bytes as sbatch's --mem reads it (rounded up to MiB).
+func memArg(b int64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	if b%gib == 0 {
+		return fmt.Sprintf("%dG", b/gib)
+	}
+	return fmt.Sprintf("%dM", (b+mib-1)/mib)
+}
+
+// partitionFor is the partition named, or the cluster's default.
+func partitionFor(c Cluster, name string) (Partition, error) {
+	var names []string
+	for _, p := range c.Partitions {
+		if (name == "" && p.Default) || (name != "" && p.Name == name) {
+			return p, nil
+		}
+		names = append(names, p.Name)
+	}
+	list := strings.Join(names, ", ")
+	if name == "" {
+		return Partition{}, fmt.Errorf("the cluster has no default partition: name one (partitions: %s)", list)
+	}
+	return Partition{}, fmt.Errorf("no partition %q on the cluster (partitions: %s)", name, list)
+}
+
+// partitionRefuses says why part takes no such job whatever its nodes
+// have: a state that takes no new jobs, or a time limit over its maximum.
+func partitionRefuses(part Partition, r jobs.Resources) string {
+	switch strings.ToLower(part.State) {
+	case "drain", "inactive":
+		return fmt.Sprintf("partition %s is %s: Slurm takes no new jobs there", part.Name, strings.ToLower(part.State))
+	}
+	if limit := int64(math.Ceil(r.TimeLimit.Seconds())); part.MaxTimeS > 0 && limit > part.MaxTimeS {
+		return fmt.Sprintf("time limit %s is over partition %s's maximum of %s", FormatTimeLimit(r.TimeLimit), part.Name,
+			FormatTimeLimit(secs(part.MaxTimeS)))
+	}
+	return ""
+}
+
+// partitionNodes are the nodes of c in part, in the card's order.
+func partitionNodes(c Cluster, part Partition) []Node {
+	var out []Node
+	for _, n := range c.Nodes {
+		if slices.Contains(n.Partitions, part.Name) || slices.Contains(part.Nodes, n.Name) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// pendingIn counts the jobs pending in partition.
+func pendingIn(c Cluster, partition string) int {
+	n := 0
+	for _, q := range c.Queue {
+		if strings.EqualFold(q.State, "PENDING") && q.Partition == partition {
+			n++
+		}
+	}
+	return n
+}
