@@ -41,5 +41,5 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 			g.JobName, g.JobOwner, g.JobOwnerName = j.Name, j.Owner, ownerName(names, j.Owner)
 		}
 	}
-	return nil
+	return r.nameClusterJobs(ctx, nodes, names)
 }

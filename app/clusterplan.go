@@ -1,0 +1,95 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
+)
+
+// A Slurm cluster is a machine of the pool whose agent stands for the
+// cluster (Node.Cluster): Slurm places its jobs, so a plan for it says
+// what sbatch will be asked and whether the partition can run the job
+// (slurm.Plan), not which GPUs it would get.
+
+// clusterResources is what spec asks of a backend that schedules.
+func clusterResources(spec jobs.Spec) jobs.Resources {
+	return jobs.Resources{CPUs: spec.CPUs, MemoryBytes: spec.MemoryBytes, GPUs: spec.GPUs, Nodes: spec.Nodes,
+		GPUsPerNode: spec.GPUsPerNode, TimeLimit: time.Duration(spec.TimeLimitSeconds) * time.Second, Partition: spec.Partition}
+}
+
+// planCluster is what a launch of spec would find on the cluster machine n.
+func planCluster(n Node, spec jobs.Spec) NodePlan {
+	np := NodePlan{Node: n.ID, NodeName: n.Name, GPUs: []PlanGPU{}}
+	sp := slurm.Plan(*n.Cluster, clusterResources(spec))
+	np.Cluster = &sp
+	for _, g := range n.Cluster.GPUs {
+		np.Free += g.Free()
+	}
+	switch {
+	case !n.Online:
+		np.Reason = n.Name + " is offline"
+	case len(spec.GPUIDs) > 0 || len(spec.MIGIDs) > 0:
+		np.Reason = fmt.Sprintf("refused by rule %q: Slurm picks a cluster job's GPUs; ask for a count", "cluster GPUs by count")
+	case spec.Image != "" && len(n.Cluster.Containers) == 0:
+		np.Reason = fmt.Sprintf("refused by rule %q: cluster %s has neither pyxis nor Apptainer, so it runs command jobs only (labpool run --node %s -- CMD...)",
+			"images need pyxis or apptainer", n.Name, n.Name)
+	default:
+		np.Fits, np.Reason = sp.Fits, sp.Reason
+	}
+	return np
+}
+
+// notCluster says why spec, asking what only a cluster does, cannot run on
+// a machine that is not one ("" when it asks nothing of the kind).
+func notCluster(spec jobs.Spec) string {
+	switch {
+	case spec.Nodes > 1:
+		return fmt.Sprintf("refused by rule %q: only a Slurm cluster runs a job on %d nodes", "multi-node jobs need a cluster", spec.Nodes)
+	case spec.Partition != "":
+		return fmt.Sprintf("refused by rule %q: not a Slurm cluster (partition %q asked)", "partitions need a cluster", spec.Partition)
+	}
+	return ""
+}
+
+// asksCluster says whether spec asks for what only a cluster does, so
+// that a plan with no machine named may pick one.
+func asksCluster(spec jobs.Spec) bool { return notCluster(spec) != "" }
+
+// nameClusterJobs checks the labpool jobs the queue of each cluster of
+// nodes names against the jobs' records, and names their owners (the
+// pool's names: the member names of names, by device ID). An entry whose
+// job this machine has no record of, or whose record names another owner,
+// is a Slurm job like any other: Slurm's comment is written by whoever
+// submits, and a cluster's users are not the pool's members.
+func (r *Reader) nameClusterJobs(ctx context.Context, nodes []Node, names map[string]string) error {
+	for ni := range nodes {
+		n := &nodes[ni]
+		if n.Cluster == nil {
+			continue
+		}
+		for qi := range n.Cluster.Queue {
+			q := &n.Cluster.Queue[qi]
+			if q.LabpoolJob == "" && q.Owner == "" {
+				continue
+			}
+			rec, found, err := r.db.Latest(ctx, n.ID, KindJob, q.LabpoolJob)
+			if err != nil {
+				return fmt.Errorf("read job %s of %s: %w", q.LabpoolJob, n.Name, err)
+			}
+			var j jobs.Job
+			if q.LabpoolJob == "" || !found || json.Unmarshal(rec.Data, &j) != nil || j.ID != q.LabpoolJob || j.Owner != q.Owner {
+				q.LabpoolJob, q.Owner = "", ""
+				continue
+			}
+			if n.ClusterOwners == nil {
+				n.ClusterOwners = map[string]string{}
+			}
+			n.ClusterOwners[q.Owner] = ownerName(names, q.Owner)
+		}
+	}
+	return nil
+}
