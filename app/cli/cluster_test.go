@@ -174,10 +174,10 @@ func TestNodesCluster(t *testing.T) {
 
 func TestWritePlanCluster(t *testing.T) {
 	p := app.Plan{NodePlan: app.NodePlan{Node: apptest.ClusterID, NodeName: "hpc", Fits: true, Reason: "can start now: 2 GPUs and 1 CPU free on gpu02",
-		Cluster: &slurm.SubmitPlan{Partition: "gpu", Command: "sbatch --partition gpu --gres=gpu:2", Fits: true, StartsNow: true, Nodes: []string{"gpu02"}}}}
+		Cluster: &slurm.SubmitPlan{Partition: "gpu", Command: "sbatch --partition=gpu --nodes=1 --gres=gpu:2", Fits: true, StartsNow: true, Nodes: []string{"gpu02"}}}}
 	var out bytes.Buffer
 	writePlan(&out, p)
-	want := "would run on hpc: can start now: 2 GPUs and 1 CPU free on gpu02\n  sbatch --partition gpu --gres=gpu:2\n  starts now on gpu02\n"
+	want := "would run on hpc: can start now: 2 GPUs and 1 CPU free on gpu02\n  sbatch --partition=gpu --nodes=1 --gres=gpu:2\n  starts now on gpu02\n"
 	if out.String() != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", out.String(), want)
 	}

@@ -15,7 +15,7 @@ import (
 type SubmitPlan struct {
 	Partition string   `json:"partition"` // the partition asked, or the cluster's default
 	Args      []string `json:"args"`      // sbatch's resource options (SbatchArgs)
-	Command   string   `json:"command"`   // as a person would type it: "sbatch --partition gpu --gres=gpu:2 ..."
+	Command   string   `json:"command"`   // as a person would type it: "sbatch --partition=gpu --nodes=1 --gres=gpu:2 ..."
 	Fits      bool     `json:"fits"`      // the partition can ever run it
 	StartsNow bool     `json:"starts_now"`
 	Reason    string   `json:"reason"` // why it fits, queues or never fits
@@ -32,12 +32,12 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 	p := SubmitPlan{Partition: part.Name, Nodes: []string{}}
 	if err != nil {
 		p.Partition = r.Partition
-		p.Args = SbatchArgs(r.Partition, r)
+		p.Args = SbatchArgs(r)
 		p.Command = command(p.Args)
 		p.Reason = err.Error()
 		return p
 	}
-	p.Args = SbatchArgs(part.Name, r)
+	p.Args = SbatchArgs(r)
 	p.Command = command(p.Args)
 	if why := partitionRefuses(part, r); why != "" {
 		p.Reason = why
@@ -59,7 +59,7 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 		p.StartsNow, p.Nodes = true, now
 		p.Reason = fmt.Sprintf("can start now: %s free on %s", w, strings.Join(now, ", "))
 		if n := pendingIn(c, part.Name); n > 0 {
-			p.Reason += fmt.Sprintf(" (%d jobs pending in %s may go first)", n, part.Name)
+			p.Reason += fmt.Sprintf(" (%s pending in %s may go first)", plural(n, "job"), part.Name)
 		}
 	default:
 		p.Nodes = ever
@@ -69,42 +69,37 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 	return p
 }
 
-// SbatchArgs are the resource options sbatch is given for r in partition
-// (the job's name, output and comment are the executor's).
-func SbatchArgs(partition string, r jobs.Resources) []string {
+// SbatchArgs are the resource options sbatch is given for r (the job's
+// name, output, comment and directory are the executor's), written as the
+// executor writes them: --gres is per node, memory in MiB rounded up, the
+// time limit in minutes rounded up.
+func SbatchArgs(r jobs.Resources) []string {
 	var a []string
-	if partition != "" {
-		a = append(a, "--partition", partition)
+	if r.Partition != "" {
+		a = append(a, "--partition="+r.Partition)
 	}
 	w := wantOf(r)
 	if r.Nodes > 1 {
-		a = append(a, "--nodes", fmt.Sprint(r.Nodes))
+		a = append(a, fmt.Sprintf("--nodes=%d", r.Nodes), "--ntasks-per-node=1")
+	} else {
+		a = append(a, "--nodes=1")
 	}
 	if w.gpus > 0 {
 		a = append(a, fmt.Sprintf("--gres=gpu:%d", w.gpus))
 	}
 	if r.CPUs > 0 {
-		a = append(a, "--cpus-per-task", fmt.Sprint(w.cpus))
+		a = append(a, fmt.Sprintf("--cpus-per-task=%d", w.cpus))
 	}
 	if r.MemoryBytes > 0 {
-		a = append(a, "--mem", memArg(r.MemoryBytes))
+		a = append(a, fmt.Sprintf("--mem=%dM", w.memMB))
 	}
 	if r.TimeLimit > 0 {
-		a = append(a, "--time", FormatTimeLimit(r.TimeLimit))
+		a = append(a, fmt.Sprintf("--time=%d", int64(math.Ceil(r.TimeLimit.Minutes()))))
 	}
 	return a
 }
 
 func command(args []string) string { return strings.Join(append([]string{"sbatch"}, args...), " ") }
-
-// memArg writes bytes as sbatch's --mem reads it (rounded up to MiB).
-func memArg(b int64) string {
-	const gib, mib = 1 << 30, 1 << 20
-	if b%gib == 0 {
-		return fmt.Sprintf("%dG", b/gib)
-	}
-	return fmt.Sprintf("%dM", (b+mib-1)/mib)
-}
 
 // partitionFor is the partition named, or the cluster's default.
 func partitionFor(c Cluster, name string) (Partition, error) {

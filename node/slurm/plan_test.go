@@ -41,38 +41,38 @@ func TestPlan(t *testing.T) {
 		reason    string // a part of the reason
 	}{
 		{"default partition, starts now", jobs.Resources{GPUs: 2, CPUs: 4, MemoryBytes: 16 << 30, TimeLimit: 2 * time.Hour},
-			"sbatch --partition gpu --gres=gpu:2 --cpus-per-task 4 --mem 16G --time 2:00:00", true, true, []string{"n1", "n2"},
-			"can start now: 2 GPUs, 4 CPUs and 16 GiB free on n1, n2 (1 jobs pending in gpu may go first)"},
+			"sbatch --nodes=1 --gres=gpu:2 --cpus-per-task=4 --mem=16384M --time=120", true, true, []string{"n1", "n2"},
+			"can start now: 2 GPUs, 4 CPUs and 16 GiB free on n1, n2 (1 job pending in gpu may go first)"},
 		{"only the idle node has 4 free", jobs.Resources{GPUs: 4},
-			"sbatch --partition gpu --gres=gpu:4", true, true, []string{"n2"}, "free on n2"},
+			"sbatch --nodes=1 --gres=gpu:4", true, true, []string{"n2"}, "free on n2"},
 		{"8 GPUs: only a drained node has them", jobs.Resources{GPUs: 8},
-			"sbatch --partition gpu --gres=gpu:8", true, false, []string{"n3"}, "will wait in Slurm's queue: 0 of 1 nodes asked have 8 GPUs and 1 CPU free now; n3 can run it"},
+			"sbatch --nodes=1 --gres=gpu:8", true, false, []string{"n3"}, "will wait in Slurm's queue: 0 of 1 nodes asked have 8 GPUs and 1 CPU free now; n3 can run it"},
 		{"16 GPUs never fit", jobs.Resources{GPUs: 16},
-			"sbatch --partition gpu --gres=gpu:16", false, false, []string{}, "no node of partition gpu has 16 GPUs (at most 8)"},
+			"sbatch --nodes=1 --gres=gpu:16", false, false, []string{}, "no node of partition gpu has 16 GPUs (at most 8)"},
 		{"multi-node now", jobs.Resources{Nodes: 2, GPUsPerNode: 2, Partition: "gpu"},
-			"sbatch --partition gpu --nodes 2 --gres=gpu:2", true, true, []string{"n1", "n2"}, "can start now"},
+			"sbatch --partition=gpu --nodes=2 --ntasks-per-node=1 --gres=gpu:2", true, true, []string{"n1", "n2"}, "can start now"},
 		{"multi-node queues", jobs.Resources{Nodes: 2, GPUsPerNode: 4},
-			"sbatch --partition gpu --nodes 2 --gres=gpu:4", true, false, []string{"n1", "n2", "n3"}, "1 of 2 nodes asked"},
+			"sbatch --nodes=2 --ntasks-per-node=1 --gres=gpu:4", true, false, []string{"n1", "n2", "n3"}, "1 of 2 nodes asked"},
 		{"more nodes than the partition has", jobs.Resources{Nodes: 4, GPUsPerNode: 1},
-			"sbatch --partition gpu --nodes 4 --gres=gpu:1", false, false, []string{}, "partition gpu has 3 nodes, 4 asked"},
+			"sbatch --nodes=4 --ntasks-per-node=1 --gres=gpu:1", false, false, []string{}, "partition gpu has 3 nodes, 4 asked"},
 		{"too many CPUs", jobs.Resources{GPUs: 1, CPUs: 128},
-			"sbatch --partition gpu --gres=gpu:1 --cpus-per-task 128", false, false, []string{}, "no node of partition gpu has 128 CPUs (at most 64)"},
+			"sbatch --nodes=1 --gres=gpu:1 --cpus-per-task=128", false, false, []string{}, "no node of partition gpu has 128 CPUs (at most 64)"},
 		{"too much memory", jobs.Resources{GPUs: 1, MemoryBytes: 1 << 40},
-			"sbatch --partition gpu --gres=gpu:1 --mem 1024G", false, false, []string{}, "has 1024 GiB of memory (at most 500 GiB)"},
+			"sbatch --nodes=1 --gres=gpu:1 --mem=1048576M", false, false, []string{}, "has 1024 GiB of memory (at most 500 GiB)"},
 		{"big nodes together", jobs.Resources{Nodes: 2, GPUsPerNode: 8},
-			"sbatch --partition gpu --nodes 2 --gres=gpu:8", false, false, []string{}, "only 1 node of partition gpu has 8 GPUs and 1 CPU; 2 asked"},
+			"sbatch --nodes=2 --ntasks-per-node=1 --gres=gpu:8", false, false, []string{}, "only 1 node of partition gpu has 8 GPUs and 1 CPU; 2 asked"},
 		{"time over the maximum", jobs.Resources{GPUs: 1, TimeLimit: 72 * time.Hour},
-			"sbatch --partition gpu --gres=gpu:1 --time 3-00:00:00", false, false, []string{}, "time limit 3-00:00:00 is over partition gpu's maximum of 2-00:00:00"},
+			"sbatch --nodes=1 --gres=gpu:1 --time=4320", false, false, []string{}, "time limit 3-00:00:00 is over partition gpu's maximum of 2-00:00:00"},
 		{"GPUs on the CPU partition", jobs.Resources{GPUs: 1, Partition: "cpu"},
-			"sbatch --partition cpu --gres=gpu:1", false, false, []string{}, "no node of partition cpu has 1 GPU (at most 0)"},
+			"sbatch --partition=cpu --nodes=1 --gres=gpu:1", false, false, []string{}, "no node of partition cpu has 1 GPU (at most 0)"},
 		{"CPU job on the CPU partition", jobs.Resources{CPUs: 2.5, MemoryBytes: 1500 << 20, Partition: "cpu"},
-			"sbatch --partition cpu --cpus-per-task 3 --mem 1500M", true, true, []string{"c1"}, "can start now: 3 CPUs and 1.5 GiB free on c1"},
+			"sbatch --partition=cpu --nodes=1 --cpus-per-task=3 --mem=1500M", true, true, []string{"c1"}, "can start now: 3 CPUs and 1.5 GiB free on c1"},
 		{"unknown partition", jobs.Resources{Partition: "nope"},
-			"sbatch --partition nope", false, false, []string{}, `no partition "nope" on the cluster (partitions: gpu, cpu, old, maint)`},
+			"sbatch --partition=nope --nodes=1", false, false, []string{}, `no partition "nope" on the cluster (partitions: gpu, cpu, old, maint)`},
 		{"inactive partition", jobs.Resources{Partition: "old"},
-			"sbatch --partition old", false, false, []string{}, "partition old is inactive: Slurm takes no new jobs there"},
+			"sbatch --partition=old --nodes=1", false, false, []string{}, "partition old is inactive: Slurm takes no new jobs there"},
 		{"down partition queues", jobs.Resources{Partition: "maint", GPUs: 1},
-			"sbatch --partition maint --gres=gpu:1", true, false, []string{"n2"}, "partition maint is down: the job waits"},
+			"sbatch --partition=maint --nodes=1 --gres=gpu:1", true, false, []string{"n2"}, "partition maint is down: the job waits"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +95,7 @@ func TestPlanNoDefaultPartition(t *testing.T) {
 	if p.Fits || p.Reason != "the cluster has no default partition: name one (partitions: gpu, cpu, old, maint)" {
 		t.Errorf("Plan = fits %v, %q", p.Fits, p.Reason)
 	}
-	if p.Command != "sbatch --gres=gpu:1" {
+	if p.Command != "sbatch --nodes=1 --gres=gpu:1" {
 		t.Errorf("Command = %q", p.Command)
 	}
 }

@@ -48,7 +48,7 @@ func (w want) nodesFor(nodes []Node) (ever, now []string) {
 			continue
 		}
 		ever = append(ever, n.Name)
-		if takesJobs(n.State) && gpuFree(n) >= w.gpus && n.CPUs-n.CPUsAlloc >= w.cpus &&
+		if takesJobs(n.State) && nodeFreeGPUs(n) >= w.gpus && n.CPUs-n.CPUsAlloc >= w.cpus &&
 			(w.memMB == 0 || n.MemoryMB == 0 || n.MemoryMB-n.MemAllocMB >= w.memMB) {
 			now = append(now, n.Name)
 		}
@@ -58,7 +58,7 @@ func (w want) nodesFor(nodes []Node) (ever, now []string) {
 
 // fitsTotal says whether n is big enough for w, busy or not.
 func (w want) fitsTotal(n Node) bool {
-	return gpuTotal(n) >= w.gpus && n.CPUs >= w.cpus && (w.memMB == 0 || n.MemoryMB == 0 || n.MemoryMB >= w.memMB)
+	return nodeGPUs(n) >= w.gpus && n.CPUs >= w.cpus && (w.memMB == 0 || n.MemoryMB == 0 || n.MemoryMB >= w.memMB)
 }
 
 // neverFits says why only have of the partition's nodes are big enough.
@@ -69,7 +69,7 @@ func (w want) neverFits(partition string, nodes []Node, have int) string {
 	var gpus, cpus int
 	var mem int64
 	for _, n := range nodes {
-		gpus, cpus, mem = max(gpus, gpuTotal(n)), max(cpus, n.CPUs), max(mem, n.MemoryMB)
+		gpus, cpus, mem = max(gpus, nodeGPUs(n)), max(cpus, n.CPUs), max(mem, n.MemoryMB)
 	}
 	switch {
 	case w.nodes > len(nodes):
@@ -96,7 +96,7 @@ func takesJobs(state string) bool {
 	return !strings.HasSuffix(s, "*")
 }
 
-func gpuTotal(n Node) int {
+func nodeGPUs(n Node) int {
 	t := 0
 	for _, g := range n.GPUs {
 		t += g.Total
@@ -104,7 +104,7 @@ func gpuTotal(n Node) int {
 	return t
 }
 
-func gpuFree(n Node) int {
+func nodeFreeGPUs(n Node) int {
 	f := 0
 	for _, g := range n.GPUs {
 		f += g.Free()
