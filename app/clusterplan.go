@@ -26,9 +26,7 @@ func planCluster(n Node, spec jobs.Spec) NodePlan {
 	np := NodePlan{Node: n.ID, NodeName: n.Name, GPUs: []PlanGPU{}}
 	sp := slurm.Plan(*n.Cluster, clusterResources(spec))
 	np.Cluster = &sp
-	for _, g := range n.Cluster.GPUs {
-		np.Free += g.Free()
-	}
+	np.Free = slurm.FreeGPUs(*n.Cluster)
 	switch {
 	case !n.Online:
 		np.Reason = n.Name + " is offline"

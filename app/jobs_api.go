@@ -71,7 +71,7 @@ type NodePlan struct {
 	// Cluster is set where the machine is a Slurm cluster: what sbatch
 	// will be asked, whether the partition can ever run the job and
 	// whether it starts now or queues (Free then counts the cluster's free
-	// GPUs; GPUs is empty).
+	// GPUs on nodes that take jobs, slurm.FreeGPUs; GPUs is empty).
 	Cluster *slurm.SubmitPlan `json:"cluster,omitempty"`
 }
 

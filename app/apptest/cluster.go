@@ -2,11 +2,14 @@ package apptest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/store"
@@ -52,8 +55,9 @@ func Cluster(now time.Time, jobID, owner string) *slurm.Cluster {
 }
 
 // WriteCluster writes into db the machine standing for c (ClusterID, named
-// name): a member, its node record with c, and the record of each of js
-// (the cluster's labpool jobs).
+// name): a member, its node record with c, a sample of its submit host (no
+// GPU of its own) and the record of each of js (the cluster's labpool
+// jobs).
 func WriteCluster(t testing.TB, db *store.DB, now time.Time, name string, c *slurm.Cluster, js ...jobs.Job) {
 	t.Helper()
 	ctx := context.Background()
@@ -62,6 +66,11 @@ func WriteCluster(t testing.TB, db *store.DB, now time.Time, name string, c *slu
 	}
 	nr := app.NodeRecord{Info: agent.Info{ID: ClusterID, Name: name}, Addresses: []string{"192.0.2.9:7420"}, Cluster: c}
 	if _, err := db.Append(ctx, ClusterID, app.KindNode, "", now, MustJSON(t, nr)); err != nil {
+		t.Fatal(err)
+	}
+	sm := agent.Sample{Time: now, GPUError: "no NVIDIA GPU found",
+		Host: host.Stats{CPUPercent: 12, Load1: 0.8, MemUsedBytes: 6 << 30, MemTotalBytes: 64 << 30}}
+	if _, err := db.Append(ctx, ClusterID, history.KindSample1s, fmt.Sprint(now.Unix()), now, MustJSON(t, sm)); err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range js {

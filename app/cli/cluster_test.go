@@ -132,7 +132,7 @@ func TestNodesCluster(t *testing.T) {
 		t.Fatalf("nodes: exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{
-		"16 (13 free, Slurm: 3 nodes)", // the machines' table
+		"16 (5 free, Slurm: 3 nodes)", // the machines' table
 		"hpc: Slurm cluster hpc (Slurm 23.11.4)", "images through pyxis",
 		"GPUs: a100 3/8 alloc, h100 0/8 alloc",
 		"gpu*", "2-00:00:00", "gpu03", "drained (bad DIMM)", "12/32",

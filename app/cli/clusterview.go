@@ -134,11 +134,12 @@ func containersText(runtimes []string) string {
 	return "images through " + strings.Join(runtimes, ", ")
 }
 
-// clusterGPUs is a cluster's GPUs for the table of machines: "8 (4 free, Slurm)".
+// clusterGPUs is a cluster's GPUs for the table of machines: "16 (5 free,
+// Slurm: 3 nodes)", free counting only nodes that take jobs.
 func clusterGPUs(c *slurm.Cluster) string {
-	total, free := 0, 0
+	total := 0
 	for _, g := range c.GPUs {
-		total, free = total+g.Total, free+g.Free()
+		total += g.Total
 	}
-	return fmt.Sprintf("%d (%d free, Slurm: %d nodes)", total, free, len(c.Nodes))
+	return fmt.Sprintf("%d (%d free, Slurm: %d nodes)", total, slurm.FreeGPUs(*c), len(c.Nodes))
 }

@@ -99,3 +99,10 @@ func TestPlanNoDefaultPartition(t *testing.T) {
 		t.Errorf("Command = %q", p.Command)
 	}
 }
+
+func TestFreeGPUs(t *testing.T) {
+	// n1: 2 of 4 free; n2: 4 of 4; n3 (drained): 8 that no job gets.
+	if got := FreeGPUs(testCluster()); got != 6 {
+		t.Errorf("FreeGPUs = %d; want 6 (not the drained node's 8)", got)
+	}
+}

@@ -138,3 +138,15 @@ func mbText(mb int64) string {
 }
 
 func secs(s int64) time.Duration { return time.Duration(s) * time.Second }
+
+// FreeGPUs counts the GPUs of c that a job could get now: not allocated,
+// on nodes whose state takes jobs (a drained node's GPUs are not free).
+func FreeGPUs(c Cluster) int {
+	free := 0
+	for _, n := range c.Nodes {
+		if takesJobs(n.State) {
+			free += nodeFreeGPUs(n)
+		}
+	}
+	return free
+}
