@@ -69,17 +69,24 @@ func (r *Reader) nameClusterJobs(ctx context.Context, nodes []Node, names map[st
 		if n.Cluster == nil {
 			continue
 		}
+		if len(n.Cluster.Queue) > slurm.QueueCap { // a peer's record: no more than an agent publishes
+			n.Cluster.Queue = n.Cluster.Queue[:slurm.QueueCap]
+		}
+		owners := map[string]string{} // labpool job ID -> its owner, as its record says ("": none)
 		for qi := range n.Cluster.Queue {
 			q := &n.Cluster.Queue[qi]
 			if q.LabpoolJob == "" && q.Owner == "" {
 				continue
 			}
-			rec, found, err := r.db.Latest(ctx, n.ID, KindJob, q.LabpoolJob)
-			if err != nil {
-				return fmt.Errorf("read job %s of %s: %w", q.LabpoolJob, n.Name, err)
+			owner, seen := owners[q.LabpoolJob]
+			if !seen && q.LabpoolJob != "" {
+				var err error
+				if owner, err = r.jobOwner(ctx, n.ID, q.LabpoolJob); err != nil {
+					return fmt.Errorf("read job %s of %s: %w", q.LabpoolJob, n.Name, err)
+				}
+				owners[q.LabpoolJob] = owner
 			}
-			var j jobs.Job
-			if q.LabpoolJob == "" || !found || json.Unmarshal(rec.Data, &j) != nil || j.ID != q.LabpoolJob || j.Owner != q.Owner {
+			if owner == "" || owner != q.Owner {
 				q.LabpoolJob, q.Owner = "", ""
 				continue
 			}
@@ -90,4 +97,18 @@ func (r *Reader) nameClusterJobs(ctx context.Context, nodes []Node, names map[st
 		}
 	}
 	return nil
+}
+
+// jobOwner is the owner the record of job id on node says ("" when node
+// has no such record).
+func (r *Reader) jobOwner(ctx context.Context, node, id string) (string, error) {
+	rec, found, err := r.db.Latest(ctx, node, KindJob, id)
+	if err != nil || !found {
+		return "", err
+	}
+	var j jobs.Job
+	if json.Unmarshal(rec.Data, &j) != nil || j.ID != id {
+		return "", nil
+	}
+	return j.Owner, nil
 }

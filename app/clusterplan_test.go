@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -127,5 +128,28 @@ func TestClusterQueueOwners(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{mikeID: "mike"}, owners); diff != "" {
 		t.Errorf("ClusterOwners (-want +got):\n%s", diff)
+	}
+}
+
+// TestClusterQueueCapped: a peer's record with more queue entries than an
+// agent publishes is cut to slurm.QueueCap before any is looked up.
+func TestClusterQueueCapped(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, selfID, "zeta", false)
+	putMember(t, db, hpcID, "hpc", false)
+	c := hpcCluster()
+	c.Queue = nil
+	for i := range 3 * slurm.QueueCap {
+		c.Queue = append(c.Queue, slurm.QueueJob{ID: fmt.Sprint(i), LabpoolJob: fmt.Sprint("j", i), Owner: mikeID})
+	}
+	putNode(t, db, hpcID, NodeRecord{Info: agent.Info{ID: hpcID, Name: "hpc"}, Cluster: c})
+	nodes, err := NewReader(db, Self{ID: selfID, Name: "zeta"}).Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if n.ID == hpcID && (len(n.Cluster.Queue) != slurm.QueueCap || n.Cluster.Queue[0].Owner != "") {
+			t.Errorf("queue of %d, first %+v; want %d, no owner without a record", len(n.Cluster.Queue), n.Cluster.Queue[0], slurm.QueueCap)
+		}
 	}
 }
