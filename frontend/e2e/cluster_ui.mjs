@@ -3,14 +3,15 @@
 // replica holds the cluster machine's node record (app/web's
 // TestClusterUI):
 //
-//   node e2e/cluster_ui.mjs --url http://127.0.0.1:PORT/ --node hpc \
+//   node e2e/cluster_ui.mjs --url http://127.0.0.1:PORT/ --node hpc --job ID \
 //        --shots DIR [--timeout 60] [--chromium /usr/bin/chromium]
 //
 // Reads the card (partitions, nodes, GPUs by type, the queue with its
 // reasons and owners), opens the machine view, then the Launch dialog on the
-// cluster (asks 2 GPUs for 2h and reads the plan's sbatch line), saving a
+// cluster (asks 2 GPUs for 2h and reads the plan's sbatch line), then the
+// row of the cluster's job --job in the Jobs view, saving a
 // screenshot of each into --shots (cluster-card.png, cluster-machine.png,
-// cluster-launch.png) and printing one JSON line; exit 1 names the failing
+// cluster-launch.png, cluster-jobs.png) and printing one JSON line; exit 1 names the failing
 // stage.
 import { join } from 'node:path'
 import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
@@ -40,7 +41,7 @@ function readCluster(root) {
 async function main() {
   let opts
   try {
-    opts = parseArgs(process.argv.slice(2), { flags: { '--url': 'url', '--node': 'node', '--shots': 'shots' }, required: ['--url', '--node', '--shots'], defaults: { timeout: 60 } })
+    opts = parseArgs(process.argv.slice(2), { flags: { '--url': 'url', '--node': 'node', '--job': 'job', '--shots': 'shots' }, required: ['--url', '--node', '--job', '--shots'], defaults: { timeout: 60 } })
   } catch (err) {
     console.log(JSON.stringify({ ok: false, error: firstLine(err) }))
     return 1
@@ -95,6 +96,18 @@ async function main() {
     await page.waitForFunction(() => /--nodes=1/.test(document.querySelector('[data-testid="launch-sbatch"]')?.textContent ?? ''))
     await page.screenshot({ path: shot })
     result.shots.push(shot)
+    await dialog.locator('button', { hasText: 'Cancel' }).click()
+
+    stages.enter('jobs')
+    await page.locator('[data-testid="tab-jobs"]').click()
+    const row = page.locator(`[data-testid="job-row"][data-job-id="${opts.job}"]`)
+    await row.waitFor()
+    result.jobState = (await row.locator('[data-testid="job-state"]').textContent()).trim()
+    result.jobHosts = (await row.locator('[data-testid="job-hosts"]').textContent()).trim()
+    shot = join(opts.shots, 'cluster-jobs.png')
+    await page.screenshot({ path: shot })
+    result.shots.push(shot)
+    result.pwned = await page.evaluate(() => window.__pwned === 1 || document.querySelector('img[src="x"]') !== null)
     result.consoleErrors = browser.consoleErrors
     result.ok = true
   } catch (err) {
