@@ -82,6 +82,7 @@ func TestClusterUI(t *testing.T) {
 		Runtime, Sbatch, Plan      string
 		SbatchTwoNodes, User       string
 		JobState, JobHosts         string
+		Summary                    string
 		Pwned                      bool
 		Shots, ConsoleErrors       []string
 	}
@@ -136,6 +137,9 @@ func TestClusterUI(t *testing.T) {
 	}
 	if res.JobState != "running" || res.JobHosts != "· gpu01" {
 		t.Errorf("the cluster's job reads %q on %q; want running on gpu01", res.JobState, res.JobHosts)
+	}
+	if !strings.Contains(res.Summary, "18 GPUs") {
+		t.Errorf("the header says %q; want the pool's 2 GPUs and the cluster's 16", res.Summary)
 	}
 	if res.Pwned {
 		t.Error("a queue entry's name was rendered as markup")

@@ -10,8 +10,8 @@
 // reasons and owners), opens the machine view, then the Launch dialog on the
 // cluster (asks 2 GPUs for 2h and reads the plan's sbatch line), then the
 // row of the cluster's job --job in the Jobs view, saving a
-// screenshot of each into --shots (cluster-card.png, cluster-machine.png,
-// cluster-launch.png, cluster-jobs.png) and printing one JSON line; exit 1 names the failing
+// screenshot of each into --shots (cluster-card.png, cluster-dashboard.png,
+// cluster-machine.png, cluster-launch.png, cluster-jobs.png) and printing one JSON line; exit 1 names the failing
 // stage.
 import { join } from 'node:path'
 import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
@@ -63,6 +63,10 @@ async function main() {
     result.cardLaunch = (await card.locator('[data-testid="node-launch"]').count()) === 1
     await card.screenshot({ path: shot })
     result.shots = [shot]
+    shot = join(opts.shots, 'cluster-dashboard.png')
+    await page.screenshot({ path: shot, fullPage: true })
+    result.shots.push(shot)
+    result.summary = (await page.locator('[data-testid="summary"]').textContent()).replace(/\s+/g, ' ').trim()
 
     stages.enter('machine view')
     shot = join(opts.shots, 'cluster-machine.png')
