@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/apptest"
+	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/spf13/pflag"
@@ -180,5 +184,47 @@ func TestWritePlanCluster(t *testing.T) {
 	want := "would run on hpc: can start now: 2 GPUs and 1 CPU free on gpu02\n  sbatch --partition=gpu --nodes=1 --gres=gpu:2\n  starts now on gpu02\n"
 	if out.String() != want {
 		t.Errorf("plan:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
+// liveSet is a Liveness where the machines named are online.
+type liveSet map[string]bool
+
+func (l liveSet) Online(id string) bool { return l[id] }
+
+// TestRunDryRunCluster: run --dry-run on a cluster asks the daemon's plan
+// and prints what sbatch will be given and whether it starts now; --json
+// prints the plan whole.
+func TestRunDryRunCluster(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now().UTC().Truncate(time.Second)
+	db := writeReplicaAt(t, dir, now)
+	apptest.WriteCluster(t, db, now, "hpc", apptest.Cluster(now, "", ""))
+	svc := apptest.NewService(db, app.Self{ID: selfID, Name: "self"}, liveSet{apptest.ClusterID: true}, nil)
+	ln, err := net.Listen("unix", SocketPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	apptest.Serve(t, ln, web.Handler(svc, nil, slog.New(slog.DiscardHandler)))
+
+	code, stdout, stderr := run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--gpus", "2", "--time", "2h", "--dry-run", "--", "python", "train.py")
+	want := "would run on hpc: can start now: 2 GPUs and 1 CPU free on gpu02 (2 jobs pending in gpu may go first)\n" +
+		"  sbatch --nodes=1 --gres=gpu:2 --time=120\n  starts now on gpu02\n"
+	if code != ExitOK || !strings.HasPrefix(stdout, want) {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want it to start with:\n%s", code, stdout, stderr, want)
+	}
+	code, stdout, _ = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--nodes", "2", "--gpus-per-node", "8", "--dry-run", "--", "x")
+	if code != ExitOK || !strings.Contains(stdout, "does not fit on hpc: only 1 node of partition gpu has 8 GPUs and 1 CPU; 2 asked") {
+		t.Errorf("exit %d, stdout:\n%s; want the partition never fits", code, stdout)
+	}
+	code, stdout, _ = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--gpus", "1", "--dry-run", "--json", "--", "x")
+	var p app.Plan
+	if err := json.Unmarshal([]byte(stdout), &p); code != ExitOK || err != nil || p.Cluster == nil || p.Cluster.Command != "sbatch --nodes=1 --gres=gpu:1" || !p.Cluster.StartsNow {
+		t.Errorf("--json: exit %d, %v: %s", code, err, stdout)
+	}
+	// A pool machine runs no command job: the image is asked for.
+	code, _, stderr = run(t, Hooks{}, "--data", dir, "run", "--node", "self", "--", "nvidia-smi")
+	if code != ExitFailure || !strings.Contains(stderr, "an image is required (command jobs without one run on a Slurm cluster only)") {
+		t.Errorf("a command job on a pool machine: exit %d, %q", code, stderr)
 	}
 }
