@@ -42,20 +42,22 @@ func planCluster(n Node, spec jobs.Spec) NodePlan {
 }
 
 // notCluster says why spec, asking what only a cluster does, cannot run on
-// a machine that is not one ("" when it asks nothing of the kind).
-func notCluster(spec jobs.Spec) string {
+// the machine n that is not one ("" when it asks nothing of the kind), as
+// the machine itself refuses it (node/jobs' rules "cluster-options" and
+// "multi-node").
+func notCluster(n Node, spec jobs.Spec) string {
 	switch {
-	case spec.Nodes > 1:
-		return fmt.Sprintf("refused by rule %q: only a Slurm cluster runs a job on %d nodes", "multi-node jobs need a cluster", spec.Nodes)
-	case spec.Partition != "":
-		return fmt.Sprintf("refused by rule %q: not a Slurm cluster (partition %q asked)", "partitions need a cluster", spec.Partition)
+	case spec.Partition != "" || spec.TimeLimitSeconds != 0:
+		return fmt.Sprintf("refused by rule %q: partition and time limit are a cluster's options: %s schedules no jobs", "cluster-options", n.Name)
+	case spec.Nodes > 1 || spec.GPUsPerNode != 0:
+		return fmt.Sprintf("refused by rule %q: nodes and GPUs per node ask for a job across machines: %s runs a job on one machine", "multi-node", n.Name)
 	}
 	return ""
 }
 
 // asksCluster says whether spec asks for what only a cluster does, so
 // that a plan with no machine named may pick one.
-func asksCluster(spec jobs.Spec) bool { return notCluster(spec) != "" }
+func asksCluster(spec jobs.Spec) bool { return notCluster(Node{}, spec) != "" }
 
 // nameClusterJobs checks the labpool jobs the queue of each cluster of
 // nodes names against the jobs' records, and names their owners (the

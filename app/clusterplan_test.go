@@ -63,8 +63,12 @@ func TestPlanCluster(t *testing.T) {
 		{"unnamed, a partition picks the cluster", nil, jobs.Spec{Cmd: []string{"x"}, GPUs: 1, Partition: "gpu"}, hpcID, true,
 			"sbatch --partition=gpu --nodes=1 --gres=gpu:1", "hpc: can start now"},
 		{"multi-node on a pool machine", &big, jobs.Spec{Image: "x", Nodes: 2, GPUsPerNode: 1}, "BIG", false, "",
-			`refused by rule "multi-node jobs need a cluster"`},
-		{"partition on a pool machine", &big, jobs.Spec{Image: "x", Partition: "gpu"}, "BIG", false, "", `refused by rule "partitions need a cluster"`},
+			`refused by rule "multi-node": nodes and GPUs per node ask for a job across machines: big runs a job on one machine`},
+		{"partition on a pool machine", &big, jobs.Spec{Image: "x", Partition: "gpu"}, "BIG", false, "",
+			`refused by rule "cluster-options": partition and time limit are a cluster's options: big schedules no jobs`},
+		{"time limit on a pool machine", &big, jobs.Spec{Image: "x", TimeLimitSeconds: 60}, "BIG", false, "", `refused by rule "cluster-options"`},
+		{"unnamed, a time limit picks the cluster", nil, jobs.Spec{Cmd: []string{"x"}, GPUs: 1, TimeLimitSeconds: 3600}, hpcID, true,
+			"sbatch --nodes=1 --gres=gpu:1 --time=60", "hpc: can start now"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -159,7 +159,7 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 		switch {
 		case named != nil || !n.Online:
 		case n.Cluster != nil && !asksCluster(spec):
-			reasons = append(reasons, n.Name+": a Slurm cluster, picked only when named (--node "+n.Name+") or for a partition or several nodes")
+			reasons = append(reasons, n.Name+": a Slurm cluster, picked only when named (--node "+n.Name+") or for a partition, a time limit or several nodes")
 		case !np.Fits:
 			reasons = append(reasons, n.Name+": "+np.Reason)
 		default:
@@ -232,7 +232,7 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 		p.Reason = n.Name + " is offline"
 		return p
 	}
-	if why := notCluster(spec); why != "" {
+	if why := notCluster(n, spec); why != "" {
 		p.Reason = why
 		return p
 	}
