@@ -30,11 +30,12 @@ func planCluster(n Node, spec jobs.Spec) NodePlan {
 	switch {
 	case !n.Online:
 		np.Reason = n.Name + " is offline"
-	case len(spec.GPUIDs) > 0 || len(spec.MIGIDs) > 0:
-		np.Reason = fmt.Sprintf("refused by rule %q: Slurm picks a cluster job's GPUs; ask for a count", "cluster GPUs by count")
+	// The rules the cluster's agent refuses these by (node/jobs), named alike.
+	case len(spec.GPUIDs) > 0 || len(spec.MIGIDs) > 0 || spec.MinGPUMemBytes > 0:
+		np.Reason = fmt.Sprintf("refused by rule %q: the cluster's scheduler places GPUs itself: ask for a count (GPU indexes, MIG instances and GPU memory name a machine's own GPUs)", "gpus")
 	case spec.Image != "" && len(n.Cluster.Containers) == 0:
-		np.Reason = fmt.Sprintf("refused by rule %q: cluster %s has neither pyxis nor Apptainer, so it runs command jobs only (labpool run --node %s -- CMD...)",
-			"images need pyxis or apptainer", n.Name, n.Name)
+		np.Reason = fmt.Sprintf("refused by rule %q: cluster %s runs command jobs only: it has neither pyxis nor Apptainer (labpool run --node %s -- CMD...)",
+			"command-jobs-only", n.Name, n.Name)
 	default:
 		np.Fits, np.Reason = sp.Fits, sp.Reason
 	}
