@@ -228,3 +228,13 @@ func TestRunDryRunCluster(t *testing.T) {
 		t.Errorf("a command job on a pool machine: exit %d, %q", code, stderr)
 	}
 }
+
+func TestWatchCluster(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	frame := renderWatch([]app.Node{{Name: "hpc", Online: true, GPUs: []app.GPU{}, Cluster: apptest.Cluster(now, "", "")}}, now, 100)
+	for _, want := range []string{"Slurm hpc  GPUs a100 3/8 alloc, h100 0/8 alloc  (5 free)  queue 2 running, 2 pending", "gpu03", "drained", "h100 0/8 alloc"} {
+		if !strings.Contains(frame, want) {
+			t.Errorf("watch:\n%s\nlacks %q", frame, want)
+		}
+	}
+}

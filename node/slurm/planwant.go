@@ -48,7 +48,7 @@ func (w want) nodesFor(nodes []Node) (ever, now []string) {
 			continue
 		}
 		ever = append(ever, n.Name)
-		if takesJobs(n.State) && nodeFreeGPUs(n) >= w.gpus && n.CPUs-n.CPUsAlloc >= w.cpus &&
+		if TakesJobs(n.State) && nodeFreeGPUs(n) >= w.gpus && n.CPUs-n.CPUsAlloc >= w.cpus &&
 			(w.memMB == 0 || n.MemoryMB == 0 || n.MemoryMB-n.MemAllocMB >= w.memMB) {
 			now = append(now, n.Name)
 		}
@@ -84,9 +84,9 @@ func (w want) neverFits(partition string, nodes []Node, have int) string {
 	return fmt.Sprintf("only %s of partition %s %s %s; %d asked", plural(have, "node"), partition, hasHave(have), w, w.nodes)
 }
 
-// takesJobs says whether a node in state (sinfo's words, maybe with flags
+// TakesJobs says whether a node in state (sinfo's words, maybe with flags
 // such as "mixed+drain" or "idle*") may start a job now.
-func takesJobs(state string) bool {
+func TakesJobs(state string) bool {
 	s := strings.ToLower(state)
 	for _, bad := range []string{"down", "drain", "fail", "maint", "not_responding", "power", "reserved", "unknown", "inval", "future"} {
 		if strings.Contains(s, bad) {
@@ -144,7 +144,7 @@ func secs(s int64) time.Duration { return time.Duration(s) * time.Second }
 func FreeGPUs(c Cluster) int {
 	free := 0
 	for _, n := range c.Nodes {
-		if takesJobs(n.State) {
+		if TakesJobs(n.State) {
 			free += nodeFreeGPUs(n)
 		}
 	}

@@ -39,7 +39,7 @@ export function stateTone(state: string): 'ok' | 'warn' | 'bad' {
 
 /**
  * Whether a node in state (sinfo's words) may start a job now; mirrors
- * slurm's takesJobs: a drained, down or unresponsive node's GPUs are not
+ * slurm.TakesJobs: a drained, down or unresponsive node's GPUs are not
  * free for anyone.
  */
 export function takesJobs(state: string): boolean {
