@@ -33,6 +33,10 @@ func planCluster(n Node, spec jobs.Spec) NodePlan {
 	// The rules the cluster's agent refuses these by (node/jobs), named alike.
 	case len(spec.GPUIDs) > 0 || len(spec.MIGIDs) > 0 || spec.MinGPUMemBytes > 0:
 		np.Reason = fmt.Sprintf("refused by rule %q: the cluster's scheduler places GPUs itself: ask for a count (GPU indexes, MIG instances and GPU memory name a machine's own GPUs)", "gpus")
+	case spec.Nodes > 1 && spec.GPUs > 0:
+		np.Reason = fmt.Sprintf("refused by rule %q: ask for GPUs, or for nodes and GPUs per node, not both", "gpus")
+	case spec.GPUsPerNode > 0 && spec.Nodes <= 1:
+		np.Reason = fmt.Sprintf("refused by rule %q: GPUs per node go with nodes (2 or more): on one node, ask for GPUs", "gpus")
 	case spec.Image != "" && len(n.Cluster.Containers) == 0:
 		np.Reason = fmt.Sprintf("refused by rule %q: cluster %s runs command jobs only: it has neither pyxis nor Apptainer (labpool run --node %s -- CMD...)",
 			"command-jobs-only", n.Name, n.Name)
