@@ -28,17 +28,14 @@ type SubmitPlan struct {
 // can run it. It reads only the cluster's card: Slurm decides in the end
 // (a job of higher priority may go first).
 func Plan(c Cluster, r jobs.Resources) SubmitPlan {
+	p := SubmitPlan{Partition: r.Partition, Args: SbatchArgs(r), Nodes: []string{}}
+	p.Command = command(p.Args)
 	part, err := partitionFor(c, r.Partition)
-	p := SubmitPlan{Partition: part.Name, Nodes: []string{}}
 	if err != nil {
-		p.Partition = r.Partition
-		p.Args = SbatchArgs(r)
-		p.Command = command(p.Args)
 		p.Reason = err.Error()
 		return p
 	}
-	p.Args = SbatchArgs(r)
-	p.Command = command(p.Args)
+	p.Partition = part.Name
 	if why := partitionRefuses(part, r); why != "" {
 		p.Reason = why
 		return p
@@ -61,10 +58,13 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 		if n := pendingIn(c, part.Name); n > 0 {
 			p.Reason += fmt.Sprintf(" (%s pending in %s may go first)", plural(n, "job"), part.Name)
 		}
+	case w.nodes == 1:
+		p.Nodes = ever
+		p.Reason = fmt.Sprintf("will wait in Slurm's queue: no node has %s free now; %s can run it", w, withStates(members, ever))
 	default:
 		p.Nodes = ever
-		p.Reason = fmt.Sprintf("will wait in Slurm's queue: %d of %d nodes asked have %s free now; %s can run it",
-			len(now), w.nodes, w, strings.Join(ever, ", "))
+		p.Reason = fmt.Sprintf("will wait in Slurm's queue: %d of the %d nodes asked have %s free now; %s can run it",
+			len(now), w.nodes, w, withStates(members, ever))
 	}
 	return p
 }
@@ -100,6 +100,23 @@ func SbatchArgs(r jobs.Resources) []string {
 }
 
 func command(args []string) string { return strings.Join(append([]string{"sbatch"}, args...), " ") }
+
+// withStates lists names, each node of nodes that takes no jobs now with
+// its state: "n1, n3 (drained)".
+func withStates(nodes []Node, names []string) string {
+	out := make([]string, 0, len(names))
+	for _, n := range nodes {
+		if !slices.Contains(names, n.Name) {
+			continue
+		}
+		if TakesJobs(n.State) {
+			out = append(out, n.Name)
+		} else {
+			out = append(out, n.Name+" ("+n.State+")")
+		}
+	}
+	return strings.Join(out, ", ")
+}
 
 // partitionFor is the partition named, or the cluster's default.
 func partitionFor(c Cluster, name string) (Partition, error) {
