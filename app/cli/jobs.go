@@ -144,12 +144,11 @@ func (f *runFlags) add(fl *pflag.FlagSet) {
 // spec reads the flags and args: IMAGE [CMD...], or CMD... after "--"
 // (dash: where "--" was, -1 without one) for a command job.
 func (f *runFlags) spec(args []string, dash int) (jobs.Spec, error) {
-	s := jobs.Spec{Name: f.name, GPUs: f.gpus,
-		CPUs: f.cpus, Env: f.env, Ports: f.ports, Restart: f.restart, Queue: f.queue}
+	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus,
+		CPUs: f.cpus, Env: f.env, Ports: f.ports, Queue: f.queue}
+	s.Restart = f.restart
 	if dash == 0 {
-		s.Cmd = args // -- CMD...: a command job, no image
-	} else {
-		s.Image, s.Cmd = args[0], args[1:]
+		s.Image, s.Cmd = "", args // -- CMD...: a command job, no image
 	}
 	if f.gpus > 0 && len(f.gpuIDs) > 0 {
 		return s, errors.New("give --gpus or --gpu-ids, not both")
