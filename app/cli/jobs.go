@@ -147,11 +147,11 @@ func (f *runFlags) spec(args []string, dash int) (jobs.Spec, error) {
 	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus,
 		CPUs: f.cpus, Env: f.env, Ports: f.ports, Queue: f.queue}
 	s.Restart = f.restart
-	if dash == 0 {
-		s.Image, s.Cmd = "", args // -- CMD...: a command job, no image
-	}
 	if f.gpus > 0 && len(f.gpuIDs) > 0 {
 		return s, errors.New("give --gpus or --gpu-ids, not both")
+	}
+	if dash == 0 {
+		s.Image, s.Cmd = "", args // -- CMD...: a command job, no image
 	}
 	if err := f.cluster.fill(&s); err != nil {
 		return s, err
