@@ -30,7 +30,7 @@ type SubmitPlan struct {
 func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 	p := SubmitPlan{Partition: r.Partition, Args: SbatchArgs(r), Nodes: []string{}}
 	p.Command = command(p.Args)
-	part, err := partitionFor(c, r.Partition)
+	part, err := planPartition(c, r.Partition)
 	if err != nil {
 		p.Reason = err.Error()
 		return p
@@ -118,8 +118,8 @@ func withStates(nodes []Node, names []string) string {
 	return strings.Join(out, ", ")
 }
 
-// partitionFor is the partition named, or the cluster's default.
-func partitionFor(c Cluster, name string) (Partition, error) {
+// planPartition is the partition named, or the cluster's default.
+func planPartition(c Cluster, name string) (Partition, error) {
 	var names []string
 	for _, p := range c.Partitions {
 		if (name == "" && p.Default) || (name != "" && p.Name == name) {
