@@ -9,9 +9,9 @@ import (
 	"github.com/labpool/labpool/node/jobs"
 )
 
-// testCluster is two partitions: gpu (n1 with 4 a100 GPUs, 2 allocated;
+// planCluster is two partitions: gpu (n1 with 4 a100 GPUs, 2 allocated;
 // n2 with 4, all free; n3 drained) and cpu (c1, no GPU), at most 2 days.
-func testCluster() Cluster {
+func planCluster() Cluster {
 	a100 := func(total, alloc int) []GPUCount { return []GPUCount{{Type: "a100", Total: total, Alloc: alloc}} }
 	return Cluster{
 		Name: "hpc",
@@ -76,7 +76,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := Plan(testCluster(), tt.r)
+			p := Plan(planCluster(), tt.r)
 			if p.Command != tt.command || p.Fits != tt.fits || p.StartsNow != tt.now || !strings.Contains(p.Reason, tt.reason) {
 				t.Errorf("Plan = %q fits %v now %v: %q;\nwant %q fits %v now %v: ...%q...", p.Command, p.Fits, p.StartsNow, p.Reason,
 					tt.command, tt.fits, tt.now, tt.reason)
@@ -89,7 +89,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanNoDefaultPartition(t *testing.T) {
-	c := testCluster()
+	c := planCluster()
 	c.Partitions[0].Default = false
 	p := Plan(c, jobs.Resources{GPUs: 1})
 	if p.Fits || p.Reason != "the cluster has no default partition: name one (partitions: gpu, cpu, old, maint)" {
@@ -102,7 +102,7 @@ func TestPlanNoDefaultPartition(t *testing.T) {
 
 func TestFreeGPUs(t *testing.T) {
 	// n1: 2 of 4 free; n2: 4 of 4; n3 (drained): 8 that no job gets.
-	if got := FreeGPUs(testCluster()); got != 6 {
+	if got := FreeGPUs(planCluster()); got != 6 {
 		t.Errorf("FreeGPUs = %d; want 6 (not the drained node's 8)", got)
 	}
 }
