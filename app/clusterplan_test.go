@@ -59,7 +59,7 @@ func TestPlanCluster(t *testing.T) {
 			`refused by rule "command-jobs-only": cluster hpc runs command jobs only: it has neither pyxis nor Apptainer`},
 		{"GPUs by index", &hpc, jobs.Spec{Cmd: []string{"x"}, GPUIDs: []int{0}}, hpcID, false, "sbatch --nodes=1",
 			`refused by rule "gpus": the cluster's scheduler places GPUs itself`},
-		{"GPUs with several nodes", &hpc, jobs.Spec{Cmd: []string{"x"}, Nodes: 2, GPUs: 4}, hpcID, false, "sbatch --nodes=2 --ntasks-per-node=1",
+		{"GPUs with several nodes", &hpc, jobs.Spec{Cmd: []string{"x"}, Nodes: 2, GPUs: 4}, hpcID, false, "sbatch",
 			`refused by rule "gpus": ask for GPUs, or for nodes and GPUs per node, not both`},
 		{"GPUs per node on one node", &hpc, jobs.Spec{Cmd: []string{"x"}, GPUsPerNode: 2}, hpcID, false, "sbatch --nodes=1 --gres=gpu:2",
 			`refused by rule "gpus": GPUs per node go with nodes`},

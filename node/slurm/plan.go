@@ -74,27 +74,9 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 // executor writes them: --gres is per node, memory in MiB rounded up, the
 // time limit in minutes rounded up.
 func SbatchArgs(r jobs.Resources) []string {
-	var a []string
-	if r.Partition != "" {
-		a = append(a, "--partition="+r.Partition)
-	}
-	w := wantOf(r)
-	if r.Nodes > 1 {
-		a = append(a, fmt.Sprintf("--nodes=%d", r.Nodes), "--ntasks-per-node=1")
-	} else {
-		a = append(a, "--nodes=1")
-	}
-	if w.gpus > 0 {
-		a = append(a, fmt.Sprintf("--gres=gpu:%d", w.gpus))
-	}
-	if r.CPUs > 0 {
-		a = append(a, fmt.Sprintf("--cpus-per-task=%d", w.cpus))
-	}
-	if r.MemoryBytes > 0 {
-		a = append(a, fmt.Sprintf("--mem=%dM", w.memMB))
-	}
-	if r.TimeLimit > 0 {
-		a = append(a, fmt.Sprintf("--time=%d", int64(math.Ceil(r.TimeLimit.Minutes()))))
+	a, err := resourceArgs(r)
+	if err != nil {
+		return nil // Plan refuses r before it shows any
 	}
 	return a
 }

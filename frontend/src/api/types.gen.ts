@@ -702,10 +702,6 @@ export interface Spec {
   shm_bytes?: number
   restart?: string
   user?: string
-  partition?: string
-  nodes?: number
-  gpus_per_node?: number
-  time_limit_s?: number
   privileged?: boolean
   network_mode?: string
   pid_mode?: string
