@@ -8,10 +8,12 @@ import (
 )
 
 // snapshot is one read of the queue: every reader within a tick
-// (Inspect, List, Events, Logs, Stop) shares it, so the agent runs one
-// squeue per tick, never one per job. It holds the jobs of the agent's
-// Unix user (squeue --user: slurmctld filters, so other users' jobs cost
-// nearly nothing), or, when Full, every job (for the cluster's card).
+// (Inspect, List, Events, Logs, Stop) shares it, so the agent reads the
+// queue once per tick, never once per job (a second squeue reads the
+// jobs whose state line changed: see readText). It holds the jobs of
+// the agent's Unix user (squeue --user: slurmctld filters, so other
+// users' jobs cost nearly nothing), or, when Full, every job (for the
+// cluster's card).
 type snapshot struct {
 	Meta Meta
 	Jobs map[string]Job // by Slurm job ID; never written once published

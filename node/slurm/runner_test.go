@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestCmdRunner(t *testing.T) {
@@ -52,5 +54,25 @@ func BenchmarkCmdRunner(b *testing.B) {
 			}
 			b.ReportMetric(float64((selfCPU()-self).Microseconds())/float64(b.N), "agent-cpu-us/op")
 		})
+	}
+}
+
+// TestWaitExitAfterExit: a process that exited before its wait began is
+// seen at once (the poller's edge came before the wait).
+func TestWaitExitAfterExit(t *testing.T) {
+	for range 50 {
+		cmd := exec.Command("true")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Siginfo
+		// Wait for the exit without reaping it: the pid stays valid.
+		if err := unix.Waitid(unix.P_PID, cmd.Process.Pid, &st, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+			t.Fatal(err)
+		}
+		waitExit(cmd.Process.Pid)
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
