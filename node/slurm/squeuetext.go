@@ -11,7 +11,7 @@ import (
 // The queue is polled as text: `squeue --json` costs Slurm 22.05 about
 // 160 ms of CPU for 1,000 jobs (and 22.05 ignores --jobs and --user with
 // --json), the full records below about 10 ms, and the state lines that
-// a tick reads first about 7 ms (BenchmarkPoll1000Real, statelines.go).
+// a tick reads first about 8 ms (BenchmarkPoll1000Real, statelines.go).
 //
 // Text is read safely although a job's name and comment are anything its
 // owner typed, newlines and '|' included: the free fields (reason, name,

@@ -86,10 +86,17 @@ func (q *queue) readText(ctx context.Context, full bool) (map[string]Job, uint64
 	}
 	q.lines = parseStateLines(q.lines[:0], out, m)
 
+	// A state line holds no text a job's owner writes, so no line is
+	// forged and squeue prints each job once: known lines are as many as
+	// the jobs read before unless some left.
 	var need []string // new, or changed state
-	changed := len(q.lines) != len(c.jobs)
+	known := 0        // lines of jobs read before
+	changed := false
 	for _, l := range q.lines {
 		j, ok := c.jobs[string(l.id)]
+		if ok {
+			known++
+		}
 		switch {
 		case !ok || j.State != string(l.state):
 			need = append(need, string(l.id))
@@ -97,6 +104,7 @@ func (q *queue) readText(ctx context.Context, full bool) (map[string]Job, uint64
 			changed = true
 		}
 	}
+	changed = changed || known != len(c.jobs)
 
 	if len(need) == 0 && !changed {
 		return c.jobs, c.gen, nil
@@ -116,8 +124,18 @@ func (q *queue) readText(ctx context.Context, full bool) (map[string]Job, uint64
 		}
 	}
 	jobs := make(map[string]Job, len(q.lines))
+	q.merge(jobs, c.jobs, got)
+	q.gen++
+	c.jobs, c.gen = jobs, q.gen
+	return jobs, q.gen, nil
+}
+
+// merge puts into jobs each job of the state lines: its fields read
+// before (old), with the line's reason, or its full record (got) when it
+// is new or changed state.
+func (q *queue) merge(jobs, old, got map[string]Job) {
 	for _, l := range q.lines {
-		j, ok := c.jobs[string(l.id)]
+		j, ok := old[string(l.id)]
 		switch {
 		case !ok || j.State != string(l.state):
 			if j, ok = got[string(l.id)]; !ok {
@@ -128,9 +146,6 @@ func (q *queue) readText(ctx context.Context, full bool) (map[string]Job, uint64
 		}
 		jobs[j.ID] = j
 	}
-	q.gen++
-	c.jobs, c.gen = jobs, q.gen
-	return jobs, q.gen, nil
 }
 
 // readAll reads every job of the scope in full.
