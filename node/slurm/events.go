@@ -51,10 +51,10 @@ func (e *Executor) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan er
 // watch is what the event loop keeps between ticks.
 type watch struct {
 	last    map[string]taskKey // nil before the first tick
-	gen     uint64             // the snapshot's Gen and the records' generation that last came from
-	recGen  uint64
-	settled bool // no job in last had left squeue with its end unknown
-	active  bool // a job in last was pending or running
+	gen     uint64             // the Gen of the snapshot last listed
+	recGen  uint64             // the records' generation when it was
+	settled bool               // no job in last had left squeue with its end unknown
+	active  bool               // a job in last was pending or running
 }
 
 // step lists snap's labpool jobs and returns an event for each change
