@@ -76,7 +76,7 @@ func TestTaskStates(t *testing.T) {
 		want    map[string]want
 	}{
 		{"squeue-22.05-ended.json", map[string]want{
-			"1": {jobs.TaskCancelled, 0, false, ""},
+			"1": {jobs.TaskCancelled, 143, false, ""},
 			"2": {jobs.TaskRunning, 0, false, ""},
 			"3": {jobs.TaskCancelled, 0, false, ""},
 			"4": {jobs.TaskExited, 3, false, ""},
@@ -86,7 +86,7 @@ func TestTaskStates(t *testing.T) {
 			"102": {jobs.TaskPending, 0, false, "Resources"},
 			"103": {jobs.TaskExited, 0, false, ""},
 			"104": {jobs.TaskExited, 3, false, ""},
-			"105": {jobs.TaskCancelled, 0, false, ""},
+			"105": {jobs.TaskCancelled, 143, false, ""},
 			"106": {jobs.TaskTimedOut, 0, false, ""},
 			"107": {jobs.TaskExited, 137, true, ""},
 			"108": {jobs.TaskFailed, 0, false, "NodeDown"},

@@ -34,9 +34,9 @@ func taskState(j Job) (state jobs.TaskState, code int, oom bool) {
 		}
 		return jobs.TaskFailed, 0, false
 	case "CANCELLED", "PREEMPTED":
-		return jobs.TaskCancelled, j.ExitCode, false
+		return jobs.TaskCancelled, signalled(j), false
 	case "TIMEOUT", "DEADLINE":
-		return jobs.TaskTimedOut, j.ExitCode, false
+		return jobs.TaskTimedOut, signalled(j), false
 	case "OUT_OF_MEMORY":
 		return jobs.TaskExited, max(j.ExitCode, 137), true
 	case "NODE_FAIL", "BOOT_FAIL", "LAUNCH_FAILED", "RECONFIG_FAIL", "SPECIAL_EXIT", "REVOKED":
@@ -46,6 +46,16 @@ func taskState(j Job) (state jobs.TaskState, code int, oom bool) {
 		return jobs.TaskFailed, j.ExitCode, false
 	}
 	return jobs.TaskPending, 0, false
+}
+
+// signalled is the exit code of a job Slurm ended by a signal, as a
+// shell reports it (128 + the signal: 143 for SIGTERM), never 0 for a job
+// that was killed.
+func signalled(j Job) int {
+	if j.ExitCode == 0 && j.Signal != 0 {
+		return 128 + j.Signal
+	}
+	return j.ExitCode
 }
 
 // reason is what the task's Reason says: Slurm's pending reason, or how
