@@ -68,6 +68,9 @@ type Config struct {
 	Metrics            string
 	MetricsAllowRemote bool
 	MetricsHosts       []string
+	// Slurm says whether this machine stands for a Slurm cluster (SlurmOff:
+	// never; the window and labpool web run with it off).
+	Slurm SlurmMode
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
@@ -101,6 +104,7 @@ type Daemon struct {
 	rt      *containers.Runtime // nil without a reachable Docker engine
 	alerts  *alerting.Alerting  // this machine's alert rules, evaluator and webhook
 	rtErr   error
+	cluster *clusterCard // the card of the Slurm cluster this agent stands for; nil: none
 
 	mu         sync.Mutex // guards candidates
 	candidates map[string]discovery.Candidate

@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/internal/beat"
+	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/schema"
+)
+
+// SlurmMode says whether the agent stands for a Slurm cluster: its jobs
+// are submitted with sbatch, and its node record carries the cluster's
+// card (app.NodeRecord.Cluster).
+type SlurmMode int
+
+// Slurm modes.
+const (
+	SlurmOff  SlurmMode = iota // never (the window, labpool web)
+	SlurmAuto                  // when sinfo answers and no Docker engine is reachable
+	SlurmOn                    // agent --slurm
+)
+
+// probeSlurm bounds how long detection waits for sinfo: an unreachable
+// controller makes the clients wait their MessageTimeout (10 s).
+const probeSlurm = 3 * time.Second
+
+// detectSlurm says why this machine cannot submit to a Slurm cluster, nil
+// when it can: sinfo is on PATH and its controller answers. The clients
+// read the cluster's configuration as always (SLURM_CONF, or Slurm's
+// default path); nothing here chooses it.
+func detectSlurm(ctx context.Context) error {
+	path, err := exec.LookPath("sinfo")
+	if err != nil {
+		return errors.New("no sinfo on PATH")
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeSlurm)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--noheader", "--format=%P").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("sinfo: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// clusterReader reads the cluster this agent stands for, for its card.
+type clusterReader interface {
+	ReadCluster(ctx context.Context) (slurm.Cluster, error)
+}
+
+// clusterCard is the latest card of the cluster this agent stands for;
+// the node record's writer publishes it when it changes.
+type clusterCard struct {
+	mu      sync.Mutex // guards card
+	card    *slurm.Cluster
+	changed chan struct{} // 1-buffered: the card changed since the writer last read it
+}
+
+func newClusterCard() *clusterCard { return &clusterCard{changed: make(chan struct{}, 1)} }
+
+// get returns the latest card (nil before the first read, and on a
+// machine that stands for no cluster).
+func (c *clusterCard) get() *slurm.Cluster {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.card
+}
+
+// set keeps card and tells the writer, unless only the time of the
+// reading differs from the last card.
+func (c *clusterCard) set(card slurm.Cluster) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.card != nil && sameCard(*c.card, card) {
+		return
+	}
+	c.card = &card
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func sameCard(a, b slurm.Cluster) bool {
+	a.Read, b.Read = time.Time{}, time.Time{}
+	return reflect.DeepEqual(a, b)
+}
+
+// runClusterCard reads the cluster once per tick until ctx ends. A failed
+// read keeps the last good figures and says why in the card's Error.
+func (d *Daemon) runClusterCard(ctx context.Context, r clusterReader) error {
+	t := beat.NewTicker(d.cfg.SampleInterval)
+	defer t.Stop()
+	for {
+		c, err := r.ReadCluster(ctx)
+		if err != nil && ctx.Err() == nil {
+			if last := d.cluster.get(); last != nil {
+				c = *last
+			}
+			c.Error = err.Error()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		d.cluster.set(c)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// nodeRecordCap is the most bytes a node record may hold (sync/schema).
+var nodeRecordCap = func() int {
+	k, _ := schema.Lookup(app.KindNode)
+	return k.MaxData
+}()
+
+// marshalNodeRecord encodes rec within the node record's cap: a cluster's
+// card too large for it loses the tail of its queue first (labpool's jobs
+// lead it), then the tail of its node list.
+func marshalNodeRecord(rec app.NodeRecord) ([]byte, error) {
+	data, err := json.Marshal(rec)
+	if err != nil || len(data) <= nodeRecordCap || rec.Cluster == nil {
+		return data, err
+	}
+	c := *rec.Cluster
+	rec.Cluster = &c
+	fit := func() ([]byte, bool) {
+		data, err := json.Marshal(rec)
+		return data, err == nil && len(data) <= nodeRecordCap
+	}
+	queue, nodes := c.Queue, c.Nodes
+	if data, ok := longest(len(queue), func(n int) ([]byte, bool) { c.Queue = queue[:n]; return fit() }); ok {
+		return data, nil
+	}
+	c.Queue = nil
+	if data, ok := longest(len(nodes), func(n int) ([]byte, bool) { c.Nodes = nodes[:n]; return fit() }); ok {
+		return data, nil
+	}
+	return nil, fmt.Errorf("node record is over its cap of %d bytes without the cluster's queue and nodes", nodeRecordCap)
+}
+
+// longest finds the largest n in [0, max] for which try fits (try fits
+// every n below one that fits) and returns what it encoded.
+func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
+	lo, hi := 0, max // the answer is in [lo, hi], if any
+	data, ok := try(0)
+	if !ok {
+		return nil, false
+	}
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if _, ok := try(mid); ok {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	if lo > 0 {
+		data, _ = try(lo)
+	}
+	return data, true
+}
