@@ -38,7 +38,10 @@ type Options struct {
 	GPUsPerNode int    // fake GPUs on each node; 0: 4
 	GPUType     string // their GRES type; "": "fake"
 	CPUsPerNode int    // 0: 2
-	MemoryMB    int    // RealMemory of each node; 0: 4000
+	// MemoryMB is each node's RealMemory; 0: 65536, more than this
+	// machine may have (slurmd accepts it: config_overrides), so that jobs
+	// asking the memory a pool machine gives by default (8 GiB) fit.
+	MemoryMB int
 	// Partitions of the cluster; nil: one partition "gpu" with every node,
 	// the default, with no time limit.
 	Partitions []Partition
@@ -145,7 +148,7 @@ func (o Options) withDefaults() Options {
 		o.CPUsPerNode = 2
 	}
 	if o.MemoryMB == 0 {
-		o.MemoryMB = 4000
+		o.MemoryMB = 65536
 	}
 	if o.Partitions == nil {
 		o.Partitions = []Partition{{Name: "gpu", Default: true}}
