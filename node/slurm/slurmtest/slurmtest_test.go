@@ -1,7 +1,10 @@
 package slurmtest_test
 
 import (
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -71,4 +74,60 @@ func batch(t *testing.T, c *slurmtest.Cluster, args ...string) []string {
 		}
 	}
 	return lines
+}
+
+// TestClusterOnNet: on a network the test made, slurmctld runs in the
+// test's namespace, the nodes join its bridge, and Close leaves the
+// test's namespaces alone.
+func TestClusterOnNet(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	pre := fmt.Sprintf("slnet%d-", os.Getpid())
+	sw, ctl := pre+"sw", pre+"ctl"
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "del", ctl).Run()
+		exec.Command("ip", "netns", "del", sw).Run()
+	})
+	for _, args := range [][]string{
+		{"netns", "add", sw}, {"netns", "add", ctl},
+		{"-n", sw, "link", "add", "br0", "type", "bridge"}, {"-n", sw, "link", "set", "br0", "up"},
+		{"-n", ctl, "link", "add", "eth0", "type", "veth", "peer", "name", "ctl", "netns", sw},
+		{"-n", sw, "link", "set", "ctl", "master", "br0", "up"},
+		{"-n", ctl, "addr", "add", "10.234.0.1/24", "dev", "eth0"}, {"-n", ctl, "link", "set", "eth0", "up"},
+		{"-n", ctl, "link", "set", "lo", "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	var c *slurmtest.Cluster
+	t.Run("start", func(t *testing.T) {
+		c = slurmtest.Start(t, slurmtest.Options{Nodes: 1, GPUsPerNode: 2, GPUType: "a100", Net: &slurmtest.Net{
+			Switch: sw, Bridge: "br0", Controller: ctl, ControllerAddr: "10.234.0.1", NodeAddrs: []string{"10.234.0.11/24"}}})
+		if c.Netns != ctl || len(c.Nodes) != 1 || c.Nodes[0].Addr != "10.234.0.11" {
+			t.Fatalf("cluster in %s with nodes %+v", c.Netns, c.Nodes)
+		}
+		if out := c.Run("sinfo", "-h", "-N", "-o", "%N %G"); strings.TrimSpace(out) != "node1 gpu:a100:2" {
+			t.Errorf("sinfo: %q", out)
+		}
+		// The node answers on its address from the test's namespace.
+		if out, err := c.Command(context.Background(), "scontrol", "ping").CombinedOutput(); err != nil {
+			t.Errorf("scontrol ping: %v: %s", err, out)
+		}
+	})
+	// The subtest's cleanup closed the cluster: the test's namespaces stay,
+	// the node's is gone, and so is every daemon.
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, ns := range []string{sw, ctl} {
+		if !strings.Contains(string(out), ns) {
+			t.Errorf("namespace %s deleted by Close", ns)
+		}
+	}
+	if c != nil && strings.Contains(string(out), c.Nodes[0].Netns) {
+		t.Errorf("node namespace %s left behind", c.Nodes[0].Netns)
+	}
+	if pids, _ := exec.Command("ip", "netns", "pids", ctl).Output(); len(strings.TrimSpace(string(pids))) > 0 {
+		t.Errorf("processes left in the controller's namespace: %s", pids)
+	}
 }
