@@ -67,7 +67,7 @@ type Partition struct {
 type Net struct {
 	Switch         string   // namespace holding the bridge
 	Bridge         string   // the bridge device in Switch
-	Controller     string   // namespace of slurmctld, already on the bridge
+	Controller     string   // namespace of slurmctld, already on the bridge, its loopback up
 	ControllerAddr string   // its address on the bridge
 	NodeAddrs      []string // one per node, with its prefix length ("10.1.2.101/24")
 }
@@ -170,10 +170,10 @@ func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exe
 	return cmd
 }
 
-// Run runs Command and returns its standard output; it fails the test when
-// the command fails.
-func (c *Cluster) Run(name string, args ...string) string {
-	c.t.Helper()
+// Run runs Command and returns its standard output; it fails t when the
+// command fails.
+func (c *Cluster) Run(t testing.TB, name string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
@@ -181,26 +181,25 @@ func (c *Cluster) Run(name string, args ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		c.t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.String())
 	}
 	return string(out)
 }
 
 // WaitJob polls squeue until Slurm job id has ended and returns its state
-// (COMPLETED, FAILED, CANCELLED, TIMEOUT...); it fails the test after
-// limit.
-func (c *Cluster) WaitJob(id string, limit time.Duration) string {
-	c.t.Helper()
+// (COMPLETED, FAILED, CANCELLED, TIMEOUT...); it fails t after limit.
+func (c *Cluster) WaitJob(t testing.TB, id string, limit time.Duration) string {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		state := strings.TrimSpace(c.Run("squeue", "-h", "-t", "all", "-j", id, "-o", "%T"))
+		state := strings.TrimSpace(c.Run(t, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T"))
 		switch state {
 		case "PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "":
 		default:
 			return state
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("slurm job %s still %s after %v", id, state, limit)
+			t.Fatalf("slurm job %s still %s after %v", id, state, limit)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -23,7 +23,7 @@ func TestCluster(t *testing.T) {
 	if len(c.Nodes) != 2 {
 		t.Fatalf("nodes = %v, want 2", c.Nodes)
 	}
-	out := c.Run("sinfo", "-h", "-N", "-o", "%N %G")
+	out := c.Run(t, "sinfo", "-h", "-N", "-o", "%N %G")
 	for _, n := range c.Nodes {
 		if !strings.Contains(out, n.Name+" gpu:fake:4") {
 			t.Errorf("sinfo does not list %s with 4 fake GPUs:\n%s", n.Name, out)
@@ -59,8 +59,8 @@ func TestCluster(t *testing.T) {
 func batch(t *testing.T, c *slurmtest.Cluster, args ...string) []string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "job.out")
-	id := strings.TrimSpace(c.Run("sbatch", append([]string{"--parsable", "--output=" + out}, args...)...))
-	if state := c.WaitJob(id, 30*time.Second); state != "COMPLETED" {
+	id := strings.TrimSpace(c.Run(t, "sbatch", append([]string{"--parsable", "--output=" + out}, args...)...))
+	if state := c.WaitJob(t, id, 30*time.Second); state != "COMPLETED" {
 		t.Fatalf("job %s ended %s, want COMPLETED", id, state)
 	}
 	data, err := os.ReadFile(out)
@@ -108,7 +108,7 @@ func TestClusterOnNet(t *testing.T) {
 		if c.Netns != ctl || len(c.Nodes) != 1 || c.Nodes[0].Addr != "10.234.0.11" {
 			t.Fatalf("cluster in %s with nodes %+v", c.Netns, c.Nodes)
 		}
-		if out := c.Run("sinfo", "-h", "-N", "-o", "%N %G"); strings.TrimSpace(out) != "node1 gpu:a100:2" {
+		if out := c.Run(t, "sinfo", "-h", "-N", "-o", "%N %G"); strings.TrimSpace(out) != "node1 gpu:a100:2" {
 			t.Errorf("sinfo: %q", out)
 		}
 		// The node answers on its address from the test's namespace.
