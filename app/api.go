@@ -131,6 +131,10 @@ type GPU struct {
 	ECCUncorrected uint64   `json:"ecc_uncorrected"`
 	RetiredPending bool     `json:"retired_pending"`
 	Job            string   `json:"job"` // the job holding the GPU, "" when free
+	// Holder is who holds the GPU by a scheduler's word, for people:
+	// "slurm job 123" on a Slurm compute node (gpu.Stats.Holder), with Job
+	// when labpool launched that job through the cluster's agent.
+	Holder string `json:"holder,omitempty"`
 	// JobName, JobOwner and JobOwnerName name that job and the member who
 	// launched it (device ID and member name), once its record is here.
 	JobName      string `json:"job_name,omitempty"`

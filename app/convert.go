@@ -27,7 +27,7 @@ func gpuView(n Node, g gpu.Stats) GPU {
 		Processes: len(g.Processes),
 		Health:    g.Health, HealthReason: g.HealthReason, Throttle: orEmpty(g.Throttle), EnergyMJ: g.EnergyMJ,
 		XIDErrors: g.XIDErrors, ECCUncorrected: g.ECCUncorrected, RetiredPending: g.RetiredPending,
-		Job: g.Job, ProcessList: orEmpty(g.Processes),
+		Job: g.Job, Holder: g.Holder, ProcessList: orEmpty(g.Processes),
 	}
 }
 

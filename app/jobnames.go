@@ -12,6 +12,10 @@ import (
 // member name, read from the job's record in the replica: a person reads
 // names, the IDs stay beside them for scripts.
 func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
+	var (
+		slurmIdx map[string]jobs.Job // the cluster agents' Slurm jobs, read once when a GPU needs them
+		err      error
+	)
 	names := make(map[string]string, len(nodes))
 	for _, n := range nodes {
 		names[n.ID] = n.Name
@@ -25,7 +29,12 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 				continue
 			}
 			j, ok := seen[g.Job]
-			if !ok {
+			if !ok && g.Holder != "" {
+				if j, err = r.slurmJob(ctx, &slurmIdx, g.Job); err != nil {
+					return err
+				}
+				seen[g.Job] = j
+			} else if !ok {
 				rec, found, err := r.db.Latest(ctx, n.ID, KindJob, g.Job)
 				if err != nil {
 					return fmt.Errorf("read job %s of %s: %w", g.Job, n.Name, err)
@@ -42,4 +51,18 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 		}
 	}
 	return nil
+}
+
+// slurmJob is the record of job id that a cluster's agent launched through
+// Slurm and a compute node's GPU names (gpu.Stats.Holder), reading the
+// cluster agents' jobs into *idx on first use; an empty Job when none.
+func (r *Reader) slurmJob(ctx context.Context, idx *map[string]jobs.Job, id string) (jobs.Job, error) {
+	if *idx == nil {
+		_, byID, err := readSlurmJobs(ctx, r.db)
+		if err != nil {
+			return jobs.Job{}, fmt.Errorf("read the Slurm jobs of cluster agents: %w", err)
+		}
+		*idx = byID
+	}
+	return (*idx)[id], nil
 }

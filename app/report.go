@@ -107,12 +107,15 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	for _, n := range nodes {
 		names[n.ID] = n.Name // a machine's own name over its member name
 	}
+	names[slurmOutside] = "Slurm jobs outside labpool"
 	in.Names = names
+	var slurmIdx map[string]jobs.Job // the cluster agents' jobs, read once when a hold needs them
 	for _, id := range ids {
-		if err := r.reportNode(ctx, &in, id); err != nil {
+		if err := r.reportNode(ctx, &in, id, &slurmIdx); err != nil {
 			return Report{}, err
 		}
 	}
+	in.Jobs = heldOnNodes(in.Jobs)
 	// The full samples (read after the points, so that none is newer),
 	// whose counters end the readings. Not history.Latest: it dates the
 	// full sample's counters by the newest 1 s record.
@@ -152,8 +155,10 @@ func (req ReportRequest) check() error {
 	return nil
 }
 
-// reportNode adds node's jobs of the window and its GPUs' samples to in.
-func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string) error {
+// reportNode adds node's jobs of the window, the Slurm jobs that held its
+// GPUs, and its GPUs' samples to in; slurmIdx is read into on first use
+// (see slurmGrants).
+func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string, slurmIdx *map[string]jobs.Job) error {
 	recs, err := r.db.Range(ctx, node, KindJob, time.Time{}, in.Until.Add(24*time.Hour))
 	if err != nil {
 		return fmt.Errorf("read jobs of %s: %w", shortID(node), err)
@@ -168,6 +173,11 @@ func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string) e
 			in.Jobs = append(in.Jobs, g)
 		}
 	}
+	held, err := r.slurmGrants(ctx, node, in.Until, slurmIdx)
+	if err != nil {
+		return err
+	}
+	in.Jobs = append(in.Jobs, held...)
 	usage, step, err := r.usage(ctx, node, in.Jobs[first:], in.Since, in.Until)
 	if err != nil {
 		return fmt.Errorf("read history of %s: %w", shortID(node), err)

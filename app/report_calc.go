@@ -22,6 +22,9 @@ type reportJob struct {
 	ID, Name, Node, Owner string
 	GPUs                  []int
 	Start, End            time.Time
+	// Holder is set on the grant a Slurm compute node saw ("slurm job
+	// 123", see SlurmHold): it stands in for the cluster agent's own.
+	Holder string
 }
 
 // gpuUsage is one GPU's readings, oldest first: utilization and power,

@@ -138,11 +138,11 @@ func (r *EnergyRecorder) Record(ctx context.Context, s agent.Sample) error {
 	return err
 }
 
-// holdersOf says which job holds each GPU of s.
+// holdersOf says which job holds each GPU of s (a Slurm job too).
 func holdersOf(s agent.Sample) string {
 	var b strings.Builder
 	for _, g := range s.GPUs {
-		fmt.Fprintf(&b, "%d=%s;", g.Index, g.Job)
+		fmt.Fprintf(&b, "%d=%s/%s;", g.Index, g.Job, g.Holder)
 	}
 	return b.String()
 }

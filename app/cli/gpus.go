@@ -70,13 +70,18 @@ func health(state, reason string) string {
 
 // jobLabel names the job holding a GPU for a person: "train-bert (alice)",
 // or the job's short ID while its record has not reached this machine;
-// "-" when the GPU is free.
+// "-" when the GPU is free. A Slurm job says so: "slurm job 123", "train-bert
+// (alice, slurm job 123)".
 func jobLabel(g app.GPU) string {
 	switch {
+	case g.Job == "" && g.Holder != "":
+		return g.Holder
 	case g.Job == "":
 		return "-"
 	case g.JobName == "":
 		return shortJob(g.Job)
+	case g.Holder != "":
+		return fmt.Sprintf("%s (%s, %s)", g.JobName, g.JobOwnerName, g.Holder)
 	}
 	return fmt.Sprintf("%s (%s)", g.JobName, g.JobOwnerName)
 }
@@ -85,6 +90,8 @@ func jobLabel(g app.GPU) string {
 // "outside labpool".
 func processOwner(g app.GPU, p gpu.Process) string {
 	switch {
+	case p.Job == "" && p.Holder != "":
+		return p.Holder // a Slurm job labpool did not launch
 	case p.Job == "":
 		return "outside labpool"
 	case p.Job == g.Job && g.JobName != "":

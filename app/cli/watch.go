@@ -164,7 +164,10 @@ func watchHealth(g app.GPU) string {
 
 // watchJob is the job on a GPU, by name and owner, or that it is free.
 func watchJob(g app.GPU) string {
-	if g.Job == "" {
+	switch {
+	case g.Job == "" && g.Holder != "":
+		return g.Holder // a Slurm job labpool did not launch
+	case g.Job == "":
 		return dimStyle.Render("free")
 	}
 	return "job " + jobLabel(g)

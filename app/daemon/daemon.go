@@ -103,6 +103,7 @@ type Daemon struct {
 	copies  *copies.Receiver
 	rt      *containers.Runtime // nil without a reachable Docker engine
 	alerts  *alerting.Alerting  // this machine's alert rules, evaluator and webhook
+	slurm   *slurmProcs         // the Slurm jobs on this machine's GPUs (slurmprocs.go)
 	rtErr   error
 	cluster *clusterCard // the card of the Slurm cluster this agent stands for; nil: none
 
@@ -166,6 +167,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}
 	d.openTelemetry(ctx)
+	d.openSlurmProcs(ctx)
 	fcfg := folders.DefaultConfig()
 	fcfg.Self, fcfg.DataDir = d.id.ID.String(), cfg.DataDir
 	if d.folders, err = folders.OpenWith(fcfg, nodestore.NewShares(d.db)); err != nil {
@@ -181,7 +183,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.openJobs(ctx)
 	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
-	in.SetJobs(d.jobs.Get)
+	in.SetJobs(d.jobOf) // its own jobs, and the Slurm jobs on its GPUs
 	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name, Nodes: members{d},
 		WebhookPolicy: d.webhookPolicy, Live: d.peers}, d.db, d.pool, in, log)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),

@@ -22,9 +22,11 @@ func (d *Daemon) openHealth(ctx context.Context) {
 }
 
 // annotateGPUs completes each GPU sample (Telemetry's Annotate hook): the
-// job manager quarantines faulty GPUs and names jobs and owners.
+// job manager quarantines faulty GPUs and names jobs and owners; then the
+// Slurm jobs on a compute node's GPUs are named (slurmprocs.go).
 func (d *Daemon) annotateGPUs(taken time.Time, gs []gpu.Stats) {
 	if d.jobs != nil {
 		d.jobs.AnnotateGPUs(taken, gs)
 	}
+	d.annotateSlurm(taken, gs)
 }

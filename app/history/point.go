@@ -87,18 +87,20 @@ func gpuState(g gpu.Stats) int {
 	return stateFree
 }
 
-// outsideProcess reports whether a process outside labpool (no job) uses g.
+// outsideProcess reports whether a process outside labpool (no job) uses
+// g; one in a Slurm job (Holder) is the job's, which holds the GPU.
 func outsideProcess(g gpu.Stats) bool {
 	for _, p := range g.Processes {
-		if p.Job == "" {
+		if p.Job == "" && p.Holder == "" {
 			return true
 		}
 	}
 	return false
 }
 
-// granted reports whether a job holds g.
-func granted(g gpu.Stats) bool { return g.Job != "" }
+// granted reports whether a job holds g: one of labpool's, or a Slurm job
+// on a compute node (gpu.Stats.Holder).
+func granted(g gpu.Stats) bool { return g.Job != "" || g.Holder != "" }
 
 // FromSample is the point of one sample.
 func FromSample(s agent.Sample) Point {

@@ -96,10 +96,10 @@ func shapeOf(s agent.Sample) string {
 		fmt.Fprintf(&b, "%s:%d,", d.Mount, d.TotalBytes)
 	}
 	for _, g := range s.GPUs {
-		fmt.Fprintf(&b, "|%d %s %s %d %v %s %s %d %d %v %s %s", g.Index, g.UUID, g.Name, g.MemTotalBytes, g.PowerLimitW,
-			g.Health, g.HealthReason, g.XIDErrors, g.ECCUncorrected, g.RetiredPending, g.Job, g.Error)
+		fmt.Fprintf(&b, "|%d %s %s %d %v %s %s %d %d %v %s %s %s", g.Index, g.UUID, g.Name, g.MemTotalBytes, g.PowerLimitW,
+			g.Health, g.HealthReason, g.XIDErrors, g.ECCUncorrected, g.RetiredPending, g.Job, g.Error, g.Holder)
 		for _, pr := range g.Processes {
-			fmt.Fprintf(&b, " %d/%s/%s", pr.PID, pr.Job, pr.Owner)
+			fmt.Fprintf(&b, " %d/%s/%s/%s", pr.PID, pr.Job, pr.Owner, pr.Holder)
 		}
 	}
 	return b.String()

@@ -16,6 +16,9 @@ type Alert struct {
 	GPU      *int   `json:"gpu"`      // the GPU's index, nil when about the machine
 	Folder   string `json:"folder,omitempty"`
 	Job      string `json:"job,omitempty"` // the job holding the GPU, for idle allocation
+	// Holder is a scheduler's job holding the GPU, for idle allocation:
+	// "slurm job 123", with Job when labpool launched it, alone when not.
+	Holder string `json:"holder,omitempty"`
 	// GPUs are all the GPUs of an idle job's alert (GPU is the first).
 	GPUs []int `json:"gpus,omitempty"`
 	// Folded are the other rules firing on the same GPU, folded into this

@@ -46,6 +46,7 @@ type cond struct {
 	// Set when it fires, for its incident's message.
 	metric, op         string
 	jobName, ownerName string // the job holding the GPU and its owner, by name
+	holder             string // a scheduler's job holding it ("slurm job 123")
 	condition, held    string // "under 5%", " for 30m0s"
 }
 
@@ -288,7 +289,7 @@ func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) {
 	}
 	if c.alert != nil {
 		c.alert.Value = extreme(r, c.alert.Value, o.value)
-		c.jobName, c.ownerName = o.jobName, o.ownerName // a restored one learns them
+		c.jobName, c.ownerName, c.holder = o.jobName, o.ownerName, o.holder // a restored one learns them
 		return
 	}
 	if now.Sub(c.since) < r.For() {
@@ -299,10 +300,10 @@ func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) {
 		node = e.node
 	}
 	a := &Alert{ID: alertID(r.ID, o.subject, now), Node: node, Rule: r.ID, Severity: severity(r, o), GPU: o.gpu,
-		Folder: o.folder, Job: o.job, Message: describe(r, o, now.Sub(c.since)), Value: o.value, FiredAt: now.UTC()}
+		Folder: o.folder, Job: o.job, Holder: o.holder, Message: describe(r, o, now.Sub(c.since)), Value: o.value, FiredAt: now.UTC()}
 	a.Muted = e.mutedLocked(a, now)
 	c.alert = a
-	c.metric, c.op, c.jobName, c.ownerName = r.Metric, r.Op, o.jobName, o.ownerName
+	c.metric, c.op, c.jobName, c.ownerName, c.holder = r.Metric, r.Op, o.jobName, o.ownerName, o.holder
 	c.condition, c.held = condition(r), heldFor(r, now.Sub(c.since))
 }
 

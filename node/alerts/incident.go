@@ -41,6 +41,8 @@ func incidentKey(k condKey, c *cond) string {
 	switch {
 	case c.metric == MetricGrantedUtil && c.alert.Job != "":
 		return "job-" + c.alert.Job
+	case c.metric == MetricGrantedUtil && c.alert.Holder != "":
+		return "job-" + c.alert.Holder
 	case c.alert.GPU != nil:
 		return fmt.Sprintf("gpu%d", *c.alert.GPU)
 	}
@@ -138,6 +140,10 @@ func describeIdle(a Alert, c *cond) string {
 	word := "GPU"
 	if len(gpus) > 1 {
 		word = "GPUs"
+	}
+	if c.holder != "" {
+		return fmt.Sprintf("idle allocation: %s holds %s %s, %s utilization%s", holderLabel(c.holder, c.jobName, c.ownerName), word,
+			strings.Join(gpus, ", "), c.condition, c.held)
 	}
 	job := c.jobName
 	if job == "" {

@@ -16,6 +16,7 @@ type obs struct {
 	job       string
 	jobName   string // the job's name and its owner's, for people
 	ownerName string
+	holder    string // a scheduler's job holding the GPU ("slurm job 123")
 	value     float64
 	identity  string   // a change while firing ends the alert and starts over (another job, another health)
 	reasons   []string // throttle reasons, health reason
@@ -64,10 +65,10 @@ func gpuObs(metric string, g GPUReading) (obs, bool) {
 	case MetricPower:
 		o.value = g.PowerW
 	case MetricGrantedUtil:
-		if g.Job == "" {
+		if g.Job == "" && g.Holder == "" {
 			return o, false
 		}
-		o.value, o.job, o.identity = g.UtilPercent, g.Job, g.Job
+		o.value, o.job, o.identity, o.holder = g.UtilPercent, g.Job, cmpOr(g.Job, g.Holder), g.Holder
 		o.jobName, o.ownerName = g.JobName, g.OwnerName
 	case MetricHealth:
 		o.value = healthLevel(g.Health)
@@ -102,6 +103,9 @@ func describe(r Rule, o obs, held time.Duration) string {
 	case MetricTemp:
 		return fmt.Sprintf("%s at %.0f °C, %s %g °C%s", gpu, o.value, opWord(r.Op), r.Threshold, dur)
 	case MetricGrantedUtil:
+		if o.holder != "" {
+			return fmt.Sprintf("idle allocation: %s held by %s at %.0f%% utilization, %s %g%%%s", gpu, holderLabel(o.holder, o.jobName, o.ownerName), o.value, opWord(r.Op), r.Threshold, dur)
+		}
 		return fmt.Sprintf("idle allocation: %s granted to job %s at %.0f%% utilization, %s %g%%%s", gpu, cmpOr(o.jobName, shortJob(o.job)), o.value, opWord(r.Op), r.Threshold, dur)
 	case MetricFolderDisk:
 		return fmt.Sprintf("shared folder %s: its disk is %.0f%% full, %s %g%%%s", o.folder, o.value, opWord(r.Op), r.Threshold, dur)

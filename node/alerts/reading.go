@@ -35,6 +35,9 @@ type GPUReading struct {
 	Job            string   // the job the ledger granted it to, "" when free
 	JobName        string   // that job's name and its owner's, for messages ("" when unknown)
 	OwnerName      string
+	// Holder is who holds the GPU by a scheduler's word ("slurm job 123"),
+	// with Job when labpool launched it, alone when not (gpu.Stats.Holder).
+	Holder string
 }
 
 // FolderReading is the disk of one shared folder.
@@ -100,7 +103,7 @@ func ReadingOf(s agent.Sample, grants map[string]string, folders []Folder) Readi
 	}
 	for _, g := range s.GPUs {
 		gr := GPUReading{Index: g.Index, UUID: g.UUID, TempC: g.TempC, UtilPercent: g.UtilPercent, PowerW: g.PowerW,
-			Health: g.Health, HealthReason: g.HealthReason, Throttle: g.Throttle, Job: grants[g.UUID]}
+			Health: g.Health, HealthReason: g.HealthReason, Throttle: g.Throttle, Job: grants[g.UUID], Holder: g.Holder}
 		if gr.Job == "" {
 			gr.Job = g.Job
 		}

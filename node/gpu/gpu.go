@@ -75,6 +75,10 @@ type Stats struct {
 	// Job is the labpool job holding the GPU ("" when free); the agent
 	// fills it from the ledger, the Sampler leaves it empty.
 	Job string `json:"job"`
+	// Holder names, for people, who holds the GPU by a scheduler's word
+	// outside this machine's ledger: "slurm job 123" on a Slurm compute
+	// node (with Job when labpool launched that job, alone when not).
+	Holder string `json:"holder,omitempty"`
 	// Error says which readings failed for a reason other than "not
 	// supported", e.g. "read temperature: GPU is lost"; empty when none did.
 	Error string `json:"error,omitempty"`
@@ -101,4 +105,7 @@ type Process struct {
 	// The agent fills them; the Sampler leaves them empty.
 	Job   string `json:"job"`
 	Owner string `json:"owner"`
+	// Holder names the scheduler's job the process runs in, for people:
+	// "slurm job 123" (see Stats.Holder).
+	Holder string `json:"holder,omitempty"`
 }

@@ -31,6 +31,7 @@ const (
 	KindSample15m  = "sample.15m"  // key: unix seconds; a point of 15 min
 	KindSample3h   = "sample.3h"   // key: unix seconds; a point of 3 h
 	KindEnergy     = "sample.energy"
+	KindSlurmHold  = "slurm.hold" // key: "SLURMJOB@UNIXSTART"; a Slurm job that held the machine's GPUs
 )
 
 // HistoryPrefix starts the kind of every history record: the records a
@@ -64,6 +65,7 @@ var kinds = []Kind{
 	{KindSample15m, "app/history (this machine's samples)", sampleKey, 64 << 10},
 	{KindSample3h, "app/history (this machine's samples)", sampleKey, 64 << 10},
 	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10},
+	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10},
 }
 
 // Lookup returns kind name.

@@ -10,6 +10,7 @@ export interface Alert {
   gpu?: number | null
   folder?: string
   job?: string
+  holder?: string
   gpus?: number[] | null
   folded?: string[] | null
   message: string
@@ -143,6 +144,7 @@ export interface GPU {
   ecc_uncorrected: number
   retired_pending: boolean
   job: string
+  holder?: string
   job_name?: string
   job_owner?: string
   job_owner_name?: string
@@ -229,6 +231,9 @@ export interface Job {
   gpus: string[] | null
   gpu_indexes: number[] | null
   container?: string
+  executor?: string
+  hosts?: string[] | null
+  outcome?: string
   ports?: Record<string, number> | null
   created: string
   started?: string | null
@@ -501,6 +506,7 @@ export interface Process {
   mem_bytes: number
   job: string
   owner: string
+  holder?: string
 }
 
 /** copies.Progress */
@@ -612,6 +618,10 @@ export interface Spec {
   restart?: string
   queue?: boolean
   user?: string
+  partition?: string
+  nodes?: number
+  gpus_per_node?: number
+  time_limit_s?: number
   privileged?: boolean
   network_mode?: string
   pid_mode?: string

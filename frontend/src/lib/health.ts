@@ -13,6 +13,8 @@ export interface Health {
   jobName: string
   /** The job's owner's member name, "" when unknown. */
   jobOwner: string
+  /** A scheduler's job holding it ("slurm job 123"), with job when labpool launched it, alone when not. */
+  holder: string
 }
 
 /** One process on a GPU. */
@@ -23,7 +25,9 @@ export interface Proc {
   /** The job's name when known (the GPU's job), else its short ID. */
   jobName: string
   owner: string
-  /** Not in a labpool container: it keeps the GPU busy all the same. */
+  /** The Slurm job it runs in ("slurm job 123"), "" when none. */
+  holder: string
+  /** In no labpool job and no Slurm job: it keeps the GPU busy all the same. */
   outside: boolean
 }
 
@@ -36,7 +40,7 @@ export function gpuHealth(g: object): Health {
   const o = g as Loose
   const throttle = Array.isArray(o.throttle) ? o.throttle.filter((t): t is string => typeof t === 'string') : []
   const job = str(o.job)
-  return { state: str(o.health), reason: str(o.health_reason), throttle, job, jobName: jobName(o, job), jobOwner: str(o.job_owner_name) }
+  return { state: str(o.health), reason: str(o.health_reason), throttle, job, jobName: jobName(o, job), jobOwner: str(o.job_owner_name), holder: str(o.holder) }
 }
 
 /** A job's name when it is the GPU's job and its record named it, else its short ID. */
@@ -52,7 +56,11 @@ export function gpuProcesses(g: object): Proc[] {
   if (!Array.isArray(list)) return []
   return list
     .filter((p): p is Loose => !!p && typeof p === 'object')
-    .map((p) => ({ pid: num(p.pid), memBytes: num(p.mem_bytes), job: str(p.job), jobName: jobName(o, str(p.job)), owner: str(p.owner), outside: !str(p.job) }))
+    .map((p) => {
+      const job = str(p.job)
+      const holder = str(p.holder)
+      return { pid: num(p.pid), memBytes: num(p.mem_bytes), job, jobName: jobName(o, job), owner: str(p.owner), holder, outside: !job && !holder }
+    })
     .sort((a, b) => b.memBytes - a.memBytes || a.pid - b.pid)
 }
 
