@@ -162,7 +162,7 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzInviteCode -fuzztime 20s ./sync/pool
 	$(GO) test -run '^$$' -fuzz FuzzAdmit -fuzztime 20s ./sync/pool
 	$(GO) test -run '^$$' -fuzz FuzzDecodeGrant -fuzztime 20s ./node/folders
-	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./node/jobs
+	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./node/containers
 	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzDecodeWalk -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzReadBundle -fuzztime 20s ./node/folders

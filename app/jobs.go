@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -477,12 +478,12 @@ func (s *Service) Logs(ctx context.Context, ref string, follow bool, tail int) (
 }
 
 // Images lists a node's images.
-func (s *Service) Images(ctx context.Context, node string) ([]jobs.Image, error) {
+func (s *Service) Images(ctx context.Context, node string) ([]containers.Image, error) {
 	n, err := s.nodeOrSelf(ctx, node)
 	if err != nil {
 		return nil, err
 	}
-	imgs := []jobs.Image{}
+	imgs := []containers.Image{}
 	return imgs, s.NodeCall(ctx, n, http.MethodGet, "/v1/images", nil, &imgs)
 }
 

@@ -14,7 +14,7 @@ import "github.com/labpool/labpool/node/jobs"
 //	GET    /api/v1/jobs/{id}/stats               -> jobs.Stats
 //	POST   /api/v1/jobs/{id}/open  OpenRequest   -> Tunnel
 //	GET    /api/v1/tunnels                       -> []Tunnel
-//	GET    /api/v1/images?node=N                 -> []jobs.Image
+//	GET    /api/v1/images?node=N                 -> []containers.Image
 //	POST   /api/v1/images/load?node=N  (tar body) -> NDJSON of ImageProgress
 //	POST   /api/v1/images/pull  PullRequest      -> NDJSON of ImageProgress
 //

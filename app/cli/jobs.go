@@ -119,7 +119,8 @@ What a job reaches:
 
 func (f *runFlags) spec(args []string) (jobs.Spec, error) {
 	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus,
-		CPUs: f.cpus, Env: f.env, Ports: f.ports, Restart: f.restart, Queue: f.queue}
+		CPUs: f.cpus, Env: f.env, Ports: f.ports, Queue: f.queue}
+	s.Restart = f.restart
 	if f.gpus > 0 && len(f.gpuIDs) > 0 {
 		return s, errors.New("give --gpus or --gpu-ids, not both")
 	}

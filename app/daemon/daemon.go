@@ -326,6 +326,7 @@ func (d *Daemon) peerHandler() http.Handler {
 		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: d.heard(d.hintFollower(rs))},
 		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler())},
 		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
+		Images:    containers.ImageHandler(d.rt, d.jobs, d.jobCaller),
 		Folders:   d.folderHandler(),
 		Transfers: d.copies.Handler(d.folderCaller),
 		Alerts:    alerts.Handler(d.alerts.Machine(), d.alerts.Caller),

@@ -65,26 +65,26 @@ func (d *Daemon) selfAddr() string {
 }
 
 // openJobs connects to this machine's Docker engine (DOCKER_HOST or the
-// default socket) and sets up the job manager; without an engine the node
-// still serves telemetry and says why it cannot run containers.
+// default socket) and sets up the job manager over its executor; without
+// an engine the node still serves telemetry and says why it cannot run
+// containers.
 func (d *Daemon) openJobs(ctx context.Context) {
 	cfg := containers.DefaultConfig()
 	cfg.Node = d.id.ID.String()
 	cfg.GuardPorts = d.guardPorts()
-	var rt jobs.Runtime // stays a nil interface without an engine
+	var ex jobs.Executor // stays a nil interface without an engine
 	d.rt, d.rtErr = containers.Open(ctx, cfg)
 	if d.rtErr != nil {
 		d.log.Info("no container engine: this machine will not run jobs", "err", d.rtErr)
 	} else {
-		rt = d.rt
+		ex = containers.NewExecutor(d.rt, containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv})
 	}
 	jcfg := jobs.DefaultConfig()
 	jcfg.Node = d.id.ID.String()
-	jcfg.SimulatedGPUs = d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv
 	jcfg.MemberName = d.memberName
 	jcfg.Devices = d.telem.Info().GPUs
 	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
-	d.jobs = jobs.NewManager(jcfg, rt, telemetryGPUs{d.telem}, d.folders, nodestore.NewJobs(d.db, d.id.ID.String()), d.log)
+	d.jobs = jobs.NewManager(jcfg, ex, telemetryGPUs{d.telem}, d.folders, nodestore.NewJobs(d.db, d.id.ID.String()), d.log)
 	d.openHealth(ctx)
 	d.policy = nodestore.NewPolicy(d.db, d.jobs)
 	if p, err := d.policy.Load(ctx); err != nil {

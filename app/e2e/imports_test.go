@@ -9,7 +9,7 @@ import (
 // TestImportDirection enforces the arrows of STYLE.md: node/... and
 // discovery import no other labpool package (but the leaves under
 // internal/, which import none), sync/... never imports app, and only main
-// imports Wails.
+// imports Wails; node/jobs knows no executor (no Docker).
 func TestImportDirection(t *testing.T) {
 	const mod = "github.com/labpool/labpool"
 	rules := []struct {
@@ -17,6 +17,7 @@ func TestImportDirection(t *testing.T) {
 		forbidden []string
 	}{
 		{"./node/...", []string{mod + "/app", mod + "/sync", mod + "/discovery"}},
+		{"./node/jobs/...", []string{mod + "/node/containers", "github.com/docker"}}, // executors import jobs, never the other way
 		{"./discovery/...", []string{mod + "/app", mod + "/sync", mod + "/node"}},
 		{"./sync/...", []string{mod + "/app"}},
 		{"./internal/...", []string{mod + "/app", mod + "/sync", mod + "/node", mod + "/discovery"}}, // leaves every tree may share

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -73,8 +74,8 @@ func (c *Client) TunnelList(ctx context.Context) ([]app.Tunnel, error) {
 }
 
 // Images lists a node's images ("" = this machine).
-func (c *Client) Images(ctx context.Context, node string) ([]jobs.Image, error) {
-	var i []jobs.Image
+func (c *Client) Images(ctx context.Context, node string) ([]containers.Image, error) {
+	var i []containers.Image
 	return i, c.do(ctx, http.MethodGet, "/api/v1/images?node="+url.QueryEscape(node), nil, &i)
 }
 

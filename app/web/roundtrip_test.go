@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -34,7 +35,7 @@ func (fakeNode) RoundTrip(r *http.Request) (*http.Response, error) {
 	case r.Method == http.MethodPost && p == "/v1/jobs":
 		json.NewEncoder(w).Encode(jobs.Job{ID: "job-1", Name: "train", Node: selfID, State: "running"})
 	case p == "/v1/images":
-		json.NewEncoder(w).Encode([]jobs.Image{{ID: "sha256:1", Tags: []string{"cuda:12"}}})
+		json.NewEncoder(w).Encode([]containers.Image{{ID: "sha256:1", Tags: []string{"cuda:12"}}})
 	case p == "/v1/images/load" || p == "/v1/images/pull":
 		io.WriteString(w, `{"status":"loaded"}`+"\n")
 	case r.Method == http.MethodPost && strings.HasPrefix(p, "/v1/gpus/"):
@@ -282,7 +283,7 @@ func TestRoundTripEveryRoute(t *testing.T) {
 			roundTrip(t, func() ([]app.Tunnel, error) { return c.TunnelList(ctx) }, func() ([]app.Tunnel, error) { return svc.TunnelList(ctx) })
 		},
 		"GET /api/v1/images": func(t *testing.T) {
-			roundTrip(t, func() ([]jobs.Image, error) { return c.Images(ctx, "") }, func() ([]jobs.Image, error) { return svc.Images(ctx, "") })
+			roundTrip(t, func() ([]containers.Image, error) { return c.Images(ctx, "") }, func() ([]containers.Image, error) { return svc.Images(ctx, "") })
 		},
 		"POST /api/v1/images/load": func(t *testing.T) {
 			roundTrip(t, readAll(func() (io.ReadCloser, error) { return c.LoadImage(ctx, "", strings.NewReader("tar"), true) }),

@@ -13,7 +13,8 @@ type Parts struct {
 	Telemetry *Telemetry   // GET /v1/node/...
 	Stream    Route        // the replica's stream, members only
 	Join      Route        // joining the pool: open to strangers
-	Jobs      http.Handler // /v1/jobs..., /v1/images...
+	Jobs      http.Handler // /v1/jobs..., /v1/gpus/...
+	Images    http.Handler // /v1/images... (node/containers)
 	Folders   http.Handler // /v1/folders...
 	Transfers http.Handler // /v1/transfers...
 	Alerts    http.Handler // /v1/alerts/...; nil: none
@@ -28,9 +29,11 @@ func PeerHandler(p Parts) http.Handler {
 	mux.Handle("/v1/node/", Handler(p.Telemetry))
 	mux.Handle(p.Stream.Method+" "+p.Stream.Path, p.Stream.Handler)
 	mux.Handle(p.Join.Method+" "+p.Join.Path, p.Join.Handler)
-	for _, path := range []string{"/v1/jobs", "/v1/jobs/", "/v1/images", "/v1/images/", "/v1/gpus/"} {
+	for _, path := range []string{"/v1/jobs", "/v1/jobs/", "/v1/gpus/"} {
 		mux.Handle(path, p.Jobs)
 	}
+	mux.Handle("/v1/images", p.Images)
+	mux.Handle("/v1/images/", p.Images)
 	mux.Handle("/v1/folders", p.Folders)
 	mux.Handle("/v1/folders/", p.Folders)
 	mux.Handle("/v1/transfers", p.Transfers)

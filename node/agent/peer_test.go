@@ -20,6 +20,7 @@ func TestPeerHandler(t *testing.T) {
 		Stream:    Route{http.MethodGet, "/v1/replica/stream", part("stream")},
 		Join:      Route{http.MethodPost, "/v1/pool/join", part("join")},
 		Jobs:      part("jobs"),
+		Images:    part("images"),
 		Folders:   part("folders"),
 		Transfers: part("transfers"),
 		Authorize: func(o []string, h http.Handler) http.Handler {
@@ -48,7 +49,9 @@ func TestPeerHandler(t *testing.T) {
 		{"POST", "/v1/pool/join", false, "join", http.StatusOK},
 		{"GET", "/v1/jobs", true, "jobs", http.StatusOK},
 		{"POST", "/v1/jobs/abc/stop", true, "jobs", http.StatusOK},
-		{"GET", "/v1/images/x", true, "jobs", http.StatusOK},
+		{"GET", "/v1/images/x", true, "images", http.StatusOK},
+		{"GET", "/v1/images", true, "images", http.StatusOK},
+		{"POST", "/v1/gpus/0/clear", true, "jobs", http.StatusOK},
 		{"GET", "/v1/folders", true, "folders", http.StatusOK},
 		{"GET", "/v1/folders/data/ls", true, "folders", http.StatusOK},
 		{"POST", "/v1/transfers", true, "transfers", http.StatusOK},

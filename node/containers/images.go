@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -55,7 +56,7 @@ type jsonMessage struct {
 }
 
 // ErrBadArchive means an image archive is not what `docker save` writes.
-var ErrBadArchive = errors.New("not an image archive from `docker save`")
+var ErrBadArchive error = &statusError{"not an image archive from `docker save`", http.StatusBadRequest, "invalid"}
 
 // Rights are what the caller of a load or pull may do beyond adding new,
 // plain names: Force replaces a tag that names another image; Registry

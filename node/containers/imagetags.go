@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"path"
 	"strings"
 )
@@ -31,6 +32,12 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return "refused: " + e.Detail + " (rule: " + e.Rule + ")" }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// HTTPStatus is how the API answers a refused load (jobs.Reply).
+func (e *RefusedError) HTTPStatus() (int, string) { return http.StatusBadRequest, "refused" }
+
+// HTTPStatus is how the API answers a load whose tags are taken.
+func (e *TagTakenError) HTTPStatus() (int, string) { return http.StatusConflict, "tag_taken" }
 
 // The rules of an image load.
 const (

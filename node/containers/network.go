@@ -9,23 +9,21 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/labpool/labpool/node/jobs"
 )
 
 // What a job's network reaches besides the tunnels to it (Launch.Network,
-// the machine's policy job-network). No job ever reaches another job, nor
-// labpool's own ports on this host.
+// the machine's policy job-network, jobs.NetworkModes). No job ever reaches
+// another job, nor labpool's own ports on this host.
 const (
-	// NetIsolated: nothing; only the tunnels reach the job (a network
-	// without a route out).
-	NetIsolated = "isolated"
-	// NetOutside: the LAN and the internet, never this host (the default).
-	NetOutside = "outside"
-	// NetHost: also this host's other services (labpool's ports stay shut).
-	NetHost = "host"
+	NetIsolated = jobs.NetIsolated // nothing; only the tunnels reach the job (a network without a route out)
+	NetOutside  = jobs.NetOutside  // the LAN and the internet, never this host (the default)
+	NetHost     = jobs.NetHost     // also this host's other services (labpool's ports stay shut)
 )
 
 // NetworkModes are the values Launch.Network takes ("" is NetOutside).
-var NetworkModes = []string{NetIsolated, NetOutside, NetHost}
+var NetworkModes = jobs.NetworkModes
 
 // LabelNetwork marks a job network with its mode.
 const LabelNetwork = "labpool.network"

@@ -11,9 +11,9 @@ package containers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -26,13 +26,15 @@ import (
 	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/labpool/labpool/node/jobs"
 )
 
 // ErrNoDocker means the Docker engine cannot be reached.
-var ErrNoDocker = errors.New("docker engine not reachable (is dockerd running, and may this user open its socket?)")
+var ErrNoDocker error = &statusError{"docker engine not reachable (is dockerd running, and may this user open its socket?)", http.StatusServiceUnavailable, "no_docker"}
 
 // ErrNotManaged means a container is not labpool's: it is never touched.
-var ErrNotManaged = errors.New("container is not managed by labpool")
+var ErrNotManaged error = &statusError{"container is not managed by labpool", http.StatusForbidden, "not_managed"}
 
 // dockerAPI is the part of the Docker client the runtime uses.
 type dockerAPI interface {
@@ -91,7 +93,7 @@ type Config struct {
 }
 
 // DefaultJobUser is the unprivileged host user jobs run as: nobody.
-const DefaultJobUser = "65534:65534"
+const DefaultJobUser = jobs.DefaultJobUser
 
 // DefaultConfig returns the settings the agent uses.
 func DefaultConfig() Config {

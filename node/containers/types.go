@@ -4,16 +4,21 @@
 // labpool's, and refuses to touch containers that do not carry its label.
 package containers
 
-import "time"
+import (
+	"time"
 
-// Labels every labpool container carries.
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// Labels every labpool container carries: LabelManaged, and the task's
+// labels (jobs.Label*).
 const (
-	LabelManaged  = "labpool.managed"   // "true"
-	LabelJob      = "labpool.job"       // job ID
-	LabelOwner    = "labpool.owner"     // device ID of the owner
-	LabelGPUs     = "labpool.gpus"      // comma-separated GPU UUIDs
-	LabelSpecHash = "labpool.spec-hash" // hash of the job's spec
-	LabelNode     = "labpool.node"      // device ID of the node
+	LabelManaged  = "labpool.managed" // "true"
+	LabelJob      = jobs.LabelJob
+	LabelOwner    = jobs.LabelOwner
+	LabelGPUs     = jobs.LabelGPUs
+	LabelSpecHash = jobs.LabelSpecHash
+	LabelNode     = jobs.LabelNode
 )
 
 // Launch is a validated request to create one container. Callers (node/jobs)
@@ -90,12 +95,12 @@ type Usage struct {
 	PIDs          []int // host PIDs of the container's processes
 }
 
-// Image is one image in the engine.
+// Image is one image in the engine (GET /v1/images).
 type Image struct {
-	ID      string
-	Tags    []string
-	Size    int64
-	Created time.Time
+	ID      string    `json:"id"`
+	Tags    []string  `json:"tags"`
+	Size    int64     `json:"size"`
+	Created time.Time `json:"created"`
 }
 
 // Progress reports a long operation (image load or pull): done and total

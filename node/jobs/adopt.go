@@ -6,17 +6,15 @@ import (
 	"regexp"
 	"strings"
 	"time"
-
-	"github.com/labpool/labpool/node/containers"
 )
 
 // jobIDLabel is what a job label must look like to be adopted.
 var jobIDLabel = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// Adopt rebuilds the job table and the GPU ledger from the labelled
-// containers: running ones are kept running (never restarted), records
-// whose container vanished are marked failed, and labelled containers with
-// no record get one. Bad labels or missing records never stop the agent.
+// Adopt rebuilds the job table and the GPU ledger from the executor's
+// labelled tasks: running ones are kept running (never started again),
+// records whose task vanished are marked failed, and labelled tasks with no
+// record get one. Bad labels or missing records never stop the agent.
 func (m *Manager) Adopt(ctx context.Context) error { return m.adopt(ctx, "") }
 
 // adopt is Adopt; a job found ended that was running gets lost as its
@@ -24,18 +22,18 @@ func (m *Manager) Adopt(ctx context.Context) error { return m.adopt(ctx, "") }
 func (m *Manager) adopt(ctx context.Context, lost string) error {
 	m.ops.Lock()
 	defer m.ops.Unlock()
-	cs, err := m.rt.List(ctx)
+	ts, err := m.ex.List(ctx)
 	if err != nil {
-		return fmt.Errorf("list containers: %w", err)
+		return fmt.Errorf("list tasks: %w", err)
 	}
-	byJob := m.pickContainers(cs)
+	byJob := m.pickTasks(ts)
 	running := map[string]bool{}
 	ended := 0
-	for id, c := range byJob {
-		j := m.adoptOne(ctx, id, c, lost)
+	for id, t := range byJob {
+		j := m.adoptOne(ctx, id, t, lost)
 		if j.State == Running {
 			running[id] = true
-		} else if j.State != Starting {
+		} else if j.State != Starting && j.State != Queued {
 			ended++
 		}
 	}
@@ -45,31 +43,35 @@ func (m *Manager) adopt(ctx context.Context, lost string) error {
 		}
 	}
 	vanished := m.markVanished(byJob, lost)
-	if err := m.rt.PruneNetworks(ctx); err != nil {
-		m.log.Warn("remove the networks of jobs gone while the agent was away", "err", err)
+	if p, ok := m.ex.(Pruner); ok {
+		if err := p.Prune(ctx); err != nil {
+			m.log.Warn("clean up after tasks gone while the agent was away", "err", err)
+		}
 	}
-	m.log.Info("adopted containers", "running", len(running), "ended", ended, "vanished", vanished)
+	m.log.Info("adopted tasks", "executor", m.caps().Name, "running", len(running), "ended", ended, "vanished", vanished)
 	return nil
 }
 
-// pickContainers maps job IDs to their container, skipping containers with
-// a corrupt job label; of two containers claiming one job, a running one
-// wins.
-func (m *Manager) pickContainers(cs []containers.Container) map[string]containers.Container {
-	out := map[string]containers.Container{}
-	for _, c := range cs {
-		id := c.Labels[containers.LabelJob]
+// pickTasks maps job IDs to their task, skipping tasks with a corrupt job
+// label; of two tasks claiming one job, a running one wins.
+func (m *Manager) pickTasks(ts []TaskStatus) map[string]TaskStatus {
+	out := map[string]TaskStatus{}
+	for _, t := range ts {
+		id := t.JobID
+		if id == "" {
+			id = t.Labels[LabelJob]
+		}
 		if !jobIDLabel.MatchString(id) {
-			m.log.Warn("skip a labpool container with a bad job label", "container", shortContainer(c.ID), "label", id)
+			m.log.Warn("skip a labpool task with a bad job label", "task", shortContainer(t.Handle), "label", id)
 			continue
 		}
 		if prev, ok := out[id]; ok {
-			m.log.Warn("two containers claim one job", "job", id, "containers", []string{shortContainer(prev.ID), shortContainer(c.ID)})
-			if prev.Running && !c.Running {
+			m.log.Warn("two tasks claim one job", "job", id, "tasks", []string{shortContainer(prev.Handle), shortContainer(t.Handle)})
+			if prev.State == TaskRunning && t.State != TaskRunning {
 				continue
 			}
 		}
-		out[id] = c
+		out[id] = t
 	}
 	return out
 }
@@ -82,33 +84,37 @@ func (m *Manager) ledgerJobs() []string {
 	return out
 }
 
-// adoptOne brings job id's record in line with its container c.
-func (m *Manager) adoptOne(ctx context.Context, id string, c containers.Container, lost string) Job {
+// adoptOne brings job id's record in line with its task t.
+func (m *Manager) adoptOne(ctx context.Context, id string, t TaskStatus, lost string) Job {
+	schedules := m.schedules()
 	m.mu.Lock()
 	cur, ok := m.jobs[id]
 	var j Job
 	if ok {
 		j = *cur
 	} else {
-		j = recordFromLabels(m.cfg.Node, id, c)
+		j = recordFromLabels(m.cfg.Node, id, t)
 	}
 	m.mu.Unlock()
 	was := j.State
-	j.Container, j.Ports = c.ID, c.Ports
-	if gs := splitList(c.Labels[containers.LabelGPUs]); len(gs) > 0 || !ok {
-		j.GPUs = gs // the label is what Docker was asked for
+	j.Container, j.Ports = t.Handle, t.Ports
+	if j.Executor == "" {
+		j.Executor = m.caps().Name
+	}
+	if gs := splitList(t.Labels[LabelGPUs]); len(gs) > 0 || !ok {
+		j.GPUs = gs // the label is what the executor was asked for
 	}
 	j.GPUIndexes = m.ledger.Indexes(j.GPUs, m.gpus.GPUs())
-	apply(&j, c)
-	if c.State == "created" && !c.Running {
+	apply(&j, t, schedules)
+	if t.State == TaskPending && !schedules {
 		// The agent stopped between create and start: the job never ran.
-		m.discard(ctx, c.ID)
+		m.discard(ctx, t.Handle)
 		now := time.Now().UTC()
 		j.State, j.Finished, j.Error, j.Container = Failed, &now, "the agent stopped before the job started", ""
 	}
 	if was == Running && j.State != Running && lost != "" {
 		j.Error = lost
-		m.log.Warn("job ended while the engine was away", "job", id, "state", j.State)
+		m.log.Warn("job ended while the backend was away", "job", id, "state", j.State)
 	}
 	if j.State == Running {
 		if conflicts := m.ledger.Restore(id, j.GPUs); len(conflicts) > 0 {
@@ -121,15 +127,16 @@ func (m *Manager) adoptOne(ctx context.Context, id string, c containers.Containe
 	return j
 }
 
-// recordFromLabels rebuilds the record of a container that has none (its
-// record was lost, or the agent died before saving it).
-func recordFromLabels(node, id string, c containers.Container) Job {
-	j := Job{ID: id, Name: c.Labels[LabelName], Node: node, Owner: c.Labels[containers.LabelOwner],
-		Image: c.Image, Spec: Spec{Image: c.Image}, SpecHash: c.Labels[containers.LabelSpecHash],
-		Created: c.Started.UTC(), GPUs: []string{}, GPUIndexes: []int{},
-		Error: "rebuilt from its container's labels: the job record was lost"}
+// recordFromLabels rebuilds the record of a task that has none (its record
+// was lost, or the agent died before saving it).
+func recordFromLabels(node, id string, t TaskStatus) Job {
+	image := t.Image
+	j := Job{ID: id, Name: t.Labels[LabelName], Node: node, Owner: t.Labels[LabelOwner],
+		Image: image, Spec: Spec{Image: image}, SpecHash: t.Labels[LabelSpecHash],
+		Created: t.Started.UTC(), GPUs: []string{}, GPUIndexes: []int{},
+		Error: "rebuilt from its task's labels: the job record was lost"}
 	if j.Name == "" {
-		j.Name = strings.TrimPrefix(c.Name, "labpool-")
+		j.Name = id
 	}
 	if j.Created.IsZero() {
 		j.Created = time.Now().UTC()
@@ -137,17 +144,17 @@ func recordFromLabels(node, id string, c containers.Container) Job {
 	return j
 }
 
-// markVanished fails the running or starting jobs whose container is not
-// in byJob, and returns how many.
-func (m *Manager) markVanished(byJob map[string]containers.Container, lost string) int {
-	why := "its container is gone (removed while the agent was down, or the engine lost it)"
+// markVanished fails the running, starting (or, where the executor
+// schedules, queued) jobs whose task is not in byJob, and returns how many.
+func (m *Manager) markVanished(byJob map[string]TaskStatus, lost string) int {
+	why := "its " + m.taskWord() + " is gone (removed while the agent was down, or the backend lost it)"
 	if lost != "" {
-		why = "its container is gone: " + lost
+		why = "its " + m.taskWord() + " is gone: " + lost
 	}
 	var ids []string
 	m.mu.Lock()
 	for id, j := range m.jobs {
-		if _, ok := byJob[id]; !ok && (j.State == Running || j.State == Starting) {
+		if _, ok := byJob[id]; !ok && (j.State == Running || j.State == Starting || (j.State == Queued && j.Container != "")) {
 			ids = append(ids, id)
 		}
 	}
@@ -159,7 +166,7 @@ func (m *Manager) markVanished(byJob map[string]containers.Container, lost strin
 			return nil
 		})
 		m.ledger.Release(id)
-		m.log.Warn("job lost its container", "job", id)
+		m.log.Warn("job lost its task", "job", id)
 	}
 	return len(ids)
 }
@@ -174,48 +181,90 @@ func splitList(s string) []string {
 	return out
 }
 
-// apply sets j's state from its container.
-func apply(j *Job, c containers.Container) {
-	if !c.Started.IsZero() {
-		t := c.Started.UTC()
-		j.Started = &t
+// apply sets j's state from its task t; schedules says that the executor
+// queues jobs itself (a pending task is a queued job, with the backend's
+// reason).
+func apply(j *Job, t TaskStatus, schedules bool) {
+	if !t.Started.IsZero() {
+		s := t.Started.UTC()
+		j.Started = &s
+	}
+	if len(t.Hosts) > 0 {
+		j.Hosts = t.Hosts
 	}
 	switch {
-	case c.Running || c.State == "restarting":
-		j.State, j.Finished, j.ExitCode = Running, nil, nil
+	case t.State == TaskRunning:
+		j.State, j.Finished, j.ExitCode, j.Outcome = Running, nil, nil, ""
+		if len(t.Ports) > 0 {
+			j.Ports = t.Ports
+		}
 		if !stoppedOnPurpose(j.Error) {
 			j.Error = ""
 		}
-	case c.State == "created":
+	case t.State == TaskPending && schedules:
+		j.State = Queued
+		if !stoppedOnPurpose(j.Error) {
+			j.Error = pendingReason(t.Reason)
+		}
+	case t.State == TaskPending:
 		j.State = Starting
 	default:
-		ended(j, c)
+		ended(j, t)
 	}
 	j.GPUSeconds = gpuSeconds(*j, time.Now())
 }
 
-// ended records the end of j's container c.
-func ended(j *Job, c containers.Container) {
-	code := c.ExitCode
+// pendingReason is a queued job's Error from its backend's reason.
+func pendingReason(r string) string {
+	if r == "" {
+		return "queued by the cluster's scheduler"
+	}
+	return "queued by the cluster's scheduler: " + r
+}
+
+// ended records the end of j's task t.
+func ended(j *Job, t TaskStatus) {
+	code := t.ExitCode
 	j.ExitCode = &code
-	fin := c.Finished.UTC()
-	if c.Finished.IsZero() {
+	fin := t.Finished.UTC()
+	if t.Finished.IsZero() {
 		fin = time.Now().UTC()
 	}
 	j.Finished = &fin
+	j.Outcome = outcome(t)
 	j.State = Exited
-	if code == 0 || stoppedOnPurpose(j.Error) {
+	if (code == 0 && t.State == TaskExited && !t.OOM) || stoppedOnPurpose(j.Error) {
 		return
 	}
 	j.State = Failed
 	switch {
-	case c.OOMKilled:
+	case t.OOM:
 		j.Error = "killed: out of memory"
-	case c.Error != "":
-		j.Error = c.Error
+	case t.State == TaskTimedOut:
+		j.Error = "reached its time limit"
+	case t.State == TaskCancelled:
+		j.Error = "cancelled outside labpool"
+		if t.Reason != "" {
+			j.Error += ": " + t.Reason
+		}
+	case t.Reason != "":
+		j.Error = t.Reason
 	default:
 		j.Error = fmt.Sprintf("exited with code %d", code)
 	}
+}
+
+// outcome says how t ended when its exit code does not (Job.Outcome).
+func outcome(t TaskStatus) string {
+	switch {
+	case t.OOM:
+		return "oom"
+	case t.State == TaskCancelled:
+		return "cancelled"
+	case t.State == TaskTimedOut:
+		return "timed_out"
+	}
+	return ""
 }
 
 // gpuSeconds is the GPU-time a job has held: GPUs × run time.

@@ -27,6 +27,15 @@ func (m *Manager) local(c Caller) bool { return c.ID != "" && c.ID == m.cfg.Node
 // host).
 func (m *Manager) ownsMachine(c Caller) bool { return m.local(c) || c.Role == RoleOwner }
 
+// OwnsMachine says whether c speaks for this machine's images (node/containers
+// asks it before a load or pull replaces a tag).
+func (m *Manager) OwnsMachine(c Caller) bool { return m.ownsMachine(c) }
+
+// MayLaunch refuses callers who launch nothing here: non-members, viewers,
+// and those the machine's launch policy keeps out (node/containers asks it
+// before an image load or pull).
+func (m *Manager) MayLaunch(c Caller) error { return m.mayLaunch(c) }
+
 // manages says whether c may act on anyone's job here.
 func (m *Manager) manages(c Caller) bool {
 	return m.local(c) || c.Role == RoleOwner || c.Role == RoleAdmin

@@ -26,11 +26,11 @@ func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped i
 		}
 		j, uerr := m.update(j.ID, func(j *Job) error {
 			switch {
-			case j.State == Queued, j.State == Starting && j.Container == "":
+			case j.State == Queued && j.Container == "", j.State == Starting && j.Container == "":
 				// A launch from the queue in flight sees this and removes
 				// its new container (startClaimed).
 				j.State, j.Finished, j.Error = Exited, &now, evicted
-			case j.State == Running || j.State == Starting:
+			case j.State == Running || j.State == Starting || j.State == Queued: // queued: in a cluster's queue, cancelled there
 				j.Error = evicted
 			default:
 				return ErrConflict
@@ -66,10 +66,10 @@ func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped i
 
 // kill stops j's container without a grace period and records the end.
 func (m *Manager) kill(ctx context.Context, j Job) error {
-	if m.rt == nil {
+	if m.ex == nil {
 		return ErrNoRuntime
 	}
-	if err := m.rt.Stop(ctx, j.Container, 0); err != nil && !isGone(err) {
+	if err := m.ex.Stop(ctx, j.Container, 0); err != nil && !isGone(err) {
 		return fmt.Errorf("stop %s: %w", j.Name, err)
 	}
 	if err := m.refresh(ctx, j.ID, evicted); err != nil {

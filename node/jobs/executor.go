@@ -144,6 +144,7 @@ type TaskStatus struct {
 	Handle   string            // container ID, Slurm job ID
 	JobID    string            // the labpool job it runs ("" for none)
 	Labels   map[string]string // as stored with the task at Start
+	Image    string            // the image it runs ("" for a command job, or unknown)
 	State    TaskState
 	Reason   string // why it is pending, or why it failed (the backend's words)
 	ExitCode int
@@ -183,4 +184,19 @@ var ErrTaskGone = errors.New("the task is gone")
 func IsTaskGone(err error) bool {
 	var nf interface{ NotFound() }
 	return errors.Is(err, ErrTaskGone) || errors.As(err, &nf)
+}
+
+// Validator is an executor with rules of its own on what it runs (the
+// container engine's: no privileged mode, no host namespaces, loopback
+// ports only...). The manager calls ValidateTask on every launch before any
+// backend call; its refusal (a *RefusedError) names the rule.
+type Validator interface {
+	ValidateTask(s Spec) error
+}
+
+// Pruner is an executor whose tasks leave something behind on the backend
+// besides themselves (a container's network). The manager calls Prune after
+// each adoption, once the tasks gone while the agent was away are known.
+type Pruner interface {
+	Prune(ctx context.Context) error
 }

@@ -5,39 +5,67 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 )
 
-// fakeRuntime is an engine in memory that records every call. Containers
-// run until stopped or exit() is called. A non-nil func field replaces the
-// default behaviour of that call.
+// fakeRuntime is an executor in memory that records every call: a
+// docker-like backend by default (caps). Its tasks run until stopped or
+// exit() is called, except the commands of the conformance suite
+// (fakeHarness): "exit CODE", "print LINE...", "print-sleep LINE...". A
+// non-nil startFn replaces Start's default behaviour. The backend's state
+// is behind a pointer, so that a restarted agent's executor (again) sees
+// the same tasks.
 type fakeRuntime struct {
-	createFn func(containers.Launch) (containers.Container, error)
-	startFn  func(id string) (containers.Container, error)
-	loadFn   func(io.Reader, containers.Rights, containers.Progress) ([]string, error)
-	pullFn   func(string, bool, containers.Progress) error
-	remap    bool // the engine remaps users
+	*fakeBackend
+	startFn func(Task) (TaskStatus, error)
+	remap   bool // the engine remaps users
+	caps    Capabilities
+	pending string // new tasks wait with this reason, as a scheduler's queue (set()) moves them on
+}
 
+// fakeBackend is what the fake's tasks live in.
+type fakeBackend struct {
 	mu       sync.Mutex // guards the fields below
 	calls    []string
-	launches []containers.Launch
-	cs       map[string]*containers.Container
+	launches []Task
+	cs       map[string]*TaskStatus
+	out      map[string]*fakeOutput
 	n        int
+	inspects int // calls of Inspect
 
-	events chan containers.Event
+	events chan TaskEvent
 	errs   chan error
 }
 
+// fakeOutput is what a task wrote, and a channel closed at each change.
+type fakeOutput struct {
+	scripted bool // a command of the suite's: else its output is two lines
+	lines    []string
+	changed  chan struct{}
+}
+
+// dockerCaps are the capabilities of the Docker executor, as Validate reads
+// them.
+var dockerCaps = Capabilities{Name: "docker", Images: []string{"docker"}, Restart: true}
+
 func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{cs: map[string]*containers.Container{}, events: make(chan containers.Event, 1000), errs: make(chan error, 1)}
+	return &fakeRuntime{fakeBackend: &fakeBackend{cs: map[string]*TaskStatus{}, out: map[string]*fakeOutput{},
+		events: make(chan TaskEvent, 1000), errs: make(chan error, 1)},
+		caps: dockerCaps}
+}
+
+// again is the executor a restarted agent opens over the same backend.
+func (f *fakeRuntime) again() *fakeRuntime {
+	return &fakeRuntime{fakeBackend: f.fakeBackend, remap: f.remap, caps: f.caps, pending: f.pending}
 }
 
 func (f *fakeRuntime) call(name string) {
@@ -63,69 +91,142 @@ func (f *fakeRuntime) count(name string) int {
 	return n
 }
 
-func (f *fakeRuntime) PruneNetworks(context.Context) error {
-	f.call("PruneNetworks")
+// slurmCaps are the capabilities of a Slurm cluster without pyxis nor
+// Apptainer.
+var slurmCaps = Capabilities{Name: "slurm", Schedules: true, Commands: true, MultiNode: true}
+
+func (f *fakeRuntime) Capabilities() Capabilities {
+	c := f.caps
+	c.RemapsUsers = f.remap
+	return c
+}
+
+func (f *fakeRuntime) Prune(context.Context) error {
+	f.call("Prune")
 	return nil
 }
 
-func (f *fakeRuntime) Create(_ context.Context, l containers.Launch) (containers.Container, error) {
-	f.call("Create")
-	if f.createFn != nil {
-		if c, err := f.createFn(l); err != nil {
-			return c, err
-		}
+// ValidateTask stands for the container engine's rules: it refuses a
+// privileged spec, so that tests see the manager call it first.
+func (f *fakeRuntime) ValidateTask(s Spec) error {
+	if s.Privileged {
+		return refuse("no-privileged", "privileged containers can take over the host")
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.n++
-	f.launches = append(f.launches, l)
-	c := &containers.Container{ID: fmt.Sprintf("c%04d", f.n), Name: l.Name, Image: l.Image, Labels: l.Labels,
-		State: "created", Ports: map[int]int{}}
-	f.cs[c.ID] = c
-	return *c, nil
+	return nil
 }
 
-func (f *fakeRuntime) Start(_ context.Context, id string) (containers.Container, error) {
+func (f *fakeRuntime) Start(_ context.Context, t Task) (TaskStatus, error) {
 	f.call("Start")
 	if f.startFn != nil {
-		if c, err := f.startFn(id); err != nil {
-			return c, err
+		if st, err := f.startFn(t); err != nil {
+			return st, err // a start that fails leaves nothing
 		}
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	c, ok := f.cs[id]
-	if !ok {
-		return containers.Container{}, noContainer(id)
+	f.n++
+	f.launches = append(f.launches, t)
+	id := fmt.Sprintf("c%04d", f.n)
+	st := &TaskStatus{Handle: id, JobID: t.Labels[LabelJob], Labels: maps.Clone(t.Labels), Image: t.Image,
+		State: TaskRunning, Started: time.Now(), Addr: "127.0.0.1", Ports: map[int]int{}}
+	for i, p := range t.Ports {
+		st.Ports[p] = 40000 + i
 	}
-	c.State, c.Running, c.Started, c.Addr = "running", true, time.Now(), "127.0.0.1"
-	for i, p := range f.launchOf(id).Ports {
-		c.Ports[p] = 40000 + i
+	if f.pending != "" {
+		st.State, st.Reason, st.Started, st.Addr, st.Ports = TaskPending, f.pending, time.Time{}, "", nil
 	}
-	return *c, nil
+	f.cs[id] = st
+	o := &fakeOutput{changed: make(chan struct{})}
+	f.out[id] = o
+	o.scripted = len(t.Cmd) > 0 && slices.Contains([]string{"exit", "print", "print-sleep"}, t.Cmd[0])
+	f.mu.Unlock()
+	f.run(id, t.Cmd)
+	return f.Inspect(context.Background(), id)
 }
 
-// launchOf is the launch that created container id; f.mu is held.
-func (f *fakeRuntime) launchOf(id string) containers.Launch {
+// run plays the suite's commands.
+func (f *fakeRuntime) run(id string, cmd []string) {
+	if len(cmd) == 0 {
+		return
+	}
+	switch cmd[0] {
+	case "exit":
+		code, _ := strconv.Atoi(cmd[1])
+		f.exit(id, code)
+	case "print":
+		f.print(id, cmd[1:]...)
+		f.exit(id, 0)
+	case "print-sleep":
+		f.print(id, cmd[1:]...)
+	}
+}
+
+// print appends lines to task id's output.
+func (f *fakeRuntime) print(id string, lines ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	o := f.out[id]
+	o.lines = append(o.lines, lines...)
+	close(o.changed)
+	o.changed = make(chan struct{})
+}
+
+// launchOf is the task that started as id; f.mu is held.
+func (f *fakeRuntime) launchOf(id string) Task {
 	var n int
 	fmt.Sscanf(id, "c%d", &n)
 	return f.launches[n-1]
 }
 
-// exit ends container id with code, as the engine would, and sends the
-// die event.
-func (f *fakeRuntime) exit(id string, code int) {
+// set moves task id to state as a scheduler would (running on hosts,
+// timed out...), and sends a "state" event.
+func (f *fakeRuntime) set(id string, state TaskState, code int, hosts ...string) {
 	f.mu.Lock()
 	c := f.cs[id]
-	c.Running, c.State, c.ExitCode, c.Finished = false, "exited", code, time.Now()
-	labels := c.Labels
+	c.State, c.ExitCode, c.Reason = state, code, ""
+	if state == TaskRunning {
+		c.Started, c.Hosts, c.Addr = time.Now(), hosts, "127.0.0.1"
+		c.Ports = map[int]int{}
+		for i, p := range f.launchOf(id).Ports {
+			c.Ports[p] = 40000 + i
+		}
+	} else if state.Ended() {
+		c.Finished = time.Now()
+	}
+	job := c.JobID
 	f.mu.Unlock()
-	f.events <- containers.Event{ID: id, Action: "die", Labels: labels}
+	f.events <- TaskEvent{Handle: id, JobID: job, Action: "state"}
+}
+
+// exit ends task id with code, as the backend would, and sends the die
+// event.
+func (f *fakeRuntime) exit(id string, code int) { f.end(id, TaskExited, code) }
+
+func (f *fakeRuntime) end(id string, state TaskState, code int) {
+	f.mu.Lock()
+	c := f.cs[id]
+	if c == nil || c.State.Ended() {
+		f.mu.Unlock()
+		return
+	}
+	c.State, c.ExitCode, c.Finished = state, code, time.Now()
+	job := c.JobID
+	if o := f.out[id]; o != nil {
+		close(o.changed)
+		o.changed = make(chan struct{})
+	}
+	f.mu.Unlock()
+	f.events <- TaskEvent{Handle: id, JobID: job, Action: "die"}
 }
 
 func (f *fakeRuntime) Stop(_ context.Context, id string, _ time.Duration) error {
 	f.call("Stop")
-	f.exit(id, 143)
+	f.mu.Lock()
+	_, ok := f.cs[id]
+	f.mu.Unlock()
+	if !ok {
+		return noContainer(id)
+	}
+	f.end(id, TaskCancelled, 143)
 	return nil
 }
 
@@ -133,81 +234,126 @@ func (f *fakeRuntime) Remove(_ context.Context, id string) error {
 	f.call("Remove")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.cs[id]; !ok {
-		return noContainer(id)
-	}
 	delete(f.cs, id)
+	delete(f.out, id)
 	return nil
 }
 
-func (f *fakeRuntime) Inspect(_ context.Context, id string) (containers.Container, error) {
+func (f *fakeRuntime) Inspect(_ context.Context, id string) (TaskStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.inspects++
 	c, ok := f.cs[id]
 	if !ok {
-		return containers.Container{}, noContainer(id)
+		return TaskStatus{}, noContainer(id)
 	}
-	return *c, nil
+	st := *c
+	st.Labels, st.Ports = maps.Clone(c.Labels), maps.Clone(c.Ports)
+	return st, nil
 }
 
-func (f *fakeRuntime) List(context.Context) ([]containers.Container, error) {
+func (f *fakeRuntime) List(context.Context) ([]TaskStatus, error) {
 	f.call("List")
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []containers.Container
+	var out []TaskStatus
 	for _, c := range f.cs {
 		out = append(out, *c)
 	}
 	return out, nil
 }
 
-// running is how many containers run.
+// running is how many tasks run.
 func (f *fakeRuntime) running() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n := 0
 	for _, c := range f.cs {
-		if c.Running {
+		if c.State == TaskRunning {
 			n++
 		}
 	}
 	return n
 }
 
-func (f *fakeRuntime) Logs(_ context.Context, id string, follow bool, tail int) (io.ReadCloser, error) {
+// Logs answers the task's output; a task that wrote nothing (the tests'
+// plain jobs) answers two lines.
+func (f *fakeRuntime) Logs(ctx context.Context, id string, follow bool, tail int) (io.ReadCloser, error) {
 	f.call(fmt.Sprintf("Logs %s %v %d", id, follow, tail))
-	return io.NopCloser(strings.NewReader("line 1\nline 2\n")), nil
+	f.mu.Lock()
+	o, ok := f.out[id]
+	var lines []string
+	scripted, total := false, 0
+	if ok {
+		lines, scripted, total = slices.Clone(o.lines), o.scripted, len(o.lines)
+	}
+	f.mu.Unlock()
+	if !ok {
+		return nil, noContainer(id)
+	}
+	if !scripted {
+		return io.NopCloser(strings.NewReader("line 1\nline 2\n")), nil
+	}
+	if tail > 0 && len(lines) > tail {
+		lines = lines[len(lines)-tail:]
+	}
+	if !follow {
+		return io.NopCloser(strings.NewReader(joinLines(lines))), nil
+	}
+	pr, pw := io.Pipe()
+	go f.follow(ctx, id, total, joinLines(lines), pw)
+	return pr, nil
 }
 
-func (f *fakeRuntime) Stats(context.Context, string) (containers.Usage, error) {
+// follow writes first, then task id's new lines from line sent on, until
+// it ends or ctx does.
+func (f *fakeRuntime) follow(ctx context.Context, id string, sent int, first string, pw *io.PipeWriter) {
+	if _, err := io.WriteString(pw, first); err != nil {
+		return
+	}
+	for {
+		f.mu.Lock()
+		o, c := f.out[id], f.cs[id]
+		if o == nil || c == nil {
+			f.mu.Unlock()
+			pw.Close()
+			return
+		}
+		more, ended, changed := slices.Clone(o.lines[sent:]), c.State.Ended(), o.changed
+		sent = len(o.lines)
+		f.mu.Unlock()
+		if _, err := io.WriteString(pw, joinLines(more)); err != nil || ended {
+			pw.Close()
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			pw.CloseWithError(ctx.Err())
+			return
+		}
+	}
+}
+
+func joinLines(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (f *fakeRuntime) Stats(context.Context, string) (TaskUsage, error) {
 	f.call("Stats")
-	return containers.Usage{CPUPercent: 50, MemUsedBytes: 1 << 20, MemLimitBytes: 1 << 30, PIDs: []int{4242, 4243}}, nil
+	return TaskUsage{CPUPercent: 50, MemUsedBytes: 1 << 20, MemLimitBytes: 1 << 30, PIDs: []int{4242, 4243}}, nil
 }
 
-func (f *fakeRuntime) Events(context.Context) (<-chan containers.Event, <-chan error) {
+func (f *fakeRuntime) Events(context.Context) (<-chan TaskEvent, <-chan error) {
 	f.call("Events")
 	return f.events, f.errs
 }
 
-func (f *fakeRuntime) Images(context.Context) ([]containers.Image, error) {
-	f.call("Images")
-	return []containers.Image{{ID: "sha256:1", Tags: []string{"img:1"}, Size: 10}}, nil
-}
-
-func (f *fakeRuntime) LoadImage(_ context.Context, r io.Reader, rights containers.Rights, p containers.Progress) ([]string, error) {
-	f.call(fmt.Sprintf("LoadImage force=%v registry=%v", rights.Force, rights.Registry))
-	return f.loadFn(r, rights, p)
-}
-
-func (f *fakeRuntime) PullImage(_ context.Context, ref string, force bool, p containers.Progress) error {
-	f.call("PullImage " + ref)
-	return f.pullFn(ref, force, p)
-}
-
-func (f *fakeRuntime) RemapsUsers() bool { return f.remap }
-
-// lastLaunch is the latest container asked for.
-func (f *fakeRuntime) lastLaunch() containers.Launch {
+// lastLaunch is the latest task asked for.
+func (f *fakeRuntime) lastLaunch() Task {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.launches[len(f.launches)-1]

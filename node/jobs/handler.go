@@ -8,20 +8,17 @@ import (
 	"strconv"
 
 	"github.com/labpool/labpool/internal/httperr"
-	"github.com/labpool/labpool/node/containers"
 )
 
-// Bounds on request bodies.
-const (
-	maxSpec  = 1 << 20 // a launch request
-	maxImage = 1 << 40 // an image archive (1 TiB)
-)
+// maxSpec bounds a launch request's body.
+const maxSpec = 1 << 20
 
 // Handler serves the jobs API of this node to members; caller names who
 // is asking (the device proven by the transport, and its role). Everyone
 // lists and reads jobs (Env values only to a job's owner); only a job's
 // owner, admins and owners act on it; viewers launch nothing; launches
-// follow the machine's Policy.
+// follow the machine's Policy. (The images API is the container engine's:
+// containers.ImageHandler.)
 func Handler(m *Manager, caller func(*http.Request) Caller) http.Handler {
 	h := &handler{m: m, caller: caller}
 	mux := http.NewServeMux()
@@ -34,9 +31,6 @@ func Handler(m *Manager, caller func(*http.Request) Caller) http.Handler {
 	mux.HandleFunc("GET /v1/jobs/{id}/stats", h.stats)
 	mux.HandleFunc("POST /v1/jobs/{id}/tunnel", h.tunnel)
 	mux.HandleFunc("GET /v1/jobs/{id}/access", h.access)
-	mux.HandleFunc("GET /v1/images", h.images)
-	mux.HandleFunc("POST /v1/images/load", h.load)
-	mux.HandleFunc("POST /v1/images/pull", h.pull)
 	mux.HandleFunc("POST /v1/gpus/{index}/clear", h.clearGPU)
 	return mux
 }
@@ -193,103 +187,9 @@ func (h *handler) tunnel(w http.ResponseWriter, r *http.Request) {
 	ServeTunnel(w, r, addr)
 }
 
-func (h *handler) images(w http.ResponseWriter, r *http.Request) {
-	imgs, err := h.m.Images(r.Context())
-	reply(w, imgs, err)
-}
-
-// progressLine is one NDJSON line of a load or pull (app.ImageProgress).
-type progressLine struct {
-	Done   int64    `json:"done"`
-	Total  int64    `json:"total"`
-	Status string   `json:"status,omitempty"`
-	Error  string   `json:"error,omitempty"`
-	Tags   []string `json:"tags,omitempty"`
-}
-
-// imageRights refuses an image load or pull to callers who launch nothing
-// here, and force (replacing a tag) to all but this machine's own user
-// and the pool's owners.
-func (h *handler) imageRights(w http.ResponseWriter, r *http.Request) (force, ok bool) {
-	c := h.caller(r)
-	force = isTrue(r.URL.Query().Get("force"))
-	err := h.m.mayLaunch(c)
-	if err == nil && force && !h.m.ownsMachine(c) {
-		err = forbid("only the machine's owner replaces image tags", "force is this machine's own user's, or a pool owner's")
-	}
-	if err == nil && h.m.rt == nil {
-		err = ErrNoRuntime
-	}
-	if err != nil {
-		reply(w, nil, err)
-		return false, false
-	}
-	return force, true
-}
-
-func isTrue(s string) bool { return s != "" && s != "0" && s != "false" }
-
-func (h *handler) load(w http.ResponseWriter, r *http.Request) {
-	force, ok := h.imageRights(w, r)
-	if !ok {
-		return
-	}
-	body := http.MaxBytesReader(w, r.Body, maxImage)
-	send := h.progressWriter(w)
-	rights := containers.Rights{Force: force, Registry: h.m.ownsMachine(h.caller(r))}
-	tags, err := h.m.rt.LoadImage(r.Context(), body, rights, func(done, total int64, status string) {
-		send(progressLine{Done: done, Total: total, Status: status}, false)
-	})
-	if err != nil {
-		send(progressLine{Error: err.Error()}, true)
-		return
-	}
-	send(progressLine{Status: "loaded", Tags: tags}, true)
-}
-
-func (h *handler) pull(w http.ResponseWriter, r *http.Request) {
-	force, ok := h.imageRights(w, r)
-	if !ok {
-		return
-	}
-	ref := r.URL.Query().Get("ref")
-	if err := validateImage(ref); err != nil {
-		reply(w, nil, err)
-		return
-	}
-	send := h.progressWriter(w)
-	err := h.m.rt.PullImage(r.Context(), ref, force, func(done, total int64, status string) {
-		send(progressLine{Done: done, Total: total, Status: status}, false)
-	})
-	if err != nil {
-		send(progressLine{Error: err.Error()}, true)
-		return
-	}
-	send(progressLine{Status: "pulled " + ref, Tags: []string{ref}}, true)
-}
-
-// progressWriter starts an NDJSON reply and returns a func sending one line
-// (at most a few a second, except the last and each line that ends a step:
-// a load's transfer, each layer the engine loads).
-func (h *handler) progressWriter(w http.ResponseWriter) func(progressLine, bool) {
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	enc := json.NewEncoder(w)
-	var last int64
-	return func(p progressLine, final bool) {
-		now := nowMillis()
-		stepDone := p.Total > 0 && p.Done == p.Total
-		if !final && !stepDone && now-last < 200 {
-			return
-		}
-		last = now
-		enc.Encode(p)
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-}
+// Reply answers v as JSON, or err as {code, message} with the status its
+// kind calls for (a refusal, a conflict, no such job...).
+func Reply(w http.ResponseWriter, v any, err error) { reply(w, v, err) }
 
 func reply(w http.ResponseWriter, v any, err error) {
 	if err != nil {
@@ -304,21 +204,16 @@ func reply(w http.ResponseWriter, v any, err error) {
 func classify(err error) (int, string) {
 	var refused *RefusedError
 	var busy *BusyError
-	var taken *containers.TagTakenError
-	var imgRefused *containers.RefusedError
+	var coded interface{ HTTPStatus() (int, string) }
 	switch {
-	case errors.As(err, &imgRefused):
-		return http.StatusBadRequest, "refused"
+	case errors.As(err, &coded):
+		return coded.HTTPStatus()
 	case errors.As(err, &refused) && refused.Forbidden:
 		return http.StatusForbidden, "forbidden"
 	case errors.As(err, &refused):
 		return http.StatusBadRequest, "refused"
-	case errors.As(err, &taken):
-		return http.StatusConflict, "tag_taken"
 	case errors.Is(err, ErrRunning):
 		return http.StatusConflict, "running"
-	case errors.Is(err, containers.ErrBadArchive):
-		return http.StatusBadRequest, "invalid"
 	case errors.As(err, &busy):
 		return http.StatusConflict, "gpus_busy"
 	case errors.Is(err, ErrNoPort):
@@ -327,10 +222,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, "conflict"
 	case errors.Is(err, ErrNotFound):
 		return http.StatusNotFound, "not_found"
-	case errors.Is(err, ErrNoRuntime), errors.Is(err, containers.ErrNoDocker):
+	case errors.Is(err, ErrNoRuntime):
 		return http.StatusServiceUnavailable, "no_docker"
-	case errors.Is(err, containers.ErrNotManaged):
-		return http.StatusForbidden, "not_managed"
 	}
 	return http.StatusUnprocessableEntity, "failed"
 }

@@ -1,16 +1,12 @@
 package jobs
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/labpool/labpool/node/containers"
 )
 
 // apiTest serves the jobs API of a manager over a fake runtime.
@@ -62,7 +58,6 @@ func TestHandlerJobs(t *testing.T) {
 		{"unknown job", "GET", "/v1/jobs/nope", "", 404, "not_found", "no such job"},
 		{"stop unknown", "POST", "/v1/jobs/nope/stop", "", 404, "not_found", ""},
 		{"bad tail", "GET", "/v1/jobs/" + j.ID + "/logs?tail=x", "", 400, "invalid", "tail"},
-		{"bad pull ref", "POST", "/v1/images/pull?ref=Bad%20Ref", "", 400, "refused", "image-ref"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,56 +108,6 @@ func TestHandlerJobs(t *testing.T) {
 	}
 	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs", "alice", ""); resp.StatusCode != 409 {
 		t.Errorf("logs of a removed job: %d %s", resp.StatusCode, body)
-	}
-}
-
-func TestHandlerImages(t *testing.T) {
-	srv, rt := apiTest(t, 0)
-	var imgs []Image
-	if resp, body := do(t, srv, "GET", "/v1/images", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &imgs) != nil || imgs[0].Tags[0] != "img:1" {
-		t.Errorf("images: %d %s", resp.StatusCode, body)
-	}
-	rt.loadFn = func(r io.Reader, _ containers.Rights, p containers.Progress) ([]string, error) {
-		b, _ := io.ReadAll(r)
-		p(int64(len(b)), int64(len(b)), "loading")
-		if string(b) != "TAR" {
-			return nil, containers.ErrBadArchive
-		}
-		return []string{"img:2"}, nil
-	}
-	lines := func(body string) []progressLine {
-		var out []progressLine
-		sc := bufio.NewScanner(strings.NewReader(body))
-		for sc.Scan() {
-			var p progressLine
-			if err := json.Unmarshal(sc.Bytes(), &p); err != nil {
-				t.Fatalf("progress line %q: %v", sc.Text(), err)
-			}
-			out = append(out, p)
-		}
-		return out
-	}
-	_, body := do(t, srv, "POST", "/v1/images/load", "", "TAR")
-	ps := lines(body)
-	if len(ps) != 2 || ps[0].Done != 3 || ps[1].Status != "loaded" || ps[1].Tags[0] != "img:2" {
-		t.Errorf("load: %s", body)
-	}
-	_, body = do(t, srv, "POST", "/v1/images/load", "", "garbage")
-	if ps := lines(body); ps[len(ps)-1].Error == "" {
-		t.Errorf("load of a corrupt archive: %s", body)
-	}
-	rt.pullFn = func(ref string, _ bool, p containers.Progress) error {
-		p(1, 2, "pulling")
-		if ref != "lab/img:1" {
-			return errors.New("manifest unknown")
-		}
-		return nil
-	}
-	if _, body = do(t, srv, "POST", "/v1/images/pull?ref=lab/img:1", "", ""); !strings.Contains(body, `"pulled lab/img:1"`) {
-		t.Errorf("pull: %s", body)
-	}
-	if _, body = do(t, srv, "POST", "/v1/images/pull?ref=lab/none:1", "", ""); !strings.Contains(body, `"error":"manifest unknown"`) {
-		t.Errorf("pull of a missing image: %s", body)
 	}
 }
 

@@ -7,8 +7,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-
-	"github.com/labpool/labpool/node/containers"
 )
 
 // TestJobNetworkPolicy: a launch joins the network the machine's policy
@@ -18,7 +16,7 @@ func TestJobNetworkPolicy(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 0, &memStore{})
 	ctx := context.Background()
-	if m.Policy().JobNetwork != containers.NetOutside {
+	if m.Policy().JobNetwork != NetOutside {
 		t.Errorf("default job network %q, want outside", m.Policy().JobNetwork)
 	}
 	p := m.Policy()
@@ -26,20 +24,20 @@ func TestJobNetworkPolicy(t *testing.T) {
 	if err := m.SetPolicy(p); err == nil || !strings.Contains(err.Error(), `job network "bridge"`) {
 		t.Errorf("SetPolicy(bridge) = %v, want refused", err)
 	}
-	p.JobNetwork = containers.NetIsolated
+	p.JobNetwork = NetIsolated
 	if err := m.SetPolicy(p); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Submit(ctx, member("alice"), Spec{Image: "img:1"}); err != nil {
 		t.Fatal(err)
 	}
-	if l := rt.launchOf("c0001"); l.Network != containers.NetIsolated {
-		t.Errorf("launch on network %q, want isolated", l.Network)
+	if l := rt.launchOf("c0001"); l.Container.Network != NetIsolated {
+		t.Errorf("launch on network %q, want isolated", l.Container.Network)
 	}
 	if err := m.adopt(ctx, "gone"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(rt.callList(), ","), "PruneNetworks") {
+	if !strings.Contains(strings.Join(rt.callList(), ","), "Prune") {
 		t.Errorf("adoption left the networks of gone jobs: calls %v", rt.callList())
 	}
 }

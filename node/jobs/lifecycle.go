@@ -24,19 +24,20 @@ func stoppedOnPurpose(why string) bool {
 	return why == stoppedByUser || why == evicted || reclaimed(why)
 }
 
-// Stop stops a running job, or takes a queued one out of the queue. A job
-// that already ended is returned as it is.
+// Stop stops a running job, or takes a queued one out of the queue (a job
+// queued by a backend that schedules is cancelled there). A job that
+// already ended is returned as it is.
 func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
 	now := time.Now().UTC()
 	j, err := m.update(id, func(j *Job) error {
 		switch {
-		case j.State == Queued:
+		case j.State == Queued && j.Container == "": // in this manager's own queue
 			j.State, j.Finished, j.Error = Exited, &now, "stopped while queued"
 		case j.State == Starting && j.Container == "":
 			// Launching from the queue: startClaimed sees this, removes
 			// the new container and frees the GPUs.
 			j.State, j.Finished, j.Error = Exited, &now, "stopped while starting"
-		case j.State == Running || j.State == Starting:
+		case j.State == Running || j.State == Starting || j.State == Queued: // queued: by a backend that schedules
 			j.Error = stoppedByUser
 		}
 		return nil
@@ -44,7 +45,7 @@ func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
 	if err != nil || j.Error != stoppedByUser || j.Finished != nil {
 		return j, err
 	}
-	if err := m.rt.Stop(ctx, j.Container, m.cfg.StopTimeout); err != nil && !isGone(err) {
+	if err := m.ex.Stop(ctx, j.Container, m.cfg.StopTimeout); err != nil && !isGone(err) {
 		return Job{}, fmt.Errorf("stop %s: %w", j.Name, err)
 	}
 	if err := m.refresh(ctx, id, stoppedByUser); err != nil {
@@ -77,7 +78,7 @@ func (m *Manager) Remove(ctx context.Context, id string, force bool) error {
 		}
 	}
 	if j.Container != "" {
-		if err := m.rt.Remove(ctx, j.Container); err != nil && !isGone(err) {
+		if err := m.ex.Remove(ctx, j.Container); err != nil && !isGone(err) {
 			return fmt.Errorf("remove %s: %w", j.Name, err)
 		}
 	}
@@ -103,7 +104,7 @@ func (m *Manager) Logs(ctx context.Context, id string, follow bool, tail int) (i
 	if j.Container == "" {
 		return nil, fmt.Errorf("logs of %s: %w: it has no container (it is %s%s)", j.Name, ErrConflict, j.State, removedNote(j))
 	}
-	rc, err := m.rt.Logs(ctx, j.Container, follow, tail)
+	rc, err := m.ex.Logs(ctx, j.Container, follow, tail)
 	if err != nil {
 		return nil, fmt.Errorf("logs of %s: %w", j.Name, err)
 	}
@@ -129,7 +130,7 @@ func (m *Manager) Stats(ctx context.Context, id string) (Stats, error) {
 	if j.State != Running {
 		return Stats{}, fmt.Errorf("stats of %s: %w: it is %s, not running", j.Name, ErrConflict, j.State)
 	}
-	u, err := m.rt.Stats(ctx, j.Container)
+	u, err := m.ex.Stats(ctx, j.Container)
 	if err != nil {
 		return Stats{}, fmt.Errorf("stats of %s: %w", j.Name, err)
 	}

@@ -1,17 +1,14 @@
 package jobs
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -19,31 +16,13 @@ import (
 var (
 	// ErrNotFound means no job has that ID on this node.
 	ErrNotFound = errors.New("no such job")
-	// ErrNoRuntime means this node has no reachable Docker engine.
+	// ErrNoRuntime means this node has no executor: no reachable Docker
+	// engine (nor a cluster it stands for).
 	ErrNoRuntime = errors.New("this machine cannot run containers: its Docker engine is not reachable")
 	// ErrConflict means the job is not in a state that allows the operation
 	// (logs of a job that never started, stats of an ended job).
 	ErrConflict = errors.New("not possible in the job's state")
 )
-
-// Runtime is the container engine as the manager uses it
-// (*containers.Runtime implements it).
-type Runtime interface {
-	Create(ctx context.Context, l containers.Launch) (containers.Container, error)
-	Start(ctx context.Context, id string) (containers.Container, error)
-	Stop(ctx context.Context, id string, timeout time.Duration) error
-	Remove(ctx context.Context, id string) error
-	Inspect(ctx context.Context, id string) (containers.Container, error)
-	List(ctx context.Context) ([]containers.Container, error)
-	Logs(ctx context.Context, id string, follow bool, tail int) (io.ReadCloser, error)
-	Stats(ctx context.Context, id string) (containers.Usage, error)
-	Events(ctx context.Context) (<-chan containers.Event, <-chan error)
-	Images(ctx context.Context) ([]containers.Image, error)
-	LoadImage(ctx context.Context, archive io.Reader, rights containers.Rights, progress containers.Progress) ([]string, error)
-	PullImage(ctx context.Context, ref string, force bool, progress containers.Progress) error
-	RemapsUsers() bool
-	PruneNetworks(ctx context.Context) error
-}
 
 // GPUState gives the latest GPU figures of this node, each GPU with its
 // processes (host PIDs and memory).
@@ -84,10 +63,6 @@ type Config struct {
 	QueuePoll   time.Duration // how often the queue is retried besides on every release
 	StarveAfter time.Duration // a queued job waiting longer reserves GPUs (see queue.go)
 	MaxBackoff  time.Duration // the longest wait between reconnections to the engine
-	// SimulatedGPUs marks the GPUs as simulated (no NVIDIA runtime): grants
-	// reach the container as NVIDIA_VISIBLE_DEVICES only, with no device
-	// request, so demos and tests run on machines without a GPU.
-	SimulatedGPUs bool
 	// MemberName (may be nil) names a member's device ID for a person, ""
 	// when unknown; messages fall back to the short ID. It must not block
 	// for long (a read of the local replica).
@@ -109,10 +84,12 @@ func DefaultConfig() Config {
 }
 
 // Manager runs this node's jobs: it validates, grants GPUs, queues,
-// launches, and keeps the records current from the engine's events.
+// launches through its Executor, and keeps the records current from the
+// executor's events. With an executor that schedules (Capabilities), it
+// keeps no ledger entry and no queue of its own: the backend does both.
 type Manager struct {
 	cfg     Config
-	rt      Runtime // nil: no Docker here
+	ex      Executor // nil: nothing runs jobs here
 	gpus    GPUState
 	folders FolderResolver // nil: no shared folders
 	store   Store
@@ -137,9 +114,9 @@ type Manager struct {
 	evictLoaded atomic.Bool // an eviction has read the kept records (evict.go)
 }
 
-// NewManager returns a manager; rt may be nil on a machine without Docker,
+// NewManager returns a manager; ex may be nil on a machine without Docker,
 // folders nil on one that shares no folder.
-func NewManager(cfg Config, rt Runtime, gpus GPUState, folders FolderResolver, store Store, log *slog.Logger) *Manager {
+func NewManager(cfg Config, ex Executor, gpus GPUState, folders FolderResolver, store Store, log *slog.Logger) *Manager {
 	def := DefaultConfig()
 	cfg.StopTimeout = orDefault(cfg.StopTimeout, def.StopTimeout)
 	cfg.Resync = orDefault(cfg.Resync, def.Resync)
@@ -149,7 +126,7 @@ func NewManager(cfg Config, rt Runtime, gpus GPUState, folders FolderResolver, s
 	ledger := NewLedger()
 	ledger.SetTopology(cfg.Devices)
 	ledger.edge = cfg.GrantEdge
-	return &Manager{cfg: cfg, rt: rt, gpus: gpus, folders: folders, store: store, log: log,
+	return &Manager{cfg: cfg, ex: ex, gpus: gpus, folders: folders, store: store, log: log,
 		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
 }
@@ -204,7 +181,7 @@ func current(j Job, now time.Time) Job {
 // setLocked stores j in the table; m.mu is held.
 func (m *Manager) setLocked(j Job) {
 	m.jobs[j.ID] = &j
-	if j.State == Queued {
+	if j.State == Queued && j.Container == "" { // queued here, not by a backend that schedules
 		m.queue[j.ID] = true
 	} else {
 		delete(m.queue, j.ID)
@@ -249,29 +226,19 @@ func (m *Manager) saveLocked(j Job) {
 	}
 }
 
-// Images lists the engine's images.
-func (m *Manager) Images(ctx context.Context) ([]Image, error) {
-	if m.rt == nil {
-		return nil, ErrNoRuntime
+// isGone says whether err means the task no longer exists on the backend.
+func isGone(err error) bool { return IsTaskGone(err) }
+
+// caps is the executor's capabilities (the zero value without one).
+func (m *Manager) caps() Capabilities {
+	if m.ex == nil {
+		return Capabilities{}
 	}
-	imgs, err := m.rt.Images(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list images: %w", err)
-	}
-	out := make([]Image, 0, len(imgs))
-	for _, i := range imgs {
-		out = append(out, Image{ID: i.ID, Tags: i.Tags, Size: i.Size, Created: i.Created})
-	}
-	return out, nil
+	return m.ex.Capabilities()
 }
 
-// isGone says whether err means the container no longer exists: the
-// engine's not-found error (containers.IsGone), or one with a NotFound
-// method.
-func isGone(err error) bool {
-	var nf interface{ NotFound() }
-	return errors.As(err, &nf) || containers.IsGone(err)
-}
+// schedules says whether the executor queues and places jobs itself.
+func (m *Manager) schedules() bool { return m.caps().Schedules }
 
 func shortContainer(id string) string {
 	if len(id) > 12 {

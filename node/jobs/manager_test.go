@@ -9,21 +9,22 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/internal/leaktest"
-	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 )
 
-// TestRefusedBeforeAnyDockerCall: a dangerous spec never reaches Docker.
+// TestRefusedBeforeAnyDockerCall: a dangerous spec never reaches the
+// executor: the executor's own rules (here the fake's, refusing privileged;
+// Docker's: containers.TestRefusedBeforeAnyDockerCall) and the portable ones.
 func TestRefusedBeforeAnyDockerCall(t *testing.T) {
 	rt := newFakeRuntime()
 	m := startManager(t, rt, fixedGPUs(fakeGPUs(2)), &memStore{}, fakeFolders{"ro": false, "private": true})
 	before := len(rt.callList())
 	for _, s := range []Spec{
-		{Image: "x", Privileged: true}, {Image: "x", Binds: []string{"/:/h"}}, {Image: "x", CapAdd: []string{"SYS_ADMIN"}},
-		{Image: "x", NetworkMode: "host"}, {Image: "x", GPUs: 3}, {Image: "x", Mounts: []Mount{{Folder: "f", Target: "/d"}}},
+		{Image: "x", ContainerSpec: ContainerSpec{Privileged: true}},
+		{Image: "x", GPUs: 3}, {Image: "x", Mounts: []Mount{{Folder: "f", Target: "/d"}}},
 		{Image: "x", Mounts: []Mount{{Folder: "ro", Target: "/d", ReadWrite: true}}}, {Image: "x", Env: []string{"NVIDIA_VISIBLE_DEVICES=all"}},
-		{Image: "x", PortBinds: []string{"0.0.0.0:80:80"}}, {Image: "x", Devices: []string{"/dev/nvidia0"}},
 		{Image: "x", Mounts: []Mount{{Folder: "private", Target: "/d"}}}, // shared with alice alone
+		{Image: "x", Nodes: 2, GPUsPerNode: 1}, {Image: "x", Partition: "gpu"}, {Cmd: []string{"hostname"}},
 	} {
 		var re *RefusedError
 		if _, err := m.Submit(context.Background(), member("o"), s); !errors.As(err, &re) {
@@ -38,15 +39,17 @@ func TestRefusedBeforeAnyDockerCall(t *testing.T) {
 	}
 }
 
-// TestSubmitLaunch: what reaches Docker is what was asked, labelled, with
-// the grant pinned.
+// TestSubmitLaunch: what reaches the executor is what was asked, labelled,
+// with the grant pinned (what Docker gets of it:
+// containers.TestExecutorLaunch).
 func TestSubmitLaunch(t *testing.T) {
 	rt := newFakeRuntime()
 	st := &memStore{}
 	m := startManager(t, rt, fixedGPUs(fakeGPUs(4)), st, fakeFolders{"data": true, "ro": false})
 	spec := Spec{Image: "img:1", Cmd: []string{"python", "train.py"}, Env: []string{"A=1"}, GPUIDs: []int{1, 3},
-		CPUs: 4, MemoryBytes: 8 << 30, ShmBytes: 1 << 30, Ports: []int{8888}, PortBinds: []string{"127.0.0.1::6006", "127.0.0.1:9000:8888"},
-		Mounts: []Mount{{Folder: "data", Target: "/data/", ReadWrite: true}, {Folder: "ro", Target: "/ro"}}, Restart: "on-failure"}
+		CPUs: 4, MemoryBytes: 8 << 30, Ports: []int{8888},
+		Mounts:        []Mount{{Folder: "data", Target: "/data/", ReadWrite: true}, {Folder: "ro", Target: "/ro"}},
+		ContainerSpec: ContainerSpec{ShmBytes: 1 << 30, PortBinds: []string{"127.0.0.1::6006", "127.0.0.1:9000:8888"}, Restart: "on-failure"}}
 	j, err := m.Submit(context.Background(), member("OWNER"), spec)
 	if err != nil {
 		t.Fatal(err)
@@ -55,47 +58,48 @@ func TestSubmitLaunch(t *testing.T) {
 		t.Errorf("job %+v", j)
 	}
 	l := rt.launches[0]
-	wantLabels := map[string]string{containers.LabelJob: j.ID, containers.LabelOwner: "OWNER", containers.LabelNode: "NODE",
-		containers.LabelGPUs: "GPU-0001,GPU-0003", containers.LabelSpecHash: j.SpecHash, LabelName: j.Name}
+	wantLabels := map[string]string{LabelJob: j.ID, LabelOwner: "OWNER", LabelNode: "NODE",
+		LabelGPUs: "GPU-0001,GPU-0003", LabelSpecHash: j.SpecHash, LabelName: j.Name}
 	for k, v := range wantLabels {
 		if l.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, l.Labels[k], v)
 		}
 	}
-	if !slices.Equal(l.GPUs, []string{"GPU-0001", "GPU-0003"}) || !slices.Contains(l.Env, "NVIDIA_VISIBLE_DEVICES=GPU-0001,GPU-0003") {
+	if !slices.Equal(l.GPUs, []string{"GPU-0001", "GPU-0003"}) || !slices.Equal(l.Env, []string{"A=1"}) {
 		t.Errorf("launch GPUs %v env %v", l.GPUs, l.Env)
 	}
-	if !slices.Equal(l.Ports, []int{8888, 6006}) || l.CPUs != 4 || l.MemoryBytes != 8<<30 || l.ShmBytes != 1<<30 || l.Restart != "on-failure" {
+	if !slices.Equal(l.Ports, []int{8888, 6006}) || l.Resources.CPUs != 4 || l.Resources.MemoryBytes != 8<<30 || l.Container.ShmBytes != 1<<30 || l.Container.Restart != "on-failure" {
 		t.Errorf("launch %+v", l)
 	}
-	wantBinds := []containers.Bind{{HostPath: "/srv/data", Target: "/data"}, {HostPath: "/srv/ro", Target: "/ro", ReadOnly: true}}
-	if !slices.Equal(l.Binds, wantBinds) {
-		t.Errorf("binds %+v, want %+v", l.Binds, wantBinds)
+	wantMounts := []TaskMount{{HostPath: "/srv/data", Target: "/data"}, {HostPath: "/srv/ro", Target: "/ro", ReadOnly: true}}
+	if !slices.Equal(l.Mounts, wantMounts) {
+		t.Errorf("mounts %+v, want %+v", l.Mounts, wantMounts)
 	}
 	if got := st.job(j.ID); got.State != Running || got.Container == "" {
 		t.Errorf("saved %+v", got)
 	}
 	j2, err := m.Submit(context.Background(), member("OWNER"), Spec{Image: "img"})
-	if err != nil || !slices.Contains(rt.launches[1].Env, "NVIDIA_VISIBLE_DEVICES=void") || len(j2.GPUs) != 0 {
-		t.Errorf("a job without GPUs: %+v %v, env %v", j2, err, rt.launches[1].Env)
+	if err != nil || len(rt.launches[1].GPUs) != 0 || len(j2.GPUs) != 0 {
+		t.Errorf("a job without GPUs: %+v %v, GPUs %v", j2, err, rt.launches[1].GPUs)
 	}
 }
 
-// TestNothingHalfCreated: a failed create or start leaves no container, no
-// grant and no record.
+// TestNothingHalfCreated: a failed start leaves no task, no grant and no
+// record (that Docker's create or start leaves no container:
+// containers.TestRunRemovesWhatFailedToStart).
 func TestNothingHalfCreated(t *testing.T) {
 	tests := []struct {
 		name string
 		set  func(*fakeRuntime)
 	}{
-		{"create fails", func(f *fakeRuntime) {
-			f.createFn = func(containers.Launch) (containers.Container, error) {
-				return containers.Container{}, errors.New("image img is not on this machine")
+		{"image missing", func(f *fakeRuntime) {
+			f.startFn = func(Task) (TaskStatus, error) {
+				return TaskStatus{}, errors.New("image img is not on this machine")
 			}
 		}},
 		{"start fails", func(f *fakeRuntime) {
-			f.startFn = func(string) (containers.Container, error) {
-				return containers.Container{}, errors.New("a port is already in use on this machine")
+			f.startFn = func(Task) (TaskStatus, error) {
+				return TaskStatus{}, errors.New("a port is already in use on this machine")
 			}
 		}},
 	}
@@ -239,8 +243,8 @@ func TestReadopt(t *testing.T) {
 	orphan, _ := m1.Submit(ctx, member("bob"), Spec{Image: "img", Name: "orphan", GPUs: 1})
 	rt.mu.Lock()
 	delete(rt.cs, gone.Container) // removed while the agent was down
-	rt.cs["bad"] = &containers.Container{ID: "bad", Labels: map[string]string{containers.LabelJob: "../x y"}, Running: true}
-	rt.cs["half"] = &containers.Container{ID: "half", State: "created", Labels: map[string]string{containers.LabelJob: "half1"}}
+	rt.cs["bad"] = &TaskStatus{Handle: "bad", Labels: map[string]string{LabelJob: "../x y"}, State: TaskRunning}
+	rt.cs["half"] = &TaskStatus{Handle: "half", State: TaskPending, Labels: map[string]string{LabelJob: "half1"}}
 	rt.mu.Unlock()
 	st.mu.Lock()
 	delete(st.jobs, orphan.ID) // its record was lost
@@ -290,8 +294,8 @@ func TestEngineRestartReportsLostJobs(t *testing.T) {
 	k, _ := m.Submit(context.Background(), member("o"), Spec{Image: "img", GPUs: 1})
 	rt.mu.Lock()
 	c := rt.cs[j.Container]
-	c.Running, c.State, c.ExitCode, c.Finished = false, "exited", 137, time.Now() // the engine stopped it
-	delete(rt.cs, k.Container)                                                    // and lost that one
+	c.State, c.ExitCode, c.Finished = TaskExited, 137, time.Now() // the engine stopped it
+	delete(rt.cs, k.Container)                                    // and lost that one
 	rt.mu.Unlock()
 	lists := rt.count("List")
 	rt.errs <- errors.New("unexpected EOF")

@@ -5,8 +5,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-
-	"github.com/labpool/labpool/node/containers"
 )
 
 // Launch policies: who may launch jobs on this machine (its local user
@@ -54,7 +52,7 @@ func DefaultPolicy() Policy {
 		def = min(def, total/2)
 	}
 	return Policy{Launch: LaunchMembers, DefaultMemoryBytes: def, MaxMemoryBytes: total, LogMaxBytes: 64 << 20,
-		JobUser: containers.DefaultJobUser, IdleBelowPercent: 5, JobNetwork: containers.NetOutside}
+		JobUser: DefaultJobUser, IdleBelowPercent: 5, JobNetwork: NetOutside}
 }
 
 var jobUser = regexp.MustCompile(`^[1-9][0-9]{0,9}:[1-9][0-9]{0,9}$`)
@@ -78,7 +76,7 @@ func (p Policy) Check() error {
 		return refuse("policy", "idle reclaim after %ds: 0 (off), or between %ds and 30 days", p.IdleReclaimSeconds, minIdleReclaim)
 	case p.IdleBelowPercent <= 0 || p.IdleBelowPercent > 100:
 		return refuse("policy", "idle below %g%%: above 0 and at most 100", p.IdleBelowPercent)
-	case p.JobNetwork != "" && !slices.Contains(containers.NetworkModes, p.JobNetwork):
+	case p.JobNetwork != "" && !slices.Contains(NetworkModes, p.JobNetwork):
 		return refuse("policy", "job network %q: use isolated, outside or host", p.JobNetwork)
 	}
 	return nil
@@ -121,13 +119,15 @@ func (m *Manager) launchPolicy(c Caller) error {
 
 // resourcePolicy fills in the memory limit and refuses what the policy
 // does not allow c: more memory than its maximum, more GPUs than one
-// device may hold here.
+// device may hold here. Where the executor schedules (a cluster), memory
+// is the cluster's to bound: a job without a limit gets its default.
 func (m *Manager) resourcePolicy(c Caller, spec *Spec) error {
 	p := m.Policy()
-	if spec.MemoryBytes == 0 {
+	schedules := m.schedules() // the cluster's own limits apply, not this host's memory
+	if spec.MemoryBytes == 0 && !schedules {
 		spec.MemoryBytes = p.DefaultMemoryBytes
 	}
-	if p.MaxMemoryBytes > 0 && spec.MemoryBytes > p.MaxMemoryBytes && !m.local(c) {
+	if p.MaxMemoryBytes > 0 && spec.MemoryBytes > p.MaxMemoryBytes && !m.local(c) && !schedules {
 		return forbid("policy max-memory", "%d MiB asked, this machine allows a job at most %d MiB", spec.MemoryBytes>>20, p.MaxMemoryBytes>>20)
 	}
 	if p.MaxGPUsPerMember == 0 || m.local(c) {
@@ -164,10 +164,15 @@ func (m *Manager) gpusHeld(owner string) int {
 // there. Where the engine remaps users or the policy allows root, the spec
 // chooses (root or the image's user by default). Elsewhere a job runs as
 // the owner of its read-write folders when that is not root, else as
-// Policy.JobUser; root is refused.
-func (m *Manager) runAs(spec Spec, binds []containers.Bind) (user string, allowRoot bool, err error) {
+// Policy.JobUser; root is refused. An executor that runs no Docker
+// container runs jobs as its own user: nothing to choose (Validate refused
+// a spec's user there).
+func (m *Manager) runAs(spec Spec, binds []TaskMount, caps Capabilities) (user string, allowRoot bool, err error) {
 	p := m.Policy()
-	if m.rt.RemapsUsers() || p.AllowRoot {
+	if !slices.Contains(caps.Images, "docker") {
+		return "", false, nil
+	}
+	if caps.RemapsUsers || p.AllowRoot {
 		return spec.User, p.AllowRoot, nil
 	}
 	user = p.JobUser

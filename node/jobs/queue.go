@@ -98,7 +98,11 @@ func reserve(j Job, gpus []gpu.Stats, granted map[string]string, blocked map[str
 
 // request is the GPUs j asks for.
 func (j Job) request() Request {
-	return Request{Count: j.Spec.GPUs, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
+	count := j.Spec.GPUs
+	if j.Spec.Nodes > 1 {
+		count = j.Spec.Nodes * j.Spec.GPUsPerNode
+	}
+	return Request{Count: count, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
 }
 
 // queued returns the queued jobs in queue order.
@@ -175,7 +179,7 @@ func (m *Manager) nextQueued() (Job, bool) {
 }
 
 // startClaimed launches a job claimed from the queue. A stop that came
-// while it launched wins: the new container is removed.
+// while it launched wins: the new task is removed.
 func (m *Manager) startClaimed(ctx context.Context, j Job) {
 	fail := func(err error) {
 		m.ledger.Release(j.ID)
@@ -188,12 +192,12 @@ func (m *Manager) startClaimed(ctx context.Context, j Job) {
 		})
 		m.log.Warn("start queued job", "job", j.ID, "err", err)
 	}
-	binds, err := m.binds(j.Spec, j.Owner)
+	mounts, err := m.mounts(j.Spec, j.Owner)
 	if err != nil {
 		fail(err)
 		return
 	}
-	c, err := m.launch(ctx, j, binds)
+	c, err := m.launch(ctx, j, mounts)
 	if err != nil {
 		fail(err)
 		return
@@ -207,10 +211,10 @@ func (m *Manager) startClaimed(ctx context.Context, j Job) {
 		return nil
 	})
 	if err != nil {
-		m.discard(ctx, c.ID)
+		m.discard(ctx, c.Handle)
 		m.ledger.Release(j.ID)
 		return
 	}
-	m.log.Info("queued job started", "job", j.ID, "name", j.Name, "owner", j.Owner, "gpus", j.GPUIndexes, "container", shortContainer(c.ID))
+	m.log.Info("queued job started", "job", j.ID, "name", j.Name, "owner", j.Owner, "gpus", j.GPUIndexes, "task", shortContainer(c.Handle))
 	m.afterStart(ctx, j.ID)
 }

@@ -124,8 +124,8 @@ func TestStopQueued(t *testing.T) {
 	rt.exit(run.Container, 0)
 	waitState(t, m, run.ID, Exited)
 	m.startQueued(ctx)
-	if n := rt.count("Create"); n != 1 {
-		t.Errorf("%d containers created, want only the first job's", n)
+	if n := rt.count("Start"); n != 1 {
+		t.Errorf("%d tasks started, want only the first job's", n)
 	}
 	if j, _ := m.Get(q2.ID); j.State != Exited || !j.Removed {
 		t.Errorf("removed queued job: %s removed=%v", j.State, j.Removed)

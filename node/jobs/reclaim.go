@@ -150,7 +150,7 @@ func (m *Manager) reclaim(ctx context.Context, j Job, why string) {
 		return
 	}
 	m.log.Info("idle reclaim: stopping a job", "job", j.ID, "owner", j.Owner, "why", why)
-	if err := m.rt.Stop(ctx, j.Container, m.cfg.StopTimeout); err != nil && !isGone(err) {
+	if err := m.ex.Stop(ctx, j.Container, m.cfg.StopTimeout); err != nil && !isGone(err) {
 		m.log.Error("idle reclaim: stop a job", "job", j.ID, "err", err)
 		return
 	}

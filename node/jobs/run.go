@@ -7,16 +7,15 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/internal/beat"
-	"github.com/labpool/labpool/node/containers"
 )
 
-// Run loads the job records, re-adopts the containers an earlier agent left
-// running, then follows the engine's events to record exits and start
+// Run loads the job records, re-adopts the tasks an earlier agent left
+// running, then follows the executor's events to record exits and start
 // queued jobs, until ctx is cancelled. A broken event stream (dockerd
 // restarting) is retried with backoff; what changed meanwhile is found by
-// adopting again, and jobs that ended while the engine was away say so.
+// adopting again, and jobs that ended while the backend was away say so.
 func (m *Manager) Run(ctx context.Context) error {
-	if m.rt == nil {
+	if m.ex == nil {
 		<-ctx.Done()
 		return nil
 	}
@@ -33,8 +32,8 @@ func (m *Manager) Run(ctx context.Context) error {
 		if adopted {
 			backoff = 100 * time.Millisecond
 		}
-		m.log.Warn("docker engine unreachable: reconnecting", "err", err, "retry_in", backoff)
-		lost = "ended while the Docker engine was unreachable or restarting (" + err.Error() + ")"
+		m.log.Warn("executor unreachable: reconnecting", "executor", m.caps().Name, "err", err, "retry_in", backoff)
+		lost = "ended while " + m.backendName() + " was unreachable or restarting (" + err.Error() + ")"
 		select {
 		case <-ctx.Done():
 			return nil
@@ -75,7 +74,7 @@ func (m *Manager) load() error {
 func (m *Manager) follow(ctx context.Context, lost string) (adopted bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	evs, errs := m.rt.Events(ctx) // before adopting: nothing is missed between
+	evs, errs := m.ex.Events(ctx) // before adopting: nothing is missed between
 	if err := m.adopt(ctx, lost); err != nil {
 		return false, err
 	}
@@ -113,14 +112,25 @@ func (m *Manager) wake() {
 	}
 }
 
-// onEvent records what happened to a job's container.
-func (m *Manager) onEvent(ctx context.Context, ev containers.Event) {
+// backendName names the executor's backend in messages.
+func (m *Manager) backendName() string {
+	if n := m.caps().Name; n != "" && n != "docker" {
+		return "the " + n + " backend"
+	}
+	return "the Docker engine"
+}
+
+// onEvent records what happened to a job's task.
+func (m *Manager) onEvent(ctx context.Context, ev TaskEvent) {
 	switch ev.Action {
-	case "die", "start", "oom", "destroy", "restart":
+	case "die", "start", "oom", "destroy", "restart", "state":
 	default:
 		return
 	}
-	id := ev.Labels[containers.LabelJob]
+	id := ev.JobID
+	if id == "" {
+		id = m.jobOfHandle(ev.Handle)
+	}
 	if id == "" {
 		return
 	}
@@ -129,33 +139,49 @@ func (m *Manager) onEvent(ctx context.Context, ev containers.Event) {
 	}
 }
 
-// refresh re-reads a job's container; stopped, when set, is why it was
-// stopped on purpose (stoppedByUser, evicted). A job that ended frees its
-// GPUs and wakes the queue.
+// jobOfHandle is the job whose task is handle ("" when none).
+func (m *Manager) jobOfHandle(handle string) string {
+	if handle == "" {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, j := range m.jobs {
+		if j.Container == handle {
+			return id
+		}
+	}
+	return ""
+}
+
+// refresh re-reads a job's task; stopped, when set, is why it was stopped
+// on purpose (stoppedByUser, evicted). A job that ended frees its GPUs and
+// wakes the queue.
 func (m *Manager) refresh(ctx context.Context, id string, stopped string) error {
 	j, err := m.Get(id)
 	if err != nil || j.Container == "" {
 		return err
 	}
-	c, err := m.rt.Inspect(ctx, j.Container)
+	ts, err := m.ex.Inspect(ctx, j.Container)
 	if err != nil && !isGone(err) {
-		return fmt.Errorf("inspect container of %s: %w", j.Name, err)
+		return fmt.Errorf("inspect the task of %s: %w", j.Name, err)
 	}
 	gone := err != nil
+	schedules := m.schedules()
 	j, err = m.update(id, func(j *Job) error {
 		switch {
-		case j.Container != c.ID && !gone:
+		case j.Container != ts.Handle && !gone:
 			return ErrConflict // removed or replaced meanwhile
-		case gone && (j.State == Running || j.State == Starting):
+		case gone && (j.State == Running || j.State == Starting || j.State == Queued):
 			now := time.Now().UTC()
-			j.State, j.Finished, j.Error = Failed, &now, "its container was removed"
+			j.State, j.Finished, j.Error = Failed, &now, "its "+m.taskWord()+" was removed"
 		case gone:
 			j.Container = ""
 		default:
 			if stopped != "" {
 				j.Error = stopped
 			}
-			apply(j, c)
+			apply(j, ts, schedules)
 		}
 		return nil
 	})
@@ -164,6 +190,14 @@ func (m *Manager) refresh(ctx context.Context, id string, stopped string) error 
 	}
 	m.settleGPUs(j)
 	return nil
+}
+
+// taskWord is what a job runs as on this executor, in messages.
+func (m *Manager) taskWord() string {
+	if m.schedules() {
+		return m.caps().Name + " job"
+	}
+	return "container"
 }
 
 // settleGPUs makes the ledger agree with j's state: a running job holds its
@@ -182,13 +216,55 @@ func (m *Manager) settleGPUs(j Job) {
 }
 
 // resync re-reads running jobs and catches changes an event stream may
-// have missed.
+// have missed. Where the executor schedules (a cluster's queue, maybe
+// thousands of jobs), it reads the whole backend once, never once per job.
 func (m *Manager) resync(ctx context.Context) {
+	if m.schedules() {
+		m.resyncListed(ctx)
+		return
+	}
 	for _, j := range m.List() {
 		if j.State == Running {
 			if err := m.refresh(ctx, j.ID, ""); err != nil {
 				m.log.Debug("resync job", "job", j.ID, "err", err)
 			}
+		}
+	}
+}
+
+// resyncListed brings the queued and running jobs in line with one List of
+// the executor's tasks; a job whose task is not listed is read alone (it
+// may be gone).
+func (m *Manager) resyncListed(ctx context.Context) {
+	ts, err := m.ex.List(ctx)
+	if err != nil {
+		m.log.Debug("resync: list tasks", "err", err)
+		return
+	}
+	byHandle := make(map[string]TaskStatus, len(ts))
+	for _, t := range ts {
+		byHandle[t.Handle] = t
+	}
+	for _, j := range m.List() {
+		if j.Container == "" || (j.State != Running && j.State != Queued) {
+			continue
+		}
+		t, ok := byHandle[j.Container]
+		if !ok {
+			if err := m.refresh(ctx, j.ID, ""); err != nil {
+				m.log.Debug("resync job", "job", j.ID, "err", err)
+			}
+			continue
+		}
+		j, err := m.update(j.ID, func(cur *Job) error {
+			if cur.Container != t.Handle {
+				return ErrConflict
+			}
+			apply(cur, t, true)
+			return nil
+		})
+		if err == nil {
+			m.settleGPUs(j)
 		}
 	}
 }

@@ -10,49 +10,54 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 )
 
-// LabelName carries the job's name, so a record rebuilt from a container
-// keeps it.
-const LabelName = "labpool.name"
-
-// Submit validates spec and starts it for caller on free GPUs, or queues it
-// when spec.Queue is set and they are busy. Refusals (*RefusedError: who
-// asks, the machine's policy, the safety rules) and busy GPUs (*BusyError)
-// come before any Docker call; a launch that fails leaves no container and
-// no GPU granted. A job without a memory limit gets the policy's default.
+// Submit validates spec and starts it for caller: on free GPUs of this
+// machine, or queued when spec.Queue is set and they are busy; where the
+// executor schedules itself (a Slurm cluster), it is handed over at once,
+// with no GPU ledger entry and no local queue. Refusals (*RefusedError: who
+// asks, the machine's policy, the executor's and the safety rules) and busy
+// GPUs (*BusyError) come before any backend call; a launch that fails
+// leaves no task and no GPU granted. A job without a memory limit gets the
+// policy's default.
 func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, error) {
 	if err := m.mayLaunch(caller); err != nil {
 		return Job{}, err
 	}
-	if m.rt == nil {
+	if m.ex == nil {
 		return Job{}, ErrNoRuntime
 	}
 	m.ops.RLock()
 	defer m.ops.RUnlock()
+	caps := m.ex.Capabilities()
 	gpus := m.gpus.GPUs()
-	if err := Validate(spec, len(gpus)); err != nil {
+	v, _ := m.ex.(Validator)
+	if err := Validate(spec, caps, v, len(gpus)); err != nil {
 		return Job{}, err
 	}
 	if err := m.resourcePolicy(caller, &spec); err != nil {
 		return Job{}, err
 	}
-	binds, err := m.binds(spec, caller.ID)
+	mounts, err := m.mounts(spec, caller.ID)
 	if err != nil {
 		return Job{}, err
 	}
-	if _, _, err := m.runAs(spec, binds); err != nil {
+	if _, _, err := m.runAs(spec, mounts, caps); err != nil {
 		return Job{}, err
 	}
 	owner := caller.ID
 	j := newJob(m.cfg.Node, owner, spec)
+	j.Executor = caps.Name
 	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd}); err != nil {
 		return Job{}, fmt.Errorf("keep the job's environment and command line: %w", err)
+	}
+	if caps.Schedules {
+		return m.submitScheduled(ctx, j, mounts)
 	}
 	blocked, reserved := m.blocked(gpus)
 	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
@@ -70,19 +75,35 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 		return j, nil
 	}
 	j.GPUs, j.GPUIndexes = uuids, m.ledger.Indexes(uuids, gpus)
-	c, err := m.launch(ctx, j, binds)
+	t, err := m.launch(ctx, j, mounts)
 	if err != nil {
 		m.ledger.Release(j.ID)
 		m.store.SavePrivate(j.ID, Private{})
 		m.wake()
 		return Job{}, err
 	}
-	setRunning(&j, c)
+	setRunning(&j, t)
 	m.mu.Lock()
 	m.served[owner] = *j.Started
 	m.setLocked(j)
 	m.saveLocked(j)
-	m.log.Info("job started", "job", j.ID, "name", j.Name, "owner", owner, "gpus", j.GPUIndexes, "container", shortContainer(c.ID))
+	m.log.Info("job started", "job", j.ID, "name", j.Name, "owner", owner, "gpus", j.GPUIndexes, "task", shortContainer(t.Handle))
+	return m.afterStart(ctx, j.ID)
+}
+
+// submitScheduled hands j to an executor that queues and places it itself:
+// the job is queued (with the backend's reason) or running as the backend
+// says.
+func (m *Manager) submitScheduled(ctx context.Context, j Job, mounts []TaskMount) (Job, error) {
+	t, err := m.launch(ctx, j, mounts)
+	if err != nil {
+		m.store.SavePrivate(j.ID, Private{})
+		return Job{}, err
+	}
+	j.Container = t.Handle
+	apply(&j, t, true)
+	m.insert(j)
+	m.log.Info("job submitted", "job", j.ID, "name", j.Name, "owner", j.Owner, "executor", j.Executor, "task", t.Handle, "state", j.State)
 	return m.afterStart(ctx, j.ID)
 }
 
@@ -112,12 +133,17 @@ func specHash(s Spec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// jobName is the spec's name, or one made from the image.
+// jobName is the spec's name, or one made from the image (or the command
+// of a command job).
 func jobName(s Spec, id string) string {
 	if s.Name != "" {
 		return s.Name
 	}
-	base := path.Base(strings.SplitN(s.Image, "@", 2)[0])
+	from := s.Image
+	if from == "" && len(s.Cmd) > 0 {
+		from = s.Cmd[0]
+	}
+	base := path.Base(strings.SplitN(from, "@", 2)[0])
 	base, _, _ = strings.Cut(base, ":")
 	return base + "-" + id[:4]
 }
@@ -189,9 +215,9 @@ func indexesOf(uuids []string, gpus []gpu.Stats) []int {
 	return out
 }
 
-// binds resolves the spec's shared folders to host directories.
-func (m *Manager) binds(s Spec, owner string) ([]containers.Bind, error) {
-	var out []containers.Bind
+// mounts resolves the spec's shared folders to host directories.
+func (m *Manager) mounts(s Spec, owner string) ([]TaskMount, error) {
+	var out []TaskMount
 	for _, mt := range s.Mounts {
 		if m.folders == nil {
 			return nil, refuse("shared-folders-only", "folder %q: this machine shares no folders", mt.Folder)
@@ -200,92 +226,88 @@ func (m *Manager) binds(s Spec, owner string) ([]containers.Bind, error) {
 		if err != nil {
 			return nil, refuse("shared-folders-only", "folder %q: %v", mt.Folder, err)
 		}
-		out = append(out, containers.Bind{HostPath: dir, Target: path.Clean(mt.Target), ReadOnly: !mt.ReadWrite})
+		out = append(out, TaskMount{HostPath: dir, Target: path.Clean(mt.Target), ReadOnly: !mt.ReadWrite})
 	}
 	return out, nil
 }
 
-// launchFor is the container j runs in.
-func (m *Manager) launchFor(j Job, binds []containers.Bind) (containers.Launch, error) {
-	user, allowRoot, err := m.runAs(j.Spec, binds)
+// task is what the executor is asked to run for j.
+func (m *Manager) task(j Job, mounts []TaskMount) (Task, error) {
+	caps := m.ex.Capabilities()
+	user, allowRoot, err := m.runAs(j.Spec, mounts, caps)
 	if err != nil {
-		return containers.Launch{}, err
+		return Task{}, err
 	}
-	l := containers.Launch{
-		User: user, AllowRoot: allowRoot, LogMaxBytes: m.Policy().LogMaxBytes,
-		Name: "labpool-" + j.Name + "-" + j.ID[:6], Image: j.Spec.Image, Cmd: j.Spec.Cmd, GPUs: j.GPUs,
-		CPUs: j.Spec.CPUs, MemoryBytes: j.Spec.MemoryBytes, ShmBytes: j.Spec.ShmBytes, Binds: binds,
-		Ports: specPorts(j.Spec), Restart: j.Spec.Restart, Network: m.Policy().JobNetwork,
+	p := m.Policy()
+	s := j.Spec
+	return Task{
+		ID: j.ID, Name: j.Name, Owner: j.Owner, Image: s.Image, Cmd: slices.Clone(s.Cmd), Env: slices.Clone(s.Env),
+		GPUs: slices.Clone(j.GPUs), Mounts: mounts, Ports: specPorts(s),
+		Resources: Resources{CPUs: s.CPUs, MemoryBytes: s.MemoryBytes, GPUs: s.GPUs, Nodes: s.Nodes,
+			GPUsPerNode: s.GPUsPerNode, TimeLimit: time.Duration(s.TimeLimitSeconds) * time.Second, Partition: s.Partition},
 		Labels: map[string]string{
-			containers.LabelJob: j.ID, containers.LabelOwner: j.Owner, containers.LabelNode: m.cfg.Node,
-			containers.LabelGPUs: strings.Join(j.GPUs, ","), containers.LabelSpecHash: j.SpecHash, LabelName: j.Name,
+			LabelJob: j.ID, LabelOwner: j.Owner, LabelNode: m.cfg.Node,
+			LabelGPUs: strings.Join(j.GPUs, ","), LabelSpecHash: j.SpecHash, LabelName: j.Name,
 		},
-	}
-	// The NVIDIA runtime (the default runtime on many GPU servers) reads
-	// NVIDIA_VISIBLE_DEVICES, which CUDA images set to "all": pin it to the
-	// grant, "void" when none.
-	visible := "void"
-	if len(j.GPUs) > 0 {
-		visible = strings.Join(j.GPUs, ",")
-	}
-	l.Env = append(slices.Clone(j.Spec.Env), "NVIDIA_VISIBLE_DEVICES="+visible)
-	if m.cfg.SimulatedGPUs {
-		l.GPUs = nil
-	}
-	return l, nil
+		Container: ContainerOptions{User: user, AllowRoot: allowRoot, ShmBytes: s.ShmBytes, Restart: s.Restart,
+			Network: p.JobNetwork, LogMaxBytes: p.LogMaxBytes},
+	}, nil
 }
 
-// specPorts is the spec's container ports and those of its loopback port
-// binds, each once.
+// specPorts is the spec's ports and those of its loopback port binds (the
+// executor's validator checked their form: "127.0.0.1:[HOST]:PORT[/tcp]"),
+// each once.
 func specPorts(s Spec) []int {
 	out := slices.Clone(s.Ports)
 	for _, b := range s.PortBinds {
-		if p, err := ParsePortBind(b); err == nil && !slices.Contains(out, p) {
+		_, port, _ := strings.Cut(strings.TrimSuffix(b, "/tcp"), "::")
+		if i := strings.LastIndexByte(b, ':'); port == "" && i >= 0 {
+			port = strings.TrimSuffix(b[i+1:], "/tcp")
+		}
+		if p, err := strconv.Atoi(port); err == nil && p > 0 && p <= 65535 && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// launch creates and starts j's container; if either fails, no container
-// is left.
-func (m *Manager) launch(ctx context.Context, j Job, binds []containers.Bind) (containers.Container, error) {
-	l, err := m.launchFor(j, binds)
+// launch starts j's task; a start that fails leaves nothing behind (the
+// executor's promise).
+func (m *Manager) launch(ctx context.Context, j Job, mounts []TaskMount) (TaskStatus, error) {
+	t, err := m.task(j, mounts)
 	if err != nil {
-		return containers.Container{}, err
+		return TaskStatus{}, err
 	}
-	c, err := m.rt.Create(ctx, l)
+	ts, err := m.ex.Start(ctx, t)
 	if err != nil {
-		return c, fmt.Errorf("launch %s: %w", j.Name, err)
+		return TaskStatus{}, fmt.Errorf("launch %s: %w", j.Name, err)
 	}
-	started, err := m.rt.Start(ctx, c.ID)
-	if err != nil {
-		m.discard(ctx, c.ID)
-		return started, fmt.Errorf("launch %s: %w", j.Name, err)
-	}
-	return started, nil
+	return ts, nil
 }
 
-// discard removes a container this manager created, even when ctx is over.
-func (m *Manager) discard(ctx context.Context, id string) {
+// discard removes a task this manager started, even when ctx is over.
+func (m *Manager) discard(ctx context.Context, handle string) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := m.rt.Remove(rctx, id); err != nil && !isGone(err) {
-		m.log.Error("remove a container that failed to start", "container", shortContainer(id), "err", err)
+	if err := m.ex.Stop(rctx, handle, 0); err != nil && !isGone(err) {
+		m.log.Warn("stop a task that must not run", "task", shortContainer(handle), "err", err)
+	}
+	if err := m.ex.Remove(rctx, handle); err != nil && !isGone(err) {
+		m.log.Error("remove a task that must not run", "task", shortContainer(handle), "err", err)
 	}
 }
 
-// setRunning records that j runs in c.
-func setRunning(j *Job, c containers.Container) {
+// setRunning records that j runs as task t.
+func setRunning(j *Job, t TaskStatus) {
 	now := time.Now().UTC()
-	j.State, j.Container, j.Ports, j.Started, j.Error = Running, c.ID, c.Ports, &now, ""
+	j.State, j.Container, j.Ports, j.Started, j.Error = Running, t.Handle, t.Ports, &now, ""
 }
 
-// afterStart reads a new job's container once: a quick job may have ended
+// afterStart reads a new job's task once: a quick job may have ended
 // before it was recorded, its die event finding no job.
 func (m *Manager) afterStart(ctx context.Context, id string) (Job, error) {
 	if err := m.refresh(ctx, id, ""); err != nil {
-		m.log.Debug("read a new job's container", "job", id, "err", err)
+		m.log.Debug("read a new job's task", "job", id, "err", err)
 	}
 	return m.Get(id)
 }

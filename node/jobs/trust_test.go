@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/labpool/labpool/node/containers"
 )
 
 // trustServer serves a manager's API; the caller is named by the X-Owner
@@ -149,57 +147,25 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 }
 
 // TestViewersLaunchNothing: a viewer (or a device of no role) cannot
-// launch, load or pull, and the refusal names the rule.
+// launch, and the refusal names the rule (loads and pulls:
+// containers.TestViewersLoadNothing).
 func TestViewersLaunchNothing(t *testing.T) {
 	rt := newFakeRuntime()
-	rt.loadFn = func(io.Reader, containers.Rights, containers.Progress) ([]string, error) { return []string{"x:1"}, nil }
-	rt.pullFn = func(string, bool, containers.Progress) error { return nil }
 	m := newTestManager(t, rt, 0, &memStore{})
 	srv := trustServer(t, m)
 	for _, tt := range []struct {
 		who  Caller
 		rule string
 	}{{viewer("vera"), "viewers cannot launch jobs"}, {Caller{ID: "stranger"}, "members only"}} {
-		for _, r := range [][2]string{{"POST", "/v1/jobs"}, {"POST", "/v1/images/load"}, {"POST", "/v1/images/pull?ref=img:1"}} {
+		for _, r := range [][2]string{{"POST", "/v1/jobs"}} {
 			code, body := call(t, srv, tt.who, r[0], r[1], `{"image":"img"}`)
 			if code != 403 || !strings.Contains(body, `"code":"forbidden"`) || !strings.Contains(body, tt.rule+": ") {
 				t.Errorf("%s %s %s = %d %s, want 403 %q", tt.who.ID, r[0], r[1], code, body, tt.rule)
 			}
 		}
 	}
-	if calls := strings.Join(rt.callList(), ","); strings.Contains(calls, "Create") || strings.Contains(calls, "Image") {
-		t.Errorf("refused callers reached the engine: %s", calls)
-	}
-	if code, body := call(t, srv, viewer("vera"), "GET", "/v1/images", ""); code != 200 {
-		t.Errorf("a viewer lists images: %d %s", code, body)
-	}
-	// Force replaces tags for the machine's own user and owners only.
-	for _, tt := range []struct {
-		who  Caller
-		want int
-	}{{member("bob"), 403}, {admin("ada"), 403}, {Caller{ID: "olga", Role: RoleOwner}, 200}, {Caller{ID: "NODE"}, 200}} {
-		code, body := call(t, srv, tt.who, "POST", "/v1/images/load?force=1", "TAR")
-		if code != tt.want {
-			t.Errorf("%s (%s) forced load = %d %s, want %d", tt.who.ID, tt.who.Role, code, body, tt.want)
-		}
-	}
-	if calls := rt.callList(); !strings.Contains(strings.Join(calls, ","), "LoadImage force=true") {
-		t.Errorf("force did not reach the engine: %v", calls)
-	}
-}
-
-// TestTagTakenSaysSo: the engine's refusal to move a tag reaches the
-// client as the load's error line.
-func TestTagTakenSaysSo(t *testing.T) {
-	rt := newFakeRuntime()
-	rt.loadFn = func(io.Reader, containers.Rights, containers.Progress) ([]string, error) {
-		return nil, &containers.TagTakenError{Tags: []string{"nvidia/cuda:12"}}
-	}
-	m := newTestManager(t, rt, 0, &memStore{})
-	srv := trustServer(t, m)
-	_, body := call(t, srv, member("bob"), "POST", "/v1/images/load", "TAR")
-	if !strings.Contains(body, "image tag nvidia/cuda:12 already names another image on this machine; the machine's owner can replace it with --force") {
-		t.Errorf("load: %s", body)
+	if calls := strings.Join(rt.callList(), ","); strings.Contains(calls, "Start") {
+		t.Errorf("refused callers reached the executor: %s", calls)
 	}
 }
 
@@ -259,10 +225,10 @@ func TestPolicy(t *testing.T) {
 
 	set(func(p *Policy) { p.DefaultMemoryBytes, p.MaxMemoryBytes = 1<<30, 4<<30 })
 	j, err := m.Submit(ctx, member("dan"), Spec{Image: "img"})
-	if err != nil || j.Spec.MemoryBytes != 1<<30 || rt.lastLaunch().MemoryBytes != 1<<30 || rt.lastLaunch().LogMaxBytes != 64<<20 {
+	if err != nil || j.Spec.MemoryBytes != 1<<30 || rt.lastLaunch().Resources.MemoryBytes != 1<<30 || rt.lastLaunch().Container.LogMaxBytes != 64<<20 {
 		t.Errorf("default memory: %v, %d, launch %+v", err, j.Spec.MemoryBytes, rt.lastLaunch())
 	}
-	if _, err := m.Submit(ctx, member("dan"), Spec{Image: "img", MemoryBytes: 4 << 30}); err != nil || rt.lastLaunch().MemoryBytes != 4<<30 {
+	if _, err := m.Submit(ctx, member("dan"), Spec{Image: "img", MemoryBytes: 4 << 30}); err != nil || rt.lastLaunch().Resources.MemoryBytes != 4<<30 {
 		t.Errorf("memory up to the max: %v", err)
 	}
 	_, err = m.Submit(ctx, member("dan"), Spec{Image: "img", MemoryBytes: 5 << 30})
@@ -295,33 +261,33 @@ func TestJobUser(t *testing.T) {
 	rt := newFakeRuntime()
 	m := startManager(t, rt, fixedGPUs(nil), &memStore{}, dirFolders{"data": dir})
 	ctx := context.Background()
-	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img"}); err != nil || rt.lastLaunch().User != "65534:65534" || rt.lastLaunch().AllowRoot {
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img"}); err != nil || rt.lastLaunch().Container.User != "65534:65534" || rt.lastLaunch().Container.AllowRoot {
 		t.Errorf("default user: %v %+v", err, rt.lastLaunch())
 	}
-	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d", ReadWrite: true}}}); err != nil || rt.lastLaunch().User != "1000:1001" {
-		t.Errorf("share owner: %v %q", err, rt.lastLaunch().User)
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d", ReadWrite: true}}}); err != nil || rt.lastLaunch().Container.User != "1000:1001" {
+		t.Errorf("share owner: %v %q", err, rt.lastLaunch().Container.User)
 	}
-	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d"}}}); err != nil || rt.lastLaunch().User != "65534:65534" {
-		t.Errorf("read-only share: %v %q", err, rt.lastLaunch().User)
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d"}}}); err != nil || rt.lastLaunch().Container.User != "65534:65534" {
+		t.Errorf("read-only share: %v %q", err, rt.lastLaunch().Container.User)
 	}
-	_, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "root"})
+	_, err := m.Submit(ctx, member("bob"), Spec{Image: "img", ContainerSpec: ContainerSpec{User: "root"}})
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Rule != "policy allow-root=false" {
 		t.Errorf("root: %v", err)
 	}
-	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "1234"}); !errors.As(err, &re) || re.Rule != "job-user" {
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", ContainerSpec: ContainerSpec{User: "1234"}}); !errors.As(err, &re) || re.Rule != "job-user" {
 		t.Errorf("a chosen uid: %v", err)
 	}
 	p := m.Policy()
 	p.AllowRoot = true
 	m.SetPolicy(p)
-	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "root"}); err != nil || rt.lastLaunch().User != "root" || !rt.lastLaunch().AllowRoot {
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", ContainerSpec: ContainerSpec{User: "root"}}); err != nil || rt.lastLaunch().Container.User != "root" || !rt.lastLaunch().Container.AllowRoot {
 		t.Errorf("root allowed: %v %+v", err, rt.lastLaunch())
 	}
 	p.AllowRoot = false
 	m.SetPolicy(p)
 	rt.remap = true
-	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", User: "root"}); err != nil || rt.lastLaunch().User != "root" || rt.lastLaunch().AllowRoot {
+	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", ContainerSpec: ContainerSpec{User: "root"}}); err != nil || rt.lastLaunch().Container.User != "root" || rt.lastLaunch().Container.AllowRoot {
 		t.Errorf("root where the engine remaps users: %v %+v", err, rt.lastLaunch())
 	}
 }

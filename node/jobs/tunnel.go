@@ -56,26 +56,25 @@ func ServeTunnel(w http.ResponseWriter, r *http.Request, addr string) {
 	<-done
 }
 
-func nowMillis() int64 { return time.Now().UnixMilli() }
-
-// PortAddr is where the agent dials port of job j for a tunnel: the
-// container's address on its own network (read now: it changes when the
-// container restarts), or the loopback port an older agent published it
-// on. ErrNoPort when j does not run or offers no such port.
+// PortAddr is where the agent dials port of job j for a tunnel: where the
+// executor says the task's ports are (a container's address on its own
+// network, read now: it changes when the container restarts; the compute
+// node a cluster job runs on). Only a running job's declared ports are
+// dialed: ErrNoPort when j does not run or offers no such port.
 func (m *Manager) PortAddr(ctx context.Context, j Job, port int) (string, error) {
 	_, offered := j.Ports[port]
-	if j.State != Running || !offered || j.Container == "" || m.rt == nil {
+	if j.State != Running || !offered || j.Container == "" || m.ex == nil {
 		return "", fmt.Errorf("%w: job %s is not running with port %d published", ErrNoPort, j.Name, port)
 	}
-	c, err := m.rt.Inspect(ctx, j.Container)
+	t, err := m.ex.Inspect(ctx, j.Container)
 	if err != nil {
 		return "", fmt.Errorf("find job %s: %w", j.Name, err)
 	}
-	p, ok := c.Ports[port]
-	if !c.Running || c.Addr == "" || !ok {
+	p, ok := t.Ports[port]
+	if t.State != TaskRunning || t.Addr == "" || !ok || p <= 0 || p > 65535 {
 		return "", fmt.Errorf("%w: job %s is not running with port %d published", ErrNoPort, j.Name, port)
 	}
-	return net.JoinHostPort(c.Addr, strconv.Itoa(p)), nil
+	return net.JoinHostPort(t.Addr, strconv.Itoa(p)), nil
 }
 
 // ErrNoPort means a tunnel asks a port that the job does not offer now.

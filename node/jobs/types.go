@@ -1,6 +1,8 @@
-// Package jobs runs containers on this node's GPUs: the GPU ledger, the
-// queue, the job records and their life cycle, and the http.Handler that
-// members call to launch, stop, read logs and open tunnels.
+// Package jobs runs this node's jobs through an Executor (Docker containers
+// on its GPUs, node/containers; batch jobs on a Slurm cluster, node/slurm):
+// who may launch what, the GPU ledger and the queue where the executor does
+// not schedule, the job records and their life cycle, and the http.Handler
+// that members call to launch, stop, read logs and open tunnels.
 package jobs
 
 import (
@@ -21,12 +23,15 @@ const (
 	Failed   State = "failed" // ended with a non-zero code, or could not start
 )
 
-// Spec is what a user asks for. It arrives from the network: Validate
-// refuses every option that could give a member root on the host, naming
-// the rule, before any Docker call.
+// Spec is what a user asks for. It arrives from the network: the manager
+// refuses what this machine's executor cannot run, and every option that
+// could give a member root on the host, naming the rule, before any
+// backend call. Its portable part is read by every executor; the options
+// of a container engine are in ContainerSpec, embedded so that the wire
+// format stays one flat object.
 type Spec struct {
 	Name           string   `json:"name,omitempty"`
-	Image          string   `json:"image"`
+	Image          string   `json:"image"` // "": a command job, where the executor runs commands
 	Cmd            []string `json:"cmd,omitempty"`
 	Env            []string `json:"env,omitempty"`               // K=V
 	GPUs           int      `json:"gpus,omitempty"`              // any N free GPUs
@@ -35,15 +40,9 @@ type Spec struct {
 	MinGPUMemBytes uint64   `json:"min_gpu_mem_bytes,omitempty"` // per granted GPU, total memory
 	CPUs           float64  `json:"cpus,omitempty"`
 	MemoryBytes    int64    `json:"memory_bytes,omitempty"`
-	ShmBytes       int64    `json:"shm_bytes,omitempty"`
 	Mounts         []Mount  `json:"mounts,omitempty"`
-	Ports          []int    `json:"ports,omitempty"`   // container ports that tunnels reach (published nowhere on the node)
-	Restart        string   `json:"restart,omitempty"` // "" | "no" | "on-failure"
-	Queue          bool     `json:"queue,omitempty"`   // wait for busy GPUs instead of failing
-	// User is who the job runs as: "" (the machine decides, see Policy),
-	// "root", or a numeric uid[:gid]. Only where the engine remaps users or
-	// the policy allows root may a job choose.
-	User string `json:"user,omitempty"`
+	Ports          []int    `json:"ports,omitempty"` // ports of the job that tunnels reach (published nowhere on the node)
+	Queue          bool     `json:"queue,omitempty"` // wait for busy GPUs instead of failing
 
 	// Where a backend schedules itself (a Slurm cluster, see Capabilities):
 	// the partition ("" its default), the number of nodes and the GPUs on
@@ -52,6 +51,20 @@ type Spec struct {
 	Nodes            int    `json:"nodes,omitempty"`
 	GPUsPerNode      int    `json:"gpus_per_node,omitempty"`
 	TimeLimitSeconds int64  `json:"time_limit_s,omitempty"`
+
+	ContainerSpec
+}
+
+// ContainerSpec is what of a Spec only a container engine reads: the
+// executor that runs Docker containers checks it (node/containers), and
+// an executor that runs no Docker container refuses it whole.
+type ContainerSpec struct {
+	ShmBytes int64  `json:"shm_bytes,omitempty"`
+	Restart  string `json:"restart,omitempty"` // "" | "no" | "on-failure"
+	// User is who the job runs as: "" (the machine decides, see Policy),
+	// "root", or a numeric uid[:gid]. Only where the engine remaps users or
+	// the policy allows root may a job choose.
+	User string `json:"user,omitempty"`
 
 	// Dangerous options a client may send; every one is refused.
 	Privileged  bool     `json:"privileged,omitempty"`
@@ -65,6 +78,13 @@ type Spec struct {
 	SecurityOpt []string `json:"security_opt,omitempty"`
 	Binds       []string `json:"binds,omitempty"`      // raw host binds: refused, use Mounts
 	PortBinds   []string `json:"port_binds,omitempty"` // raw HOST:PORT binds: refused unless loopback
+}
+
+// IsZero says whether c asks for nothing.
+func (c ContainerSpec) IsZero() bool {
+	return c.ShmBytes == 0 && c.Restart == "" && c.User == "" && !c.Privileged && c.NetworkMode == "" &&
+		c.PidMode == "" && c.IpcMode == "" && c.UTSMode == "" && c.UsernsMode == "" && len(c.CapAdd) == 0 &&
+		len(c.Devices) == 0 && len(c.SecurityOpt) == 0 && len(c.Binds) == 0 && len(c.PortBinds) == 0
 }
 
 // Mount asks for a shared folder of the node inside the container.
@@ -127,12 +147,4 @@ type GPUStats struct {
 	// Processes are the job's processes on the GPU (host PIDs), with their
 	// memory.
 	Processes []gpu.Process `json:"processes"`
-}
-
-// Image is one image on a node.
-type Image struct {
-	ID      string    `json:"id"`
-	Tags    []string  `json:"tags"`
-	Size    int64     `json:"size"`
-	Created time.Time `json:"created"`
 }

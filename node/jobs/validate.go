@@ -5,7 +5,6 @@ import (
 	"path"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -32,9 +31,6 @@ func refuse(rule, format string, a ...any) error {
 // imageRef is a loose check of a Docker image reference.
 var imageRef = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$`)
 
-// numericUser is a user a spec may name besides root.
-var numericUser = regexp.MustCompile(`^[0-9]{1,10}(:[0-9]{1,10})?$`)
-
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Limits on a request's sizes.
@@ -46,48 +42,44 @@ const (
 	maxArgLen  = 16 << 10
 )
 
-// Validate refuses every option that could give a member root on this
-// host, and malformed requests, before any Docker call. gpusOnNode is how
-// many GPUs this machine has.
-func Validate(s Spec, gpusOnNode int) error {
-	if err := validateDangerous(s); err != nil {
-		return err
+// Validate refuses what an executor with caps cannot run, every option
+// that could give a member root on this host, and malformed requests,
+// before any backend call: first the container options where the executor
+// runs no Docker container, then the executor's own rules (v, nil for
+// none), then the portable ones. gpusOnNode is how many GPUs this machine
+// has (read only where the executor does not schedule).
+func Validate(s Spec, caps Capabilities, v Validator, gpusOnNode int) error {
+	if !s.ContainerSpec.IsZero() && !slices.Contains(caps.Images, "docker") {
+		return refuse("container-options", "%s runs no Docker container: its jobs take no container options (user, shm, restart, privileged, host namespaces, capabilities, devices, binds, port binds)", executorName(caps))
 	}
-	if err := validateShape(s); err != nil {
-		return err
-	}
-	return validateResources(s, gpusOnNode)
-}
-
-func validateDangerous(s Spec) error {
-	switch {
-	case s.Privileged:
-		return refuse("no-privileged", "privileged containers can take over the host")
-	case s.NetworkMode != "" && s.NetworkMode != "bridge" && s.NetworkMode != "none":
-		return refuse("no-host-namespaces", "network mode %q: only the default bridge (or none) is allowed", s.NetworkMode)
-	case s.PidMode != "":
-		return refuse("no-host-namespaces", "pid mode %q shares another namespace", s.PidMode)
-	case s.IpcMode != "":
-		return refuse("no-host-namespaces", "ipc mode %q shares another namespace", s.IpcMode)
-	case s.UTSMode != "":
-		return refuse("no-host-namespaces", "uts mode %q shares another namespace", s.UTSMode)
-	case s.UsernsMode != "":
-		return refuse("no-host-namespaces", "userns mode %q is not allowed", s.UsernsMode)
-	case len(s.CapAdd) > 0:
-		return refuse("no-extra-capabilities", "capabilities %v: containers get a fixed small set", s.CapAdd)
-	case len(s.Devices) > 0:
-		return refuse("no-devices", "devices %v: GPUs are given by the GPU ledger, nothing else", s.Devices)
-	case len(s.SecurityOpt) > 0:
-		return refuse("no-security-opt", "security options %v: seccomp and AppArmor stay confined, no-new-privileges stays on", s.SecurityOpt)
-	case len(s.Binds) > 0:
-		return refuse("shared-folders-only", "host paths %v: mount shared folders with --mount FOLDER:/path", s.Binds)
-	}
-	for _, b := range s.PortBinds {
-		if _, err := ParsePortBind(b); err != nil {
+	if v != nil {
+		if err := v.ValidateTask(s); err != nil {
 			return err
 		}
 	}
-	for _, e := range s.Env {
+	if err := validateGPUEnv(s.Env); err != nil {
+		return err
+	}
+	if err := validateShape(s, caps); err != nil {
+		return err
+	}
+	if err := validateCluster(s, caps); err != nil {
+		return err
+	}
+	return validateResources(s, caps, gpusOnNode)
+}
+
+func executorName(caps Capabilities) string {
+	if caps.Name == "" {
+		return "this machine"
+	}
+	return "this machine's executor (" + caps.Name + ")"
+}
+
+// validateGPUEnv refuses variables that pick GPUs: GPUs are given by the
+// GPU ledger, or by the cluster's scheduler.
+func validateGPUEnv(env []string) error {
+	for _, e := range env {
 		if k, _, _ := strings.Cut(e, "="); strings.HasPrefix(strings.ToUpper(k), "NVIDIA_") {
 			return refuse("no-gpu-env", "%s: the NVIDIA runtime reads it to pick GPUs; GPUs are given by the GPU ledger", k)
 		}
@@ -95,43 +87,37 @@ func validateDangerous(s Spec) error {
 	return nil
 }
 
-// ParsePortBind reads a raw port binding, "127.0.0.1:HOST:CONTAINER" or
-// "127.0.0.1::CONTAINER" (an optional "/tcp" suffix), and returns the
-// container port. Anything not on the loopback is refused. The node picks
-// the loopback port itself; a tunnel reaches it.
-func ParsePortBind(b string) (int, error) {
-	parts := strings.Split(strings.TrimSuffix(b, "/tcp"), ":")
-	if len(parts) != 3 || parts[0] != "127.0.0.1" {
-		return 0, refuse("loopback-ports-only", "port binding %q: ports are published on the machine's loopback only (127.0.0.1::PORT)", b)
-	}
-	if parts[1] != "" {
-		if _, err := strconv.ParseUint(parts[1], 10, 16); err != nil {
-			return 0, refuse("port", "port binding %q: %q is not a port", b, parts[1])
-		}
-	}
-	p, err := strconv.Atoi(parts[2])
-	if err != nil || p <= 0 || p > 65535 {
-		return 0, refuse("port", "port binding %q: %q is not a TCP port", b, parts[2])
-	}
-	return p, nil
-}
-
-// validateImage refuses what is not an image reference (name[:tag][@digest]).
-func validateImage(ref string) error {
+// ValidateImage refuses what is not an image reference (name[:tag][@digest]).
+func ValidateImage(ref string) error {
 	if ref == "" || len(ref) > 255 || !imageRef.MatchString(ref) {
 		return refuse("image-ref", "%q is not an image reference", ref)
 	}
 	return nil
 }
 
-func validateShape(s Spec) error {
-	if err := validateImage(s.Image); err != nil {
+// validateImageFor refuses an image where caps runs none, and a command
+// job (no image) where caps runs images only.
+func validateImageFor(s Spec, caps Capabilities) error {
+	switch {
+	case s.Image == "" && caps.Commands:
+		if len(s.Cmd) == 0 {
+			return refuse("cmd", "a job without an image runs a command: give one")
+		}
+		return nil
+	case s.Image != "" && len(caps.Images) == 0 && caps.Commands:
+		return refuse("command-jobs-only", "this cluster runs command jobs only: it has neither pyxis nor Apptainer")
+	}
+	return ValidateImage(s.Image)
+}
+
+func validateShape(s Spec, caps Capabilities) error {
+	if err := validateImageFor(s, caps); err != nil {
 		return err
 	}
 	if len(s.Name) > 64 || (s.Name != "" && !envKeyOrName(s.Name)) {
 		return refuse("name", "%q: a name is up to 64 letters, digits, '.', '_' or '-'", s.Name)
 	}
-	if len(s.Cmd) > maxCmdArgs || len(s.Env) > maxEnv || len(s.Mounts) > maxMounts || len(s.Ports) > maxPorts || len(s.PortBinds) > maxPorts {
+	if len(s.Cmd) > maxCmdArgs || len(s.Env) > maxEnv || len(s.Mounts) > maxMounts || len(s.Ports) > maxPorts {
 		return refuse("size", "too many arguments, variables, mounts or ports")
 	}
 	for _, a := range append(slices.Clone(s.Cmd), s.Env...) {
@@ -157,12 +143,6 @@ func validateShape(s Spec) error {
 			return refuse("port", "port %d is listed twice", p)
 		}
 		seen[p] = true
-	}
-	if s.User != "" && s.User != "root" && !numericUser.MatchString(s.User) {
-		return refuse("user", "user %q: ask for root, or a numeric uid or uid:gid", s.User)
-	}
-	if s.Restart != "" && s.Restart != "no" && s.Restart != "on-failure" {
-		return refuse("restart", "restart %q: use no or on-failure", s.Restart)
 	}
 	return nil
 }
@@ -200,18 +180,53 @@ func underAny(p string, roots ...string) bool {
 	return false
 }
 
-// maxBytes bounds memory, shm and GPU memory sizes (1 PiB): anything above
+// MaxBytes bounds memory, shm and GPU memory sizes (1 PiB): anything above
 // is a typo.
-const maxBytes = 1 << 50
+const MaxBytes = 1 << 50
 
-func validateResources(s Spec, gpusOnNode int) error {
+const maxBytes = MaxBytes
+
+// partitionName is what a Slurm partition's name may look like.
+var partitionName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// maxTimeLimit bounds a cluster job's time limit (a year): anything above
+// is a typo.
+const maxTimeLimit = 366 * 24 * 3600
+
+// validateCluster refuses the options of a cluster where caps does not
+// schedule (partition, time limit) or spans no nodes (nodes, GPUs per
+// node), and values that make no sense.
+func validateCluster(s Spec, caps Capabilities) error {
+	switch {
+	case (s.Partition != "" || s.TimeLimitSeconds != 0) && !caps.Schedules:
+		return refuse("cluster-options", "partition and time limit are a cluster's options: %s schedules no jobs", executorName(caps))
+	case (s.Nodes > 1 || s.GPUsPerNode != 0) && !caps.MultiNode:
+		return refuse("multi-node", "nodes and GPUs per node ask for a job across machines: %s runs a job on one machine", executorName(caps))
+	case s.Nodes < 0 || s.Nodes > 4096:
+		return refuse("nodes", "%d nodes is out of range (1 to 4096)", s.Nodes)
+	case s.GPUsPerNode < 0 || s.GPUsPerNode > 64:
+		return refuse("gpus", "%d GPUs per node is out of range (0 to 64)", s.GPUsPerNode)
+	case s.GPUsPerNode > 0 && s.Nodes <= 1:
+		return refuse("gpus", "GPUs per node go with nodes (2 or more): on one node, ask for GPUs")
+	case s.Nodes > 1 && s.GPUs > 0:
+		return refuse("gpus", "ask for GPUs, or for nodes and GPUs per node, not both")
+	case s.TimeLimitSeconds < 0 || s.TimeLimitSeconds > maxTimeLimit:
+		return refuse("time-limit", "a time limit of %ds is out of range (up to a year)", s.TimeLimitSeconds)
+	case s.Partition != "" && !partitionName.MatchString(s.Partition):
+		return refuse("partition", "%q is not a partition name", s.Partition)
+	}
+	return nil
+}
+
+func validateResources(s Spec, caps Capabilities, gpusOnNode int) error {
+	if caps.Schedules {
+		return validateScheduled(s)
+	}
 	switch {
 	case !(s.CPUs >= 0 && s.CPUs <= 4096): // NaN fails too
 		return refuse("cpus", "%v CPUs is out of range (0 to 4096)", s.CPUs)
 	case s.MemoryBytes < 0 || (s.MemoryBytes > 0 && s.MemoryBytes < 6<<20) || s.MemoryBytes > maxBytes:
 		return refuse("memory", "a memory limit must be between 6 MiB and 1 PiB")
-	case s.ShmBytes < 0 || s.ShmBytes > maxBytes:
-		return refuse("shm", "the shm size must be between 0 and 1 PiB")
 	case s.MinGPUMemBytes > maxBytes:
 		return refuse("gpus", "%d bytes of GPU memory is more than any GPU has", s.MinGPUMemBytes)
 	case s.GPUs < 0:
@@ -233,6 +248,23 @@ func validateResources(s Spec, gpusOnNode int) error {
 			return refuse("gpus", "GPU %d is listed twice", i)
 		}
 		seen[i] = true
+	}
+	return nil
+}
+
+// validateScheduled checks the resources asked of a backend that places
+// jobs itself: a count of GPUs, never indexes nor MIG instances of this
+// machine.
+func validateScheduled(s Spec) error {
+	switch {
+	case !(s.CPUs >= 0 && s.CPUs <= 4096):
+		return refuse("cpus", "%v CPUs is out of range (0 to 4096)", s.CPUs)
+	case s.MemoryBytes < 0 || (s.MemoryBytes > 0 && s.MemoryBytes < 6<<20) || s.MemoryBytes > maxBytes:
+		return refuse("memory", "a memory limit must be between 6 MiB and 1 PiB")
+	case s.GPUs < 0 || s.GPUs > 64:
+		return refuse("gpus", "%d GPUs is out of range (0 to 64 on one node)", s.GPUs)
+	case len(s.GPUIDs) > 0 || len(s.MIGIDs) > 0 || s.MinGPUMemBytes > 0:
+		return refuse("gpus", "the cluster's scheduler places GPUs itself: ask for a count (GPU indexes, MIG instances and GPU memory name a machine's own GPUs)")
 	}
 	return nil
 }

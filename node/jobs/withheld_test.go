@@ -2,12 +2,9 @@ package jobs
 
 import (
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/labpool/labpool/node/containers"
 )
 
 // TestCommandLineWithheld: a job's command line (tokens often live there)
@@ -50,28 +47,5 @@ func TestCommandLineWithheld(t *testing.T) {
 	m2 := newTestManager(t, rt, 0, st)
 	if got, err := m2.Get(j.ID); err != nil || !slices.Equal(got.Spec.Cmd, cmd) {
 		t.Errorf("after a restart: %v, %v; want the command line back", got.Spec.Cmd, err)
-	}
-}
-
-// TestRegistryNamesOwnersOnly: a load may give a new name under a registry
-// host only for the machine's own user and the pool's owners.
-func TestRegistryNamesOwnersOnly(t *testing.T) {
-	rt := newFakeRuntime()
-	var got []containers.Rights
-	rt.loadFn = func(_ io.Reader, r containers.Rights, _ containers.Progress) ([]string, error) {
-		got = append(got, r)
-		return []string{"x:1"}, nil
-	}
-	m := newTestManager(t, rt, 0, &memStore{})
-	srv := trustServer(t, m)
-	whos := []Caller{member("bob"), admin("ada"), {ID: "olga", Role: RoleOwner}, {ID: "NODE"}}
-	for _, who := range whos {
-		if code, body := call(t, srv, who, "POST", "/v1/images/load", "TAR"); code != 200 {
-			t.Fatalf("%s load: %d %s", who.ID, code, body)
-		}
-	}
-	want := []containers.Rights{{}, {}, {Registry: true}, {Registry: true}}
-	if !slices.Equal(got, want) {
-		t.Errorf("rights %+v, want %+v", got, want)
 	}
 }

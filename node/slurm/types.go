@@ -1,7 +1,48 @@
 // Package slurm runs labpool's jobs on a Slurm cluster through Slurm's own
-// commands (sbatch, squeue, sinfo, scontrol, scancel, sacct), as an
-// executor of node/jobs, and reads the cluster for its card: partitions,
-// nodes, GPUs and the queue.
+// commands (sbatch, squeue, sinfo, scontrol, scancel), as an executor of
+// node/jobs, and reads the cluster for its card: partitions, nodes, GPUs
+// and the queue.
+//
+// Who runs what. Every job runs as the agent's Unix user (a lab's shared
+// account): Slurm knows no labpool member. The member who launched a job
+// is recorded in the job's Slurm comment ("labpool:job=ID,owner=DEVICE"),
+// so squeue alone says which jobs are labpool's and whose. A job of
+// another Unix user is never labpool's, whatever its comment says.
+//
+// What a job gets. sbatch runs with --export=NONE: the job sees the
+// user's login environment, labpool's LABPOOL_JOB and LABPOOL_OWNER, and
+// the task's Env, which may not set SLURM_*, LABPOOL_* or the GPU
+// variables Slurm grants. Every value is single-quoted in the batch
+// script and every sbatch option is an argv entry, so no name, command or
+// value reaches a shell as code. An image runs through pyxis (srun
+// --container-image, folders as --container-mounts) or Apptainer (exec
+// --nv, folders as --bind); a cluster with neither refuses image jobs
+// (ErrNoContainerRuntime). A command job runs on the node with the agent
+// user's file access, so its folders are not mounted but named:
+// LABPOOL_FOLDER_<NAME>=<host path>, NAME from the target's last element;
+// read-only is not enforced for a command job.
+//
+// Where things are. Config.StateDir holds the batch scripts, the jobs'
+// output files (sbatch --output) and a record per job. Compute nodes
+// write the output there, so on a real cluster it lies on a filesystem
+// they share with the submit host.
+//
+// What Slurm forgets. Without accounting (accounting_storage/none, no
+// sacct) Slurm drops an ended job MinJobAge (300 s) after its end. The
+// executor keeps each job's last status in its record and, for a job
+// that left squeue unseen, asks scontrol while it still knows it. A job
+// that ended while no agent watched, and that both have forgotten, reads
+// as failed with its exit unknown (ExitCode -1). Stats report only what
+// the job asked (its memory limit): sstat needs accounting.
+//
+// Cost. One squeue per tick serves Inspect, List, Events, Logs and Stop:
+// the jobs of the agent's Unix user (--user: slurmctld filters, so a
+// queue full of other users' jobs costs little); ReadCluster reads every
+// job, and that read serves the tick's other readers too. squeue is read
+// as text with per-call random markers around the free fields (see
+// squeueTextArgs): 14 to 18 times cheaper than squeue --json, and safe
+// against names that hold newlines. While no labpool job is pending or
+// running, Events reads every IdleTick instead of every Tick.
 package slurm
 
 import "time"

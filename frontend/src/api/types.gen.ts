@@ -191,7 +191,7 @@ export interface HostStats {
   net_tx_bps: number
 }
 
-/** jobs.Image */
+/** containers.Image */
 export interface Image {
   id: string
   tags: string[] | null
@@ -612,16 +612,16 @@ export interface Spec {
   min_gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
-  shm_bytes?: number
   mounts?: Mount[] | null
   ports?: number[] | null
-  restart?: string
   queue?: boolean
-  user?: string
   partition?: string
   nodes?: number
   gpus_per_node?: number
   time_limit_s?: number
+  shm_bytes?: number
+  restart?: string
+  user?: string
   privileged?: boolean
   network_mode?: string
   pid_mode?: string

@@ -1,32 +1,23 @@
-package jobs
+package containers
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"testing"
 
-	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/containers/dockertest"
+	"github.com/labpool/labpool/node/jobs"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dockertest.Stop()
-	os.Exit(code)
-}
-
-// BenchmarkReadopt measures the re-adoption a restarted agent does: list
+// BenchmarkAdopt measures the re-adoption a restarted agent does: list
 // and inspect 100 running labpool containers, rebuild the job table and the
 // GPU ledger (target: under 1 s).
-func BenchmarkReadopt(b *testing.B) {
+func BenchmarkAdopt(b *testing.B) {
 	host := dockertest.Engine(b)
 	ctx := context.Background()
-	cfg := containers.DefaultConfig()
+	cfg := DefaultConfig()
 	cfg.Host, cfg.Node = host, "BENCH-NODE"
-	rt, err := containers.Open(ctx, cfg)
+	rt, err := Open(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,18 +29,17 @@ func BenchmarkReadopt(b *testing.B) {
 		}
 	}()
 	for i := range 100 {
-		c, err := rt.Run(ctx, containers.Launch{Image: dockertest.Image, Cmd: []string{"sleep", "600"},
-			Labels: map[string]string{containers.LabelJob: fmt.Sprintf("bench%03d", i), containers.LabelOwner: "o",
-				containers.LabelNode: cfg.Node}})
+		c, err := rt.Run(ctx, Launch{Image: dockertest.Image, Cmd: []string{"sleep", "600"},
+			Labels: map[string]string{LabelJob: fmt.Sprintf("bench%03d", i), LabelOwner: "o", LabelNode: cfg.Node}})
 		if err != nil {
 			b.Fatal(err)
 		}
 		ids = append(ids, c.ID)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ex := NewExecutor(rt, ExecutorConfig{})
 	b.ResetTimer()
 	for b.Loop() {
-		m := NewManager(Config{Node: cfg.Node}, rt, fixedGPUs(nil), nil, &memStore{}, log)
+		m := jobs.NewManager(jobs.Config{Node: cfg.Node}, ex, noGPUs{}, nil, &jobStore{}, discardLog())
 		if err := m.Adopt(ctx); err != nil {
 			b.Fatal(err)
 		}
