@@ -39,8 +39,10 @@ type DaemonOptions struct {
 	// Slurm is `agent --slurm`: true stands for the Slurm cluster whose
 	// clients (sbatch, squeue, sinfo on PATH, SLURM_CONF) work here; false
 	// never does; nil (no flag) does when sinfo answers and no Docker
-	// engine is reachable.
-	Slurm *bool
+	// engine is reachable. SlurmDir holds the batch scripts and the jobs'
+	// output ("": DATA/slurm).
+	Slurm    *bool
+	SlurmDir string
 }
 
 // Hooks run the long-lived verbs; main wires them to app/daemon so that this
@@ -211,6 +213,7 @@ func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 	metricsFlags(c, &o)
 	c.Flags().BoolVar(&slurm, "slurm", false, "stand for the Slurm cluster this machine submits to: jobs run through sbatch (SLURM_CONF and the Slurm commands on PATH); "+
 		"without the flag, when sinfo answers and no Docker engine is reachable; --slurm=false never")
+	c.Flags().StringVar(&o.SlurmDir, "slurm-dir", "", "where a cluster's batch scripts and job output go: a directory the compute nodes share, such as one in a home or project directory (default DATA/slurm)")
 	return c
 }
 

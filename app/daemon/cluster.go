@@ -3,16 +3,15 @@ package daemon
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
+	"path/filepath"
 	"reflect"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/internal/beat"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/schema"
 )
@@ -33,38 +32,51 @@ const (
 // controller makes the clients wait their MessageTimeout (10 s).
 const probeSlurm = 3 * time.Second
 
-// detectSlurm says why this machine cannot submit to a Slurm cluster, nil
-// when it can: sinfo is on PATH and its controller answers. The clients
-// read the cluster's configuration as always (SLURM_CONF, or Slurm's
-// default path); nothing here chooses it.
-func detectSlurm(ctx context.Context) error {
-	path, err := exec.LookPath("sinfo")
-	if err != nil {
-		return errors.New("no sinfo on PATH")
+// openSlurm makes the executor of the Slurm cluster this agent stands
+// for: Slurm's commands on PATH, configured as for any client (SLURM_CONF
+// or Slurm's default). A controller down now is no error: the card says
+// so until it answers. nil when the executor cannot start (d.rtErr says
+// why).
+func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
+	cfg := slurm.DefaultConfig()
+	cfg.StateDir = d.cfg.SlurmDir
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(d.cfg.DataDir, "slurm")
 	}
-	ctx, cancel := context.WithTimeout(ctx, probeSlurm)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, "--noheader", "--format=%P").CombinedOutput()
+	cfg.Logger = d.log
+	ex, err := slurm.New(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("sinfo: %v: %s", err, strings.TrimSpace(string(out)))
+		d.rtErr = fmt.Errorf("stand for the Slurm cluster: %w", err)
+		d.log.Error("this machine stands for no Slurm cluster and runs no jobs", "err", err)
+		return nil
 	}
-	return nil
+	d.rt, d.rtErr = nil, nil
+	d.cluster = newClusterCard(ex, cfg.Tick)
+	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir)
+	return ex
 }
 
-// clusterReader reads the cluster this agent stands for, for its card.
+// clusterReader reads the cluster this agent stands for, for its card
+// (*slurm.Executor).
 type clusterReader interface {
 	ReadCluster(ctx context.Context) (slurm.Cluster, error)
 }
 
-// clusterCard is the latest card of the cluster this agent stands for;
-// the node record's writer publishes it when it changes.
+// clusterCard is the latest card of the cluster this agent stands for,
+// read once per tick; the node record's writer publishes it when it
+// changes.
 type clusterCard struct {
+	read clusterReader
+	tick time.Duration
+
 	mu      sync.Mutex // guards card
 	card    *slurm.Cluster
 	changed chan struct{} // 1-buffered: the card changed since the writer last read it
 }
 
-func newClusterCard() *clusterCard { return &clusterCard{changed: make(chan struct{}, 1)} }
+func newClusterCard(r clusterReader, tick time.Duration) *clusterCard {
+	return &clusterCard{read: r, tick: tick, changed: make(chan struct{}, 1)}
+}
 
 // get returns the latest card (nil before the first read, and on a
 // machine that stands for no cluster).
@@ -97,23 +109,18 @@ func sameCard(a, b slurm.Cluster) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// runClusterCard reads the cluster once per tick until ctx ends. A failed
-// read keeps the last good figures and says why in the card's Error.
-func (d *Daemon) runClusterCard(ctx context.Context, r clusterReader) error {
-	t := beat.NewTicker(d.cfg.SampleInterval)
+// run reads the cluster once per tick until ctx ends. The executor shares
+// its one squeue of the tick with the jobs' reads; a failed read keeps
+// the last good figures and says why in the card's Error.
+func (c *clusterCard) run(ctx context.Context) error {
+	t := beat.NewTicker(c.tick)
 	defer t.Stop()
 	for {
-		c, err := r.ReadCluster(ctx)
-		if err != nil && ctx.Err() == nil {
-			if last := d.cluster.get(); last != nil {
-				c = *last
-			}
-			c.Error = err.Error()
-		}
+		card, _ := c.read.ReadCluster(ctx) // the error is in card.Error
 		if ctx.Err() != nil {
 			return nil
 		}
-		d.cluster.set(c)
+		c.set(card)
 		select {
 		case <-ctx.Done():
 			return nil

@@ -78,7 +78,7 @@ func TestMarshalNodeRecordFitsTheCap(t *testing.T) {
 // TestClusterCardChanges: a reading that differs only in its time does
 // not wake the node record's writer; any other change does.
 func TestClusterCardChanges(t *testing.T) {
-	c := newClusterCard()
+	c := newClusterCard(nil, time.Second)
 	t0 := time.Unix(1_800_000_000, 0)
 	card := bigCluster(2, 10)
 	card.Read = t0

@@ -28,7 +28,7 @@ func (d *Daemon) runNodeRecord(ctx context.Context) error {
 		cardChanged = d.cluster.changed
 	}
 	for {
-		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses(), Containers: d.rt != nil,
+		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses(), Containers: d.rt != nil || d.cluster != nil,
 			Cluster: d.cluster.get()}
 		if d.rtErr != nil {
 			rec.ContainersError = d.rtErr.Error()
