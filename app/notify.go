@@ -104,22 +104,24 @@ func gvariantString(s string) string {
 
 // AlertNotifier turns the alerts of the pool into notifications: one per
 // incident that starts after it first saw the list (not those already there
-// when the window opened), unless muted. An incident is one alert of this
-// version's evaluators; alerts that tell one story arrive apart from older
-// agents or from several observers (three rules on one GPU, five GPUs of
-// one idle job, one machine seen offline by each GPU machine), and are
-// folded here too: one notification while any of them is active.
+// when the window opened), unless muted, and one per change of an
+// incident's severity (a rise to critical, a fall back to warning). An
+// incident is one alert of this version's evaluators; alerts that tell one
+// story arrive apart from older agents or from several observers (three
+// rules on one GPU, five GPUs of one idle job, one machine seen offline by
+// each GPU machine), and are folded here too: one notification while any
+// of them is active.
 type AlertNotifier struct {
 	n      Notifier
 	log    *slog.Logger
-	seen   map[string]bool // alert IDs already notified or present at start
-	open   map[string]bool // incidents notified (or present at start) and still active
+	seen   map[string]string // alert IDs already notified or present at start -> their severity as last seen
+	open   map[string]bool   // incidents notified (or present at start) and still active
 	primed bool
 }
 
 // NewAlertNotifier returns a notifier sending through n.
 func NewAlertNotifier(n Notifier, log *slog.Logger) *AlertNotifier {
-	return &AlertNotifier{n: n, log: log, seen: map[string]bool{}, open: map[string]bool{}}
+	return &AlertNotifier{n: n, log: log, seen: map[string]string{}, open: map[string]bool{}}
 }
 
 // Update takes the current list of alerts; names maps device IDs to
@@ -137,10 +139,14 @@ func (a *AlertNotifier) Update(ctx context.Context, as []Alert, names map[string
 		}
 	}
 	for _, al := range as {
-		if a.seen[al.ID] {
+		if sev, ok := a.seen[al.ID]; ok {
+			a.seen[al.ID] = al.Severity
+			if sev != al.Severity && al.Active() && !al.Muted && a.primed && a.open[incidentOf(al)] {
+				a.notify(ctx, al, changed(notification(al, names), sev, al.Severity))
+			}
 			continue
 		}
-		a.seen[al.ID] = true
+		a.seen[al.ID] = al.Severity
 		key := incidentOf(al)
 		if !al.Active() || al.Muted || a.open[key] {
 			continue
@@ -149,11 +155,25 @@ func (a *AlertNotifier) Update(ctx context.Context, as []Alert, names map[string
 		if !a.primed {
 			continue
 		}
-		if err := a.n.Notify(ctx, notification(al, names)); err != nil {
-			a.log.Debug("desktop notification", "alert", al.ID, "err", err)
-		}
+		a.notify(ctx, al, notification(al, names))
 	}
 	a.primed = true
+}
+
+func (a *AlertNotifier) notify(ctx context.Context, al Alert, n Notification) {
+	if err := a.n.Notify(ctx, n); err != nil {
+		a.log.Debug("desktop notification", "alert", al.ID, "err", err)
+	}
+}
+
+// changed is n told as an incident's change of severity, from was to now.
+func changed(n Notification, was, now string) Notification {
+	verb := "lowered"
+	if now == alerts.Critical {
+		verb = "raised"
+	}
+	n.Summary += fmt.Sprintf(": %s to %s from %s", verb, now, was)
+	return n
 }
 
 // incidentOf is the incident an alert tells of: an idle job, a GPU, or a

@@ -160,3 +160,31 @@ func TestAlertNotifierOncePerIncident(t *testing.T) {
 		t.Errorf("notifications: %+v; want a fourth for the GPU's new incident", n)
 	}
 }
+
+// An incident whose severity changes is notified once for the change: it
+// falls to warning when its worst condition ends, rises again, and each
+// is told once, never repeated while nothing changes.
+func TestAlertNotifierOncePerChangeOfSeverity(t *testing.T) {
+	fn := &fakeNotifier{}
+	an := NewAlertNotifier(fn, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	names := map[string]string{selfID: "zeta"}
+	an.Update(ctx, nil, names)
+	zero := 0
+	a := Alert{ID: "gpu-temp.gpu0.1", Node: selfID, Rule: "gpu-temp", Severity: "critical", GPU: &zero, Message: "GPU 0 at 91 °C", FiredAt: t0}
+	an.Update(ctx, []Alert{a}, names)
+	an.Update(ctx, []Alert{a}, names)
+	low := a
+	low.Rule, low.Severity, low.Was, low.Message = "gpu-throttle", "warning", "critical", "GPU 0 throttled; ended: GPU 0 at 91 °C"
+	an.Update(ctx, []Alert{low}, names)
+	low.Was = "" // a later record of the incident, its severity unchanged
+	an.Update(ctx, []Alert{low}, names)
+	an.Update(ctx, []Alert{low}, names)
+	want := []Notification{
+		{Summary: "gpu-temp on zeta", Body: "GPU 0 at 91 °C", Critical: true},
+		{Summary: "gpu-throttle on zeta: lowered to warning from critical", Body: "GPU 0 throttled; ended: GPU 0 at 91 °C"},
+	}
+	if d := cmp.Diff(want, fn.all()); d != "" {
+		t.Errorf("notifications (-want +got):\n%s", d)
+	}
+}

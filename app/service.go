@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -129,13 +130,17 @@ func (r *Reader) Nodes(ctx context.Context) ([]Node, error) {
 	return nodes, r.nameJobs(ctx, nodes)
 }
 
-// nodeIDs lists this machine and the pool's current members.
+// nodeIDs lists this machine and the pool's current members; a machine
+// removed from its pool lists itself alone (it is in no pool).
 func (r *Reader) nodeIDs(ctx context.Context) ([]string, map[string]string, error) {
 	ids := []string{r.self.ID}
 	names := map[string]string{r.self.ID: r.self.Name}
 	members, err := r.db.Members(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read members: %w", err)
+	}
+	if slices.ContainsFunc(members, func(m store.MemberRow) bool { return m.ID == r.self.ID && m.Removed }) {
+		return ids, names, nil
 	}
 	for _, m := range members {
 		if m.Removed || m.ID == r.self.ID {

@@ -10,6 +10,7 @@ import (
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/host"
+	"github.com/labpool/labpool/node/jobs"
 )
 
 const (
@@ -473,5 +474,36 @@ func TestServiceRun(t *testing.T) {
 	}
 	if _, ok := samples[badID]; ok {
 		t.Errorf("a node with no valid sample got a %s event", EventSample)
+	}
+}
+
+// TestRemovedMachineShowsItselfOnly: a machine removed from its pool shows
+// none of the pool's machines (it used to list them all as offline, with
+// their jobs), only itself and its own jobs, until it joins another pool.
+func TestRemovedMachineShowsItselfOnly(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, selfID, "zeta", true)
+	putMember(t, db, alphaID, "alpha", false)
+	putNode(t, db, alphaID, NodeRecord{Info: agent.Info{Name: "alpha"}})
+	own := jobs.Job{ID: "job-own", Name: "own", State: jobs.Running, Owner: selfID, Created: t0}
+	theirs := jobs.Job{ID: "job-theirs", Name: "theirs", State: jobs.Running, Owner: alphaID, Created: t0}
+	if _, err := db.Append(context.Background(), selfID, KindJob, own.ID, t0, mustJSON(t, own)); err != nil {
+		t.Fatal(err)
+	}
+	putRecord(t, db, alphaID, KindJob, theirs.ID, t0, mustJSON(t, theirs))
+	r := NewReader(db, Self{ID: selfID, Name: "zeta"})
+	nodes, err := r.Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != 1 || !nodes[0].Self {
+		t.Errorf("nodes %+v; want this machine alone", nodes)
+	}
+	js, err := r.Jobs(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(js) != 1 || js[0].ID != own.ID {
+		t.Errorf("jobs %+v; want its own alone", js)
 	}
 }

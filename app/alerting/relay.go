@@ -31,6 +31,7 @@ type relay struct {
 
 type seenAlert struct {
 	cleared, muted bool
+	severity       string
 	fired          time.Time
 }
 
@@ -134,17 +135,23 @@ func (a *Alerting) relayOf(ctx context.Context, m pool.MemberState, prev map[str
 		if json.Unmarshal(r.Data, &al) != nil || al.ID == "" || al.Node != m.ID || al.Rule == alerts.RuleOffline {
 			continue // one about another machine: the relay observes it itself
 		}
-		now := seenAlert{cleared: !al.Active(), muted: al.Muted, fired: al.FiredAt}
+		now := seenAlert{cleared: !al.Active(), muted: al.Muted, severity: al.Severity, fired: al.FiredAt}
 		was, ok := prev[al.ID]
 		if !known {
 			was, ok = asAt(al, a.relay.since)
 		}
 		out[al.ID] = now
 		// As its machine would post it: a change unless muted, an
-		// unmuting of a firing one too; nothing after the clearing.
-		changed := !ok || was.cleared != now.cleared || (was.muted && !now.muted)
+		// unmuting of a firing one too, a change of its severity once;
+		// nothing after the clearing.
+		regraded := ok && !now.cleared && was.severity != now.severity
+		changed := !ok || was.cleared != now.cleared || (was.muted && !now.muted) || regraded
 		if !post || !changed || now.muted || (ok && was.cleared) {
 			continue
+		}
+		al.Was = ""
+		if regraded && !was.muted {
+			al.Was = was.severity // as seen here: a change between two looks is one
 		}
 		if !ok && now.cleared { // it fired and cleared between two looks
 			firing := al
@@ -162,5 +169,5 @@ func asAt(al alerts.Alert, t time.Time) (seenAlert, bool) {
 	if !al.FiredAt.Before(t) {
 		return seenAlert{}, false
 	}
-	return seenAlert{cleared: al.ClearedAt != nil && al.ClearedAt.Before(t), muted: al.Muted, fired: al.FiredAt}, true
+	return seenAlert{cleared: al.ClearedAt != nil && al.ClearedAt.Before(t), muted: al.Muted, severity: al.Severity, fired: al.FiredAt}, true
 }

@@ -261,3 +261,45 @@ func TestMemberMachineDropsTheURL(t *testing.T) {
 		t.Errorf("promoted to admin: holds %+v, want the owner's", got)
 	}
 }
+
+// TestRelayPostsEachChangeOfSeverityOnce: an incident of a machine
+// without the URL that rises to critical, then falls back to warning, is
+// posted once per change, as its machine would post it, never again at
+// the next look.
+func TestRelayPostsEachChangeOfSeverityOnce(t *testing.T) {
+	p, ids := relayPool(map[string]pool.Role{"owner": pool.RoleOwner, "member": pool.RoleMember})
+	db := replicatest.Open(t)
+	owner, member := ids["owner"], ids["member"]
+	holding(t, db, member, false)
+	a, s := openHolder(t, db, owner, p, online{member.String(): true})
+	ctx := context.Background()
+	a.look(ctx)
+	var posted []alerts.Alert
+	a.sendAs = func(name string, al alerts.Alert) { s.send(name, al); posted = append(posted, al) }
+	zero := 0
+	al := alerts.Alert{ID: "gpu-health.gpu0.1", Node: member.String(), Rule: alerts.RuleGPUHealth, Severity: alerts.Warning, GPU: &zero,
+		Message: "GPU 0 health is warning", FiredAt: time.Now().UTC().Truncate(time.Millisecond)}
+	save := func(sev, was string) {
+		al.Severity, al.Was = sev, was
+		if err := NewStore(db, member.String()).SaveAlert(al); err != nil {
+			t.Fatal(err)
+		}
+		a.look(ctx)
+		a.look(ctx)
+	}
+	save(alerts.Warning, "")
+	save(alerts.Critical, alerts.Warning)
+	save(alerts.Critical, "") // a later record of the incident: no change of severity
+	save(alerts.Warning, alerts.Critical)
+	want := sent{"member firing " + al.ID, "member firing " + al.ID, "member firing " + al.ID}
+	if !slices.Equal(*s, want) {
+		t.Fatalf("posted %q; want the firing, the rise and the fall, once each", *s)
+	}
+	var was []string
+	for _, p := range posted {
+		was = append(was, p.Severity+"/"+p.Was)
+	}
+	if w := []string{"warning/", "critical/warning", "warning/critical"}; !slices.Equal(was, w) {
+		t.Errorf("posted severities %v; want %v", was, w)
+	}
+}

@@ -239,6 +239,7 @@ func (d *Daemon) openTelemetry(ctx context.Context) {
 	acfg.Interval = d.cfg.SampleInterval
 	acfg.ID, acfg.Name, acfg.Version = d.id.ID.String(), d.name, d.cfg.Version
 	acfg.Annotate = d.annotateGPUs // quarantines, jobs and processes (gpuhealth.go)
+	acfg.DevicesChanged = d.devicesChanged
 	d.telem = agent.New(acfg, gpus, host.NewSampler(host.DefaultConfig()), d.log)
 }
 

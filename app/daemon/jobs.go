@@ -137,6 +137,16 @@ func (d *Daemon) jobCaller(r *http.Request) jobs.Caller {
 	return jobs.Caller{ID: id.String(), Role: string(role)}
 }
 
+// devicesChanged gives the job manager's ledger the GPUs read again while
+// the agent runs (one appeared or was lost, MIG changed): placement weighs
+// the new topology, and MIG instances are granted by their new UUIDs.
+// Telemetry runs after openJobs, so d.jobs is set.
+func (d *Daemon) devicesChanged(devs []gpu.Info) {
+	if d.jobs != nil {
+		d.jobs.Ledger().SetTopology(devs)
+	}
+}
+
 // telemetryGPUs gives the job manager the latest GPU sample.
 type telemetryGPUs struct{ t *agent.Telemetry }
 

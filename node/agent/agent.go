@@ -28,6 +28,12 @@ type GPUSource interface {
 	Sample(ctx context.Context) ([]gpu.Stats, error)
 }
 
+// devicesWatcher is a GPUSource whose Devices change while it runs
+// (*gpu.Sampler): DevicesGeneration moves at each change.
+type devicesWatcher interface {
+	DevicesGeneration() uint64
+}
+
 // HostSource reads this machine; *host.Sampler is one.
 type HostSource interface {
 	Info(ctx context.Context) (host.Info, error)
@@ -77,6 +83,10 @@ type Config struct {
 	// published (the job manager: quarantines, the job holding each GPU,
 	// the job of each process). taken is when the sample began.
 	Annotate func(taken time.Time, gpus []gpu.Stats)
+	// DevicesChanged, when set, hears every GPU (Info.GPUs) when they
+	// changed since the last sample: one appeared or was lost, MIG changed
+	// (a GPUSource with DevicesGeneration says so). It must not block.
+	DevicesChanged func(gpus []gpu.Info)
 }
 
 // DefaultConfig returns the configuration the daemon uses.

@@ -26,6 +26,7 @@ type Telemetry struct {
 	subs    map[chan Sample]struct{}
 	state   runState
 	errs    map[string]string // last error logged per source, to log changes only
+	gen     uint64            // the GPUSource's DevicesGeneration as info.GPUs holds it
 }
 
 type runState int
@@ -57,6 +58,9 @@ func New(cfg Config, gpus GPUSource, hosts HostSource, log *slog.Logger) *Teleme
 	t.info = Info{ID: cfg.ID, Name: cfg.Name, Version: cfg.Version, StartedAt: time.Now(),
 		GPUs: []gpu.Info{}, GPUError: cfg.GPUError}
 	if gpus != nil {
+		if w, ok := gpus.(devicesWatcher); ok {
+			t.gen = w.DevicesGeneration()
+		}
 		t.info.GPUs = append(t.info.GPUs, gpus.Devices()...)
 	}
 	hi, err := hosts.Info(context.Background())
@@ -137,7 +141,31 @@ func (t *Telemetry) sampleGPUs(ctx context.Context) ([]gpu.Stats, string) {
 	if err != nil {
 		return []gpu.Stats{}, err.Error()
 	}
+	t.followDevices()
 	return stats, ""
+}
+
+// followDevices takes the GPUs again into Info when the GPUSource says
+// they changed, and tells DevicesChanged.
+func (t *Telemetry) followDevices() {
+	w, ok := t.gpus.(devicesWatcher)
+	if !ok {
+		return
+	}
+	gen := w.DevicesGeneration()
+	t.mu.Lock()
+	if gen == t.gen {
+		t.mu.Unlock()
+		return
+	}
+	t.gen = gen
+	devs := append([]gpu.Info{}, t.gpus.Devices()...)
+	t.info.GPUs = devs
+	t.mu.Unlock()
+	t.log.Info("GPUs changed: topology and MIG read again", "gpus", len(devs))
+	if t.cfg.DevicesChanged != nil {
+		t.cfg.DevicesChanged(slices.Clone(devs))
+	}
 }
 
 // logChange logs err when the source's error changes, so that a failure

@@ -252,3 +252,42 @@ func TestRunRealHostNoLeak(t *testing.T) {
 	}
 	leaktest.Check(t, before, 5*time.Second)
 }
+
+// TestInfoFollowsGPUChanges: a GPU that appears while the agent runs is in
+// Info (which the node record publishes) within a minute, and
+// DevicesChanged hears of it once, with every GPU.
+func TestInfoFollowsGPUChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := DefaultConfig()
+		var mu sync.Mutex
+		var told [][]gpu.Info
+		cfg.DevicesChanged = func(devs []gpu.Info) {
+			mu.Lock()
+			told = append(told, devs)
+			mu.Unlock()
+		}
+		lib := gputest.NewLibrary(2)
+		g, err := gpu.OpenLibrary(lib, gpu.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		tel := New(cfg, g, &fakeHost{}, discard())
+		stop := start(t, tel)
+		defer stop()
+		synctest.Wait()
+		lib.Mu.Lock()
+		lib.Devices = append(lib.Devices, gputest.NewDevice(2))
+		lib.Mu.Unlock()
+		time.Sleep(90 * time.Second)
+		synctest.Wait()
+		if n := len(tel.Info().GPUs); n != 3 {
+			t.Errorf("Info lists %d GPUs a minute after a third appeared; want 3", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(told) != 1 || len(told[0]) != 3 {
+			t.Errorf("DevicesChanged heard %d times; want once, with 3 GPUs", len(told))
+		}
+	})
+}

@@ -30,6 +30,10 @@ type Alert struct {
 	FiredAt   time.Time  `json:"fired_at"`
 	ClearedAt *time.Time `json:"cleared_at"`
 	Muted     bool       `json:"muted"`
+	// Was is the severity the incident had before its severity last
+	// changed, on the record of that change only ("" on the others): a
+	// rise to critical says "warning", a fall to warning "critical".
+	Was string `json:"was,omitempty"`
 	// Observer is the machine that recorded an alert about another one
 	// (a machine offline, as it sees it); "" when Node recorded it.
 	Observer string `json:"observer,omitempty"`

@@ -165,7 +165,7 @@ func (e *Evaluator) Restore(active []Alert) {
 			if len(gpus) > 0 {
 				c.GPU = &gpus[i]
 			}
-			c.GPUs, c.Folded = nil, nil
+			c.GPUs, c.Folded, c.Was = nil, nil, ""
 			k := condKey{a.Rule, sub}
 			e.conds[k] = &cond{since: a.FiredAt, alert: &c, identity: id, metric: r.Metric, op: r.Op,
 				condition: condition(r), held: heldFor(r, r.For())}
@@ -275,7 +275,16 @@ func (e *Evaluator) stepLocked(r Rule, k condKey, o obs, now time.Time) {
 		c = &cond{identity: o.identity}
 		e.conds[k] = c
 	}
-	if c.identity != o.identity { // another job, another health: the old condition ends
+	if c.identity != o.identity && r.Metric == MetricHealth {
+		// Another health of one GPU: the condition goes on, at its new
+		// level (a rise to quarantined is one incident that escalates,
+		// never an alert that clears and another that fires).
+		c.identity = o.identity
+		if c.alert != nil && r.holds(o.value) {
+			c.alert.Severity, c.alert.Message = severity(r, o), describe(r, o, now.Sub(c.since))
+		}
+	}
+	if c.identity != o.identity { // another job: the old condition ends
 		c.alert = nil
 		c.since, c.falseSince, c.identity = time.Time{}, time.Time{}, o.identity
 	}

@@ -22,8 +22,9 @@ import (
 // clearing, so a notifier keyed by ID tells a person once.
 
 // incident is the alert of one incident as last recorded, and every
-// condition that fired in it (as last seen, those ended included: the
-// record keeps what happened, worst first).
+// condition that fired in it (as last seen, those ended included): while
+// open it is named after the worst condition firing, and says which ended;
+// once closed, its record keeps what happened, worst first.
 type incident struct {
 	alert Alert
 	seen  map[condKey]*cond
@@ -103,7 +104,7 @@ func gpuIndex(g *int) int {
 func fold(key string, cs []*cond, muted bool) Alert {
 	slices.SortFunc(cs, worse)
 	a := *cs[0].alert
-	a.Folded, a.GPUs = nil, nil
+	a.Folded, a.GPUs, a.Was = nil, nil, "" // Was: set by incidentsLocked on a change of severity only
 	a.Muted = muted
 	if strings.HasPrefix(key, "job-") {
 		for _, c := range cs {
@@ -168,8 +169,8 @@ func shortJob(id string) string {
 // incidentsLocked folds the firing conditions into incidents and returns
 // the alerts to record, in a stable order: each incident that fired, changed
 // (a condition folded in or out, its severity or mute) or cleared, with
-// whether the hooks hear of it (a firing, a clearing, a rise to critical,
-// a mute lifted). e.mu is held.
+// whether the hooks hear of it (a firing, a clearing, a change of its
+// severity, a mute lifted: each once). e.mu is held.
 func (e *Evaluator) incidentsLocked(now time.Time) []change {
 	groups := map[string]map[condKey]*cond{}
 	for k, c := range e.conds {
@@ -201,7 +202,9 @@ func (e *Evaluator) incidentsLocked(now time.Time) []change {
 	for _, key := range keys {
 		old, cs := e.incidents[key], groups[key]
 		if len(cs) == 0 {
-			a := old.alert
+			// Closed: the record keeps what happened, the worst first.
+			a := fold(key, slices.Collect(maps.Values(old.seen)), old.alert.Muted)
+			a.ID, a.FiredAt = old.alert.ID, old.alert.FiredAt
 			t := now.UTC()
 			a.ClearedAt = &t
 			delete(e.incidents, key)
@@ -218,7 +221,7 @@ func (e *Evaluator) incidentsLocked(now time.Time) []change {
 			old.see(k, c)
 			muted = muted && c.alert.Muted
 		}
-		a := fold(key, slices.Collect(maps.Values(old.seen)), muted)
+		a := old.open(key, cs, muted)
 		if fresh {
 			a.ID, a.FiredAt = alertID(a.Rule, key, now), now.UTC()
 			old.alert = a
@@ -230,11 +233,46 @@ func (e *Evaluator) incidentsLocked(now time.Time) []change {
 			old.alert.Value = a.Value
 			continue
 		}
-		hear := (a.Severity == Critical && old.alert.Severity != Critical) || (old.alert.Muted && !a.Muted)
+		if a.Severity != old.alert.Severity {
+			a.Was = old.alert.Severity
+		}
+		hear := a.Was != "" || (old.alert.Muted && !a.Muted)
 		old.alert = a
 		out = append(out, change{a, hear})
 	}
 	return out
+}
+
+// open is the alert of an open incident whose conditions firing now are
+// firing: named after the worst of them, so that an incident goes down
+// when its worst condition ends and a lesser one remains; the conditions
+// that ended since it fired are listed last in Folded and in its message.
+// An idle job's incident lists every GPU it held idle.
+func (in *incident) open(key string, firing map[condKey]*cond, muted bool) Alert {
+	if strings.HasPrefix(key, "job-") {
+		return fold(key, slices.Collect(maps.Values(in.seen)), muted)
+	}
+	var now, ended []*cond
+	for k, c := range in.seen {
+		if firing[k] != nil {
+			now = append(now, c)
+		} else {
+			ended = append(ended, c)
+		}
+	}
+	a := fold(key, now, muted)
+	slices.SortFunc(ended, worse)
+	var gone []string
+	for _, c := range ended {
+		if c.alert.Rule != a.Rule && !slices.Contains(a.Folded, c.alert.Rule) {
+			a.Folded = append(a.Folded, c.alert.Rule)
+		}
+		gone = append(gone, c.alert.Message)
+	}
+	if len(gone) > 0 {
+		a.Message += "; ended: " + strings.Join(gone, "; ")
+	}
+	return a
 }
 
 // same says whether b records nothing new over a (its value aside).

@@ -81,8 +81,10 @@ func TestHotGPUIsOneAlert(t *testing.T) {
 		if last.ID != a.ID || last.ClearedAt == nil || last.Value != 91 {
 			t.Errorf("cleared as %+v; want %s cleared with its peak 91", last, a.ID)
 		}
-		if h := r.hooked(); len(h) != 3 || h[2].ClearedAt == nil {
-			t.Errorf("hooks heard %d events; want the clearing third", len(h))
+		// Cooling, the temperature's condition ends before the throttle's:
+		// the incident falls to warning, then clears.
+		if h := r.hooked(); len(h) != 4 || h[2].Was != Critical || h[2].Severity != Warning || h[3].ClearedAt == nil {
+			t.Errorf("hooks heard %+v; want the fall to warning third, the clearing fourth", h)
 		}
 	})
 }
@@ -207,6 +209,116 @@ func TestRestoreFoldsOneAlertPerRule(t *testing.T) {
 		}
 		if h := r.hooked(); len(h) != 0 {
 			t.Errorf("hooks heard %+v", h)
+		}
+	})
+}
+
+// healthSample is GPU 0 with health h.
+func healthSample(h string) func() agent.Sample {
+	return func() agent.Sample {
+		return agent.Sample{Time: time.Now(), GPUs: []gpu.Stats{{Index: 0, UUID: "GPU-a", TempC: 50, UtilPercent: 100, Health: h}}}
+	}
+}
+
+// An incident that escalates is heard once for the rise, keeping its ID: a
+// GPU whose health goes from warning to quarantined under a health rule
+// with a duration used to end its alert (heard as cleared) and fire a new
+// one (heard again), two posts for one change.
+func TestEscalationIsHeardOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rule := Rule{ID: RuleGPUHealth, Metric: MetricHealth, Op: ">=", Threshold: 1, ForSeconds: 3, Severity: Critical, Enabled: true}
+		r := newRig(t, rule)
+		r.feed(10*time.Second, healthSample("warning"))
+		r.feed(10*time.Second, healthSample("quarantined"))
+		h := r.hooked()
+		if len(h) != 2 || h[0].Severity != Warning || h[1].Severity != Critical || h[0].ID != h[1].ID || h[1].ClearedAt != nil {
+			t.Fatalf("hooks heard %+v; want the firing (warning) and the rise to critical of one incident", h)
+		}
+		if h[1].Was != Warning || !strings.Contains(h[1].Message, "health is quarantined") {
+			t.Errorf("the rise says was %q, %q; want was warning, the new health", h[1].Was, h[1].Message)
+		}
+		ids := map[string]bool{}
+		for _, a := range r.sink.all() {
+			ids[a.ID] = true
+		}
+		if len(ids) != 1 {
+			t.Errorf("recorded %d alerts for one incident: %+v", len(ids), r.sink.all())
+		}
+		r.feed(10*time.Second, healthSample("quarantined"))
+		if h := r.hooked(); len(h) != 2 {
+			t.Errorf("heard %d events; want no repeat while nothing changes", len(h))
+		}
+	})
+}
+
+// throttledSample is GPU 0 at temp °C, throttled for heat, its health ok.
+func throttledSample(temp float64) func() agent.Sample {
+	return func() agent.Sample {
+		return agent.Sample{Time: time.Now(), GPUs: []gpu.Stats{{Index: 0, UUID: "GPU-a", TempC: temp, UtilPercent: 100, Health: "ok",
+			Throttle: []string{"hw_thermal_slowdown"}}}}
+	}
+}
+
+// An incident goes down when its worst condition ends and a lesser one
+// remains: the temperature back under its threshold, the GPU still
+// throttled, is a warning that says what ended, heard once; it clears when
+// the last condition does.
+func TestIncidentLowersWhenItsWorstConditionEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, tempRule, Rule{ID: RuleThrottle, Metric: MetricThrottle, Op: ">", Threshold: 0, ForSeconds: 300, Severity: Warning, Enabled: true})
+		r.feed(6*time.Minute, throttledSample(91))
+		act := r.e.Active()
+		if len(act) != 1 || act[0].Severity != Critical || act[0].Rule != RuleGPUTemp {
+			t.Fatalf("active %+v; want the critical temperature incident", act)
+		}
+		id := act[0].ID
+		r.feed(2*time.Minute, throttledSample(70))
+		act = r.e.Active()
+		if len(act) != 1 || act[0].ID != id || act[0].Severity != Warning || act[0].Rule != RuleThrottle {
+			t.Fatalf("active %+v; want incident %s lowered to the throttle warning", act, id)
+		}
+		if !strings.Contains(act[0].Message, "throttled") || !strings.Contains(act[0].Message, "ended: GPU 0 at 91 °C") {
+			t.Errorf("message %q; want the throttling, and that the temperature's condition ended", act[0].Message)
+		}
+		h := r.hooked()
+		if len(h) != 2 || h[1].ID != id || h[1].Severity != Warning || h[1].Was != Critical || h[1].ClearedAt != nil {
+			t.Fatalf("hooks heard %+v; want the firing and the fall to warning", h)
+		}
+		r.feed(2*time.Minute, throttledSample(70))
+		if h := r.hooked(); len(h) != 2 {
+			t.Errorf("heard %d events; want no repeat of the fall", len(h))
+		}
+		r.feed(3*time.Minute, coolSample)
+		if len(r.e.Active()) != 0 {
+			t.Fatalf("still active once every condition ended: %+v", r.e.Active())
+		}
+		h = r.hooked()
+		if len(h) != 3 || h[2].ID != id || h[2].ClearedAt == nil {
+			t.Errorf("hooks heard %+v; want the clearing third", h)
+		}
+		as := r.sink.all()
+		if last := as[len(as)-1]; last.Rule != RuleGPUTemp || last.Severity != Critical || last.Value != 91 {
+			t.Errorf("the incident closed as %+v; want it to keep its worst, the temperature at 91", last)
+		}
+	})
+}
+
+// A restored incident whose last record was a change of severity (Was
+// set) is not heard again when its next record changes something else.
+func TestRestoredChangeIsNotHeardAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, tempRule, Rule{ID: RuleThrottle, Metric: MetricThrottle, Op: ">", Threshold: 0, ForSeconds: 10, Severity: Warning, Enabled: true})
+		zero := 0
+		old := Alert{ID: "gpu-temp.gpu0.1", Node: selfID, Rule: RuleGPUTemp, Severity: Critical, Was: Warning, GPU: &zero, Value: 91,
+			Message: "GPU 0 at 91 °C, over 85 °C for 2m0s", FiredAt: time.Now().Add(-time.Hour)}
+		r.e.Restore([]Alert{old})
+		r.feed(30*time.Second, throttledSample(91)) // the throttle folds in: a new record, no change of severity
+		as := r.sink.all()
+		if len(as) == 0 || as[len(as)-1].Was != "" {
+			t.Errorf("records %+v; want the fold recorded without a change of severity", as)
+		}
+		if h := r.hooked(); len(h) != 0 {
+			t.Errorf("hooks heard %+v; want nothing (no change of severity)", h)
 		}
 	})
 }

@@ -53,7 +53,11 @@ type WebhookPayload struct {
 	Text     string `json:"text"`
 	NodeName string `json:"node_name"`
 	State    string `json:"state"` // "firing" or "cleared"
-	Alert    Alert  `json:"alert"`
+	// Change is what this post tells of the incident: "fired" (or, muted
+	// until now, unmuted: never posted before), "raised" or "lowered" (its
+	// severity changed; Alert.Was is the one before), or "cleared".
+	Change string `json:"change"`
+	Alert  Alert  `json:"alert"`
 }
 
 // Webhook posts alerts to the pool's webhook, one at a time, each within
@@ -214,13 +218,18 @@ func (w *Webhook) post(ctx context.Context, p posted) error {
 }
 
 func payload(name string, a Alert) WebhookPayload {
-	p := WebhookPayload{NodeName: name, State: "firing", Alert: a}
-	if !a.Active() {
-		p.State = "cleared"
-	}
+	p := WebhookPayload{NodeName: name, State: "firing", Change: "fired", Alert: a}
 	p.Text = fmt.Sprintf("[%s] %s on %s: %s", a.Severity, a.Rule, name, a.Message)
-	if !a.Active() {
+	switch {
+	case !a.Active():
+		p.State, p.Change = "cleared", "cleared"
 		p.Text = fmt.Sprintf("[cleared] %s on %s: %s", a.Rule, name, a.Message)
+	case a.Was != "":
+		p.Change = "lowered"
+		if severityRank(a.Severity) < severityRank(a.Was) {
+			p.Change = "raised"
+		}
+		p.Text = fmt.Sprintf("[%s, %s from %s] %s on %s: %s", a.Severity, p.Change, a.Was, a.Rule, name, a.Message)
 	}
 	return p
 }

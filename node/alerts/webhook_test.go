@@ -141,3 +141,28 @@ func TestWebhookWithoutURLDropsQuietly(t *testing.T) {
 		t.Errorf("an alert was queued with no webhook set")
 	}
 }
+
+// A post says what changed: a rise or a fall of the incident's severity
+// names the one before.
+func TestWebhookPayloadChange(t *testing.T) {
+	now := time.Now()
+	a := Alert{ID: "gpu-health.gpu0.1", Rule: RuleGPUHealth, Severity: Critical, Message: "GPU 0 health is quarantined", FiredAt: now}
+	raised, lowered, cleared := a, a, a
+	raised.Was = Warning
+	lowered.Severity, lowered.Was, lowered.Message = Warning, Critical, "GPU 0 health is warning"
+	cleared.ClearedAt = &now
+	for _, tt := range []struct {
+		a                   Alert
+		state, change, text string
+	}{
+		{a, "firing", "fired", "[critical] gpu-health on gpu1: GPU 0 health is quarantined"},
+		{raised, "firing", "raised", "[critical, raised from warning] gpu-health on gpu1: GPU 0 health is quarantined"},
+		{lowered, "firing", "lowered", "[warning, lowered from critical] gpu-health on gpu1: GPU 0 health is warning"},
+		{cleared, "cleared", "cleared", "[cleared] gpu-health on gpu1: GPU 0 health is quarantined"},
+	} {
+		p := payload("gpu1", tt.a)
+		if p.State != tt.state || p.Change != tt.change || p.Text != tt.text {
+			t.Errorf("payload %s/%s/%q; want %s/%s/%q", p.State, p.Change, p.Text, tt.state, tt.change, tt.text)
+		}
+	}
+}

@@ -32,9 +32,10 @@ type Info struct {
 	Name          string  `json:"name"`
 	MemTotalBytes uint64  `json:"mem_total_bytes"`
 	PowerLimitW   float64 `json:"power_limit_w"`
-	// PCIBusID, Links and MIG are read once in Open (topology.go): the
-	// GPU's PCI address, how it reaches each other GPU here, and its MIG
-	// mode and instances (nil: the GPU has no MIG).
+	// PCIBusID, Links and MIG are read in Open (topology.go), and again
+	// when a GPU appears or is lost or MIG changes (recheck.go): the GPU's
+	// PCI address, how it reaches each other GPU here, and its MIG mode and
+	// instances (nil: the GPU has no MIG).
 	PCIBusID string `json:"pci_bus_id,omitempty"`
 	Links    []Link `json:"links,omitempty"`
 	MIG      *MIG   `json:"mig,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -18,20 +19,24 @@ type Config struct {
 	LibraryPath string
 	// Timeout bounds each batch of NVML calls: Open, one Sample, Close.
 	Timeout time.Duration
+	// TopologyEvery is how often a Sample checks for GPUs that appeared
+	// and for changes of MIG (recheck.go).
+	TopologyEvery time.Duration
 }
 
 // DefaultConfig returns the configuration the daemon uses.
 func DefaultConfig() Config {
-	return Config{Timeout: 3 * time.Second}
+	return Config{Timeout: 3 * time.Second, TopologyEvery: time.Minute}
 }
 
 // Sampler reads the GPUs of this machine through one NVML handle.
 // Its methods are safe for concurrent use; NVML calls run one batch at a time.
 type Sampler struct {
-	lib   Library
-	cfg   Config
-	infos []Info   // read in Open, never changed
-	devs  []Device // handles of infos, same order
+	lib    Library
+	cfg    Config
+	infoMu sync.Mutex // guards infos for Devices; infos changes only under sem too
+	infos  []Info     // read in Open; replaced whole when a recheck finds a change
+	devs   []Device   // handles of infos, same order
 	// sem is held by the goroutine making NVML calls; it guards the fields
 	// below and serializes calls into the driver.
 	sem    chan struct{}
@@ -41,9 +46,12 @@ type Sampler struct {
 	events nvml.EventSet // XID events; nil where NVML has none
 	evErr  string        // why events are not read, "" when they are
 	now    func() time.Time
+	topoAt time.Time // when GPUs and MIG were last checked (recheck.go); zero before the first Sample
 
 	wantMu sync.Mutex      // guards want; never held across an NVML call
 	want   map[string]bool // UUIDs whose energy counter the next Sample reads
+
+	gen atomic.Uint64 // changes of infos since Open (DevicesGeneration)
 }
 
 // devState is what a Sampler keeps of one GPU between samples, beside its
@@ -72,6 +80,9 @@ func Open(cfg Config) (*Sampler, error) {
 func OpenLibrary(lib Library, cfg Config) (*Sampler, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultConfig().Timeout
+	}
+	if cfg.TopologyEvery <= 0 {
+		cfg.TopologyEvery = DefaultConfig().TopologyEvery
 	}
 	s := &Sampler{lib: lib, cfg: cfg, sem: make(chan struct{}, 1), now: time.Now}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
@@ -213,12 +224,25 @@ func (s *Sampler) deviceOf(d nvml.Device) int {
 	return slices.IndexFunc(s.infos, func(in Info) bool { return in.UUID == uuid })
 }
 
-// Devices lists the GPUs found by Open, by NVML index. A nil Sampler has none.
+// Devices lists the GPUs found by Open, by NVML index, and those that
+// appeared since; a recheck updates their topology and MIG (recheck.go).
+// A nil Sampler has none.
 func (s *Sampler) Devices() []Info {
 	if s == nil {
 		return nil
 	}
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
 	return slices.Clone(s.infos)
+}
+
+// DevicesGeneration counts the changes of Devices since Open: a GPU that
+// appeared or was lost, a change of MIG mode or instances.
+func (s *Sampler) DevicesGeneration() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.gen.Load()
 }
 
 // Sample reads every GPU once. It returns when ctx ends or the Sampler's
@@ -244,12 +268,17 @@ func (s *Sampler) read(ctx context.Context) ([]Stats, error) {
 	s.drainEvents(ctx)
 	s.takeWanted()
 	now := s.now()
+	s.recheckDue(now)
+	lost := s.lostCount()
 	out := make([]Stats, 0, len(s.devs))
 	for i, d := range s.devs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		out = append(out, readStats(s.infos[i], d, &s.health[i], &s.state[i], now))
+	}
+	if s.lostCount() > lost {
+		s.recheck(now, true) // its links go
 	}
 	// An XID posted while the GPUs were read (the driver posts it as the
 	// fault is found) joins this sample, not the next one.

@@ -64,8 +64,8 @@ type nvlinks struct {
 }
 
 // readTopology fills the Links, PCIBusID and MIG of infos, whose devices
-// are devs (nil: lost). It runs once, in Open: none of it changes while the
-// driver is loaded (MIG mode changes only at a GPU reset).
+// are devs (nil: lost). It runs in Open, and again when a recheck finds a
+// GPU that appeared or was lost, or a change of MIG (recheck.go).
 func readTopology(infos []Info, devs []Device) {
 	links := make([]nvlinks, len(devs))
 	for i, d := range devs {

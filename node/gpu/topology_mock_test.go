@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/gpu/gputest"
 )
 
@@ -73,6 +75,15 @@ func TestMockTopologyReadOnce(t *testing.T) {
 			}
 		}
 		fmt.Fprintln(os.Stderr, "=== END")
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		gpu.SetClock(s, func() time.Time { return now })
+		for range 5 * 60 { // five minutes, a Sample a second
+			if _, err := s.Sample(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(time.Second)
+		}
+		fmt.Fprintln(os.Stderr, "=== MINUTES")
 		return
 	}
 	m, err := gputest.FindMock()
@@ -88,7 +99,8 @@ func TestMockTopologyReadOnce(t *testing.T) {
 	}
 	text := string(out)
 	open, rest, ok1 := strings.Cut(text, "=== SAMPLES")
-	samples, _, ok2 := strings.Cut(rest, "=== END")
+	samples, rest, ok2 := strings.Cut(rest, "=== END")
+	minutes, _, _ := strings.Cut(rest, "=== MINUTES")
 	if !ok1 || !ok2 {
 		t.Fatalf("no markers in the child's output:\n%s", out)
 	}
@@ -112,4 +124,68 @@ func TestMockTopologyReadOnce(t *testing.T) {
 	}
 	t.Logf("8 GPUs: Open made %d topology and MIG calls (of %d NVML calls); 10 Samples made %d of %d",
 		topo(open), calls(open), topo(samples), calls(samples))
+	// Over five minutes, each GPU's MIG mode is checked once a minute (its
+	// mode and room for instances: 2 calls), and nothing else of the
+	// topology is read again, since nothing changed.
+	mig := strings.Count(minutes, "[NVML] nvmlDeviceGetMigMode") + strings.Count(minutes, "[NVML] nvmlDeviceGetMaxMigDeviceCount")
+	if n := topo(minutes) - mig; n != 0 || mig > 5*8*2 {
+		t.Errorf("five minutes of Samples made %d MIG calls (want at most %d) and %d other topology calls (want none)", mig, 5*8*2, n)
+	}
+	t.Logf("five minutes of Samples: %d MIG calls for 8 GPUs, of %d NVML calls", mig, calls(minutes))
+}
+
+// TestMockMIGAndLostReadAgain: on NVIDIA's mock library (H100 profile), an
+// owner's MIG change (mode pending on GPU 3, set by override while the
+// Sampler runs) is read within a minute, not before; a GPU that falls off
+// the bus makes the topology read again at once: no other GPU lists a
+// link to it.
+func TestMockMIGAndLostReadAgain(t *testing.T) {
+	if !inMock(t, "h100.yaml", "") {
+		return
+	}
+	s := openMock(t)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	gpu.SetClock(s, func() time.Time { return now })
+	sample := func() []gpu.Stats {
+		t.Helper()
+		got, err := s.Sample(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Second)
+		return got
+	}
+	sample()
+	gen := s.DevicesGeneration()
+	setOverrides(t, `devices:
+  "3":
+    mig: {mode_pending: enabled}
+`)
+	for range 59 {
+		sample()
+	}
+	if m := s.Devices()[3].MIG; m == nil || m.Pending {
+		t.Fatalf("GPU 3 MIG %+v before a minute passed; want it not read again yet", m)
+	}
+	sample()
+	if m := s.Devices()[3].MIG; m == nil || !m.Pending || m.Enabled || s.DevicesGeneration() != gen+1 {
+		t.Fatalf("GPU 3 MIG %+v, generation %d -> %d after a minute; want the pending mode read, one change", m, gen, s.DevicesGeneration())
+	}
+	setOverrides(t, `devices:
+  "3":
+    mig: {mode_pending: enabled}
+  "5":
+    failure: {mode: fallen_off_bus}
+`)
+	got := sample()
+	if got[5].Health != gpu.HealthLost || s.DevicesGeneration() != gen+2 {
+		t.Fatalf("GPU 5 %s, generation %d; want lost, the topology read again", got[5].Health, s.DevicesGeneration())
+	}
+	for _, d := range s.Devices() {
+		for _, l := range d.Links {
+			if l.Peer == 5 {
+				t.Errorf("GPU %d still lists a link to the lost GPU 5: %+v", d.Index, l)
+			}
+		}
+	}
 }

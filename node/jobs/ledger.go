@@ -226,8 +226,9 @@ func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[strin
 	return b, true
 }
 
-// SetTopology records how the GPUs of devs reach each other (read once
-// at start), for Place to weigh. Call it before the first Grant.
+// SetTopology records how the GPUs of devs reach each other and their MIG
+// instances, for Place to weigh and Grant to find: at start, and again
+// when they change (the grants held stay).
 func (l *Ledger) SetTopology(devs []gpu.Info) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -311,12 +311,14 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 		// Removed from its old pool (Join checked): forget that pool's
 		// log; commit replaces its records and members in the store.
 		m.cfg.Log.Info("leaving the pool this machine was removed from", "pool", m.log.Pool().String())
-		m.stored, m.void, m.gone = map[[32]byte]bool{}, map[[32]byte]bool{}, map[string]bool{}
-		m.waiting, m.dropped = map[[32]byte][]byte{}, map[[32]byte]bool{}
+		m.forgetLogLocked()
 	}
 	m.log = l
 	m.raw = raws
 	m.mu.Unlock()
+	if err := m.forgetOthers(ctx); err != nil {
+		return err
+	}
 	if err := m.commit(ctx, l.Records()); err != nil {
 		return err
 	}

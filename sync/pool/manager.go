@@ -262,8 +262,13 @@ func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 	m.mu.Lock()
 	if m.log != nil {
 		id := m.log.Pool()
-		m.mu.Unlock()
-		return InviteState{}, Code{}, fmt.Errorf("%w (%s): make a code for another machine with `labpool pool invite`", ErrInPool, id)
+		if ms, ok := m.log.Member(m.Self().String()); ok && !ms.Removed {
+			m.mu.Unlock()
+			return InviteState{}, Code{}, fmt.Errorf("%w (%s): make a code for another machine with `labpool pool invite`", ErrInPool, id)
+		}
+		// Removed from it: the new pool's log replaces the old one.
+		m.cfg.Log.Info("leaving the pool this machine was removed from", "pool", id.String())
+		m.forgetLogLocked()
 	}
 	now := m.cfg.Now()
 	g, err := NewGenesis(m.key, m.cfg.Name(), now)
@@ -278,6 +283,9 @@ func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 	}
 	m.log = l
 	m.mu.Unlock()
+	if err := m.forgetOthers(ctx); err != nil {
+		return InviteState{}, Code{}, err
+	}
 	if err := m.commit(ctx, []Record{g}); err != nil {
 		return InviteState{}, Code{}, err
 	}
@@ -367,10 +375,12 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 		}
 	}
 	var newlyGone []string
+	left := false
 	for id := range m.removed() {
 		if !m.gone[id] {
 			m.gone[id] = true
 			newlyGone = append(newlyGone, id)
+			left = left || id == m.Self().String()
 		}
 	}
 	m.mu.Unlock()
@@ -384,6 +394,11 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 	if err := m.db.SavePool(ctx, rows, members); err != nil {
 		return err
 	}
+	if left {
+		if err := m.forgetOthers(ctx); err != nil {
+			return err
+		}
+	}
 	for _, id := range newlyGone {
 		if m.cfg.Removed != nil {
 			if pid, err := peer.ParseID(id); err == nil {
@@ -391,6 +406,28 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 				m.cfg.Removed(pid)
 			}
 		}
+	}
+	return nil
+}
+
+// forgetLogLocked forgets the log of the pool this device was removed
+// from, before another pool's replaces it; m.mu is held.
+func (m *Manager) forgetLogLocked() {
+	m.stored, m.void, m.gone = map[[32]byte]bool{}, map[[32]byte]bool{}, map[string]bool{}
+	m.waiting, m.dropped = map[[32]byte][]byte{}, map[[32]byte]bool{}
+}
+
+// forgetOthers forgets what this device's replica holds of other machines
+// (store.ForgetOthers): it is out of their pool, or in another one now, so
+// the old pool's machines, jobs, alerts and history leave every view. Its
+// own records stay.
+func (m *Manager) forgetOthers(ctx context.Context) error {
+	n, err := m.db.ForgetOthers(ctx, m.Self().String())
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		m.cfg.Log.Info("forgot the records of the machines of a pool this machine is not in", "records", n)
 	}
 	return nil
 }

@@ -406,3 +406,124 @@ func waitRemoved(t *testing.T, d *device) {
 		t.Error("a removed device that never learned its removal reports itself a member; its join must ask a member")
 	}
 }
+
+// replicated writes a node record of origin into d's replica, as
+// replication from a member of d's pool would bring it.
+func replicated(t *testing.T, d *device, origin peer.ID, seq uint64) {
+	t.Helper()
+	if err := d.db.Put(ctxT(t), []store.Record{{Origin: origin.String(), Seq: seq, Kind: "node", Time: time.Now(), Data: []byte(`{"name":"x"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tell gives to the pool's log, as a member's stream (or its refusal)
+// carries it to a removed device.
+func tell(t *testing.T, from, to *device) {
+	t.Helper()
+	recs, _ := from.m.Records()
+	if err := to.m.Receive(ctxT(t), from.id.ID, recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// origins are the origins of the records d holds.
+func origins(t *testing.T, d *device) map[string]bool {
+	t.Helper()
+	os, err := d.db.Origins(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, o := range os {
+		out[o] = true
+	}
+	return out
+}
+
+// TestLeavingForgetsThePoolsRecords: what a device held of the machines of
+// a pool it is no longer in is forgotten, its own records kept: once it
+// learns its removal, and again when it joins another pool or creates one
+// (a record that reached it in between).
+func TestLeavingForgetsThePoolsRecords(t *testing.T) {
+	owner := newDevice(t, "lab1", nil)
+	create(t, owner)
+	laptop := newDevice(t, "laptop", nil)
+	if err := laptop.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := laptop.db.Append(ctxT(t), laptop.id.ID.String(), "node", "", time.Now(), []byte(`{"name":"laptop"}`)); err != nil {
+		t.Fatal(err)
+	}
+	replicated(t, laptop, owner.id.ID, 1)
+	if !origins(t, laptop)[owner.id.ID.String()] {
+		t.Fatal("the owner's record was not stored")
+	}
+	if err := owner.m.Remove(ctxT(t), laptop.id.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	tell(t, owner, laptop)
+	if _, ok := laptop.m.Role(laptop.id.ID); ok {
+		t.Fatal("the laptop did not learn its removal")
+	}
+	got := origins(t, laptop)
+	if got[owner.id.ID.String()] || !got[laptop.id.ID.String()] {
+		t.Errorf("after leaving, the laptop holds records of %v; want its own only", got)
+	}
+	if c, _ := laptop.db.Cursor(ctxT(t), owner.id.ID.String()); c != 0 {
+		t.Errorf("after leaving, its cursor of the owner is %d; want none", c)
+	}
+
+	replicated(t, laptop, owner.id.ID, 2) // in flight as it left
+	other := newDevice(t, "lab2", nil)
+	if err := laptop.m.Join(ctxT(t), create(t, other), other.addr()); err != nil {
+		t.Fatalf("join another pool after leaving: %v", err)
+	}
+	if got := origins(t, laptop); got[owner.id.ID.String()] || !got[laptop.id.ID.String()] {
+		t.Errorf("in another pool, the laptop holds records of %v; want none of the old pool's machines", got)
+	}
+
+	// Removed from that one too, it creates its own pool.
+	replicated(t, laptop, other.id.ID, 1)
+	if err := other.m.Remove(ctxT(t), laptop.id.ID.String()); err != nil {
+		t.Fatal(err)
+	}
+	tell(t, other, laptop)
+	replicated(t, laptop, other.id.ID, 2)
+	if _, _, err := laptop.m.Create(ctxT(t)); err != nil {
+		t.Fatalf("create a pool after being removed: %v", err)
+	}
+	if got := origins(t, laptop); got[other.id.ID.String()] || !got[laptop.id.ID.String()] {
+		t.Errorf("in its own pool, the laptop holds records of %v; want its own only", got)
+	}
+}
+
+// TestForgedRemovalForgetsNothing: a member that signs a removal of
+// another device and relays it to that device (what a hostile replica
+// would do) neither removes it nor makes it forget the pool's records.
+func TestForgedRemovalForgetsNothing(t *testing.T) {
+	owner, laptop, mallory := newDevice(t, "lab1", nil), newDevice(t, "laptop", nil), newDevice(t, "mallory", nil)
+	create(t, owner)
+	for _, d := range []*device{laptop, mallory} {
+		if err := d.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 1, time.Hour), owner.addr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tell(t, owner, laptop)
+	replicated(t, laptop, owner.id.ID, 1)
+	forged := pool.Record{Pool: mustPool(t, owner), Kind: pool.KindRemove, Subject: laptop.id.ID.String(),
+		Version: uint64(time.Now().UnixMilli()), Signer: mallory.id.ID.String()}
+	forged.Sig = ed25519.Sign(mallory.id.Cert.PrivateKey.(ed25519.PrivateKey), forged.SigningBytes())
+	raw, err := json.Marshal(forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := laptop.m.Receive(ctxT(t), mallory.id.ID, []json.RawMessage{raw}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := laptop.m.Role(laptop.id.ID); !ok {
+		t.Error("a member's forged removal removed the laptop")
+	}
+	if !origins(t, laptop)[owner.id.ID.String()] {
+		t.Error("a member's forged removal made the laptop forget the owner's records")
+	}
+}

@@ -87,3 +87,33 @@ func (db *DB) ClearPool(ctx context.Context) error {
 	db.membersChanged()
 	return nil
 }
+
+// ForgetOthers deletes the records and cursors of every origin but keep
+// (this device's own): what it held of the machines of a pool it is no
+// longer in. It returns how many records it deleted. This device's own
+// records (its history, its jobs) stay.
+func (db *DB) ForgetOthers(ctx context.Context, keep string) (int64, error) {
+	var n int64
+	err := db.write(ctx, classControl, func(tx *sql.Tx) (bool, error) {
+		res, err := tx.ExecContext(ctx, `DELETE FROM records WHERE origin <> ?`, keep)
+		if err != nil {
+			return false, err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return false, err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM cursors WHERE origin <> ?`, keep); err != nil {
+			return false, err
+		}
+		for o := range db.quota.held { // guarded by wmu, which write holds
+			if o != keep {
+				delete(db.quota.held, o)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forget the records of other machines: %w", err)
+	}
+	return n, nil
+}

@@ -18,6 +18,7 @@ export interface Alert {
   fired_at: string
   cleared_at?: string | null
   muted: boolean
+  was?: string
   observer?: string
 }
 
