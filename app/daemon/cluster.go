@@ -51,31 +51,40 @@ func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
 		return nil
 	}
 	d.rt, d.rtErr = nil, nil
-	d.cluster = newClusterCard(ex, cfg.Tick)
+	d.cluster = newClusterCard(ex, clusterEvery, cfg.Tick)
 	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir)
 	return ex
 }
 
-// clusterReader reads the cluster this agent stands for, for its card
-// (*slurm.Executor).
-type clusterReader interface {
+// clusterSource is the cluster this agent stands for (*slurm.Executor):
+// its card, and the changes of labpool's tasks on it.
+type clusterSource interface {
 	ReadCluster(ctx context.Context) (slurm.Cluster, error)
+	Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan error)
 }
 
-// clusterCard is the latest card of the cluster this agent stands for,
-// read once per tick; the node record's writer publishes it when it
-// changes.
+// clusterEvery is how often the card is read when none of labpool's jobs
+// changes: each read runs sinfo, scontrol and a squeue of every user,
+// about 2% of a core at once a second (BenchmarkSlurmAgentCost). A change
+// of labpool's jobs reads it at once (within the executor's tick), so the
+// card shows labpool's jobs as soon as ps does, and the others' within
+// clusterEvery.
+const clusterEvery = 5 * time.Second
+
+// clusterCard is the latest card of the cluster this agent stands for;
+// the node record's writer publishes it when it changes.
 type clusterCard struct {
-	read clusterReader
-	tick time.Duration
+	src   clusterSource
+	every time.Duration // between reads while labpool's jobs do not change
+	retry time.Duration // before watching the events again after they broke
 
 	mu      sync.Mutex // guards card
 	card    *slurm.Cluster
 	changed chan struct{} // 1-buffered: the card changed since the writer last read it
 }
 
-func newClusterCard(r clusterReader, tick time.Duration) *clusterCard {
-	return &clusterCard{read: r, tick: tick, changed: make(chan struct{}, 1)}
+func newClusterCard(src clusterSource, every, retry time.Duration) *clusterCard {
+	return &clusterCard{src: src, every: every, retry: retry, changed: make(chan struct{}, 1)}
 }
 
 // get returns the latest card (nil before the first read, and on a
@@ -109,14 +118,24 @@ func sameCard(a, b slurm.Cluster) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// run reads the cluster once per tick until ctx ends. The executor shares
-// its one squeue of the tick with the jobs' reads; a failed read keeps
-// the last good figures and says why in the card's Error.
+// run reads the cluster every c.every, and at once when one of labpool's
+// tasks changes, until ctx ends. The executor serves the queue from the
+// snapshot its jobs' reads share; a failed read keeps the last good
+// figures and says why in the card's Error.
 func (c *clusterCard) run(ctx context.Context) error {
-	t := beat.NewTicker(c.tick)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tasks := make(chan struct{}, 1)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		c.watch(ctx, tasks)
+	}()
+	defer func() { cancel(); <-watched }()
+	t := beat.NewTicker(c.every)
 	defer t.Stop()
 	for {
-		card, _ := c.read.ReadCluster(ctx) // the error is in card.Error
+		card, _ := c.src.ReadCluster(ctx) // the error is in card.Error
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -125,6 +144,28 @@ func (c *clusterCard) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-tasks:
+		}
+	}
+}
+
+// watch signals on tasks (without blocking) each change the executor
+// reports of labpool's tasks, until ctx ends; a broken stream is watched
+// again after c.retry.
+func (c *clusterCard) watch(ctx context.Context, tasks chan<- struct{}) {
+	for {
+		evs, errc := c.src.Events(ctx)
+		for range evs {
+			select {
+			case tasks <- struct{}{}:
+			default:
+			}
+		}
+		<-errc
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(c.retry):
 		}
 	}
 }

@@ -1,13 +1,17 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 )
 
@@ -78,7 +82,7 @@ func TestMarshalNodeRecordFitsTheCap(t *testing.T) {
 // TestClusterCardChanges: a reading that differs only in its time does
 // not wake the node record's writer; any other change does.
 func TestClusterCardChanges(t *testing.T) {
-	c := newClusterCard(nil, time.Second)
+	c := newClusterCard(nil, time.Second, time.Second)
 	t0 := time.Unix(1_800_000_000, 0)
 	card := bigCluster(2, 10)
 	card.Read = t0
@@ -106,4 +110,69 @@ func woken(c *clusterCard) bool {
 	default:
 		return false
 	}
+}
+
+// fakeCluster is a clusterSource that counts its reads and sends the
+// events the test gives it.
+type fakeCluster struct {
+	reads  atomic.Int32
+	events chan jobs.TaskEvent
+}
+
+func (f *fakeCluster) ReadCluster(context.Context) (slurm.Cluster, error) {
+	n := f.reads.Add(1)
+	return slurm.Cluster{Name: "lab", Running: int(n)}, nil
+}
+
+func (f *fakeCluster) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan error) {
+	out, errc := make(chan jobs.TaskEvent), make(chan error)
+	go func() {
+		defer close(errc)
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-f.events:
+				out <- ev
+			}
+		}
+	}()
+	return out, errc
+}
+
+// TestClusterCardReads: the card is read at start, every interval, and at
+// once when one of labpool's tasks changes; run returns with its
+// goroutines gone.
+func TestClusterCardReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeCluster{events: make(chan jobs.TaskEvent)}
+		c := newClusterCard(f, 5*time.Second, time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- c.run(ctx) }()
+		synctest.Wait()
+		if n := f.reads.Load(); n != 1 {
+			t.Fatalf("%d reads at start, want 1", n)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n := f.reads.Load(); n != 1 {
+			t.Fatalf("%d reads before the interval with no task changed, want 1", n)
+		}
+		f.events <- jobs.TaskEvent{Handle: "42", Action: "state"}
+		synctest.Wait()
+		if n := f.reads.Load(); n != 2 || c.get().Running != 2 {
+			t.Fatalf("%d reads after a task changed (card %+v), want 2", n, c.get())
+		}
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if n := f.reads.Load(); n != 3 {
+			t.Fatalf("%d reads after the interval, want 3", n)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
