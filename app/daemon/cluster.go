@@ -51,40 +51,71 @@ func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
 		return nil
 	}
 	d.rt, d.rtErr = nil, nil
-	d.cluster = newClusterCard(ex, clusterEvery, cfg.Tick)
+	d.cluster = newClusterCard(ex, clusterEvery)
 	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir)
 	return ex
 }
 
-// clusterSource is the cluster this agent stands for (*slurm.Executor):
-// its card, and the changes of labpool's tasks on it.
-type clusterSource interface {
+// clusterReader reads the cluster this agent stands for, for its card
+// (*slurm.Executor).
+type clusterReader interface {
 	ReadCluster(ctx context.Context) (slurm.Cluster, error)
-	Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan error)
 }
 
 // clusterEvery is how often the card is read when none of labpool's jobs
 // changes: each read runs sinfo, scontrol and a squeue of every user,
 // about 2% of a core at once a second (BenchmarkSlurmAgentCost). A change
-// of labpool's jobs reads it at once (within the executor's tick), so the
-// card shows labpool's jobs as soon as ps does, and the others' within
-// clusterEvery.
+// of a labpool job's state reads it at once, so the card shows labpool's
+// jobs as soon as ps does, and the others' within clusterEvery.
 const clusterEvery = 5 * time.Second
 
 // clusterCard is the latest card of the cluster this agent stands for;
 // the node record's writer publishes it when it changes.
 type clusterCard struct {
-	src   clusterSource
-	every time.Duration // between reads while labpool's jobs do not change
-	retry time.Duration // before watching the events again after they broke
-
-	mu      sync.Mutex // guards card
-	card    *slurm.Cluster
+	src   clusterReader
+	every time.Duration  // between reads while labpool's jobs do not change
+	jobs  chan struct{}  // 1-buffered: a labpool job's state changed since the last read
+	mu    sync.Mutex     // guards card and states
+	card  *slurm.Cluster // nil before the first read
+	// states is the last state saved of each job (watchJobs).
+	states  map[string]jobs.State
 	changed chan struct{} // 1-buffered: the card changed since the writer last read it
 }
 
-func newClusterCard(src clusterSource, every, retry time.Duration) *clusterCard {
-	return &clusterCard{src: src, every: every, retry: retry, changed: make(chan struct{}, 1)}
+func newClusterCard(src clusterReader, every time.Duration) *clusterCard {
+	return &clusterCard{src: src, every: every, jobs: make(chan struct{}, 1),
+		states: map[string]jobs.State{}, changed: make(chan struct{}, 1)}
+}
+
+// watchJobs returns s, telling the card when a job saved through it
+// changed state: the job manager saves each change its executor reports.
+func (c *clusterCard) watchJobs(s jobs.Store) jobs.Store { return jobWatch{s, c} }
+
+// jobWatch is a job store that tells the cluster's card of the changes of
+// its jobs' states.
+type jobWatch struct {
+	jobs.Store
+	card *clusterCard
+}
+
+// SaveJob implements jobs.Store.
+func (w jobWatch) SaveJob(j jobs.Job) error {
+	err := w.Store.SaveJob(j)
+	c := w.card
+	c.mu.Lock()
+	moved := c.states[j.ID] != j.State
+	c.states[j.ID] = j.State
+	if j.State == jobs.Exited || j.State == jobs.Failed {
+		delete(c.states, j.ID) // its end is the last change worth a read
+	}
+	c.mu.Unlock()
+	if moved {
+		select {
+		case c.jobs <- struct{}{}:
+		default:
+		}
+	}
+	return err
 }
 
 // get returns the latest card (nil before the first read, and on a
@@ -119,19 +150,10 @@ func sameCard(a, b slurm.Cluster) bool {
 }
 
 // run reads the cluster every c.every, and at once when one of labpool's
-// tasks changes, until ctx ends. The executor serves the queue from the
-// snapshot its jobs' reads share; a failed read keeps the last good
+// jobs changes state, until ctx ends. The executor serves the queue from
+// the snapshot its jobs' reads share; a failed read keeps the last good
 // figures and says why in the card's Error.
 func (c *clusterCard) run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	tasks := make(chan struct{}, 1)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		c.watch(ctx, tasks)
-	}()
-	defer func() { cancel(); <-watched }()
 	t := beat.NewTicker(c.every)
 	defer t.Stop()
 	for {
@@ -144,28 +166,7 @@ func (c *clusterCard) run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-		case <-tasks:
-		}
-	}
-}
-
-// watch signals on tasks (without blocking) each change the executor
-// reports of labpool's tasks, until ctx ends; a broken stream is watched
-// again after c.retry.
-func (c *clusterCard) watch(ctx context.Context, tasks chan<- struct{}) {
-	for {
-		evs, errc := c.src.Events(ctx)
-		for range evs {
-			select {
-			case tasks <- struct{}{}:
-			default:
-			}
-		}
-		<-errc
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(c.retry):
+		case <-c.jobs:
 		}
 	}
 }

@@ -82,7 +82,7 @@ func TestMarshalNodeRecordFitsTheCap(t *testing.T) {
 // TestClusterCardChanges: a reading that differs only in its time does
 // not wake the node record's writer; any other change does.
 func TestClusterCardChanges(t *testing.T) {
-	c := newClusterCard(nil, time.Second, time.Second)
+	c := newClusterCard(nil, time.Second)
 	t0 := time.Unix(1_800_000_000, 0)
 	card := bigCluster(2, 10)
 	card.Read = t0
@@ -112,64 +112,54 @@ func woken(c *clusterCard) bool {
 	}
 }
 
-// fakeCluster is a clusterSource that counts its reads and sends the
-// events the test gives it.
-type fakeCluster struct {
-	reads  atomic.Int32
-	events chan jobs.TaskEvent
-}
+// fakeCluster is a clusterReader that counts its reads.
+type fakeCluster struct{ reads atomic.Int32 }
 
 func (f *fakeCluster) ReadCluster(context.Context) (slurm.Cluster, error) {
 	n := f.reads.Add(1)
 	return slurm.Cluster{Name: "lab", Running: int(n)}, nil
 }
 
-func (f *fakeCluster) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan error) {
-	out, errc := make(chan jobs.TaskEvent), make(chan error)
-	go func() {
-		defer close(errc)
-		defer close(out)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev := <-f.events:
-				out <- ev
-			}
-		}
-	}()
-	return out, errc
-}
+// nopJobs is a job store that keeps nothing.
+type nopJobs struct{}
+
+func (nopJobs) SaveJob(jobs.Job) error                   { return nil }
+func (nopJobs) LoadJobs() ([]jobs.Job, error)            { return nil, nil }
+func (nopJobs) SavePrivate(string, jobs.Private) error   { return nil }
+func (nopJobs) LoadPrivate(string) (jobs.Private, error) { return jobs.Private{}, nil }
 
 // TestClusterCardReads: the card is read at start, every interval, and at
-// once when one of labpool's tasks changes; run returns with its
-// goroutines gone.
+// once when a labpool job's state changes (not when a job is saved with
+// the same state); run returns when ctx ends.
 func TestClusterCardReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		f := &fakeCluster{events: make(chan jobs.TaskEvent)}
-		c := newClusterCard(f, 5*time.Second, time.Second)
+		f := &fakeCluster{}
+		c := newClusterCard(f, 5*time.Second)
+		store := c.watchJobs(nopJobs{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
 		go func() { done <- c.run(ctx) }()
 		synctest.Wait()
-		if n := f.reads.Load(); n != 1 {
-			t.Fatalf("%d reads at start, want 1", n)
+		reads := func(want int32, when string) {
+			t.Helper()
+			synctest.Wait()
+			if n := f.reads.Load(); n != want {
+				t.Fatalf("%d reads %s, want %d", n, when, want)
+			}
 		}
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		if n := f.reads.Load(); n != 1 {
-			t.Fatalf("%d reads before the interval with no task changed, want 1", n)
-		}
-		f.events <- jobs.TaskEvent{Handle: "42", Action: "state"}
-		synctest.Wait()
-		if n := f.reads.Load(); n != 2 || c.get().Running != 2 {
-			t.Fatalf("%d reads after a task changed (card %+v), want 2", n, c.get())
-		}
-		time.Sleep(5 * time.Second)
-		synctest.Wait()
-		if n := f.reads.Load(); n != 3 {
-			t.Fatalf("%d reads after the interval, want 3", n)
-		}
+		reads(1, "at start")
+		time.Sleep(time.Second)
+		reads(1, "before the interval, no job saved")
+		store.SaveJob(jobs.Job{ID: "j1", State: jobs.Queued})
+		reads(2, "after a job was queued")
+		store.SaveJob(jobs.Job{ID: "j1", State: jobs.Queued, Error: "queued by the cluster's scheduler: Resources"})
+		reads(2, "after a job was saved in the same state")
+		store.SaveJob(jobs.Job{ID: "j1", State: jobs.Running})
+		reads(3, "after the job started")
+		time.Sleep(4 * time.Second)
+		reads(4, "after the interval")
+		store.SaveJob(jobs.Job{ID: "j1", State: jobs.Exited})
+		reads(5, "after the job ended")
 		cancel()
 		if err := <-done; err != nil {
 			t.Fatal(err)

@@ -76,7 +76,11 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.MemberName = d.memberName
 	jcfg.Devices = d.telem.Info().GPUs
 	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
-	d.jobs = jobs.NewManager(jcfg, ex, telemetryGPUs{d.telem}, d.folders, nodestore.NewJobs(d.db, d.id.ID.String()), d.log)
+	var store jobs.Store = nodestore.NewJobs(d.db, d.id.ID.String())
+	if d.cluster != nil {
+		store = d.cluster.watchJobs(store)
+	}
+	d.jobs = jobs.NewManager(jcfg, ex, telemetryGPUs{d.telem}, d.folders, store, d.log)
 	d.openHealth(ctx)
 	d.policy = nodestore.NewPolicy(d.db, d.jobs)
 	if p, err := d.policy.Load(ctx); err != nil {
