@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/node/slurm"
 )
 
 // APIVersion is the version of the local API and of the wire protocol.
@@ -71,6 +72,16 @@ type Node struct {
 	// answers there); ContainersError says why not.
 	Containers      bool   `json:"containers"`
 	ContainersError string `json:"containers_error,omitempty"`
+	// Cluster is set where the machine stands for a Slurm cluster: its
+	// partitions, nodes, GPUs by type and queue, as its agent last read
+	// them (NodeRecord.Cluster).
+	Cluster *slurm.Cluster `json:"cluster,omitempty"`
+	// ClusterOwners names the members who launched the labpool jobs of
+	// Cluster.Queue (device ID -> member name). A queue entry names a
+	// labpool job and its owner only where that job's record, written by
+	// this machine, agrees: a job's comment is anyone's to write on a
+	// cluster.
+	ClusterOwners map[string]string `json:"cluster_owners,omitempty"`
 }
 
 // NodeInfo is what changes rarely about a machine.

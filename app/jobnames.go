@@ -50,7 +50,7 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 			g.JobName, g.JobOwner, g.JobOwnerName = j.Name, j.Owner, ownerName(names, j.Owner)
 		}
 	}
-	return nil
+	return r.nameClusterJobs(ctx, nodes, names)
 }
 
 // slurmJob is the record of job id that a cluster's agent launched through

@@ -159,6 +159,8 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 		p.Nodes = append(p.Nodes, np)
 		switch {
 		case named != nil || !n.Online:
+		case n.Cluster != nil && !asksCluster(spec):
+			reasons = append(reasons, n.Name+": a Slurm cluster, picked only when named (--node "+n.Name+") or for a partition, a time limit or several nodes")
 		case !np.Fits:
 			reasons = append(reasons, n.Name+": "+np.Reason)
 		default:
@@ -173,6 +175,9 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	switch {
 	case named != nil:
 		p.NodePlan = planFor(*named, spec, active)
+	case best != nil && best.Cluster != nil:
+		p.NodePlan = *best
+		p.Reason = best.NodeName + ": " + best.Reason
 	case best != nil && bestLoad > leastLoad:
 		p.NodePlan = *best
 		p.Reason = fmt.Sprintf("%s has %d free GPUs, cooler or better NVLinked than those of less loaded machines", best.NodeName, best.Free)
@@ -194,6 +199,9 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 // planFor says whether spec fits on n, given the active jobs of the pool,
 // and the state of each of n's GPUs.
 func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
+	if n.Cluster != nil {
+		return planCluster(n, spec)
+	}
 	p := NodePlan{Node: n.ID, NodeName: n.Name, GPUs: make([]PlanGPU, 0, len(n.GPUs))}
 	holder := map[string]Job{} // GPU UUID -> the job that holds it
 	for _, j := range active {
@@ -223,6 +231,10 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 	sort.SliceStable(p.GPUs, func(i, k int) bool { return p.GPUs[i].Index < p.GPUs[k].Index })
 	if !n.Online {
 		p.Reason = n.Name + " is offline"
+		return p
+	}
+	if why := notCluster(n, spec); why != "" {
+		p.Reason = why
 		return p
 	}
 	if !n.Containers {
@@ -386,12 +398,15 @@ func load(n Node) float64 {
 
 // Launch runs req on the node Plan picks and returns the node's record.
 func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
-	if req.Spec.Image == "" {
-		return Job{}, fmt.Errorf("%w: an image is required", ErrInvalid)
-	}
 	p, err := s.Plan(ctx, req)
 	if err != nil {
 		return Job{}, err
+	}
+	switch {
+	case req.Spec.Image == "" && p.Cluster == nil:
+		return Job{}, fmt.Errorf("%w: an image is required (command jobs without one run on a Slurm cluster only)", ErrInvalid)
+	case req.Spec.Image == "" && len(req.Spec.Cmd) == 0:
+		return Job{}, fmt.Errorf("%w: a command job needs a command (labpool run --node %s -- CMD...)", ErrInvalid, p.NodeName)
 	}
 	if !p.Fits {
 		return Job{}, &APIError{Status: http.StatusConflict, Code: "no_fit", Message: p.Reason}

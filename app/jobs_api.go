@@ -1,6 +1,9 @@
 package app
 
-import "github.com/labpool/labpool/node/jobs"
+import (
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
+)
 
 // The jobs part of the local API:
 //
@@ -65,6 +68,11 @@ type NodePlan struct {
 	// avoided GPU 2 (throttled: hw_thermal_slowdown at 91 °C)".
 	Picked    []int  `json:"picked,omitempty"`
 	Placement string `json:"placement,omitempty"`
+	// Cluster is set where the machine is a Slurm cluster: what sbatch
+	// will be asked, whether the partition can ever run the job and
+	// whether it starts now or queues (Free then counts the cluster's free
+	// GPUs on nodes that take jobs, slurm.FreeGPUs; GPUs is empty).
+	Cluster *slurm.SubmitPlan `json:"cluster,omitempty"`
 }
 
 // The states of a GPU in a plan.

@@ -173,6 +173,7 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 			devices = nr.Info.GPUs
 			n.GPUError = nr.Info.GPUError
 			n.Containers, n.ContainersError = nr.Containers, nr.ContainersError
+			n.Cluster = nr.Cluster
 			if nr.Addresses != nil {
 				n.Addresses = nr.Addresses
 			}

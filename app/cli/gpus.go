@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -14,8 +15,53 @@ import (
 )
 
 func gpusCmd(g *globals) *cobra.Command {
-	c := &cobra.Command{Use: "gpus", Short: "List every GPU of the pool with its latest figures, health, job and processes"}
-	return listVerb(g, c, reader.GPUs, writeGPUs)
+	c := &cobra.Command{Use: "gpus", Short: "List every GPU of the pool with its latest figures, health, job and processes",
+		Long: `List every GPU of the pool with its latest figures, health, job and processes,
+then the GPUs of each Slurm cluster in the pool by type and node (allocated of
+total). --json lists the machines' GPUs; a cluster's are in labpool nodes
+--json (cluster.gpus, cluster.nodes[].gpus).`}
+	return listVerb(g, c, readGPUs, func(w io.Writer, l gpuListing) error {
+		if err := writeGPUs(w, l.gpus); err != nil {
+			return err
+		}
+		return writeClusterGPUs(w, l.nodes)
+	})
+}
+
+// gpuListing is what gpus shows: the machines' GPUs, and the nodes, for
+// the clusters among them. Its JSON is the GPUs.
+type gpuListing struct {
+	gpus  []app.GPU
+	nodes []app.Node
+}
+
+func (l gpuListing) MarshalJSON() ([]byte, error) { return json.Marshal(l.gpus) }
+
+func readGPUs(r reader, ctx context.Context) (gpuListing, error) {
+	nodes, err := r.Nodes(ctx)
+	l := gpuListing{gpus: []app.GPU{}, nodes: nodes}
+	for _, n := range nodes {
+		l.gpus = append(l.gpus, n.GPUs...)
+	}
+	return l, err
+}
+
+// writeClusterGPUs writes each cluster's GPUs by type, and by node.
+func writeClusterGPUs(w io.Writer, nodes []app.Node) error {
+	for _, n := range nodes {
+		if n.Cluster == nil {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s (Slurm cluster %s): %s\n", n.Name, n.Cluster.Name, gpuCounts(n.Cluster.GPUs))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, cn := range n.Cluster.Nodes {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", cn.Name, cn.State, gpuCounts(cn.GPUs))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // gpuCmd is `labpool gpu clear NODE:INDEX`.

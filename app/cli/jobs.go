@@ -14,6 +14,7 @@ import (
 	"github.com/labpool/labpool/internal/openstat"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func jobCmds(g *globals) []*cobra.Command {
@@ -27,16 +28,26 @@ type runFlags struct {
 	cpus                                        float64
 	mounts, env                                 []string
 	ports                                       []int
-	queue                                       bool
+	queue, dryRun                               bool
+	cluster                                     clusterFlags
 }
 
 func runCmd(g *globals) *cobra.Command {
 	var f runFlags
 	var asJSON *bool
 	c := &cobra.Command{
-		Use:   "run [flags] IMAGE [CMD...]",
-		Short: "Launch a container on free GPUs of the pool; prints the job ID last",
-		Long: `Launch a container on free GPUs of the pool; prints the job ID last.
+		Use:   "run [flags] IMAGE [CMD...] | run --node CLUSTER [flags] -- CMD...",
+		Short: "Launch a container on free GPUs of the pool, or a job on a Slurm cluster; prints the job ID last",
+		Long: `Launch a container on free GPUs of the pool, or a job on a Slurm cluster;
+prints the job ID last. --dry-run prints the plan instead: where it would run
+and why (on a cluster, what sbatch will be asked and whether it starts now).
+
+On a Slurm cluster (a machine whose agent runs with --slurm, see labpool
+nodes): --partition, --gpus N on one node or --nodes N --gpus-per-node G,
+--cpus and --memory (per node) and --time (2h, 90m, or Slurm's 1-12:00:00,
+30:00) go to sbatch. "-- CMD..." without an image runs a command job; an image
+runs through the cluster's pyxis or Apptainer. The job runs as the cluster
+agent's Unix user; the member who launched it is recorded in its comment.
 
 Isolation, on the machine that runs the job:
   Where its Docker does not remap users (userns-remap), a job runs as an
@@ -65,13 +76,20 @@ What a job reaches:
   "isolated" reaches nothing; "host" also reaches the machine's other services.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := f.spec(args)
+			spec, err := f.spec(args, cmd.ArgsLenAtDash())
 			if err != nil {
 				return usageError{err}
 			}
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
 				return err
+			}
+			if f.dryRun {
+				p, err := c.Plan(cmd.Context(), app.LaunchRequest{Node: f.node, Spec: spec})
+				if err != nil {
+					return err
+				}
+				return emit(cmd.OutOrStdout(), *asJSON, p, func(out io.Writer) { writePlan(out, p) })
 			}
 			j, err := c.Launch(cmd.Context(), app.LaunchRequest{Node: f.node, Spec: spec})
 			if err != nil {
@@ -81,7 +99,7 @@ What a job reaches:
 				writeRWNote(cmd.ErrOrStderr(), spec.Mounts, j.NodeName)
 			}
 			return emit(cmd.OutOrStdout(), *asJSON, j, func(out io.Writer) {
-				fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, j.State)
+				fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, jobState(j.Job))
 				if len(j.GPUIndexes) > 0 {
 					fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
 				} else if len(j.Spec.MIGIDs) > 0 {
@@ -100,7 +118,12 @@ What a job reaches:
 	}
 	asJSON = jsonFlag(c)
 	c.Flags().SetInterspersed(false) // flags after IMAGE belong to CMD
-	fl := c.Flags()
+	f.add(c.Flags())
+	return c
+}
+
+// add gives fl run's flags.
+func (f *runFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.node, "node", "", "machine (name or ID); default: labpool picks")
 	fl.IntVar(&f.gpus, "gpus", 0, "number of GPUs")
 	fl.StringSliceVar(&f.gpuIDs, "gpu-ids", nil, "these GPU indexes, e.g. 0,3, or MIG instances by UUID (MIG-..., see labpool gpus)")
@@ -114,15 +137,24 @@ What a job reaches:
 	fl.StringVar(&f.name, "name", "", "job name")
 	fl.StringVar(&f.restart, "restart", "", "restart policy: no or on-failure")
 	fl.BoolVar(&f.queue, "queue", false, "wait for busy GPUs instead of failing")
-	return c
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the plan (where it would run, and why) and launch nothing")
+	f.cluster.add(fl)
 }
 
-func (f *runFlags) spec(args []string) (jobs.Spec, error) {
+// spec reads the flags and args: IMAGE [CMD...], or CMD... after "--"
+// (dash: where "--" was, -1 without one) for a command job.
+func (f *runFlags) spec(args []string, dash int) (jobs.Spec, error) {
 	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus,
 		CPUs: f.cpus, Env: f.env, Ports: f.ports, Queue: f.queue}
 	s.Restart = f.restart
 	if f.gpus > 0 && len(f.gpuIDs) > 0 {
 		return s, errors.New("give --gpus or --gpu-ids, not both")
+	}
+	if dash == 0 {
+		s.Image, s.Cmd = "", args // -- CMD...: a command job, no image
+	}
+	if err := f.cluster.fill(&s); err != nil {
+		return s, err
 	}
 	var err error
 	if s.GPUIDs, s.MIGIDs, err = parseGPUIDs(f.gpuIDs); err != nil {
@@ -203,21 +235,47 @@ func psCmd(g *globals) *cobra.Command {
 
 func writeJobs(w io.Writer, list []app.Job, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tMACHINE\tSTATE\tGPUS\tIMAGE\tOWNER\tRUNTIME\tEXIT")
+	fmt.Fprintln(tw, "ID\tNAME\tMACHINE\tSTATE\tGPUS\tHOSTS\tIMAGE\tOWNER\tRUNTIME")
 	for _, j := range list {
-		st := string(j.State)
+		st := jobState(j.Job)
 		if j.Stale {
 			st += " (last known)"
 		}
 		st += reclaimNote(j.Job, now)
-		exit := "-"
-		if j.ExitCode != nil {
-			exit = strconv.Itoa(*j.ExitCode)
+		image, hosts := j.Image, "-"
+		if image == "" {
+			image = "(command)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\t%s\t%s\t%s\n", shortJob(j.ID), j.Name, j.NodeName, st,
-			j.GPUIndexes, j.Image, j.OwnerName, runtime(j.Job, now), exit)
+		if len(j.Hosts) > 0 {
+			hosts = strings.Join(j.Hosts, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortJob(j.ID), j.Name, executorName(j), st,
+			jobGPUs(j.Job), hosts, image, j.OwnerName, runtime(j.Job, now))
 	}
 	return tw.Flush()
+}
+
+// executorName is the machine a job runs on, and "(slurm)" where that
+// machine's Slurm runs it.
+func executorName(j app.Job) string {
+	if j.Executor == "" || j.Executor == "docker" {
+		return j.NodeName
+	}
+	return j.NodeName + " (" + j.Executor + ")"
+}
+
+// jobGPUs is a job's GPUs: the indexes granted on a machine, or what a
+// cluster job asked of Slurm ("2", "2x4" on several nodes).
+func jobGPUs(j jobs.Job) string {
+	switch {
+	case len(j.GPUIndexes) > 0:
+		return fmt.Sprint(j.GPUIndexes)
+	case j.Spec.Nodes > 1 && j.Spec.GPUsPerNode > 0:
+		return fmt.Sprintf("%dx%d", j.Spec.Nodes, j.Spec.GPUsPerNode)
+	case j.Executor != "" && j.Executor != "docker" && j.Spec.GPUs > 0:
+		return strconv.Itoa(j.Spec.GPUs)
+	}
+	return "[]"
 }
 
 func shortJob(id string) string {

@@ -26,12 +26,18 @@ func writeNodes(w io.Writer, nodes []app.Node, now time.Time) error {
 			mem = fmt.Sprintf("%s/%s", Bytes(n.Host.MemUsedBytes), Bytes(n.Host.MemTotalBytes))
 		}
 		gpus := fmt.Sprint(len(n.GPUs))
-		if len(n.GPUs) == 0 && n.GPUError != "" {
+		switch {
+		case n.Cluster != nil:
+			gpus = clusterGPUs(n.Cluster)
+		case len(n.GPUs) == 0 && n.GPUError != "":
 			gpus = "0 (" + n.GPUError + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ShortID, state(n), cpu, mem, gpus, Ago(n.LastSeen, now))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeClusters(w, nodes, now)
 }
 
 func state(n app.Node) string {

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/slurm"
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
@@ -132,6 +133,11 @@ func renderWatch(nodes []app.Node, now time.Time, width int) string {
 				bar(n.Host.CPUPercent, 12), n.Host.CPUPercent, bar(memPct, 12), memPct,
 				Bytes(n.Host.MemUsedBytes), Bytes(n.Host.MemTotalBytes), n.Host.Load1)
 		}
+		if n.Cluster != nil {
+			b.WriteString(watchCluster(n))
+			b.WriteString("\n")
+			continue
+		}
 		if len(n.GPUs) == 0 {
 			msg := "no GPUs"
 			if n.GPUError != "" {
@@ -178,4 +184,27 @@ func pct(used, total uint64) float64 {
 		return 0
 	}
 	return 100 * float64(used) / float64(total)
+}
+
+// watchCluster is a Slurm cluster's lines in watch: its GPUs by type, each
+// node's state and GPUs, and its queue's counts.
+func watchCluster(n app.Node) string {
+	c := n.Cluster
+	var b strings.Builder
+	fmt.Fprintf(&b, "  Slurm %s  GPUs %s  (%d free)  queue %d running, %d pending\n", c.Name, gpuCounts(c.GPUs),
+		slurm.FreeGPUs(*c), c.Running, c.Pending)
+	for _, cn := range c.Nodes {
+		st := cn.State
+		switch {
+		case !slurm.TakesJobs(cn.State):
+			st = offlineStyle.Render(st)
+		default:
+			st = onlineStyle.Render(st)
+		}
+		fmt.Fprintf(&b, "  %-12s %s  %s\n", cn.Name, st, gpuCounts(cn.GPUs))
+	}
+	if c.Error != "" {
+		fmt.Fprintf(&b, "  %s\n", warnStyle.Render("last read failed: "+c.Error))
+	}
+	return b.String()
 }

@@ -288,7 +288,7 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
   function launch(req) {
     if (role() === 'viewer') throw apiErr(403, 'forbidden', 'viewers cannot launch jobs: ask an admin to make this machine a member')
     const spec = req.spec ?? {}
-    if (!spec.image) throw apiErr(400, 'invalid', 'an image is required')
+    if (!spec.image) throw apiErr(400, 'invalid', 'an image is required (command jobs without one run on a Slurm cluster only)')
     refuse(spec)
     const p = plan(req)
     if (!p.fits) throw apiErr(409, 'no_fit', p.reason)

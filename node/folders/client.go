@@ -94,14 +94,14 @@ func sourceError(err error) error {
 // for a copy that asks again after its network changed.
 func (s HTTPSource) CloseIdleConnections() { s.Client.CloseIdleConnections() }
 
-// Walk implements Source.
-func (s HTTPSource) Walk(ctx context.Context, p string) ([]FileMeta, error) {
+// Walk implements Source: emit has each item as the listing arrives.
+func (s HTTPSource) Walk(ctx context.Context, p string, emit func(FileMeta) error) error {
 	resp, err := s.do(ctx, http.MethodGet, "walk", url.Values{"path": {p}}, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
-	return DecodeWalk(resp.Body)
+	return DecodeWalkFunc(resp.Body, emit)
 }
 
 // Sums implements Source.
@@ -132,9 +132,14 @@ func (s HTTPSource) Bundle(ctx context.Context, paths []string) (io.ReadCloser, 
 	return resp.Body, nil
 }
 
-// Blocks implements Source.
+// BlockCheckName asks a blocks request for BlockCheck rather than BlockSum
+// (check=crc32c); a source that predates it sends BlockSums.
+const BlockCheckName = "crc32c"
+
+// Blocks implements Source: the blocks come with their BlockCheck.
 func (s HTTPSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
-	resp, err := s.do(ctx, http.MethodGet, "blocks", url.Values{"path": {p}, "first": {strconv.Itoa(first)}, "n": {strconv.Itoa(n)}}, nil)
+	q := url.Values{"path": {p}, "first": {strconv.Itoa(first)}, "n": {strconv.Itoa(n)}, "check": {BlockCheckName}}
+	resp, err := s.do(ctx, http.MethodGet, "blocks", q, nil)
 	if err != nil {
 		return nil, err
 	}

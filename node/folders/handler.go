@@ -185,7 +185,7 @@ func (h *handler) blocks(w http.ResponseWriter, req *http.Request, o *Opened) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	WriteBlocks(o.Root, p, first, n, w)
+	WriteBlocks(o.Root, p, first, n, q.Get("check") == BlockCheckName, w)
 }
 
 func (h *handler) bundle(w http.ResponseWriter, req *http.Request, o *Opened) {

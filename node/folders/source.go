@@ -2,8 +2,10 @@ package folders
 
 import (
 	"bufio"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -216,13 +218,26 @@ func ReadBundle(r io.Reader, fn func(BundleItem, []byte) error) error {
 
 // Kinds of block in a WriteBlocks stream.
 const (
-	BlockData = 0 // the block's BlockSum and bytes follow
-	BlockZero = 1 // the block is all zeros: nothing follows
+	BlockData    = 0 // the block's BlockSum and bytes follow
+	BlockZero    = 1 // the block is all zeros: nothing follows
+	BlockChecked = 2 // the block's BlockCheck (4 bytes, big-endian) and bytes follow
 )
 
+// BlockCheck is the CRC-32C of a block that crosses to a receiver that
+// has none of its file (see WriteBlocks).
+func BlockCheck(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // WriteBlocks writes n blocks of the file p of root from block first: each
-// as a kind byte, then for data its BlockSum and bytes.
-func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
+// as a kind byte, then for data its BlockSum and bytes, or with checked
+// its BlockCheck and bytes. The blocks go to a receiver that has nothing
+// of the file yet, so nothing is compared with a block's hash: it only
+// checks the block on arrival, which the CRC-32C does at a fiftieth of
+// the cost (on two cores, BLAKE3 was a fifth of each agent's time in a
+// large copy; TLS authenticates every byte in between). Receivers before
+// the check asked without it and are sent BlockSums.
+func WriteBlocks(root *os.Root, p string, first, n int, checked bool, w io.Writer) error {
 	clean, err := CleanPath(p)
 	if err != nil {
 		return err
@@ -245,15 +260,21 @@ func WriteBlocks(root *os.Root, p string, first, n int, w io.Writer) error {
 		if _, err := f.ReadAt(buf[:k], off); err != nil && err != io.EOF {
 			return err
 		}
-		if allZero(buf[:k]) {
-			if _, err := w.Write([]byte{BlockZero}); err != nil {
-				return err
-			}
-			continue
+		var head []byte
+		switch {
+		case allZero(buf[:k]):
+			head = []byte{BlockZero}
+		case checked:
+			head = binary.BigEndian.AppendUint32([]byte{BlockChecked}, BlockCheck(buf[:k]))
+		default:
+			sum := BlockSum(buf[:k])
+			head = append([]byte{BlockData}, sum[:]...)
 		}
-		sum := BlockSum(buf[:k])
-		if _, err := w.Write(append([]byte{BlockData}, sum[:]...)); err != nil {
+		if _, err := w.Write(head); err != nil {
 			return err
+		}
+		if head[0] == BlockZero {
+			continue
 		}
 		if _, err := w.Write(buf[:k]); err != nil {
 			return err

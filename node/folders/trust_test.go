@@ -302,7 +302,11 @@ func TestOneFileOffer(t *testing.T) {
 	// The file itself, through the client, as a copy brings it (a walk,
 	// then a bundle of the small files; the copy engine is node/folders/copies).
 	src := HTTPSource{Client: p.client(recv.id), Folder: "xfer-1", Grant: grant}
-	items, err := src.Walk(context.Background(), "")
+	var items []FileMeta
+	err := src.Walk(context.Background(), "", func(it FileMeta) error {
+		items = append(items, it)
+		return nil
+	})
 	if err != nil || len(items) != 1 || items[0].Dir {
 		t.Fatalf("walk of the offer: %+v, %v; want the one file", items, err)
 	}

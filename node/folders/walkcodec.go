@@ -108,18 +108,33 @@ func appendName(b []byte, s string) []byte {
 
 // DecodeWalk reads a listing (network input: every field is checked).
 func DecodeWalk(r io.Reader) ([]FileMeta, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
 	var out []FileMeta
+	err := DecodeWalkFunc(r, func(it FileMeta) error {
+		out = append(out, it)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DecodeWalkFunc reads a listing, handing each item to emit as it is read:
+// a copy starts on the first files while the rest still cross. Only a nil
+// result means the listing was complete; an error from emit ends the read
+// and is returned as it is.
+func DecodeWalkFunc(r io.Reader, emit func(FileMeta) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, fmt.Errorf("listing line %d: longer than %d bytes", n, br.Size())
+			return fmt.Errorf("listing line %d: longer than %d bytes", n, br.Size())
 		}
 		if err == io.EOF && len(line) == 0 {
-			return nil, errors.New("listing cut short: no end line")
+			return errors.New("listing cut short: no end line")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("listing line %d: %w", n, err)
+			return fmt.Errorf("listing line %d: %w", n, err)
 		}
 		if line[0] == 'E' && (len(line) == 2 || line[1] == '\t') {
 			if len(line) > 2 {
@@ -127,18 +142,20 @@ func DecodeWalk(r io.Reader) ([]FileMeta, error) {
 				if qerr != nil {
 					msg = "unreadable reason"
 				}
-				return nil, fmt.Errorf("the source could not list its tree: %s", msg)
+				return fmt.Errorf("the source could not list its tree: %s", msg)
 			}
 			if _, err := br.ReadByte(); err != io.EOF {
-				return nil, errors.New("listing: data after its end line")
+				return errors.New("listing: data after its end line")
 			}
-			return out, nil
+			return nil
 		}
 		it, err := parseWalkLine(line[:len(line)-1])
 		if err != nil {
-			return nil, fmt.Errorf("listing line %d: %w", n, err)
+			return fmt.Errorf("listing line %d: %w", n, err)
 		}
-		out = append(out, it)
+		if err := emit(it); err != nil {
+			return err
+		}
 	}
 }
 

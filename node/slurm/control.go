@@ -112,6 +112,7 @@ func (e *Executor) Remove(ctx context.Context, handle string) error {
 		e.recs[handle] = r
 	}
 	r.Removed = true
+	e.recGen++
 	cp := *r
 	e.mu.Unlock()
 	if err := e.forget(&cp, false); err != nil {

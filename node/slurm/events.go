@@ -17,8 +17,7 @@ func (e *Executor) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan er
 	go func() {
 		defer close(errc)
 		defer close(ch)
-		last := map[string]taskKey{}
-		first := true
+		var w watch
 		for {
 			wait := e.cfg.Tick
 			snap, err := e.q.get(ctx, false)
@@ -28,13 +27,10 @@ func (e *Executor) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan er
 				}
 				e.log.Warn("slurm: read the queue", "err", err)
 			} else {
-				now := e.listFrom(ctx, snap)
-				if !first && !e.send(ctx, ch, diff(last, now, e.cfg.Now())) {
+				if evs := e.step(ctx, &w, snap); !e.send(ctx, ch, evs) {
 					return
 				}
-				first = false
-				last = keys(now)
-				if !active(now) {
+				if !w.active {
 					wait = e.cfg.IdleTick
 				}
 			}
@@ -50,6 +46,36 @@ func (e *Executor) Events(ctx context.Context) (<-chan jobs.TaskEvent, <-chan er
 		}
 	}()
 	return ch, errc
+}
+
+// watch is what the event loop keeps between ticks.
+type watch struct {
+	last    map[string]taskKey // nil before the first tick
+	gen     uint64             // the Gen of the snapshot last listed
+	recGen  uint64             // the records' generation when it was
+	settled bool               // no job in last had left squeue with its end unknown
+	active  bool               // a job in last was pending or running
+}
+
+// step lists snap's labpool jobs and returns an event for each change
+// since the last step (none at the first). A snapshot and records the
+// same as the last step's, with every job's end known, change nothing:
+// step skips the list (the tick of a queue that did not change costs
+// no work per job).
+func (e *Executor) step(ctx context.Context, w *watch, snap *snapshot) []jobs.TaskEvent {
+	e.mu.Lock()
+	recGen := e.recGen
+	e.mu.Unlock()
+	if w.last != nil && w.settled && snap.Gen == w.gen && recGen == w.recGen {
+		return nil
+	}
+	now, settled := e.list(ctx, snap)
+	var evs []jobs.TaskEvent
+	if w.last != nil {
+		evs = diff(w.last, now, e.cfg.Now())
+	}
+	w.last, w.gen, w.recGen, w.settled, w.active = keys(now), snap.Gen, recGen, settled, active(now)
+	return evs
 }
 
 // active says whether a job in list is pending or running.

@@ -65,8 +65,9 @@ type Executor struct {
 	log       *slog.Logger
 	apptainer string // the apptainer or singularity binary, if any
 
-	mu   sync.Mutex // guards recs
-	recs map[string]*record
+	mu     sync.Mutex // guards recs and recGen
+	recs   map[string]*record
+	recGen uint64 // changes when a record is added, dropped, removed or final
 
 	addrMu  sync.Mutex // guards addrs and addrsAt
 	addrs   map[string]string
@@ -208,6 +209,7 @@ func (e *Executor) Start(ctx context.Context, t jobs.Task) (jobs.TaskStatus, err
 	}
 	e.mu.Lock()
 	e.recs[handle] = r
+	e.recGen++
 	e.mu.Unlock()
 	return st, nil
 }

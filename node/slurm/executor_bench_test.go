@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,10 +64,9 @@ func BenchmarkSubmit(b *testing.B) {
 	})
 }
 
-// squeue1000 is the poll's text for 1,000 jobs built from a JSON
-// fixture's first job, half of them labpool's, with placeholders {R},
-// {N}, {E} for the call's markers.
-func squeue1000(b *testing.B, fixture string) string {
+// jobs1000 is 1,000 jobs built from a JSON fixture's first job, half of
+// them labpool's (the even ones).
+func jobs1000(b testing.TB, fixture string) []Job {
 	_, list, err := ParseSqueue(readFixture(b, fixture))
 	if err != nil {
 		b.Fatal(err)
@@ -76,64 +76,151 @@ func squeue1000(b *testing.B, fixture string) string {
 		j := list[0]
 		j.ID = strconv.Itoa(1000 + i)
 		j.Comment = ""
+		j.LabpoolJob, j.Owner = "", ""
 		if i%2 == 0 {
 			j.Comment = fmt.Sprintf("labpool:job=j%d,owner=DEV1", i)
+			j.LabpoolJob, j.Owner = ParseComment(j.Comment)
 		}
 		jobs[i] = j
 	}
-	return string(renderText(jobs, textMarkers{Reason: "{R}", Name: "{N}", Comment: "{E}"}))
+	return jobs
 }
 
-// textRunner answers the poll from a text template.
-type textRunner struct{ text string }
+// textRunner answers the poll's squeue for jobs as the real one prints
+// them. With flip, each state-line read sees one labpool job in the
+// other of two states than the read before (a queue where one job
+// changes state every tick).
+type textRunner struct {
+	jobs  [2][]Job
+	state [2]template // the state lines of jobs[0] and jobs[1]
+	full  template    // the full records of jobs[0]
+	flip  bool
+	cur   int // which of jobs the last state-line read showed
+}
 
-func (r textRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+func newTextRunner(jobs []Job, flip bool) *textRunner {
+	r := &textRunner{flip: flip}
+	r.jobs[0] = jobs
+	r.jobs[1] = slices.Clone(jobs)
+	last := &r.jobs[1][len(jobs)-2]
+	last.State, last.Reason = "RUNNING", ""
+	if jobs[len(jobs)-2].State == "RUNNING" {
+		last.State, last.Reason = "PENDING", "Priority"
+	}
+	ph := textMarkers{Reason: "{R}", Name: "{N}", Comment: "{E}"}
+	for i := range r.jobs {
+		r.state[i] = newTemplate(string(renderStateText(r.jobs[i], ph)))
+	}
+	r.full = newTemplate(string(renderText(jobs, ph)))
+	return r
+}
+
+func (r *textRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
 	if name != "squeue" {
 		return nil, nil
 	}
 	m := markersOf(args)
-	return []byte(strings.NewReplacer("{R}", m.Reason, "{N}", m.Name, "{E}", m.Comment).Replace(r.text)), nil
+	switch {
+	case stateLines(args):
+		if r.flip {
+			r.cur = 1 - r.cur
+		}
+		return r.state[r.cur].fill(m), nil
+	case r.cur == 0 && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--jobs=") }):
+		return r.full.fill(m), nil
+	}
+	return renderFor(r.jobs[r.cur], args, m), nil
 }
 
-// BenchmarkPoll1000 is one tick of the executor with 1,000 jobs in the
-// queue: parse squeue's text, build every labpool job's status, diff
-// with the last tick (the squeue process itself: BenchmarkPoll1000Real).
+// template is squeue's output with placeholders {R}, {N}, {E} for the
+// call's markers, split at them.
+type template struct {
+	parts []string
+	marks []byte // after parts[i]: 'R', 'N' or 'E'; 0 after the last
+	size  int
+}
+
+func newTemplate(text string) template {
+	var t template
+	for {
+		i := strings.IndexByte(text, '{')
+		if i < 0 || i+2 >= len(text) || text[i+2] != '}' {
+			t.parts, t.marks = append(t.parts, text), append(t.marks, 0)
+			break
+		}
+		t.parts, t.marks = append(t.parts, text[:i]), append(t.marks, text[i+1])
+		text = text[i+3:]
+	}
+	t.size = len(strings.Join(t.parts, "")) + 20*len(t.parts)
+	return t
+}
+
+func (t template) fill(m textMarkers) []byte {
+	out := make([]byte, 0, t.size)
+	for i, p := range t.parts {
+		out = append(out, p...)
+		switch t.marks[i] {
+		case 'R':
+			out = append(out, m.Reason...)
+		case 'N':
+			out = append(out, m.Name...)
+		case 'E':
+			out = append(out, m.Comment...)
+		}
+	}
+	return out
+}
+
+// BenchmarkPoll1000 is one tick of the executor's event loop with 1,000
+// jobs in the queue, 500 of them labpool's: read squeue's state lines,
+// reuse what did not change, list and diff labpool's jobs when something
+// did (the squeue process itself: BenchmarkPoll1000Real). "changing": one
+// job changes state every tick (a second squeue reads it in full).
 func BenchmarkPoll1000(b *testing.B) {
 	for _, f := range []string{"squeue-22.05-running.json", "squeue-23.11-v0.0.40.json"} {
-		b.Run(f, func(b *testing.B) {
-			text := squeue1000(b, f)
-			clock := &fakeClock{t: time.Unix(1795600200, 0)}
-			user := "root"
-			if f != "squeue-22.05-running.json" {
-				user = "lab"
+		for _, flip := range []bool{false, true} {
+			name := f
+			if flip {
+				name += "/changing"
 			}
-			e, err := New(context.Background(), Config{StateDir: b.TempDir(), Runner: textRunner{text}, User: user, Containers: []string{}, Now: clock.now})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx := context.Background()
-			// The first tick adopts the 500 labpool jobs (one record
-			// file each), once; the loop measures the ticks after it.
-			if _, err := e.List(ctx); err != nil {
-				b.Fatal(err)
-			}
-			var last map[string]taskKey
-			b.SetBytes(int64(len(text)))
-			for b.Loop() {
-				clock.add(time.Second)
-				snap, err := e.q.get(ctx, false)
-				if err != nil {
-					b.Fatal(err)
-				}
-				now := e.listFrom(ctx, snap)
-				if len(now) != 500 {
-					b.Fatalf("%d labpool jobs, want 500", len(now))
-				}
-				diff(last, now, clock.now())
-				last = keys(now)
-			}
-		})
+			b.Run(name, func(b *testing.B) {
+				benchPoll(b, f, flip)
+			})
+		}
 	}
+}
+
+func benchPoll(b *testing.B, fixture string, flip bool) {
+	jobs := jobs1000(b, fixture)
+	r := newTextRunner(jobs, flip)
+	clock := &fakeClock{t: time.Unix(1795600200, 0)}
+	e, err := New(context.Background(), Config{StateDir: b.TempDir(), Runner: r, User: jobs[0].User, Containers: []string{}, Now: clock.now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	// The first tick adopts the 500 labpool jobs (one record file
+	// each), once; the loop measures the ticks after it.
+	var w watch
+	snap, err := e.q.get(ctx, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.step(ctx, &w, snap)
+	var events int
+	b.ReportAllocs()
+	for b.Loop() {
+		clock.add(time.Second)
+		snap, err := e.q.get(ctx, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += len(e.step(ctx, &w, snap))
+		if len(w.last) != 500 {
+			b.Fatalf("%d labpool jobs, want 500", len(w.last))
+		}
+	}
+	b.ReportMetric(float64(events)/float64(b.N), "events/op")
 }
 
 // BenchmarkPoll1000JSON is the same tick read from `squeue --json` (the
@@ -164,9 +251,10 @@ func BenchmarkPoll1000JSON(b *testing.B) {
 // BenchmarkPoll1000Real is one tick against the real test cluster with
 // 1,000 held jobs in the queue: "labpool" where they are all the agent's
 // (labpool's, the worst case), "others" where they are another user's
-// (root's: the agent runs as "nobody" here, as squeue --user=root seems
-// to read every job). It reports the CPU of squeue itself (user+system of
-// the child, from rusage) and of this process.
+// (root's: the agent runs as "nobody" here, as squeue --user=root reads
+// every job: 22.05's squeue takes uid 0 for no user). It reports the CPU of squeue itself (user+system of
+// the child, from rusage, with the test's nsenter: wrap-cpu-ms is that
+// wrapper running true) and of this process, per tick.
 func BenchmarkPoll1000Real(b *testing.B) {
 	c := needSlurm(b)
 	for _, who := range []string{"labpool", "others"} {
@@ -214,10 +302,13 @@ func BenchmarkPoll1000Real(b *testing.B) {
 			for i := range 1000 {
 				submit(i)
 			}
-			if _, err := e.List(ctx); err != nil { // adopt once, outside the loop
+			// The first tick adopts, once, outside the loop.
+			var w watch
+			snap, err := e.q.get(ctx, false)
+			if err != nil {
 				b.Fatal(err)
 			}
-			var last map[string]taskKey
+			e.step(ctx, &w, snap)
 			mu.Lock()
 			child, runs = 0, 0
 			mu.Unlock()
@@ -233,17 +324,26 @@ func BenchmarkPoll1000Real(b *testing.B) {
 				if who == "labpool" && len(snap.Jobs) < 1000 {
 					b.Fatalf("%d jobs in the queue", len(snap.Jobs))
 				}
-				now := e.listFrom(ctx, snap)
-				diff(last, now, time.Now())
-				last = keys(now)
+				e.step(ctx, &w, snap)
 			}
 			goCPU := selfCPU() - self
 			mu.Lock()
 			if runs > 0 {
 				b.ReportMetric(float64(child.Microseconds())/1000/float64(runs), "squeue-cpu-ms/op")
 				b.ReportMetric(float64(goCPU.Microseconds())/1000/float64(ticks), "agent-cpu-ms/op")
+				b.ReportMetric(float64(runs)/float64(ticks), "squeues/op")
 			}
 			mu.Unlock()
+			// The test's wrapper (nsenter into the cluster's namespace)
+			// is in squeue-cpu-ms; an agent on a submit host runs none.
+			var wrap time.Duration
+			runner.Usage = func(_ string, user, sys time.Duration) { wrap += user + sys }
+			for range 20 {
+				if _, err := runner.Run(ctx, "true"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(wrap.Microseconds())/1000/20, "wrap-cpu-ms/op")
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -243,26 +244,49 @@ func TestSqueueFailure(t *testing.T) {
 	}
 }
 
-// squeueAsText answers the poll's text squeue from a JSON fixture, with
-// the markers its arguments name.
+// squeueAsText answers the poll's text squeue (state lines or full
+// records) from a JSON fixture, with the markers its arguments name.
 func squeueAsText(jsonOut []byte, args []string) ([]byte, error) {
 	m := markersOf(args)
 	_, list, err := ParseSqueue(jsonOut)
 	if err != nil {
 		return nil, err
 	}
+	return renderFor(list, args, m), nil
+}
+
+// renderFor prints list as squeue does with args: filtered by --user and
+// --jobs, as state lines or full records.
+func renderFor(list []Job, args []string, m textMarkers) []byte {
 	for _, a := range args {
+		var keep func(Job) bool
 		if u, ok := strings.CutPrefix(a, "--user="); ok { // slurmctld's filter
-			kept := list[:0]
-			for _, j := range list {
-				if j.User == u {
-					kept = append(kept, j)
-				}
-			}
-			list = kept
+			keep = func(j Job) bool { return j.User == u }
 		}
+		if ids, ok := strings.CutPrefix(a, "--jobs="); ok {
+			set := strings.Split(ids, ",")
+			keep = func(j Job) bool { return slices.Contains(set, j.ID) }
+		}
+		if keep == nil {
+			continue
+		}
+		var kept []Job
+		for _, j := range list {
+			if keep(j) {
+				kept = append(kept, j)
+			}
+		}
+		list = kept
 	}
-	return renderText(list, m), nil
+	if stateLines(args) {
+		return renderStateText(list, m)
+	}
+	return renderText(list, m)
+}
+
+// stateLines says whether args ask for state lines.
+func stateLines(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--Format=JobID:|,State:|,Reason:") })
 }
 
 // markersOf reads the markers out of the poll's arguments.
@@ -283,6 +307,9 @@ func markersOf(args []string) textMarkers {
 		case strings.HasPrefix(f, "Comment:"):
 			m.Comment = f[len("Comment:"):]
 		}
+	}
+	if stateLines(args) { // the state line's reason ends with the comment's marker
+		m.Comment, m.Reason = m.Reason, ""
 	}
 	return m
 }

@@ -8,13 +8,16 @@ import (
 )
 
 // snapshot is one read of the queue: every reader within a tick
-// (Inspect, List, Events, Logs, Stop) shares it, so the agent runs one
-// squeue per tick, never one per job. It holds the jobs of the agent's
-// Unix user (squeue --user: slurmctld filters, so other users' jobs cost
-// nearly nothing), or, when Full, every job (for the cluster's card).
+// (Inspect, List, Events, Logs, Stop) shares it, so the agent reads the
+// queue once per tick, never once per job (a second squeue reads the
+// jobs whose state line changed: see readText). It holds the jobs of
+// the agent's Unix user (squeue --user: slurmctld filters, so other
+// users' jobs cost nearly nothing), or, when Full, every job (for the
+// cluster's card).
 type snapshot struct {
 	Meta Meta
-	Jobs map[string]Job // by Slurm job ID
+	Jobs map[string]Job // by Slurm job ID; never written once published
+	Gen  uint64         // a snapshot with the same Gen has the same Jobs
 	At   time.Time
 	Full bool
 }
@@ -30,7 +33,12 @@ type queue struct {
 	last *snapshot
 	busy chan struct{} // closed when the read in flight ends; nil when none
 	err  error         // the last read's error, returned to its waiters
-	json bool          // squeue refused the text format: read --json (only the reader touches it)
+
+	// Only the reader (the get that set busy) touches what follows.
+	json  bool         // squeue refused the text format: read --json
+	gen   uint64       // the last Gen given to a snapshot
+	known [2]lineCache // what the last read of each scope said: [0] the user's jobs, [1] everyone's
+	lines []stateLine  // the last state lines, reused
 }
 
 // get returns a snapshot no older than a tick, reading one if needed;
@@ -90,45 +98,37 @@ func (q *queue) fresh(s *snapshot, full bool) bool {
 func (q *queue) invalidate() {
 	q.mu.Lock()
 	if q.last != nil {
-		q.last = &snapshot{Meta: q.last.Meta, Jobs: q.last.Jobs, Full: q.last.Full}
+		q.last = &snapshot{Meta: q.last.Meta, Jobs: q.last.Jobs, Gen: q.last.Gen, Full: q.last.Full}
 	}
 	q.mu.Unlock()
 }
 
-// read runs one squeue. It polls text (see squeueTextArgs); a Slurm
-// whose squeue refuses that format is read with --json from then on.
+// read reads the queue as text (see readText); a Slurm whose squeue
+// refuses the text format is read with --json from then on.
 func (q *queue) read(ctx context.Context, full bool) (*snapshot, error) {
 	at := q.now()
-	var list []Job
-	var meta Meta
 	if !q.json {
-		m := newMarkers()
-		args := squeueTextArgs(m)
-		if !full {
-			args = append(args, "--user="+q.user)
-		}
-		out, err := q.run.Run(ctx, "squeue", args...)
-		if err != nil && !strings.Contains(err.Error(), "Invalid job format") && !strings.Contains(err.Error(), "Invalid field") {
-			return nil, err
-		}
+		jobs, gen, err := q.readText(ctx, full)
 		if err == nil {
-			list = ParseSqueueText(out, m)
-		} else {
-			q.json = true
+			return &snapshot{Jobs: jobs, Gen: gen, At: at, Full: full}, nil
 		}
+		if !strings.Contains(err.Error(), "Invalid job format") && !strings.Contains(err.Error(), "Invalid field") {
+			return nil, err
+		}
+		q.json = true
 	}
-	if q.json {
-		out, err := q.run.Run(ctx, "squeue", "--json")
-		if err != nil {
-			return nil, err
-		}
-		if meta, list, err = ParseSqueue(out); err != nil {
-			return nil, err
-		}
+	out, err := q.run.Run(ctx, "squeue", "--json")
+	if err != nil {
+		return nil, err
+	}
+	meta, list, err := ParseSqueue(out)
+	if err != nil {
+		return nil, err
 	}
 	jobs := make(map[string]Job, len(list))
 	for _, j := range list {
 		jobs[j.ID] = j
 	}
-	return &snapshot{Meta: meta, Jobs: jobs, At: at, Full: full || q.json}, nil
+	q.gen++
+	return &snapshot{Meta: meta, Jobs: jobs, Gen: q.gen, At: at, Full: true}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -55,16 +56,14 @@ func (r *CmdRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 	if r.Conf != "" {
 		cmd.Env = append(cmd.Env, "SLURM_CONF="+r.Conf)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	out, err := captured(cmd)
 	if r.Usage != nil && cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.Usage(name, time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano()))
 		}
 	}
 	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
+		msg := strings.TrimSpace(out.stderr)
 		if len(msg) > 2000 {
 			msg = msg[:2000] + "..."
 		}
@@ -77,5 +76,65 @@ func (r *CmdRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return stdout.Bytes(), nil
+	return out.stdout, nil
+}
+
+// cmdOutput is what a command printed.
+type cmdOutput struct {
+	stdout []byte
+	stderr string
+}
+
+// captured runs cmd with its standard output and error in memory files
+// (see memFile), or in pipes where there are none.
+func captured(cmd *exec.Cmd) (cmdOutput, error) {
+	stdout, err := memFile("slurm-stdout")
+	if err != nil {
+		return capturedPiped(cmd)
+	}
+	defer stdout.Close()
+	stderr, err := memFile("slurm-stderr")
+	if err != nil {
+		return cmdOutput{}, err
+	}
+	defer stderr.Close()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	runErr := cmd.Start()
+	if runErr == nil {
+		waitExit(cmd.Process.Pid)
+		runErr = cmd.Wait()
+	}
+	var out cmdOutput
+	var e []byte
+	out.stdout, err = readFile(stdout)
+	if err == nil {
+		e, err = readFile(stderr)
+	}
+	out.stderr = string(e)
+	if runErr != nil {
+		return out, runErr
+	}
+	return out, err
+}
+
+// readFile reads all of f from its start.
+func readFile(f *os.File) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, fi.Size())
+	n, err := f.ReadAt(b, 0)
+	if err == io.EOF {
+		err = nil
+	}
+	return b[:n], err
+}
+
+// capturedPiped runs cmd with its standard output and error in pipes.
+func capturedPiped(cmd *exec.Cmd) (cmdOutput, error) {
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	return cmdOutput{o.Bytes(), e.String()}, err
 }

@@ -90,6 +90,18 @@ func sbatchArgs(t jobs.Task, p batchPlan) ([]string, error) {
 	args := []string{"--parsable", "--export=NONE",
 		"--job-name=" + jobName(t), "--comment=" + p.Comment,
 		"--output=" + p.Output, "--chdir=" + p.Dir}
+	res, err := resourceArgs(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, res...), nil
+}
+
+// resourceArgs are sbatch's options for what r asks: the partition, the
+// nodes and GPUs, CPUs, memory and the time limit. The plan shows these
+// (SbatchArgs).
+func resourceArgs(r jobs.Resources) ([]string, error) {
+	var args []string
 	if r.Partition != "" {
 		if !validID(r.Partition) {
 			return nil, fmt.Errorf("slurm: partition %q: a partition name is 1 to %d of [A-Za-z0-9._-]", r.Partition, maxIDLen)

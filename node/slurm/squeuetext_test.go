@@ -63,6 +63,19 @@ func TestTextExit(t *testing.T) {
 	}
 }
 
+// renderStateText prints jobs' state lines as the poll's squeue does.
+func renderStateText(jobs []Job, m textMarkers) []byte {
+	var b strings.Builder
+	for _, j := range jobs {
+		reason := j.Reason
+		if reason == "" {
+			reason = "None"
+		}
+		fmt.Fprintf(&b, "%s|%s|%s%s\n", j.ID, j.State, reason, m.Comment)
+	}
+	return []byte(b.String())
+}
+
 // renderText prints jobs as the poll's squeue does (for recorded
 // executors and benchmarks built from JSON fixtures).
 func renderText(jobs []Job, m textMarkers) []byte {

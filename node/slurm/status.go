@@ -72,6 +72,9 @@ func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
 	if st.State.Ended() {
 		r.Final, save = true, true
 	}
+	if save {
+		e.recGen++
+	}
 	if !save {
 		e.mu.Unlock()
 		return
@@ -176,15 +179,23 @@ func (e *Executor) List(ctx context.Context) ([]jobs.TaskStatus, error) {
 }
 
 func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStatus {
+	out, _ := e.list(ctx, snap)
+	return out
+}
+
+// list is listFrom, and whether every job it lists that left squeue has
+// its end known (settled: a later list of the same snapshot and records
+// is the same).
+func (e *Executor) list(ctx context.Context, snap *snapshot) (out []jobs.TaskStatus, settled bool) {
 	type mine struct {
-		j   *Job
+		j   Job
 		rec *record
 	}
 	var found []mine
 	var gone []*record
+	settled = true
 	e.mu.Lock() // one lock for the whole tick, not one per job
-	for id := range snap.Jobs {
-		j := snap.Jobs[id]
+	for id, j := range snap.Jobs {
 		if j.User != "" && j.User != e.cfg.User {
 			continue
 		}
@@ -193,7 +204,7 @@ func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStat
 			continue
 		}
 		if ok || j.LabpoolJob != "" {
-			found = append(found, mine{&j, r})
+			found = append(found, mine{j, r})
 		}
 	}
 	var purge []*record
@@ -202,8 +213,10 @@ func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStat
 			if r.Removed {
 				purge = append(purge, r) // Slurm forgot a removed job: drop its tombstone
 				delete(e.recs, h)
+				e.recGen++
 			} else {
 				gone = append(gone, r)
+				settled = settled && r.Final
 			}
 		}
 	}
@@ -213,15 +226,16 @@ func (e *Executor) listFrom(ctx context.Context, snap *snapshot) []jobs.TaskStat
 			e.log.Warn("slurm: drop a removed job's record", "handle", r.Handle, "err", err)
 		}
 	}
-	out := make([]jobs.TaskStatus, 0, len(found)+len(gone))
-	for _, m := range found {
-		st := e.fromJob(ctx, *m.j, m.rec)
-		e.seen(st, m.j)
+	out = make([]jobs.TaskStatus, 0, len(found)+len(gone))
+	for i := range found {
+		m := &found[i]
+		st := e.fromJob(ctx, m.j, m.rec)
+		e.seen(st, &m.j)
 		out = append(out, st)
 	}
 	out = append(out, e.vanished(ctx, gone)...)
 	sort.Slice(out, func(i, k int) bool { return handleLess(out[i].Handle, out[k].Handle) })
-	return out
+	return out, settled
 }
 
 // handleLess orders Slurm job IDs by number.

@@ -38,11 +38,20 @@
 // Cost. One squeue per tick serves Inspect, List, Events, Logs and Stop:
 // the jobs of the agent's Unix user (--user: slurmctld filters, so a
 // queue full of other users' jobs costs little); ReadCluster reads every
-// job, and that read serves the tick's other readers too. squeue is read
-// as text with per-call random markers around the free fields (see
+// job, and that read serves the tick's other readers too. That squeue
+// prints each job's state line alone (ID, state, reason; see
+// statelines.go): a job whose line did not change keeps the fields read
+// before, unparsed, and only the jobs that are new or changed state are
+// read in full, by a second squeue that names them. Full records are
+// text with per-call random markers around the free fields (see
 // squeueTextArgs): 14 to 18 times cheaper than squeue --json, and safe
-// against names that hold newlines. While no labpool job is pending or
-// running, Events reads every IdleTick instead of every Tick.
+// against names that hold newlines. Commands write to memory files and
+// are awaited in the runtime's poller (spawn_linux.go). A tick whose
+// queue and records did not change lists nothing; while no labpool job
+// is pending or running, Events reads every IdleTick instead of every
+// Tick. With 1,000 labpool jobs a tick whose queue did not change costs
+// 7 to 9 ms of CPU, squeue's included (BenchmarkPoll1000Real, less the
+// test's nsenter), where reading every job in full cost 17 to 19.
 package slurm
 
 import "time"

@@ -19,6 +19,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
 )
 
 // extras are the types the UI reads from elsewhere than a route's request
@@ -30,6 +31,12 @@ var extras = []any{app.Error{}, app.Sample{}}
 var names = map[reflect.Type]string{
 	reflect.TypeFor[app.Error]():  "ErrorBody",
 	reflect.TypeFor[jobs.Stats](): "JobStats",
+	// A Slurm cluster's parts, apart from the pool's machines and jobs.
+	reflect.TypeFor[slurm.Node]():       "ClusterNode",
+	reflect.TypeFor[slurm.Partition]():  "ClusterPartition",
+	reflect.TypeFor[slurm.GPUCount]():   "ClusterGPUs",
+	reflect.TypeFor[slurm.QueueJob]():   "ClusterQueueJob",
+	reflect.TypeFor[slurm.SubmitPlan](): "ClusterPlan",
 }
 
 // roots are the types of every route of web.Routes, then the extras.

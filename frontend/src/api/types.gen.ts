@@ -70,6 +70,81 @@ export interface Can {
   why?: string
 }
 
+/** slurm.Cluster */
+export interface Cluster {
+  name: string
+  version: string
+  partitions: ClusterPartition[] | null
+  nodes: ClusterNode[] | null
+  gpus: ClusterGPUs[] | null
+  queue: ClusterQueueJob[] | null
+  running: number
+  pending: number
+  containers?: string[] | null
+  read: string
+  error?: string
+}
+
+/** slurm.GPUCount */
+export interface ClusterGPUs {
+  type: string
+  total: number
+  alloc: number
+}
+
+/** slurm.Node */
+export interface ClusterNode {
+  name: string
+  state: string
+  reason?: string
+  partitions: string[] | null
+  addr?: string
+  cpus: number
+  cpus_alloc: number
+  memory_mb: number
+  mem_alloc_mb: number
+  gpus: ClusterGPUs[] | null
+}
+
+/** slurm.Partition */
+export interface ClusterPartition {
+  name: string
+  default?: boolean
+  state: string
+  nodes: string[] | null
+  max_time_s?: number
+  default_time_s?: number
+  cpus: number
+  gpus: ClusterGPUs[] | null
+}
+
+/** slurm.SubmitPlan */
+export interface ClusterPlan {
+  partition: string
+  args: string[] | null
+  command: string
+  fits: boolean
+  starts_now: boolean
+  reason: string
+  nodes: string[] | null
+}
+
+/** slurm.QueueJob */
+export interface ClusterQueueJob {
+  id: string
+  name: string
+  user: string
+  state: string
+  reason?: string
+  partition: string
+  nodes?: string[] | null
+  gpus: number
+  submitted: string
+  started?: string
+  labpool_job?: string
+  owner?: string
+}
+
 /** app.CopyRequest */
 export interface CopyRequest {
   src: string
@@ -371,6 +446,8 @@ export interface Node {
   gpu_error?: string
   containers: boolean
   containers_error?: string
+  cluster?: Cluster | null
+  cluster_owners?: Record<string, string> | null
 }
 
 /** app.NodeFailure */
@@ -402,6 +479,7 @@ export interface NodePlan {
   gpus: PlanGPU[] | null
   picked?: number[] | null
   placement?: string
+  cluster?: ClusterPlan | null
 }
 
 /** app.Plan */
@@ -414,6 +492,7 @@ export interface Plan {
   gpus: PlanGPU[] | null
   picked?: number[] | null
   placement?: string
+  cluster?: ClusterPlan | null
   images: string[] | null
   nodes: NodePlan[] | null
 }

@@ -5,6 +5,12 @@ import type * as G from './types.gen.ts'
 
 export type {
   Can,
+  Cluster,
+  ClusterGPUs,
+  ClusterNode,
+  ClusterPartition,
+  ClusterPlan,
+  ClusterQueueJob,
   Disk,
   ErrorBody,
   GPU,

@@ -18,6 +18,7 @@ import {
   runSeconds,
   sameImage,
   splitCommand,
+  stateText,
   visibleJobs,
 } from './jobs.ts'
 
@@ -244,4 +245,29 @@ test('defaultGPUs: 1 where the pool or the chosen machine has a GPU, else 0', ()
   assert.equal(defaultGPUs([laptop, dgx], 'L'), 0, 'a GPU-less machine chosen')
   assert.equal(defaultGPUs([laptop, dgx], 'D'), 1)
   assert.equal(emptyForm(defaultGPUs([dgx])).gpus, 1)
+})
+
+test('buildSpec on a Slurm cluster: partition, nodes with GPUs per node, time limit', () => {
+  const f = { ...emptyForm(2), cmd: 'srun hostname', partition: 'gpu', nodes: 2, time: '1-12:00:00', queue: true }
+  const { spec, errors } = buildSpec(f, true)
+  assert.deepEqual(errors, {})
+  assert.deepEqual(spec, { image: '', cmd: ['srun', 'hostname'], partition: 'gpu', nodes: 2, gpus_per_node: 2, time_limit_s: 129600 })
+  const one = buildSpec({ ...emptyForm(1), cmd: 'x', time: '90m' }, true).spec
+  assert.deepEqual(one, { image: '', cmd: ['x'], gpus: 1, time_limit_s: 5400 })
+  const bad = buildSpec({ ...emptyForm(1), nodes: 0, time: 'soon' }, true).errors
+  assert.ok(bad.nodes && bad.time, JSON.stringify(bad))
+  assert.equal(buildSpec({ ...emptyForm(1), image: 'x', partition: 'gpu', nodes: 3, time: '2h' }).spec.partition, undefined, 'a pool machine gets no cluster fields')
+})
+
+test('defaultGPUs counts a cluster GPUs when it is chosen', () => {
+  const hpc = { id: 'H', online: true, containers: false, gpus: [], cluster: { gpus: [{ type: 'a100', total: 8, alloc: 8 }] } as never }
+  assert.equal(defaultGPUs([hpc], 'H'), 1)
+})
+
+test('stateText says how a job ended and why it waits', () => {
+  assert.equal(stateText({ state: 'queued', error: 'Resources' }), 'queued (Resources)')
+  assert.equal(stateText({ state: 'running' }), 'running')
+  assert.equal(stateText({ state: 'failed', exit_code: 3 }), 'exited 3')
+  assert.equal(stateText({ state: 'exited', outcome: 'cancelled', exit_code: 0 }), 'cancelled')
+  assert.equal(stateText({ state: 'failed', outcome: 'timed_out' }), 'timed out')
 })

@@ -1,6 +1,7 @@
 // Pure helpers for the jobs view and the launch dialog.
 import type { Job, JobState, Mount, Spec } from '../api/jobs.ts'
 import type { Node } from '../api/types.ts'
+import { parseTimeLimit } from './cluster.ts'
 
 // Single letters and "iB" units are binary, as in docker's --memory; "kB",
 // "MB", "GB", "TB" are decimal. Mirrors node/jobs/size.go.
@@ -107,12 +108,17 @@ export interface LaunchForm {
   name: string
   restart: '' | 'on-failure'
   queue: boolean
+  /** On a Slurm cluster: the partition ("" its default), the nodes (gpus is then per node) and the time limit as typed. */
+  partition: string
+  nodes: number
+  time: string
 }
 
 export function emptyForm(gpus = 0): LaunchForm {
   return {
     image: '', gpuMode: 'count', gpus, picked: [], minGPUMem: '', cpus: '', memory: '', shm: '',
     folders: '', ports: '', env: '', cmd: '', name: '', restart: '', queue: false,
+    partition: '', nodes: 1, time: '',
   }
 }
 
@@ -123,8 +129,8 @@ export type FormField = keyof LaunchForm
  * (on the chosen machine, or, with none chosen, on any machine that runs
  * jobs), else 0. A pool of GPU machines is there to give jobs GPUs.
  */
-export function defaultGPUs(nodes: Pick<Node, 'id' | 'online' | 'containers' | 'gpus'>[], machine = ''): number {
-  const has = (n: Pick<Node, 'gpus'>) => (n.gpus ?? []).length > 0
+export function defaultGPUs(nodes: Pick<Node, 'id' | 'online' | 'containers' | 'gpus' | 'cluster'>[], machine = ''): number {
+  const has = (n: Pick<Node, 'gpus' | 'cluster'>) => (n.gpus ?? []).length > 0 || (n.cluster?.gpus ?? []).some((g) => g.total > 0)
   if (machine) {
     const n = nodes.find((x) => x.id === machine)
     return n && has(n) ? 1 : 0
@@ -135,8 +141,10 @@ export function defaultGPUs(nodes: Pick<Node, 'id' | 'online' | 'containers' | '
 /**
  * Turns the form into a Spec. Fields that do not parse are left out of the
  * spec and reported in errors, by field, so the plan can follow the rest.
+ * On a Slurm cluster (cluster set) the partition, nodes and time limit go
+ * in too, and with several nodes the GPU count is per node.
  */
-export function buildSpec(f: LaunchForm): { spec: Spec; errors: Partial<Record<FormField, string>> } {
+export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors: Partial<Record<FormField, string>> } {
   const spec: Spec = { image: f.image.trim() }
   const errors: Partial<Record<FormField, string>> = {}
   const attempt = (field: FormField, fn: () => void) => {
@@ -188,7 +196,48 @@ export function buildSpec(f: LaunchForm): { spec: Spec; errors: Partial<Record<F
   })
   if (f.restart) spec.restart = f.restart
   if (f.queue) spec.queue = true
+  if (cluster) clusterSpec(f, spec, errors)
   return { spec, errors }
+}
+
+/** Puts the form's cluster fields into spec, its errors into errors. */
+function clusterSpec(f: LaunchForm, spec: Spec, errors: Partial<Record<FormField, string>>) {
+  delete spec.restart
+  delete spec.queue // Slurm queues every job it cannot start now
+  if (f.partition) spec.partition = f.partition
+  const nodes = Number(f.nodes)
+  if (!Number.isInteger(nodes) || nodes < 1) errors.nodes = 'a whole number of nodes, 1 or more'
+  else if (nodes > 1) {
+    spec.nodes = nodes
+    if (spec.gpus) spec.gpus_per_node = spec.gpus
+    delete spec.gpus
+  }
+  if (f.time.trim()) {
+    const t = parseTimeLimit(f.time)
+    if (t === null) errors.time = `"${f.time.trim()}": write 2h, 90m, 1-12:00:00 or 30:00`
+    else spec.time_limit_s = t
+  }
+}
+
+/**
+ * A job's state for people, with how an ended one ended and why a queued
+ * one waits: "queued (Resources)", "exited 3", "cancelled", "timed out".
+ * Mirrors the CLI's ps.
+ */
+export function stateText(j: Pick<Job, 'state' | 'outcome' | 'exit_code' | 'error'>): string {
+  switch (j.state) {
+    case 'queued':
+      return j.error ? `queued (${j.error})` : 'queued'
+    case 'exited':
+    case 'failed':
+      break
+    default:
+      return j.state
+  }
+  const outcomes: Record<string, string> = { cancelled: 'cancelled', timed_out: 'timed out', oom: 'killed: out of memory', node_fail: 'failed: a node failed' }
+  if (j.outcome) return outcomes[j.outcome] ?? j.outcome.replaceAll('_', ' ')
+  if (j.exit_code != null) return `exited ${j.exit_code}`
+  return j.state
 }
 
 /** An image reference as Docker stores it: docker.io/library/ left out, ":latest" made explicit. */

@@ -8,8 +8,8 @@ export function normalizeNode(n: Node): Node {
   return { ...n, addresses: n.addresses ?? [], gpus: n.gpus ?? [], host }
 }
 
-/** Whether a node has (or last had) GPUs: a GPU machine. */
-export const hasGPUs = (n: Pick<Node, 'gpus'>) => (n.gpus ?? []).length > 0
+/** Whether a node has (or last had) GPUs: a GPU machine, or a Slurm cluster with GPUs. */
+export const hasGPUs = (n: Pick<Node, 'gpus' | 'cluster'>) => (n.gpus ?? []).length > 0 || (n.cluster?.gpus ?? []).some((g) => g.total > 0)
 
 /**
  * Orders nodes: GPU machines first (what a pool is for), then this machine,

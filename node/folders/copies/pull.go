@@ -2,6 +2,7 @@ package copies
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,13 +19,16 @@ import (
 
 // Source is the sending side of a copy: a shared folder of a member.
 type Source interface {
-	Walk(ctx context.Context, p string) ([]folders.FileMeta, error)
+	// Walk lists the tree at p, handing emit each item as it is listed
+	// (see folders.WalkFunc); an error of emit ends it and is returned.
+	Walk(ctx context.Context, p string, emit func(folders.FileMeta) error) error
 	Sums(ctx context.Context, p string) (folders.Sums, error)
 	Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error)
 	// Bundle sends the small files paths in one stream (see WriteBundle).
 	Bundle(ctx context.Context, paths []string) (io.ReadCloser, error)
-	// Blocks sends n blocks of p from block first, each with its hash, or
-	// marked as zeros (see WriteBlocks).
+	// Blocks sends n blocks of p from block first, each with its check
+	// (a BlockCheck, or a BlockSum from a source before it), or marked as
+	// zeros (see WriteBlocks).
 	Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error)
 }
 
@@ -62,6 +66,7 @@ type Pull struct {
 	retries    atomic.Int64                // requests asked again after a lost network
 	changed    atomic.Bool                 // something was written at the destination
 	have       map[string]folders.FileMeta // the destination's tree, by Rel, at the start
+	staged     bool                        // the tree is written under its staging name (see stage.go)
 }
 
 // index lists the destination's tree at target, by Rel; empty where it
@@ -85,7 +90,9 @@ func (p *Pull) unchanged(m folders.FileMeta) bool {
 	return ok && !h.Dir && h.Link == "" && h.Size == m.Size && h.MTime.Equal(m.MTime)
 }
 
-// Run performs the copy, on every core (see procs).
+// Run performs the copy, on every core (see procs). Small files cross
+// while the source is still listing its tree (see listing.go); larger
+// files once it has listed it all.
 func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	defer procs.Acquire()() // hashing, TLS and the writers run in parallel
 	if p.Streams <= 0 {
@@ -97,73 +104,33 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 	if p.Lost <= 0 {
 		p.Lost = DefaultLost
 	}
-	target, err := p.target()
+	final, err := p.target()
 	if err != nil {
 		return Progress{}, err
 	}
 	// List what the destination holds while the source lists its tree:
 	// one pass over each directory instead of a lookup per file.
 	have := make(chan map[string]folders.FileMeta, 1)
-	go func() { have <- p.index(target) }()
-	items, err := p.Src.Walk(ctx, p.SrcPath)
-	p.have = <-have
+	go func() { have <- p.index(final) }()
+	l, err := p.list(ctx, final, have)
 	if err != nil {
-		return Progress{}, fmt.Errorf("list the source: %w", err)
-	}
-	for _, it := range items {
-		if !it.Dir && it.Link == "" {
-			p.progress.p.Bytes += it.Size
-			p.progress.p.Files++
-		}
-	}
-	var dirs []folders.FileMeta                      // Rel is the source's
-	small := make([]folders.FileMeta, 0, len(items)) // files of one block at most, fetched in parallel
-	for _, it := range items {
-		if err := ctx.Err(); err != nil {
-			return p.snapshot(), err
-		}
-		if _, err := folders.CleanPath(it.Rel); err != nil && it.Rel != "" {
-			return p.snapshot(), fmt.Errorf("cannot copy %q here: %w", it.Rel, err)
-		}
-		if it.Small() {
-			small = append(small, it)
-			continue
-		}
-		name := join(target, it.Rel)
-		switch {
-		case it.Dir:
-			if h, ok := p.have[it.Rel]; !ok || !h.Dir {
-				if err := p.Dst.MkdirAll(name, 0o755); err != nil {
-					return p.snapshot(), fmt.Errorf("create %s: %w", name, err)
-				}
-				p.changed.Store(true)
-			}
-			dirs = append(dirs, it)
-		case it.Link != "":
-			if p.have[it.Rel].Link == it.Link {
-				continue // the same link is there
-			}
-			p.Dst.Remove(name)
-			if err := p.Dst.Symlink(it.Link, name); err != nil {
-				return p.snapshot(), fmt.Errorf("link %s: %w", name, err)
-			}
-			p.changed.Store(true)
-		default:
-			if err := p.file(ctx, join(p.SrcPath, it.Rel), name, it); err != nil {
-				return p.snapshot(), err
-			}
-			p.fileDone()
-		}
-	}
-	if err := p.smallFiles(ctx, target, small); err != nil {
 		return p.snapshot(), err
 	}
-	for i := len(dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
-		d := dirs[i]
+	for _, it := range l.big {
+		if err := p.file(ctx, join(p.SrcPath, it.Rel), join(l.target, it.Rel), it); err != nil {
+			return p.snapshot(), err
+		}
+		p.fileDone()
+	}
+	if err := p.unstage(l.target, final); err != nil {
+		return p.snapshot(), err
+	}
+	for i := len(l.dirs) - 1; i >= 0; i-- { // deepest first, so children do not touch a parent's time again
+		d := l.dirs[i]
 		if h := p.have[d.Rel]; !p.changed.Load() && h.Dir && h.Mode == d.Mode && h.MTime.Equal(d.MTime) {
 			continue // nothing was written: the directory is as it was
 		}
-		name := join(target, d.Rel)
+		name := join(final, d.Rel)
 		p.Dst.Chmod(name, d.Mode)
 		p.Dst.Chtimes(name, d.MTime, d.MTime)
 	}
@@ -208,116 +175,6 @@ func (p *Pull) fileDone() {
 	p.progress.p.FilesDone++
 	p.progress.Unlock()
 	p.report()
-}
-
-// smallFiles brings files of one block at most: those the receiver lacks
-// cross in bundles of many files, several bundles at a time.
-func (p *Pull) smallFiles(ctx context.Context, target string, files []folders.FileMeta) error {
-	var todo []folders.FileMeta
-	for _, m := range files {
-		if p.unchanged(m) {
-			p.done.Add(m.Size) // unchanged
-			p.fileDone()
-			continue
-		}
-		todo = append(todo, m)
-	}
-	var batches [][]folders.FileMeta
-	var size int64
-	for _, m := range todo {
-		if k := len(batches) - 1; k < 0 || len(batches[k]) >= 256 || size+m.Size > 8*folders.BlockSize {
-			batches, size = append(batches, nil), 0
-		}
-		batches[len(batches)-1] = append(batches[len(batches)-1], m)
-		size += m.Size
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan []folders.FileMeta)
-	errc := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range p.Streams {
-		wg.Go(func() {
-			for b := range work {
-				left := b // the files not yet in place, in the batch's order
-				err := p.retry(ctx, func(progress func()) (err error) {
-					left, err = p.bundle(ctx, target, left, progress)
-					return err
-				})
-				if err != nil {
-					select {
-					case errc <- err:
-					default:
-					}
-					cancel()
-					return
-				}
-			}
-		})
-	}
-	feed(ctx, work, batches)
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return ctx.Err()
-	}
-}
-
-// bundle fetches one batch of small files and puts each in place; it
-// returns those it did not (all, or none when err is nil).
-func (p *Pull) bundle(ctx context.Context, target string, batch []folders.FileMeta, progress func()) (left []folders.FileMeta, err error) {
-	paths := make([]string, len(batch))
-	byPath := make(map[string]folders.FileMeta, len(batch))
-	for i, m := range batch {
-		paths[i] = join(p.SrcPath, m.Rel)
-		byPath[paths[i]] = m
-	}
-	rc, err := p.open(ctx, func(ctx context.Context) (io.ReadCloser, error) { return p.Src.Bundle(ctx, paths) })
-	if err != nil {
-		return batch, fmt.Errorf("read files at the source: %w", err)
-	}
-	defer rc.Close()
-	dirs := folders.NewDirRoots(p.Dst)
-	defer dirs.Close()
-	got := 0
-	put := make(map[string]bool, len(batch))
-	err = folders.ReadBundle(rc, func(item folders.BundleItem, data []byte) error {
-		m, ok := byPath[item.Path]
-		if !ok {
-			return fmt.Errorf("the source sent %q, which was not asked for", item.Path)
-		}
-		if item.Error != "" {
-			return fmt.Errorf("read %s at the source: %s", item.Path, item.Error)
-		}
-		if folders.HexSum(data) != item.Sum {
-			return fmt.Errorf("%s arrived damaged", item.Path)
-		}
-		got++
-		if err := dirs.Put(join(target, m.Rel), data, m); err != nil {
-			return err
-		}
-		put[item.Path] = true
-		progress()
-		p.changed.Store(true)
-		p.sent.Add(int64(len(data)))
-		p.done.Add(int64(len(data)))
-		p.fileDone()
-		return nil
-	})
-	if err != nil {
-		for i, m := range batch {
-			if !put[paths[i]] {
-				left = append(left, m)
-			}
-		}
-		return left, err
-	}
-	if got != len(batch) {
-		return nil, fmt.Errorf("the source sent %d of %d files", got, len(batch))
-	}
-	return nil, nil
 }
 
 func (p *Pull) snapshot() Progress {
@@ -669,8 +526,8 @@ func readEnd(src string, rc io.Reader) error {
 type RootSource struct{ Root *os.Root }
 
 // Walk implements Source.
-func (s RootSource) Walk(_ context.Context, p string) ([]folders.FileMeta, error) {
-	return folders.Walk(s.Root, p)
+func (s RootSource) Walk(_ context.Context, p string, emit func(folders.FileMeta) error) error {
+	return folders.WalkFunc(s.Root, p, emit)
 }
 
 // Sums implements Source.
@@ -688,7 +545,7 @@ func (s RootSource) Bundle(_ context.Context, paths []string) (io.ReadCloser, er
 // Blocks implements Source.
 func (s RootSource) Blocks(_ context.Context, p string, first, n int) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(folders.WriteBlocks(s.Root, p, first, n, pw)) }()
+	go func() { pw.CloseWithError(folders.WriteBlocks(s.Root, p, first, n, true, pw)) }()
 	return pr, nil
 }
 
@@ -697,7 +554,7 @@ func (s RootSource) Read(_ context.Context, p string, off, n int64) (io.ReadClos
 	return folders.OpenRange(s.Root, p, off, n)
 }
 
-// fetchBlocks fetches a run of a fresh file as hashed blocks; zero blocks
+// fetchBlocks fetches a run of a fresh file as checked blocks; zero blocks
 // stay holes.
 func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size int64, r *run, progress func()) error {
 	rc, err := p.open(ctx, func(ctx context.Context) (io.ReadCloser, error) { return p.Src.Blocks(ctx, src, r.first, r.n) })
@@ -712,19 +569,27 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 		if _, err := io.ReadFull(rc, head[:1]); err != nil {
 			return receiveError(src, err)
 		}
-		if head[0] == folders.BlockZero {
+		var check []byte // after the kind
+		switch head[0] {
+		case folders.BlockZero:
 			p.done.Add(int64(n))
 			progress()
 			continue
+		case folders.BlockChecked:
+			check = head[1:5]
+		case folders.BlockData:
+			check = head[1:]
+		default:
+			return fmt.Errorf("%s: block %d of an unknown kind %d", src, i, head[0])
 		}
-		if _, err := io.ReadFull(rc, head[1:]); err != nil {
+		if _, err := io.ReadFull(rc, check); err != nil {
 			return receiveError(src, err)
 		}
 		buf, err := w.readBlock(ctx, rc, src, n)
 		if err != nil {
 			return err
 		}
-		if folders.BlockSum(buf[:n]) != [folders.SumSize]byte(head[1:]) {
+		if !blockIntact(head[0], check, buf[:n]) {
 			w.release(buf)
 			return fmt.Errorf("%s: block %d arrived damaged", src, i)
 		}
@@ -734,4 +599,13 @@ func (p *Pull) fetchBlocks(ctx context.Context, src string, w *blockWriter, size
 		progress()
 	}
 	return readEnd(src, rc)
+}
+
+// blockIntact reports whether block matches check, a BlockCheck or a
+// BlockSum as kind says.
+func blockIntact(kind byte, check, block []byte) bool {
+	if kind == folders.BlockChecked {
+		return binary.BigEndian.Uint32(check) == folders.BlockCheck(block)
+	}
+	return folders.BlockSum(block) == [folders.SumSize]byte(check)
 }

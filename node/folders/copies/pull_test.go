@@ -167,38 +167,54 @@ func TestPullResumes(t *testing.T) {
 	}
 }
 
-// lyingSource changes a block under the receiver's feet.
-type lyingSource struct{ RootSource }
+// lyingSource changes a block under the receiver's feet; its blocks come
+// with a BlockCheck when checked, else with a BlockSum (as from a source
+// before the check).
+type lyingSource struct {
+	RootSource
+	checked bool
+}
 
 func (l lyingSource) Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
 	return io.NopCloser(bytes.NewReader(make([]byte, n))), nil
 }
 
-// Blocks sends each block's true hash with other bytes.
+// Blocks sends each block's true check with other bytes.
 func (l lyingSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
 	var honest bytes.Buffer
-	if err := folders.WriteBlocks(l.Root, p, first, n, &honest); err != nil {
+	if err := folders.WriteBlocks(l.Root, p, first, n, l.checked, &honest); err != nil {
 		return nil, err
 	}
 	b := honest.Bytes()
-	for i := 1 + 32; i < len(b); i++ {
-		b[i] ^= 0xff // the bytes change, the hashes do not
+	head := 1 + folders.SumSize
+	if l.checked {
+		head = 1 + 4
+	}
+	for i := head; i < len(b); i++ {
+		b[i] ^= 0xff // the bytes change, the checks do not
 	}
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
 func TestPullRefusesWrongBlocks(t *testing.T) {
 	src, dst := tree(t), t.TempDir()
-	for _, resume := range []bool{false, true} {
-		if resume { // a partial file makes the receiver ask for block hashes first
+	for _, tt := range []struct {
+		name            string
+		checked, resume bool
+	}{
+		{"fresh", true, false},
+		{"fresh, from a source with BlockSums", false, false},
+		{"resumed", true, true},
+	} {
+		if tt.resume { // a partial file makes the receiver ask for block hashes first
 			os.WriteFile(filepath.Join(dst, folders.PartialPrefix+"big.bin"), []byte("x"), 0o600)
 		}
-		p := &Pull{Src: lyingSource{RootSource{mustRoot(t, src)}}, SrcPath: "proj/big.bin", SrcName: "big.bin", Dst: mustRoot(t, dst), DstPath: "big.bin"}
+		p := &Pull{Src: lyingSource{RootSource{mustRoot(t, src)}, tt.checked}, SrcPath: "proj/big.bin", SrcName: "big.bin", Dst: mustRoot(t, dst), DstPath: "big.bin"}
 		if _, err := p.Run(context.Background()); err == nil {
-			t.Fatalf("a copy with wrong blocks succeeded (resume %v)", resume)
+			t.Fatalf("%s: a copy with wrong blocks succeeded", tt.name)
 		}
 		if _, err := os.Stat(filepath.Join(dst, "big.bin")); !os.IsNotExist(err) {
-			t.Errorf("an unverified file appeared under its final name (resume %v)", resume)
+			t.Errorf("%s: an unverified file appeared under its final name", tt.name)
 		}
 	}
 }

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// writePlan writes what `run --dry-run` found: where the job would run and
+// why, what a cluster's sbatch would be asked, and what each machine has.
+func writePlan(w io.Writer, p app.Plan) {
+	switch {
+	case p.Node == "":
+		fmt.Fprintln(w, "fits nowhere: "+p.Reason)
+	case !p.Fits:
+		fmt.Fprintf(w, "does not fit on %s: %s\n", p.NodeName, p.Reason)
+	default:
+		fmt.Fprintf(w, "would run on %s: %s\n", p.NodeName, p.Reason)
+	}
+	if c := p.Cluster; c != nil {
+		fmt.Fprintln(w, "  "+c.Command)
+		switch {
+		case c.StartsNow:
+			fmt.Fprintf(w, "  starts now on %s\n", strings.Join(c.Nodes, ", "))
+		case c.Fits:
+			fmt.Fprintf(w, "  queues; nodes that can run it: %s\n", strings.Join(c.Nodes, ", "))
+		}
+	}
+	if len(p.Picked) > 0 {
+		fmt.Fprintf(w, "  GPUs %s\n", ints(p.Picked))
+	}
+	if len(p.Nodes) < 2 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MACHINE\tFITS\tWHY")
+	for _, np := range p.Nodes {
+		fits := "no"
+		if np.Fits {
+			fits = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", np.NodeName, fits, np.Reason)
+	}
+	tw.Flush()
+}
+
+func ints(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// jobState is where a job is, for people: "queued (Resources)", "running",
+// "exited 3", "cancelled", "timed out".
+func jobState(j jobs.Job) string {
+	switch j.State {
+	case jobs.Queued:
+		if j.Error != "" {
+			return "queued (" + j.Error + ")"
+		}
+		return "queued"
+	case jobs.Exited, jobs.Failed:
+	default:
+		return string(j.State)
+	}
+	switch j.Outcome {
+	case "cancelled":
+		return "cancelled"
+	case "timed_out":
+		return "timed out"
+	case "oom":
+		return "killed: out of memory"
+	case "node_fail":
+		return "failed: a node failed"
+	case "":
+	default:
+		return strings.ReplaceAll(j.Outcome, "_", " ")
+	}
+	if j.ExitCode != nil {
+		return fmt.Sprintf("exited %d", *j.ExitCode)
+	}
+	if j.Error != "" {
+		return string(j.State) + ": " + j.Error
+	}
+	return string(j.State)
+}
