@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm/slurmtest"
 	"golang.org/x/sync/errgroup"
 )
@@ -99,4 +101,72 @@ func cpuTicksAll(b testing.TB, pid int) int64 {
 		sum += v
 	}
 	return sum
+}
+
+// BenchmarkSlurmStateVisible measures how long a change of a Slurm job's
+// state takes to show on a laptop of the pool, after squeue shows it: per
+// iteration a job is launched from the laptop, runs 1 s and ends; squeue
+// (in the cluster's namespace) and the laptop's API are polled every 20 ms.
+// It reports the medians and maxima of the delays of the start and of the
+// end (ns/op is unused).
+func BenchmarkSlurmStateVisible(b *testing.B) {
+	l := newLAN(b, "cluster", "laptop")
+	cl, laptop := l.host("cluster"), l.host("laptop")
+	c := slurmtest.Start(b, slurmtest.Options{Net: &slurmtest.Net{
+		Switch: l.prefix + "sw", Bridge: "br0", Controller: cl.ns, ControllerAddr: cl.ip,
+		NodeAddrs: []string{fmt.Sprintf("10.231.%d.101/24", l.subnet), fmt.Sprintf("10.231.%d.102/24", l.subnet)},
+	}})
+	cl.env = append(cl.env, c.Env()...)
+	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm")
+	laptop.agent()
+	cl.waitDaemon()
+	laptop.waitDaemon()
+	joinAll(b, cl, laptop)
+	waitFor(b, 20*time.Second, "the laptop follows the cluster", func() error { return liveNodes(laptop, "cluster") })
+	s := &slurmSession{c: c, laptop: laptop}
+	var starts, ends []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		id := s.launch(b, jobs.Spec{GPUs: 1, Cmd: []string{"sleep", "1"}})
+		handle := s.handle(b, id)
+		var slurmRun, slurmEnd, poolRun, poolEnd time.Time
+		deadline := time.Now().Add(30 * time.Second)
+		for (poolRun.IsZero() || poolEnd.IsZero() || slurmEnd.IsZero()) && time.Now().Before(deadline) {
+			now := time.Now()
+			switch st := s.squeueState(b, handle); {
+			case st == "RUNNING" && slurmRun.IsZero():
+				slurmRun = now
+			case st == "COMPLETED" && slurmEnd.IsZero():
+				slurmEnd = now
+				if slurmRun.IsZero() { // it ran between two polls
+					slurmRun = now
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			j, err := laptop.client().Job(ctx, id)
+			cancel()
+			switch {
+			case err != nil:
+			case j.State == "running" && poolRun.IsZero():
+				poolRun = time.Now()
+			case j.State == "exited" && poolEnd.IsZero():
+				poolEnd = time.Now()
+				if poolRun.IsZero() {
+					poolRun = poolEnd
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if poolEnd.IsZero() || slurmEnd.IsZero() {
+			b.Fatalf("job %s (slurm %s): not seen ending within 30 s", id, handle)
+		}
+		starts = append(starts, max(0, poolRun.Sub(slurmRun)))
+		ends = append(ends, max(0, poolEnd.Sub(slurmEnd)))
+	}
+	b.StopTimer()
+	b.ReportMetric(ms(median(starts)), "start-median-ms")
+	b.ReportMetric(ms(slices.Max(starts)), "start-max-ms")
+	b.ReportMetric(ms(median(ends)), "end-median-ms")
+	b.ReportMetric(ms(slices.Max(ends)), "end-max-ms")
+	b.ReportMetric(0, "ns/op")
 }
