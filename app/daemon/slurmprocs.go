@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -34,7 +35,7 @@ const procRoot = "/proc"
 // openSlurmProcs prepares the Slurm view and takes back the holds an
 // earlier run left open.
 func (d *Daemon) openSlurmProcs(ctx context.Context) {
-	d.slurm = &slurmProcs{procs: slurm.NewProcs(procRoot, slurm.ConfCluster(slurm.ConfPaths)), jobs: app.NewSlurmJobs(d.db)}
+	d.slurm = &slurmProcs{procs: slurm.NewProcs(procRoot, slurm.ConfCluster(slurm.ConfPathsWith(os.Getenv("SLURM_CONF")))), jobs: app.NewSlurmJobs(d.db)}
 	recs, err := d.db.Range(ctx, d.id.ID.String(), app.KindSlurmHold, time.Time{}, time.Now().Add(24*time.Hour))
 	if err != nil {
 		d.log.Warn("read the Slurm jobs this machine saw: those left open end at its next sample", "err", err)

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -162,5 +163,19 @@ func TestConfCluster(t *testing.T) {
 	}
 	if got := ConfCluster([]string{dir + "/absent.conf"}); got != "" {
 		t.Errorf("ConfCluster with none = %q", got)
+	}
+}
+
+func TestConfPathsWithAgentsConf(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(conf, []byte("ClusterName=hpc2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := ConfCluster(ConfPathsWith(conf)); got != "hpc2" {
+		t.Errorf("ConfCluster with SLURM_CONF = %q, want hpc2", got)
+	}
+	if got := ConfPathsWith(""); len(got) != len(ConfPaths) {
+		t.Errorf("ConfPathsWith(\"\") = %v, want ConfPaths", got)
 	}
 }

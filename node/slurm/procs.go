@@ -32,6 +32,15 @@ type procJob struct {
 // found first: the usual place, and slurmd's copy in a configless cluster.
 var ConfPaths = []string{"/etc/slurm/slurm.conf", "/etc/slurm-llnl/slurm.conf", "/run/slurm/conf/slurm.conf", "/var/spool/slurmd/conf-cache/slurm.conf"}
 
+// ConfPathsWith is ConfPaths after conf, the agent's own SLURM_CONF, which
+// Slurm's commands read first too ("" for none).
+func ConfPathsWith(conf string) []string {
+	if conf == "" {
+		return ConfPaths
+	}
+	return append([]string{conf}, ConfPaths...)
+}
+
 // NewProcs returns the Procs of the proc filesystem at root ("/proc"), on
 // a node whose slurm.conf names cluster (ClusterName; "" when unknown,
 // see ConfCluster).
