@@ -9,7 +9,8 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 GUI_TAGS  := production,webkit2_41
 APT_PKGS  := build-essential pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth \
-             iproute2 chromium imagemagick jq curl docker.io busybox-static docker-registry desktop-file-utils prometheus
+             iproute2 chromium imagemagick jq curl docker.io busybox-static docker-registry desktop-file-utils prometheus \
+             slurm-wlm munge
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
 GO_SRC    := $(shell find . -name '*.go' -not -path './frontend/*' 2>/dev/null) go.mod go.sum
@@ -24,11 +25,15 @@ help: ## show this help
 .PHONY: deps
 deps: .deps-apt frontend/node_modules/.package-lock.json ## install what is missing (apt and npm packages)
 
-.deps-apt:
+# Slurm's and munge's services, when this installs them, are disabled: the tests start their
+# own clusters (node/slurm/slurmtest), and a machine's own cluster is left alone.
+.deps-apt: Makefile
 	@missing=$$(for p in $(APT_PKGS); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:" $$missing; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	  case " $$missing " in *" slurm-wlm "*) $(SUDO) systemctl disable --now slurmctld slurmd >/dev/null 2>&1 || true;; esac; \
+	  case " $$missing " in *" munge "*) $(SUDO) systemctl disable --now munge >/dev/null 2>&1 || true;; esac; \
 	fi
 	@touch $@
 

@@ -40,7 +40,14 @@ func main() {
 		Version: version,
 		Agent: func(ctx context.Context, o cli.DaemonOptions) error {
 			procs.SetIdle(1) // an idle agent on one P: see procs
-			return daemon.Run(ctx, daemonConfig(o), log, nil)
+			cfg := daemonConfig(o)
+			cfg.Slurm, cfg.SlurmDir = daemon.SlurmAuto, o.SlurmDir
+			if o.Slurm != nil && *o.Slurm {
+				cfg.Slurm = daemon.SlurmOn
+			} else if o.Slurm != nil {
+				cfg.Slurm = daemon.SlurmOff
+			}
+			return daemon.Run(ctx, cfg, log, nil)
 		},
 		Web: func(ctx context.Context, o cli.DaemonOptions, addr string) error {
 			procs.SetIdle(1)

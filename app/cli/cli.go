@@ -36,6 +36,13 @@ type DaemonOptions struct {
 	Metrics            string
 	MetricsAllowRemote bool
 	MetricsHosts       []string
+	// Slurm is `agent --slurm`: true stands for the Slurm cluster whose
+	// clients (sbatch, squeue, sinfo on PATH, SLURM_CONF) work here; false
+	// never does; nil (no flag) does when sinfo answers and no Docker
+	// engine is reachable. SlurmDir holds the batch scripts and the jobs'
+	// output ("": DATA/slurm).
+	Slurm    *bool
+	SlurmDir string
 }
 
 // Hooks run the long-lived verbs; main wires them to app/daemon so that this
@@ -186,6 +193,7 @@ func daemonFlags(c *cobra.Command, o *DaemonOptions, listenName string) {
 
 func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 	var o DaemonOptions
+	var slurm bool
 	c := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the daemon: advertise this machine, serve its GPUs, follow the pool",
@@ -195,11 +203,17 @@ func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 			if err := checkMetrics(o); err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("slurm") {
+				o.Slurm = &slurm
+			}
 			return hooks.Agent(cmd.Context(), o)
 		},
 	}
 	daemonFlags(c, &o, "listen")
 	metricsFlags(c, &o)
+	c.Flags().BoolVar(&slurm, "slurm", false, "stand for the Slurm cluster this machine submits to: jobs run through sbatch (SLURM_CONF and the Slurm commands on PATH); "+
+		"without the flag, when sinfo answers and no Docker engine is reachable; --slurm=false never")
+	c.Flags().StringVar(&o.SlurmDir, "slurm-dir", "", "where a cluster's batch scripts and job output go: a directory the compute nodes share, such as one in a home or project directory (default DATA/slurm)")
 	return c
 }
 

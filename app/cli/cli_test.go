@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -225,6 +226,38 @@ func TestMainHooks(t *testing.T) {
 	if addr != "127.0.0.1:1" || got.Listen != ":9001" {
 		t.Errorf("web on %q with peer listen %q", addr, got.Listen)
 	}
+}
+
+// TestAgentSlurmFlag: without --slurm the daemon detects the cluster;
+// --slurm and --slurm=false decide.
+func TestAgentSlurmFlag(t *testing.T) {
+	yes, no := true, false
+	tests := []struct {
+		args []string
+		want *bool
+	}{
+		{nil, nil},
+		{[]string{"--slurm"}, &yes},
+		{[]string{"--slurm=true"}, &yes},
+		{[]string{"--slurm=false"}, &no},
+	}
+	for _, tt := range tests {
+		var got DaemonOptions
+		hooks := Hooks{Agent: func(_ context.Context, o DaemonOptions) error { got = o; return nil }}
+		if code, _, stderr := run(t, hooks, append([]string{"--data", t.TempDir(), "agent"}, tt.args...)...); code != ExitOK {
+			t.Fatalf("agent %v: exit %d: %s", tt.args, code, stderr)
+		}
+		if (got.Slurm == nil) != (tt.want == nil) || (got.Slurm != nil && *got.Slurm != *tt.want) {
+			t.Errorf("agent %v: Slurm = %v, want %v", tt.args, fmtBool(got.Slurm), fmtBool(tt.want))
+		}
+	}
+}
+
+func fmtBool(b *bool) string {
+	if b == nil {
+		return "nil (detect)"
+	}
+	return strconv.FormatBool(*b)
 }
 
 func TestMainReplicaWithoutDaemon(t *testing.T) {

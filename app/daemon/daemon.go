@@ -68,6 +68,12 @@ type Config struct {
 	Metrics            string
 	MetricsAllowRemote bool
 	MetricsHosts       []string
+	// Slurm says whether this machine stands for a Slurm cluster (SlurmOff:
+	// never; the window and labpool web run with it off). SlurmDir holds
+	// the batch scripts and the jobs' output: a directory the compute
+	// nodes share ("": DataDir/slurm).
+	Slurm    SlurmMode
+	SlurmDir string
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
@@ -102,6 +108,7 @@ type Daemon struct {
 	alerts  *alerting.Alerting  // this machine's alert rules, evaluator and webhook
 	slurm   *slurmProcs         // the Slurm jobs on this machine's GPUs (slurmprocs.go)
 	rtErr   error
+	cluster *clusterCard // the card of the Slurm cluster this agent stands for; nil: none
 
 	mu         sync.Mutex // guards candidates
 	candidates map[string]discovery.Candidate
@@ -290,6 +297,9 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.peers.Run(ctx) })
 	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })
 	g.Go(func() error { return d.runNodeRecord(ctx) })
+	if d.cluster != nil {
+		g.Go(func() error { return d.cluster.run(ctx) })
+	}
 	g.Go(func() error { return d.tunnels.Run(ctx) })
 	g.Go(func() error { return d.jobs.Run(ctx) })
 	g.Go(func() error { return d.shares.Run(ctx) })

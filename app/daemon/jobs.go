@@ -15,6 +15,7 @@ import (
 	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -64,21 +65,12 @@ func (d *Daemon) selfAddr() string {
 	return net.JoinHostPort(ip.String(), strconv.Itoa(a.Port))
 }
 
-// openJobs connects to this machine's Docker engine (DOCKER_HOST or the
-// default socket) and sets up the job manager over its executor; without
-// an engine the node still serves telemetry and says why it cannot run
-// containers.
+// openJobs sets up the job manager over this machine's executor: its
+// Docker engine (DOCKER_HOST or the default socket), or the Slurm cluster
+// it stands for (Config.Slurm). Without either the node still serves
+// telemetry and says why it cannot run jobs.
 func (d *Daemon) openJobs(ctx context.Context) {
-	cfg := containers.DefaultConfig()
-	cfg.Node = d.id.ID.String()
-	cfg.GuardPorts = d.guardPorts()
-	var ex jobs.Executor // stays a nil interface without an engine
-	d.rt, d.rtErr = containers.Open(ctx, cfg)
-	if d.rtErr != nil {
-		d.log.Info("no container engine: this machine will not run jobs", "err", d.rtErr)
-	} else {
-		ex = containers.NewExecutor(d.rt, containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv})
-	}
+	ex := d.openExecutor(ctx)
 	jcfg := jobs.DefaultConfig()
 	jcfg.Node = d.id.ID.String()
 	jcfg.MemberName = d.memberName
@@ -92,6 +84,31 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	} else if err := d.jobs.SetPolicy(p); err != nil {
 		d.log.Error("this machine's stored policy is refused: keeping the defaults", "err", err)
 	}
+}
+
+// openExecutor picks what runs this machine's jobs: with --slurm, the
+// cluster; otherwise its Docker engine, and where none is reachable, the
+// cluster that answers here unless --slurm=false. nil: nothing (d.rtErr
+// says why).
+func (d *Daemon) openExecutor(ctx context.Context) jobs.Executor {
+	if d.cfg.Slurm == SlurmOn {
+		return d.openSlurm(ctx)
+	}
+	cfg := containers.DefaultConfig()
+	cfg.Node = d.id.ID.String()
+	cfg.GuardPorts = d.guardPorts()
+	d.rt, d.rtErr = containers.Open(ctx, cfg)
+	if d.rtErr == nil {
+		return containers.NewExecutor(d.rt, containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv})
+	}
+	if d.cfg.Slurm == SlurmAuto {
+		if err := slurm.Detect(ctx, &slurm.CmdRunner{Timeout: probeSlurm}); err == nil {
+			d.log.Info("no container engine, and a Slurm controller answers: standing for its cluster", "docker", d.rtErr)
+			return d.openSlurm(ctx)
+		}
+	}
+	d.log.Info("no container engine: this machine will not run jobs", "err", d.rtErr)
+	return nil
 }
 
 // guardPorts are this machine's ports that no job may reach: labpool's

@@ -16,19 +16,27 @@ import (
 	"github.com/labpool/labpool/sync/transport"
 )
 
-// runNodeRecord publishes this node's record (info and addresses) at start
-// and whenever the addresses change.
+// runNodeRecord publishes this node's record (info, addresses, the card of
+// the cluster it stands for) at start and whenever it changes: addresses
+// are looked at every 15 s, the cluster's card as soon as it changes.
 func (d *Daemon) runNodeRecord(ctx context.Context) error {
 	var last []byte
 	t := beat.NewTicker(15 * time.Second)
 	defer t.Stop()
+	var cardChanged <-chan struct{} // nil: no cluster
+	if d.cluster != nil {
+		cardChanged = d.cluster.changed
+	}
 	for {
-		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses(), Containers: d.rt != nil}
+		rec := app.NodeRecord{Info: d.telem.Info(), Addresses: d.addresses(), Containers: d.rt != nil || d.cluster != nil,
+			Cluster: d.cluster.get()}
 		if d.rtErr != nil {
 			rec.ContainersError = d.rtErr.Error()
 		}
-		data, err := json.Marshal(rec)
-		if err == nil && string(data) != string(last) {
+		data, err := marshalNodeRecord(rec)
+		if err != nil {
+			d.log.Warn("encode node record", "err", err)
+		} else if string(data) != string(last) {
 			if _, err := d.db.Append(ctx, d.id.ID.String(), app.KindNode, "", time.Now(), data); err != nil {
 				d.log.Warn("write node record", "err", err)
 			} else {
@@ -39,6 +47,7 @@ func (d *Daemon) runNodeRecord(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-cardChanged:
 		}
 	}
 }
