@@ -81,6 +81,8 @@ func TestSlurmUI(t *testing.T) {
 		Log                  string
 		StoppedState         string
 		StoppedText          string
+		StoppedExit          string
+		TimeHint, Stats      string
 		Shots, ConsoleErrors []string
 		StagesMs             map[string]int
 		Ms                   int
@@ -125,6 +127,15 @@ func TestSlurmUI(t *testing.T) {
 	}
 	if res.StoppedState != "exited" && res.StoppedState != "failed" || res.StoppedText != "cancelled" {
 		t.Errorf("the stopped job reads %s %q; want it cancelled", res.StoppedState, res.StoppedText)
+	}
+	if res.StoppedExit != "—" {
+		t.Errorf("the cancelled job's exit reads %q; want none (Slurm's 0 is no exit of its own)", res.StoppedExit)
+	}
+	if strings.Contains(res.Stats, "cpu") || strings.Contains(res.Stats, "0 B") {
+		t.Errorf("the cluster job's stats read %q; want no CPU or memory use (Slurm reports none)", res.Stats)
+	}
+	if res.TimeHint != "none · e.g. 2h" {
+		t.Errorf("the time limit's placeholder %q; want the partition's (none) with an example", res.TimeHint)
 	}
 	if len(res.ConsoleErrors) > 0 {
 		t.Errorf("console errors: %v", res.ConsoleErrors)

@@ -65,6 +65,7 @@ async function main() {
     await page.waitForFunction((g) => (document.querySelector('[data-testid="launch-sbatch"]')?.textContent ?? '').includes(g), gres)
     result.sbatch = flat(await dialog.locator('[data-testid="launch-sbatch"]').textContent())
     result.plan = flat(await dialog.locator('[data-testid="launch-plan"]').textContent())
+    result.timeHint = await dialog.locator('[data-testid="launch-time"]').getAttribute('placeholder')
     await keep(page, 'slurm-launch.png')
     await dialog.locator('[data-testid="launch-submit"]').click()
     const refused = page.locator('[data-testid="launch-error"]')
@@ -89,6 +90,7 @@ async function main() {
     const logs = page.locator('[data-testid="job-logs"]')
     await logs.filter({ hasText: /\d,\d/ }).waitFor()
     result.log = flat(await logs.innerText()).slice(-200)
+    result.stats = flat(await page.locator('[data-testid="job-stats"]').textContent({ timeout: 1000 }).catch(() => ''))
     await keep(page, 'slurm-jobs-running.png')
 
     stages.enter('card running')
@@ -124,6 +126,7 @@ async function main() {
     )
     result.stoppedState = await row.getAttribute('data-state')
     result.stoppedText = flat(await row.locator('[data-testid="job-state"]').textContent())
+    result.stoppedExit = flat(await row.locator('[data-testid="job-exit"]').textContent())
     await keep(page, 'slurm-jobs-stopped.png')
     result.consoleErrors = browser.consoleErrors
     result.ok = true
