@@ -65,8 +65,9 @@ func TestSlurmUI(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
+	// sleep 300: the job must still run when Stop comes, however loaded this machine is.
 	cmd := exec.Command("ip", "netns", "exec", laptop.ns, "node", filepath.Join(front, "e2e", "slurm_ui.mjs"),
-		"--url", url, "--node", "cluster", "--cmd", `sh -c 'echo $CUDA_VISIBLE_DEVICES; sleep 30'`, "--gpus", "2",
+		"--url", url, "--node", "cluster", "--cmd", `sh -c 'echo $CUDA_VISIBLE_DEVICES; sleep 300'`, "--gpus", "2",
 		"--shots", shots, "--timeout", "30")
 	cmd.Dir = front
 	out, err := cmd.CombinedOutput()

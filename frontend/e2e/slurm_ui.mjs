@@ -3,7 +3,7 @@
 // cluster's agent (app/e2e's TestSlurmUI):
 //
 //   node e2e/slurm_ui.mjs --url http://127.0.0.1:PORT/?token=SECRET \
-//        --node cluster --cmd "sh -c 'echo \$CUDA_VISIBLE_DEVICES; sleep 30'" \
+//        --node cluster --cmd "sh -c 'echo \$CUDA_VISIBLE_DEVICES; sleep 300'" \
 //        --gpus 2 --shots DIR [--timeout 60] [--chromium /usr/bin/chromium]
 //
 // Reads the cluster's card while it is idle, launches --cmd with --gpus GPUs
