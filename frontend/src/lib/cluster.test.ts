@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Cluster, ClusterQueueJob } from '../api/types.ts'
-import { formatTimeLimit, gpuSum, takesJobs, usableGPUs, gpuText, parseTimeLimit, partitionLabel, pendingReason, queueOwner, queueShown, runtimeNote, stateTone } from './cluster.ts'
+import { formatTimeLimit, gpuSum, takesJobs, usableGPUs, gpuText, parseTimeLimit, partitionLabel, pendingReason, queueOwner, queueShown, runtimeNote, stateTone, timeLimitHint } from './cluster.ts'
 
 test('gpuSum and gpuText sum and word GPUs by type', () => {
   const gs = [
@@ -80,4 +80,11 @@ test('usableGPUs counts free GPUs on nodes that take jobs, and the rest as out o
   assert.equal(takesJobs('mixed+drain'), false)
   assert.equal(takesJobs('idle*'), false)
   assert.equal(takesJobs('allocated'), true)
+})
+
+test('timeLimitHint says what an empty time limit gives, in a few characters', () => {
+  assert.equal(timeLimitHint({ default_time_s: 3600, max_time_s: 172800 }), 'default 1:00:00')
+  assert.equal(timeLimitHint({ max_time_s: 172800 }), 'max 2-00:00:00')
+  assert.equal(timeLimitHint({}), 'none · e.g. 2h')
+  assert.equal(timeLimitHint(null), 'none · e.g. 2h')
 })

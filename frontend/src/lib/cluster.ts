@@ -136,6 +136,18 @@ export function parseTimeLimit(s: string): number | null {
 }
 
 /** A time limit as sbatch's --time writes it: "2:00:00", "1-12:00:00". */
+/**
+ * What an empty time limit means on a partition, short enough for the
+ * dialog's field: the partition's default, else its maximum (what Slurm
+ * gives a job that names none), else no limit. An example of the format
+ * follows where it fits.
+ */
+export function timeLimitHint(p: Pick<ClusterPartition, 'default_time_s' | 'max_time_s'> | null | undefined): string {
+  if (p?.default_time_s) return `default ${formatTimeLimit(p.default_time_s)}`
+  if (p?.max_time_s) return `max ${formatTimeLimit(p.max_time_s)}`
+  return 'none · e.g. 2h'
+}
+
 export function formatTimeLimit(seconds: number): string {
   const t = Math.ceil(seconds)
   const pad = (x: number) => String(x).padStart(2, '0')

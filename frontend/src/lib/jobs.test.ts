@@ -6,10 +6,12 @@ import {
   commandText,
   defaultGPUs,
   emptyForm,
+  exitText,
   formatRuntime,
   gpuHours,
   jobGPUSeconds,
   mergeActive,
+  onCluster,
   vanished,
   parseEnv,
   parseMounts,
@@ -270,4 +272,20 @@ test('stateText says how a job ended and why it waits', () => {
   assert.equal(stateText({ state: 'failed', exit_code: 3 }), 'exited 3')
   assert.equal(stateText({ state: 'exited', outcome: 'cancelled', exit_code: 0 }), 'cancelled')
   assert.equal(stateText({ state: 'failed', outcome: 'timed_out' }), 'timed out')
+})
+
+test('exitText gives a cancelled or timed-out job no exit code of 0', () => {
+  assert.equal(exitText({ exit_code: undefined }), '—')
+  assert.equal(exitText({ exit_code: 0 }), '0')
+  assert.equal(exitText({ exit_code: 3 }), '3')
+  assert.equal(exitText({ exit_code: 0, outcome: 'cancelled' }), '—') // Slurm's ExitCode 0:15
+  assert.equal(exitText({ exit_code: 0, outcome: 'timed_out' }), '—')
+  assert.equal(exitText({ exit_code: 143, outcome: 'cancelled' }), '143') // docker stop
+  assert.equal(exitText({ exit_code: 137, outcome: 'oom' }), '137')
+})
+
+test('onCluster tells a Slurm job from a container', () => {
+  assert.equal(onCluster({ executor: 'slurm' }), true)
+  assert.equal(onCluster({ executor: 'docker' }), false)
+  assert.equal(onCluster({ executor: undefined }), false)
 })

@@ -240,6 +240,23 @@ export function stateText(j: Pick<Job, 'state' | 'outcome' | 'exit_code' | 'erro
   return j.state
 }
 
+/** Whether a job runs on a cluster's scheduler (Slurm), not in a container of a pool machine. */
+export function onCluster(j: Pick<Job, 'executor'>): boolean {
+  return !!j.executor && j.executor !== 'docker'
+}
+
+/**
+ * The Exit column of an ended job: its exit code, or "—" when it has none of
+ * its own. A job that was cancelled or timed out was ended by a signal; Slurm
+ * reports such a job's code as 0 (ExitCode 0:15), which read as "exited 0"
+ * would say it succeeded.
+ */
+export function exitText(j: Pick<Job, 'outcome' | 'exit_code'>): string {
+  if (j.exit_code == null) return '—'
+  if (j.exit_code === 0 && (j.outcome === 'cancelled' || j.outcome === 'timed_out')) return '—'
+  return String(j.exit_code)
+}
+
 /** An image reference as Docker stores it: docker.io/library/ left out, ":latest" made explicit. */
 export function normalizeImage(ref: string): string {
   let r = ref.trim().replace(/^docker\.io\//, '').replace(/^library\//, '')
