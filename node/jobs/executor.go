@@ -48,6 +48,16 @@ type Executor interface {
 	Stats(ctx context.Context, handle string) (TaskUsage, error)
 }
 
+// PortHolder is an executor whose tasks share their host with other tasks
+// and services (a Slurm node, where every job runs as the agent's user):
+// there a declared port proves nothing, and the manager asks HoldsPort
+// before a tunnel dials it. HoldsPort answers nil when a process of the
+// task listens on port where its tunnels dial, an error naming the rule
+// otherwise.
+type PortHolder interface {
+	HoldsPort(ctx context.Context, handle string, port int) error
+}
+
 // Capabilities is what an executor can do.
 type Capabilities struct {
 	// Name is the executor's kind, shown to people and recorded in each

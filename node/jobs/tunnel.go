@@ -74,6 +74,11 @@ func (m *Manager) PortAddr(ctx context.Context, j Job, port int) (string, error)
 	if t.State != TaskRunning || t.Addr == "" || !ok || p <= 0 || p > 65535 {
 		return "", fmt.Errorf("%w: job %s is not running with port %d published", ErrNoPort, j.Name, port)
 	}
+	if h, ok := m.ex.(PortHolder); ok {
+		if err := h.HoldsPort(ctx, j.Container, port); err != nil {
+			return "", fmt.Errorf("%w: job %s: %v", ErrNoPort, j.Name, err)
+		}
+	}
 	return net.JoinHostPort(t.Addr, strconv.Itoa(p)), nil
 }
 

@@ -74,6 +74,7 @@ type Executor struct {
 	addrsAt time.Time
 
 	cluster clusterCache
+	ports   portChecks    // ports found held by their job (HoldsPort)
 	wake    chan struct{} // Start pokes the event loops (see Events)
 }
 

@@ -1,0 +1,55 @@
+package slurm
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// TestRealHoldsPort: a tunnel of a job reaches a port only where a process
+// of that job listens: not another job's port, not a service of the node
+// outside any job, not a port nothing listens on. (The attack: a member's
+// job declares the port of another member's Jupyter, or of sshd.)
+func TestRealHoldsPort(t *testing.T) {
+	c := needSlurm(t)
+	if _, err := exec.LookPath("busybox"); err != nil {
+		t.Skip("needs busybox (httpd)")
+	}
+	e := newRealExecutor(t, c)
+	svc := exec.Command("nsenter", "--net=/var/run/netns/"+c.ns, "busybox", "httpd", "-f", "-p", "18082", "-h", t.TempDir())
+	if err := svc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Process.Kill(); svc.Wait() })
+
+	web := start(t, e, jobs.Task{ID: "web", Cmd: []string{"busybox", "httpd", "-f", "-p", "18080", "-h", t.TempDir()}, Ports: []int{18080}})
+	spy := start(t, e, jobs.Task{ID: "spy", Cmd: []string{"sleep", "300"}, Ports: []int{18080, 18081, 18082}})
+	waitState(t, e, web.Handle, running)
+	waitState(t, e, spy.Handle, running)
+	// httpd listens a moment after the job runs.
+	deadline := time.Now().Add(20 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = e.HoldsPort(context.Background(), web.Handle, 18080); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the job's own port: %v", err)
+	}
+	for _, port := range []int{18080, 18081, 18082} {
+		err := e.HoldsPort(context.Background(), spy.Handle, port)
+		if err == nil || !strings.Contains(err.Error(), "tunnel-own-port") {
+			t.Errorf("spy's tunnel to port %d: %v, want a refusal naming tunnel-own-port", port, err)
+		}
+	}
+	// A port found held is believed for a while: no srun per connection.
+	if err := e.HoldsPort(context.Background(), web.Handle, 18080); err != nil {
+		t.Errorf("again: %v", err)
+	}
+}
