@@ -41,9 +41,10 @@ import (
 type SlurmIdle struct {
 	db *store.DB
 
-	mu    sync.Mutex        // guards the fields below
-	hosts map[string]string // host name (lower case, short) -> the machine's device ID
-	read  time.Time         // when the node records were last read; zero: never
+	mu    sync.Mutex           // guards the fields below
+	hosts map[string]string    // host name (lower case, short) -> the machine's device ID
+	read  time.Time            // when the node records were last read; zero: never
+	views map[string]*hostView // machine -> what it said, kept between calls
 }
 
 // SlurmIdleWindow is how far back a compute node's samples must show a
@@ -54,7 +55,9 @@ const SlurmIdleWindow = 10 * time.Second
 const slurmHostsEvery = 30 * time.Second
 
 // NewSlurmIdle returns the judge of the Slurm jobs' idleness over db.
-func NewSlurmIdle(db *store.DB) *SlurmIdle { return &SlurmIdle{db: db} }
+func NewSlurmIdle(db *store.DB) *SlurmIdle {
+	return &SlurmIdle{db: db, views: map[string]*hostView{}}
+}
 
 // Idle implements jobs.Config.RemoteIdle: the jobs of js whose GPUs all
 // stayed under below percent over the window before now.
@@ -65,15 +68,38 @@ func (x *SlurmIdle) Idle(now time.Time, js []jobs.Job, below float64) map[string
 		return out
 	}
 	hosts := x.machines(ctx, now)
+	live := x.latest(ctx, history.KindLive) // one query for all machines
+	newest := x.latest(ctx, history.KindSample1s)
 	views := map[string]*hostView{} // machine -> what it says, read once per call
 	for _, j := range js {
-		out[j.ID] = x.jobIdle(ctx, now, j, below, hosts, views)
+		out[j.ID] = x.jobIdle(ctx, now, j, below, hosts, live, newest, views)
+	}
+	x.mu.Lock()
+	for m := range x.views {
+		if views[m] == nil {
+			delete(x.views, m) // a host of no running job now
+		}
+	}
+	x.mu.Unlock()
+	return out
+}
+
+// latest returns the newest record of kind of every machine, by machine
+// (nil on an error: every machine then reads its own).
+func (x *SlurmIdle) latest(ctx context.Context, kind string) map[string]store.Record {
+	recs, err := x.db.LatestByKind(ctx, kind)
+	if err != nil {
+		return nil
+	}
+	out := map[string]store.Record{}
+	for _, r := range recs {
+		out[r.Origin] = r
 	}
 	return out
 }
 
 // jobIdle says whether every host of j shows j's GPUs idle.
-func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, below float64, hosts map[string]string, views map[string]*hostView) bool {
+func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, below float64, hosts map[string]string, live, newest map[string]store.Record, views map[string]*hostView) bool {
 	if j.Executor != "slurm" || j.Container == "" || len(j.Hosts) == 0 {
 		return false
 	}
@@ -84,7 +110,7 @@ func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, belo
 		}
 		v, ok := views[m]
 		if !ok {
-			v = x.view(ctx, now, m)
+			v = x.view(ctx, now, m, live[m], newest[m], newest != nil)
 			views[m] = v
 		}
 		if !v.idle(slurm.HolderName(j.Container), j.ID, below) {
@@ -95,38 +121,78 @@ func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, belo
 }
 
 // hostView is what one compute node says of its GPUs: its latest full
-// sample and its samples of the window, oldest first (nil: none or late).
+// sample and its samples of the window, oldest first (none: late).
 type hostView struct {
 	live   *agent.Sample
-	recent []agent.Sample
+	liveAt time.Time // the live record's time
+	recent []timedSample
 }
 
-// view reads machine m's own records.
-func (x *SlurmIdle) view(ctx context.Context, now time.Time, m string) *hostView {
-	v := &hostView{}
-	rec, ok, err := x.db.Newest(ctx, m, history.KindLive)
-	if err != nil || !ok {
-		return v
+type timedSample struct {
+	at time.Time
+	s  agent.Sample
+}
+
+// view reads machine m's own records (rec: its live one; newest: its newest
+// 1 s one) newer than those its view kept from the last call (each is
+// decoded once), and drops the samples older than the window.
+func (x *SlurmIdle) view(ctx context.Context, now time.Time, m string, rec, newest store.Record, listed bool) *hostView {
+	x.mu.Lock()
+	v := x.views[m]
+	x.mu.Unlock()
+	if v == nil {
+		v = &hostView{}
 	}
-	live, err := history.Decode(rec.Data)
-	if err != nil {
-		return v
+	if rec.Origin == m && !rec.Time.Equal(v.liveAt) {
+		v.live, v.liveAt = nil, rec.Time
+		if live, err := history.Decode(rec.Data); err == nil {
+			v.live = &live
+		}
 	}
-	v.live = &live
-	var recent []agent.Sample
-	// Up to a window ahead too: the node's clock may run a little ahead.
-	err = x.db.Each(ctx, m, history.KindSample1s, now.Add(-SlurmIdleWindow), now.Add(SlurmIdleWindow), func(_ time.Time, data []byte) error {
+	x.readRecent(ctx, now, m, v, newest, listed)
+	i := 0
+	for i < len(v.recent) && v.recent[i].at.Before(now.Add(-SlurmIdleWindow)) {
+		i++
+	}
+	v.recent = v.recent[i:]
+	x.mu.Lock()
+	x.views[m] = v
+	x.mu.Unlock()
+	return v
+}
+
+// readRecent adds to v machine m's 1 s samples newer than v's up to a
+// window past now (the node's clock may run a little ahead); listed says
+// that newest is m's newest, or m has none (zero). Where the
+// only one is newest, the record right after v's last (one a second, keyed
+// by its second), it takes that; else it reads them (one query a machine).
+func (x *SlurmIdle) readRecent(ctx context.Context, now time.Time, m string, v *hostView, newest store.Record, listed bool) {
+	to := now.Add(SlurmIdleWindow)
+	n := len(v.recent)
+	switch {
+	case listed && (newest.Origin != m || (n > 0 && !newest.Time.After(v.recent[n-1].at))):
+		return // nothing new
+	case n > 0 && newest.Time.Unix()-v.recent[n-1].at.Unix() == 1 && newest.Time.Before(to):
+		if s, err := history.Decode(newest.Data); err == nil {
+			v.recent = append(v.recent, timedSample{newest.Time, s})
+			return
+		}
+	}
+	from := now.Add(-SlurmIdleWindow)
+	if n > 0 && !v.recent[n-1].at.Before(from) {
+		from = v.recent[n-1].at.Add(time.Nanosecond)
+	}
+	err := x.db.Each(ctx, m, history.KindSample1s, from, to, func(at time.Time, data []byte) error {
 		s, err := history.Decode(data)
 		if err != nil {
 			return err
 		}
-		recent = append(recent, s)
+		v.recent = append(v.recent, timedSample{at, s})
 		return nil
 	})
-	if err == nil {
-		v.recent = recent
+	if err != nil {
+		v.recent = nil // read again from the window's start
 	}
-	return v
 }
 
 // idle says whether the GPUs the node shows holder (labpool's job) on all
@@ -144,9 +210,9 @@ func (v *hostView) idle(holder, job string, below float64) bool {
 	if len(held) == 0 {
 		return false
 	}
-	for _, s := range v.recent {
+	for _, ts := range v.recent {
 		for _, i := range held {
-			g, ok := gpuOf(s.GPUs, i)
+			g, ok := gpuOf(ts.s.GPUs, i)
 			if !ok || g.UtilPercent >= below {
 				return false
 			}

@@ -34,15 +34,20 @@ type gpuSays struct {
 }
 
 // putHost stores machine origin's node record, with its host name.
-func putHost(t *testing.T, db *store.DB, origin, hostname string) {
+func putHost(t testing.TB, db *store.DB, origin, hostname string) {
 	t.Helper()
-	putNode(t, db, origin, NodeRecord{Info: agent.Info{ID: origin, Name: hostname, Host: host.Info{Hostname: hostname}}})
+	putNode(t, db, origin, NodeRecord{Info: hostInfo(origin, hostname)})
+}
+
+// hostInfo is the node information of machine id on host hostname.
+func hostInfo(id, hostname string) agent.Info {
+	return agent.Info{ID: id, Name: hostname, Host: host.Info{Hostname: hostname}}
 }
 
 // putGPUs stores what machine origin says of its GPUs: its live sample and
 // a 1 s sample every second of the window before idleNow (the last one
 // second before it), each figure from util(second, GPU index).
-func putGPUs(t *testing.T, db *store.DB, origin string, gs []gpuSays, util func(sec, i int) float64) {
+func putGPUs(t testing.TB, db *store.DB, origin string, gs []gpuSays, util func(sec, i int) float64) {
 	t.Helper()
 	sample := func(tm time.Time, sec int) agent.Sample {
 		s := agent.Sample{Time: tm}
@@ -198,5 +203,52 @@ func TestSlurmIdleUnknownIsBusy(t *testing.T) {
 	putRecord(t, db, node1ID, history.KindSample1s, history.Key(tm), tm, history.Encode(history.FromSample(agent.Sample{Time: tm, GPUs: []gpu.Stats{{Index: 0}}})))
 	if judge(t, db, idleJob) {
 		t.Error("idle with GPU 1 missing from a sample")
+	}
+}
+
+// TestSlurmIdleFollowsNewSamples: called every second, the judge sees each
+// new sample once, whether one arrived since the last call or several, and
+// a busy second keeps the job busy until it leaves the window.
+func TestSlurmIdleFollowsNewSamples(t *testing.T) {
+	db := openDB(t)
+	putHost(t, db, node1ID, "node1")
+	putHost(t, db, node2ID, "node2")
+	putGPUs(t, db, node1ID, holding, flat(0))
+	putGPUs(t, db, node2ID, holding, flat(0))
+	second := func(origin string, tm time.Time, util float64) {
+		s := agent.Sample{Time: tm}
+		for i, g := range holding {
+			s.GPUs = append(s.GPUs, gpu.Stats{Index: i, Holder: g.holder, Job: g.job, UtilPercent: util})
+		}
+		putRecord(t, db, origin, history.KindSample1s, history.Key(tm), tm, history.Encode(history.FromSample(s)))
+	}
+	x := NewSlurmIdle(db)
+	idle := func(now time.Time) bool { return x.Idle(now, []jobs.Job{idleJob}, 5)[idleJob.ID] }
+	if !idle(idleNow) {
+		t.Fatal("the fixture's job is not idle")
+	}
+	second(node1ID, idleNow, 0)
+	second(node2ID, idleNow, 70) // the one new second, busy
+	if idle(idleNow.Add(time.Second)) {
+		t.Fatal("idle after a busy second on node2")
+	}
+	for s := 1; s <= 9; s++ { // several at once
+		second(node1ID, idleNow.Add(time.Duration(s)*time.Second), 0)
+		second(node2ID, idleNow.Add(time.Duration(s)*time.Second), 0)
+	}
+	if idle(idleNow.Add(10 * time.Second)) {
+		t.Fatal("idle while the busy second is in the window")
+	}
+	second(node1ID, idleNow.Add(10*time.Second), 0)
+	second(node2ID, idleNow.Add(10*time.Second), 0)
+	if !idle(idleNow.Add(11 * time.Second)) {
+		t.Fatal("busy after the busy second left the window")
+	}
+	second(node1ID, idleNow.Add(13*time.Second), 0)
+	second(node2ID, idleNow.Add(11*time.Second), 0)
+	second(node2ID, idleNow.Add(12*time.Second), 80) // before the newest: read, not skipped
+	second(node2ID, idleNow.Add(13*time.Second), 0)
+	if idle(idleNow.Add(14 * time.Second)) {
+		t.Fatal("idle with a busy second before the newest")
 	}
 }

@@ -84,6 +84,9 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.MemberName = d.memberName
 	jcfg.Devices = d.telem.Info().GPUs
 	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
+	// Where the executor schedules (a cluster's agent), the idle reclaim
+	// policy judges its Slurm jobs by their compute nodes' samples.
+	jcfg.RemoteIdle = app.NewSlurmIdle(d.db).Idle
 	d.jobs = jobs.NewManager(jcfg, ex, telemetryGPUs{d.telem}, d.folders, nodestore.NewJobs(d.db, d.id.ID.String()), d.log)
 	d.openHealth(ctx)
 	d.policy = nodestore.NewPolicy(d.db, d.jobs)
