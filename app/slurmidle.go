@@ -38,6 +38,11 @@ import (
 //     idle;
 //   - a machine only on its own GPUs: every record read for host H is
 //     that machine's own (its origin), never one it relays.
+//
+// A host name is its machine's own word: a member's machine posing as a
+// compute node where no labpool agent runs is not caught here (proving it
+// would take dialing the node's Slurm address and checking the device ID
+// the handshake pins).
 type SlurmIdle struct {
 	db *store.DB
 
