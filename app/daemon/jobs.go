@@ -76,6 +76,9 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.MemberName = d.memberName
 	jcfg.Devices = d.telem.Info().GPUs
 	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
+	// Where the executor schedules (a cluster's agent), the idle reclaim
+	// policy judges its Slurm jobs by their compute nodes' samples.
+	jcfg.RemoteIdle = app.NewSlurmIdle(d.db).Idle
 	var store jobs.Store = nodestore.NewJobs(d.db, d.id.ID.String())
 	if d.cluster != nil {
 		store = d.cluster.watchJobs(store)

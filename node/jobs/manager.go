@@ -75,6 +75,14 @@ type Config struct {
 	// counters at the next sample (gpu.Sampler.ReadEnergy), so that a job's
 	// energy is the counter's own at both ends. It must not block.
 	GrantEdge func(uuids ...string)
+	// RemoteIdle, when set, judges the idle reclaim policy's "idle" for
+	// the running jobs of an executor that schedules (Capabilities), whose
+	// GPUs are none of this machine's (a Slurm job's are on its compute
+	// nodes): it returns those of js whose GPUs all stayed under below
+	// percent lately, by what the machines holding them report; a job it
+	// leaves out counts as busy. It must not block for long (reads of the
+	// local replica). See reclaim.go.
+	RemoteIdle func(now time.Time, js []Job, below float64) map[string]bool
 }
 
 // DefaultConfig returns the settings the agent uses.

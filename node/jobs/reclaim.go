@@ -71,13 +71,19 @@ func (m *Manager) reclaimStep(ctx context.Context, now time.Time, idle map[strin
 	for _, g := range m.gpus.GPUs() {
 		util[g.UUID] = g.UtilPercent
 	}
+	list := m.List()
+	elsewhere := m.idleElsewhere(now, p, list)
 	running := map[string]bool{}
-	for _, j := range m.List() {
-		if j.State != Running || len(j.GPUs) == 0 {
+	for _, j := range list {
+		if j.State != Running || (len(j.GPUs) == 0 && elsewhere == nil) {
 			continue
 		}
 		running[j.ID] = true
-		if p.IdleReclaimSeconds <= 0 || !allIdle(j, util, p.IdleBelowPercent) {
+		idleNow := elsewhere[j.ID]
+		if len(j.GPUs) > 0 {
+			idleNow = allIdle(j, util, p.IdleBelowPercent)
+		}
+		if p.IdleReclaimSeconds <= 0 || !idleNow {
 			delete(idle, j.ID)
 			if j.ReclaimAt != nil {
 				m.setReclaimAt(j.ID, nil)
@@ -109,6 +115,30 @@ func (m *Manager) reclaimStep(ctx context.Context, now time.Time, idle map[strin
 			delete(idle, id)
 		}
 	}
+}
+
+// idleElsewhere is Config.RemoteIdle's word on the running jobs of list
+// that hold none of this machine's GPUs, with an executor that places them
+// elsewhere (a Slurm job on its compute nodes): nil where there is none
+// to ask (no such executor or judge), none idle with the policy off.
+func (m *Manager) idleElsewhere(now time.Time, p Policy, list []Job) map[string]bool {
+	if m.cfg.RemoteIdle == nil || !m.caps().Schedules {
+		return nil
+	}
+	if p.IdleReclaimSeconds <= 0 {
+		return map[string]bool{}
+	}
+	var js []Job
+	for _, j := range list {
+		if j.State == Running && len(j.GPUs) == 0 {
+			js = append(js, j)
+		}
+	}
+	idle := m.cfg.RemoteIdle(now, js, p.IdleBelowPercent)
+	if idle == nil {
+		idle = map[string]bool{}
+	}
+	return idle
 }
 
 // allIdle says whether every GPU of j is under below percent; a GPU the

@@ -1,0 +1,288 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// SlurmIdle judges, on a cluster's agent, whether the GPUs of its running
+// Slurm jobs stayed idle lately (jobs.Config.RemoteIdle): the agent sees
+// no GPU of them, their compute nodes' agents do. Each compute node
+// replicates its latest full sample, which says which Slurm job holds
+// each of its GPUs and which labpool job that is (slurm.Procs.Annotate),
+// and its samples of every second, with each GPU's utilization.
+//
+// A job is idle when every one of its hosts (jobs.Job.Hosts) says so:
+// the host's machine shows the job on at least one GPU in its latest
+// sample, by Slurm's ID and labpool's, and every GPU it shows the job on
+// stayed under the policy's utilization in each of its samples of the
+// last SlurmIdleWindow, the newest of which is that recent. Anything else
+// counts as busy: a host with no agent, one whose samples are missing or
+// late, a GPU of the job missing from a sample. Whom it believes:
+//   - only the job's own hosts (rule "a job's hosts speak for it"): a
+//     machine counts for host H only where its node record names H as its
+//     host name; another machine's word on the job is never read;
+//   - only one machine per host name (rule "one agent per compute node"):
+//     a host name that two machines claim counts as a host with no agent,
+//     so a machine posing as a busy job's host makes it never idle, not
+//     idle;
+//   - a machine only on its own GPUs: every record read for host H is
+//     that machine's own (its origin), never one it relays.
+//
+// A host name is its machine's own word: a member's machine posing as a
+// compute node where no labpool agent runs is not caught here (proving it
+// would take dialing the node's Slurm address and checking the device ID
+// the handshake pins).
+type SlurmIdle struct {
+	db *store.DB
+
+	mu    sync.Mutex           // guards the fields below
+	hosts map[string]string    // host name (lower case, short) -> the machine's device ID
+	read  time.Time            // when the node records were last read; zero: never
+	views map[string]*hostView // machine -> what it said, kept between calls
+}
+
+// SlurmIdleWindow is how far back a compute node's samples must show a
+// Slurm job's GPUs idle, and how recent its newest must be.
+const SlurmIdleWindow = 10 * time.Second
+
+// slurmHostsEvery is how often SlurmIdle reads the node records again.
+const slurmHostsEvery = 30 * time.Second
+
+// NewSlurmIdle returns the judge of the Slurm jobs' idleness over db.
+func NewSlurmIdle(db *store.DB) *SlurmIdle {
+	return &SlurmIdle{db: db, views: map[string]*hostView{}}
+}
+
+// Idle implements jobs.Config.RemoteIdle: the jobs of js whose GPUs all
+// stayed under below percent over the window before now.
+func (x *SlurmIdle) Idle(now time.Time, js []jobs.Job, below float64) map[string]bool {
+	ctx := context.Background()
+	out := map[string]bool{}
+	if len(js) == 0 {
+		return out
+	}
+	hosts := x.machines(ctx, now)
+	live := x.latest(ctx, history.KindLive) // one query for all machines
+	newest := x.latest(ctx, history.KindSample1s)
+	views := map[string]*hostView{} // machine -> what it says, read once per call
+	for _, j := range js {
+		out[j.ID] = x.jobIdle(ctx, now, j, below, hosts, live, newest, views)
+	}
+	x.mu.Lock()
+	for m := range x.views {
+		if views[m] == nil {
+			delete(x.views, m) // a host of no running job now
+		}
+	}
+	x.mu.Unlock()
+	return out
+}
+
+// latest returns the newest record of kind of every machine, by machine
+// (nil on an error: every machine then reads its own).
+func (x *SlurmIdle) latest(ctx context.Context, kind string) map[string]store.Record {
+	recs, err := x.db.LatestByKind(ctx, kind)
+	if err != nil {
+		return nil
+	}
+	out := map[string]store.Record{}
+	for _, r := range recs {
+		out[r.Origin] = r
+	}
+	return out
+}
+
+// jobIdle says whether every host of j shows j's GPUs idle.
+func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, below float64, hosts map[string]string, live, newest map[string]store.Record, views map[string]*hostView) bool {
+	if j.Executor != "slurm" || j.Container == "" || len(j.Hosts) == 0 {
+		return false
+	}
+	for _, h := range j.Hosts {
+		m, ok := hosts[shortHost(h)]
+		if !ok {
+			return false // no agent there, or two claim it: nothing is known
+		}
+		v, ok := views[m]
+		if !ok {
+			v = x.view(ctx, now, m, live[m], newest[m], newest != nil)
+			views[m] = v
+		}
+		if !v.idle(slurm.HolderName(j.Container), j.ID, below) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostView is what one compute node says of its GPUs: its latest full
+// sample and its samples of the window, oldest first (none: late).
+type hostView struct {
+	live   *agent.Sample
+	liveAt time.Time // the live record's time
+	recent []timedSample
+}
+
+type timedSample struct {
+	at time.Time
+	s  agent.Sample
+}
+
+// view reads machine m's own records (rec: its live one; newest: its newest
+// 1 s one) newer than those its view kept from the last call (each is
+// decoded once), and drops the samples older than the window.
+func (x *SlurmIdle) view(ctx context.Context, now time.Time, m string, rec, newest store.Record, listed bool) *hostView {
+	x.mu.Lock()
+	v := x.views[m]
+	x.mu.Unlock()
+	if v == nil {
+		v = &hostView{}
+	}
+	if rec.Origin == m && !rec.Time.Equal(v.liveAt) {
+		v.live, v.liveAt = nil, rec.Time
+		if live, err := history.Decode(rec.Data); err == nil {
+			v.live = &live
+		}
+	}
+	x.readRecent(ctx, now, m, v, newest, listed)
+	i := 0
+	for i < len(v.recent) && v.recent[i].at.Before(now.Add(-SlurmIdleWindow)) {
+		i++
+	}
+	v.recent = v.recent[i:]
+	x.mu.Lock()
+	x.views[m] = v
+	x.mu.Unlock()
+	return v
+}
+
+// readRecent adds to v machine m's 1 s samples newer than v's up to a
+// window past now (the node's clock may run a little ahead); listed says
+// that newest is m's newest, or m has none (zero). Where the
+// only one is newest, the record right after v's last (one a second, keyed
+// by its second), it takes that; else it reads them (one query a machine).
+func (x *SlurmIdle) readRecent(ctx context.Context, now time.Time, m string, v *hostView, newest store.Record, listed bool) {
+	to := now.Add(SlurmIdleWindow)
+	n := len(v.recent)
+	switch {
+	case listed && (newest.Origin != m || (n > 0 && !newest.Time.After(v.recent[n-1].at))):
+		return // nothing new
+	case n > 0 && newest.Time.Unix()-v.recent[n-1].at.Unix() == 1 && newest.Time.Before(to):
+		if s, err := history.Decode(newest.Data); err == nil {
+			v.recent = append(v.recent, timedSample{newest.Time, s})
+			return
+		}
+	}
+	from := now.Add(-SlurmIdleWindow)
+	if n > 0 && !v.recent[n-1].at.Before(from) {
+		from = v.recent[n-1].at.Add(time.Nanosecond)
+	}
+	err := x.db.Each(ctx, m, history.KindSample1s, from, to, func(at time.Time, data []byte) error {
+		s, err := history.Decode(data)
+		if err != nil {
+			return err
+		}
+		v.recent = append(v.recent, timedSample{at, s})
+		return nil
+	})
+	if err != nil {
+		v.recent = nil // read again from the window's start
+	}
+}
+
+// idle says whether the GPUs the node shows holder (labpool's job) on all
+// stayed under below in every sample of the window.
+func (v *hostView) idle(holder, job string, below float64) bool {
+	if v.live == nil || len(v.recent) == 0 {
+		return false
+	}
+	var held []int
+	for _, g := range v.live.GPUs {
+		if g.Holder == holder && g.Job == job {
+			held = append(held, g.Index)
+		}
+	}
+	if len(held) == 0 {
+		return false
+	}
+	for _, ts := range v.recent {
+		for _, i := range held {
+			g, ok := gpuOf(ts.s.GPUs, i)
+			if !ok || g.UtilPercent >= below {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// gpuOf returns the GPU of index i in gs.
+func gpuOf(gs []gpu.Stats, i int) (gpu.Stats, bool) {
+	for _, g := range gs {
+		if g.Index == i {
+			return g, true
+		}
+	}
+	return gpu.Stats{}, false
+}
+
+// machines returns the compute nodes by host name, read again every
+// slurmHostsEvery; on an error the last answer stays.
+func (x *SlurmIdle) machines(ctx context.Context, now time.Time) map[string]string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.read.IsZero() && now.Sub(x.read) < slurmHostsEvery && now.After(x.read) {
+		return x.hosts
+	}
+	x.read = now
+	if hosts, err := hostMachines(ctx, x.db); err == nil {
+		x.hosts = hosts
+	}
+	return x.hosts
+}
+
+// hostMachines maps the host name of each machine in db (lower case, up to
+// its first dot) to its device ID, leaving out every name two machines
+// claim (rule "one agent per compute node").
+func hostMachines(ctx context.Context, db *store.DB) (map[string]string, error) {
+	recs, err := db.LatestByKind(ctx, KindNode)
+	if err != nil {
+		return nil, err
+	}
+	out, claims := map[string]string{}, map[string]int{}
+	for _, rec := range recs {
+		var nr NodeRecord
+		if json.Unmarshal(rec.Data, &nr) != nil {
+			continue
+		}
+		name := shortHost(nr.Info.Host.Hostname)
+		if name == "" {
+			continue
+		}
+		out[name] = rec.Origin
+		claims[name]++
+	}
+	for name := range out {
+		if claims[name] > 1 {
+			delete(out, name) // rule "one agent per compute node"
+		}
+	}
+	return out, nil
+}
+
+// shortHost is a host name as Slurm names its nodes: lower case, up to the
+// first dot.
+func shortHost(name string) string {
+	name, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(name)), ".")
+	return name
+}
