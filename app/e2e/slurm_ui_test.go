@@ -129,8 +129,8 @@ func TestSlurmUI(t *testing.T) {
 	if res.StoppedState != "exited" && res.StoppedState != "failed" || res.StoppedText != "cancelled" {
 		t.Errorf("the stopped job reads %s %q; want it cancelled", res.StoppedState, res.StoppedText)
 	}
-	if res.StoppedExit != "—" {
-		t.Errorf("the cancelled job's exit reads %q; want none (Slurm's 0 is no exit of its own)", res.StoppedExit)
+	if res.StoppedExit != "143" {
+		t.Errorf("the cancelled job's exit reads %q; want 143 (ended by SIGTERM, as a stopped container's)", res.StoppedExit)
 	}
 	if strings.Contains(res.Stats, "cpu") || strings.Contains(res.Stats, "0 B") {
 		t.Errorf("the cluster job's stats read %q; want no CPU or memory use (Slurm reports none)", res.Stats)
