@@ -54,7 +54,7 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 		p.Reason = fmt.Sprintf("partition %s is %s: the job waits in Slurm's queue until it is up", part.Name, part.State)
 	case len(now) >= w.nodes:
 		p.StartsNow, p.Nodes = true, now
-		p.Reason = fmt.Sprintf("can start now: %s free on %s", w, strings.Join(now, ", "))
+		p.Reason = fmt.Sprintf("can start now: %s free on %s", w, eachOf(now, w.nodes))
 		if n := pendingIn(c, part.Name); n > 0 {
 			p.Reason += fmt.Sprintf(" (%s pending in %s may go first)", plural(n, "job"), part.Name)
 		}
@@ -67,6 +67,19 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 			len(now), w.nodes, w, withStates(members, ever))
 	}
 	return p
+}
+
+// eachOf names the nodes that each have what a job asks: "node1", "node1
+// or node2", "each of node1, node2, node3".
+// A job of several nodes takes one each of them.
+func eachOf(nodes []string, want int) string {
+	switch {
+	case len(nodes) == 1:
+		return nodes[0]
+	case len(nodes) == 2 && want == 1:
+		return nodes[0] + " or " + nodes[1]
+	}
+	return "each of " + strings.Join(nodes, ", ")
 }
 
 // SbatchArgs are the resource options sbatch is given for r (the job's

@@ -42,7 +42,7 @@ func TestPlan(t *testing.T) {
 	}{
 		{"default partition, starts now", jobs.Resources{GPUs: 2, CPUs: 4, MemoryBytes: 16 << 30, TimeLimit: 2 * time.Hour},
 			"sbatch --nodes=1 --gres=gpu:2 --cpus-per-task=4 --mem=16384M --time=120", true, true, []string{"n1", "n2"},
-			"can start now: 2 GPUs, 4 CPUs and 16 GiB free on n1, n2 (1 job pending in gpu may go first)"},
+			"can start now: 2 GPUs, 4 CPUs and 16 GiB free on n1 or n2 (1 job pending in gpu may go first)"},
 		{"only the idle node has 4 free", jobs.Resources{GPUs: 4},
 			"sbatch --nodes=1 --gres=gpu:4", true, true, []string{"n2"}, "free on n2"},
 		{"8 GPUs: only a drained node has them", jobs.Resources{GPUs: 8},
