@@ -181,7 +181,7 @@ func TestSlurmCluster(t *testing.T) {
 		if !ok {
 			t.Fatalf("job a runs on %v, not a node of the cluster", ja.Hosts)
 		}
-		svc := exec.Command("nsenter", "--net=/var/run/netns/"+node.Netns, "busybox", "httpd", "-f", "-p", "9099", "-h", dir)
+		svc := c.CommandOn(context.Background(), node, "busybox", "httpd", "-f", "-p", "9099", "-h", dir)
 		if err := svc.Start(); err != nil {
 			t.Fatal(err)
 		}

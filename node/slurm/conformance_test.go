@@ -15,7 +15,7 @@ import (
 // state directory, as an agent restarted on the submit host would.
 func TestSlurmConformance(t *testing.T) {
 	c := needSlurm(t)
-	cfg := c.config(t)
+	cfg := realConfig(t, c)
 	open := func(t *testing.T) jobs.Executor {
 		e, err := New(context.Background(), cfg)
 		if err != nil {

@@ -22,7 +22,7 @@ import (
 // through the same runner (nsenter into the cluster's namespace).
 func BenchmarkSubmit(b *testing.B) {
 	c := needSlurm(b)
-	cfg := c.config(b)
+	cfg := realConfig(b, c)
 	e, err := New(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -52,7 +52,7 @@ func BenchmarkSubmit(b *testing.B) {
 	if err := os.WriteFile(script, []byte(bt.Script), 0o700); err != nil {
 		b.Fatal(err)
 	}
-	run := c.runner()
+	run := realRunner(c)
 	b.Run("sbatch", func(b *testing.B) {
 		for b.Loop() {
 			out, err := run.Run(context.Background(), "sbatch", append(bt.Args, script)...)
@@ -259,11 +259,11 @@ func BenchmarkPoll1000Real(b *testing.B) {
 	c := needSlurm(b)
 	for _, who := range []string{"labpool", "others"} {
 		b.Run(who, func(b *testing.B) {
-			cfg := c.config(b)
+			cfg := realConfig(b, c)
 			var mu sync.Mutex
 			var child time.Duration
 			var runs int
-			runner := c.runner()
+			runner := realRunner(c)
 			runner.Usage = func(name string, user, sys time.Duration) {
 				if name == "squeue" {
 					mu.Lock()

@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm/slurmtest"
 )
 
 // These tests run the executor against the real Slurm of needSlurm: two
 // nodes of 4 fake GPUs each. They run one after the other, and each
 // cancels what it started.
 
-func newRealExecutor(t *testing.T, c *testCluster) *Executor {
+func newRealExecutor(t *testing.T, c *slurmtest.Cluster) *Executor {
 	t.Helper()
-	e, err := New(context.Background(), c.config(t))
+	e, err := New(context.Background(), realConfig(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +134,14 @@ func TestRealPendingThenRuns(t *testing.T) {
 		t.Errorf("stopped job is %+v, want cancelled", st)
 	}
 	st = waitState(t, e, w.Handle, running)
-	if len(st.Hosts) != 1 || st.Addr != "127.0.0.1" {
-		t.Errorf("running job hosts %v addr %q", st.Hosts, st.Addr)
+	if len(st.Hosts) != 1 {
+		t.Fatalf("running job hosts %v", st.Hosts)
+	}
+	if n, ok := c.Node(st.Hosts[0]); !ok || st.Addr != n.Addr {
+		t.Errorf("running job on %v has addr %q, want its node's %q", st.Hosts, st.Addr, n.Addr)
 	}
 	// squeue agrees.
-	out, err := c.runner().Run(context.Background(), "squeue", "--noheader", "--format=%i %T", "--states=all", "--jobs="+a.Handle)
+	out, err := realRunner(c).Run(context.Background(), "squeue", "--noheader", "--format=%i %T", "--states=all", "--jobs="+a.Handle)
 	if err != nil || !strings.Contains(string(out), "CANCELLED") {
 		t.Errorf("squeue says %q, %v", out, err)
 	}
@@ -150,13 +154,13 @@ func TestRealMultiNode(t *testing.T) {
 	st := start(t, e, jobs.Task{ID: "multi", Cmd: []string{"sh", "-c", `echo "$SLURMD_NODENAME CVD=$CUDA_VISIBLE_DEVICES"`},
 		Resources: jobs.Resources{Nodes: 2, GPUsPerNode: 2}})
 	st = waitState(t, e, st.Handle, ended)
-	if st.State != jobs.TaskExited || strings.Join(st.Hosts, ",") != "slm-a,slm-b" {
-		t.Errorf("ended as %+v", st)
+	if st.State != jobs.TaskExited || strings.Join(st.Hosts, ",") != c.Nodes[0].Name+","+c.Nodes[1].Name {
+		t.Errorf("ended as %+v, want on %v", st, c.Nodes)
 	}
 	out := output(t, e, st.Handle)
-	for _, n := range []string{"slm-a", "slm-b"} {
-		if !regexp.MustCompile(`(?m)^` + n + ` CVD=\d+,\d+$`).MatchString(out) {
-			t.Errorf("output %q: no line of %s with two GPUs", out, n)
+	for _, n := range c.Nodes {
+		if !regexp.MustCompile(`(?m)^` + n.Name + ` CVD=\d+,\d+$`).MatchString(out) {
+			t.Errorf("output %q: no line of %s with two GPUs", out, n.Name)
 		}
 	}
 }
@@ -165,7 +169,7 @@ func TestRealMultiNode(t *testing.T) {
 // one with none at all, find the running job without submitting again.
 func TestRealAdopt(t *testing.T) {
 	c := needSlurm(t)
-	cfg := c.config(t)
+	cfg := realConfig(t, c)
 	e, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -289,19 +293,30 @@ func TestRealFollowLogs(t *testing.T) {
 	}
 }
 
-// TestRealCluster: the card lists both nodes with their GPUs.
+// TestRealCluster: the card lists both nodes with their GPUs and their
+// own addresses, and both partitions.
 func TestRealCluster(t *testing.T) {
 	c := needSlurm(t)
 	e := newRealExecutor(t, c)
-	if err := Detect(context.Background(), c.runner()); err != nil {
+	if err := Detect(context.Background(), realRunner(c)); err != nil {
 		t.Fatal(err)
 	}
 	cl, err := e.ReadCluster(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cl.Name != "slm" || !strings.HasPrefix(cl.Version, "22.05") || len(cl.Nodes) != 2 || len(cl.Partitions) != 1 ||
-		!cl.Partitions[0].Default || cl.GPUs[0].Type != "fake" || cl.GPUs[0].Total != 8 || cl.Nodes[0].Addr != "127.0.0.1" {
+	if cl.Name != c.Name || !strings.HasPrefix(cl.Version, "22.05") || len(cl.Nodes) != len(c.Nodes) || len(cl.Partitions) != 2 ||
+		len(cl.GPUs) != 1 || cl.GPUs[0].Type != c.Type || cl.GPUs[0].Total != len(c.Nodes)*c.GPUs {
 		t.Errorf("cluster = %+v", cl)
+	}
+	for i, n := range cl.Nodes {
+		if i < len(c.Nodes) && (n.Name != c.Nodes[i].Name || n.Addr != c.Nodes[i].Addr) {
+			t.Errorf("node %d is %s at %s, want %s at %s", i, n.Name, n.Addr, c.Nodes[i].Name, c.Nodes[i].Addr)
+		}
+	}
+	for _, p := range cl.Partitions {
+		if p.Default != (p.Name == "gpu") {
+			t.Errorf("partition %s: default %v, want only gpu", p.Name, p.Default)
+		}
 	}
 }

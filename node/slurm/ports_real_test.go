@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,23 +14,33 @@ import (
 // TestRealHoldsPort: a tunnel of a job reaches a port only where a process
 // of that job listens: not another job's port, not a service of the node
 // outside any job, not a port nothing listens on. (The attack: a member's
-// job declares the port of another member's Jupyter, or of sshd.)
+// job declares the port of another member's Jupyter, or of sshd.) Both
+// jobs run in partition "first" (node1 alone), and the outside service in
+// node1's namespace, so that all three ports are there to be reached.
 func TestRealHoldsPort(t *testing.T) {
 	c := needSlurm(t)
 	if _, err := exec.LookPath("busybox"); err != nil {
 		t.Skip("needs busybox (httpd)")
 	}
 	e := newRealExecutor(t, c)
-	svc := exec.Command("nsenter", "--net=/var/run/netns/"+c.ns, "busybox", "httpd", "-f", "-p", "18082", "-h", t.TempDir())
+	node1, ok := c.Node("node1")
+	if !ok {
+		t.Fatalf("no node1 in %v", c.Nodes)
+	}
+	svc := c.CommandOn(context.Background(), node1, "busybox", "httpd", "-f", "-p", "18082", "-h", t.TempDir())
 	if err := svc.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Process.Kill(); svc.Wait() })
 
-	web := start(t, e, jobs.Task{ID: "web", Cmd: []string{"busybox", "httpd", "-f", "-p", "18080", "-h", t.TempDir()}, Ports: []int{18080}})
-	spy := start(t, e, jobs.Task{ID: "spy", Cmd: []string{"sleep", "300"}, Ports: []int{18080, 18081, 18082}})
-	waitState(t, e, web.Handle, running)
-	waitState(t, e, spy.Handle, running)
+	first := jobs.Resources{Partition: "first"}
+	web := start(t, e, jobs.Task{ID: "web", Cmd: []string{"busybox", "httpd", "-f", "-p", "18080", "-h", t.TempDir()}, Ports: []int{18080}, Resources: first})
+	spy := start(t, e, jobs.Task{ID: "spy", Cmd: []string{"sleep", "300"}, Ports: []int{18080, 18081, 18082}, Resources: first})
+	for _, h := range []string{web.Handle, spy.Handle} {
+		if st := waitState(t, e, h, running); !slices.Equal(st.Hosts, []string{node1.Name}) {
+			t.Fatalf("job %s runs on %v, want %s", h, st.Hosts, node1.Name)
+		}
+	}
 	// httpd listens a moment after the job runs.
 	deadline := time.Now().Add(20 * time.Second)
 	var err error

@@ -2,6 +2,7 @@ package slurmtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,9 +29,7 @@ func (c *Cluster) startDaemons() error {
 }
 
 func (c *Cluster) daemon(ns, name string, args ...string) error {
-	cmd := exec.Command("nsenter", append([]string{"--net=" + nsPath(ns), "--", name}, args...)...)
-	cmd.Env = append(os.Environ(), c.Env()...)
-	cmd.Dir = c.Dir
+	cmd := c.command(context.Background(), ns, name, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("start %s in %s: %v: %s\n%s", name, ns, err, bytes.TrimSpace(out), c.Logs())
 	}

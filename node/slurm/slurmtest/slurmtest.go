@@ -83,7 +83,6 @@ type Cluster struct {
 	Type   string // their GRES type
 	Prefix string // of the namespaces this cluster made
 
-	t       testing.TB
 	ownCtl  bool     // Netns was made by Start
 	ctlAddr string   // slurmctld's address
 	made    []string // namespaces Start made, deleted at Close
@@ -101,37 +100,55 @@ type Node struct {
 var seq atomic.Int32
 
 // Start brings a cluster up and returns once every node is idle. The
-// test's cleanup tears it down.
+// test's cleanup tears it down (and logs the daemons' logs when the test
+// failed).
 func Start(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	requireSlurm(t)
-	opts = opts.withDefaults()
-	dir := t.TempDir()
-	c := &Cluster{
-		Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: "labtest",
-		GPUs: opts.GPUsPerNode, Type: opts.GPUType, t: t,
-		Prefix: fmt.Sprintf("sl%d-%d", os.Getpid(), seq.Add(1)),
+	c, err := launch(t.TempDir(), opts)
+	if c != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("slurmtest: logs of the cluster:\n%s", c.Logs())
+			}
+			c.Close()
+		})
 	}
-	t.Cleanup(c.Close)
-	if err := openPath(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.network(opts); err != nil {
-		t.Fatalf("slurmtest: network: %v", err)
-	}
-	if err := startMunge(filepath.Join(dir, "munge")); err != nil {
+	if err != nil {
 		t.Fatalf("slurmtest: %v", err)
-	}
-	if err := c.writeConfig(opts); err != nil {
-		t.Fatalf("slurmtest: write config: %v", err)
-	}
-	if err := c.startDaemons(); err != nil {
-		t.Fatalf("slurmtest: %v", err)
-	}
-	if err := c.waitIdle(30 * time.Second); err != nil {
-		t.Fatalf("slurmtest: %v\n%s", err, c.Logs())
 	}
 	return c
+}
+
+// launch brings a cluster up in dir (whose parent it opens to the munge
+// user: see openPath). On an error after the first namespace it returns
+// the cluster too, for the caller to Close.
+func launch(dir string, opts Options) (*Cluster, error) {
+	opts = opts.withDefaults()
+	c := &Cluster{
+		Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), Name: "labtest",
+		GPUs: opts.GPUsPerNode, Type: opts.GPUType,
+		Prefix: fmt.Sprintf("sl%d-%d", os.Getpid(), seq.Add(1)),
+	}
+	if err := openPath(dir); err != nil {
+		return nil, err
+	}
+	if err := c.network(opts); err != nil {
+		return c, fmt.Errorf("network: %w", err)
+	}
+	if err := startMunge(filepath.Join(dir, "munge")); err != nil {
+		return c, err
+	}
+	if err := c.writeConfig(opts); err != nil {
+		return c, fmt.Errorf("write config: %w", err)
+	}
+	if err := c.startDaemons(); err != nil {
+		return c, err
+	}
+	if err := c.waitIdle(30 * time.Second); err != nil {
+		return c, fmt.Errorf("%w\n%s", err, c.Logs())
+	}
+	return c, nil
 }
 
 func (o Options) withDefaults() Options {
@@ -161,10 +178,26 @@ func (c *Cluster) Env() []string {
 	return []string{"SLURM_CONF=" + c.Conf}
 }
 
+// Wrap is the command line that runs a program in the controller's
+// namespace: put before a Slurm client's name, as slurm.CmdRunner's Wrap.
+func (c *Cluster) Wrap() []string {
+	return []string{"nsenter", "--net=" + nsPath(c.Netns), "--"}
+}
+
 // Command runs a Slurm client (sbatch, squeue...) or any program in the
 // controller's namespace with the cluster's environment, in c.Dir.
 func (c *Cluster) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + nsPath(c.Netns), "--", name}, args...)...)
+	return c.command(ctx, c.Netns, name, args...)
+}
+
+// CommandOn runs a program in the namespace of compute node n (a service
+// of the node outside any job), with the cluster's environment, in c.Dir.
+func (c *Cluster) CommandOn(ctx context.Context, n Node, name string, args ...string) *exec.Cmd {
+	return c.command(ctx, n.Netns, name, args...)
+}
+
+func (c *Cluster) command(ctx context.Context, ns, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=" + nsPath(ns), "--", name}, args...)...)
 	cmd.Env = append(os.Environ(), c.Env()...)
 	cmd.Dir = c.Dir
 	return cmd
@@ -222,13 +255,13 @@ func (c *Cluster) waitIdle(limit time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		out, err := c.Command(ctx, "sinfo", "-h", "-N", "-o", "%N %T").CombinedOutput()
 		cancel()
-		idle := 0
+		idle := map[string]bool{} // a node in two partitions has two lines
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			if f := strings.Fields(l); len(f) == 2 && f[1] == "idle" {
-				idle++
+				idle[f[0]] = true
 			}
 		}
-		if err == nil && idle == len(c.Nodes) {
+		if err == nil && len(idle) == len(c.Nodes) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -266,9 +299,6 @@ func tail(s string, n int) string {
 // idempotent, and the test's cleanup calls it.
 func (c *Cluster) Close() {
 	c.closing.Do(func() {
-		if c.t.Failed() {
-			c.t.Logf("slurmtest: logs of the cluster:\n%s", c.Logs())
-		}
 		c.stopDaemons()
 		for i := len(c.made) - 1; i >= 0; i-- {
 			exec.Command("ip", "netns", "del", c.made[i]).Run()
