@@ -14,8 +14,13 @@
 // its pid file, kills what is left in the nodes' namespaces (job steps)
 // and deletes the namespaces it made.
 //
-// Start skips the test without root or without the binaries, except under
-// CI=true where it fails.
+// Start gives one test its own cluster; Shared gives the tests of a
+// test binary one cluster, started by the first that asks and stopped by
+// the package's TestMain. Wrap and Command run clients in the controller's
+// namespace, CommandOn a program in a node's.
+//
+// Start and Shared.Get skip the test without root or without the
+// binaries, except under CI=true where they fail.
 package slurmtest
 
 import (

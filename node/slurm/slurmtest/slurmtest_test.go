@@ -131,3 +131,34 @@ func TestClusterOnNet(t *testing.T) {
 		t.Errorf("processes left in the controller's namespace: %s", pids)
 	}
 }
+
+// TestShared: every Get returns the one cluster; Wrap runs a client in
+// the controller's namespace, CommandOn a program in a node's (which has
+// the node's address); Close stops it all, deletes the namespaces and the
+// directory, and may be called again.
+func TestShared(t *testing.T) {
+	s := &slurmtest.Shared{Options: slurmtest.Options{Nodes: 1, GPUsPerNode: 1}}
+	defer s.Close()
+	c := s.Get(t)
+	if again := s.Get(t); again != c {
+		t.Fatalf("second Get = %p, want the first's %p", again, c)
+	}
+	sinfo := exec.Command(c.Wrap()[0], append(c.Wrap()[1:], "sinfo", "-h", "-N", "-o", "%N %G")...)
+	sinfo.Env = append(os.Environ(), c.Env()...)
+	if out, err := sinfo.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "node1 gpu:fake:1" {
+		t.Errorf("sinfo through Wrap: %q, %v", out, err)
+	}
+	node := c.Nodes[0]
+	if out, err := c.CommandOn(context.Background(), node, "ip", "-br", "addr", "show", "eth0").CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), node.Addr+"/") {
+		t.Errorf("ip addr in %s: %q, %v; want %s", node.Netns, out, err, node.Addr)
+	}
+	s.Close()
+	s.Close()
+	if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), c.Prefix) {
+		t.Errorf("namespaces of %s left after Close:\n%s", c.Prefix, out)
+	}
+	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
+		t.Errorf("cluster directory after Close: %v", err)
+	}
+}
