@@ -144,6 +144,7 @@ bench: agent ## run the benchmarks the issues ask for (root, for the namespaces)
 	$(GO) test -run '^$$' -bench 'MachineYear|Backfill' -benchtime 1x -timeout 20m ./app/history
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench 'AgentVisible|AgentCost|LaunchOverhead|Join$$' -benchtime 7x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench CopyVsSSH -benchtime 1x -timeout 20m ./app/e2e
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench SlurmStateVisible -benchtime 5x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench Removal -benchtime 20x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench PartitionHeal -benchtime 10x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench LossOffline -benchtime 1x -timeout 20m ./app/e2e
@@ -168,6 +169,14 @@ fuzz: ## fuzz each network decoder for 20 s
 	$(GO) test -run '^$$' -fuzz FuzzReadBundle -fuzztime 20s ./node/folders
 	$(GO) test -run '^$$' -fuzz FuzzReadSSE -fuzztime 20s ./app/web
 	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 20s ./node/alerts
+	$(GO) test -run '^$$' -fuzz FuzzParseSqueue$$ -fuzztime 20s ./node/slurm
+	$(GO) test -run '^$$' -fuzz FuzzParseSqueueText$$ -fuzztime 20s ./node/slurm
+	$(GO) test -run '^$$' -fuzz FuzzParseSinfo$$ -fuzztime 20s ./node/slurm
+	$(GO) test -run '^$$' -fuzz FuzzParseScontrolJobs$$ -fuzztime 20s ./node/slurm
+	$(GO) test -run '^$$' -fuzz FuzzParseGRES$$ -fuzztime 20s ./node/slurm
+	$(GO) test -run '^$$' -fuzz FuzzExpandHostlist$$ -fuzztime 20s ./node/slurm
+	$(GO) test -run '^$$' -fuzz FuzzParseComment$$ -fuzztime 20s ./node/slurm
+	$(GO) test -run '^$$' -fuzz FuzzProcParsers$$ -fuzztime 20s ./node/slurm
 
 .PHONY: gen
 gen: ## regenerate what is generated: the TypeScript types of the local API (frontend/src/api/types.gen.ts)
