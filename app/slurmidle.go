@@ -32,24 +32,27 @@ import (
 //   - only the job's own hosts (rule "a job's hosts speak for it"): a
 //     machine counts for host H only where its node record names H as its
 //     host name; another machine's word on the job is never read;
-//   - only one machine per host name (rule "one agent per compute node"):
-//     a host name that two machines claim counts as a host with no agent,
-//     so a machine posing as a busy job's host makes it never idle, not
-//     idle;
+//   - only a machine proven to be H (rule "a compute node is proven by its
+//     address", SlurmProof): this agent holds a live session with it, its
+//     device ID pinned by the handshake, from an IP of H's NodeAddr;
+//   - only one machine per host (rule "one agent per compute node"): a
+//     host for which two machines are proven counts as a host with no
+//     agent;
 //   - a machine only on its own GPUs: every record read for host H is
 //     that machine's own (its origin), never one it relays.
 //
-// A host name is its machine's own word: a member's machine posing as a
-// compute node where no labpool agent runs is not caught here (proving it
-// would take dialing the node's Slurm address and checking the device ID
-// the handshake pins).
+// What a session from H's address cannot tell is who runs the agent there:
+// where no labpool agent runs on H, anyone who can start a process on H
+// (its Slurm users) could run one that speaks for it.
 type SlurmIdle struct {
-	db *store.DB
+	db    *store.DB
+	proof SlurmProof
 
-	mu    sync.Mutex           // guards the fields below
-	hosts map[string]string    // host name (lower case, short) -> the machine's device ID
-	read  time.Time            // when the node records were last read; zero: never
-	views map[string]*hostView // machine -> what it said, kept between calls
+	mu       sync.Mutex           // guards the fields below
+	hosts    map[string][]string  // host name (lower case, short) -> the device IDs that claim it
+	read     time.Time            // when the node records were last read; zero: never
+	resolved map[string]resolved  // NodeAddr that is a name -> its IPs
+	views    map[string]*hostView // machine -> what it said, kept between calls
 }
 
 // SlurmIdleWindow is how far back a compute node's samples must show a
@@ -59,9 +62,10 @@ const SlurmIdleWindow = 10 * time.Second
 // slurmHostsEvery is how often SlurmIdle reads the node records again.
 const slurmHostsEvery = 30 * time.Second
 
-// NewSlurmIdle returns the judge of the Slurm jobs' idleness over db.
-func NewSlurmIdle(db *store.DB) *SlurmIdle {
-	return &SlurmIdle{db: db, views: map[string]*hostView{}}
+// NewSlurmIdle returns the judge of the Slurm jobs' idleness over db,
+// believing the machines that proof proves.
+func NewSlurmIdle(db *store.DB, proof SlurmProof) *SlurmIdle {
+	return &SlurmIdle{db: db, proof: proof, resolved: map[string]resolved{}, views: map[string]*hostView{}}
 }
 
 // Idle implements jobs.Config.RemoteIdle: the jobs of js whose GPUs all
@@ -72,7 +76,7 @@ func (x *SlurmIdle) Idle(now time.Time, js []jobs.Job, below float64) map[string
 	if len(js) == 0 {
 		return out
 	}
-	hosts := x.machines(ctx, now)
+	hosts := x.provenHosts(ctx, now)
 	live := x.latest(ctx, history.KindLive) // one query for all machines
 	newest := x.latest(ctx, history.KindSample1s)
 	views := map[string]*hostView{} // machine -> what it says, read once per call
@@ -104,14 +108,14 @@ func (x *SlurmIdle) latest(ctx context.Context, kind string) map[string]store.Re
 }
 
 // jobIdle says whether every host of j shows j's GPUs idle.
-func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, below float64, hosts map[string]string, live, newest map[string]store.Record, views map[string]*hostView) bool {
+func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, below float64, hosts func(string) (string, bool), live, newest map[string]store.Record, views map[string]*hostView) bool {
 	if j.Executor != "slurm" || j.Container == "" || len(j.Hosts) == 0 {
 		return false
 	}
 	for _, h := range j.Hosts {
-		m, ok := hosts[shortHost(h)]
+		m, ok := hosts(shortHost(h))
 		if !ok {
-			return false // no agent there, or two claim it: nothing is known
+			return false // no agent proven there, or two: nothing is known
 		}
 		v, ok := views[m]
 		if !ok {
@@ -236,45 +240,64 @@ func gpuOf(gs []gpu.Stats, i int) (gpu.Stats, bool) {
 	return gpu.Stats{}, false
 }
 
-// machines returns the compute nodes by host name, read again every
-// slurmHostsEvery; on an error the last answer stays.
-func (x *SlurmIdle) machines(ctx context.Context, now time.Time) map[string]string {
+// provenHosts returns the machine proven for each host name it is asked
+// (lower case, short), each answered once per call: of the machines whose
+// node records claim the host, the one with a live session from an IP of
+// the host's NodeAddr; false where none or several are.
+func (x *SlurmIdle) provenHosts(ctx context.Context, now time.Time) func(string) (string, bool) {
+	claims := x.machines(ctx, now)
+	addrs := x.proof.nodeAddrs()
+	type answer struct {
+		m  string
+		ok bool
+	}
+	memo := map[string]answer{}
+	return func(h string) (string, bool) {
+		if a, ok := memo[h]; ok {
+			return a.m, a.ok
+		}
+		var a answer
+		if addr, ok := addrs[h]; ok && len(claims[h]) > 0 {
+			x.mu.Lock()
+			ips := x.addrIPs(ctx, now, addr)
+			x.mu.Unlock()
+			a.m, a.ok = x.proof.proven(claims[h], ips)
+		}
+		memo[h] = a
+		return a.m, a.ok
+	}
+}
+
+// machines returns the machines that claim each host name, read again
+// every slurmHostsEvery; on an error the last answer stays.
+func (x *SlurmIdle) machines(ctx context.Context, now time.Time) map[string][]string {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.read.IsZero() && now.Sub(x.read) < slurmHostsEvery && now.After(x.read) {
 		return x.hosts
 	}
 	x.read = now
-	if hosts, err := hostMachines(ctx, x.db); err == nil {
+	if hosts, err := hostClaims(ctx, x.db); err == nil {
 		x.hosts = hosts
 	}
 	return x.hosts
 }
 
-// hostMachines maps the host name of each machine in db (lower case, up to
-// its first dot) to its device ID, leaving out every name two machines
-// claim (rule "one agent per compute node").
-func hostMachines(ctx context.Context, db *store.DB) (map[string]string, error) {
+// hostClaims maps the host name of each machine in db (lower case, up to
+// its first dot) to the device IDs whose node records give it.
+func hostClaims(ctx context.Context, db *store.DB) (map[string][]string, error) {
 	recs, err := db.LatestByKind(ctx, KindNode)
 	if err != nil {
 		return nil, err
 	}
-	out, claims := map[string]string{}, map[string]int{}
+	out := map[string][]string{}
 	for _, rec := range recs {
 		var nr NodeRecord
 		if json.Unmarshal(rec.Data, &nr) != nil {
 			continue
 		}
-		name := shortHost(nr.Info.Host.Hostname)
-		if name == "" {
-			continue
-		}
-		out[name] = rec.Origin
-		claims[name]++
-	}
-	for name := range out {
-		if claims[name] > 1 {
-			delete(out, name) // rule "one agent per compute node"
+		if name := shortHost(nr.Info.Host.Hostname); name != "" {
+			out[name] = append(out[name], rec.Origin)
 		}
 	}
 	return out, nil

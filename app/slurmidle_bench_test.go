@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
 )
 
 // BenchmarkSlurmIdle is one second of a cluster agent's idle reclaim with
@@ -20,9 +22,13 @@ func BenchmarkSlurmIdle(b *testing.B) {
 	var js []jobs.Job
 	var ids []string
 	sample := map[string]agent.Sample{}
+	proof := &fakeProof{sessions: map[string][]netip.Addr{}}
 	for n := range 125 {
 		id, name := fmt.Sprintf("NODE-%04d", n), fmt.Sprintf("gpu%03d", n)
 		ids = append(ids, id)
+		ip := netip.AddrFrom4([4]byte{10, 0, 2, byte(n)})
+		proof.nodes = append(proof.nodes, slurm.Node{Name: name, Addr: ip.String()})
+		proof.sessions[id] = []netip.Addr{ip}
 		putNode(b, db, id, NodeRecord{Info: hostInfo(id, name)})
 		var gs []gpuSays
 		s := agent.Sample{}
@@ -35,7 +41,7 @@ func BenchmarkSlurmIdle(b *testing.B) {
 		sample[id] = s
 		putGPUs(b, db, id, gs, func(_, _ int) float64 { return 1 })
 	}
-	x := NewSlurmIdle(db)
+	x := NewSlurmIdle(db, proof.proof())
 	now := idleNow
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

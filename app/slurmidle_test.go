@@ -1,6 +1,9 @@
 package app
 
 import (
+	"context"
+	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -77,9 +81,51 @@ func flat(v float64) func(int, int) float64 {
 	}
 }
 
+// fakeProof is what the cluster's agent knows of where the machines are:
+// the nodes' NodeAddr from Slurm, what the names among them resolve to,
+// and the IPs its live sessions with each machine come from.
+type fakeProof struct {
+	nodes    []slurm.Node
+	names    map[string][]netip.Addr // a name that does not resolve is absent
+	sessions map[string][]netip.Addr // device ID -> its sessions' IPs
+	lookups  int
+}
+
+// idleProof is the idle fixture's cluster: node1 at an IP, node2 at a name,
+// each with a session from its own address (node2's over IPv6, mapped).
+func idleProof() *fakeProof {
+	return &fakeProof{
+		nodes: []slurm.Node{{Name: "node1", Addr: "10.0.1.1"}, {Name: "node2", Addr: "node2.ib.lab"}},
+		names: map[string][]netip.Addr{"node2.ib.lab": {netip.MustParseAddr("10.0.1.2")}},
+		sessions: map[string][]netip.Addr{
+			node1ID: {netip.MustParseAddr("10.0.1.1")},
+			node2ID: {netip.MustParseAddr("::ffff:10.0.1.2")},
+		},
+	}
+}
+
+func (f *fakeProof) proof() SlurmProof {
+	return SlurmProof{
+		Nodes: func() []slurm.Node { return f.nodes },
+		Resolve: func(_ context.Context, host string) ([]netip.Addr, error) {
+			f.lookups++
+			if ips, ok := f.names[host]; ok {
+				return ips, nil
+			}
+			return nil, fmt.Errorf("lookup %s: no such host", host)
+		},
+		Sessions: func(id string) []netip.Addr { return f.sessions[id] },
+	}
+}
+
 func judge(t *testing.T, db *store.DB, j jobs.Job) bool {
 	t.Helper()
-	return NewSlurmIdle(db).Idle(idleNow, []jobs.Job{j}, 5)[j.ID]
+	return judgeBy(t, db, idleProof(), j)
+}
+
+func judgeBy(t *testing.T, db *store.DB, f *fakeProof, j jobs.Job) bool {
+	t.Helper()
+	return NewSlurmIdle(db, f.proof()).Idle(idleNow, []jobs.Job{j}, 5)[j.ID]
 }
 
 // TestSlurmIdleForgedNotBelieved: attacks first. A machine that is not a
@@ -112,7 +158,7 @@ func TestSlurmIdleForgedNotBelieved(t *testing.T) {
 			db := openDB(t)
 			putHost(t, db, node1ID, "node1")
 			putHost(t, db, node2ID, "node2")
-			putHost(t, db, evil, "NODE2.lab") // rule "one agent per compute node"
+			putHost(t, db, evil, "NODE2.lab") // with no session from node2's address
 			putGPUs(t, db, node1ID, holding, flat(0))
 			putGPUs(t, db, node2ID, holding, flat(90))
 			putGPUs(t, db, evil, holding, flat(0))
@@ -177,7 +223,7 @@ func TestSlurmIdleUnknownIsBusy(t *testing.T) {
 	putHost(t, db, node2ID, "node2")
 	putGPUs(t, db, node1ID, holding, flat(0))
 	putGPUs(t, db, node2ID, holding, flat(0))
-	x := NewSlurmIdle(db)
+	x := NewSlurmIdle(db, idleProof().proof())
 	if !x.Idle(idleNow, []jobs.Job{idleJob}, 5)[idleJob.ID] {
 		t.Fatal("the fixture's job is not idle")
 	}
@@ -222,7 +268,7 @@ func TestSlurmIdleFollowsNewSamples(t *testing.T) {
 		}
 		putRecord(t, db, origin, history.KindSample1s, history.Key(tm), tm, history.Encode(history.FromSample(s)))
 	}
-	x := NewSlurmIdle(db)
+	x := NewSlurmIdle(db, idleProof().proof())
 	idle := func(now time.Time) bool { return x.Idle(now, []jobs.Job{idleJob}, 5)[idleJob.ID] }
 	if !idle(idleNow) {
 		t.Fatal("the fixture's job is not idle")
@@ -250,5 +296,84 @@ func TestSlurmIdleFollowsNewSamples(t *testing.T) {
 	second(node2ID, idleNow.Add(13*time.Second), 0)
 	if idle(idleNow.Add(14 * time.Second)) {
 		t.Fatal("idle with a busy second before the newest")
+	}
+}
+
+// TestSlurmIdleProvenByAddress: attacks first. A machine counts as compute
+// node H only over a live session from an IP of H's NodeAddr (rule "a
+// compute node is proven by its address"); a machine naming itself H is
+// not enough. node2 runs no agent in the attacks; the poser says job 123
+// is idle on it.
+func TestSlurmIdleProvenByAddress(t *testing.T) {
+	ip := netip.MustParseAddr
+	attacks := []struct {
+		name string
+		from []netip.Addr // the poser's sessions' IPs
+	}{
+		{"no session", nil},
+		{"a session from another address", []netip.Addr{ip("10.9.9.9")}},
+		{"a session from another node's address", []netip.Addr{ip("10.0.1.1")}},
+	}
+	for _, a := range attacks {
+		t.Run("posing as a host with "+a.name, func(t *testing.T) {
+			db := openDB(t)
+			putHost(t, db, node1ID, "node1")
+			putHost(t, db, evilID, "node2")
+			putGPUs(t, db, node1ID, holding, flat(0))
+			putGPUs(t, db, evilID, holding, flat(0)) // "job 123 is idle here"
+			f := idleProof()
+			f.sessions[evilID] = a.from
+			if judgeBy(t, db, f, idleJob) {
+				t.Error("a job is idle by the word of a machine not proven to be its host")
+			}
+		})
+	}
+	t.Run("two proven for one host", func(t *testing.T) {
+		db := openDB(t)
+		putHost(t, db, node1ID, "node1")
+		putHost(t, db, node2ID, "node2")
+		putHost(t, db, evilID, "node2")
+		for _, m := range []string{node1ID, node2ID, evilID} {
+			putGPUs(t, db, m, holding, flat(0))
+		}
+		f := idleProof()
+		f.sessions[evilID] = []netip.Addr{ip("10.0.1.2")} // a second agent on node2
+		if judgeBy(t, db, f, idleJob) {
+			t.Error("idle with two machines proven as node2 (rule \"one agent per compute node\")")
+		}
+	})
+
+	// The real nodes, each with a session from its NodeAddr, are believed,
+	// a poser with no such session beside them changing nothing.
+	db := openDB(t)
+	putHost(t, db, node1ID, "node1")
+	putHost(t, db, node2ID, "node2")
+	putHost(t, db, evilID, "node2")
+	putGPUs(t, db, node1ID, holding, flat(0))
+	putGPUs(t, db, node2ID, holding, flat(0))
+	putGPUs(t, db, evilID, holding, flat(90))
+	f := idleProof()
+	f.sessions[evilID] = []netip.Addr{ip("10.9.9.9")}
+	x := NewSlurmIdle(db, f.proof())
+	if !x.Idle(idleNow, []jobs.Job{idleJob}, 5)[idleJob.ID] {
+		t.Fatal("busy with both hosts proven and idle")
+	}
+
+	// What is not proven now is unknown: a session ended, a node Slurm
+	// does not list, a NodeAddr that does not resolve.
+	delete(f.sessions, node2ID)
+	if x.Idle(idleNow, []jobs.Job{idleJob}, 5)[idleJob.ID] {
+		t.Error("idle after node2's session ended")
+	}
+	if f.lookups != 1 {
+		t.Errorf("node2's NodeAddr resolved %d times in two calls; want once (every %v)", f.lookups, slurmHostsEvery)
+	}
+	unproven := map[string]*fakeProof{"not in Slurm's nodes": idleProof(), "unresolved NodeAddr": idleProof()}
+	unproven["not in Slurm's nodes"].nodes = unproven["not in Slurm's nodes"].nodes[:1]
+	unproven["unresolved NodeAddr"].names = nil
+	for name, f := range unproven {
+		if judgeBy(t, db, f, idleJob) {
+			t.Errorf("idle with node2 %s", name)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"path/filepath"
 	"reflect"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/schema"
 )
 
@@ -222,4 +225,33 @@ func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
 		data, _ = try(lo)
 	}
 	return data, true
+}
+
+// slurmProof is how this agent proves a machine is a compute node of the
+// cluster it stands for (app.SlurmProof): the nodes' NodeAddr from its
+// card, resolved here where it is a name, against the IPs its own live
+// sessions with the machine come from.
+func (d *Daemon) slurmProof() app.SlurmProof {
+	return app.SlurmProof{
+		Nodes: d.cluster.nodes,
+		Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		},
+		Sessions: func(id string) []netip.Addr {
+			pid, err := peer.ParseID(id)
+			if err != nil || pid == d.id.ID {
+				return nil // this machine holds no session with itself
+			}
+			return d.ep.SessionIPs(pid)
+		},
+	}
+}
+
+// nodes returns the nodes of the latest card (nil before the first read,
+// and on a machine that stands for no cluster).
+func (c *clusterCard) nodes() []slurm.Node {
+	if card := c.get(); card != nil {
+		return card.Nodes
+	}
+	return nil
 }

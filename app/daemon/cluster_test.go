@@ -13,6 +13,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/peer"
 )
 
 // bigCluster is a cluster of nodes nodes and a queue of slurm.QueueCap
@@ -165,4 +166,32 @@ func TestClusterCardReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestSlurmProof: the proof reads the nodes' NodeAddr from the latest card
+// (none on a machine that stands for no cluster), and this machine holds
+// no session that proves itself, or a malformed device ID.
+func TestSlurmProof(t *testing.T) {
+	id, err := peer.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Daemon{id: id}
+	if got := d.slurmProof().Nodes(); got != nil {
+		t.Errorf("nodes with no cluster = %v", got)
+	}
+	d.cluster = newClusterCard(nil, time.Second)
+	if got := d.slurmProof().Nodes(); got != nil {
+		t.Errorf("nodes before the first read = %v", got)
+	}
+	d.cluster.set(slurm.Cluster{Nodes: []slurm.Node{{Name: "node1", Addr: "10.0.1.1"}}})
+	p := d.slurmProof()
+	if got := p.Nodes(); len(got) != 1 || got[0].Addr != "10.0.1.1" {
+		t.Errorf("nodes = %v; want node1 at 10.0.1.1", got)
+	}
+	for _, dev := range []string{id.ID.String(), "not-a-device"} {
+		if got := p.Sessions(dev); got != nil { // d.ep is nil: asking it would panic
+			t.Errorf("sessions of %q = %v", dev, got)
+		}
+	}
 }

@@ -78,7 +78,7 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
 	// Where the executor schedules (a cluster's agent), the idle reclaim
 	// policy judges its Slurm jobs by their compute nodes' samples.
-	jcfg.RemoteIdle = app.NewSlurmIdle(d.db).Idle
+	jcfg.RemoteIdle = app.NewSlurmIdle(d.db, d.slurmProof()).Idle
 	var store jobs.Store = nodestore.NewJobs(d.db, d.id.ID.String())
 	if d.cluster != nil {
 		store = d.cluster.watchJobs(store)

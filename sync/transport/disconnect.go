@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"net"
+	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,32 +37,58 @@ func (e *Endpoint) ProvenAddr(id peer.ID) (string, bool) {
 	return p.via, p.via != ""
 }
 
+// SessionIPs returns the remote IPs of the live connections whose
+// handshake proved device id (QUIC, made by either side, and the TCP data
+// path), each once; none when there is no such connection. A connection's
+// remote IP is where the device's key answered, not a claim: the
+// handshake takes round trips to that address (a QUIC path that migrates
+// is validated there first).
+func (e *Endpoint) SessionIPs(id peer.ID) []netip.Addr {
+	return e.conns.ips(id)
+}
+
+// conn is a connection filed in a connSet: a *quic.Conn or *trackedConn.
+type conn interface{ RemoteAddr() net.Addr }
+
 // connSet files open connections under the device they proved.
 type connSet struct {
 	mu   sync.Mutex // guards byID
-	byID map[peer.ID]map[any]func()
+	byID map[peer.ID]map[conn]func()
 }
 
-// add files conn (a *quic.Conn or *trackedConn) under id; close closes it.
-func (s *connSet) add(id peer.ID, conn any, close func()) {
+// add files c under id; close closes it.
+func (s *connSet) add(id peer.ID, c conn, close func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.byID == nil {
-		s.byID = map[peer.ID]map[any]func(){}
+		s.byID = map[peer.ID]map[conn]func(){}
 	}
 	m := s.byID[id]
 	if m == nil {
-		m = map[any]func(){}
+		m = map[conn]func(){}
 		s.byID[id] = m
 	}
-	m[conn] = close
+	m[c] = close
 }
 
-func (s *connSet) remove(id peer.ID, conn any) {
+// ips returns the remote IPs of the connections filed under id, each once.
+func (s *connSet) ips(id peer.ID) []netip.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []netip.Addr
+	for c := range s.byID[id] {
+		if ip := netAddrIP(c.RemoteAddr()); ip.IsValid() && !slices.Contains(out, ip) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+func (s *connSet) remove(id peer.ID, c conn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if m := s.byID[id]; m != nil {
-		delete(m, conn)
+		delete(m, c)
 		if len(m) == 0 {
 			delete(s.byID, id)
 		}

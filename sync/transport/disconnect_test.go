@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -99,5 +101,28 @@ func TestProvenAddr(t *testing.T) {
 	get(t, cli.Client(srv.ID(), []string{"127.0.0.1:1", srv.Addr().String()}), "https://peer/v1/whoami")
 	if got, ok := cli.ProvenAddr(srv.ID()); !ok || got != srv.Addr().String() {
 		t.Errorf("ProvenAddr = %q, %v; want %s", got, ok, srv.Addr())
+	}
+}
+
+// TestSessionIPs: each side knows the IP its live session with the other
+// comes from, whoever dialed; a device with no session has none, and a
+// session ended by Disconnect no longer counts.
+func TestSessionIPs(t *testing.T) {
+	srv, cli, stranger := newEndpoint(t, testConfig()), newEndpoint(t, testConfig()), newEndpoint(t, testConfig())
+	serve(t, srv, whoami())
+	get(t, cli.Client(srv.ID(), []string{srv.Addr().String()}), "https://peer/v1/whoami")
+	loopback := netip.MustParseAddr("127.0.0.1")
+	if got := srv.SessionIPs(cli.ID()); !slices.Equal(got, []netip.Addr{loopback}) {
+		t.Errorf("server: SessionIPs = %v; want [%s]", got, loopback)
+	}
+	if got := cli.SessionIPs(srv.ID()); !slices.Equal(got, []netip.Addr{loopback}) {
+		t.Errorf("client: SessionIPs = %v; want [%s]", got, loopback)
+	}
+	if got := srv.SessionIPs(stranger.ID()); len(got) != 0 {
+		t.Errorf("SessionIPs of a device with no session = %v", got)
+	}
+	srv.Disconnect(cli.ID())
+	if got := srv.SessionIPs(cli.ID()); len(got) != 0 {
+		t.Errorf("SessionIPs after Disconnect = %v", got)
 	}
 }
