@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"time"
@@ -286,21 +285,7 @@ func (x *SlurmIdle) machines(ctx context.Context, now time.Time) map[string][]st
 // hostClaims maps the host name of each machine in db (lower case, up to
 // its first dot) to the device IDs whose node records give it.
 func hostClaims(ctx context.Context, db *store.DB) (map[string][]string, error) {
-	recs, err := db.LatestByKind(ctx, KindNode)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]string{}
-	for _, rec := range recs {
-		var nr NodeRecord
-		if json.Unmarshal(rec.Data, &nr) != nil {
-			continue
-		}
-		if name := shortHost(nr.Info.Host.Hostname); name != "" {
-			out[name] = append(out[name], rec.Origin)
-		}
-	}
-	return out, nil
+	return nodeClaims(ctx, db, func(nr NodeRecord) string { return shortHost(nr.Info.Host.Hostname) })
 }
 
 // shortHost is a host name as Slurm names its nodes: lower case, up to the

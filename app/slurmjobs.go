@@ -124,23 +124,19 @@ func readSlurmJobs(ctx context.Context, db *store.DB) (map[slurmKey]jobs.Job, ma
 // -> the cluster's name, lower case), leaving out every cluster name that
 // two machines claim.
 func clusterAgents(ctx context.Context, db *store.DB) (map[string]string, error) {
-	recs, err := db.LatestByKind(ctx, KindNode)
+	claims, err := nodeClaims(ctx, db, func(nr NodeRecord) string {
+		if nr.Cluster == nil {
+			return ""
+		}
+		return strings.ToLower(nr.Cluster.Name)
+	})
 	if err != nil {
 		return nil, err
 	}
-	out, claims := map[string]string{}, map[string]int{}
-	for _, rec := range recs {
-		var nr NodeRecord
-		if json.Unmarshal(rec.Data, &nr) != nil || nr.Cluster == nil || nr.Cluster.Name == "" {
-			continue
-		}
-		name := strings.ToLower(nr.Cluster.Name)
-		out[rec.Origin] = name
-		claims[name]++
-	}
-	for node, name := range out {
-		if claims[name] > 1 {
-			delete(out, node) // rule "one agent per cluster"
+	out := map[string]string{}
+	for name, nodes := range claims {
+		if len(nodes) == 1 { // rule "one agent per cluster"
+			out[nodes[0]] = name
 		}
 	}
 	return out, nil
