@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +20,9 @@ import (
 // no GPU of them, their compute nodes' agents do. Each compute node
 // replicates its latest full sample, which says which Slurm job holds
 // each of its GPUs and which labpool job that is (slurm.Procs.Annotate),
-// and its samples of every second, with each GPU's utilization.
+// and its samples of every second, with each GPU's utilization. The same
+// reading, under the same rules, gives stats the GPUs of a Slurm job
+// (GPUs, jobs.Config.RemoteGPUs).
 //
 // A job is idle when every one of its hosts (jobs.Job.Hosts) says so:
 // the host's machine shows the job on at least one GPU in its latest
@@ -108,12 +111,12 @@ func (x *SlurmIdle) latest(ctx context.Context, kind string) map[string]store.Re
 
 // jobIdle says whether every host of j shows j's GPUs idle.
 func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, below float64, hosts func(string) (string, bool), live, newest map[string]store.Record, views map[string]*hostView) bool {
-	if j.Executor != "slurm" || j.Container == "" || len(j.Hosts) == 0 {
+	ms := jobMachines(j, hosts)
+	if ms == nil {
 		return false
 	}
-	for _, h := range j.Hosts {
-		m, ok := hosts(shortHost(h))
-		if !ok {
+	for _, m := range ms {
+		if m == "" {
 			return false // no agent proven there, or two: nothing is known
 		}
 		v, ok := views[m]
@@ -121,11 +124,83 @@ func (x *SlurmIdle) jobIdle(ctx context.Context, now time.Time, j jobs.Job, belo
 			v = x.view(ctx, now, m, live[m], newest[m], newest != nil)
 			views[m] = v
 		}
-		if !v.idle(slurm.HolderName(j.Container), j.ID, below) {
+		if !v.idle(j, below) {
 			return false
 		}
 	}
 	return true
+}
+
+// jobMachines returns the machine proven for each host of j (hosts, see
+// provenHosts), in the order of j.Hosts: "" where none is, or several are
+// (nothing is known of that host); nil where j is no Slurm job with hosts.
+func jobMachines(j jobs.Job, hosts func(string) (string, bool)) []string {
+	if j.Executor != "slurm" || j.Container == "" || len(j.Hosts) == 0 {
+		return nil
+	}
+	ms := make([]string, len(j.Hosts))
+	for i, h := range j.Hosts {
+		if m, ok := hosts(shortHost(h)); ok {
+			ms[i] = m
+		}
+	}
+	return ms
+}
+
+// heldGPUs returns the GPUs that sample s (a compute node's) shows j on,
+// by Slurm's ID and labpool's.
+func heldGPUs(s *agent.Sample, j jobs.Job) []gpu.Stats {
+	if s == nil {
+		return nil
+	}
+	holder := slurm.HolderName(j.Container)
+	var held []gpu.Stats
+	for _, g := range s.GPUs {
+		if g.Holder == holder && g.Job == j.ID {
+			held = append(held, g)
+		}
+	}
+	return held
+}
+
+// GPUs implements jobs.Config.RemoteGPUs: the GPUs of Slurm job j on its
+// hosts, by each host's proven machine's latest full sample (whom it
+// believes is as for Idle): each GPU's utilization, and the memory and
+// processes of j's own processes on it. A host with no proven machine
+// shows none.
+func (x *SlurmIdle) GPUs(ctx context.Context, j jobs.Job) []jobs.GPUStats {
+	return x.gpusAt(ctx, time.Now(), j)
+}
+
+func (x *SlurmIdle) gpusAt(ctx context.Context, now time.Time, j jobs.Job) []jobs.GPUStats {
+	ms := jobMachines(j, x.provenHosts(ctx, now))
+	if !slices.ContainsFunc(ms, func(m string) bool { return m != "" }) {
+		return nil
+	}
+	live := x.latest(ctx, history.KindLive)
+	holder := slurm.HolderName(j.Container)
+	var out []jobs.GPUStats
+	for i, m := range ms {
+		rec, ok := live[m]
+		if m == "" || !ok || rec.Origin != m {
+			continue
+		}
+		s, err := history.Decode(rec.Data)
+		if err != nil {
+			continue
+		}
+		for _, g := range heldGPUs(&s, j) {
+			gs := jobs.GPUStats{UUID: g.UUID, Index: g.Index, Host: j.Hosts[i], UtilPercent: g.UtilPercent, Processes: []gpu.Process{}}
+			for _, p := range g.Processes {
+				if p.Holder == holder && p.Job == j.ID {
+					gs.MemUsedBytes += p.MemBytes
+					gs.Processes = append(gs.Processes, p)
+				}
+			}
+			out = append(out, gs)
+		}
+	}
+	return out
 }
 
 // hostView is what one compute node says of its GPUs: its latest full
@@ -203,24 +278,19 @@ func (x *SlurmIdle) readRecent(ctx context.Context, now time.Time, m string, v *
 	}
 }
 
-// idle says whether the GPUs the node shows holder (labpool's job) on all
-// stayed under below in every sample of the window.
-func (v *hostView) idle(holder, job string, below float64) bool {
+// idle says whether the GPUs the node shows j on all stayed under below in
+// every sample of the window.
+func (v *hostView) idle(j jobs.Job, below float64) bool {
 	if v.live == nil || len(v.recent) == 0 {
 		return false
 	}
-	var held []int
-	for _, g := range v.live.GPUs {
-		if g.Holder == holder && g.Job == job {
-			held = append(held, g.Index)
-		}
-	}
+	held := heldGPUs(v.live, j)
 	if len(held) == 0 {
 		return false
 	}
 	for _, ts := range v.recent {
-		for _, i := range held {
-			g, ok := gpuOf(ts.s.GPUs, i)
+		for _, h := range held {
+			g, ok := gpuOf(ts.s.GPUs, h.Index)
 			if !ok || g.UtilPercent >= below {
 				return false
 			}

@@ -405,7 +405,11 @@ func statsCmd(g *globals) *cobra.Command {
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "CPU %.1f%%   memory %s / %s\n", st.CPUPercent, Bytes(st.MemUsedBytes), Bytes(st.MemLimitBytes))
 			for _, g := range st.GPUs {
-				fmt.Fprintf(out, "GPU %d  %.0f%%  %s used by this job  %s\n", g.Index, g.UtilPercent, Bytes(g.MemUsedBytes), g.UUID)
+				on := ""
+				if g.Host != "" {
+					on = " on " + g.Host // a cluster job's compute node
+				}
+				fmt.Fprintf(out, "GPU %d%s  %.0f%%  %s used by this job  %s\n", g.Index, on, g.UtilPercent, Bytes(g.MemUsedBytes), g.UUID)
 				writeJobProcesses(out, g.Processes)
 			}
 			return nil

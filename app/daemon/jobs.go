@@ -77,8 +77,11 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	jcfg.Devices = d.telem.Info().GPUs
 	jcfg.GrantEdge = d.gpus.ReadEnergy // nil Sampler without a driver: a no-op
 	// Where the executor schedules (a cluster's agent), the idle reclaim
-	// policy judges its Slurm jobs by their compute nodes' samples.
-	jcfg.RemoteIdle = app.NewSlurmIdle(d.db, d.slurmProof()).Idle
+	// policy judges its Slurm jobs by their compute nodes' samples,
+	// and stats shows their GPUs as those nodes report them.
+	slurmGPUs := app.NewSlurmIdle(d.db, d.slurmProof())
+	jcfg.RemoteIdle = slurmGPUs.Idle
+	jcfg.RemoteGPUs = slurmGPUs.GPUs
 	var store jobs.Store = nodestore.NewJobs(d.db, d.id.ID.String())
 	if d.cluster != nil {
 		store = d.cluster.watchJobs(store)

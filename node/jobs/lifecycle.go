@@ -121,7 +121,8 @@ func removedNote(j Job) string {
 // Stats returns what a running job uses: its container's CPU and memory,
 // and on each of its GPUs the memory of its own processes (NVML's process
 // PIDs that are the container's). A job holds its GPUs alone, so a GPU's
-// utilization is the job's.
+// utilization is the job's. A job of an executor that places it elsewhere
+// (a Slurm job) shows the GPUs its hosts report (Config.RemoteGPUs).
 func (m *Manager) Stats(ctx context.Context, id string) (Stats, error) {
 	j, err := m.Get(id)
 	if err != nil {
@@ -147,6 +148,9 @@ func (m *Manager) Stats(ctx context.Context, id string) (Stats, error) {
 			}
 		}
 		st.GPUs = append(st.GPUs, gs)
+	}
+	if len(j.GPUs) == 0 && m.cfg.RemoteGPUs != nil && m.caps().Schedules {
+		st.GPUs = append(st.GPUs, m.cfg.RemoteGPUs(ctx, j)...)
 	}
 	return st, nil
 }

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,6 +84,12 @@ type Config struct {
 	// leaves out counts as busy. It must not block for long (reads of the
 	// local replica). See reclaim.go.
 	RemoteIdle func(now time.Time, js []Job, below float64) map[string]bool
+	// RemoteGPUs, when set, returns for Stats the GPUs of a running job of
+	// an executor that schedules (Capabilities), which are none of this
+	// machine's: what the machines holding them report of them (a Slurm
+	// job's compute nodes), nil where none is known. It must not block for
+	// long (reads of the local replica).
+	RemoteGPUs func(ctx context.Context, j Job) []GPUStats
 }
 
 // DefaultConfig returns the settings the agent uses.

@@ -140,8 +140,11 @@ type Stats struct {
 
 // GPUStats is what a job's own processes use on one GPU.
 type GPUStats struct {
-	UUID         string  `json:"uuid"`
-	Index        int     `json:"index"`
+	UUID  string `json:"uuid"`
+	Index int    `json:"index"`
+	// Host is the compute node the GPU is on, for a job of a backend that
+	// places it elsewhere (a Slurm job's host); "": this machine.
+	Host         string  `json:"host,omitempty"`
 	UtilPercent  float64 `json:"util_percent"`
 	MemUsedBytes uint64  `json:"mem_used_bytes"` // by the job's processes
 	// Processes are the job's processes on the GPU (host PIDs), with their

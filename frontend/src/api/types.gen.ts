@@ -245,6 +245,7 @@ export interface GPUClear {
 export interface GPUStats {
   uuid: string
   index: number
+  host?: string
   util_percent: number
   mem_used_bytes: number
   processes: Process[] | null
