@@ -146,6 +146,30 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 	return plan(nodes, named, req.Spec, active), nil
 }
 
+// sessionGrace is how long a launch on a machine named while it looks
+// offline waits for it: right after that machine restarts, or this one
+// joins, its session comes back within a few seconds (as a stop's or a
+// copy's does).
+const sessionGrace = 5 * time.Second
+
+// planNamed is Plan; a machine named (req.Node) that looks offline is
+// given sessionGrace to come back before the plan says so.
+func (s *Service) planNamed(ctx context.Context, req LaunchRequest) (Plan, error) {
+	p, err := s.Plan(ctx, req)
+	for end := time.Now().Add(sessionGrace); err == nil && !p.Fits && req.Node != "" && time.Now().Before(end); {
+		if n, err := s.NodeByRef(ctx, req.Node); err != nil || n.Online {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return p, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+		p, err = s.Plan(ctx, req)
+	}
+	return p, err
+}
+
 // plan is the placement rule: where spec runs among nodes (on named when
 // set), given the active jobs of the pool.
 func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
@@ -398,7 +422,7 @@ func load(n Node) float64 {
 
 // Launch runs req on the node Plan picks and returns the node's record.
 func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
-	p, err := s.Plan(ctx, req)
+	p, err := s.planNamed(ctx, req)
 	if err != nil {
 		return Job{}, err
 	}
