@@ -18,23 +18,10 @@ import (
 // splitTop splits s at commas that are not inside parentheses.
 func splitTop(s string) []string {
 	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(':
-			depth++
-		case ')':
-			if depth > 0 {
-				depth--
-			}
-		case ',':
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
+	for i := topComma(s); i >= 0; i = topComma(s) {
+		out, s = append(out, s[:i]), s[i+1:]
 	}
-	return append(out, s[start:])
+	return append(out, s)
 }
 
 // gresItem reads one GRES item ("gpu:a100:4(S:0)", "gres/gpu=2"):
