@@ -186,7 +186,7 @@ func gone(err error) error {
 
 // status is what the manager reads of container c.
 func (e *Executor) status(c Container) jobs.TaskStatus {
-	st := jobs.TaskStatus{Handle: c.ID, JobID: c.Labels[LabelJob], Labels: c.Labels, Image: c.Image,
+	st := jobs.TaskStatus{Handle: c.ID, JobID: c.Labels[LabelJob], Labels: c.Labels, Image: c.Image, ImageLoadedBy: e.loadedBy(c),
 		ExitCode: c.ExitCode, Started: c.Started, Finished: c.Finished, OOM: c.OOMKilled, Addr: c.Addr, Ports: c.Ports}
 	e.mu.Lock()
 	stopped := e.stopped[c.ID]
@@ -211,4 +211,14 @@ func (e *Executor) status(c Container) jobs.TaskStatus {
 		st.Finished = time.Time{}
 	}
 	return st
+}
+
+// loadedBy is who loaded c's image, when that is neither who launched c
+// nor this machine's own user: a launch of a name that resolves to an
+// image a member brought says so.
+func (e *Executor) loadedBy(c Container) string {
+	if by := c.ImageLoadedBy; by != c.Labels[LabelOwner] && by != e.rt.cfg.Node {
+		return by
+	}
+	return ""
 }

@@ -22,6 +22,7 @@ type fakeDocker struct {
 	labels  map[string]string
 	start   func(id string) error
 	nets    map[string]network.CreateOptions // created networks by name
+	imageID string                           // the image ID a container runs
 }
 
 func (f *fakeDocker) NetworkCreate(_ context.Context, name string, o network.CreateOptions) (network.CreateResponse, error) {
@@ -69,7 +70,7 @@ func (f *fakeDocker) ContainerCreate(_ context.Context, cfg *container.Config, h
 
 func (f *fakeDocker) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
 	f.calls = append(f.calls, "inspect")
-	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, State: &container.State{}, HostConfig: f.created},
+	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, Image: f.imageID, State: &container.State{}, HostConfig: f.created},
 		Config: &container.Config{Image: "img", Labels: f.labels}}, nil
 }
 

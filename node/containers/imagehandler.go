@@ -92,7 +92,7 @@ func (h *imageHandler) rights(w http.ResponseWriter, r *http.Request) (Rights, b
 		jobs.Reply(w, nil, err)
 		return Rights{}, false
 	}
-	return Rights{Force: force, Registry: owns}, true
+	return Rights{Force: force, AnyName: owns, Loader: c.ID}, true
 }
 
 func isTrue(s string) bool { return s != "" && s != "0" && s != "false" }

@@ -203,9 +203,10 @@ func TestTagTakenSaysSo(t *testing.T) {
 	}
 }
 
-// TestRegistryNamesOwnersOnly: a load may give a new name under a registry
-// host only for the machine's own user and the pool's owners.
-func TestRegistryNamesOwnersOnly(t *testing.T) {
+// TestAnyNameOwnersOnly: a load may give names outside the loader's own
+// prefix (a Docker Hub name, a registry host's) only for the machine's own
+// user and the pool's owners; every load names its loader.
+func TestAnyNameOwnersOnly(t *testing.T) {
 	var got []Rights
 	f := &fakeImages{loadFn: func(_ io.Reader, r Rights, _ Progress) ([]string, error) {
 		got = append(got, r)
@@ -218,7 +219,7 @@ func TestRegistryNamesOwnersOnly(t *testing.T) {
 			t.Fatalf("%s load: %d %s", who.ID, code, body)
 		}
 	}
-	want := []Rights{{}, {}, {Registry: true}, {Registry: true}}
+	want := []Rights{{Loader: alice.ID}, {Loader: "ada"}, {AnyName: true, Loader: "olga"}, {AnyName: true, Loader: "NODE"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("rights %+v, want %+v", got, want)
 	}

@@ -170,7 +170,7 @@ func TestLoadSymlinkedManifest(t *testing.T) {
 	t.Cleanup(func() { exec.Command("docker", "-H", host, "rmi", victim).Run() })
 	want := imageID(t, host, victim)
 	archive, evilID := savedUnder(t, host, victim, "not the lab's image")
-	_, err := r.LoadImage(context.Background(), bytes.NewReader(relinkManifest(t, archive)), Rights{}, nil)
+	_, err := r.LoadImage(context.Background(), bytes.NewReader(relinkManifest(t, archive)), Rights{AnyName: true}, nil)
 	var refused *RefusedError
 	if !errors.As(err, &refused) || refused.Rule != ruleMetaRegular {
 		t.Errorf("load = %v, want refused by rule %q", err, ruleMetaRegular)
@@ -196,7 +196,10 @@ func TestLoadPutsBackAMovedTag(t *testing.T) {
 	want := imageID(t, host, victim)
 	archive, evilID := savedUnder(t, host, victim, "moved under the lab's tag")
 	t.Cleanup(func() { exec.Command("docker", "-H", host, "rmi", "-f", evilID).Run() })
-	_, err := r.guardTags(ctx, Rights{}, func() ([]string, error) { return r.load(ctx, bytes.NewReader(archive), nil) })
+	_, err := r.guardTags(ctx, Rights{AnyName: true}, func() ([]string, []string, error) {
+		tags, err := r.load(ctx, bytes.NewReader(archive), nil)
+		return tags, nil, err
+	})
 	var refused *RefusedError
 	if !errors.As(err, &refused) || refused.Rule != ruleTagMoved || !strings.Contains(err.Error(), victim) {
 		t.Errorf("load = %v, want refused by rule %q naming %s", err, ruleTagMoved, victim)
@@ -206,31 +209,59 @@ func TestLoadPutsBackAMovedTag(t *testing.T) {
 	}
 }
 
-// TestLoadRegistryName: a name under a registry host that the machine does
-// not have is loaded only with the machine owner's right, so that a
-// member's load never makes the real pull fail later.
-func TestLoadRegistryName(t *testing.T) {
+// TestLoadOnlyUnderOwnPrefix is the attack of audit finding 3 on a real
+// engine: a member's load of an archive tagged with a Docker Hub name (the
+// README's example image) or a registry host's name is refused and leaves
+// neither the name nor the image; the same archive through an unvetted
+// path (loaded as is) is undone too; under the member's own prefix it
+// loads; the machine's owner loads any name.
+func TestLoadOnlyUnderOwnPrefix(t *testing.T) {
 	r := openRuntime(t)
 	host := dockertest.Engine(t)
 	ctx := context.Background()
-	squat := fmt.Sprintf("registry.example:5000/nvidia/pytorch:%d", time.Now().UnixNano())
-	archive, id := savedUnder(t, host, squat, "a squatter's image")
+	const member = "BOBB-BOBB-BOBB-BOBB-BOBB-BOBB-BOBB-BOBB-BOBB-BOBB-BOBB-BOBB-BOBB"
+	stamp := time.Now().UnixNano()
+	for _, squat := range []string{
+		fmt.Sprintf("pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime-%d", stamp),
+		fmt.Sprintf("registry.example:5000/nvidia/pytorch:%d", stamp),
+	} {
+		archive, id := savedUnder(t, host, squat, "a squatter's image "+squat)
+		t.Cleanup(func() { exec.Command("docker", "-H", host, "rmi", "-f", id).Run() })
+		_, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{Loader: member}, nil)
+		var refused *RefusedError
+		if !errors.As(err, &refused) || refused.Rule != ruleOwnPrefix || !strings.Contains(err.Error(), squat) {
+			t.Errorf("member's load of %s = %v, want refused by rule %q", squat, err, ruleOwnPrefix)
+		}
+		if imageID(t, host, squat) != "" || imageID(t, host, id) != "" {
+			t.Errorf("the squatted name %s or its image stayed", squat)
+		}
+		_, err = r.guardTags(ctx, Rights{Loader: member}, func() ([]string, []string, error) {
+			tags, err := r.load(ctx, bytes.NewReader(archive), nil)
+			return tags, nil, err
+		})
+		if !errors.As(err, &refused) || refused.Rule != ruleOwnPrefix || imageID(t, host, squat) != "" {
+			t.Errorf("unvetted load = %v, tag now on %q; want refused and gone", err, imageID(t, host, squat))
+		}
+		tags, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{AnyName: true, Loader: "OWNER"}, nil)
+		if err != nil || len(tags) != 1 || tags[0] != squat {
+			t.Errorf("owner's load = %v, %v; want %s", tags, err, squat)
+		}
+		exec.Command("docker", "-H", host, "rmi", "-f", id).Run()
+	}
+	own := fmt.Sprintf("%spytorch:%d", MemberPrefix(member), stamp)
+	archive, id := savedUnder(t, host, own, "a member's own image")
 	t.Cleanup(func() { exec.Command("docker", "-H", host, "rmi", "-f", id).Run() })
-	_, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{}, nil)
-	var refused *RefusedError
-	if !errors.As(err, &refused) || refused.Rule != ruleRegistryName || !strings.Contains(err.Error(), squat) {
-		t.Errorf("member's load = %v, want refused by rule %q", err, ruleRegistryName)
+	tags, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{Loader: member}, nil)
+	if err != nil || len(tags) != 1 || tags[0] != own || imageID(t, host, own) != id {
+		t.Fatalf("member's load under its prefix = %v, %v; want %s", tags, err, own)
 	}
-	if imageID(t, host, squat) != "" || imageID(t, host, id) != "" {
-		t.Errorf("the squatted name or its image stayed")
+	imgs, err := r.Images(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The same through an unvetted path (the archive as is) is undone too.
-	_, err = r.guardTags(ctx, Rights{}, func() ([]string, error) { return r.load(ctx, bytes.NewReader(archive), nil) })
-	if !errors.As(err, &refused) || refused.Rule != ruleRegistryName || imageID(t, host, squat) != "" {
-		t.Errorf("unvetted load = %v, tag now on %q; want refused and gone", err, imageID(t, host, squat))
-	}
-	tags, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{Registry: true}, nil)
-	if err != nil || len(tags) != 1 || tags[0] != squat {
-		t.Errorf("owner's load = %v, %v; want %s", tags, err, squat)
+	for _, im := range imgs {
+		if im.ID == id && im.LoadedBy != member {
+			t.Errorf("images says %s was loaded by %q, want %s", own, im.LoadedBy, member)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func (r *Runtime) Images(ctx context.Context) ([]Image, error) {
 				tags = append(tags, t)
 			}
 		}
-		out = append(out, Image{ID: s.ID, Tags: tags, Size: s.Size, Created: time.Unix(s.Created, 0)})
+		out = append(out, Image{ID: s.ID, Tags: tags, Size: s.Size, Created: time.Unix(s.Created, 0), LoadedBy: r.book.loader(s.ID)})
 	}
 	slices.SortStableFunc(out, func(a, b Image) int { return b.Created.Compare(a.Created) })
 	return out, nil
@@ -58,33 +58,40 @@ type jsonMessage struct {
 // ErrBadArchive means an image archive is not what `docker save` writes.
 var ErrBadArchive error = &statusError{"not an image archive from `docker save`", http.StatusBadRequest, "invalid"}
 
-// Rights are what the caller of a load or pull may do beyond adding new,
-// plain names: Force replaces a tag that names another image; Registry
-// gives an image a name under a registry host that this machine does not
-// have yet. Both are the machine's owner's (node/jobs decides who that is).
+// Rights are who loads or pulls, and what they may do beyond giving new
+// images names under their own prefix (MemberPrefix): Force replaces a tag
+// that names another image; AnyName gives any name (a Docker Hub name, a
+// name under a registry host). Both are the machine's owner's (node/jobs
+// decides who that is). Loader is the caller's device ID: it names the
+// prefix, and the record of who loaded each image (Image.LoadedBy).
 type Rights struct {
-	Force    bool
-	Registry bool
+	Force   bool
+	AnyName bool
+	Loader  string
 }
 
 // LoadImage loads an image archive (docker save format) and returns the
 // tags (or, for untagged images, the IDs) it loaded. progress (may be nil)
 // sees the bytes read from archive.
 //
-// The archive is loaded untagged (see untag), then each of its tags is
-// applied unless it already names another image here: an existing tag is
-// never moved, not even for a moment, unless rights.Force. Tags left alone
-// make a *TagTakenError; a new name under a registry host without
-// rights.Registry is refused; an image that got none of its tags is
-// removed again. Whatever else the engine did, guardTags undoes.
+// The archive is loaded untagged (see untag): the engine applies none of
+// its tags, so no name is usable before it is checked. Then each of its
+// tags is applied unless it already names another image here (an existing
+// tag is never moved, not even for a moment, unless rights.Force) or it
+// lies outside the loader's prefix without rights.AnyName. Tags left alone
+// make a *TagTakenError, names outside the prefix a *RefusedError; an
+// image that got none of its tags is removed again. Whatever else the
+// engine did, guardTags undoes. Who loaded each image new to the engine is
+// recorded (Image.LoadedBy).
 func (r *Runtime) LoadImage(ctx context.Context, archive io.Reader, rights Rights, progress Progress) ([]string, error) {
-	return r.guardTags(ctx, rights, func() ([]string, error) {
+	return r.guardTags(ctx, rights, func() ([]string, []string, error) {
 		return r.loadUntagged(ctx, archive, rights, progress)
 	})
 }
 
-// loadUntagged is LoadImage without the guard.
-func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Rights, progress Progress) ([]string, error) {
+// loadUntagged is LoadImage without the guard. ids are the images the
+// archive holds, as its manifest.json and the engine name them.
+func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Rights, progress Progress) (tags, ids []string, err error) {
 	progress = serialized(progress) // the transfer's goroutine and the engine's stream both report
 	counted := &countReader{r: archive, progress: progress}
 	var once sync.Once
@@ -115,18 +122,29 @@ func (r *Runtime) loadUntagged(ctx context.Context, archive io.Reader, rights Ri
 	loaded, err := r.load(ctx, pr, engine)
 	pr.CloseWithError(errors.New("load ended")) // unblocks the rewriter if the engine stopped reading
 	if rerr := <-rewritten; rerr != nil {
-		return nil, fmt.Errorf("load image: %w", badArchive(rerr))
+		return nil, nil, fmt.Errorf("load image: %w", badArchive(rerr))
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	for _, l := range loaded {
+		if strings.HasPrefix(l, "sha256:") {
+			ids = append(ids, l)
+		}
+	}
+	for _, img := range imgs {
+		if img.ID != "" {
+			ids = append(ids, img.ID)
+		}
 	}
 	if len(imgs) == 0 { // an archive without manifest.json (Docker before 1.10)
 		if len(loaded) == 0 {
-			return nil, fmt.Errorf("load image: %w: it held no image", ErrBadArchive)
+			return nil, ids, fmt.Errorf("load image: %w: it held no image", ErrBadArchive)
 		}
-		return loaded, nil
+		return loaded, ids, nil
 	}
-	return r.applyTags(ctx, imgs, loaded, rights)
+	tags, err = r.applyTags(ctx, imgs, loaded, rights)
+	return tags, ids, err
 }
 
 // load sends an archive to the engine and returns what it says it loaded.
@@ -189,26 +207,24 @@ func (r *Runtime) applyTags(ctx context.Context, imgs []archiveImage, loaded []s
 	}
 	switch {
 	case len(squat) > 0:
-		return out, squatRefusal(squat)
+		return out, ownPrefixRefusal(squat, rights.Loader)
 	case len(taken) > 0:
 		return out, &TagTakenError{Tags: taken}
 	}
 	return out, nil
 }
 
-// errSquat is tag's answer for a new registry name without the right.
-var errSquat = errors.New("a new name under a registry host")
-
-func squatRefusal(tags []string) error {
-	return &RefusedError{Rule: ruleRegistryName, Detail: fmt.Sprintf(
-		"%s is a name under a registry host that this machine does not have; a member's load must not take it from the registry",
-		strings.Join(tags, ", "))}
-}
+// errSquat is tag's answer for a name outside the loader's prefix without
+// the right to any name.
+var errSquat = errors.New("a name outside the loader's prefix")
 
 // tag points tag at id unless it names another image (rights.Force: even
-// then). ok is false when the tag was left alone; errSquat says it is a new
-// name under a registry host and rights.Registry is not set.
+// then). ok is false when the tag was left alone; errSquat says it lies
+// outside the loader's prefix and rights.AnyName is not set.
 func (r *Runtime) tag(ctx context.Context, id, tag string, rights Rights) (ok bool, err error) {
+	if !rights.mayName(tag) {
+		return false, errSquat
+	}
 	ictx, cancel := r.bounded(ctx)
 	defer cancel()
 	cur, err := r.api.ImageInspect(ictx, tag)
@@ -219,8 +235,6 @@ func (r *Runtime) tag(ctx context.Context, id, tag string, rights Rights) (ok bo
 		return false, nil
 	case err != nil && !client.IsErrNotFound(err):
 		return false, fmt.Errorf("load image: read tag %s: %w", tag, explain(err, ""))
-	case err != nil && registryName(tag) && !rights.Registry:
-		return false, errSquat
 	}
 	if err := r.api.ImageTag(ictx, id, tag); err != nil {
 		return false, fmt.Errorf("load image: tag %s: %w", tag, explain(err, ""))

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/distribution/reference"
 )
 
 // TagTakenError means tags of a load (or a pull) already name other images
@@ -41,12 +43,58 @@ func (e *TagTakenError) HTTPStatus() (int, string) { return http.StatusConflict,
 
 // The rules of an image load.
 const (
-	ruleMetaRegular  = "an archive's manifest.json, index.json, repositories and oci-layout are regular files"
-	ruleMetaOnce     = "an archive holds each of manifest.json, index.json, repositories and oci-layout once"
-	ruleThroughLink  = "no archive entry lies under a link"
-	ruleTagMoved     = "a load never moves a tag that names another image"
-	ruleRegistryName = "only the machine's owner loads a new name under a registry host"
+	ruleMetaRegular = "an archive's manifest.json, index.json, repositories and oci-layout are regular files"
+	ruleMetaOnce    = "an archive holds each of manifest.json, index.json, repositories and oci-layout once"
+	ruleThroughLink = "no archive entry lies under a link"
+	ruleTagMoved    = "a load never moves a tag that names another image"
+	ruleOwnPrefix   = "a member loads images only under member/<its device ID>/; other names (Docker Hub's, a registry host's) are the machine owner's"
 )
+
+// MemberPrefix is where the images a member loads are named: "member/",
+// its device ID in lowercase, "/". Docker Hub has no name of three
+// components, so no pull ever fetches one, and no other member's device ID
+// (proven by its certificate) gives the same prefix.
+func MemberPrefix(device string) string { return "member/" + strings.ToLower(device) + "/" }
+
+// mayName says whether a load with these rights may give an image the
+// name ref: any name with AnyName; else a name under the loader's prefix,
+// read as the engine reads it ("docker.io/member/x/y" is "member/x/y").
+func (r Rights) mayName(ref string) bool {
+	if r.AnyName {
+		return true
+	}
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil || r.Loader == "" {
+		return false
+	}
+	rest, ok := strings.CutPrefix(reference.FamiliarName(named), MemberPrefix(r.Loader))
+	return ok && rest != ""
+}
+
+// ownPrefixRefusal refuses the tags a member may not name, saying what
+// each means and the name the member may use instead.
+func ownPrefixRefusal(tags []string, loader string) error {
+	var says []string
+	for _, t := range tags {
+		named, err := reference.ParseNormalizedNamed(t)
+		if err != nil {
+			says = append(says, t)
+			continue
+		}
+		named = reference.TagNameOnly(named)
+		mine := MemberPrefix(loader) + strings.TrimPrefix(reference.Path(named), "library/")
+		if tagged, ok := named.(reference.Tagged); ok {
+			mine += ":" + tagged.Tag()
+		}
+		if loader == "" {
+			mine = "a name under your own prefix"
+		}
+		says = append(says, fmt.Sprintf("%s (%s; tag it %s)", t, named.String(), mine))
+	}
+	return &RefusedError{Rule: ruleOwnPrefix, Detail: fmt.Sprintf(
+		"a member's load must not name %s: each name means the image a registry serves under it",
+		strings.Join(says, ", "))}
+}
 
 // metaFiles are the entries the engine reads an archive's images and tags
 // from.

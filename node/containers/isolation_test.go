@@ -162,7 +162,7 @@ func TestLoadNeverMovesATag(t *testing.T) {
 	evctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	msgs, errs := r.api.Events(evctx, events.ListOptions{Filters: filters.NewArgs(filters.Arg("type", "image"))})
-	tags, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{}, nil)
+	tags, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{AnyName: true}, nil)
 	var taken *TagTakenError
 	if !errors.As(err, &taken) || !strings.Contains(err.Error(), "image tag "+victim+" already names another image on this machine; the machine's owner can replace it with --force") {
 		t.Fatalf("LoadImage = %v, %v; want the tag refused", tags, err)
@@ -194,16 +194,16 @@ func TestLoadNeverMovesATag(t *testing.T) {
 	}
 
 	// The same image under its own, new name loads and is tagged.
-	if tags, err := r.LoadImage(ctx, bytes.NewReader(saved), Rights{}, nil); err != nil || len(tags) != 1 || tags[0] != evil {
+	if tags, err := r.LoadImage(ctx, bytes.NewReader(saved), Rights{AnyName: true}, nil); err != nil || len(tags) != 1 || tags[0] != evil {
 		t.Errorf("load under a new tag = %v, %v", tags, err)
 	}
 	// Loading it again is no replacement.
-	if tags, err := r.LoadImage(ctx, bytes.NewReader(saved), Rights{}, nil); err != nil || len(tags) != 1 {
+	if tags, err := r.LoadImage(ctx, bytes.NewReader(saved), Rights{AnyName: true}, nil); err != nil || len(tags) != 1 {
 		t.Errorf("load again = %v, %v", tags, err)
 	}
 	t.Cleanup(func() { exec.Command("docker", "-H", host, "rmi", evil).Run() })
 	// Force replaces.
-	if tags, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{Force: true}, nil); err != nil || len(tags) != 1 || tags[0] != victim {
+	if tags, err := r.LoadImage(ctx, bytes.NewReader(archive), Rights{Force: true, AnyName: true}, nil); err != nil || len(tags) != 1 || tags[0] != victim {
 		t.Errorf("forced load = %v, %v", tags, err)
 	}
 	if got := docker("image", "inspect", "-f", "{{.Id}}", victim); got != evilID {

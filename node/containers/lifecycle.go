@@ -87,11 +87,16 @@ func (r *Runtime) inspect(ctx context.Context, id string) (Container, error) {
 	if err != nil {
 		return Container{}, err
 	}
-	return fromInspect(ins), nil
+	c := fromInspect(ins)
+	c.ImageLoadedBy = r.book.loader(c.ImageID)
+	return c, nil
 }
 
 func fromInspect(ins container.InspectResponse) Container {
 	c := Container{ID: ins.ID, Name: strings.TrimPrefix(ins.Name, "/"), Ports: map[int]int{}}
+	if ins.ContainerJSONBase != nil {
+		c.ImageID = ins.Image
+	}
 	if ins.Config != nil {
 		c.Image, c.Labels = ins.Config.Image, ins.Config.Labels
 	}

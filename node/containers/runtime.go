@@ -90,6 +90,9 @@ type Config struct {
 	// machine's job-network policy: labpool's QUIC (UDP) and TCP port and
 	// the agent's metrics port (nil = DefaultGuardPorts).
 	GuardPorts []int
+	// ImageBook is the file that records who loaded each image through
+	// the agent (Image.LoadedBy); "" keeps the record in memory only.
+	ImageBook string
 }
 
 // DefaultJobUser is the unprivileged host user jobs run as: nobody.
@@ -113,6 +116,9 @@ type Runtime struct {
 	// imageMu is held by each load and pull, so that guardTags sees the
 	// tags that one changed and no other's.
 	imageMu sync.Mutex
+
+	// book records who loaded each image (set under imageMu).
+	book *book
 
 	// netMu orders the creation of containers on job networks and the
 	// removal of networks no container is on.
@@ -183,7 +189,7 @@ func newRuntime(cfg Config, api dockerAPI) *Runtime {
 	if cfg.GuardPorts == nil {
 		cfg.GuardPorts = DefaultGuardPorts
 	}
-	return &Runtime{cfg: cfg, api: api, cpu: map[string]cpuSample{}}
+	return &Runtime{cfg: cfg, api: api, cpu: map[string]cpuSample{}, book: openBook(cfg.ImageBook)}
 }
 
 // Close releases the client.

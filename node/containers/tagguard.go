@@ -31,20 +31,22 @@ func familiar(ref string) string {
 // guardTags runs load, one image change at a time, and then undoes what it
 // must not have done, whatever path the engine took: a tag that named
 // another image before is put back (unless rights.Force and load applied
-// it), and a new name under a registry host that load did not apply, or
-// without rights.Registry, is removed. Either refuses the load, naming
-// the rule and the tags.
-func (r *Runtime) guardTags(ctx context.Context, rights Rights, load func() ([]string, error)) ([]string, error) {
+// it); a new name on one of the load's images (ids; nil: on any image) is
+// removed if it lies outside the loader's prefix without rights.AnyName,
+// or is under a registry host and load did not apply it. Either refuses
+// the load, naming the rule and the tags. Who loaded each of ids that is
+// new to the engine is recorded.
+func (r *Runtime) guardTags(ctx context.Context, rights Rights, load func() (tags, ids []string, err error)) ([]string, error) {
 	r.imageMu.Lock()
 	defer r.imageMu.Unlock()
-	before, err := r.tagMap(ctx)
+	before, had, err := r.tagMap(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load image: %w", err)
 	}
-	tags, lerr := load()
+	tags, ids, lerr := load()
 	// The checks run even when the caller went away mid-load.
 	ctx = context.WithoutCancel(ctx)
-	after, err := r.tagMap(ctx)
+	after, has, err := r.tagMap(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load image: check its tags: %w", err)
 	}
@@ -53,22 +55,47 @@ func (r *Runtime) guardTags(ctx context.Context, rights Rights, load func() ([]s
 		applied[familiar(t)] = true
 	}
 	moved := r.putBack(ctx, before, after, rights.Force, applied)
-	var squat []string
-	for tag := range after {
-		if _, had := before[tag]; !had && registryName(tag) && (!rights.Registry || !applied[tag]) {
-			squat = append(squat, tag)
-			r.untagNew(ctx, tag)
-		}
-	}
-	slices.Sort(squat)
+	squat := r.dropNewNames(ctx, before, after, ids, rights, applied)
+	r.recordLoader(ids, had, has, rights.Loader)
 	switch {
 	case len(moved) > 0:
 		return nil, &RefusedError{Rule: ruleTagMoved, Detail: fmt.Sprintf(
 			"the archive moved %s; put back on the image it named before", strings.Join(moved, ", "))}
 	case len(squat) > 0:
-		return nil, squatRefusal(squat)
+		return nil, ownPrefixRefusal(squat, rights.Loader)
 	}
 	return tags, lerr
+}
+
+// dropNewNames removes the names that the load made and must not have:
+// on one of its images (ids; nil: any), outside the loader's prefix
+// without rights.AnyName, or under a registry host but not applied by the
+// load. It returns them, sorted.
+func (r *Runtime) dropNewNames(ctx context.Context, before, after map[string]string, ids []string, rights Rights, applied map[string]bool) []string {
+	var squat []string
+	for tag, id := range after {
+		if _, had := before[tag]; had || ids != nil && !slices.Contains(ids, id) {
+			continue
+		}
+		if !rights.mayName(tag) || registryName(tag) && !applied[tag] {
+			squat = append(squat, tag)
+			r.untagNew(ctx, tag)
+		}
+	}
+	slices.Sort(squat)
+	return squat
+}
+
+// recordLoader records loader as who loaded each of ids that the engine
+// did not have before the load (had) and has after it (has): an image
+// already here keeps the loader it had, or none.
+func (r *Runtime) recordLoader(ids []string, had, has map[string]bool, loader string) {
+	for _, id := range ids {
+		if !had[id] && has[id] && loader != "" {
+			r.book.set(id, loader)
+		}
+	}
+	r.book.keep(has)
 }
 
 // putBack points every tag of before that now names another image (or
@@ -101,21 +128,23 @@ func (r *Runtime) untagNew(ctx context.Context, tag string) {
 	r.api.ImageRemove(rctx, tag, image.RemoveOptions{PruneChildren: true}) // best effort: a container may use it
 }
 
-// tagMap is every tag of the engine and the image it names.
-func (r *Runtime) tagMap(ctx context.Context) (map[string]string, error) {
+// tagMap is every tag of the engine and the image it names, and every
+// image, tagged or not.
+func (r *Runtime) tagMap(ctx context.Context) (map[string]string, map[string]bool, error) {
 	lctx, cancel := r.bounded(ctx)
 	defer cancel()
 	sums, err := r.api.ImageList(lctx, image.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("list images: %w", explain(err, ""))
+		return nil, nil, fmt.Errorf("list images: %w", explain(err, ""))
 	}
-	out := map[string]string{}
+	out, ids := map[string]string{}, map[string]bool{}
 	for _, s := range sums {
+		ids[s.ID] = true
 		for _, t := range s.RepoTags {
 			if t != "<none>:<none>" {
 				out[t] = s.ID
 			}
 		}
 	}
-	return out, nil
+	return out, ids, nil
 }

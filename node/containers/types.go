@@ -61,16 +61,19 @@ type Bind struct {
 
 // Container is what Docker reports of one labpool container.
 type Container struct {
-	ID        string
-	Name      string
-	Image     string
-	Labels    map[string]string
-	State     string // created, running, exited, dead, ...
-	Running   bool
-	ExitCode  int
-	Started   time.Time // zero if never started
-	Finished  time.Time // zero if still running
-	OOMKilled bool
+	ID      string
+	Name    string
+	Image   string
+	ImageID string // the image it runs, as the engine resolved Image
+	// ImageLoadedBy is who loaded that image through the agent (Image.LoadedBy).
+	ImageLoadedBy string
+	Labels        map[string]string
+	State         string // created, running, exited, dead, ...
+	Running       bool
+	ExitCode      int
+	Started       time.Time // zero if never started
+	Finished      time.Time // zero if still running
+	OOMKilled     bool
 	// Addr is where the agent reaches the container's ports: its address
 	// on its own network ("" when it does not run), or 127.0.0.1 for a
 	// container an older agent published there.
@@ -101,6 +104,9 @@ type Image struct {
 	Tags    []string  `json:"tags"`
 	Size    int64     `json:"size"`
 	Created time.Time `json:"created"`
+	// LoadedBy is the device ID of who loaded the image through the agent
+	// ("" when it came another way: a pull, the owner's own docker).
+	LoadedBy string `json:"loaded_by,omitempty"`
 }
 
 // Progress reports a long operation (image load or pull): done and total

@@ -151,16 +151,20 @@ func (s TaskState) Ended() bool {
 
 // TaskStatus is what the backend says of one task.
 type TaskStatus struct {
-	Handle   string            // container ID, Slurm job ID
-	JobID    string            // the labpool job it runs ("" for none)
-	Labels   map[string]string // as stored with the task at Start
-	Image    string            // the image it runs ("" for a command job, or unknown)
-	State    TaskState
-	Reason   string // why it is pending, or why it failed (the backend's words)
-	ExitCode int
-	Started  time.Time // zero if it never started
-	Finished time.Time // zero while it runs
-	OOM      bool      // killed for memory
+	Handle string            // container ID, Slurm job ID
+	JobID  string            // the labpool job it runs ("" for none)
+	Labels map[string]string // as stored with the task at Start
+	Image  string            // the image it runs ("" for a command job, or unknown)
+	// ImageLoadedBy is the device ID of a member who loaded that image
+	// onto the machine (not who launched it, nor the machine's own user):
+	// its name resolved to no registry's image but to one a member brought.
+	ImageLoadedBy string
+	State         TaskState
+	Reason        string // why it is pending, or why it failed (the backend's words)
+	ExitCode      int
+	Started       time.Time // zero if it never started
+	Finished      time.Time // zero while it runs
+	OOM           bool      // killed for memory
 	// Addr is where the agent dials the task's ports (a container's
 	// address, the compute node a Slurm job runs on); Ports maps each task
 	// port to the port dialed there.

@@ -301,6 +301,7 @@ func (m *Manager) discard(ctx context.Context, handle string) {
 func setRunning(j *Job, t TaskStatus) {
 	now := time.Now().UTC()
 	j.State, j.Container, j.Ports, j.Started, j.Error = Running, t.Handle, t.Ports, &now, ""
+	j.ImageLoadedBy = t.ImageLoadedBy
 }
 
 // afterStart reads a new job's task once: a quick job may have ended

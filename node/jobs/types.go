@@ -96,16 +96,20 @@ type Mount struct {
 
 // Job is the record of one launch, kept by its node and replicated.
 type Job struct {
-	ID         string   `json:"id"`
-	Name       string   `json:"name"`
-	Node       string   `json:"node"`  // device ID of the node that runs it
-	Owner      string   `json:"owner"` // device ID of who launched it
-	Image      string   `json:"image"`
-	Spec       Spec     `json:"spec"`
-	State      State    `json:"state"`
-	GPUs       []string `json:"gpus"`                // granted GPU UUIDs
-	GPUIndexes []int    `json:"gpu_indexes"`         // and their indexes
-	Container  string   `json:"container,omitempty"` // the executor's handle: a container ID, a Slurm job ID
+	ID    string `json:"id"`
+	Name  string `json:"name"`
+	Node  string `json:"node"`  // device ID of the node that runs it
+	Owner string `json:"owner"` // device ID of who launched it
+	Image string `json:"image"`
+	// ImageLoadedBy is the device ID of the member who loaded the image
+	// the job runs onto its machine, when that is not who launched it nor
+	// the machine's own user: the name resolved to no registry's image.
+	ImageLoadedBy string   `json:"image_loaded_by,omitempty"`
+	Spec          Spec     `json:"spec"`
+	State         State    `json:"state"`
+	GPUs          []string `json:"gpus"`                // granted GPU UUIDs
+	GPUIndexes    []int    `json:"gpu_indexes"`         // and their indexes
+	Container     string   `json:"container,omitempty"` // the executor's handle: a container ID, a Slurm job ID
 	// Executor is the kind of executor that runs it ("" or "docker",
 	// "slurm"); Hosts the nodes a cluster job runs on.
 	Executor string   `json:"executor,omitempty"`
