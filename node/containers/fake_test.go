@@ -58,6 +58,7 @@ func (f *fakeDocker) NetworkRemove(_ context.Context, id string) error {
 // (the fakes touch no firewall).
 func fakeRuntime(cfg Config, f *fakeDocker) *Runtime {
 	r := newRuntime(cfg, f)
+	r.firewalls = nil
 	r.guardOnce.Do(func() {})
 	return r
 }

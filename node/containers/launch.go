@@ -67,6 +67,9 @@ func (r *Runtime) Create(ctx context.Context, l Launch) (Container, error) {
 func (r *Runtime) createOnNetwork(ctx context.Context, l Launch, mode string, cfg *container.Config, host *container.HostConfig) (container.CreateResponse, error) {
 	r.netMu.Lock()
 	netName, err := r.jobNetwork(ctx, l, mode)
+	if err == nil {
+		err = r.keepGuardFirst() // creating a network, the engine puts its rules above the guard's
+	}
 	if err != nil {
 		r.netMu.Unlock()
 		return container.CreateResponse{}, err

@@ -183,6 +183,10 @@ func (r *Runtime) Events(ctx context.Context) (<-chan Event, <-chan error) {
 	if r.cfg.Node != "" {
 		f.Add("label", LabelNode+"="+r.cfg.Node)
 	}
+	// A new stream follows a broken one, often a restarted engine, which
+	// put its rules back above the guard's: put the guard first again. A
+	// failure here fails the next launch too, where it is reported.
+	r.keepGuardFirst()
 	msgs, errs := r.api.Events(ctx, events.ListOptions{Filters: f})
 	out := make(chan Event, 64)
 	outErr := make(chan error, 1)

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/docker/docker/api/types"
@@ -124,8 +125,11 @@ type Runtime struct {
 	// removal of networks no container is on.
 	netMu sync.Mutex
 
-	guardOnce sync.Once // installs the host guard, at the first launch
-	guardErr  error     // what guardOnce met
+	firewalls []firewall  // the tools the host guard is installed with
+	guardOnce sync.Once   // installs the host guard, at the first launch
+	guardErr  error       // what guardOnce met
+	guardUp   atomic.Bool // the guard is installed: keepGuardFirst checks it
+	guardMu   sync.Mutex  // orders keepGuardFirst's checks
 
 	mu  sync.Mutex           // guards cpu
 	cpu map[string]cpuSample // last CPU reading per container, for Stats
@@ -189,7 +193,7 @@ func newRuntime(cfg Config, api dockerAPI) *Runtime {
 	if cfg.GuardPorts == nil {
 		cfg.GuardPorts = DefaultGuardPorts
 	}
-	return &Runtime{cfg: cfg, api: api, cpu: map[string]cpuSample{}, book: openBook(cfg.ImageBook)}
+	return &Runtime{cfg: cfg, api: api, cpu: map[string]cpuSample{}, book: openBook(cfg.ImageBook), firewalls: defaultFirewalls()}
 }
 
 // Close releases the client.
