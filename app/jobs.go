@@ -57,7 +57,8 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 			if j.Removed || (!all && !active(j.State)) {
 				continue
 			}
-			out = append(out, Job{Job: j, NodeName: names[n.ID], OwnerName: ownerName(names, j.Owner), Stale: !online[n.ID]})
+			out = append(out, Job{Job: j, NodeName: names[n.ID], OwnerName: ownerName(names, j.Owner), Stale: !online[n.ID],
+				ImageLoadedByName: loaderName(names, j.ImageLoadedBy)})
 		}
 	}
 	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
@@ -439,7 +440,20 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if err := s.NodeCall(ctx, p.Node, http.MethodPost, "/v1/jobs", req.Spec, &j); err != nil {
 		return Job{}, err
 	}
-	return Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name, Placement: p.Reason}, nil
+	out := Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name, Placement: p.Reason}
+	if j.ImageLoadedBy != "" {
+		_, names, _ := s.nodeIDs(ctx) // no names: the short ID
+		out.ImageLoadedByName = loaderName(names, j.ImageLoadedBy)
+	}
+	return out, nil
+}
+
+// loaderName names who loaded a job's image ("" for none).
+func loaderName(names map[string]string, id string) string {
+	if id == "" {
+		return ""
+	}
+	return ownerName(names, id)
 }
 
 // JobView finds one job (see Reader.Job) and, while its node is online,
@@ -523,7 +537,20 @@ func (s *Service) Images(ctx context.Context, node string) ([]containers.Image, 
 		return nil, err
 	}
 	imgs := []containers.Image{}
-	return imgs, s.NodeCall(ctx, n, http.MethodGet, "/v1/images", nil, &imgs)
+	if err := s.NodeCall(ctx, n, http.MethodGet, "/v1/images", nil, &imgs); err != nil {
+		return nil, err
+	}
+	_, names, err := s.nodeIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range imgs {
+		imgs[i].LoadedByName = ""
+		if by := imgs[i].LoadedBy; by != "" {
+			imgs[i].LoadedByName = ownerName(names, by)
+		}
+	}
+	return imgs, nil
 }
 
 // LoadImage sends an image archive to a node; the reply streams progress.

@@ -32,6 +32,10 @@ type Job struct {
 	NodeName  string `json:"node_name"`
 	OwnerName string `json:"owner_name"`
 	Stale     bool   `json:"stale"` // its node is offline: the state is last known
+	// ImageLoadedByName names the member who loaded the job's image onto
+	// its machine (jobs.Job.ImageLoadedBy): the name the job ran resolved
+	// to no registry's image but to one that member brought.
+	ImageLoadedByName string `json:"image_loaded_by_name,omitempty"`
 	// Placement, in Launch's answer only: why the plan picked its machine
 	// and GPUs (Plan.Reason), e.g. "gpu1 has 8 free GPUs ...; avoided GPU 2
 	// (throttled: hw_thermal_slowdown at 91 °C)".

@@ -97,6 +97,7 @@ What a job reaches:
 			}
 			if !*asJSON {
 				writeRWNote(cmd.ErrOrStderr(), spec.Mounts, j.NodeName)
+				writeLoaderNote(cmd.ErrOrStderr(), j)
 			}
 			return emit(cmd.OutOrStdout(), *asJSON, j, func(out io.Writer) {
 				fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, jobState(j.Job))
@@ -465,13 +466,17 @@ func imagesCmd(g *globals) *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), imgs)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "IMAGE\tID\tSIZE\tCREATED")
+			fmt.Fprintln(tw, "IMAGE\tID\tSIZE\tCREATED\tLOADED BY")
 			for _, im := range imgs {
 				tags := strings.Join(im.Tags, ",")
 				if tags == "" {
 					tags = "<none>"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", tags, shortJob(strings.TrimPrefix(im.ID, "sha256:")), Bytes(uint64(im.Size)), Ago(im.Created, time.Now()))
+				by := im.LoadedByName
+				if by == "" {
+					by = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", tags, shortJob(strings.TrimPrefix(im.ID, "sha256:")), Bytes(uint64(im.Size)), Ago(im.Created, time.Now()), by)
 			}
 			return tw.Flush()
 		},
@@ -529,4 +534,14 @@ func imageCmd(g *globals) *cobra.Command {
 	loadJSON, pullJSON = jsonFlag(load), jsonFlag(pull)
 	c.AddCommand(load, pull)
 	return c
+}
+
+// writeLoaderNote warns that a job runs an image a member loaded onto its
+// machine: the name it was given did not resolve to a registry's image.
+func writeLoaderNote(w io.Writer, j app.Job) {
+	if j.ImageLoadedByName == "" {
+		return
+	}
+	fmt.Fprintf(w, "warning: %s on %s is an image that %s loaded onto that machine, not one a registry serves under that name\n",
+		j.Image, j.NodeName, j.ImageLoadedByName)
 }

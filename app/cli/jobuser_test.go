@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -23,5 +24,24 @@ func TestRWNote(t *testing.T) {
 	}
 	if strings.Contains(b.String(), "datasets") {
 		t.Errorf("note %q names a read-only folder", b.String())
+	}
+}
+
+// TestLoaderNote: a launch whose image a member loaded says so, naming
+// the member; any other says nothing.
+func TestLoaderNote(t *testing.T) {
+	for _, tt := range []struct {
+		by, want string
+	}{
+		{"bob", "warning: pytorch/pytorch:2.5.1 on gpu1 is an image that bob loaded onto that machine, not one a registry serves under that name\n"},
+		{"", ""},
+	} {
+		var b strings.Builder
+		j := app.Job{NodeName: "gpu1", ImageLoadedByName: tt.by}
+		j.Image = "pytorch/pytorch:2.5.1"
+		writeLoaderNote(&b, j)
+		if b.String() != tt.want {
+			t.Errorf("loaded by %q: %q, want %q", tt.by, b.String(), tt.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -107,6 +108,7 @@ func (d *Daemon) openExecutor(ctx context.Context) jobs.Executor {
 	cfg := containers.DefaultConfig()
 	cfg.Node = d.id.ID.String()
 	cfg.GuardPorts = d.guardPorts()
+	cfg.ImageBook = filepath.Join(d.cfg.DataDir, "image-loaders.json")
 	d.rt, d.rtErr = containers.Open(ctx, cfg)
 	if d.rtErr == nil {
 		return containers.NewExecutor(d.rt, containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv})

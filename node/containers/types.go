@@ -107,6 +107,9 @@ type Image struct {
 	// LoadedBy is the device ID of who loaded the image through the agent
 	// ("" when it came another way: a pull, the owner's own docker).
 	LoadedBy string `json:"loaded_by,omitempty"`
+	// LoadedByName names LoadedBy for a person: the app sets it from the
+	// pool's members, whatever a node sent.
+	LoadedByName string `json:"loaded_by_name,omitempty"`
 }
 
 // Progress reports a long operation (image load or pull): done and total

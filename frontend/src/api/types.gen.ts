@@ -274,6 +274,8 @@ export interface Image {
   tags: string[] | null
   size: number
   created: string
+  loaded_by?: string
+  loaded_by_name?: string
 }
 
 /** app.Invite */
@@ -303,6 +305,7 @@ export interface Job {
   node: string
   owner: string
   image: string
+  image_loaded_by?: string
   spec: Spec
   state: string
   gpus: string[] | null
@@ -325,6 +328,7 @@ export interface Job {
   node_name: string
   owner_name: string
   stale: boolean
+  image_loaded_by_name?: string
   placement?: string
 }
 
