@@ -142,9 +142,10 @@ func TestJobs(t *testing.T) {
 	t.Run("image load and pull", func(t *testing.T) {
 		dir := t.TempDir()
 		archive := filepath.Join(dir, "loaded.tar")
+		loaded := memberPrefix(t, laptop) + "labpool-test/loaded:1" // a member's own name
 		for _, args := range [][]string{
-			{"tag", img, "labpool-test/loaded:1"},
-			{"save", "-o", archive, "labpool-test/loaded:1"},
+			{"tag", img, loaded},
+			{"save", "-o", archive, loaded},
 		} {
 			if out, err := exec.Command("docker", append([]string{"-H", dk2}, args...)...).CombinedOutput(); err != nil {
 				t.Fatalf("docker %v: %v %s", args, err, out)

@@ -141,7 +141,7 @@ func TestPeople(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "weights.bin"), []byte(strings.Repeat("w", 4<<20)), 0o644)
 		layer := filepath.Join(t.TempDir(), "layer.tar")
-		const tag = "labpool-test/progress:1"
+		tag := memberPrefix(t, alice) + "labpool-test/progress:1" // a member's own name
 		archive := filepath.Join(t.TempDir(), "progress.tar")
 		for _, c := range [][]string{
 			{"tar", "-C", dir, "-cf", layer, "."},

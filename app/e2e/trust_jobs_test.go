@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -147,26 +148,62 @@ echo x | nc -w 3 %s 7420 >/dev/null 2>&1 && echo "reached the LAN" || echo "no L
 		evil := filepath.Join(t.TempDir(), "evil.tar")
 		forgedImage(t, dk, evil, img)
 		out, errOut, code := bob.cli("image", "load", "lab1", evil)
-		refusedNaming(t, "an archive tagged "+img, out, lastLine(errOut), code, "already names another image")
+		refusedNaming(t, "an archive tagged "+img, out, lastLine(errOut), code, "(rule: a member loads images only under member/")
 		if after := imageID(t, dk, img); after != before {
 			t.Errorf("the tag %s moved from %s to %s", img, before, after)
 			exec.Command("docker", "-H", dk, "tag", before, img).Run()
 		}
 	})
 
-	t.Run("a member squats no registry name", func(t *testing.T) {
-		squat := "registry.example:5000/nvidia/pytorch:24.05-py3"
-		archive := filepath.Join(t.TempDir(), "squat.tar")
-		forgedImage(t, dk, archive, squat)
-		out, errOut, code := bob.cli("image", "load", "lab1", archive)
-		refusedNaming(t, "a member's load of "+squat, out, lastLine(errOut), code, "(rule: only the machine's owner loads a new name under a registry host)")
-		if out, err := exec.Command("docker", "-H", dk, "image", "inspect", squat).CombinedOutput(); err == nil {
-			t.Errorf("the squatted name exists after the refusal: %.200s", out)
+	t.Run("a member squats no Docker Hub or registry name", func(t *testing.T) {
+		// Audit finding 3: the README's own example image, loaded by bob,
+		// would run for alice with her -e HF_TOKEN.
+		for _, squat := range []string{"pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime", "registry.example:5000/nvidia/pytorch:24.05-py3"} {
+			archive := filepath.Join(t.TempDir(), "squat.tar")
+			forgedImage(t, dk, archive, squat)
+			out, errOut, code := bob.cli("image", "load", "lab1", archive)
+			refusedNaming(t, "a member's load of "+squat, out, lastLine(errOut), code, "(rule: a member loads images only under member/")
+			if out, err := exec.Command("docker", "-H", dk, "image", "inspect", squat).CombinedOutput(); err == nil {
+				t.Errorf("the squatted name exists after the refusal: %.200s", out)
+			}
+			// The machine's own user may.
+			mustCLI(t, lab1, "image", "load", "lab1", archive)
+			if imageID(t, dk, squat) == "" {
+				t.Errorf("the machine's owner could not load %s", squat)
+			}
+			exec.Command("docker", "-H", dk, "rmi", "-f", squat).Run()
 		}
-		// The machine's own user may.
-		mustCLI(t, lab1, "image", "load", "lab1", archive)
-		if imageID(t, dk, squat) == "" {
-			t.Errorf("the machine's owner could not load %s", squat)
+		// Under his own prefix bob loads; images names him, and alice's
+		// launch of bob's image says whose it is.
+		own := memberPrefix(t, bob) + "tool:1"
+		archive := filepath.Join(t.TempDir(), "own.tar")
+		forgedImage(t, dk, archive, own)
+		mustCLI(t, bob, "image", "load", "lab1", archive)
+		if out := mustCLI(t, alice, "images", "--node", "lab1"); !regexp.MustCompile(regexp.QuoteMeta(own) + `.*\sbob\s*$`).MatchString(strings.Join(grepLines(out, own), "\n")) {
+			t.Errorf("images does not say bob loaded %s:\n%s", own, out)
+		}
+		_, errOut, _ := alice.cli("run", "--node", "lab1", own, "true")
+		if !strings.Contains(errOut, "warning: "+own+" on lab1 is an image that bob loaded onto that machine") {
+			t.Errorf("alice's run of bob's image warned nothing naming bob: %q", errOut)
+		}
+	})
+
+	t.Run("the guard's jumps come first in FORWARD", func(t *testing.T) {
+		// Audit finding 14: Docker's per-bridge ACCEPTs went above them at
+		// each job network it made. A launch just made one.
+		out, err := exec.Command("ip", "netns", "exec", lab1.ns, "iptables", "-w", "-S", "FORWARD").CombinedOutput()
+		if err != nil {
+			t.Fatalf("iptables -S FORWARD: %v: %s", err, out)
+		}
+		var rules []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(l, "-A FORWARD ") {
+				rules = append(rules, l)
+			}
+		}
+		want := []string{"-A FORWARD -i lpi+ -j LABPOOL-JOBS-FWD", "-A FORWARD -i lpo+ -j LABPOOL-JOBS-FWD", "-A FORWARD -i lph+ -j LABPOOL-JOBS-FWD"}
+		if len(rules) < 3 || strings.Join(rules[:3], "\n") != strings.Join(want, "\n") {
+			t.Errorf("FORWARD on lab1:\n%s\nwant it to start with\n%s", strings.Join(rules, "\n"), strings.Join(want, "\n"))
 		}
 	})
 
@@ -342,4 +379,25 @@ func tunnelGet(t *testing.T, h *host, id string) {
 		}
 		return nil
 	})
+}
+
+// grepLines are the lines of s that contain sub.
+func grepLines(s, sub string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// memberPrefix is where h, as a member, may name the images it loads.
+func memberPrefix(t *testing.T, h *host) string {
+	t.Helper()
+	self, err := h.client().Self(context.Background())
+	if err != nil {
+		t.Fatalf("%s: self: %v", h.name, err)
+	}
+	return containers.MemberPrefix(self.ID)
 }

@@ -243,7 +243,7 @@ func TestTrust(t *testing.T) {
 		evil := filepath.Join(dir, "evil.tar")
 		forgedImage(t, dk, evil, img)
 		out, errOut, code := member.cli("image", "load", "lab1", evil)
-		refusedNaming(t, "loading an archive tagged "+img, out, lastLine(errOut), code, "already names another image", "exists")
+		refusedNaming(t, "loading an archive tagged "+img, out, lastLine(errOut), code, "already names another image", "exists", "(rule: a member loads images only under member/")
 		if after := imageID(t, dk, img); after != before {
 			t.Errorf("the tag %s moved from %s to %s", img, before, after)
 			// Put it back, or every later job runs the forged image.
@@ -253,7 +253,7 @@ func TestTrust(t *testing.T) {
 		}
 		// The allowed path: a new tag loads.
 		fresh := filepath.Join(dir, "fresh.tar")
-		forgedImage(t, dk, fresh, "labpool-test/fresh:1")
+		forgedImage(t, dk, fresh, memberPrefix(t, member)+"labpool-test/fresh:1")
 		if out, errOut, code := member.cli("image", "load", "lab1", fresh); code != 0 {
 			t.Errorf("loading a new tag: exit %d: %s%s", code, out, errOut)
 		}
