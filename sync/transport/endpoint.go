@@ -86,6 +86,9 @@ type Config struct {
 	Member func(peer.ID) bool
 	// Door bounds what a device that is not a member may hold (door.go).
 	Door DoorConfig
+	// PreTLS bounds the data path's TCP connections before their TLS
+	// handshake is done (pretls.go).
+	PreTLS PreTLSConfig
 }
 
 // DefaultConfig returns the settings labpool uses on a LAN.
@@ -102,6 +105,7 @@ func DefaultConfig() Config {
 		Strangers:           LimiterConfig{What: "handshakes from addresses with no member, all together", Burst: 64, Rate: 4},
 		Refusals:            LimiterConfig{What: "refused requests", Burst: 10, Rate: 10.0 / 60},
 		Door:                DefaultDoor(),
+		PreTLS:              DefaultPreTLS(),
 	}
 }
 
@@ -132,6 +136,7 @@ type Endpoint struct {
 	refusals   *Limiter // refused requests per source (Refusals)
 	conns      connSet  // open connections by device, for Disconnect
 	door       *door    // what devices that are not members may hold
+	preTLS     *preTLS  // the data path's connections before TLS
 
 	mu      sync.Mutex // guards peers, serving and closed
 	peers   map[peer.ID]*pinned
@@ -172,7 +177,8 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		handshakes: NewLimiter(cfg.Handshakes, log),
 		proven:     NewLimiter(proven(cfg.Handshakes), log),
 		refusals:   NewLimiter(cfg.Refusals, log),
-		door:       &door{cfg: cfg.Door.orDefault(), member: cfg.Member},
+		door:       newDoor(cfg.Door, cfg.Member),
+		preTLS:     newPreTLS(cfg.PreTLS),
 	}
 	if cfg.Member != nil {
 		e.strangers = NewLimiter(cfg.Strangers, log)

@@ -1,0 +1,120 @@
+package transport_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+
+	"github.com/labpool/labpool/sync/peer"
+	"github.com/labpool/labpool/sync/transport"
+)
+
+// rawGet sends one GET for path on c and reads its answer's status.
+func rawGet(t *testing.T, c *quic.Conn, path string) int {
+	t.Helper()
+	cc := (&http3.Transport{}).NewClientConn(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://labpool"+path, nil)
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestDoorHogEvicted: strangers that hold every slot of the door, each
+// with its one request answered, do not keep a newcomer out: the oldest
+// of them is closed to make room, naming the rule, and the newcomer's
+// request is answered. (The audit's attack: 40 addresses, a request every
+// 4 s, and `pool join` found the door full.)
+func TestDoorHogEvicted(t *testing.T) {
+	srv, _, _ := doorServer(t, transport.DoorConfig{Conns: 3, Idle: time.Minute}, whoami())
+	var hogs []*quic.Conn
+	for range 3 {
+		c := rawDial(t, srv, nil, 0)
+		if code := rawGet(t, c, "/v1/whoami"); code != http.StatusOK {
+			t.Fatalf("hog's request: %d", code)
+		}
+		hogs = append(hogs, c)
+	}
+	waitFor(t, "3 connections at the door", func() bool { return srv.AtDoor() == 3 })
+	joiner := rawDial(t, srv, nil, 0)
+	if code := rawGet(t, joiner, "/v1/whoami"); code != http.StatusOK {
+		t.Fatalf("newcomer's request with the door full of finished attempts: %d", code)
+	}
+	waitClosed(t, hogs[0], "door connections")
+	for _, c := range hogs[1:] {
+		if err := c.Context().Err(); err != nil {
+			t.Errorf("a younger hog was closed (%v); want only the oldest", context.Cause(c.Context()))
+		}
+	}
+}
+
+// TestDoorIdleNotReset: a stranger's requests, one every 200 ms, do not
+// keep its connection past Idle (300 ms) after it connected.
+func TestDoorIdleNotReset(t *testing.T) {
+	srv, _, _ := doorServer(t, transport.DoorConfig{Idle: 300 * time.Millisecond}, whoami())
+	c := rawDial(t, srv, nil, 0)
+	cc := (&http3.Transport{}).NewClientConn(c)
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for c.Context().Err() == nil {
+			req, _ := http.NewRequestWithContext(c.Context(), http.MethodGet, "https://labpool/v1/whoami", nil)
+			if resp, err := cc.RoundTrip(req); err == nil {
+				resp.Body.Close()
+			}
+			select {
+			case <-tick.C:
+			case <-c.Context().Done():
+			}
+		}
+	}()
+	waitClosed(t, c, "door idle")
+}
+
+// TestDataPathStranger: a device that is not a member, with a valid
+// certificate of its own, cannot finish a TLS handshake on the TCP data
+// path (it serves members only: the join exchange is over QUIC); a member
+// can.
+func TestDataPathStranger(t *testing.T) {
+	srv, _, memberID := doorServer(t, transport.DoorConfig{}, whoami())
+	stranger, err := peer.LoadOrCreate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dataHandshake(srv, stranger); err == nil {
+		t.Errorf("stranger's TLS handshake on the data path succeeded; want it refused")
+	}
+	if err := dataHandshake(srv, memberID); err != nil {
+		t.Errorf("member's TLS handshake on the data path: %v", err)
+	}
+}
+
+// dataHandshake does a TLS handshake as id on srv's TCP data path and
+// reads from it (TLS 1.3 reports a refused client certificate only then).
+func dataHandshake(srv *transport.Endpoint, id *peer.Identity) error {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	c, err := tls.DialWithDialer(d, "tcp", srv.DataAddr().String(), &tls.Config{
+		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{id.Cert},
+		InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}, ServerName: "labpool",
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("GET /v1/whoami HTTP/1.1\r\nHost: labpool\r\n\r\n")); err != nil {
+		return err
+	}
+	_, err = c.Read(make([]byte, 1))
+	return err
+}
