@@ -3,8 +3,10 @@ package transport_test
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +119,32 @@ func dataHandshake(srv *transport.Endpoint, id *peer.Identity) error {
 	}
 	_, err = c.Read(make([]byte, 1))
 	return err
+}
+
+// TestDoorPaths: with Paths set, a stranger's request reaches the handler
+// only for one of them; any other is answered 403 by the door, naming the
+// rule, though the handler (here without Authorize) would serve it. A
+// member reaches every path.
+func TestDoorPaths(t *testing.T) {
+	srv, member, _ := doorServer(t, transport.DoorConfig{Paths: []string{"/v1/pool/join"}, Requests: 10}, whoami())
+	cc := (&http3.Transport{}).NewClientConn(rawDial(t, srv, nil, 0))
+	for _, path := range []string{"/v1/pool/join", "/v1/whoami", "/v1/node/sample", "/v1/pool/join/", "/v1/pool/join?x=1"} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "https://labpool"+path, nil)
+		resp, err := cc.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		wantCode := http.StatusForbidden
+		if path == "/v1/pool/join" || strings.HasPrefix(path, "/v1/pool/join?") {
+			wantCode = http.StatusOK // the query is not the path
+		}
+		if resp.StatusCode != wantCode || (wantCode == http.StatusForbidden && !strings.Contains(string(body), "(rule: door paths)")) {
+			t.Errorf("stranger's GET %s: %d %s; want %d naming the rule door paths", path, resp.StatusCode, body, wantCode)
+		}
+	}
+	if code, _ := get(t, member.Client(srv.ID(), []string{srv.Addr().String()}), "https://peer/v1/whoami"); code != http.StatusOK {
+		t.Errorf("member's GET /v1/whoami: %d; want 200", code)
+	}
 }
