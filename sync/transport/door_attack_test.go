@@ -148,3 +148,39 @@ func TestDoorPaths(t *testing.T) {
 		t.Errorf("member's GET /v1/whoami: %d; want 200", code)
 	}
 }
+
+// TestDoorFullRefused: a device that finds the door full, every attempt
+// there unfinished, reads Refused (the join waits its turn and tries
+// again, as when its handshake is refused), and gets in once there is
+// room.
+func TestDoorFullRefused(t *testing.T) {
+	srv, _, _ := doorServer(t, transport.DoorConfig{Conns: 1}, whoami())
+	holder := rawDial(t, srv, nil, 0)
+	stuckStream(t, holder)
+	waitFor(t, "1 connection at the door", func() bool { return srv.AtDoor() == 1 })
+	joiner := newEndpoint(t, testConfig())
+	join := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := joiner.DialAny(ctx, srv.Addr().String())
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://labpool/v1/pool/join", nil)
+		resp, err := c.Client().Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil
+	}
+	if err := join(); !transport.Refused(err) {
+		t.Fatalf("join with the door full: %v; want Refused", err)
+	}
+	holder.CloseWithError(0, "")
+	waitFor(t, "an empty door", func() bool { return srv.AtDoor() == 0 })
+	if err := join(); err != nil {
+		t.Errorf("join once the door has room: %v", err)
+	}
+}
