@@ -14,9 +14,12 @@
 // from addresses where no member has connected also share Config.
 // Strangers) and of refused requests
 // (Refusals, for AuthorizeLimited and RateLimited). A device that is not a
-// member (Config.Member) gets only what the join exchange needs: few
-// streams, short requests, an idle close, and few such connections at once
-// (Config.Door, see door.go). Disconnect closes every
+// member (Config.Member) gets only what the join exchange needs: its paths
+// (DoorConfig.Paths), few streams and requests, short requests, a close
+// soon after it connected, and few such connections at once, per address,
+// per network and in all (Config.Door, see door.go); the TCP data path
+// serves members only, and bounds its connections before TLS (Config.
+// PreTLS, see pretls.go). Disconnect closes every
 // connection with a device at once, as when it is removed from the pool.
 //
 // Keepalives (Config.KeepAlive) hold long streams open while quiet. A peer
