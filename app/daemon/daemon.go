@@ -166,6 +166,10 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	// on an otherwise quiet connection (quic-go pings at most every half of it).
 	tcfg.KeepAlive, tcfg.IdleTimeout = 1500*time.Millisecond, 3*time.Second
 	tcfg.Member = d.isMember // the others pass through the door (transport/door.go)
+	// At the door only the join exchange, and the replica's stream, where a
+	// removed device reads that it was removed (tellRemoved); the door
+	// answers every other path 403 itself.
+	tcfg.Door.Paths = []string{pool.JoinPath, replica.StreamPath}
 	if d.ep, err = transport.New(d.id, tcfg, log); err != nil {
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}

@@ -23,6 +23,7 @@ var matrixRoles = []string{"owner", "admin", "member", "viewer", "removed", "str
 const (
 	allowed     = ""
 	notMember   = "not_member: this device is not a member of the pool"
+	atDoor      = "door_path: refused: a device that is not a member of the pool may reach only" // transport's door
 	toldRemoved = "removed: this device was removed from the pool by "
 	noLaunch    = "viewers cannot launch jobs"
 	noTags      = "only the machine's owner replaces image tags"
@@ -42,7 +43,7 @@ type peerRoute struct {
 
 // membersOnly is a route every member reaches, and no one else.
 func membersOnly(method, path, body string) peerRoute {
-	return peerRoute{method, path, body, [6]string{allowed, allowed, allowed, allowed, notMember, notMember}}
+	return peerRoute{method, path, body, [6]string{allowed, allowed, allowed, allowed, atDoor, atDoor}}
 }
 
 // peerRoutes is every path the agent serves to peers (node/agent's
@@ -57,7 +58,7 @@ var peerRoutes = []peerRoute{
 	// answers 400 to anyone (TestTrust refuses a removed device's real join).
 	{"POST", "/v1/pool/join", "{}", [6]string{allowed, allowed, allowed, allowed, allowed, allowed}},
 	membersOnly("GET", "/v1/jobs", ""),
-	{"POST", "/v1/jobs", `{"image":"registry.example:5000/busybox:1"}`, [6]string{allowed, allowed, allowed, noLaunch, notMember, notMember}},
+	{"POST", "/v1/jobs", `{"image":"registry.example:5000/busybox:1"}`, [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}},
 	membersOnly("GET", "/v1/jobs/nojob", ""),
 	membersOnly("POST", "/v1/jobs/nojob/stop", ""),
 	membersOnly("DELETE", "/v1/jobs/nojob", ""),
@@ -66,30 +67,31 @@ var peerRoutes = []peerRoute{
 	membersOnly("POST", "/v1/jobs/nojob/tunnel?port=8080", ""),
 	membersOnly("GET", "/v1/jobs/nojob/access", ""),
 	membersOnly("GET", "/v1/images", ""),
-	{"POST", "/v1/images/load", "", [6]string{allowed, allowed, allowed, noLaunch, notMember, notMember}},
-	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1", "", [6]string{allowed, allowed, allowed, noLaunch, notMember, notMember}},
-	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1&force=1", "", [6]string{allowed, noTags, noTags, noLaunch, notMember, notMember}},
-	{"POST", "/v1/gpus/0/clear", "", [6]string{allowed, noClear, noClear, noClear, notMember, notMember}},
+	{"POST", "/v1/images/load", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}},
+	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}},
+	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1&force=1", "", [6]string{allowed, noTags, noTags, noLaunch, atDoor, atDoor}},
+	{"POST", "/v1/gpus/0/clear", "", [6]string{allowed, noClear, noClear, noClear, atDoor, atDoor}},
 	membersOnly("GET", "/v1/folders", ""),
 	membersOnly("GET", "/v1/folders/data/ls", ""),
-	{"GET", "/v1/folders/data/walk", "", [6]string{noGrant, noGrant, noGrant, noGrant, notMember, notMember}},
-	{"GET", "/v1/folders/data/sums", "", [6]string{noGrant, noGrant, noGrant, noGrant, notMember, notMember}},
-	{"GET", "/v1/folders/data/read", "", [6]string{noGrant, noGrant, noGrant, noGrant, notMember, notMember}},
-	{"GET", "/v1/folders/data/blocks", "", [6]string{noGrant, noGrant, noGrant, noGrant, notMember, notMember}},
-	{"POST", "/v1/folders/data/bundle", "", [6]string{noGrant, noGrant, noGrant, noGrant, notMember, notMember}},
-	{"POST", "/v1/transfers", "{}", [6]string{noGrant, noGrant, noGrant, noGrant, notMember, notMember}},
+	{"GET", "/v1/folders/data/walk", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
+	{"GET", "/v1/folders/data/sums", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
+	{"GET", "/v1/folders/data/read", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
+	{"GET", "/v1/folders/data/blocks", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
+	{"POST", "/v1/folders/data/bundle", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
+	{"POST", "/v1/transfers", "{}", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
 	membersOnly("GET", "/v1/transfers/nocopy", ""),
 	membersOnly("GET", "/v1/alerts/rules", ""),
 	membersOnly("GET", "/v1/alerts/state", ""),
-	{"PUT", "/v1/alerts/rules/gpu-hot", "{}", [6]string{allowed, allowed, noConfigure, noConfigure, notMember, notMember}},
-	{"POST", "/v1/alerts/mute", "{}", [6]string{allowed, allowed, allowed, noMute, notMember, notMember}},
-	{"GET", "/v1/alerts/webhook", "", [6]string{allowed, allowed, noHolder, noHolder, notMember, notMember}},
-	{"PUT", "/v1/alerts/webhook", `{"url":""}`, [6]string{allowed, allowed, noConfigure, noConfigure, notMember, notMember}},
+	{"PUT", "/v1/alerts/rules/gpu-hot", "{}", [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}},
+	{"POST", "/v1/alerts/mute", "{}", [6]string{allowed, allowed, allowed, noMute, atDoor, atDoor}},
+	{"GET", "/v1/alerts/webhook", "", [6]string{allowed, allowed, noHolder, noHolder, atDoor, atDoor}},
+	{"PUT", "/v1/alerts/webhook", `{"url":""}`, [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}},
 }
 
 // perAddr is how many routes a device that is not a member asks from one
-// address: fewer than its budget of refusals (10).
-const perAddr = 8
+// address: fewer than its budget of refusals (10), and no more than the
+// requests the door allows its connection (4).
+const perAddr = 4
 
 // TestRoleMatrix: every peer route of a real daemon, asked by a device of
 // each role over real transports on loopback, through the daemon's own

@@ -56,9 +56,16 @@ func (e *Endpoint) guardQUIC(tr *quic.Transport) {
 	}
 }
 
+// errDataStranger refuses the TLS handshake of a device that is not a
+// member on the data path: it may reach only the join exchange, which is
+// over QUIC. (TLS carries no reason: the client reads a bad_certificate
+// alert, the server's log the rule.)
+var errDataStranger = errors.New("refused: the tcp data path serves members of the pool only (rule: door data path)")
+
 // guardData returns the data path's server TLS config: the handshake
-// budget is checked at the ClientHello, and a connection whose handshake
-// proves a device is filed under it for Disconnect.
+// budget is checked at the ClientHello, a device that is not a member is
+// refused, and a connection whose handshake proves a member is filed under
+// it for Disconnect.
 func (e *Endpoint) guardData(base *tls.Config) *tls.Config {
 	c := base.Clone()
 	c.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
@@ -74,6 +81,9 @@ func (e *Endpoint) guardData(base *tls.Config) *tls.Config {
 			id, err := stateID(&cs)
 			if err != nil {
 				return err
+			}
+			if !e.door.isMember(id) {
+				return errDataStranger
 			}
 			tc.track(id)
 			return nil

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/quic-go/quic-go"
@@ -244,9 +245,25 @@ func ConnectionLost(err error) bool {
 }
 
 // Refused reports whether err is a peer's refusal of the handshake itself
-// (QUIC CONNECTION_REFUSED): it takes a limited number of handshakes from
-// new devices a second, so a moment's wait helps.
+// (QUIC CONNECTION_REFUSED: it takes a limited number of handshakes from
+// new devices a second) or of a place at its door (the door was full, or
+// made room by closing this attempt): a moment's wait helps.
 func Refused(err error) bool {
 	var te *quic.TransportError
-	return errors.As(err, &te) && te.Remote && te.ErrorCode == quic.ConnectionRefused
+	if errors.As(err, &te) && te.Remote && te.ErrorCode == quic.ConnectionRefused {
+		return true
+	}
+	var ae *quic.ApplicationError
+	if !errors.As(err, &ae) || !ae.Remote || ae.ErrorCode != errCodeRefused {
+		return false
+	}
+	for _, rule := range doorFullRules {
+		if strings.HasSuffix(ae.ErrorMessage, "(rule: "+rule+")") {
+			return true
+		}
+	}
+	return false
 }
+
+// doorFullRules are the door's refusals that a later try may pass.
+var doorFullRules = []string{"door connections", "door per source", "door per network"}

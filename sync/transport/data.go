@@ -68,7 +68,7 @@ func (e *Endpoint) serveData(h http.Handler) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		srv.Serve(tls.NewListener(trackingTCP{e.tcp, e}, e.guardData(e.dataServerTLS())))
+		srv.Serve(newHandshakeListener(e.tcp, e.guardData(e.dataServerTLS()), e.preTLS, e.trackTCP, e.log))
 	}()
 	return func() {
 		srv.Close() // closes e.tcp too: a later Serve is QUIC only

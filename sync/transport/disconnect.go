@@ -160,16 +160,5 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// trackingTCP wraps each accepted connection in a trackedConn.
-type trackingTCP struct {
-	net.Listener
-	e *Endpoint
-}
-
-func (l trackingTCP) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &trackedConn{Conn: c, e: l.e}, nil
-}
+// trackTCP wraps a connection of the data path in a trackedConn.
+func (e *Endpoint) trackTCP(c net.Conn) net.Conn { return &trackedConn{Conn: c, e: e} }

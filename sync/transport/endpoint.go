@@ -14,9 +14,12 @@
 // from addresses where no member has connected also share Config.
 // Strangers) and of refused requests
 // (Refusals, for AuthorizeLimited and RateLimited). A device that is not a
-// member (Config.Member) gets only what the join exchange needs: few
-// streams, short requests, an idle close, and few such connections at once
-// (Config.Door, see door.go). Disconnect closes every
+// member (Config.Member) gets only what the join exchange needs: its paths
+// (DoorConfig.Paths), few streams and requests, short requests, a close
+// soon after it connected, and few such connections at once, per address,
+// per network and in all (Config.Door, see door.go); the TCP data path
+// serves members only, and bounds its connections before TLS (Config.
+// PreTLS, see pretls.go). Disconnect closes every
 // connection with a device at once, as when it is removed from the pool.
 //
 // Keepalives (Config.KeepAlive) hold long streams open while quiet. A peer
@@ -86,6 +89,9 @@ type Config struct {
 	Member func(peer.ID) bool
 	// Door bounds what a device that is not a member may hold (door.go).
 	Door DoorConfig
+	// PreTLS bounds the data path's TCP connections before their TLS
+	// handshake is done (pretls.go).
+	PreTLS PreTLSConfig
 }
 
 // DefaultConfig returns the settings labpool uses on a LAN.
@@ -102,6 +108,7 @@ func DefaultConfig() Config {
 		Strangers:           LimiterConfig{What: "handshakes from addresses with no member, all together", Burst: 64, Rate: 4},
 		Refusals:            LimiterConfig{What: "refused requests", Burst: 10, Rate: 10.0 / 60},
 		Door:                DefaultDoor(),
+		PreTLS:              DefaultPreTLS(),
 	}
 }
 
@@ -132,6 +139,7 @@ type Endpoint struct {
 	refusals   *Limiter // refused requests per source (Refusals)
 	conns      connSet  // open connections by device, for Disconnect
 	door       *door    // what devices that are not members may hold
+	preTLS     *preTLS  // the data path's connections before TLS
 
 	mu      sync.Mutex // guards peers, serving and closed
 	peers   map[peer.ID]*pinned
@@ -172,7 +180,8 @@ func New(id *peer.Identity, cfg Config, log *slog.Logger) (*Endpoint, error) {
 		handshakes: NewLimiter(cfg.Handshakes, log),
 		proven:     NewLimiter(proven(cfg.Handshakes), log),
 		refusals:   NewLimiter(cfg.Refusals, log),
-		door:       &door{cfg: cfg.Door.orDefault(), member: cfg.Member},
+		door:       newDoor(cfg.Door, cfg.Member),
+		preTLS:     newPreTLS(cfg.PreTLS),
 	}
 	if cfg.Member != nil {
 		e.strangers = NewLimiter(cfg.Strangers, log)

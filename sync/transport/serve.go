@@ -34,7 +34,7 @@ func (e *Endpoint) Serve(ctx context.Context, h http.Handler) error {
 	stopData := e.serveData(h)
 	defer stopData()
 	members := &http3.Server{Handler: h, Logger: e.log}
-	door := &http3.Server{Handler: h, Logger: e.log, MaxHeaderBytes: e.door.cfg.HeaderBytes}
+	door := &http3.Server{Handler: e.doorHandler(h), Logger: e.log, MaxHeaderBytes: e.door.cfg.HeaderBytes}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
