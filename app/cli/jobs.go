@@ -384,7 +384,7 @@ func rmCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.RemoveJob(cmd.Context(), app.RemoveRequest{Ref: j.ID, Force: force}); err != nil {
+			if err := c.RemoveJob(cmd.Context(), app.RemoveRequest{Ref: app.JobRef(j.Job), Force: force}); err != nil {
 				return err
 			}
 			out := removed{ID: j.ID, Name: j.Name, Node: j.Node, Forced: force}
