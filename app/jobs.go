@@ -57,6 +57,7 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 			if j.Removed || (!all && !active(j.State)) {
 				continue
 			}
+			j.Node = n.ID // a job is its origin's, whatever node the record names
 			out = append(out, Job{Job: j, NodeName: names[n.ID], OwnerName: ownerName(names, j.Owner), Stale: !online[n.ID],
 				ImageLoadedByName: loaderName(names, j.ImageLoadedBy)})
 		}
@@ -76,20 +77,38 @@ func ownerName(names map[string]string, id string) string {
 	return shortID(id)
 }
 
-// Job finds one job by ID, unique ID prefix, or name.
+// JobRef is the reference that names j alone: its node's device ID and its
+// ID ("NODE/ID"). A job is known by both: two nodes may use one ID.
+func JobRef(j jobs.Job) string { return j.Node + "/" + j.ID }
+
+// Job finds one job by ID, unique ID prefix, or name, optionally after its
+// node ("NODE/ID", the node by name, device ID or its prefix). A reference
+// that fits jobs of several nodes (an ID another node reused) names none:
+// the error asks for NODE/ID.
 func (r *Reader) Job(ctx context.Context, ref string) (Job, error) {
 	all, err := r.Jobs(ctx, true)
 	if err != nil {
 		return Job{}, err
 	}
-	var match []Job
+	if node, id, ok := strings.Cut(ref, "/"); ok {
+		n, err := r.NodeByRef(ctx, node)
+		if err != nil {
+			return Job{}, fmt.Errorf("job %q: %w", ref, err)
+		}
+		all = slices.DeleteFunc(all, func(j Job) bool { return j.Node != n.ID })
+		ref = id
+	}
+	var exact, match []Job
 	for _, j := range all {
 		switch {
 		case j.ID == ref:
-			return j, nil
+			exact = append(exact, j)
 		case strings.HasPrefix(j.ID, ref) || j.Name == ref:
 			match = append(match, j)
 		}
+	}
+	if len(exact) > 0 {
+		match = exact
 	}
 	switch len(match) {
 	case 0:
@@ -97,7 +116,24 @@ func (r *Reader) Job(ctx context.Context, ref string) (Job, error) {
 	case 1:
 		return match[0], nil
 	}
-	return Job{}, fmt.Errorf("%w: %q matches %d jobs: give more of the job ID", ErrInvalid, ref, len(match))
+	return Job{}, ambiguousJob(ref, match)
+}
+
+// ambiguousJob is the refusal of a reference that fits several jobs.
+func ambiguousJob(ref string, match []Job) error {
+	nodes := map[string]bool{}
+	var names []string
+	for _, j := range match {
+		if !nodes[j.Node] {
+			nodes[j.Node] = true
+			names = append(names, j.NodeName)
+		}
+	}
+	if len(nodes) == 1 {
+		return fmt.Errorf("%w: %q matches %d jobs: give more of the job ID", ErrInvalid, ref, len(match))
+	}
+	return fmt.Errorf("%w: %q matches jobs on %d machines (%s): name one as NODE/ID, such as %s/%s",
+		ErrInvalid, ref, len(nodes), strings.Join(names, ", "), match[0].NodeName, match[0].ID)
 }
 
 // NodeByRef resolves a node by name, ID or ID prefix.

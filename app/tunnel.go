@@ -36,7 +36,7 @@ type Tunnels struct {
 }
 
 type tunnelKey struct {
-	job  string
+	job  string // JobRef: a job is its node's and its ID
 	port int
 }
 
@@ -105,7 +105,7 @@ func (t *Tunnels) Open(ctx context.Context, ref string, port int) (Tunnel, error
 func (t *Tunnels) listen(ctx context.Context, j Job, port int) (Tunnel, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	key := tunnelKey{j.ID, port}
+	key := tunnelKey{JobRef(j.Job), port}
 	if tn, ok := t.open[key]; ok {
 		return tn.Tunnel, nil
 	}

@@ -64,8 +64,12 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpu0 := 0
-	mute := alerts.Mute{Node: self.String(), Rule: alerts.RuleGPUTemp, GPU: &gpu0, Until: time.Now().Add(time.Hour).UTC().Round(time.Millisecond)}
+	mute := alerts.Mute{Node: self.String(), Rule: alerts.RuleGPUTemp, GPU: &gpu0, Until: time.Now().Add(time.Hour).UTC().Round(time.Millisecond),
+		By: id("alice").String()}
 	if err := st.SaveMutes([]alerts.Mute{mute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SavePins([]string{alerts.RuleGPUHealth}); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.SaveWebhook(alerts.WebhookSetting{URL: "https://chat.example.org/hook", At: at}); err != nil {
@@ -80,8 +84,11 @@ func TestStoreRoundTrip(t *testing.T) {
 	if got := m.RulesAt(); !got.Equal(at) {
 		t.Errorf("rules changed at %v, want %v", got, at)
 	}
-	if got := m.Eval.Mutes(time.Now()); len(got) != 1 || got[0].Rule != mute.Rule || !got[0].Until.Equal(mute.Until) {
+	if got := m.Eval.Mutes(time.Now()); len(got) != 1 || got[0].Rule != mute.Rule || !got[0].Until.Equal(mute.Until) || got[0].By != mute.By {
 		t.Errorf("mutes = %+v, want [%+v]", got, mute)
+	}
+	if got := m.State().Pinned; !slices.Equal(got, []string{alerts.RuleGPUHealth}) {
+		t.Errorf("pins = %v, want [%s]", got, alerts.RuleGPUHealth)
 	}
 	if got := m.WebhookSetting(); got.URL != "https://chat.example.org/hook" || !got.At.Equal(at) {
 		t.Errorf("webhook = %+v", got)

@@ -19,6 +19,7 @@ const (
 	settingAlertRules   = schema.SettingAlertRules
 	settingAlertRulesAt = schema.SettingAlertRulesAt
 	settingAlertMutes   = schema.SettingAlertMutes
+	settingAlertPins    = schema.SettingAlertPins
 	settingWebhookAt    = schema.SettingWebhookAt
 )
 
@@ -82,6 +83,9 @@ func (s Store) loadTime(ctx context.Context, key string) time.Time {
 // SaveMutes implements alerts.Settings.
 func (s Store) SaveMutes(m []alerts.Mute) error { return s.saveJSON(settingAlertMutes, m) }
 
+// SavePins implements alerts.Settings.
+func (s Store) SavePins(p []string) error { return s.saveJSON(settingAlertPins, p) }
+
 // SaveWebhook implements alerts.Settings: the URL, then when it was set
 // (a crash between the two leaves the time older: at worst the pool's
 // newest webhook is fetched again).
@@ -120,6 +124,12 @@ func (s Store) Load(ctx context.Context, m *alerts.Machine) error {
 		var mutes []alerts.Mute
 		if json.Unmarshal([]byte(v), &mutes) == nil {
 			m.RestoredMutes(mutes)
+		}
+	}
+	if v, ok, err := s.db.Setting(ctx, settingAlertPins); err == nil && ok {
+		var pins []string
+		if json.Unmarshal([]byte(v), &pins) == nil {
+			m.RestoredPins(pins)
 		}
 	}
 	if v, ok, err := s.db.Setting(ctx, app.SettingAlertWebhook); err == nil && ok {

@@ -69,13 +69,17 @@ func Main(args []string, hooks Hooks, stdout, stderr io.Writer) int {
 	defer stop()
 	root := newRoot(hooks)
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	// Every string printed may come from another machine: see escape.go.
+	out, errOut := newEscWriter(stdout), newEscWriter(stderr)
+	defer out.Flush()
+	defer errOut.Flush()
+	root.SetOut(out)
+	root.SetErr(errOut)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "labpool:", err)
+	fmt.Fprintln(errOut, "labpool:", err)
 	var ue usageError
 	if errors.As(err, &ue) {
 		return ExitUsage

@@ -299,12 +299,19 @@ func runtime(j jobs.Job, now time.Time) string {
 }
 
 func logsCmd(g *globals) *cobra.Command {
-	var follow bool
+	var follow, raw bool
 	var tail int
 	c := &cobra.Command{
 		Use:   "logs JOB",
 		Short: "Print a job's output (-f to follow)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print a job's output (-f to follow).
+
+The output is the job's own bytes. On a terminal, the characters a terminal
+acts on (escape sequences, carriage returns, bidi overrides) are shown as
+visible escapes such as \x1b, since the job may run another member's code;
+--raw passes them through (a progress bar redrawn in place). Into a pipe or
+a file the bytes go as the job wrote them.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
@@ -315,7 +322,11 @@ func logsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer rc.Close()
-			_, err = io.Copy(cmd.OutOrStdout(), rc)
+			w := logWriter(rawOut(cmd), isTerminal(rawOut(cmd)), raw)
+			_, err = io.Copy(w, rc)
+			if e, ok := w.(*escWriter); ok {
+				e.Flush()
+			}
 			if cmd.Context().Err() != nil {
 				return nil
 			}
@@ -324,6 +335,7 @@ func logsCmd(g *globals) *cobra.Command {
 	}
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output")
 	c.Flags().IntVar(&tail, "tail", -1, "only the last N lines (-1: all)")
+	c.Flags().BoolVar(&raw, "raw", false, "on a terminal too, print the job's output as it is, escape sequences included")
 	return c
 }
 
@@ -373,7 +385,7 @@ func rmCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := c.RemoveJob(cmd.Context(), app.RemoveRequest{Ref: j.ID, Force: force}); err != nil {
+			if err := c.RemoveJob(cmd.Context(), app.RemoveRequest{Ref: app.JobRef(j.Job), Force: force}); err != nil {
 				return err
 			}
 			out := removed{ID: j.ID, Name: j.Name, Node: j.Node, Forced: force}

@@ -102,7 +102,7 @@ func TestRmRunningJob(t *testing.T) {
 	if code != ExitOK || json.Unmarshal([]byte(out), &rm) != nil || rm.ID != "7e82623a8db42109" || rm.Name != "train" || !rm.Forced {
 		t.Errorf("rm -f --json: exit %d %q", code, out)
 	}
-	want := []string{"DELETE /api/v1/jobs/7e82623a8db42109?", "DELETE /api/v1/jobs/7e82623a8db42109?force=1", "DELETE /api/v1/jobs/7e82623a8db42109?force=1"}
+	want := []string{"DELETE /api/v1/jobs/GPU1-AAAA/7e82623a8db42109?", "DELETE /api/v1/jobs/GPU1-AAAA/7e82623a8db42109?force=1", "DELETE /api/v1/jobs/GPU1-AAAA/7e82623a8db42109?force=1"}
 	if strings.Join(f.got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("asked %q, want %q", f.got, want)
 	}

@@ -2,9 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -12,7 +12,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/slurm"
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 )
 
@@ -28,7 +27,7 @@ func watchCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer done()
-			if f, ok := cmd.OutOrStdout().(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			if isTerminal(rawOut(cmd)) {
 				m := watchModel{ctx: cmd.Context(), r: r, interval: interval}
 				_, err := tea.NewProgram(m, tea.WithContext(cmd.Context()), tea.WithAltScreen()).Run()
 				if err == tea.ErrProgramKilled && cmd.Context().Err() != nil {
@@ -36,7 +35,7 @@ func watchCmd(g *globals) *cobra.Command {
 				}
 				return err
 			}
-			return watchPlain(cmd.Context(), cmd.OutOrStdout(), r, interval)
+			return watchPlain(cmd.Context(), rawOut(cmd), r, interval)
 		},
 	}
 	c.Flags().DurationVar(&interval, "interval", time.Second, "refresh period")
@@ -44,7 +43,8 @@ func watchCmd(g *globals) *cobra.Command {
 }
 
 // watchPlain redraws the view in place with ANSI codes when stdout is not a
-// terminal bubbletea can drive (a pipe into a log, a test).
+// terminal bubbletea can drive (a pipe into a log, a test). w gets the codes
+// as they are: the nodes' strings are escaped (escapeStrings) instead.
 func watchPlain(ctx context.Context, w io.Writer, r reader, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -53,6 +53,7 @@ func watchPlain(ctx context.Context, w io.Writer, r reader, interval time.Durati
 		if err != nil {
 			return err
 		}
+		escapeStrings(&nodes)
 		fmt.Fprint(w, "\x1b[H\x1b[2J"+renderWatch(nodes, time.Now(), 100))
 		select {
 		case <-ctx.Done():
@@ -81,6 +82,10 @@ func (m watchModel) fetch() tea.Cmd {
 		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
 		defer cancel()
 		n, err := m.r.Nodes(ctx)
+		escapeStrings(&n) // bubbletea writes the frame to the terminal as it is
+		if err != nil {
+			err = errors.New(field(err.Error()))
+		}
 		return nodesMsg{n, err}
 	}
 }

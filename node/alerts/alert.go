@@ -50,6 +50,10 @@ type Mute struct {
 	Rule  string    `json:"rule"`
 	GPU   *int      `json:"gpu"`
 	Until time.Time `json:"until"`
+	// By is the device that asked for the mute, as the transport proved it
+	// (the machine sets it; a body's is ignored). "": a mute kept by an
+	// older labpool, renewed or lifted by admins and owners only.
+	By string `json:"by,omitempty"`
 }
 
 // covers says whether m silences rule on gpu at t.

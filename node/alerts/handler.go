@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +43,10 @@ type State struct {
 	// owner's or admin's machine publishes (see Machine.Adopt).
 	RulesAt time.Time `json:"rules_at"`
 	Mutes   []Mute    `json:"mutes"`
-	Webhook bool      `json:"webhook"`
+	// Pinned are the rules this machine's owner pinned: no one else mutes
+	// them here.
+	Pinned  []string `json:"pinned,omitempty"`
+	Webhook bool     `json:"webhook"`
 	// WebhookAt is when an owner or admin last set or removed the webhook
 	// (zero: never): a machine that missed it fetches the webhook from a
 	// machine of an owner or admin that has a newer one (see
@@ -62,6 +66,7 @@ type WebhookSetting struct {
 type Settings interface {
 	SaveRules(rules []Rule, at time.Time) error
 	SaveMutes([]Mute) error
+	SavePins([]string) error
 	SaveWebhook(WebhookSetting) error
 	Publish(State) error
 }
@@ -81,9 +86,10 @@ type Machine struct {
 	// it may). A machine that may not takes no URL and drops one it held
 	// (see DropWebhook); its alerts are posted by a relay.
 	MayHold   func() bool
-	mu        sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt and webhookAt
+	mu        sync.Mutex // serializes changes (read, merge, save, apply); guards rulesAt, webhookAt and pinned
 	rulesAt   time.Time  // when the rules were last changed (State.RulesAt)
 	webhookAt time.Time  // when the webhook was last set (State.WebhookAt)
+	pinned    []string   // the rules this machine's owner pinned (State.Pinned)
 }
 
 // State returns what this machine publishes.
@@ -138,7 +144,7 @@ func (m *Machine) Adopt(rules []Rule, at time.Time) (bool, error) {
 // stateLocked is State with m.mu held.
 func (m *Machine) stateLocked() State {
 	return State{Rules: m.Eval.Rules(), RulesAt: m.rulesAt, Mutes: m.Eval.Mutes(time.Now()),
-		Webhook: m.Webhook.URL() != "", WebhookAt: m.webhookAt}
+		Pinned: slices.Clone(m.pinned), Webhook: m.Webhook.URL() != "", WebhookAt: m.webhookAt}
 }
 
 // WebhookSetting returns the webhook this machine posts to, and when it was set.
@@ -277,7 +283,10 @@ func (m *Machine) WebhookFor(c Caller) (WebhookSetting, error) {
 }
 
 // Mute adds or ends a mute (anyone of the pool but viewers), checked
-// whoever asks (see checkMute and maxMutes).
+// whoever asks (see checkMute and maxMutes), recorded as c's: a mute in
+// force is renewed or lifted by its author, admins and owners of the pool
+// and this machine's own user; a pinned rule is muted by that user only
+// (see mayChangeMute).
 func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
 	switch {
 	case c.Local:
@@ -292,11 +301,19 @@ func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
 	if mu.Node == "" {
 		mu.Node = m.Eval.node
 	}
-	if err := m.checkMute(mu, time.Now()); err != nil {
+	mu.By = c.ID
+	if c.Local {
+		mu.By = m.Eval.node
+	}
+	now := time.Now()
+	if err := m.checkMute(mu, now); err != nil {
 		return Mute{}, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.mayChangeMute(c, mu, now); err != nil {
+		return Mute{}, err
+	}
 	if err := m.Eval.Mute(mu); err != nil {
 		return Mute{}, err
 	}
@@ -331,8 +348,14 @@ func forbidden(rule, format string, a ...any) error {
 	return &refusal{status: http.StatusForbidden, code: "forbidden", msg: rule + ": " + fmt.Sprintf(format, a...)}
 }
 
+// PinRequest pins or unpins a rule (PUT /v1/alerts/pins/{rule}).
+type PinRequest struct {
+	Pinned bool `json:"pinned"`
+}
+
 // Handler serves m to the pool: GET /v1/alerts/rules, PUT
-// /v1/alerts/rules/{id} (RuleUpdate), POST /v1/alerts/mute (Mute), GET
+// /v1/alerts/rules/{id} (RuleUpdate), POST /v1/alerts/mute (Mute), PUT
+// /v1/alerts/pins/{rule} (PinRequest, this machine's own user), GET
 // and PUT /v1/alerts/webhook (WebhookSetting); caller names who asks.
 func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 	mux := http.NewServeMux()
@@ -359,6 +382,15 @@ func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 		}
 		out, err := m.Mute(caller(r), mu)
 		reply(w, out, err)
+	})
+	mux.HandleFunc("PUT /v1/alerts/pins/{rule}", func(w http.ResponseWriter, r *http.Request) {
+		var req PinRequest
+		if err := decode(r.Body, &req); err != nil {
+			reply(w, nil, err)
+			return
+		}
+		pins, err := m.Pin(caller(r), r.PathValue("rule"), req.Pinned)
+		reply(w, pins, err)
 	})
 	mux.HandleFunc("GET /v1/alerts/webhook", func(w http.ResponseWriter, r *http.Request) {
 		wh, err := m.WebhookFor(caller(r))

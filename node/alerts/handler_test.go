@@ -16,8 +16,11 @@ type fakeSettings struct {
 	rules     []Rule
 	mutes     []Mute
 	webhook   WebhookSetting
+	pins      []string
 	published []State
 }
+
+func (f *fakeSettings) SavePins(p []string) error { f.mu.Lock(); f.pins = p; f.mu.Unlock(); return nil }
 
 func (f *fakeSettings) SaveRules(r []Rule, _ time.Time) error {
 	f.mu.Lock()

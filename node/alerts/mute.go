@@ -24,6 +24,9 @@ const (
 	ruleMuteMachine = "a mute is for this machine, or the offline alert of a member"
 	ruleMuteGPU     = "a mute names a GPU of this machine"
 	ruleMuteCount   = "at most 64 mutes on a machine"
+	ruleMuteAuthor  = "a mute is renewed or lifted by its author, an admin or owner of the pool, or the machine's owner"
+	ruleMutePinned  = "a rule the machine's owner pinned is muted by the machine's owner only"
+	rulePinOwner    = "only the machine's owner pins its rules"
 )
 
 func muteRefusal(rule, format string, a ...any) error {
@@ -55,6 +58,88 @@ func (m *Machine) checkMute(mu Mute, now time.Time) error {
 		return muteRefusal(ruleMuteGPU, "mute of %s on GPU %d: no such GPU here", mu.Rule, *mu.GPU)
 	}
 	return nil
+}
+
+// mayChangeMute refuses c's mute mu (m.mu held): of a rule this machine's
+// owner pinned, by anyone else; over a mute in force of another author, by
+// a member who is not its author.
+func (m *Machine) mayChangeMute(c Caller, mu Mute, now time.Time) error {
+	if c.Local {
+		return nil
+	}
+	if slices.Contains(m.pinned, mu.Rule) {
+		return forbidden(ruleMutePinned, "%s is pinned on this machine", mu.Rule)
+	}
+	if c.Role == RoleOwner || c.Role == RoleAdmin {
+		return nil
+	}
+	for _, o := range m.Eval.Mutes(now) {
+		if o.Node == mu.Node && o.Rule == mu.Rule && eqGPU(o.GPU, mu.GPU) && o.By != c.ID {
+			by := o.By
+			if by == "" {
+				by = "an unrecorded author"
+			}
+			return forbidden(ruleMuteAuthor, "the mute of %s is %s's", mu.Rule, shortNode(by))
+		}
+	}
+	return nil
+}
+
+// Pin pins (or unpins) rule on this machine (its own user only): others'
+// mutes of it end, and no one else mutes it until it is unpinned.
+func (m *Machine) Pin(c Caller, rule string, on bool) ([]string, error) {
+	if !c.Local {
+		return nil, forbidden(rulePinOwner, "this device is not this machine's own")
+	}
+	if !ruleID.MatchString(rule) {
+		return nil, &refusal{status: http.StatusBadRequest, code: "invalid", msg: fmt.Sprintf("pin: rule %q is not a rule ID", rule)}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	pins := slices.DeleteFunc(slices.Clone(m.pinned), func(r string) bool { return r == rule })
+	if on {
+		if len(pins) >= maxRules {
+			return nil, &refusal{status: http.StatusBadRequest, code: "invalid", msg: fmt.Sprintf("pin %s: at most %d pins", rule, maxRules)}
+		}
+		pins = append(pins, rule)
+	}
+	if err := m.Settings.SavePins(pins); err != nil {
+		return nil, err
+	}
+	m.pinned = pins
+	if on {
+		if err := m.liftOthersLocked(rule); err != nil {
+			return nil, err
+		}
+	}
+	return slices.Clone(pins), m.Settings.Publish(m.stateLocked())
+}
+
+// liftOthersLocked ends the mutes of rule that others than this machine's
+// own user asked for (m.mu held).
+func (m *Machine) liftOthersLocked(rule string) error {
+	now := time.Now()
+	for _, o := range m.Eval.Mutes(now) {
+		if o.Rule == rule && o.By != m.Eval.node {
+			o.Until = time.Time{}
+			if err := m.Eval.Mute(o); err != nil {
+				return err
+			}
+		}
+	}
+	return m.Settings.SaveMutes(m.Eval.Mutes(now))
+}
+
+// RestoredPins takes the pins read from the local settings.
+func (m *Machine) RestoredPins(pins []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pinned = nil
+	for _, r := range pins {
+		if ruleID.MatchString(r) && !slices.Contains(m.pinned, r) && len(m.pinned) < maxRules {
+			m.pinned = append(m.pinned, r)
+		}
+	}
 }
 
 // shortNode is a node as a refusal quotes it.

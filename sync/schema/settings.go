@@ -14,6 +14,7 @@ const (
 	SettingAlertRules   = "alerts.rules"      // app/alerting: []alerts.Rule
 	SettingAlertRulesAt = "alerts.rules_at"   // app/alerting: RFC 3339, when an owner or admin changed them
 	SettingAlertMutes   = "alerts.mutes"      // app/alerting: []alerts.Mute
+	SettingAlertPins    = "alerts.pins"       // app/alerting: []string, the rules this machine's owner pinned
 
 	SettingFolders   = "folders"    // app/nodestore: the folders this machine shares
 	SettingGPUHealth = "gpu-health" // app/nodestore: the health of this machine's GPUs
