@@ -144,7 +144,7 @@ func (m *Manager) load(ctx context.Context) error {
 		return compareRecords(a.r, b.r)
 	})
 	for _, s := range recs {
-		if _, err := l.Apply(s.r, now); err != nil {
+		if _, err := l.Restore(s.r, now); err != nil {
 			m.cfg.Log.Warn("stored pool record refused", "hash", fmt.Sprintf("%x", s.r.Hash()), "err", err)
 			continue
 		}

@@ -231,7 +231,7 @@ func FuzzAdmit(f *testing.F) {
 			return
 		}
 		l := base.Clone()
-		r, err := l.Admit(fx.keys["member"], req, pubOf(joiner), now)
+		r, err := l.Admit(fx.keys["admin"], req, pubOf(joiner), now)
 		if err != nil {
 			if !isRefusal(err) {
 				t.Fatalf("Admit error %v wraps no refusal", err)
