@@ -38,12 +38,12 @@ type Log struct {
 	entries []*entry // accepted, in arrival order (indices are stable)
 	byHash  map[[32]byte]int
 	pending map[[32]byte]waiting // valid in form, waiting for parents
-	linked  bool                // a linked record is held: no legacy record is accepted any more
-	clock   uint64              // the highest version ever accepted
-	st      *state              // the membership resolved from every entry
-	dirty   bool                // st is stale
-	admits  map[string]int      // admissions held, by signer (a legacy join: its invite)
-	used    map[string]int      // admissions held, by invite
+	linked  bool                 // a linked record is held: no legacy record is accepted any more
+	clock   uint64               // the highest version ever accepted
+	st      *state               // the membership resolved from every entry
+	dirty   bool                 // st is stale
+	admits  map[string]int       // admissions held, by signer (a legacy join: its invite)
+	used    map[string]int       // admissions held, by invite
 }
 
 // waiting is a record held back for its parents, and how it came.
