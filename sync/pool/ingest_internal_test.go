@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,7 +16,7 @@ import (
 
 // ownerManager returns the Manager of a pool's creator, over a store in a
 // temporary directory, and that directory.
-func ownerManager(t *testing.T) (*Manager, string) {
+func ownerManager(t testing.TB) (*Manager, string) {
 	t.Helper()
 	dir := t.TempDir()
 	id, err := peer.LoadOrCreate(dir)
@@ -38,7 +40,7 @@ func ownerManager(t *testing.T) (*Manager, string) {
 
 // batch returns n invites m's device signs on a copy of its log, as a
 // member relays records this device has not seen.
-func batch(t *testing.T, m *Manager, n int) []json.RawMessage {
+func batch(t testing.TB, m *Manager, n int) []json.RawMessage {
 	t.Helper()
 	m.mu.Lock()
 	l := m.log.Clone()
@@ -112,4 +114,57 @@ func TestReceiveStoresUnderACancelledContext(t *testing.T) {
 	if len(rows) != 2+3 { // genesis, first invite, the batch
 		t.Errorf("the store holds %d records; want 5", len(rows))
 	}
+}
+
+// BenchmarkReceiveBatch receives a batch of 10,000 records, as a member
+// that joined long ago and was offline does, and stores them, while role
+// checks run every millisecond: it reports the CPU of the ingest and the
+// longest a role check waited.
+func BenchmarkReceiveBatch(b *testing.B) {
+	const n = 9_990 // and the genesis and first invite: a full log
+	var cpu time.Duration
+	var worst atomic.Int64
+	for range b.N {
+		b.StopTimer()
+		m, _ := ownerManager(b)
+		recs := batch(b, m, n)
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				m.Role(m.Self())
+				if d := int64(time.Since(start)); d > worst.Load() {
+					worst.Store(d)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		b.StartTimer()
+		before := cpuTime(b)
+		if err := m.Receive(context.Background(), m.Self(), recs); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime(b) - before
+		close(stop)
+		<-done
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+	b.ReportMetric(float64(worst.Load())/1e6, "role-wait-max-ms")
+}
+
+// cpuTime returns the CPU time (user and system) this process used so far
+// (role checks that run beside an ingest included).
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
