@@ -89,13 +89,13 @@ type Manager struct {
 	mu       sync.Mutex // guards log, gen, raw, waiting, void, stored, dropped, gone, sum
 	log      *Log       // nil: not in a pool
 	gen      uint64     // counts the changes of log, so that a copy knows it is stale
-	raw     map[[32]byte][]byte
-	waiting map[[32]byte][]byte // bytes of records the log holds back for their parents
-	void    map[[32]byte]bool   // records without effect, logged once each
-	stored  map[[32]byte]bool   // records the store holds
-	dropped map[[32]byte]bool   // records refused already, logged once each
-	gone    map[string]bool     // devices whose removal was reported
-	sum     uint64              // fingerprint of the records held
+	raw      map[[32]byte][]byte
+	waiting  map[[32]byte][]byte // bytes of records the log holds back for their parents
+	void     map[[32]byte]bool   // records without effect, logged once each
+	stored   map[[32]byte]bool   // records the store holds
+	dropped  map[[32]byte]bool   // records refused already, logged once each
+	gone     map[string]bool     // devices whose removal was reported
+	sum      uint64              // fingerprint of the records held
 
 	testHookIngest func() // called while a relayed batch is applied to a copy of the log
 }
