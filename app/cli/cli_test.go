@@ -105,7 +105,7 @@ func (f *fakePool) Remove(_ context.Context, id string) error {
 }
 
 func (f *fakePool) CreateInvite(_ context.Context, r app.InviteRequest) (app.NewInvite, error) {
-	return app.NewInvite{Invite: app.Invite{ID: "0123abcd", Role: r.Role, UsesLeft: -1}, Code: "TIGER-LAMP-4822"}, nil
+	return app.NewInvite{Invite: app.Invite{ID: "0123abcd", Role: r.Role, Uses: r.Uses, UsesLeft: r.Uses}, Code: "TIGER-LAMP-4822"}, nil
 }
 
 func (f *fakePool) RevokeInvite(context.Context, string) error { return nil }
@@ -364,6 +364,7 @@ func TestMainAgainstDaemon(t *testing.T) {
 		stderr   string // in stderr
 	}{
 		{name: "pool create", args: []string{"pool", "create"}, code: ExitOK, last: "TIGER-LAMP-4821", contains: "labpool pool join TIGER-LAMP-4821"},
+		{name: "pool create says what its code allows", args: []string{"pool", "create"}, code: ExitOK, contains: "admits up to 16 machines, as members, for 24 h"},
 		{name: "pool join", args: []string{"pool", "join", "CODE", "192.0.2.1:7420"}, code: ExitOK, last: "Joined pool pool-1 (1 members)."},
 		{name: "pool join refused", args: []string{"pool", "join", "WRONG"}, pool: &fakePool{joinErr: app.ErrForbidden},
 			code: ExitFailure, stderr: "labpool: forbidden"},
@@ -371,8 +372,11 @@ func TestMainAgainstDaemon(t *testing.T) {
 		{name: "pool members --json", args: []string{"pool", "members", "--json"}, code: ExitOK, contains: `"pool_id": "pool-1"`},
 		{name: "pool remove", args: []string{"pool", "remove", peerID}, code: ExitOK, last: "Removed " + peerID + " from the pool."},
 		{name: "pool invite", args: []string{"pool", "invite", "--role", "viewer", "--uses", "2", "--expires", "1h"}, code: ExitOK,
-			last: "TIGER-LAMP-4822", contains: "role viewer"},
+			last: "TIGER-LAMP-4822", contains: "admits 2 machines, as viewer, until"},
+		{name: "pool invite admits one by default", args: []string{"pool", "invite"}, code: ExitOK, contains: "admits 1 machine, as member, until"},
 		{name: "pool invite bad uses", args: []string{"pool", "invite", "--uses", "-1"}, code: ExitUsage},
+		{name: "pool invite no unlimited", args: []string{"pool", "invite", "--uses", "0"}, code: ExitUsage},
+		{name: "pool invite too many uses", args: []string{"pool", "invite", "--uses", "1001"}, code: ExitUsage},
 		{name: "pool invites", args: []string{"pool", "invites"}, code: ExitOK, contains: "USES LEFT"},
 		{name: "pool revoke", args: []string{"pool", "revoke", "0123"}, code: ExitOK, last: "Revoked invite 0123."},
 		{name: "pool role", args: []string{"pool", "role", peerID, "admin"}, code: ExitOK, last: peerID + " is now admin."},

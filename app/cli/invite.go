@@ -10,8 +10,21 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/sync/pool"
 	"github.com/spf13/cobra"
 )
+
+// machines says how many machines an invite admits: "1 machine", "3
+// machines", or, for an invite of an older version, "any number of machines".
+func machines(uses int) string {
+	switch uses {
+	case 0:
+		return "any number of machines"
+	case 1:
+		return "1 machine"
+	}
+	return fmt.Sprintf("%d machines", uses)
+}
 
 func poolInviteCmd(g *globals) *cobra.Command {
 	var (
@@ -24,13 +37,13 @@ func poolInviteCmd(g *globals) *cobra.Command {
 		Use:   "invite",
 		Short: "Make a join code for another machine (admins and owners; the code is the last line)",
 		Long: "Make a join code for another machine. The code grants ROLE (member by default; viewer\n" +
-			"watches only; admin manages members, and only an owner may invite one), works for N joins\n" +
-			"(unlimited by default) until it expires (24 h by default), and can be ended early with\n" +
-			"`labpool pool revoke`. The code is printed as the last line.",
+			"watches only; admin manages members, and only an owner may invite one), admits N machines\n" +
+			"(one by default, at most " + fmt.Sprint(pool.MaxInviteUses) + ") until it expires (24 h by default), and can be ended\n" +
+			"early with `labpool pool revoke`. The code is printed as the last line.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if uses < 0 || expires < 0 {
-				return usageError{fmt.Errorf("--uses and --expires must not be negative")}
+			if uses < 1 || uses > pool.MaxInviteUses || expires < 0 {
+				return usageError{fmt.Errorf("--uses must be 1 to %d and --expires not negative", pool.MaxInviteUses)}
 			}
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
@@ -44,12 +57,8 @@ func poolInviteCmd(g *globals) *cobra.Command {
 			if *asJSON {
 				return printJSON(out, ni)
 			}
-			left := "unlimited uses"
-			if ni.Invite.Uses > 0 {
-				left = fmt.Sprintf("%d uses", ni.Invite.Uses)
-			}
-			fmt.Fprintf(out, "Invite %s: role %s, %s, expires %s. On the other machine, run:\n",
-				ni.Invite.ID, ni.Invite.Role, left, ni.Invite.Expires.Local().Format(time.DateTime))
+			fmt.Fprintf(out, "Invite %s admits %s, as %s, until %s. On the other machine, run:\n",
+				ni.Invite.ID, machines(ni.Invite.Uses), ni.Invite.Role, ni.Invite.Expires.Local().Format(time.DateTime))
 			fmt.Fprintf(out, "  labpool pool join %s\n", ni.Code)
 			fmt.Fprintln(out, "Join code:")
 			fmt.Fprintln(out, ni.Code)
@@ -57,7 +66,7 @@ func poolInviteCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&role, "role", "member", "role the code grants: member, viewer or admin")
-	c.Flags().IntVar(&uses, "uses", 0, "how many machines may join with it (0: unlimited)")
+	c.Flags().IntVar(&uses, "uses", 1, fmt.Sprintf("how many machines may join with it (1 to %d)", pool.MaxInviteUses))
 	c.Flags().DurationVar(&expires, "expires", 24*time.Hour, "how long the code works, e.g. 1h, 72h")
 	asJSON = jsonFlag(c)
 	return c

@@ -111,11 +111,20 @@ func (l *Log) Invites() []InviteState {
 	return all
 }
 
+// ErrNotAdmitter means this machine's role signs no admission: only admins'
+// and owners' machines admit devices. It wraps ErrOutOfRole.
+var ErrNotAdmitter = fmt.Errorf("only the machines of admins and owners admit devices: %w", ErrOutOfRole)
+
 // Admit checks the request of a device (joinerPub, as its TLS session
 // proved) to join, against the current log and the time now, and returns
-// the admission this member (key) signs: the invite must be usable now,
-// not merely at some time the joiner names. Uses are counted here.
+// the admission this admin or owner (key) signs: the invite must be usable
+// now, not merely at some time the joiner names. Uses are counted here.
 func (l *Log) Admit(key ed25519.PrivateKey, req JoinRequest, joinerPub ed25519.PublicKey, now time.Time) (Record, error) {
+	if id, err := signerID(key); err == nil {
+		if me, ok := l.state().members[id]; ok && !me.Removed && me.Role.rank() < RoleAdmin.rank() {
+			return Record{}, fmt.Errorf("this machine is %s: %w", me.Role.article(), ErrNotAdmitter)
+		}
+	}
 	if !bytes.Equal(req.Key, joinerPub) {
 		return Record{}, refuse(ErrForged, "the join request's key is not that of the device asking")
 	}

@@ -36,6 +36,7 @@ const (
 	codeNotInPool  = "not_in_pool"
 	codeOtherPool  = "other_pool"
 	codeRemoved    = "removed"
+	codeNotAdmit   = "not_admitter" // a member's machine: ask an admin's or owner's
 	codeBadRequest = "bad_request"
 	codeInternal   = "internal"
 )
@@ -109,10 +110,13 @@ func (m *Manager) admit(r *http.Request) (JoinResponse, int, string, error) {
 	m.mu.Lock()
 	rec, err := m.log.Admit(m.key, req, pub, m.cfg.Now())
 	if err == nil {
+		m.gen++
 		_, err = m.log.Apply(rec, m.cfg.Now())
 	}
 	m.mu.Unlock()
 	switch {
+	case errors.Is(err, ErrNotAdmitter):
+		return JoinResponse{}, http.StatusForbidden, codeNotAdmit, err
 	case errors.Is(err, ErrRemoved):
 		return JoinResponse{}, http.StatusForbidden, codeRemoved, err
 	case errors.Is(err, ErrInvite) && errors.Is(err, ErrUnknownInvite):
@@ -194,7 +198,7 @@ type outcomes struct {
 	tried          map[string]bool
 	errs           []error
 	removed, ended error
-	wrong          int
+	wrong, members int
 }
 
 // add records the answer of addr and reports whether the join succeeded.
@@ -210,6 +214,8 @@ func (o *outcomes) add(addr string, err error) bool {
 		o.removed = err
 	case errors.Is(err, ErrWrongCode):
 		o.wrong++
+	case errors.Is(err, ErrNotAdmitter):
+		o.members++
 	case errors.Is(err, ErrInvite):
 		o.ended = err
 	}
@@ -227,6 +233,8 @@ func (o *outcomes) verdict(pool ID) error {
 		return o.ended
 	case o.wrong == len(o.tried):
 		return ErrWrongCode
+	case o.members > 0 && o.members+o.wrong == len(o.tried):
+		return fmt.Errorf("join pool %s: the machines that answered are members': give the address of an admin's or owner's machine, `labpool pool join CODE HOST:PORT`: %w", pool, ErrNotAdmitter)
 	}
 	return fmt.Errorf("join pool %s: %w", pool, errors.Join(o.errs...))
 }
@@ -314,6 +322,7 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 		m.forgetLogLocked()
 	}
 	m.log = l
+	m.gen++
 	m.raw = raws
 	m.mu.Unlock()
 	if err := m.forgetOthers(ctx); err != nil {
@@ -393,6 +402,8 @@ func refusal(resp *http.Response) error {
 	switch {
 	case e.Code == codeRemoved:
 		return ErrRemoved
+	case e.Code == codeNotAdmit:
+		return ErrNotAdmitter
 	case e.Code == codeInvite:
 		return fmt.Errorf("%w: %s", ErrInvite, e.Message)
 	case e.Code == codeWrongCode:

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -36,11 +37,20 @@ type Log struct {
 	pool    ID
 	entries []*entry // accepted, in arrival order (indices are stable)
 	byHash  map[[32]byte]int
-	pending map[[32]byte]Record // valid in form, waiting for parents
-	linked  bool                // a linked record is held: no legacy record is accepted any more
-	clock   uint64              // the highest version ever accepted
-	st      *state              // the membership resolved from every entry
-	dirty   bool                // st is stale
+	pending map[[32]byte]waiting // valid in form, waiting for parents
+	linked  bool                 // a linked record is held: no legacy record is accepted any more
+	clock   uint64               // the highest version ever accepted
+	st      *state               // the membership resolved from every entry
+	dirty   bool                 // st is stale
+	admits  map[string]int       // admissions held, by signer (a legacy join: its invite)
+	used    map[string]int       // admissions held, by invite
+}
+
+// waiting is a record held back for its parents, and how it came.
+type waiting struct {
+	r       Record
+	arrived time.Time // on this machine's clock
+	fresh   bool      // received now, not replayed from the store or a member's whole log
 }
 
 // entry is one accepted record.
@@ -77,13 +87,42 @@ type MemberState struct {
 const (
 	maxPrev    = 64  // parents a record names
 	maxPending = 512 // records waiting for their parents
-	maxLog     = 1e4 // records in a log
 	maxVoid    = 64  // superseded records held per signer
 )
 
+// Bounds on the growth of a log: variables so that tests can lower them.
+var (
+	// maxLog is the number of records a log holds; past it only the
+	// restrictions of admins and owners (removals, demotions,
+	// revocations) fit, in reserveAdmin more records, and past those the
+	// owners' alone, in reserveOwner more: a log full of admissions cannot
+	// keep an owner from removing whoever filled it.
+	maxLog       = 10_000
+	reserveAdmin = 1_000
+	reserveOwner = 1_000
+	// maxAdmitsAdmin and maxAdmitsMember bound the admissions one device
+	// signs: an admin's or owner's, and a member's or viewer's (only logs
+	// of before the rule that admins and owners admit hold those).
+	maxAdmitsAdmin  = 1_000
+	maxAdmitsMember = 32
+	// maxInviteSlack is how many admissions past its uses an invite may
+	// have: those made at once by members that did not see each other's.
+	// An invite of unlimited uses (made before new invites had a limit)
+	// admits at most MaxInviteUses.
+	maxInviteSlack = 8
+)
+
+// MaxInviteUses is the most joins a new invite allows.
+const MaxInviteUses = 1_000
+
+// lateGrace is how long past its invite's expiry, on this machine's clock,
+// an admission may arrive: the clocks of members differ by up to MaxSkew.
+const lateGrace = MaxSkew
+
 // NewLog returns an empty log for pool: it accepts a genesis first.
 func NewLog(pool ID) *Log {
-	return &Log{pool: pool, byHash: map[[32]byte]int{}, pending: map[[32]byte]Record{}, st: newState()}
+	return &Log{pool: pool, byHash: map[[32]byte]int{}, pending: map[[32]byte]waiting{}, st: newState(),
+		admits: map[string]int{}, used: map[string]int{}}
 }
 
 // Pool returns the pool's ID.
@@ -123,12 +162,29 @@ func (l *Log) Heads() []string {
 	return out
 }
 
-// Apply checks r and, if every rule allows it, adds it to the log, and then
-// any record that waited for it. It returns changed=false and no error for
-// a record already held, or one that waits for parents not held yet. A
-// refusal wraps ErrForged, ErrReplayed, ErrOutOfRole, ErrFuture, ErrInvite,
-// ErrRemoved, ErrNoMember, ErrNoGenesis or ErrMalformed with the rule.
+// Apply checks r, received now, and, if every rule allows it, adds it to
+// the log, and then any record that waited for it. It returns changed=false
+// and no error for a record already held, or one that waits for parents not
+// held yet. A refusal wraps ErrForged, ErrReplayed, ErrOutOfRole, ErrFuture,
+// ErrInvite, ErrRemoved, ErrNoMember, ErrNoGenesis or ErrMalformed with the
+// rule.
+//
+// Received now, an admission is refused when its invite expired, by now,
+// more than MaxSkew ago: a member cannot use an expired invite by naming a
+// state from before its expiry. Restore applies records accepted before,
+// which that rule judged when they arrived.
 func (l *Log) Apply(r Record, now time.Time) (changed bool, err error) {
+	return l.apply(r, now, true)
+}
+
+// Restore is Apply for a record this log, or the member whose log it
+// verifies, accepted before (from the store, or a member's whole log): an
+// expiry passed since does not refuse it.
+func (l *Log) Restore(r Record, now time.Time) (changed bool, err error) {
+	return l.apply(r, now, false)
+}
+
+func (l *Log) apply(r Record, now time.Time, fresh bool) (changed bool, err error) {
 	h := r.Hash()
 	if _, ok := l.byHash[h]; ok {
 		return false, nil
@@ -150,10 +206,10 @@ func (l *Log) Apply(r Record, now time.Time) (changed bool, err error) {
 			// do have parents come back.
 			clear(l.pending)
 		}
-		l.pending[h] = r
+		l.pending[h] = waiting{r, now, fresh}
 		return false, nil
 	}
-	if err := l.accept(r, h, parents, now); err != nil {
+	if err := l.accept(waiting{r, now, fresh}, h, parents, now); err != nil {
 		return false, err
 	}
 	l.drainPending(now)
@@ -174,14 +230,14 @@ func (l *Log) Pending() int { return len(l.pending) }
 func (l *Log) drainPending(now time.Time) {
 	for progress := true; progress; {
 		progress = false
-		for h, r := range l.pending {
-			parents, missing, err := l.parentsOf(&r)
+		for h, w := range l.pending {
+			parents, missing, err := l.parentsOf(&w.r)
 			if missing {
 				continue
 			}
 			delete(l.pending, h)
 			if err == nil {
-				err = l.accept(r, h, parents, now)
+				err = l.accept(w, h, parents, now)
 			}
 			progress = progress || err == nil
 		}
@@ -220,17 +276,18 @@ func (l *Log) parentsOf(r *Record) (parents []int, missing bool, err error) {
 	return parents, missing, nil
 }
 
-// accept judges r, whose parents are all held, against the state of its
+// accept judges w.r, whose parents are all held, against the state of its
 // ancestors and adds it.
-func (l *Log) accept(r Record, h [32]byte, parents []int, now time.Time) error {
-	return l.judge(r, h, parents, now, true)
+func (l *Log) accept(w waiting, h [32]byte, parents []int, now time.Time) error {
+	return l.judge(w, h, parents, now, true)
 }
 
-// judge judges r, whose parents are all held, against the state of its
+// judge judges w.r, whose parents are all held, against the state of its
 // ancestors, and adds it if add is true.
-func (l *Log) judge(r Record, h [32]byte, parents []int, now time.Time, add bool) error {
-	if len(l.entries) >= maxLog {
-		return refuse(ErrReplayed, "the log holds %d records, its limit", len(l.entries))
+func (l *Log) judge(w waiting, h [32]byte, parents []int, now time.Time, add bool) error {
+	r := w.r
+	if err := l.checkRoomForKind(&r); err != nil {
+		return err
 	}
 	if err := l.checkForm(&r, now); err != nil {
 		return err
@@ -252,9 +309,16 @@ func (l *Log) judge(r Record, h [32]byte, parents []int, now time.Time, add bool
 			return refuse(ErrReplayed, "a legacy %s record older than records held", r.Kind)
 		}
 	}
-	past := l.stateOf(e.anc)
+	past, extendsAll := l.stateOf(e.anc)
 	demotes, err := past.judge(&r, l.pool)
 	if err != nil {
+		return err
+	}
+	e.demotes = demotes
+	if err := l.checkRoom(e, past); err != nil {
+		return err
+	}
+	if err := l.checkAdmissionQuota(w, past); err != nil {
 		return err
 	}
 	if err := l.checkVoidQuota(e); err != nil {
@@ -263,27 +327,53 @@ func (l *Log) judge(r Record, h [32]byte, parents []int, now time.Time, add bool
 	if !add {
 		return nil
 	}
-	e.demotes = demotes
-	l.entries = append(l.entries, e)
-	l.byHash[h] = e.idx
-	l.clock = max(l.clock, r.Version)
-	l.linked = l.linked || r.Linked()
-	l.dirty = true
+	l.add(e, extendsAll)
 	return nil
+}
+
+// add adds e, judged already. A record that extends every entry is
+// concurrent with none: the membership is the one before it with its effect
+// (resolve's steps change nothing else), so it is applied to the resolved
+// state as it is, instead of resolving the whole log again.
+func (l *Log) add(e *entry, extendsAll bool) {
+	l.entries = append(l.entries, e)
+	l.byHash[e.h] = e.idx
+	l.clock = max(l.clock, e.r.Version)
+	l.linked = l.linked || e.r.Linked()
+	if e.r.Kind == KindJoin {
+		l.admits[admitter(&e.r)]++
+		l.used[e.r.Invite]++
+	}
+	if !extendsAll || l.dirty {
+		l.dirty = true
+		return
+	}
+	if why := l.st.effect(e); why != "" {
+		l.st.void[e.h] = why
+	}
+}
+
+// admitter returns who signed an admission: its member, or for a legacy
+// join its invite.
+func admitter(r *Record) string {
+	if r.Linked() {
+		return r.Signer
+	}
+	return invitePrefix + r.Invite
 }
 
 // stateOf returns the membership the entries of anc make: the log's own,
 // already resolved, when anc holds every entry (a record that extends all
-// the heads, the common case).
-func (l *Log) stateOf(anc bitset) *state {
+// the heads, the common case), which it reports.
+func (l *Log) stateOf(anc bitset) (st *state, all bool) {
 	n := 0
 	for _, w := range anc {
 		n += bits.OnesCount64(w)
 	}
 	if n == len(l.entries) {
-		return l.state()
+		return l.state(), true
 	}
-	return l.resolve(anc)
+	return l.resolve(anc), false
 }
 
 // checkForm applies the rules that need no state: the pool, the shape of
@@ -431,7 +521,7 @@ func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
 		return compareKey(a.r.Version, a.h, b.r.Version, b.h)
 	})
 	for _, k := range sorted {
-		if _, err := l.Apply(k.r, now); err != nil {
+		if _, err := l.Restore(k.r, now); err != nil {
 			return nil, fmt.Errorf("verify pool %s: %s record of %s, version %d: %w", pool, k.r.Kind, short(k.r.Subject), k.r.Version, err)
 		}
 	}
@@ -513,7 +603,7 @@ func (l *Log) Check(r Record, now time.Time) error {
 	if missing {
 		return refuse(ErrMalformed, "record extends records not held")
 	}
-	return l.judge(r, h, parents, now, false)
+	return l.judge(waiting{r, now, true}, h, parents, now, false)
 }
 
 // NewRole makes and signs, with key, the record that gives device subject
@@ -561,11 +651,9 @@ func (l *Log) Clone() *Log {
 	for h, i := range l.byHash {
 		c.byHash[h] = i
 	}
-	c.pending = make(map[[32]byte]Record, len(l.pending))
-	for h, r := range l.pending {
-		c.pending[h] = r
-	}
-	c.st = l.state() // states are never changed once resolved
+	c.pending = maps.Clone(l.pending)
+	c.admits, c.used = maps.Clone(l.admits), maps.Clone(l.used)
+	c.st = l.state().clone() // the log's own state changes as records are added
 	c.dirty = false
 	return &c
 }

@@ -345,28 +345,28 @@ func TestAdmit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["stranger"]), f.now.Add(2*time.Minute)); !errors.Is(err, pool.ErrInvite) {
+	if _, err := f.l.Admit(f.keys["admin"], req, pubOf(f.keys["stranger"]), f.now.Add(2*time.Minute)); !errors.Is(err, pool.ErrInvite) {
 		t.Errorf("Admit after expiry = %v; want ErrInvite", err)
 	}
-	if _, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["viewer"]), f.now); !errors.Is(err, pool.ErrForged) {
+	if _, err := f.l.Admit(f.keys["admin"], req, pubOf(f.keys["viewer"]), f.now); !errors.Is(err, pool.ErrForged) {
 		t.Errorf("Admit of a request for another key = %v; want ErrForged", err)
 	}
 	forged := req
 	forged.Name = "mallory"
-	if _, err := f.l.Admit(f.keys["member"], forged, pubOf(f.keys["stranger"]), f.now); !errors.Is(err, pool.ErrForged) {
+	if _, err := f.l.Admit(f.keys["admin"], forged, pubOf(f.keys["stranger"]), f.now); !errors.Is(err, pool.ErrForged) {
 		t.Errorf("Admit of a request whose name changed = %v; want ErrForged", err)
 	}
-	a, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["stranger"]), f.now)
+	a, err := f.l.Admit(f.keys["admin"], req, pubOf(f.keys["stranger"]), f.now)
 	if err != nil {
 		t.Fatalf("Admit = %v", err)
 	}
 	f.apply(a)
-	if m, ok := f.l.Member(f.id("stranger")); !ok || m.AdmittedBy != f.id("member") || m.Role != pool.RoleMember {
-		t.Errorf("Member = %+v, %v; want admitted by the member", m, ok)
+	if m, ok := f.l.Member(f.id("stranger")); !ok || m.AdmittedBy != f.id("admin") || m.Role != pool.RoleMember {
+		t.Errorf("Member = %+v, %v; want admitted by the admin", m, ok)
 	}
 	f.keys["new1"] = f.newKey("new1")
 	req2, _ := pool.NewJoinRequest(code, pubOf(f.keys["new1"]), "new1")
-	if _, err := f.l.Admit(f.keys["member"], req2, pubOf(f.keys["new1"]), f.now); !errors.Is(err, pool.ErrInvite) {
+	if _, err := f.l.Admit(f.keys["admin"], req2, pubOf(f.keys["new1"]), f.now); !errors.Is(err, pool.ErrInvite) {
 		t.Errorf("Admit past the invite's uses = %v; want ErrInvite", err)
 	}
 }
@@ -635,10 +635,10 @@ func TestLogAttacksOfTheAudit(t *testing.T) {
 		f.apply(revoke)
 		f.keys["late"] = f.newKey("late")
 		req, _ := pool.NewJoinRequest(f.codes[pool.RoleMember], pubOf(f.keys["late"]), "late")
-		if _, err := f.l.Admit(f.keys["member"], req, pubOf(f.keys["late"]), f.now); !errors.Is(err, pool.ErrInvite) {
+		if _, err := f.l.Admit(f.keys["admin"], req, pubOf(f.keys["late"]), f.now); !errors.Is(err, pool.ErrInvite) {
 			t.Fatalf("Admit after revocation = %v; want ErrInvite", err)
 		}
-		back, err := old.Admit(f.keys["member"], req, pubOf(f.keys["late"]), f.now)
+		back, err := old.Admit(f.keys["admin"], req, pubOf(f.keys["late"]), f.now)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -666,7 +666,7 @@ func TestLogAttacksOfTheAudit(t *testing.T) {
 		base := f.l.Records()
 		f.keys["a1"], f.keys["a2"] = f.newKey("a1"), f.newKey("a2")
 		one := f.l.Clone()
-		a1 := f.admit("member", "a1", code)
+		a1 := f.admit("owner2", "a1", code)
 		f.l, one = one, f.l
 		a2 := f.admit("admin", "a2", code)
 		f.l = one

@@ -33,8 +33,24 @@ var (
 	ErrNotFound  = errors.New("no member of the pool answered")
 )
 
-// DefaultInviteTTL is how long an invite lasts when none is asked.
+// DefaultInviteTTL is how long an invite lasts when none is asked; an
+// invite is good for one join unless more are asked.
 const DefaultInviteTTL = 24 * time.Hour
+
+// CreateInviteUses is how many joins the pool's first invite allows: the
+// machines of the lab, joining as members within DefaultInviteTTL.
+const CreateInviteUses = 16
+
+// saveTimeout bounds the save of records received: it runs under a context
+// of its own, since the replication stream that brought them may end (or a
+// watchdog cancel it) before the save, which would then repeat the ingest
+// at every restart.
+const saveTimeout = 30 * time.Second
+
+// ingestTries is how often a relayed batch is applied to a copy of the log
+// before it is applied under the lock: a record this device signs in the
+// meantime makes the copy stale.
+const ingestTries = 3
 
 // ManagerConfig is what a Manager needs from the daemon it runs in.
 // Identity, DB and Dial are required.
@@ -68,16 +84,20 @@ type Manager struct {
 	key ed25519.PrivateKey
 	db  *store.DB
 
-	saveMu  sync.Mutex // held from a snapshot of the log until it is stored
-	mu      sync.Mutex // guards log, raw, dropped, gone, sum
-	log     *Log       // nil: not in a pool
-	raw     map[[32]byte][]byte
-	waiting map[[32]byte][]byte // bytes of records the log holds back for their parents
-	void    map[[32]byte]bool   // records without effect, logged once each
-	stored  map[[32]byte]bool   // records the store holds
-	dropped map[[32]byte]bool   // records refused already, logged once each
-	gone    map[string]bool     // devices whose removal was reported
-	sum     uint64              // fingerprint of the records held
+	saveMu   sync.Mutex // held from a snapshot of the log until it is stored
+	ingestMu sync.Mutex // one relayed batch is applied at a time
+	mu       sync.Mutex // guards log, gen, raw, waiting, void, stored, dropped, gone, sum
+	log      *Log       // nil: not in a pool
+	gen      uint64     // counts the changes of log, so that a copy knows it is stale
+	raw      map[[32]byte][]byte
+	waiting  map[[32]byte][]byte // bytes of records the log holds back for their parents
+	void     map[[32]byte]bool   // records without effect, logged once each
+	stored   map[[32]byte]bool   // records the store holds
+	dropped  map[[32]byte]bool   // records refused already, logged once each
+	gone     map[string]bool     // devices whose removal was reported
+	sum      uint64              // fingerprint of the records held
+
+	testHookIngest func() // called while a relayed batch is applied to a copy of the log
 }
 
 // NewManager loads the pool this device is in, if any, from the store.
@@ -144,7 +164,7 @@ func (m *Manager) load(ctx context.Context) error {
 		return compareRecords(a.r, b.r)
 	})
 	for _, s := range recs {
-		if _, err := l.Apply(s.r, now); err != nil {
+		if _, err := l.Restore(s.r, now); err != nil {
 			m.cfg.Log.Warn("stored pool record refused", "hash", fmt.Sprintf("%x", s.r.Hash()), "err", err)
 			continue
 		}
@@ -257,7 +277,7 @@ func (m *Manager) resum() {
 }
 
 // Create makes a new pool with this device as its creator and owner, and
-// its first invite (role member, DefaultInviteTTL, unlimited uses).
+// its first invite (role member, DefaultInviteTTL, CreateInviteUses).
 func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 	m.mu.Lock()
 	if m.log != nil {
@@ -282,6 +302,7 @@ func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 		return InviteState{}, Code{}, fmt.Errorf("create pool: %w", err)
 	}
 	m.log = l
+	m.gen++
 	m.mu.Unlock()
 	if err := m.forgetOthers(ctx); err != nil {
 		return InviteState{}, Code{}, err
@@ -293,7 +314,7 @@ func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 		return InviteState{}, Code{}, err
 	}
 	m.cfg.Log.Info("created pool", "pool", g.Pool.String())
-	return m.Invite(ctx, RoleMember, 0, DefaultInviteTTL)
+	return m.Invite(ctx, RoleMember, CreateInviteUses, DefaultInviteTTL)
 }
 
 // enter records the pool in the settings and announces it.
@@ -317,6 +338,7 @@ func (m *Manager) sign(ctx context.Context, make func(l *Log, now time.Time) ([]
 	now := m.cfg.Now()
 	recs, err := make(m.log, now)
 	if err == nil {
+		m.gen++
 		for _, r := range recs {
 			if _, err = m.log.Apply(r, now); err != nil {
 				break
@@ -457,12 +479,11 @@ func memberRows(ms []MemberState) []store.MemberRow {
 
 // Receive applies records relayed by a member (from its replication
 // stream): each is checked on its own; a forged, replayed or out-of-role
-// one is dropped and logged once.
+// one is dropped and logged once. The batch is applied to a copy of the
+// log, without holding the lock that role checks take, and stored under a
+// context of its own (saveTimeout): one that arrived is never lost to the
+// end of the stream that brought it.
 func (m *Manager) Receive(ctx context.Context, from peer.ID, raws []json.RawMessage) error {
-	type item struct {
-		r   Record
-		raw []byte
-	}
 	var items []item
 	for _, raw := range raws {
 		r, err := DecodeRecord(raw)
@@ -473,46 +494,114 @@ func (m *Manager) Receive(ctx context.Context, from peer.ID, raws []json.RawMess
 		items = append(items, item{r, raw})
 	}
 	slices.SortFunc(items, func(a, b item) int { return compareRecords(a.r, b.r) }) // legacy ones in order
-	m.mu.Lock()
-	if m.log == nil {
+	m.ingestMu.Lock()
+	defer m.ingestMu.Unlock()
+	var res ingested
+	for try := 0; ; try++ {
+		m.mu.Lock()
+		if m.log == nil {
+			m.mu.Unlock()
+			return nil
+		}
+		fresh := m.unseenLocked(items)
+		if try == ingestTries { // the log kept changing: apply under the lock
+			res = m.log.ingest(fresh, m.cfg.Now())
+			m.gen++
+			m.adoptLocked(&res)
+			m.mu.Unlock()
+			break
+		}
+		work, gen := m.log.Clone(), m.gen
 		m.mu.Unlock()
+		res = work.ingest(fresh, m.cfg.Now())
+		if m.testHookIngest != nil {
+			m.testHookIngest()
+		}
+		m.mu.Lock()
+		if m.gen == gen {
+			m.log = work
+			m.gen++
+			m.adoptLocked(&res)
+			m.mu.Unlock()
+			break
+		}
+		m.mu.Unlock()
+	}
+	for _, err := range res.refused {
+		m.cfg.Log.Warn("dropped a pool record a member relayed", "peer", from, "err", err)
+	}
+	if res.accepted == 0 {
 		return nil
 	}
-	now := m.cfg.Now()
-	accepted := 0
-	var refused []error
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	return m.commit(ctx, nil)
+}
+
+// item is a record received, with its bytes.
+type item struct {
+	r   Record
+	raw []byte
+}
+
+// ingested is what a relayed batch did to a log.
+type ingested struct {
+	held     map[[32]byte][]byte // records of the batch the log holds or holds back now
+	dropped  [][32]byte          // records refused
+	refused  []error
+	accepted int // filled in by adoptLocked
+}
+
+// unseenLocked returns the items neither held nor refused before; m.mu is
+// held.
+func (m *Manager) unseenLocked(items []item) []item {
+	var out []item
 	for _, it := range items {
 		h := it.r.Hash()
-		if _, held := m.raw[h]; held || m.dropped[h] {
+		if _, held := m.raw[h]; !held && !m.dropped[h] {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// ingest applies items, received now, to l.
+func (l *Log) ingest(items []item, now time.Time) ingested {
+	res := ingested{held: map[[32]byte][]byte{}}
+	for _, it := range items {
+		h := it.r.Hash()
+		if _, err := l.Apply(it.r, now); err != nil {
+			res.refused = append(res.refused, fmt.Errorf("record %x (%s of %s by %s): %w", h[:4], it.r.Kind, it.r.Subject, it.r.Signer, err))
+			res.dropped = append(res.dropped, h)
 			continue
 		}
-		if _, err := m.log.Apply(it.r, now); err != nil {
-			refused = append(refused, fmt.Errorf("record %x (%s of %s by %s): %w", h[:4], it.r.Kind, it.r.Subject, it.r.Signer, err))
-			if len(m.dropped) < maxDropped {
-				m.dropped[h] = true
-			}
-			continue
+		res.held[h] = it.raw // held now, or waiting for its parents
+	}
+	l.state() // resolved here, not under the Manager's lock
+	return res
+}
+
+// adoptLocked records the bytes of the records m.log took from a batch,
+// and those it refused; m.mu is held.
+func (m *Manager) adoptLocked(res *ingested) {
+	for _, h := range res.dropped {
+		if len(m.dropped) < maxDropped {
+			m.dropped[h] = true
 		}
-		m.waiting[h] = it.raw // held now, or waiting for its parents
+	}
+	for h, raw := range res.held {
+		m.waiting[h] = raw
 	}
 	for h, raw := range m.waiting {
 		if m.log.Has(h) {
 			m.raw[h] = raw
 			delete(m.waiting, h)
-			accepted++
+			res.accepted++
 		}
 	}
 	if len(m.waiting) > maxPending {
 		clear(m.waiting) // the log forgot them too; members send them again
 	}
-	m.mu.Unlock()
-	for _, err := range refused {
-		m.cfg.Log.Warn("dropped a pool record a member relayed", "peer", from, "err", err)
-	}
-	if accepted == 0 {
-		return nil
-	}
-	return m.commit(ctx, nil)
 }
 
 // maxDropped bounds the memory of refused records (each logged once).
@@ -541,14 +630,17 @@ func compareRecords(a, b Record) int {
 	return strings.Compare(string(ha[:]), string(hb[:]))
 }
 
-// Invite makes an invite for role, good for uses joins (0: unlimited)
-// until ttl from now, and returns it with its code.
+// Invite makes an invite for role, good for uses joins (0: one) until ttl
+// from now (0: DefaultInviteTTL), and returns it with its code.
 func (m *Manager) Invite(ctx context.Context, role Role, uses int, ttl time.Duration) (InviteState, Code, error) {
 	if ttl <= 0 {
 		ttl = DefaultInviteTTL
 	}
-	if uses < 0 {
-		return InviteState{}, Code{}, fmt.Errorf("uses must be 0 (unlimited) or more, not %d", uses)
+	if uses == 0 {
+		uses = 1
+	}
+	if uses < 0 || uses > MaxInviteUses {
+		return InviteState{}, Code{}, fmt.Errorf("make invite: uses must be 1 to %d, not %d", MaxInviteUses, uses)
 	}
 	var code Code
 	var id string

@@ -39,9 +39,10 @@ func signerKey(l *pool.Log, r pool.Record) ed25519.PublicKey {
 
 // fuzzRecords returns records a seeded fixture may accept, and some it refuses.
 func fuzzRecords(f *fixture) []pool.Record {
-	f.keys["new1"] = f.newKey("new1")
+	f.keys["new1"], f.keys["new2"] = f.newKey("new1"), f.newKey("new2")
 	inv, _ := f.invite("owner2", pool.RoleViewer, 2, time.Hour)
 	return []pool.Record{
+		admission(f, "member", f.codes[pool.RoleViewer], "new2", f.now), // a member's, as logs of before the rule hold
 		f.role("creator", "member", pool.RoleAdmin),
 		f.role("admin", "viewer", pool.RoleMember),
 		f.remove("admin", "member"),
@@ -231,7 +232,7 @@ func FuzzAdmit(f *testing.F) {
 			return
 		}
 		l := base.Clone()
-		r, err := l.Admit(fx.keys["member"], req, pubOf(joiner), now)
+		r, err := l.Admit(fx.keys["admin"], req, pubOf(joiner), now)
 		if err != nil {
 			if !isRefusal(err) {
 				t.Fatalf("Admit error %v wraps no refusal", err)
