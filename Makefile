@@ -176,7 +176,11 @@ FUZZERS := \
   ./node/slurm:FuzzParseGRES \
   ./node/slurm:FuzzExpandHostlist \
   ./node/slurm:FuzzParseComment \
-  ./node/slurm:FuzzProcParsers
+  ./node/slurm:FuzzProcParsers \
+  ./node/jobs:FuzzContainerInCgroup \
+  ./node/host:FuzzProcfsParsers \
+  ./sync/pool:FuzzSigningBytes \
+  ./sync/replica:FuzzAppendRecordsFrame
 # How long `make fuzz-long` runs each fuzzer, and flags for every fuzz run (e.g. -parallel 2).
 FUZZTIME  ?= 30m
 FUZZFLAGS ?=
