@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -66,7 +67,8 @@ func TestSIGKILLWhileWriting(t *testing.T) {
 	if err := os.WriteFile(acksPath, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var inOpen, acked int
+	ledger := &crashLedger{path: acksPath, setting: -1, held: map[crashKey]uint64{}, cursors: map[string]uint64{}}
+	var inOpen int
 	for i := range kills {
 		early := rng.IntN(8) == 0
 		delay := time.Duration(rng.IntN(60_000)) * time.Microsecond
@@ -76,12 +78,14 @@ func TestSIGKILLWhileWriting(t *testing.T) {
 		if killWriter(t, path, acksPath, seed+uint64(i), early, delay) {
 			inOpen++
 		}
-		n, err := checkAfterCrash(path, acksPath)
-		if err != nil {
+		if err := trimTorn(acksPath); err != nil {
+			t.Fatal(err)
+		}
+		if err := ledger.check(path); err != nil {
 			t.Fatalf("after kill %d (LABPOOL_CRASH_SEED=%d): %v", i+1, seed, err)
 		}
-		acked = n
 	}
+	acked := ledger.n
 	t.Logf("%d kills (%d before the child reported the replica open); %d commits acknowledged, every one held", kills, inOpen, acked)
 	if acked == 0 {
 		t.Fatal("the child acknowledged no commit: the kills tested nothing")
@@ -136,65 +140,101 @@ func killWriter(t *testing.T, path, acksPath string, seed uint64, early bool, de
 	return before
 }
 
-// checkAfterCrash opens the replica at path and checks it against the
-// acknowledgements in acksPath; it returns how many there are.
-func checkAfterCrash(path, acksPath string) (int, error) {
+// crashLedger is what the child acknowledged so far, read from its
+// acknowledgements a kill at a time.
+type crashLedger struct {
+	path      string
+	off       int64               // bytes of the acknowledgements read
+	n         int                 // acknowledgements read
+	lastLocal uint64              // the last seq acknowledged of crashLocal
+	setting   int                 // the last value of crashSetting acknowledged; -1: none
+	held      map[crashKey]uint64 // per record, the highest seq acknowledged
+	cursors   map[string]uint64   // per origin, the highest seq acknowledged
+}
+
+type crashKey struct{ origin, kind, key string }
+
+// check reads the acknowledgements written since the last check, then
+// opens the replica at path and checks it against all of them.
+func (l *crashLedger) check(path string) error {
+	if err := l.read(); err != nil {
+		return err
+	}
 	ctx := context.Background()
 	db, err := store.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("open the replica: %w", err)
+		return fmt.Errorf("open the replica: %w", err)
 	}
 	defer db.Close()
 	if err := db.Check(ctx); err != nil {
-		return 0, err
+		return err
 	}
-	acks, err := readAcks(acksPath)
+	for k, seq := range l.held {
+		r, ok, err := db.Latest(ctx, k.origin, k.kind, k.key)
+		if err != nil {
+			return err
+		}
+		if !ok || r.Seq < seq {
+			return fmt.Errorf("%s/%s/%s seq %d acknowledged, replica holds %v (seq %d)", k.origin, k.kind, k.key, seq, ok, r.Seq)
+		}
+	}
+	for origin, seq := range l.cursors {
+		cur, err := db.Cursor(ctx, origin)
+		if err != nil {
+			return err
+		}
+		if cur < seq {
+			return fmt.Errorf("cursor of %s is %d, below the acknowledged seq %d", origin, cur, seq)
+		}
+	}
+	if l.setting >= 0 {
+		v, ok, err := db.Setting(ctx, crashSetting)
+		if err != nil {
+			return err
+		}
+		if n, err := strconv.Atoi(v); !ok || err != nil || n < l.setting {
+			return fmt.Errorf("setting %s is %q (%v), acknowledged %d", crashSetting, v, ok, l.setting)
+		}
+	}
+	return nil
+}
+
+// read takes in the acknowledgements written since the last read: a
+// local seq must be above every one before it.
+func (l *crashLedger) read() error {
+	acks, n, err := readAcks(l.path, l.off)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var lastLocal uint64
-	lastSetting := -1
-	topSeq := map[string]uint64{}
-	for i, a := range acks {
+	l.off += n
+	for _, a := range acks {
+		l.n++
 		switch a.op {
 		case "A", "R":
 			if a.op == "A" {
-				if a.seq <= lastLocal {
-					return 0, fmt.Errorf("ack %d: %s given seq %d after seq %d", i, crashLocal, a.seq, lastLocal)
+				if a.seq <= l.lastLocal {
+					return fmt.Errorf("ack %d: %s given seq %d after seq %d", l.n, crashLocal, a.seq, l.lastLocal)
 				}
-				lastLocal = a.seq
+				l.lastLocal = a.seq
 			}
-			topSeq[a.origin] = max(topSeq[a.origin], a.seq)
-			r, ok, err := db.Latest(ctx, a.origin, a.kind, a.key)
-			if err != nil {
-				return 0, err
-			}
-			if !ok || r.Seq < a.seq {
-				return 0, fmt.Errorf("ack %d: %s/%s/%s seq %d acknowledged, replica holds %v (seq %d)", i, a.origin, a.kind, a.key, a.seq, ok, r.Seq)
-			}
+			k := crashKey{a.origin, a.kind, a.key}
+			l.held[k] = max(l.held[k], a.seq)
+			l.cursors[a.origin] = max(l.cursors[a.origin], a.seq)
 		case "S":
-			lastSetting = int(a.seq)
+			l.setting = int(a.seq)
 		}
 	}
-	for origin, seq := range topSeq {
-		cur, err := db.Cursor(ctx, origin)
-		if err != nil {
-			return 0, err
-		}
-		if cur < seq {
-			return 0, fmt.Errorf("cursor of %s is %d, below the acknowledged seq %d", origin, cur, seq)
-		}
+	return nil
+}
+
+// trimTorn cuts the acknowledgement a kill tore off the end of the file
+// at path, so that the next life writes after a whole line.
+func trimTorn(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
 	}
-	if lastSetting >= 0 {
-		v, ok, err := db.Setting(ctx, crashSetting)
-		if err != nil {
-			return 0, err
-		}
-		if n, err := strconv.Atoi(v); !ok || err != nil || n < lastSetting {
-			return 0, fmt.Errorf("setting %s is %q (%v), acknowledged %d", crashSetting, v, ok, lastSetting)
-		}
-	}
-	return len(acks), nil
+	return os.Truncate(path, int64(bytes.LastIndexByte(data, '\n')+1))
 }
 
 // crashAck is one line of the acknowledgements: "A origin kind key seq"
@@ -204,12 +244,17 @@ type crashAck struct {
 	seq                   uint64
 }
 
-// readAcks reads the complete lines of the acknowledgements; a line the
-// kill cut is left out.
-func readAcks(path string) ([]crashAck, error) {
-	data, err := os.ReadFile(path)
+// readAcks reads the complete lines of the acknowledgements from off on,
+// and how many bytes they take; a line the kill cut is left out.
+func readAcks(path string, off int64) ([]crashAck, int64, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.NewSectionReader(f, off, 1<<62))
+	if err != nil {
+		return nil, 0, err
 	}
 	if i := bytes.LastIndexByte(data, '\n'); i >= 0 {
 		data = data[:i+1]
@@ -236,11 +281,11 @@ func readAcks(path string) ([]crashAck, error) {
 			err = fmt.Errorf("bad line")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read acks: %q: %v", sc.Text(), err)
+			return nil, 0, fmt.Errorf("read acks: %q: %v", sc.Text(), err)
 		}
 		acks = append(acks, a)
 	}
-	return acks, sc.Err()
+	return acks, int64(len(data)), sc.Err()
 }
 
 // TestCrashWriter is the helper process of TestSIGKILLWhileWriting: it
