@@ -144,6 +144,7 @@ bench: agent ## run the benchmarks the issues ask for (root, for the namespaces)
 	$(GO) test -run '^$$' -bench 'MachineYear|Backfill' -benchtime 1x -timeout 20m ./app/history
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench 'AgentVisible|AgentCost|LaunchOverhead|Join$$' -benchtime 7x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench CopyVsSSH -benchtime 1x -timeout 20m ./app/e2e
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench TelemetryDuringCopy -benchtime 1x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench SlurmStateVisible -benchtime 5x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench Removal -benchtime 20x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench PartitionHeal -benchtime 10x -timeout 20m ./app/e2e
