@@ -26,7 +26,8 @@ const (
 )
 
 // TestSIGKILLWhileCreatingIdentities (T32) kills a process that creates
-// and loads identities with SIGKILL at random moments, LABPOOL_CRASH_KILLS
+// and loads identities with SIGKILL at random moments (up to 40 ms after
+// it starts), LABPOOL_CRASH_KILLS
 // times (default 200; the plan's long run is 1,000), and after every kill
 // loads each identity as the next start would. The child loads the
 // machine's identity (created by its first life), creates fresh ones in
@@ -97,23 +98,50 @@ func TestSIGKILLWhileCreatingIdentities(t *testing.T) {
 }
 
 // killIdentityWriter runs the child in dir and kills it with SIGKILL delay
-// after it starts; it returns the child's stdout.
+// after it says it has started (its first line); it returns the child's
+// stdout.
 func killIdentityWriter(t *testing.T, dir string, seed uint64, delay time.Duration) []byte {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdentityWriter$", "-test.count=1")
 	cmd.Env = append(os.Environ(), idChildEnv+"="+dir, idSeedEnv+"="+strconv.FormatUint(seed, 10))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start the identity writer: %v", err)
 	}
+	var out bytes.Buffer
+	started, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		for first := true; ; {
+			n, err := stdout.Read(buf)
+			out.Write(buf[:n])
+			if first && bytes.IndexByte(out.Bytes(), '\n') >= 0 {
+				close(started)
+				first = false
+			}
+			if err != nil {
+				if first {
+					close(started)
+				}
+				return
+			}
+		}
+	}()
+	<-started
 	time.Sleep(delay)
 	cmd.Process.Signal(syscall.SIGKILL)
-	err := cmd.Wait()
+	<-done
+	err = cmd.Wait()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("the identity writer ended before the kill (%v): %s", err, stderr.Bytes())
 	}
-	return stdout.Bytes()
+	return out.Bytes()
 }
 
 // parseIDAcks reads the child's complete "ack <dir> <id>" lines; other
@@ -163,6 +191,9 @@ func TestIdentityWriter(t *testing.T) {
 func writeIdentities(dir string, seed uint64) error {
 	ack := func(name string, id *peer.Identity) error {
 		_, err := fmt.Fprintf(os.Stdout, "ack %s %s\n", name, id.ID)
+		return err
+	}
+	if _, err := fmt.Fprintln(os.Stdout, "started"); err != nil {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(seed, 4))
