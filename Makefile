@@ -144,39 +144,65 @@ bench: agent ## run the benchmarks the issues ask for (root, for the namespaces)
 	$(GO) test -run '^$$' -bench 'MachineYear|Backfill' -benchtime 1x -timeout 20m ./app/history
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench 'AgentVisible|AgentCost|LaunchOverhead|Join$$' -benchtime 7x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench CopyVsSSH -benchtime 1x -timeout 20m ./app/e2e
+	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench TelemetryDuringCopy -benchtime 1x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench SlurmStateVisible -benchtime 5x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench Removal -benchtime 20x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench PartitionHeal -benchtime 10x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool $(GO) test -run '^$$' -bench LossOffline -benchtime 1x -timeout 20m ./app/e2e
 	LABPOOL_BIN=$(CURDIR)/bin/labpool LABPOOL_BENCH_HANDSHAKES=10000 $(GO) test -run '^$$' -bench HandshakeFlood -benchtime 1x -timeout 20m ./app/e2e
 
+# Every fuzzer of the network decoders, as package:FuzzName (each name is matched whole).
+FUZZERS := \
+  ./sync/peer:FuzzParseID \
+  ./discovery:FuzzParseTXT \
+  ./sync/replica:FuzzDecodeFrame \
+  ./app/history:FuzzDecodePoint \
+  ./app:FuzzDecodeEnergy \
+  ./sync/pool:FuzzParseCode \
+  ./sync/pool:FuzzApplyRecord \
+  ./sync/pool:FuzzVerifyLog \
+  ./sync/pool:FuzzInviteCode \
+  ./sync/pool:FuzzAdmit \
+  ./node/folders:FuzzDecodeGrant \
+  ./node/containers:FuzzValidate \
+  ./node/folders:FuzzCleanPath \
+  ./node/folders:FuzzDecodeWalk \
+  ./node/folders:FuzzReadBundle \
+  ./app/web:FuzzReadSSE \
+  ./node/alerts:FuzzHandler \
+  ./node/slurm:FuzzParseSqueue \
+  ./node/slurm:FuzzParseSqueueText \
+  ./node/slurm:FuzzParseSinfo \
+  ./node/slurm:FuzzParseScontrolJobs \
+  ./node/slurm:FuzzParseGRES \
+  ./node/slurm:FuzzExpandHostlist \
+  ./node/slurm:FuzzParseComment \
+  ./node/slurm:FuzzProcParsers \
+  ./node/jobs:FuzzContainerInCgroup \
+  ./node/host:FuzzProcfsParsers \
+  ./sync/pool:FuzzSigningBytes \
+  ./sync/replica:FuzzAppendRecordsFrame
+# How long `make fuzz-long` runs each fuzzer, and flags for every fuzz run (e.g. -parallel 2).
+FUZZTIME  ?= 30m
+FUZZFLAGS ?=
+
+# fuzz-each runs every fuzzer of FUZZERS for $(1), goes on past a failure (the crasher is
+# written under its package's testdata/fuzz) and fails at the end, naming those that failed.
+define fuzz-each
+	@failed=; for f in $(FUZZERS); do pkg=$${f%%:*}; name=$${f#*:}; \
+	  echo "== $$name ($$pkg), $(1)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(1) $(FUZZFLAGS) $$pkg || failed="$$failed $$pkg:$$name"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzzers that failed:$$failed"; exit 1; fi; echo "every fuzzer ran $(1) without a failure"
+endef
+
 .PHONY: fuzz
 fuzz: ## fuzz each network decoder for 20 s
-	$(GO) test -run '^$$' -fuzz FuzzParseID -fuzztime 20s ./sync/peer
-	$(GO) test -run '^$$' -fuzz FuzzParseTXT -fuzztime 20s ./discovery
-	$(GO) test -run '^$$' -fuzz FuzzDecodeFrame -fuzztime 20s ./sync/replica
-	$(GO) test -run '^$$' -fuzz FuzzDecodePoint -fuzztime 20s ./app/history
-	$(GO) test -run '^$$' -fuzz FuzzDecodeEnergy -fuzztime 20s ./app
-	$(GO) test -run '^$$' -fuzz FuzzParseCode -fuzztime 20s ./sync/pool
-	$(GO) test -run '^$$' -fuzz FuzzApplyRecord -fuzztime 20s ./sync/pool
-	$(GO) test -run '^$$' -fuzz FuzzVerifyLog -fuzztime 20s ./sync/pool
-	$(GO) test -run '^$$' -fuzz FuzzInviteCode -fuzztime 20s ./sync/pool
-	$(GO) test -run '^$$' -fuzz FuzzAdmit -fuzztime 20s ./sync/pool
-	$(GO) test -run '^$$' -fuzz FuzzDecodeGrant -fuzztime 20s ./node/folders
-	$(GO) test -run '^$$' -fuzz FuzzValidate -fuzztime 20s ./node/containers
-	$(GO) test -run '^$$' -fuzz FuzzCleanPath -fuzztime 20s ./node/folders
-	$(GO) test -run '^$$' -fuzz FuzzDecodeWalk -fuzztime 20s ./node/folders
-	$(GO) test -run '^$$' -fuzz FuzzReadBundle -fuzztime 20s ./node/folders
-	$(GO) test -run '^$$' -fuzz FuzzReadSSE -fuzztime 20s ./app/web
-	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime 20s ./node/alerts
-	$(GO) test -run '^$$' -fuzz FuzzParseSqueue$$ -fuzztime 20s ./node/slurm
-	$(GO) test -run '^$$' -fuzz FuzzParseSqueueText$$ -fuzztime 20s ./node/slurm
-	$(GO) test -run '^$$' -fuzz FuzzParseSinfo$$ -fuzztime 20s ./node/slurm
-	$(GO) test -run '^$$' -fuzz FuzzParseScontrolJobs$$ -fuzztime 20s ./node/slurm
-	$(GO) test -run '^$$' -fuzz FuzzParseGRES$$ -fuzztime 20s ./node/slurm
-	$(GO) test -run '^$$' -fuzz FuzzExpandHostlist$$ -fuzztime 20s ./node/slurm
-	$(GO) test -run '^$$' -fuzz FuzzParseComment$$ -fuzztime 20s ./node/slurm
-	$(GO) test -run '^$$' -fuzz FuzzProcParsers$$ -fuzztime 20s ./node/slurm
+	$(call fuzz-each,20s)
+
+.PHONY: fuzz-long
+fuzz-long: ## fuzz each network decoder for FUZZTIME (default 30m each, about 12 h in all; not for CI)
+	$(call fuzz-each,$(FUZZTIME))
 
 .PHONY: gen
 gen: ## regenerate what is generated: the TypeScript types of the local API (frontend/src/api/types.gen.ts)

@@ -173,7 +173,8 @@ func scanPairs(b []byte, pairs [][2]uint64) (_ [][2]uint64, ok bool) {
 				n++
 			}
 			v, err := strconv.ParseUint(string(b[:n]), 10, 64)
-			if n == 0 || err != nil || len(b) == n || b[n] != ",]"[k] {
+			// JSON has no leading zero: "00" or "07" is left to it (to refuse).
+			if n == 0 || (n > 1 && b[0] == '0') || err != nil || len(b) == n || b[n] != ",]"[k] {
 				return pairs, false
 			}
 			p[k], b = v, b[n+1:]
