@@ -17,7 +17,7 @@ import (
 func TestCheckText(t *testing.T) {
 	tests := []struct {
 		name, kind, key, data string
-		refused              bool
+		refused               bool
 	}{
 		{"plain", schema.KindJob, "j1", `{"name":"train","state":"running"}`, false},
 		{"unicode names", schema.KindNode, "", `{"name":"Grüße 日本 🚀"}`, false},

@@ -64,6 +64,9 @@ type Options struct {
 	// origin: Receive refuses its records past it (default
 	// schema.OriginQuota).
 	OriginQuota int64
+	// ControlQuota bounds the bytes of control records held of one
+	// origin, inside OriginQuota (default schema.ControlQuota).
+	ControlQuota int64
 }
 
 // DefaultReserveBytes is the default reserve: room for a checkpoint of the
@@ -83,6 +86,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OriginQuota <= 0 {
 		o.OriginQuota = schema.OriginQuota
+	}
+	if o.ControlQuota <= 0 {
+		o.ControlQuota = schema.ControlQuota
 	}
 	if o.ResumeEvery <= 0 {
 		o.ResumeEvery = 5 * time.Second
