@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -178,5 +179,43 @@ func TestReadersBesideWriter(t *testing.T) {
 	}
 	if recs, _ := other.Since(ctx, "A", 0, 0); len(recs) != 100 {
 		t.Errorf("other handle sees %d records; want 100", len(recs))
+	}
+}
+
+// TestSinceBytes: finding 15, a catch-up frame of large records reads up
+// to its byte budget, not its record limit's worth, and says whether it
+// stopped there.
+func TestSinceBytes(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	var recs []store.Record
+	for i := range 10 {
+		recs = append(recs, store.Record{Kind: "job", Key: fmt.Sprint("j", i), Time: t0, Data: sample(i, 10_000)})
+	}
+	if _, err := db.AppendBatch(ctx, "A", recs); err != nil {
+		t.Fatal(err)
+	}
+	size := 2 + 10_000 // key and data of one
+	tests := []struct {
+		name          string
+		seq           uint64
+		limit, budget int
+		want          []uint64
+		full          bool
+	}{
+		{"three fit", 0, 512, 3*size + size/2, []uint64{1, 2, 3}, true},
+		{"exactly three", 0, 512, 3 * size, []uint64{1, 2, 3}, true},
+		{"one at least", 4, 512, 1, []uint64{5}, true},
+		{"the limit first", 0, 2, 1 << 20, []uint64{1, 2}, false},
+		{"all of them", 7, 512, 1 << 20, []uint64{8, 9, 10}, false},
+		{"none left", 10, 512, 1 << 20, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, full, err := db.SinceBytes(ctx, "A", tt.seq, tt.limit, tt.budget)
+			if err != nil || !equalSeqs(seqs(got), tt.want) || full != tt.full {
+				t.Fatalf("SinceBytes = %v, %v, %v; want %v, %v", seqs(got), full, err, tt.want, tt.full)
+			}
+		})
 	}
 }
