@@ -108,9 +108,10 @@ const OriginQuota = 256 << 20
 
 // ControlQuota bounds the bytes (keys and data) of control records (every
 // kind but history) a replica holds of one origin, inside OriginQuota:
-// what a listing of jobs, folders or alerts reads of one member. A
-// machine's own records of a few thousand jobs take a few MB.
-const ControlQuota = 16 << 20
+// what a listing of jobs, folders or alerts may have to read of one
+// member (finding 9: `labpool ps` read 256 MiB of one member's jobs). A
+// machine's own records of 4096 jobs (MaxRecords) take about 3 MiB.
+const ControlQuota = 4 << 20
 
 // ErrRefused means a record breaks the schema: its kind is unknown, it is
 // over its kind's caps, it carries control characters in its text, or its

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,5 +218,41 @@ func TestSinceBytes(t *testing.T) {
 				t.Fatalf("SinceBytes = %v, %v, %v; want %v, %v", seqs(got), full, err, tt.want, tt.full)
 			}
 		})
+	}
+}
+
+// TestJobsInState: finding 9, a listing of active jobs reads the job
+// records in those states alone, of every origin, through their index;
+// a record whose state changes moves with it.
+func TestJobsInState(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	job := func(origin string, seq uint64, key, state string) store.Record {
+		return store.Record{Origin: origin, Seq: seq, Kind: "job", Key: key, Time: t0, Data: fmt.Appendf(nil, `{"id":%q,"state":%q,"pad":"x"}`, key, state)}
+	}
+	if _, err := db.Receive(ctx, []store.Record{
+		job("W", 1, "a", "running"), job("W", 2, "b", "exited"), job("W", 3, "c", "queued"),
+		job("V", 1, "d", "failed"), job("V", 2, "e", "running"),
+		{Origin: "V", Seq: 3, Kind: "job", Key: "f", Time: t0},                                         // no data
+		{Origin: "V", Seq: 4, Kind: "folder", Key: "g", Time: t0, Data: []byte(`{"state":"running"}`)}, // not a job
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(recs []store.Record) string {
+		var s []string
+		for _, r := range recs {
+			s = append(s, r.Origin+"/"+r.Key)
+		}
+		return strings.Join(s, " ")
+	}
+	got, err := db.JobsInState(ctx, "queued", "starting", "running")
+	if err != nil || keys(got) != "V/e W/a W/c" {
+		t.Fatalf("JobsInState = %q, %v; want V/e W/a W/c", keys(got), err)
+	}
+	if _, err := db.Receive(ctx, []store.Record{job("W", 4, "a", "exited")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.JobsInState(ctx, "running"); err != nil || keys(got) != "V/e" {
+		t.Fatalf("after W/a exited: JobsInState = %q, %v; want V/e", keys(got), err)
 	}
 }
