@@ -45,6 +45,7 @@ func benchSendSince(b *testing.B, n, size int) {
 	}
 	s := NewServer(db, origin, slog.New(slog.DiscardHandler))
 	var sent counter
+	cpu := cpuTime()
 	for b.Loop() {
 		sent = 0
 		var (
@@ -61,6 +62,7 @@ func benchSendSince(b *testing.B, n, size int) {
 		}
 	}
 	b.SetBytes(int64(sent))
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N)/float64(sent), "cpu-ns/B")
 }
 
 // BenchmarkSendSince compares a catch-up of small records (1 s samples of
