@@ -153,7 +153,7 @@ func (db *DB) write(ctx context.Context, c class, fn func(tx *sql.Tx) (changed b
 	// starts again from empty: the retry, and the control writes after it,
 	// find room. (wal_autocheckpoint keeps the WAL well under the reserve.)
 	db.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
-	db.quota.inexact() // the failed try counted records it did not store
+	db.quota.inexact()           // the failed try counted records it did not store
 	return db.commit(ctx, c, fn) // fn sees the pause: Put skips history now
 }
 
