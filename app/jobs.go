@@ -18,6 +18,7 @@ import (
 
 	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 )
 
@@ -32,7 +33,9 @@ type NodeCaller interface {
 }
 
 // Jobs lists jobs of every node from the replica, newest first: active ones,
-// or all with all set. A job of an offline node is marked stale.
+// or all with all set. A job of an offline node is marked stale. The active
+// ones are read through the store's index of job states: the records of
+// ended jobs, however many a member holds, are not read.
 func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 	nodes, err := r.Nodes(ctx)
 	if err != nil {
@@ -43,32 +46,51 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 	for _, n := range nodes {
 		names[n.ID], online[n.ID] = n.Name, n.Online
 	}
+	recs, err := r.jobRecords(ctx, nodes, all)
+	if err != nil {
+		return nil, err
+	}
 	out := []Job{}
-	for _, n := range nodes {
-		recs, err := r.db.Range(ctx, n.ID, KindJob, time.Time{}, time.Now().Add(24*time.Hour))
-		if err != nil {
-			return nil, fmt.Errorf("read jobs of %s: %w", n.Name, err)
+	for _, rec := range recs {
+		if _, ok := names[rec.Origin]; !ok {
+			continue // a machine no longer in the pool
 		}
-		for _, rec := range recs {
-			var j jobs.Job
-			if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" {
-				continue // a malformed record from a peer: skip it
-			}
-			if j.Removed || (!all && !active(j.State)) {
-				continue
-			}
-			j.Node = n.ID // a job is its origin's, whatever node the record names
-			out = append(out, Job{Job: j, NodeName: names[n.ID], OwnerName: ownerName(names, j.Owner), Stale: !online[n.ID],
-				ImageLoadedByName: loaderName(names, j.ImageLoadedBy)})
+		var j jobs.Job
+		if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" {
+			continue // a malformed record from a peer: skip it
 		}
+		if j.Removed || (!all && !active(j.State)) {
+			continue
+		}
+		j.Node = rec.Origin // a job is its origin's, whatever node the record names
+		out = append(out, Job{Job: j, NodeName: names[rec.Origin], OwnerName: ownerName(names, j.Owner), Stale: !online[rec.Origin],
+			ImageLoadedByName: loaderName(names, j.ImageLoadedBy)})
 	}
 	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
 	return out, nil
 }
 
-func active(st jobs.State) bool {
-	return st == jobs.Queued || st == jobs.Starting || st == jobs.Running
+// activeStates are the states of the jobs Jobs lists without all.
+var activeStates = []string{string(jobs.Queued), string(jobs.Starting), string(jobs.Running)}
+
+// jobRecords reads the job records of nodes: every one with all, else
+// those whose state is active.
+func (r *Reader) jobRecords(ctx context.Context, nodes []Node, all bool) ([]store.Record, error) {
+	if !all {
+		return r.db.JobsInState(ctx, activeStates...)
+	}
+	var out []store.Record
+	for _, n := range nodes {
+		recs, err := r.db.Range(ctx, n.ID, KindJob, time.Time{}, time.Now().Add(24*time.Hour))
+		if err != nil {
+			return nil, fmt.Errorf("read jobs of %s: %w", n.Name, err)
+		}
+		out = append(out, recs...)
+	}
+	return out, nil
 }
+
+func active(st jobs.State) bool { return slices.Contains(activeStates, string(st)) }
 
 func ownerName(names map[string]string, id string) string {
 	if n, ok := names[id]; ok {

@@ -87,7 +87,8 @@ func padded(n int) []byte {
 }
 
 // TestFollowRefusesAndGoesOn: a peer's records of an unknown kind, over
-// their cap, or with a key over its cap are refused (and logged once per
+// their cap, with a key over its cap, or with terminal escapes or bidi
+// controls in their text (finding 13) are refused (and logged once per
 // rule); the rest of that frame and the frames after it are stored, and
 // the cursor passes the refused ones.
 func TestFollowRefusesAndGoesOn(t *testing.T) {
@@ -107,7 +108,11 @@ func TestFollowRefusesAndGoesOn(t *testing.T) {
 			rec(5, schema.KindAlert, strings.Repeat("k", 4096), []byte(`{}`)),
 			rec(6, schema.KindSample1s, "000000000006", []byte(`{"ok":6}`)),
 		}},
-		{Records: []store.Record{rec(7, schema.KindJob, "j-1", []byte(`{"ok":7}`))}},
+		{Records: []store.Record{
+			rec(7, schema.KindJob, "j-1", []byte(`{"ok":7}`)),
+			rec(8, schema.KindAlert, "a-1", []byte(`{"message":"\u001b]52;c;cm0gLXJmIH4=\u0007GPU 0 hot"}`)),
+			rec(9, schema.KindFolder, "data", []byte(`{"name":"data`+"\u202e"+`vsc.exe"}`)),
+		}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Query().Get("since") != "0" {
@@ -132,7 +137,7 @@ func TestFollowRefusesAndGoesOn(t *testing.T) {
 	t.Cleanup(srv.Close)
 	logs := &captured{}
 	followOne(t, r, srv, writer, slog.New(logs))
-	waitUntil(t, 10*time.Second, "the frames applied", func() bool { c, _ := r.Cursor(ctx, writer); return c == 7 })
+	waitUntil(t, 10*time.Second, "the frames applied", func() bool { c, _ := r.Cursor(ctx, writer); return c == 9 })
 	held, err := r.Since(ctx, writer, 0, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -144,8 +149,8 @@ func TestFollowRefusesAndGoesOn(t *testing.T) {
 	if fmt.Sprint(seqs) != "[1 6 7]" {
 		t.Errorf("stored seqs %v; want [1 6 7]", seqs)
 	}
-	if got := logs.count("refused"); got != 2 {
-		t.Errorf("%d refusals logged; want 2 (once for each rule: record kinds, record size cap):\n%s", got, logs)
+	if got := logs.count("refused"); got != 3 {
+		t.Errorf("%d refusals logged; want 3 (once for each rule: record kinds, record size cap, no control characters in text):\n%s", got, logs)
 	}
 }
 

@@ -1,13 +1,15 @@
 // Package schema is the replica's schema, in one place: every record kind
 // the replica carries, with the one writer of its records and the size cap
-// of each record, and every local setting key (never replicated) with the
-// package that writes it.
+// of each record and of the records of one origin, and every local setting
+// key (never replicated) with the package that writes it.
 //
 // Every record is written by its origin only, about itself: a machine is
 // the authority over its own node, samples, jobs, folders and alerts. The
-// store refuses to append a record of a kind not listed here, or over its
-// kind's caps; a member receiving a record refuses the same, and records
-// of an origin past OriginQuota (see sync/store and sync/replica).
+// store refuses to append a record of a kind not listed here, over its
+// kind's caps (MaxKey, MaxData, MaxRecords), carrying control characters
+// in its text (CheckText), or past its origin's quotas (OriginQuota for
+// every kind, ControlQuota for control kinds); a member receiving a record
+// refuses the same (see sync/store and sync/replica).
 //
 // It imports nothing of labpool, so that every package may ask it.
 package schema
@@ -41,31 +43,40 @@ const HistoryPrefix = "sample."
 // IsHistory reports whether records of kind are history.
 func IsHistory(kind string) bool { return strings.HasPrefix(kind, HistoryPrefix) }
 
-// Kind is one record kind: who writes it and how large one record may be.
+// Kind is one record kind: who writes it, how large one record may be and
+// how many of them one origin may hold.
 type Kind struct {
 	Name   string
 	Writer string // the package that writes this machine's records of it
 	// MaxKey and MaxData cap one record: its key and its data, in bytes.
 	MaxKey, MaxData int
+	// MaxRecords caps the records of this kind that one origin holds in a
+	// replica: a listing reads at most that many of each member.
+	MaxRecords int
+	// Multiline names the fields of the data whose text may carry line
+	// breaks and tabs (messages, command lines); see CheckText.
+	Multiline []string
 }
 
 // sampleKey caps the key of a history record (unix seconds, %012d).
 const sampleKey = 20
 
-// kinds lists every record kind.
+// kinds lists every record kind. A history kind's MaxRecords is about
+// twice the points its tier keeps (app/history); a control kind's bounds
+// what a machine holds of it at once (a machine's writer prunes what ended).
 var kinds = []Kind{
-	{KindNode, "app/daemon (the machine's own record)", 0, 256 << 10},
-	{KindJob, "app/nodestore (the jobs this machine runs)", 128, 64 << 10},
-	{KindFolder, "app/sharing (the folders this machine shares)", 256, 16 << 10},
-	{KindAlert, "app/alerting (the alerts this machine evaluates)", 256, 16 << 10},
-	{KindAlertRules, "app/alerting (this machine's rules and mutes)", 0, 64 << 10},
-	{KindLive, "app/history (this machine's latest sample)", 0, 512 << 10},
-	{KindSample1s, "app/history (this machine's samples)", sampleKey, 64 << 10},
-	{KindSample1m, "app/history (this machine's samples)", sampleKey, 64 << 10},
-	{KindSample15m, "app/history (this machine's samples)", sampleKey, 64 << 10},
-	{KindSample3h, "app/history (this machine's samples)", sampleKey, 64 << 10},
-	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10},
-	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10},
+	{KindNode, "app/daemon (the machine's own record)", 0, 256 << 10, 1, []string{"error", "reason", "message"}},
+	{KindJob, "app/nodestore (the jobs this machine runs)", 128, 64 << 10, 4096, []string{"cmd", "env", "error"}},
+	{KindFolder, "app/sharing (the folders this machine shares)", 256, 16 << 10, 256, nil},
+	{KindAlert, "app/alerting (the alerts this machine evaluates)", 256, 16 << 10, 4096, []string{"message"}},
+	{KindAlertRules, "app/alerting (this machine's rules and mutes)", 0, 64 << 10, 1, nil},
+	{KindLive, "app/history (this machine's latest sample)", 0, 512 << 10, 1, []string{"error"}},
+	{KindSample1s, "app/history (this machine's samples)", sampleKey, 64 << 10, 8192, []string{"error"}},
+	{KindSample1m, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 10080, []string{"error"}},
+	{KindSample15m, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 35136, []string{"error"}},
+	{KindSample3h, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 5856, []string{"error"}},
+	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10, 2 * 17568, nil},
+	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
 }
 
 // Lookup returns kind name.
@@ -95,20 +106,31 @@ func MaxRecord() int {
 // origin: a machine-year of history of 8 GPUs is about 50 MB.
 const OriginQuota = 256 << 20
 
+// ControlQuota bounds the bytes (keys and data) of control records (every
+// kind but history) a replica holds of one origin, inside OriginQuota:
+// what a listing of jobs, folders or alerts may have to read of one
+// member (finding 9: `labpool ps` read 256 MiB of one member's jobs). A
+// machine's own records of 4096 jobs (MaxRecords) take about 3 MiB.
+const ControlQuota = 4 << 20
+
 // ErrRefused means a record breaks the schema: its kind is unknown, it is
-// over its kind's caps, or its origin is past OriginQuota.
+// over its kind's caps, it carries control characters in its text, or its
+// origin is past a quota.
 var ErrRefused = errors.New("refused")
 
 // Rules a record may break, as a refusal names them.
 const (
-	RuleKind  = "record kinds"
-	RuleCap   = "record size cap"
-	RuleQuota = "origin quota"
+	RuleKind         = "record kinds"
+	RuleCap          = "record size cap"
+	RuleCount        = "record count cap"
+	RuleQuota        = "origin quota"
+	RuleControlQuota = "origin control quota"
+	RuleText         = "no control characters in text"
 )
 
 // Refusal is a record the schema refuses, and the rule it breaks.
 type Refusal struct {
-	Rule string // RuleKind, RuleCap or RuleQuota
+	Rule string // one of the Rule constants
 	Msg  string
 }
 
@@ -143,4 +165,28 @@ func Quota(origin string, held, size, limit int64) error {
 		return nil
 	}
 	return &Refusal{RuleQuota, fmt.Sprintf("origin %.20s holds %d bytes in this replica; %d more is over its quota of %d", origin, held, size, limit)}
+}
+
+// Count refuses one more record of kind from origin when the replica holds
+// held records of that kind of it already (the record it replaces, if any,
+// not counted).
+func Count(origin, kind string, held int64) error {
+	k, ok := Lookup(kind)
+	if !ok {
+		return &Refusal{RuleKind, fmt.Sprintf("record kind %.64q is not in the replica's schema", kind)}
+	}
+	if held < int64(k.MaxRecords) {
+		return nil
+	}
+	return &Refusal{RuleCount, fmt.Sprintf("origin %.20s holds %d %s records in this replica; one more is over their cap of %d", origin, held, kind, k.MaxRecords)}
+}
+
+// Control refuses a control record of size bytes (key and data) of origin
+// when the replica holds held bytes of its control records already,
+// against a quota of limit bytes (ControlQuota but in tests).
+func Control(origin string, held, size, limit int64) error {
+	if held+size <= limit {
+		return nil
+	}
+	return &Refusal{RuleControlQuota, fmt.Sprintf("origin %.20s holds %d bytes of control records in this replica; %d more is over their quota of %d", origin, held, size, limit)}
 }

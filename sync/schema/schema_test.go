@@ -62,3 +62,35 @@ func TestQuota(t *testing.T) {
 		t.Errorf("over the quota: %v", err)
 	}
 }
+
+// TestEveryKindCapsItsCount: each kind caps the records an origin holds of
+// it, and a control kind's cap times its size fits the quotas' order.
+func TestEveryKindCapsItsCount(t *testing.T) {
+	for _, k := range schema.Kinds() {
+		if k.MaxRecords <= 0 {
+			t.Errorf("kind %q: want a record count cap", k.Name)
+		}
+		if k.MaxKey == 0 && k.MaxRecords != 1 {
+			t.Errorf("kind %q has a single key, but a count cap of %d", k.Name, k.MaxRecords)
+		}
+	}
+	if schema.ControlQuota >= schema.OriginQuota {
+		t.Errorf("ControlQuota %d is not under OriginQuota %d", schema.ControlQuota, schema.OriginQuota)
+	}
+}
+
+func TestCount(t *testing.T) {
+	job, _ := schema.Lookup(schema.KindJob)
+	if err := schema.Count("W", schema.KindJob, int64(job.MaxRecords-1)); err != nil {
+		t.Errorf("the last record under the cap: %v", err)
+	}
+	if err := schema.Count("W", schema.KindJob, int64(job.MaxRecords)); !errors.Is(err, schema.ErrRefused) || !strings.Contains(err.Error(), "(rule: "+schema.RuleCount+")") {
+		t.Errorf("over the cap: %v", err)
+	}
+	if err := schema.Control("W", 90, 10, 100); err != nil {
+		t.Errorf("at the control quota: %v", err)
+	}
+	if err := schema.Control("W", 91, 10, 100); !errors.Is(err, schema.ErrRefused) || !strings.Contains(err.Error(), "(rule: "+schema.RuleControlQuota+")") {
+		t.Errorf("over the control quota: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/labpool/labpool/sync/schema"
@@ -15,50 +16,134 @@ type Refused struct {
 	Err               error // a *schema.Refusal
 }
 
-// heldBytes sums the keys and data held of an origin.
-const heldBytes = `SELECT COALESCE(SUM(length(key) + length(data)), 0) FROM records WHERE origin = ?`
+// heldByKind counts and sizes (keys and data) the records held of an
+// origin, kind by kind, through the primary key.
+const heldByKind = `SELECT kind, COUNT(*), COALESCE(SUM(length(key) + length(data)), 0)
+	FROM records WHERE origin = ? GROUP BY kind`
 
 // heldRecord is the size of the version held of one record.
 const heldRecord = `SELECT length(key) + length(data) FROM records WHERE origin = ? AND kind = ? AND key = ?`
 
-// quota keeps, per origin, an estimate of the bytes held of it that is
-// never below the truth: the sum read once, plus every record stored since
-// (a record that replaces another counts whole). Only when the estimate
-// passes the quota is the true sum read again. Guarded by db.wmu.
+// quota keeps, per origin, what the replica holds of it: its bytes, the
+// bytes of its control records and its records of each kind. Each figure
+// is an estimate never below the truth: the sums read once, plus every
+// record stored since (a record that replaces another counts whole). Only
+// when an estimate passes its cap is the truth read again; it stays exact
+// while what is stored is counted exactly. Guarded by db.wmu.
 type quota struct {
-	limit int64
-	held  map[string]int64
+	limit, control int64 // OriginQuota and ControlQuota
+	held           map[string]*holding
 }
 
-// admit refuses r when the schema does not allow it or its origin would
-// pass its quota; tx is Receive's transaction.
-func (db *DB) admit(ctx context.Context, tx *sql.Tx, r *Record) error {
+// holding is what the replica holds of one origin.
+type holding struct {
+	bytes, control int64
+	count          map[string]int64 // by kind
+	exact          bool             // the figures are the truth
+}
+
+// admitted is how storing an admitted record changes its origin's holding.
+type admitted struct {
+	h           *holding
+	bytes, recs int64 // what the record adds: bytes, and records of its kind
+	exact       bool  // known exactly: the version it replaces was read
+}
+
+// admit refuses r when the schema does not allow it (its kind, its caps,
+// its text) or when it would take its origin past a quota or its kind's
+// count cap; tx is the write's transaction.
+func (db *DB) admit(ctx context.Context, tx *sql.Tx, r *Record) (admitted, error) {
 	if err := schema.Check(r.Kind, r.Key, len(r.Data)); err != nil {
-		return err
+		return admitted{}, err
 	}
+	if err := schema.CheckText(r.Kind, r.Key, r.Data); err != nil {
+		return admitted{}, err
+	}
+	k, _ := schema.Lookup(r.Kind)
 	q := &db.quota
 	size := int64(len(r.Key) + len(r.Data))
-	held, ok := q.held[r.Origin]
-	if ok && held+size <= q.limit {
-		return nil
+	control := !schema.IsHistory(r.Kind)
+	h := q.held[r.Origin]
+	if h != nil && h.bytes+size <= q.limit && (!control || h.control+size <= q.control) && h.count[r.Kind] < int64(k.MaxRecords) {
+		return admitted{h: h, bytes: size, recs: 1}, nil
 	}
-	if err := tx.QueryRowContext(ctx, heldBytes, r.Origin).Scan(&held); err != nil {
-		return fmt.Errorf("read the bytes held of %s: %w", r.Origin, err)
+	if h == nil || !h.exact {
+		var err error
+		if h, err = readHolding(ctx, tx, r.Origin); err != nil {
+			return admitted{}, err
+		}
+		if q.held == nil {
+			q.held = map[string]*holding{}
+		}
+		q.held[r.Origin] = h
 	}
-	if q.held == nil {
-		q.held = map[string]int64{}
+	var old, replaced int64 // a record replaced frees its bytes and its place
+	err := tx.QueryRowContext(ctx, heldRecord, r.Origin, r.Kind, r.Key).Scan(&old)
+	switch {
+	case err == nil:
+		replaced = 1
+	case !errors.Is(err, sql.ErrNoRows):
+		return admitted{}, fmt.Errorf("read the bytes held of %s: %w", r.Origin, err)
 	}
-	q.held[r.Origin] = held
-	var old int64 // a record replaced frees its bytes
-	if err := tx.QueryRowContext(ctx, heldRecord, r.Origin, r.Kind, r.Key).Scan(&old); err != nil && err != sql.ErrNoRows {
-		return fmt.Errorf("read the bytes held of %s: %w", r.Origin, err)
+	if err := schema.Quota(r.Origin, h.bytes-old, size, q.limit); err != nil {
+		return admitted{}, err
 	}
-	return schema.Quota(r.Origin, held-old, size, q.limit)
+	if control {
+		if err := schema.Control(r.Origin, h.control-old, size, q.control); err != nil {
+			return admitted{}, err
+		}
+	}
+	if replaced == 0 { // a new version of a record held takes no new place
+		if err := schema.Count(r.Origin, r.Kind, h.count[r.Kind]); err != nil {
+			return admitted{}, err
+		}
+	}
+	return admitted{h: h, bytes: size - old, recs: 1 - replaced, exact: true}, nil
 }
 
-// stored counts r in its origin's estimate once written.
-func (q *quota) stored(r *Record) {
-	if _, ok := q.held[r.Origin]; ok {
-		q.held[r.Origin] += int64(len(r.Key) + len(r.Data))
+// readHolding reads what the replica holds of origin.
+func readHolding(ctx context.Context, tx *sql.Tx, origin string) (*holding, error) {
+	rows, err := tx.QueryContext(ctx, heldByKind, origin)
+	if err != nil {
+		return nil, fmt.Errorf("read the records held of %s: %w", origin, err)
+	}
+	defer rows.Close()
+	h := &holding{count: map[string]int64{}, exact: true}
+	for rows.Next() {
+		var (
+			kind     string
+			n, bytes int64
+		)
+		if err := rows.Scan(&kind, &n, &bytes); err != nil {
+			return nil, fmt.Errorf("read the records held of %s: %w", origin, err)
+		}
+		h.count[kind] = n
+		h.bytes += bytes
+		if !schema.IsHistory(kind) {
+			h.control += bytes
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the records held of %s: %w", origin, err)
+	}
+	return h, nil
+}
+
+// stored counts an admitted record of kind once written.
+func (a admitted) stored(kind string) {
+	h := a.h
+	h.bytes += a.bytes
+	if !schema.IsHistory(kind) {
+		h.control += a.bytes
+	}
+	h.count[kind] += a.recs
+	h.exact = h.exact && a.exact
+}
+
+// inexact marks every origin's figures as estimates: after records were
+// deleted, or a write that counted its records failed. db.wmu is held.
+func (q *quota) inexact() {
+	for _, h := range q.held {
+		h.exact = false
 	}
 }

@@ -23,8 +23,10 @@ const replaceRecord = `INSERT INTO records (` + recordCols + `) VALUES (?, ?, ?,
 // Append writes one of our own records (origin is this device) and assigns
 // it the next seq of origin. A record with the same (origin, kind, key) is
 // replaced. t is stored to the millisecond; data must be JSON or empty. A
-// record of a kind the schema does not know, or over its kind's caps, is
-// refused (schema.ErrRefused).
+// record the schema refuses is refused here too, before any follower
+// would (schema.ErrRefused): of a kind it does not know, over its kind's
+// caps, with control characters in its text, or past origin's quotas or
+// its kind's count cap.
 func (db *DB) Append(ctx context.Context, origin, kind, key string, t time.Time, data []byte) (Record, error) {
 	recs, err := db.AppendBatch(ctx, origin, []Record{{Kind: kind, Key: key, Time: t, Data: data}})
 	if err != nil {
@@ -48,6 +50,9 @@ func (db *DB) AppendBatch(ctx context.Context, origin string, recs []Record) ([]
 		if err := schema.Check(r.Kind, r.Key, len(r.Data)); err != nil {
 			return nil, fmt.Errorf("append a record: %w", err)
 		}
+		if err := schema.CheckText(r.Kind, r.Key, r.Data); err != nil {
+			return nil, fmt.Errorf("append a record: %w", err)
+		}
 		out[i] = Record{Origin: origin, Kind: r.Kind, Key: r.Key, Time: fromMS(toMS(r.Time)), Data: slices.Clone(r.Data)}
 	}
 	err := db.write(ctx, classOf(out), func(tx *sql.Tx) (bool, error) {
@@ -62,6 +67,9 @@ func (db *DB) AppendBatch(ctx context.Context, origin string, recs []Record) ([]
 		return true, nil
 	})
 	if err != nil {
+		db.wmu.Lock()
+		db.quota.inexact() // it counted records it did not store
+		db.wmu.Unlock()
 		return nil, fmt.Errorf("append records of %s: %w", origin, err)
 	}
 	return out, nil
@@ -79,10 +87,15 @@ func (db *DB) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) error {
 		if err := seqStmt.QueryRowContext(ctx, r.Origin).Scan(&seq); err != nil {
 			return fmt.Errorf("next seq: %w", err)
 		}
+		a, err := db.admit(ctx, tx, r)
+		if err != nil {
+			return fmt.Errorf("append a record: %w", err)
+		}
 		r.Seq = uint64(seq)
 		if _, err := putStmt.ExecContext(ctx, r.Origin, r.Kind, r.Key, seq, toMS(r.Time), dataArg(r.Data)); err != nil {
 			return fmt.Errorf("write %s/%s: %w", r.Kind, r.Key, err)
 		}
+		a.stored(r.Kind)
 	}
 	return nil
 }

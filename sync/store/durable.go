@@ -64,6 +64,9 @@ type Options struct {
 	// origin: Receive refuses its records past it (default
 	// schema.OriginQuota).
 	OriginQuota int64
+	// ControlQuota bounds the bytes of control records held of one
+	// origin, inside OriginQuota (default schema.ControlQuota).
+	ControlQuota int64
 }
 
 // DefaultReserveBytes is the default reserve: room for a checkpoint of the
@@ -83,6 +86,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OriginQuota <= 0 {
 		o.OriginQuota = schema.OriginQuota
+	}
+	if o.ControlQuota <= 0 {
+		o.ControlQuota = schema.ControlQuota
 	}
 	if o.ResumeEvery <= 0 {
 		o.ResumeEvery = 5 * time.Second
@@ -147,6 +153,7 @@ func (db *DB) write(ctx context.Context, c class, fn func(tx *sql.Tx) (changed b
 	// starts again from empty: the retry, and the control writes after it,
 	// find room. (wal_autocheckpoint keeps the WAL well under the reserve.)
 	db.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	db.quota.inexact()           // the failed try counted records it did not store
 	return db.commit(ctx, c, fn) // fn sees the pause: Put skips history now
 }
 

@@ -141,6 +141,8 @@ func TestHotQueriesUseIndexes(t *testing.T) {
 		"latestByKind": {latestByKind, []any{"k"}},
 		"prune":        {pruneKind, []any{"k", 0}},
 		"upsert":       {upsertRecord, []any{"A", "k", "", 1, 0, []byte{}}},
+		"heldByKind":   {heldByKind, []any{"A"}},
+		"jobsInState":  {`SELECT ` + recordCols + ` FROM records WHERE kind = 'job' AND ` + jobState + ` IN (?, ?)`, []any{"running", "queued"}},
 	}
 	for name, tc := range queries {
 		t.Run(name, func(t *testing.T) {

@@ -22,6 +22,7 @@ func (db *DB) Prune(ctx context.Context, kind string, before time.Time) (int64, 
 		if err != nil {
 			return false, err
 		}
+		db.quota.inexact() // db.wmu is held
 		n, err = res.RowsAffected()
 		return false, err
 	})

@@ -32,9 +32,10 @@ func (db *DB) Put(ctx context.Context, recs []Record) error {
 // storing nothing, when a record is invalid (ErrInvalidRecord).
 //
 // It refuses, and returns, each record the schema does not allow (an
-// unknown kind, over its kind's caps) or that would take its origin past
-// its quota (Options.OriginQuota); the others are stored, and the cursor
-// passes the refused ones, so they are not asked for again.
+// unknown kind, over its kind's caps, control characters in its text) or
+// that would take its origin past its quotas (Options.OriginQuota and
+// ControlQuota) or its kind's count cap; the others are stored, and the
+// cursor passes the refused ones, so they are not asked for again.
 //
 // While history is paused by a full disk (HistoryPaused), Receive skips the
 // history records in recs and keeps the cursor of their origin below the
@@ -54,6 +55,9 @@ func (db *DB) Receive(ctx context.Context, recs []Record) ([]Refused, error) {
 		return db.putTx(ctx, tx, recs, db.paused.Load(), &refused)
 	})
 	if err != nil {
+		db.wmu.Lock()
+		db.quota.inexact() // it counted records it did not store
+		db.wmu.Unlock()
 		return nil, fmt.Errorf("put %d records: %w", len(recs), err)
 	}
 	return refused, nil
@@ -79,7 +83,8 @@ func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory 
 			}
 			continue
 		}
-		if err := db.admit(ctx, tx, &r); err != nil {
+		a, err := db.admit(ctx, tx, &r)
+		if err != nil {
 			if _, ok := err.(*schema.Refusal); !ok {
 				return false, err
 			}
@@ -95,7 +100,7 @@ func (db *DB) putTx(ctx context.Context, tx *sql.Tx, recs []Record, skipHistory 
 			return false, err
 		}
 		if k > 0 {
-			db.quota.stored(&r)
+			a.stored(r.Kind)
 		}
 		n += k
 	}

@@ -36,6 +36,39 @@ func (db *DB) Since(ctx context.Context, origin string, seq uint64, limit int) (
 	return recs, nil
 }
 
+// SinceBytes is Since that stops reading before the record that would
+// take the keys and data read past maxBytes (it reads one record at
+// least): a frame of a catch-up reads what it sends, not its limit's
+// worth of large records. full says that it stopped there, with records
+// left to read.
+func (db *DB) SinceBytes(ctx context.Context, origin string, seq uint64, limit, maxBytes int) (recs []Record, full bool, err error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := db.since.QueryContext(ctx, origin, clampSeq(seq), limit)
+	if err != nil {
+		return nil, false, fmt.Errorf("read records of %s since %d: %w", origin, seq, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, false, fmt.Errorf("read records of %s since %d: %w", origin, seq, err)
+		}
+		n += len(r.Key) + len(r.Data)
+		if n > maxBytes && len(recs) > 0 {
+			full = true
+			break
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("read records of %s since %d: %w", origin, seq, err)
+	}
+	return recs, full, nil
+}
+
 // sinceQuery is Since's statement.
 const sinceQuery = `SELECT ` + recordCols + ` FROM records
 	WHERE origin = ? AND seq > ? ORDER BY seq LIMIT ?`

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +180,79 @@ func TestReadersBesideWriter(t *testing.T) {
 	}
 	if recs, _ := other.Since(ctx, "A", 0, 0); len(recs) != 100 {
 		t.Errorf("other handle sees %d records; want 100", len(recs))
+	}
+}
+
+// TestSinceBytes: finding 15, a catch-up frame of large records reads up
+// to its byte budget, not its record limit's worth, and says whether it
+// stopped there.
+func TestSinceBytes(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	var recs []store.Record
+	for i := range 10 {
+		recs = append(recs, store.Record{Kind: "job", Key: fmt.Sprint("j", i), Time: t0, Data: sample(i, 10_000)})
+	}
+	if _, err := db.AppendBatch(ctx, "A", recs); err != nil {
+		t.Fatal(err)
+	}
+	size := 2 + 10_000 // key and data of one
+	tests := []struct {
+		name          string
+		seq           uint64
+		limit, budget int
+		want          []uint64
+		full          bool
+	}{
+		{"three fit", 0, 512, 3*size + size/2, []uint64{1, 2, 3}, true},
+		{"exactly three", 0, 512, 3 * size, []uint64{1, 2, 3}, true},
+		{"one at least", 4, 512, 1, []uint64{5}, true},
+		{"the limit first", 0, 2, 1 << 20, []uint64{1, 2}, false},
+		{"all of them", 7, 512, 1 << 20, []uint64{8, 9, 10}, false},
+		{"none left", 10, 512, 1 << 20, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, full, err := db.SinceBytes(ctx, "A", tt.seq, tt.limit, tt.budget)
+			if err != nil || !equalSeqs(seqs(got), tt.want) || full != tt.full {
+				t.Fatalf("SinceBytes = %v, %v, %v; want %v, %v", seqs(got), full, err, tt.want, tt.full)
+			}
+		})
+	}
+}
+
+// TestJobsInState: finding 9, a listing of active jobs reads the job
+// records in those states alone, of every origin, through their index;
+// a record whose state changes moves with it.
+func TestJobsInState(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openTest(t)
+	job := func(origin string, seq uint64, key, state string) store.Record {
+		return store.Record{Origin: origin, Seq: seq, Kind: "job", Key: key, Time: t0, Data: fmt.Appendf(nil, `{"id":%q,"state":%q,"pad":"x"}`, key, state)}
+	}
+	if _, err := db.Receive(ctx, []store.Record{
+		job("W", 1, "a", "running"), job("W", 2, "b", "exited"), job("W", 3, "c", "queued"),
+		job("V", 1, "d", "failed"), job("V", 2, "e", "running"),
+		{Origin: "V", Seq: 3, Kind: "job", Key: "f", Time: t0},                                         // no data
+		{Origin: "V", Seq: 4, Kind: "folder", Key: "g", Time: t0, Data: []byte(`{"state":"running"}`)}, // not a job
+	}); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(recs []store.Record) string {
+		var s []string
+		for _, r := range recs {
+			s = append(s, r.Origin+"/"+r.Key)
+		}
+		return strings.Join(s, " ")
+	}
+	got, err := db.JobsInState(ctx, "queued", "starting", "running")
+	if err != nil || keys(got) != "V/e W/a W/c" {
+		t.Fatalf("JobsInState = %q, %v; want V/e W/a W/c", keys(got), err)
+	}
+	if _, err := db.Receive(ctx, []store.Record{job("W", 4, "a", "exited")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.JobsInState(ctx, "running"); err != nil || keys(got) != "V/e" {
+		t.Fatalf("after W/a exited: JobsInState = %q, %v; want V/e", keys(got), err)
 	}
 }

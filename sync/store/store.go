@@ -59,7 +59,7 @@ type DB struct {
 	paused    atomic.Bool       // history paused by a full disk (see durable.go)
 	lastCheck time.Time         // of free space while paused; guarded by wmu
 	skipFloor map[string]uint64 // per origin, the lowest seq Put skipped while paused; guarded by wmu
-	quota     quota             // bytes held per origin, for Receive; guarded by wmu
+	quota     quota             // what is held per origin, for Receive and Append; guarded by wmu
 	members   atomic.Uint64
 	appended  sync.Map  // origin -> uint64: the highest seq Append gave it in this process
 	since     *sql.Stmt // Since's query, prepared once
@@ -107,7 +107,7 @@ func OpenWith(path string, opts Options) (*DB, error) {
 	// the one or two its streams use.
 	r.SetConnMaxIdleTime(readerIdle)
 	db := &DB{w: w, r: r, path: abs, opts: opts.withDefaults()}
-	db.quota.limit = db.opts.OriginQuota
+	db.quota.limit, db.quota.control = db.opts.OriginQuota, db.opts.ControlQuota
 	if err := db.prepare(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open replica %s: %w", path, err)
