@@ -71,7 +71,7 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 }
 
 // activeStates are the states of the jobs Jobs lists without all.
-var activeStates = []string{string(jobs.Queued), string(jobs.Starting), string(jobs.Running)}
+var activeStates = schema.ActiveJobStates
 
 // jobRecords reads the job records of nodes: every one with all, else
 // those whose state is active.

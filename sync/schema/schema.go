@@ -17,6 +17,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -66,7 +67,7 @@ const sampleKey = 20
 // what a machine holds of it at once (a machine's writer prunes what ended).
 var kinds = []Kind{
 	{KindNode, "app/daemon (the machine's own record)", 0, 256 << 10, 1, []string{"error", "reason", "message"}},
-	{KindJob, "app/nodestore (the jobs this machine runs)", 128, 64 << 10, 4096, []string{"cmd", "env", "error"}},
+	{KindJob, "app/nodestore (the jobs this machine runs)", 128, 64 << 10, 1 << 17, []string{"cmd", "env", "error"}},
 	{KindFolder, "app/sharing (the folders this machine shares)", 256, 16 << 10, 256, nil},
 	{KindAlert, "app/alerting (the alerts this machine evaluates)", 256, 16 << 10, 4096, []string{"message"}},
 	{KindAlertRules, "app/alerting (this machine's rules and mutes)", 0, 64 << 10, 1, nil},
@@ -106,12 +107,29 @@ func MaxRecord() int {
 // origin: a machine-year of history of 8 GPUs is about 50 MB.
 const OriginQuota = 256 << 20
 
-// ControlQuota bounds the bytes (keys and data) of control records (every
-// kind but history) a replica holds of one origin, inside OriginQuota:
-// what a listing of jobs, folders or alerts may have to read of one
-// member (finding 9: `labpool ps` read 256 MiB of one member's jobs). A
-// machine's own records of 4096 jobs (MaxRecords) take about 3 MiB.
+// ControlQuota bounds the bytes (keys and data) of control records a
+// replica holds of one origin, inside OriginQuota: what a listing of
+// active jobs, folders or alerts may have to read of one member (finding
+// 9: `labpool ps` read 256 MiB of one member's jobs). Control records are
+// those of every kind but history, less the records of ended jobs: those
+// are the machine's history of use (reports read them), kept for good
+// under OriginQuota and the job kind's count cap, and never read by a
+// listing of active jobs. About 4,000 active jobs of 1 KiB fit.
 const ControlQuota = 4 << 20
+
+// ActiveJobStates are the states of a job that is not over: a job record
+// whose "state" is one of them is a control record, listed by `ps`.
+var ActiveJobStates = []string{"queued", "starting", "running"}
+
+// IsControl reports whether a record of kind whose job state (the "state"
+// its data names, for a job record; as the replica's index reads it) is
+// state counts against ControlQuota.
+func IsControl(kind, state string) bool {
+	if IsHistory(kind) {
+		return false
+	}
+	return kind != KindJob || slices.Contains(ActiveJobStates, state)
+}
 
 // ErrRefused means a record breaks the schema: its kind is unknown, it is
 // over its kind's caps, it carries control characters in its text, or its

@@ -82,7 +82,7 @@ func TestReceiveControlQuota(t *testing.T) {
 	defer db.Close()
 	var recs []store.Record
 	for i := range 40 { // 40 x 4 KiB of jobs: over 64 KiB from the 16th on
-		recs = append(recs, store.Record{Origin: "W", Seq: uint64(i + 1), Kind: schema.KindJob, Key: fmt.Sprint("job-", i), Time: t0, Data: sample(i, 4<<10)})
+		recs = append(recs, store.Record{Origin: "W", Seq: uint64(i + 1), Kind: schema.KindJob, Key: fmt.Sprint("job-", i), Time: t0, Data: job(i, "running", 4<<10)})
 	}
 	for i := range 40 {
 		recs = append(recs, store.Record{Origin: "W", Seq: uint64(41 + i), Kind: schema.KindSample1s, Key: keyOf(i), Time: t0, Data: sample(i, 4<<10)})
@@ -141,13 +141,77 @@ func TestAppendControlQuota(t *testing.T) {
 	}
 	defer db.Close()
 	for i := range 3 {
-		if _, err := db.Append(ctx, "A", schema.KindJob, fmt.Sprint("job-", i), t0, sample(i, 4<<10)); err != nil {
+		if _, err := db.Append(ctx, "A", schema.KindJob, fmt.Sprint("job-", i), t0, job(i, "queued", 4<<10)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = db.Append(ctx, "A", schema.KindJob, "job-3", t0, sample(3, 8<<10))
+	_, err = db.Append(ctx, "A", schema.KindJob, "job-3", t0, job(3, "running", 8<<10-100))
 	if !errors.Is(err, schema.ErrRefused) || !strings.Contains(err.Error(), "(rule: "+schema.RuleControlQuota+")") {
 		t.Fatalf("Append past the control quota = %v; want a refusal naming rule %q", err, schema.RuleControlQuota)
+	}
+}
+
+// job is a job record's data of about n bytes in state.
+func job(i int, state string, n int) []byte {
+	b := fmt.Appendf(nil, `{"id":"job-%d","state":%q,"pad":"`, i, state)
+	for len(b) < n-2 {
+		b = append(b, 'x')
+	}
+	return append(b, `"}`...)
+}
+
+// TestEndedJobsAreHistory: the records of ended jobs are a machine's
+// history of use, kept under OriginQuota and the job count cap, never
+// under the control quota that bounds what `ps` reads: a busy machine's
+// thousands of ended jobs do not lock out its next one. A job that ends
+// frees its control bytes; one that runs again takes them back; a record
+// whose data SQLite reads as naming an active state counts as control,
+// whatever a second "state" key says to Go.
+func TestEndedJobsAreHistory(t *testing.T) {
+	ctx := context.Background()
+	const control = 16 << 10
+	db, err := store.OpenWith(filepath.Join(t.TempDir(), "r.db"), store.Options{ControlQuota: control})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i := range 40 { // 160 KiB of ended jobs, ten times the control quota
+		if _, err := db.Append(ctx, "A", schema.KindJob, fmt.Sprint("old-", i), t0, job(i, "exited", 4<<10)); err != nil {
+			t.Fatalf("ended job %d: %v", i, err)
+		}
+	}
+	for i := range 3 {
+		if _, err := db.Append(ctx, "A", schema.KindJob, fmt.Sprint("job-", i), t0, job(i, "running", 4<<10)); err != nil {
+			t.Fatalf("running job %d: %v", i, err)
+		}
+	}
+	refusedControl := func(err error) bool {
+		return errors.Is(err, schema.ErrRefused) && strings.Contains(err.Error(), "(rule: "+schema.RuleControlQuota+")")
+	}
+	if _, err := db.Append(ctx, "A", schema.KindJob, "job-3", t0, job(3, "running", 8<<10-100)); !refusedControl(err) {
+		t.Fatalf("a running job past the control quota = %v; want rule %q", err, schema.RuleControlQuota)
+	}
+	if _, err := db.Append(ctx, "A", schema.KindJob, "job-0", t0, job(0, "exited", 4<<10)); err != nil {
+		t.Fatalf("job-0 ends: %v", err)
+	}
+	if _, err := db.Append(ctx, "A", schema.KindJob, "job-3", t0, job(3, "running", 8<<10-100)); err != nil {
+		t.Fatalf("job-3 after job-0 ended: %v", err)
+	}
+	if _, err := db.Append(ctx, "A", schema.KindJob, "old-0", t0, job(0, "queued", 4<<10)); !refusedControl(err) {
+		t.Fatalf("an ended job queued again past the quota = %v; want rule %q", err, schema.RuleControlQuota)
+	}
+	// Two "state" keys: SQLite's json_extract reads the first, Go's
+	// encoding/json the last. What `ps` lists is what counts.
+	twice := []byte(`{"id":"x","state":"running","state":"exited","pad":"` + strings.Repeat("x", 8<<10) + `"}`)
+	if _, err := db.Append(ctx, "A", schema.KindJob, "twice", t0, twice); !refusedControl(err) {
+		t.Fatalf("a record listed as running but named exited last = %v; want rule %q", err, schema.RuleControlQuota)
+	}
+	active, err := db.JobsInState(ctx, schema.ActiveJobStates...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(active) != 3 {
+		t.Errorf("%d active job records; want 3 (job-1, job-2, job-3)", len(active))
 	}
 }
 
