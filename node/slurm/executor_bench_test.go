@@ -115,6 +115,10 @@ func newTextRunner(jobs []Job, flip bool) *textRunner {
 	return r
 }
 
+func (r *textRunner) RunAs(ctx context.Context, _ As, name string, args ...string) ([]byte, error) {
+	return r.Run(ctx, name, args...)
+}
+
 func (r *textRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
 	if name != "squeue" {
 		return nil, nil
@@ -194,10 +198,11 @@ func benchPoll(b *testing.B, fixture string, flip bool) {
 	jobs := jobs1000(b, fixture)
 	r := newTextRunner(jobs, flip)
 	clock := &fakeClock{t: time.Unix(1795600200, 0)}
-	e, err := New(context.Background(), Config{StateDir: b.TempDir(), Runner: r, User: jobs[0].User, Containers: []string{}, Now: clock.now})
+	e, err := New(context.Background(), fakeConfig(privateDir(b), r, clock))
 	if err != nil {
 		b.Fatal(err)
 	}
+	recordJobs(b, e, jobs, jobs[0].User)
 	ctx := context.Background()
 	// The first tick adopts the 500 labpool jobs (one record file
 	// each), once; the loop measures the ticks after it.

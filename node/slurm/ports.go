@@ -62,7 +62,7 @@ func (e *Executor) HoldsPort(ctx context.Context, handle string, port int) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := e.run.Run(ctx, "srun", "--jobid="+handle, "--overlap", "--nodes=1", "--ntasks=1",
+	out, err := e.runAsJob(ctx, handle, "srun", "--jobid="+handle, "--overlap", "--nodes=1", "--ntasks=1",
 		"--nodelist="+st.Hosts[0], "--quiet", "sh", "-c", holdsScript, "sh", strconv.Itoa(port), handle)
 	if err != nil {
 		why := strings.TrimSpace(string(out))

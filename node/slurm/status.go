@@ -14,23 +14,25 @@ import (
 const lostReason = "Slurm forgot the job before labpool saw it end: its exit is unknown"
 
 // ours says whether j is labpool's: submitted by this executor (a
-// record), or carrying the marker and run by the executor's user. A job
-// of another user is never labpool's, whatever its comment says.
+// record in its state directory, which no job reaches) and run by the
+// account it was submitted as. A job's comment proves nothing: any job
+// of a job account may write one (rule "a Slurm job is labpool's by the
+// agent's record, never by its comment").
 func (e *Executor) ours(j Job) bool {
-	if j.User != "" && j.User != e.cfg.User {
-		return false
-	}
 	e.mu.Lock()
-	r, known := e.recs[j.ID]
-	e.mu.Unlock()
-	if known && r.Removed {
-		return false
-	}
-	return known || j.LabpoolJob != ""
+	defer e.mu.Unlock()
+	return e.oursLocked(j, e.recs[j.ID])
 }
 
-// fromJob is the status of j; rec may be nil (a job adopted from its
-// comment alone).
+// oursLocked is ours, with r the record of j (nil: none) and e.mu held.
+func (e *Executor) oursLocked(j Job, r *record) bool {
+	if r == nil || r.Removed {
+		return false
+	}
+	return j.User == "" || j.User == e.userOf(r)
+}
+
+// fromJob is the status of j, from its record rec.
 func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskStatus {
 	state, code, oom := taskState(j)
 	st := jobs.TaskStatus{
@@ -47,27 +49,16 @@ func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskSta
 }
 
 // seen records st as the last status of its job, and keeps it on disk
-// once it is the job's end. A labpool job seen without a record (an
-// agent whose state directory was lost) is adopted: it gets one, so that
-// its end outlives Slurm's memory of it.
-func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
+// once it is the job's end. A job without a record is not labpool's
+// (see ours): nothing is adopted from a comment.
+func (e *Executor) seen(st jobs.TaskStatus) {
 	e.mu.Lock()
 	r := e.recs[st.Handle]
-	if r != nil && (r.Final || r.Removed) {
-		e.mu.Unlock() // its end is kept already
+	if r == nil || r.Final || r.Removed {
+		e.mu.Unlock() // not ours, or its end is kept already
 		return
 	}
 	save := false
-	if r == nil {
-		if j == nil || j.LabpoolJob == "" {
-			e.mu.Unlock()
-			return
-		}
-		r = &record{Handle: st.Handle, JobID: j.LabpoolJob, Owner: j.Owner,
-			Output: e.outputPath(st.Handle), Submitted: j.Submitted}
-		e.recs[st.Handle] = r
-		save = true
-	}
 	r.Last = st
 	if st.State.Ended() {
 		r.Final, save = true, true
@@ -118,7 +109,7 @@ func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus,
 	rec := e.record(handle)
 	if j, ok := snap.Jobs[handle]; ok && e.ours(j) {
 		st := e.fromJob(ctx, j, rec)
-		e.seen(st, &j)
+		e.seen(st)
 		return st, nil
 	}
 	if rec == nil {
@@ -154,7 +145,7 @@ func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStat
 		}
 		var j *Job
 		for _, k := range ParseScontrolJobs(b) {
-			if k.ID == r.Handle && (k.User == "" || k.User == e.cfg.User) {
+			if k.ID == r.Handle && (k.User == "" || k.User == e.userOf(r)) {
 				j = &k
 			}
 		}
@@ -163,7 +154,7 @@ func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStat
 		} else {
 			out[i].State, out[i].Reason, out[i].ExitCode, out[i].Addr = jobs.TaskFailed, lostReason, -1, ""
 		}
-		e.seen(out[i], nil)
+		e.seen(out[i])
 	}
 	return out
 }
@@ -196,14 +187,7 @@ func (e *Executor) list(ctx context.Context, snap *snapshot) (out []jobs.TaskSta
 	settled = true
 	e.mu.Lock() // one lock for the whole tick, not one per job
 	for id, j := range snap.Jobs {
-		if j.User != "" && j.User != e.cfg.User {
-			continue
-		}
-		r, ok := e.recs[id]
-		if ok && r.Removed {
-			continue
-		}
-		if ok || j.LabpoolJob != "" {
+		if r := e.recs[id]; e.oursLocked(j, r) {
 			found = append(found, mine{j, r})
 		}
 	}
@@ -222,7 +206,7 @@ func (e *Executor) list(ctx context.Context, snap *snapshot) (out []jobs.TaskSta
 	}
 	e.mu.Unlock()
 	for _, r := range purge {
-		if err := e.forget(r, true); err != nil {
+		if err := e.forget(ctx, r, true); err != nil {
 			e.log.Warn("slurm: drop a removed job's record", "handle", r.Handle, "err", err)
 		}
 	}
@@ -230,7 +214,7 @@ func (e *Executor) list(ctx context.Context, snap *snapshot) (out []jobs.TaskSta
 	for i := range found {
 		m := &found[i]
 		st := e.fromJob(ctx, m.j, m.rec)
-		e.seen(st, &m.j)
+		e.seen(st)
 		out = append(out, st)
 	}
 	out = append(out, e.vanished(ctx, gone)...)
