@@ -24,9 +24,9 @@ type snapshot struct {
 
 // queue caches the latest snapshot for a tick.
 type queue struct {
-	run  Runner
-	tick time.Duration
-	now  func() time.Time
+	run   Runner
+	tick  time.Duration
+	now   func() time.Time
 	users func() string // the job accounts, comma-separated: a snapshot that is not Full holds only their jobs
 
 	mu   sync.Mutex // guards last and busy; held only to read or swap them
