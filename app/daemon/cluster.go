@@ -47,6 +47,14 @@ func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
 		cfg.StateDir = filepath.Join(d.cfg.DataDir, "slurm")
 	}
 	cfg.Logger = d.log
+	cfg.JobUser = d.cfg.SlurmJobUser
+	cfg.Private = []string{d.cfg.DataDir} // the key, the socket, the replica
+	cfg.UserFor = func(owner string) string {
+		if d.jobs == nil {
+			return ""
+		}
+		return d.jobs.Policy().SlurmUsers[owner]
+	}
 	ex, err := slurm.New(ctx, cfg)
 	if err != nil {
 		d.rtErr = fmt.Errorf("stand for the Slurm cluster: %w", err)
@@ -55,7 +63,7 @@ func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
 	}
 	d.rt, d.rtErr = nil, nil
 	d.cluster = newClusterCard(ex, clusterEvery)
-	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir)
+	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir, "job_user", cfg.JobUser)
 	return ex
 }
 
