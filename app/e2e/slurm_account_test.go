@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -92,6 +93,42 @@ true`, "sh", cl.data, vj.Container}})
 	if code == 0 || !strings.Contains(errOut, "its account's file") {
 		t.Errorf("logs of a job whose output is a link: exit %d %q %q, want a refusal naming the rule", code, logs, errOut)
 	}
+
+	// A forged comment: mallory's job submits a Slurm job of its own (as
+	// the job account) that claims the laptop's job. The cluster's agent,
+	// restarted, still tracks the laptop's job by its own record: logs
+	// show the laptop's output and stop cancels the laptop's job.
+	forger := m.launch(t, jobs.Spec{Cmd: []string{"sh", "-c",
+		`sbatch --parsable --comment="labpool:job=$1,owner=$2" --wrap="echo output of mallory; exec sleep 600"`,
+		"sh", victim, vj.Owner}})
+	m.wait(t, forger, "exited")
+	forged := strings.TrimSpace(mustCLI(t, mallory, "logs", forger))
+	if forged == "" || strings.Contains(forged, " ") {
+		t.Fatalf("mallory's sbatch printed %q, not a job ID", forged)
+	}
+	t.Cleanup(func() { c.Command(context.Background(), "scancel", forged).Run() })
+	waitFor(t, 20*time.Second, "the forged job running", func() error {
+		if st := s.squeueState(t, forged); st != "RUNNING" {
+			return fmt.Errorf("forged job %s is %q", forged, st)
+		}
+		return nil
+	})
+	cl.kill()
+	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm", "--slurm-job-user", jobUser)
+	cl.waitDaemon()
+	waitFor(t, 20*time.Second, "the cluster live again", func() error { return liveNodes(laptop, "cluster") })
+	if j := s.wait(t, victim, "running"); j.Container != vj.Container {
+		t.Errorf("after the restart the laptop's job is Slurm job %s, was %s (the forged job is %s)", j.Container, vj.Container, forged)
+	}
+	if got := strings.TrimSpace(mustCLI(t, laptop, "logs", victim)); got != "output of the laptop" {
+		t.Errorf("the laptop's logs after the restart: %q", got)
+	}
 	mustCLI(t, laptop, "stop", victim)
 	s.wait(t, victim, "exited")
+	if st := s.squeueState(t, vj.Container); st != "CANCELLED" {
+		t.Errorf("the laptop's Slurm job %s is %s after stop, want CANCELLED", vj.Container, st)
+	}
+	if st := s.squeueState(t, forged); st != "RUNNING" {
+		t.Errorf("the forged job %s is %s: stop reached it", forged, st)
+	}
 }
