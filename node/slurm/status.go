@@ -3,8 +3,11 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -231,7 +234,9 @@ func handleLess(a, b string) bool {
 }
 
 // nodeAddr is the NodeAddr of a node, from the cache that ReadCluster
-// fills; an unknown node is asked of scontrol, once per tick at most.
+// fills; an unknown node is asked of scontrol, once per tick at most. A
+// name is resolved to its IPv4 address, so that a tunnel dials the
+// address HoldsPort checked.
 func (e *Executor) nodeAddr(ctx context.Context, node string) string {
 	e.addrMu.Lock()
 	defer e.addrMu.Unlock()
@@ -246,8 +251,17 @@ func (e *Executor) nodeAddr(ctx context.Context, node string) string {
 			}
 		}
 	}
-	if a := e.addrs[node]; a != "" {
-		return a
+	a := e.addrs[node]
+	if a == "" {
+		a = node
 	}
-	return node
+	if _, err := netip.ParseAddr(a); err != nil {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", a); err == nil && len(ips) > 0 {
+			a = ips[0].Unmap().String()
+		}
+		e.addrs[node] = a // resolved or not: once until the next ReadCluster
+	}
+	return a
 }
