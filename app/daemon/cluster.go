@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -236,7 +237,8 @@ func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
 }
 
 // slurmProof is how this agent proves a machine is a compute node of the
-// cluster it stands for (app.SlurmProof): the nodes' NodeAddr from its
+// cluster it stands for (app.SlurmProof): the device its owner enrolled
+// for the node (policy --slurm-node), and the nodes' NodeAddr from its
 // card, resolved here where it is a name, against the IPs its own live
 // sessions with the machine come from.
 func (d *Daemon) slurmProof() app.SlurmProof {
@@ -251,6 +253,17 @@ func (d *Daemon) slurmProof() app.SlurmProof {
 				return nil // this machine holds no session with itself
 			}
 			return d.ep.SessionIPs(pid)
+		},
+		Enrolled: func(node string) string {
+			if d.jobs == nil {
+				return ""
+			}
+			for name, id := range d.jobs.Policy().SlurmNodes {
+				if strings.EqualFold(name, node) {
+					return id
+				}
+			}
+			return ""
 		},
 	}
 }
