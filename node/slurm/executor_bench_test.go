@@ -17,8 +17,10 @@ import (
 	"github.com/labpool/labpool/node/jobs"
 )
 
-// BenchmarkSubmit compares Start through the executor with a bare sbatch
-// of the same script and arguments, on the real test cluster. Both go
+// BenchmarkSubmit compares Start through the executor (as the job
+// account: setpriv, the script on sbatch's stdin, the record saved) with
+// a bare sbatch by the agent's own user of the same script and
+// arguments, its environment set, on the real test cluster. Both go
 // through the same runner (nsenter into the cluster's namespace).
 func BenchmarkSubmit(b *testing.B) {
 	c := needSlurm(b)
@@ -51,6 +53,10 @@ func BenchmarkSubmit(b *testing.B) {
 	script := filepath.Join(cfg.StateDir, "bare.sh")
 	if err := os.WriteFile(script, []byte(bt.Script), 0o700); err != nil {
 		b.Fatal(err)
+	}
+	for _, kv := range bt.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
 	}
 	run := realRunner(c)
 	b.Run("sbatch", func(b *testing.B) {
