@@ -41,7 +41,7 @@ func main() {
 		Agent: func(ctx context.Context, o cli.DaemonOptions) error {
 			procs.SetIdle(1) // an idle agent on one P: see procs
 			cfg := daemonConfig(o)
-			cfg.Slurm, cfg.SlurmDir = daemon.SlurmAuto, o.SlurmDir
+			cfg.Slurm, cfg.SlurmDir, cfg.SlurmJobUser = daemon.SlurmAuto, o.SlurmDir, o.SlurmJobUser
 			if o.Slurm != nil && *o.Slurm {
 				cfg.Slurm = daemon.SlurmOn
 			} else if o.Slurm != nil {

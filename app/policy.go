@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -23,6 +25,34 @@ type PolicyUpdate struct {
 	JobNetwork         *string  `json:"job_network,omitempty"` // "isolated" | "outside" | "host"
 	WebhookOff         *bool    `json:"webhook_off,omitempty"`
 	WebhookPrivate     *bool    `json:"webhook_private,omitempty"`
+	// SlurmUsers sets the Unix account of each member it names (a name,
+	// device ID or unique prefix, resolved to a device ID by SetPolicy);
+	// "" removes the member's. SlurmNodes pins each Slurm node it names
+	// to a machine (resolved likewise); "" unpins it.
+	SlurmUsers map[string]string `json:"slurm_users,omitempty"`
+	SlurmNodes map[string]string `json:"slurm_nodes,omitempty"`
+}
+
+// IsZero says whether u changes nothing.
+func (u PolicyUpdate) IsZero() bool { return reflect.DeepEqual(u, PolicyUpdate{}) }
+
+// mergeMap returns m with set's entries set, "" removing one.
+func mergeMap(m, set map[string]string) map[string]string {
+	if len(set) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m)+len(set))
+	for k, v := range m {
+		out[k] = v
+	}
+	for k, v := range set {
+		if v == "" {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // Apply returns p with u's fields set.
@@ -63,6 +93,8 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	if u.WebhookPrivate != nil {
 		p.WebhookPrivate = *u.WebhookPrivate
 	}
+	p.SlurmUsers = mergeMap(p.SlurmUsers, u.SlurmUsers)
+	p.SlurmNodes = mergeMap(p.SlurmNodes, u.SlurmNodes)
 	return p
 }
 
@@ -80,6 +112,51 @@ func (s *Service) Policy(ctx context.Context) (Policy, error) {
 
 // SetPolicy changes this machine's policy; a policy that makes no sense is
 // refused, naming the field.
+// Members named in SlurmUsers and machines in SlurmNodes are resolved to
+// device IDs among the pool's members first.
 func (s *Service) SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error) {
+	if len(u.SlurmUsers) > 0 || len(u.SlurmNodes) > 0 {
+		ps, err := s.pool.Status(ctx)
+		if err != nil {
+			return Policy{}, fmt.Errorf("read the pool's members: %w", err)
+		}
+		if u.SlurmUsers, err = resolveKeys(ps.Members, u.SlurmUsers); err != nil {
+			return Policy{}, fmt.Errorf("slurm user: %w", err)
+		}
+		if u.SlurmNodes, err = resolveValues(ps.Members, u.SlurmNodes); err != nil {
+			return Policy{}, fmt.Errorf("slurm node: %w", err)
+		}
+	}
 	return s.policy.SetPolicy(ctx, u)
+}
+
+// resolveKeys is m with each key, a member's reference, made its
+// device ID.
+func resolveKeys(members []Member, m map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(m))
+	for ref, v := range m {
+		mem, err := resolveMember(members, ref)
+		if err != nil {
+			return nil, err
+		}
+		out[mem.ID] = v
+	}
+	return out, nil
+}
+
+// resolveValues is m with each value but "", a machine's reference,
+// made its device ID.
+func resolveValues(members []Member, m map[string]string) (map[string]string, error) {
+	out := make(map[string]string, len(m))
+	for k, ref := range m {
+		if ref != "" {
+			mem, err := resolveMember(members, ref)
+			if err != nil {
+				return nil, err
+			}
+			ref = mem.ID
+		}
+		out[k] = ref
+	}
+	return out, nil
 }

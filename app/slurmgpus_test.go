@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/labpool/labpool/app/history"
@@ -47,7 +48,7 @@ func TestSlurmGPUs(t *testing.T) {
 			t.Errorf("GPUs %+v, want node1's two only", got)
 		}
 	})
-	t.Run("two machines proven for one host", func(t *testing.T) {
+	t.Run("a second agent on the host, beside the enrolled one", func(t *testing.T) {
 		db := openDB(t)
 		f := idleProof()
 		putHost(t, db, node1ID, "node1")
@@ -55,8 +56,20 @@ func TestSlurmGPUs(t *testing.T) {
 		f.sessions[evilID] = f.sessions[node1ID]
 		putLive(t, db, node1ID, holding)
 		putLive(t, db, evilID, holding)
+		got := NewSlurmIdle(db, f.proof()).GPUs(ctx, idleJob)
+		if len(got) != 2 || !strings.HasPrefix(got[0].UUID, "GPU-NOD1") || !strings.HasPrefix(got[1].UUID, "GPU-NOD1") {
+			t.Errorf("GPUs %+v, want the enrolled node1's two only", got)
+		}
+	})
+	t.Run("an agent a job started on a node enrolled for none", func(t *testing.T) {
+		db := openDB(t)
+		f := idleProof()
+		delete(f.enrolled, "node1")
+		putHost(t, db, evilID, "node1")
+		f.sessions[evilID] = f.sessions[node1ID]
+		putLive(t, db, evilID, holding)
 		if got := NewSlurmIdle(db, f.proof()).GPUs(ctx, idleJob); len(got) != 0 {
-			t.Errorf("GPUs %+v of a host two machines speak for, want none", got)
+			t.Errorf("GPUs %+v of a node no machine is enrolled for, want none", got)
 		}
 	})
 	t.Run("another labpool job of the same Slurm ID", func(t *testing.T) {

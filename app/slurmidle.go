@@ -34,18 +34,20 @@ import (
 //   - only the job's own hosts (rule "a job's hosts speak for it"): a
 //     machine counts for host H only where its node record names H as its
 //     host name; another machine's word on the job is never read;
-//   - only a machine proven to be H (rule "a compute node is proven by its
-//     address", SlurmProof): this agent holds a live session with it, its
-//     device ID pinned by the handshake, from an IP of H's NodeAddr;
+//   - only the machine the cluster machine's owner enrolled for H (rule "a
+//     compute node is enrolled by the cluster's owner", SlurmProof), and
+//     only once proven to be H (rule "a compute node is proven by its
+//     address"): this agent holds a live session with it, its device ID
+//     pinned by the handshake, from an IP of H's NodeAddr;
 //   - only one machine per host (rule "one agent per compute node"): a
 //     host for which two machines are proven counts as a host with no
 //     agent;
 //   - a machine only on its own GPUs: every record read for host H is
 //     that machine's own (its origin), never one it relays.
 //
-// What a session from H's address cannot tell is who runs the agent there:
-// where no labpool agent runs on H, anyone who can start a process on H
-// (its Slurm users) could run one that speaks for it.
+// A session from H's address alone cannot tell who runs the agent there:
+// anyone who can start a process on H (a member's Slurm job) could run
+// one; the enrolment says which device ID speaks for H.
 type SlurmIdle struct {
 	db    *store.DB
 	proof SlurmProof
@@ -330,7 +332,7 @@ func (x *SlurmIdle) provenHosts(ctx context.Context, now time.Time) func(string)
 			x.mu.Lock()
 			ips := x.addrIPs(ctx, now, addr)
 			x.mu.Unlock()
-			a.m, a.ok = x.proof.proven(claims[h], ips)
+			a.m, a.ok = x.proof.proven(x.proof.enrolled(h, claims[h]), ips)
 		}
 		memo[h] = a
 		return a.m, a.ok

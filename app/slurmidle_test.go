@@ -88,6 +88,7 @@ type fakeProof struct {
 	nodes    []slurm.Node
 	names    map[string][]netip.Addr // a name that does not resolve is absent
 	sessions map[string][]netip.Addr // device ID -> its sessions' IPs
+	enrolled map[string]string       // node -> the device ID its owner enrolled
 	lookups  int
 }
 
@@ -101,6 +102,7 @@ func idleProof() *fakeProof {
 			node1ID: {netip.MustParseAddr("10.0.1.1")},
 			node2ID: {netip.MustParseAddr("::ffff:10.0.1.2")},
 		},
+		enrolled: map[string]string{"node1": node1ID, "node2": node2ID},
 	}
 }
 
@@ -115,6 +117,7 @@ func (f *fakeProof) proof() SlurmProof {
 			return nil, fmt.Errorf("lookup %s: no such host", host)
 		},
 		Sessions: func(id string) []netip.Addr { return f.sessions[id] },
+		Enrolled: func(node string) string { return f.enrolled[node] },
 	}
 }
 
@@ -164,6 +167,24 @@ func TestSlurmIdleForgedNotBelieved(t *testing.T) {
 			putGPUs(t, db, evil, holding, flat(0))
 			if judge(t, db, idleJob) {
 				t.Error("a busy job is idle by the word of a machine posing as its host")
+			}
+		})
+	}
+	// A member's job on node2 starts an agent of its own there: its
+	// sessions come from node2's address, but the cluster's owner
+	// enrolled another device for node2, or none.
+	for name, enrolled := range map[string]string{"beside no agent": node2ID, "on a node enrolled for none": ""} {
+		t.Run("an agent a job started "+name, func(t *testing.T) {
+			db := openDB(t)
+			putHost(t, db, node1ID, "node1")
+			putHost(t, db, evilID, "node2")
+			putGPUs(t, db, node1ID, holding, flat(0))
+			putGPUs(t, db, evilID, holding, flat(0))
+			f := idleProof()
+			f.sessions[evilID] = []netip.Addr{netip.MustParseAddr("10.0.1.2")}
+			f.enrolled["node2"] = enrolled
+			if judgeBy(t, db, f, idleJob) {
+				t.Error("a busy job is idle by the word of an agent its own job could start on its node")
 			}
 		})
 	}
@@ -328,18 +349,18 @@ func TestSlurmIdleProvenByAddress(t *testing.T) {
 			}
 		})
 	}
-	t.Run("two proven for one host", func(t *testing.T) {
+	t.Run("a second agent on the host, beside the enrolled one", func(t *testing.T) {
 		db := openDB(t)
 		putHost(t, db, node1ID, "node1")
 		putHost(t, db, node2ID, "node2")
 		putHost(t, db, evilID, "node2")
-		for _, m := range []string{node1ID, node2ID, evilID} {
-			putGPUs(t, db, m, holding, flat(0))
-		}
+		putGPUs(t, db, node1ID, holding, flat(0))
+		putGPUs(t, db, node2ID, holding, flat(90)) // busy, by the enrolled agent's word
+		putGPUs(t, db, evilID, holding, flat(0))
 		f := idleProof()
 		f.sessions[evilID] = []netip.Addr{ip("10.0.1.2")} // a second agent on node2
 		if judgeBy(t, db, f, idleJob) {
-			t.Error("idle with two machines proven as node2 (rule \"one agent per compute node\")")
+			t.Error("idle by the word of an agent on node2 that its owner did not enroll")
 		}
 	})
 

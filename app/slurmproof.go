@@ -10,11 +10,15 @@ import (
 )
 
 // SlurmProof is how a cluster's agent proves that a pool machine is the
-// Slurm compute node it names (rule "a compute node is proven by its
-// address"): the agent holds a live session with the machine, whose
-// handshake pinned its device ID, from an IP of the node's NodeAddr as
-// Slurm gives it to this agent. A host name in a node record is only the
-// machine's word: it picks the machine to check, it proves nothing.
+// Slurm compute node it names: the cluster machine's owner enrolled the
+// machine's device ID for the node (policy --slurm-node NODE=MACHINE;
+// rule "a compute node is enrolled by the cluster's owner"), and the
+// agent holds a live session with it, whose handshake pinned that device
+// ID, from an IP of the node's NodeAddr as Slurm gives it to this agent
+// (rule "a compute node is proven by its address"). An address alone is
+// not enough: a member's job on the node could start an agent of its own
+// there. A host name in a node record is only the machine's word: it
+// picks the machine to check, it proves nothing.
 type SlurmProof struct {
 	// Nodes returns the cluster's nodes as this agent read them from
 	// Slurm (its card: each node's name and NodeAddr); nil: none read.
@@ -26,6 +30,23 @@ type SlurmProof struct {
 	// Sessions returns the remote IPs of this agent's live sessions with
 	// device id (transport.Endpoint.SessionIPs).
 	Sessions func(id string) []netip.Addr
+	// Enrolled returns the device ID the cluster machine's owner enrolled
+	// for a node (by its name, lower case, short: jobs.Policy.SlurmNodes);
+	// "": none, and the node is believed of no machine. nil: none.
+	Enrolled func(node string) string
+}
+
+// enrolled returns, of the machines that claim node, the one enrolled
+// for it (none, or a list of one).
+func (p SlurmProof) enrolled(node string, claimants []string) []string {
+	if p.Enrolled == nil {
+		return nil
+	}
+	id := p.Enrolled(node)
+	if id != "" && slices.Contains(claimants, id) {
+		return []string{id}
+	}
+	return nil
 }
 
 // slurmResolveWait bounds one resolution of a NodeAddr: the judge runs in

@@ -43,6 +43,9 @@ type DaemonOptions struct {
 	// output ("": DATA/slurm).
 	Slurm    *bool
 	SlurmDir string
+	// SlurmJobUser is the Unix account members' Slurm jobs run as when
+	// the policy maps them to none (agent --slurm-job-user).
+	SlurmJobUser string
 }
 
 // Hooks run the long-lived verbs; main wires them to app/daemon so that this
@@ -217,7 +220,9 @@ func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 	metricsFlags(c, &o)
 	c.Flags().BoolVar(&slurm, "slurm", false, "stand for the Slurm cluster this machine submits to: jobs run through sbatch (SLURM_CONF and the Slurm commands on PATH); "+
 		"without the flag, when sinfo answers and no Docker engine is reachable; --slurm=false never")
-	c.Flags().StringVar(&o.SlurmDir, "slurm-dir", "", "where a cluster's batch scripts and job output go: a directory the compute nodes share, such as one in a home or project directory (default DATA/slurm)")
+	c.Flags().StringVar(&o.SlurmDir, "slurm-dir", "", "where the agent keeps its records of a cluster's jobs: its own, closed to job accounts (default DATA/slurm)")
+	c.Flags().StringVar(&o.SlurmJobUser, "slurm-job-user", "labpool-jobs", "the Unix account members' Slurm jobs run as unless the policy gives them their own (policy --slurm-user); "+
+		"never the agent's own user: jobs run, write and read in its home")
 	return c
 }
 

@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/labpool/labpool/app"
@@ -17,6 +19,7 @@ func policyCmd(g *globals) *cobra.Command {
 	var idleBelow float64
 	var maxGPUs int
 	var allowRoot, asJSON bool
+	var slurmUsers, slurmNodes []string
 	c := &cobra.Command{
 		Use:   "policy [--launch members|admins|nobody] [--max-gpus-per-member N] [--json]",
 		Short: "Show or set this machine's own say: who launches here, how many GPUs one member holds",
@@ -39,6 +42,12 @@ machine's alone (kept in its local settings, set only through its local socket):
                        192.168/16, 100.64/10, fc00::/7), e.g. a chat server on the lab's
                        network; refuse (the default). Loopback, link-local and cloud
                        metadata addresses are refused whatever the policy
+  --slurm-user NAME=UNIXUSER   on a Slurm cluster's agent: member NAME's jobs run as
+                       UNIXUSER (its own account); members without one run as the
+                       agent's --slurm-job-user. NAME= removes NAME's (repeatable)
+  --slurm-node NODE=MACHINE    on a Slurm cluster's agent: only the labpool agent MACHINE
+                       speaks for compute node NODE (its idle samples, its GPUs in
+                       stats); NODE= unpins it (repeatable)
 Requests beyond the policy are refused with the rule's name, e.g.
 "policy launch=admins: only admins and owners launch on this machine".`,
 		Args: cobra.NoArgs,
@@ -75,12 +84,19 @@ Requests beyond the policy are refused with the rule's name, e.g.
 			if err := webhookFlags(fl.Changed("webhook"), webhook, fl.Changed("webhook-private"), webhookPrivate, &u); err != nil {
 				return err
 			}
+			var err error
+			if u.SlurmUsers, err = pairsFlag("slurm-user", slurmUsers); err != nil {
+				return err
+			}
+			if u.SlurmNodes, err = pairsFlag("slurm-node", slurmNodes); err != nil {
+				return err
+			}
 			c, err := connect(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
 			var p app.Policy
-			if u == (app.PolicyUpdate{}) {
+			if u.IsZero() {
 				p, err = c.Policy(cmd.Context())
 			} else {
 				p, err = c.SetPolicy(cmd.Context(), u)
@@ -105,8 +121,27 @@ Requests beyond the policy are refused with the rule's name, e.g.
 	fl.StringVar(&jobNet, "job-network", "", "what a job reaches besides its tunnels: isolated, outside (default) or host")
 	fl.StringVar(&webhook, "webhook", "", "post this machine's alerts to the pool's webhook: on or off")
 	fl.StringVar(&webhookPrivate, "webhook-private", "", "let webhook posts reach private addresses: allow or refuse")
+	fl.StringArrayVar(&slurmUsers, "slurm-user", nil, "a member's Unix account on this Slurm cluster: NAME=UNIXUSER (NAME= removes it; repeatable)")
+	fl.StringArrayVar(&slurmNodes, "slurm-node", nil, "the machine that speaks for a compute node of this Slurm cluster: NODE=MACHINE (NODE= unpins it; repeatable)")
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// pairsFlag reads the KEY=VALUE entries of a repeatable flag; nil for
+// none.
+func pairsFlag(flag string, entries []string) (map[string]string, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(entries))
+	for _, e := range entries {
+		k, v, ok := strings.Cut(e, "=")
+		if !ok || k == "" {
+			return nil, usageError{fmt.Errorf("--%s %q: give NAME=VALUE (NAME= to remove)", flag, e)}
+		}
+		m[k] = v
+	}
+	return m, nil
 }
 
 func writePolicy(w io.Writer, p app.Policy) error {
@@ -133,6 +168,12 @@ func writePolicy(w io.Writer, p app.Policy) error {
 	fmt.Fprintf(tw, "idle reclaim\t%s\n", idleReclaimText(p))
 	fmt.Fprintf(tw, "job network\t%s\n", jobNetworkText(p.JobNetwork))
 	fmt.Fprintf(tw, "webhook\t%s\n", webhookText(p))
+	for _, m := range sortedKeys(p.SlurmUsers) {
+		fmt.Fprintf(tw, "slurm user\t%s runs as %s\n", m, p.SlurmUsers[m])
+	}
+	for _, n := range sortedKeys(p.SlurmNodes) {
+		fmt.Fprintf(tw, "slurm node\t%s is %s\n", n, p.SlurmNodes[n])
+	}
 	return tw.Flush()
 }
 
@@ -145,4 +186,14 @@ func jobNetworkText(mode string) string {
 		return "host (the LAN, the internet and this machine's other services; no other job, no labpool port)"
 	}
 	return "outside (the LAN and the internet; not this machine, no other job)"
+}
+
+// sortedKeys is m's keys in order.
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

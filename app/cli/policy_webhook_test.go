@@ -17,7 +17,7 @@ func TestWebhookFlags(t *testing.T) {
 		t.Errorf("--webhook on --webhook-private refuse = %+v, %v", u, err)
 	}
 	u = app.PolicyUpdate{}
-	if err := webhookFlags(false, "", false, "", &u); err != nil || u != (app.PolicyUpdate{}) {
+	if err := webhookFlags(false, "", false, "", &u); err != nil || !u.IsZero() {
 		t.Errorf("no flag = %+v, %v", u, err)
 	}
 	var usage usageError

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,14 @@ func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
 		cfg.StateDir = filepath.Join(d.cfg.DataDir, "slurm")
 	}
 	cfg.Logger = d.log
+	cfg.JobUser = d.cfg.SlurmJobUser
+	cfg.Private = []string{d.cfg.DataDir} // the key, the socket, the replica
+	cfg.UserFor = func(owner string) string {
+		if d.jobs == nil {
+			return ""
+		}
+		return d.jobs.Policy().SlurmUsers[owner]
+	}
 	ex, err := slurm.New(ctx, cfg)
 	if err != nil {
 		d.rtErr = fmt.Errorf("stand for the Slurm cluster: %w", err)
@@ -55,7 +64,7 @@ func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
 	}
 	d.rt, d.rtErr = nil, nil
 	d.cluster = newClusterCard(ex, clusterEvery)
-	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir)
+	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir, "job_user", cfg.JobUser)
 	return ex
 }
 
@@ -228,7 +237,8 @@ func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
 }
 
 // slurmProof is how this agent proves a machine is a compute node of the
-// cluster it stands for (app.SlurmProof): the nodes' NodeAddr from its
+// cluster it stands for (app.SlurmProof): the device its owner enrolled
+// for the node (policy --slurm-node), and the nodes' NodeAddr from its
 // card, resolved here where it is a name, against the IPs its own live
 // sessions with the machine come from.
 func (d *Daemon) slurmProof() app.SlurmProof {
@@ -243,6 +253,17 @@ func (d *Daemon) slurmProof() app.SlurmProof {
 				return nil // this machine holds no session with itself
 			}
 			return d.ep.SessionIPs(pid)
+		},
+		Enrolled: func(node string) string {
+			if d.jobs == nil {
+				return ""
+			}
+			for name, id := range d.jobs.Policy().SlurmNodes {
+				if strings.EqualFold(name, node) {
+					return id
+				}
+			}
+			return ""
 		},
 	}
 }

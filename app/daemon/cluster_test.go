@@ -194,4 +194,7 @@ func TestSlurmProof(t *testing.T) {
 			t.Errorf("sessions of %q = %v", dev, got)
 		}
 	}
+	if got := p.Enrolled("node1"); got != "" { // no job manager, no policy: no machine enrolled
+		t.Errorf("enrolled for node1 with no policy = %q", got)
+	}
 }

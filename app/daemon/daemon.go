@@ -70,10 +70,12 @@ type Config struct {
 	MetricsHosts       []string
 	// Slurm says whether this machine stands for a Slurm cluster (SlurmOff:
 	// never; the window and labpool web run with it off). SlurmDir holds
-	// the batch scripts and the jobs' output: a directory the compute
-	// nodes share ("": DataDir/slurm).
-	Slurm    SlurmMode
-	SlurmDir string
+	// the agent's records of its jobs ("": DataDir/slurm). SlurmJobUser is
+	// the Unix account members' jobs run as unless the policy maps them
+	// to their own (slurm.Config.JobUser).
+	Slurm        SlurmMode
+	SlurmDir     string
+	SlurmJobUser string
 }
 
 // DefaultConfig returns the settings of `labpool agent`.

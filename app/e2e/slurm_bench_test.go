@@ -35,7 +35,7 @@ func BenchmarkSlurmAgentCost(b *testing.B) {
 	}})
 	holdJobs(b, c, queued)
 	cl.env = append(cl.env, c.Env()...)
-	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm")
+	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm", "--slurm-job-user", slurmtest.AddUser(b))
 	laptop.agent()
 	cl.waitDaemon()
 	laptop.waitDaemon()
@@ -117,7 +117,7 @@ func BenchmarkSlurmStateVisible(b *testing.B) {
 		NodeAddrs: []string{fmt.Sprintf("10.231.%d.101/24", l.subnet), fmt.Sprintf("10.231.%d.102/24", l.subnet)},
 	}})
 	cl.env = append(cl.env, c.Env()...)
-	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm")
+	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm", "--slurm-job-user", slurmtest.AddUser(b))
 	laptop.agent()
 	cl.waitDaemon()
 	laptop.waitDaemon()

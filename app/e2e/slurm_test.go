@@ -33,7 +33,10 @@ func TestSlurmCluster(t *testing.T) {
 		NodeAddrs: []string{fmt.Sprintf("10.231.%d.101/24", l.subnet), fmt.Sprintf("10.231.%d.102/24", l.subnet)},
 	}})
 	cl.env = append(cl.env, c.Env()...)
-	clusterAgent := func() { cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm") }
+	jobUser := slurmtest.AddUser(t)
+	clusterAgent := func() {
+		cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm", "--slurm-job-user", jobUser)
+	}
 	clusterAgent()
 	laptop.agent()
 	cl.waitDaemon()
@@ -134,7 +137,7 @@ func TestSlurmCluster(t *testing.T) {
 	})
 
 	t.Run("a tunnel reaches its job on its node, no undeclared port", func(t *testing.T) {
-		dir := t.TempDir()
+		dir := jobDir(t)
 		page := func(name string) []string {
 			d := filepath.Join(dir, name)
 			os.MkdirAll(d, 0o755)
@@ -173,7 +176,7 @@ func TestSlurmCluster(t *testing.T) {
 		// A service of the node outside any job (as sshd or slurmd are), and
 		// a job's page; then a job of the same node that declares both
 		// ports without opening them.
-		dir := t.TempDir()
+		dir := jobDir(t)
 		os.WriteFile(filepath.Join(dir, "index.html"), []byte("page of the node\n"), 0o644)
 		a := s.launch(t, jobs.Spec{GPUs: 2, Ports: []int{8080}, Cmd: []string{"sh", "-c", "mkdir -p " + dir + "/a && echo page of a > " + dir + "/a/index.html && exec busybox httpd -f -p 8080 -h " + dir + "/a"}})
 		ja := s.wait(t, a, "running")
@@ -219,6 +222,22 @@ func TestSlurmCluster(t *testing.T) {
 			t.Errorf("squeue lists %v after the refusal, %v before: sbatch ran", after, before)
 		}
 	})
+}
+
+// jobDir is a directory of the test that jobs (their account, not the
+// test's root) may traverse and write.
+func jobDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // slurmSession is what TestSlurmCluster's steps share: the cluster, and

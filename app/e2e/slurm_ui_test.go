@@ -54,7 +54,7 @@ func TestSlurmUI(t *testing.T) {
 		NodeAddrs: []string{fmt.Sprintf("10.231.%d.101/24", l.subnet), fmt.Sprintf("10.231.%d.102/24", l.subnet)},
 	}})
 	cl.env = append(cl.env, c.Env()...)
-	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm")
+	cl.start("agent", "--name", "cluster", "--iface", "eth0", "--listen", ":7420", "--slurm", "--slurm-job-user", slurmtest.AddUser(t))
 	url := laptop.web("127.0.0.1:7421")
 	cl.waitDaemon()
 	laptop.waitDaemon()

@@ -130,7 +130,7 @@ func TestPolicy(t *testing.T) {
 	ctx := context.Background()
 	j := &applier{jobs.DefaultPolicy()}
 	p := NewPolicy(db, j)
-	if got, err := p.Load(ctx); err != nil || got != jobs.DefaultPolicy() {
+	if got, err := p.Load(ctx); err != nil || !reflect.DeepEqual(got, jobs.DefaultPolicy()) {
 		t.Errorf("Load of a new machine = %+v, %v; want the defaults", got, err)
 	}
 	n := 2
@@ -141,20 +141,20 @@ func TestPolicy(t *testing.T) {
 	if cur, _ := p.Policy(ctx); cur.MaxGPUsPerMember != 2 {
 		t.Errorf("Policy() = %+v", cur)
 	}
-	if stored, err := NewPolicy(db, &applier{}).Load(ctx); err != nil || stored != got {
+	if stored, err := NewPolicy(db, &applier{}).Load(ctx); err != nil || !reflect.DeepEqual(stored, got) {
 		t.Errorf("Load after a restart = %+v, %v; want %+v", stored, err, got)
 	}
 	bad := "everyone"
 	if _, err := p.SetPolicy(ctx, app.PolicyUpdate{Launch: &bad}); !errors.Is(err, app.ErrInvalid) {
 		t.Errorf("SetPolicy of an unknown launch rule = %v; want ErrInvalid", err)
 	}
-	if stored, _ := NewPolicy(db, &applier{}).Load(ctx); stored != got || j.p != got {
+	if stored, _ := NewPolicy(db, &applier{}).Load(ctx); !reflect.DeepEqual(stored, got) || !reflect.DeepEqual(j.p, got) {
 		t.Errorf("a refused policy changed it: stored %+v, applied %+v; want %+v", stored, j.p, got)
 	}
 	if err := db.SetSetting(ctx, settingPolicy, "{"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := p.Load(ctx); err == nil || got != jobs.DefaultPolicy() {
+	if got, err := p.Load(ctx); err == nil || !reflect.DeepEqual(got, jobs.DefaultPolicy()) {
 		t.Errorf("Load of an unreadable policy = %+v, %v; want the defaults and an error", got, err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,9 +54,13 @@ func (m *Manager) adopt(ctx context.Context, lost string) error {
 }
 
 // pickTasks maps job IDs to their task, skipping tasks with a corrupt job
-// label; of two tasks claiming one job, a running one wins.
+// label. Two tasks claiming one job are a conflict, reported as an error:
+// the task the job's record names is the job's (the other may be forged:
+// a cluster job's comment, a container's labels); with no record naming
+// either, neither is adopted. Which task the executor lists last never
+// decides.
 func (m *Manager) pickTasks(ts []TaskStatus) map[string]TaskStatus {
-	out := map[string]TaskStatus{}
+	claims := map[string][]TaskStatus{}
 	for _, t := range ts {
 		id := t.JobID
 		if id == "" {
@@ -65,13 +70,31 @@ func (m *Manager) pickTasks(ts []TaskStatus) map[string]TaskStatus {
 			m.log.Warn("skip a labpool task with a bad job label", "task", shortContainer(t.Handle), "label", id)
 			continue
 		}
-		if prev, ok := out[id]; ok {
-			m.log.Warn("two tasks claim one job", "job", id, "tasks", []string{shortContainer(prev.Handle), shortContainer(t.Handle)})
-			if prev.State == TaskRunning && t.State != TaskRunning {
-				continue
-			}
+		claims[id] = append(claims[id], t)
+	}
+	out := make(map[string]TaskStatus, len(claims))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, c := range claims {
+		if len(c) == 1 {
+			out[id] = c[0]
+			continue
 		}
-		out[id] = t
+		handles := make([]string, len(c))
+		for i, t := range c {
+			handles[i] = shortContainer(t.Handle)
+		}
+		recorded := ""
+		if j, ok := m.jobs[id]; ok {
+			recorded = j.Container
+		}
+		i := slices.IndexFunc(c, func(t TaskStatus) bool { return recorded != "" && t.Handle == recorded })
+		if i < 0 {
+			m.log.Error("two tasks claim one job, and its record names neither: adopting none", "job", id, "tasks", handles)
+			continue
+		}
+		m.log.Error("two tasks claim one job: keeping the one its record names", "job", id, "tasks", handles, "kept", shortContainer(recorded))
+		out[id] = c[i]
 	}
 	return out
 }

@@ -39,6 +39,40 @@ type Policy struct {
 	// WebhookPrivate lets its posts reach private addresses (alerts.WebhookPolicy).
 	WebhookOff     bool `json:"webhook_off"`
 	WebhookPrivate bool `json:"webhook_private"`
+	// SlurmUsers maps a member (device ID) to the Unix account their
+	// Slurm jobs run as, on a cluster this machine stands for; a member
+	// without one runs as the agent's job account (agent
+	// --slurm-job-user).
+	SlurmUsers map[string]string `json:"slurm_users,omitempty"`
+	// SlurmNodes pins each compute node (Slurm's NodeName) to the device
+	// ID of the labpool agent on it: only that device's samples of the
+	// node are believed (idle reclaim, stats of a cluster job).
+	SlurmNodes map[string]string `json:"slurm_nodes,omitempty"`
+}
+
+// maxSlurmMap bounds SlurmUsers and SlurmNodes.
+const maxSlurmMap = 4096
+
+// slurmName is a Unix user or Slurm node name as the policy keeps it.
+var slurmName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
+
+// checkSlurmMaps refuses a Slurm mapping that is too large or names
+// something that cannot be a member, user, node or device.
+func (p Policy) checkSlurmMaps() error {
+	if len(p.SlurmUsers) > maxSlurmMap || len(p.SlurmNodes) > maxSlurmMap {
+		return refuse("policy", "slurm users and nodes: at most %d of each", maxSlurmMap)
+	}
+	for member, user := range p.SlurmUsers {
+		if !slurmName.MatchString(member) || !slurmName.MatchString(user) || user == "root" {
+			return refuse("policy", "slurm user %s=%s: a member's device ID and a Unix user name other than root", member, user)
+		}
+	}
+	for node, dev := range p.SlurmNodes {
+		if !slurmName.MatchString(node) || !slurmName.MatchString(dev) {
+			return refuse("policy", "slurm node %s=%s: a Slurm node name and a device ID", node, dev)
+		}
+	}
+	return nil
 }
 
 // DefaultPolicy is the policy of a machine whose owner set none: members
@@ -79,7 +113,7 @@ func (p Policy) Check() error {
 	case p.JobNetwork != "" && !slices.Contains(NetworkModes, p.JobNetwork):
 		return refuse("policy", "job network %q: use isolated, outside or host", p.JobNetwork)
 	}
-	return nil
+	return p.checkSlurmMaps()
 }
 
 // Policy returns the machine's policy.

@@ -322,3 +322,28 @@ func TestScheduledResyncListsOnce(t *testing.T) {
 		t.Errorf("a resync of 20 cluster jobs made %d lists and %d inspects, want 1 and 0", n, inspects)
 	}
 }
+
+// TestAdoptTwoClaimants: a task that claims a job it is not (a cluster
+// job whose comment names another member's job) never takes the job
+// over at a restart, whatever order the executor lists them in: the task
+// the job's record names stays the job's.
+func TestAdoptTwoClaimants(t *testing.T) {
+	m, rt, st := clusterManager(t)
+	ctx := context.Background()
+	victim, err := m.Submit(ctx, member("alice"), Spec{Cmd: []string{"sleep", "600"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.set(victim.Container, TaskRunning, 0, "node1")
+	waitState(t, m, victim.ID, Running)
+	rt.mu.Lock()
+	rt.cs["forged"] = &TaskStatus{Handle: "forged", JobID: victim.ID, State: TaskRunning,
+		Labels: map[string]string{LabelJob: victim.ID}, Hosts: []string{"node2"}}
+	rt.mu.Unlock()
+	for i := range 16 { // the fake lists its tasks in a map's order
+		m2 := newTestManager(t, rt.again(), 0, st)
+		if j, _ := m2.Get(victim.ID); j.Container != victim.Container || j.State != Running {
+			t.Fatalf("restart %d: the job is task %s (%s), want %s", i, j.Container, j.State, victim.Container)
+		}
+	}
+}

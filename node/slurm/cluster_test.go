@@ -39,7 +39,8 @@ func realRunner(c *slurmtest.Cluster) *CmdRunner {
 }
 
 // realConfig is an executor's configuration on c, with a state directory
-// of its own.
+// of its own and a job account of its own (a user the test makes).
 func realConfig(t testing.TB, c *slurmtest.Cluster) Config {
-	return Config{Conf: c.Conf, Wrap: c.Wrap(), StateDir: t.TempDir(), Tick: 200 * time.Millisecond, Timeout: 20 * time.Second}
+	return Config{Conf: c.Conf, Wrap: c.Wrap(), StateDir: privateDir(t), JobUser: slurmtest.AddUser(t),
+		Tick: 200 * time.Millisecond, Timeout: 20 * time.Second}
 }

@@ -9,9 +9,10 @@ import (
 //
 //	labpool:job=<labpool job ID>,owner=<device ID of the member>
 //
-// so that squeue alone finds labpool's jobs and who launched each (all of
-// them run as the agent's one Unix user). IDs are restricted to
-// [A-Za-z0-9._-] so that the marker parses one way only.
+// for people reading the queue: who launched each. It proves nothing (a
+// job of any account may write one): a job is labpool's by the
+// executor's record (see ours). IDs are restricted to [A-Za-z0-9._-] so
+// that the marker parses one way only.
 const commentPrefix = "labpool:"
 
 // maxIDLen is the longest job or owner ID the marker carries.

@@ -10,8 +10,8 @@ import (
 )
 
 // owned checks that handle names a labpool job: a record of this
-// executor, or a job of its user with the marker. It returns the job as
-// the snapshot shows it (ok false when the snapshot lacks it).
+// executor, run by the record's account (see ours). It returns the job
+// as the snapshot shows it (ok false when the snapshot lacks it).
 func (e *Executor) owned(ctx context.Context, handle, verb string) (Job, bool, error) {
 	if !validHandle(handle) {
 		return Job{}, false, errHandle(handle)
@@ -24,11 +24,14 @@ func (e *Executor) owned(ctx context.Context, handle, verb string) (Job, bool, e
 	if e.removed(handle) {
 		return Job{}, false, fmt.Errorf("%s slurm job %s: removed: %w", verb, handle, jobs.ErrTaskGone)
 	}
-	if inQueue && !e.ours(j) {
-		return Job{}, false, fmt.Errorf("slurm: %s job %s: it was not submitted by labpool (an executor touches only labpool's jobs)", verb, handle)
-	}
-	if !inQueue && e.record(handle) == nil {
+	if e.record(handle) == nil {
+		if inQueue {
+			return Job{}, false, fmt.Errorf("slurm: %s job %s: it was not submitted by this agent (an executor touches only the jobs it recorded)", verb, handle)
+		}
 		return Job{}, false, fmt.Errorf("%s slurm job %s: %w", verb, handle, jobs.ErrTaskGone)
+	}
+	if inQueue && !e.ours(j) {
+		return Job{}, false, fmt.Errorf("slurm: %s job %s: it runs as %s, not as the account it was submitted as (an executor touches only the jobs it recorded)", verb, handle, j.User)
 	}
 	return j, inQueue, nil
 }
@@ -46,18 +49,19 @@ func (e *Executor) Stop(ctx context.Context, handle string, grace time.Duration)
 	if !inQueue || Ended(j.State) {
 		return nil
 	}
-	if err := e.scancel(ctx, handle); err != nil {
+	if err := e.scancel(ctx, handle, handle); err != nil {
 		return err
 	}
 	if grace <= 0 || j.State == "PENDING" || e.waitEnd(ctx, handle, grace) {
 		return nil
 	}
-	return e.scancel(ctx, "--full", "--signal=KILL", handle)
+	return e.scancel(ctx, handle, "--full", "--signal=KILL", handle)
 }
 
-// scancel runs scancel; a job that already ended is not an error.
-func (e *Executor) scancel(ctx context.Context, args ...string) error {
-	_, err := e.run.Run(ctx, "scancel", args...)
+// scancel runs scancel as handle's account; a job that already ended is
+// not an error.
+func (e *Executor) scancel(ctx context.Context, handle string, args ...string) error {
+	_, err := e.runAsJob(ctx, handle, "scancel", args...)
 	e.q.invalidate()
 	if err != nil {
 		msg := err.Error()
@@ -106,16 +110,12 @@ func (e *Executor) Remove(ctx context.Context, handle string) error {
 		return fmt.Errorf("slurm: remove job %s: it is %s, and only an ended job is removed (stop it first)", handle, strings.ToLower(j.State))
 	}
 	e.mu.Lock()
-	r := e.recs[handle]
-	if r == nil {
-		r = &record{Handle: handle, JobID: j.LabpoolJob, Owner: j.Owner, Output: e.outputPath(handle)}
-		e.recs[handle] = r
-	}
+	r := e.recs[handle] // owned: there is one
 	r.Removed = true
 	e.recGen++
 	cp := *r
 	e.mu.Unlock()
-	if err := e.forget(&cp, false); err != nil {
+	if err := e.forget(ctx, &cp, false); err != nil {
 		return fmt.Errorf("remove slurm job %s: %w", handle, err)
 	}
 	if err := e.save(&cp); err != nil {

@@ -17,8 +17,10 @@ import (
 	"github.com/labpool/labpool/node/jobs"
 )
 
-// BenchmarkSubmit compares Start through the executor with a bare sbatch
-// of the same script and arguments, on the real test cluster. Both go
+// BenchmarkSubmit compares Start through the executor (as the job
+// account: setpriv, the script on sbatch's stdin, the record saved) with
+// a bare sbatch by the agent's own user of the same script and
+// arguments, its environment set, on the real test cluster. Both go
 // through the same runner (nsenter into the cluster's namespace).
 func BenchmarkSubmit(b *testing.B) {
 	c := needSlurm(b)
@@ -51,6 +53,10 @@ func BenchmarkSubmit(b *testing.B) {
 	script := filepath.Join(cfg.StateDir, "bare.sh")
 	if err := os.WriteFile(script, []byte(bt.Script), 0o700); err != nil {
 		b.Fatal(err)
+	}
+	for _, kv := range bt.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		b.Setenv(k, v)
 	}
 	run := realRunner(c)
 	b.Run("sbatch", func(b *testing.B) {
@@ -113,6 +119,10 @@ func newTextRunner(jobs []Job, flip bool) *textRunner {
 	}
 	r.full = newTemplate(string(renderText(jobs, ph)))
 	return r
+}
+
+func (r *textRunner) RunAs(ctx context.Context, _ As, name string, args ...string) ([]byte, error) {
+	return r.Run(ctx, name, args...)
 }
 
 func (r *textRunner) Run(_ context.Context, name string, args ...string) ([]byte, error) {
@@ -194,10 +204,11 @@ func benchPoll(b *testing.B, fixture string, flip bool) {
 	jobs := jobs1000(b, fixture)
 	r := newTextRunner(jobs, flip)
 	clock := &fakeClock{t: time.Unix(1795600200, 0)}
-	e, err := New(context.Background(), Config{StateDir: b.TempDir(), Runner: r, User: jobs[0].User, Containers: []string{}, Now: clock.now})
+	e, err := New(context.Background(), fakeConfig(privateDir(b), r, clock))
 	if err != nil {
 		b.Fatal(err)
 	}
+	recordJobs(b, e, jobs, jobs[0].User)
 	ctx := context.Background()
 	// The first tick adopts the 500 labpool jobs (one record file
 	// each), once; the loop measures the ticks after it.

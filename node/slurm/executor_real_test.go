@@ -165,8 +165,9 @@ func TestRealMultiNode(t *testing.T) {
 	}
 }
 
-// TestRealAdopt: an executor restarted on the same state directory, and
-// one with none at all, find the running job without submitting again.
+// TestRealAdopt: an executor restarted on the same state directory finds
+// the running job without submitting again; one with no state adopts
+// nothing (a job's comment is no proof that labpool submitted it).
 func TestRealAdopt(t *testing.T) {
 	c := needSlurm(t)
 	cfg := realConfig(t, c)
@@ -198,8 +199,8 @@ func TestRealAdopt(t *testing.T) {
 				}
 			}
 		}
-		if found != 1 {
-			t.Errorf("%s: job %s listed %d times", name, st.Handle, found)
+		if want := map[string]int{"same state": 1, "no state": 0}[name]; found != want {
+			t.Errorf("%s: job %s listed %d times, want %d", name, st.Handle, found, want)
 		}
 	}
 	if err := again.Stop(context.Background(), st.Handle, 0); err != nil {
@@ -212,7 +213,11 @@ func TestRealAdopt(t *testing.T) {
 	if _, err := again.Inspect(context.Background(), st.Handle); !jobs.IsTaskGone(err) {
 		t.Errorf("Inspect after Remove: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.StateDir, "slurm-"+st.Handle+".out")); !os.IsNotExist(err) {
+	a, err := again.account(cfg.JobUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(a.outDir(), "slurm-"+st.Handle+".out")); !os.IsNotExist(err) {
 		t.Errorf("output file after Remove: %v", err)
 	}
 }
@@ -222,7 +227,11 @@ func TestRealAdopt(t *testing.T) {
 func TestRealInjection(t *testing.T) {
 	c := needSlurm(t)
 	e := newRealExecutor(t, c)
-	canary := filepath.Join(e.cfg.StateDir, "INJECTED")
+	a, err := e.account(e.cfg.JobUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canary := filepath.Join(a.Home, "INJECTED") // where the job may write
 	handles := make([]string, len(hostile))
 	for i, h := range hostile {
 		h = strings.ReplaceAll(h, "INJECTED", canary)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -44,6 +45,14 @@ func (r *recorded) Run(_ context.Context, name string, args ...string) ([]byte, 
 	return nil, nil
 }
 
+// RunAs runs name as Run does, recording the account first ("as USER:").
+func (r *recorded) RunAs(ctx context.Context, as As, name string, args ...string) ([]byte, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, "as "+as.User+":")
+	r.mu.Unlock()
+	return r.Run(ctx, name, args...)
+}
+
 func (r *recorded) count(prefix string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -77,11 +86,57 @@ func recordedExecutor(t *testing.T, squeue string) (*Executor, *recorded, *fakeC
 		"scontrol": readFixture(t, "scontrol-partition-22.05.txt"),
 	}}
 	clock := &fakeClock{t: time.Unix(1795600200, 0)}
-	e, err := New(context.Background(), Config{StateDir: t.TempDir(), Runner: r, User: "lab", Containers: []string{}, Now: clock.now})
+	e, err := New(context.Background(), fakeConfig(privateDir(t), r, clock))
 	if err != nil {
 		t.Fatal(err)
 	}
+	recordFixture(t, e, squeue, "lab")
 	return e, r, clock
+}
+
+// fakeConfig is an executor's configuration on a fake runner: the jobs'
+// account is nobody (a real user here, never the test's own).
+func fakeConfig(dir string, r AsRunner, clock *fakeClock) Config {
+	return Config{StateDir: dir, Runner: r, JobUser: "nobody", Containers: []string{}, Now: clock.now}
+}
+
+// privateDir is a new directory of the test's, closed to job accounts
+// (t.TempDir makes it 0755).
+func privateDir(t testing.TB) string {
+	t.Helper()
+	d := t.TempDir()
+	if err := os.Chmod(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// recordFixture gives e a record of each labpool job of user in the
+// squeue fixture, as if e had submitted them as user.
+func recordFixture(t testing.TB, e *Executor, fixture, user string) {
+	t.Helper()
+	_, list, err := ParseSqueue(readFixture(t, fixture))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordJobs(t, e, list, user)
+}
+
+// recordJobs gives e a record of each labpool job of user in list.
+func recordJobs(t testing.TB, e *Executor, list []Job, user string) {
+	t.Helper()
+	for _, j := range list {
+		if j.LabpoolJob == "" || j.User != user {
+			continue
+		}
+		r := &record{Handle: j.ID, JobID: j.LabpoolJob, Owner: j.Owner, User: user,
+			Output: filepath.Join(t.TempDir(), "slurm-"+j.ID+".out"), Submitted: j.Submitted,
+			Last: jobs.TaskStatus{Handle: j.ID, JobID: j.LabpoolJob, State: jobs.TaskPending}}
+		if err := e.save(r); err != nil {
+			t.Fatal(err)
+		}
+		e.recs[j.ID] = r
+	}
 }
 
 // TestOneSqueuePerTick: every reader within a tick shares one squeue;
@@ -115,15 +170,14 @@ func TestOneSqueuePerTick(t *testing.T) {
 	if n := r.count("squeue"); n != 2 {
 		t.Errorf("%d squeue calls after a tick, want 2", n)
 	}
-	if n := r.count("squeue --noheader --states=all --Format="); n != 2 || !strings.HasSuffix(r.calls[len(r.calls)-1], " --user=lab") {
+	if n := r.count("squeue --noheader --states=all --Format="); n != 2 || !strings.HasSuffix(r.calls[len(r.calls)-1], " --user=nobody,lab") {
 		t.Errorf("the tick's own read is not filtered by user: %q", r.calls)
 	}
 }
 
-// TestListAdoptsFromComment: an agent with no records (a fresh state
-// directory) finds labpool's jobs from squeue alone, and only those of
-// its own Unix user.
-func TestListAdoptsFromComment(t *testing.T) {
+// TestListFromRecords: the agent lists the jobs it recorded, as squeue
+// shows them, and only those.
+func TestListFromRecords(t *testing.T) {
 	e, _, _ := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
 	list, err := e.List(context.Background())
 	if err != nil {
@@ -174,15 +228,70 @@ func TestNotLabpoolsJob(t *testing.T) {
 	if n := r.count("scancel"); n != 0 {
 		t.Errorf("scancel ran %d times", n)
 	}
-	// A job of the agent's user without the marker is not labpool's.
+	// A job of a job account that the agent never recorded is not
+	// labpool's, whatever its comment says.
 	e.mu.Lock()
-	e.cfg.User = "mallory" // job 111 is mallory's, with a malformed marker
-	e.q.user = "mallory"
+	e.cfg.JobUser = "mallory" // job 110 is mallory's, with a labpool comment
 	e.q.last = nil
 	e.mu.Unlock()
-	if err := e.Stop(ctx, "111", 0); err == nil || !strings.Contains(err.Error(), "not submitted by labpool") {
-		t.Errorf("Stop(111) = %v, want a refusal naming the rule", err)
+	if err := e.Stop(ctx, "110", 0); err == nil || !strings.Contains(err.Error(), "not submitted by this agent") {
+		t.Errorf("Stop(110) = %v, want a refusal naming the rule", err)
 	}
+}
+
+// TestForgedCommentNotAdopted: a job of a job account that writes a
+// labpool comment naming another member's job (sbatch
+// --comment=labpool:job=VICTIM,owner=...) is not adopted by an agent
+// that did not submit it, fresh or restarted: the jobs manager never
+// sees two claimants of the victim's job.
+func TestForgedCommentNotAdopted(t *testing.T) {
+	ctx := context.Background()
+	r := &recorded{out: map[string][]byte{"squeue": readFixture(t, "squeue-23.11-v0.0.40.json")}}
+	clock := &fakeClock{t: time.Unix(1795600200, 0)}
+	e := mustNew(t, fakeConfig(privateDir(t), r, clock))
+	_, all, err := ParseSqueue(r.out["squeue"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent submitted job 101 (j101) as lab alone; every other
+	// labpool comment of lab's jobs is forged.
+	recordJobs(t, e, all[:1], "lab")
+	if all[0].ID != "101" {
+		t.Fatalf("fixture's first job is %s", all[0].ID)
+	}
+	for _, ex := range []*Executor{e, mustNew(t, e.cfg)} {
+		list, err := ex.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, st := range list {
+			got = append(got, st.Handle+":"+st.JobID)
+		}
+		if strings.Join(got, " ") != "101:j101" {
+			t.Errorf("List = %v, want only the job the agent submitted (101:j101)", got)
+		}
+		for _, h := range []string{"102", "109"} {
+			if _, err := ex.Inspect(ctx, h); !jobs.IsTaskGone(err) {
+				t.Errorf("Inspect(%s) = %v, want gone: a comment is no proof", h, err)
+			}
+			if err := ex.Stop(ctx, h, 0); err == nil || !strings.Contains(err.Error(), "not submitted by this agent") {
+				t.Errorf("Stop(%s) = %v, want a refusal naming the rule", h, err)
+			}
+		}
+	}
+	if n := r.count("scancel"); n != 0 {
+		t.Errorf("scancel ran %d times", n)
+	}
+}
+
+func mustNew(t testing.TB, cfg Config) *Executor {
+	t.Helper()
+	e, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
 
 func TestRemoveRunningRefused(t *testing.T) {
@@ -261,7 +370,8 @@ func renderFor(list []Job, args []string, m textMarkers) []byte {
 	for _, a := range args {
 		var keep func(Job) bool
 		if u, ok := strings.CutPrefix(a, "--user="); ok { // slurmctld's filter
-			keep = func(j Job) bool { return j.User == u }
+			users := strings.Split(u, ",")
+			keep = func(j Job) bool { return slices.Contains(users, j.User) }
 		}
 		if ids, ok := strings.CutPrefix(a, "--jobs="); ok {
 			set := strings.Split(ids, ",")
@@ -320,7 +430,7 @@ func markersOf(args []string) textMarkers {
 func TestVanished(t *testing.T) {
 	ctx := context.Background()
 	addRecord := func(e *Executor, h string) {
-		r := &record{Handle: h, JobID: "j" + h, Owner: "DEV1", Output: e.outputPath(h),
+		r := &record{Handle: h, JobID: "j" + h, Owner: "DEV1", User: "root", Output: filepath.Join(t.TempDir(), "slurm-"+h+".out"),
 			Last: jobs.TaskStatus{Handle: h, JobID: "j" + h, State: jobs.TaskRunning}}
 		if err := e.save(r); err != nil {
 			t.Fatal(err)
@@ -329,7 +439,6 @@ func TestVanished(t *testing.T) {
 	}
 
 	e, r, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
-	e.cfg.User = "root" // the scontrol fixtures are root's
 	r.out["scontrol"] = readFixture(t, "scontrol-job-22.05-failed.txt")
 	addRecord(e, "4")
 	st, err := e.Inspect(ctx, "4")
@@ -379,7 +488,7 @@ func TestEventsEnd(t *testing.T) {
 func TestRemoveTombstone(t *testing.T) {
 	ctx := context.Background()
 	e, r, clock := recordedExecutor(t, "squeue-23.11-v0.0.40.json")
-	if _, err := e.List(ctx); err != nil { // adopts 103 from its comment
+	if _, err := e.List(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Remove(ctx, "103"); err != nil {

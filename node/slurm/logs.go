@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/jobs"
+	"golang.org/x/sys/unix"
 )
 
 // maxTailRead bounds how much of an output file a tail reads back.
@@ -22,8 +23,13 @@ func (e *Executor) Logs(ctx context.Context, handle string, follow bool, tail in
 	if _, _, err := e.owned(ctx, handle, "read the output of"); err != nil {
 		return nil, err
 	}
-	path := e.outputPath(handle)
-	f, err := os.Open(path)
+	r := e.record(handle)
+	a, err := e.outputAccount(r)
+	if err != nil {
+		return nil, fmt.Errorf("read output of slurm job %s: %w", handle, err)
+	}
+	path := r.Output
+	f, err := openOutput(path, a)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read output of slurm job %s: %w", handle, err)
 	}
@@ -48,7 +54,7 @@ func (e *Executor) Logs(ctx context.Context, handle string, follow bool, tail in
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		defer cancel()
-		pw.CloseWithError(e.follow(ctx, handle, path, f, start, pw))
+		pw.CloseWithError(e.follow(ctx, handle, path, a, f, start, pw))
 	}()
 	return &followReader{PipeReader: pr, cancel: cancel}, nil
 }
@@ -65,7 +71,7 @@ func (r *followReader) Close() error {
 
 // follow copies the file from start, reading what was added each tick,
 // until the job ends (then the rest) or ctx ends.
-func (e *Executor) follow(ctx context.Context, handle, path string, f *os.File, start int64, w io.Writer) error {
+func (e *Executor) follow(ctx context.Context, handle, path string, a account, f *os.File, start int64, w io.Writer) error {
 	defer func() {
 		if f != nil {
 			f.Close()
@@ -77,7 +83,10 @@ func (e *Executor) follow(ctx context.Context, handle, path string, f *os.File, 
 	for {
 		ended := e.ended(ctx, handle)
 		if f == nil {
-			f, _ = os.Open(path)
+			var err error
+			if f, err = openOutput(path, a); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("read output of slurm job %s: %w", handle, err)
+			}
 		}
 		if f != nil {
 			n, err := copyFrom(f, off, w)
@@ -95,6 +104,42 @@ func (e *Executor) follow(ctx context.Context, handle, path string, f *os.File, 
 		case <-tick.C:
 		}
 	}
+}
+
+// outputAccount is the account whose file r's output is: a record
+// written before job accounts names none, and its output (written by a
+// job of the agent's own user, in the agent's directory) is not read.
+func (e *Executor) outputAccount(r *record) (account, error) {
+	if r == nil || r.User == "" {
+		return account{}, errors.New("the job ran as the agent's own user, before job accounts: its output is not read (rule: a job's output is its account's file)")
+	}
+	return e.account(r.User)
+}
+
+// openOutput opens a job's output file for reading, refusing anything
+// but a regular file of the job's account: not a link (O_NOFOLLOW: a job
+// that swaps its output for a link to the agent's key gets an error),
+// not another user's file (a hard link), not a FIFO (O_NONBLOCK: the
+// open never waits). Rule "a job's output is its account's file".
+func openOutput(path string, a account) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ELOOP {
+			return nil, fmt.Errorf("%s is a symbolic link, not the job's output (rule: a job's output is its account's file)", path)
+		}
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != a.UID {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s is not a file of job account %s (owner %d, mode %o): not the job's output (rule: a job's output is its account's file)",
+			path, a.Name, st.Uid, st.Mode)
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 // ended says whether the job has ended (or is gone).

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,14 +14,26 @@ import (
 )
 
 // holdsScript runs as a step of the job on the node a tunnel dials: it
-// succeeds when a process of the job (SLURM_JOB_ID in its environment, set
-// by slurmstepd) listens on the port. Every job of the agent runs as one
+// succeeds when the sockets that would take the tunnel's connection (to
+// the node's IPv4 address and the port: one bound to it, else to
+// 0.0.0.0, else a dual-stack ::) belong to processes of the job
+// (SLURM_JOB_ID in their environment, set by slurmstepd). The job's
+// socket on the port of another address or family (an IPv6-only [::])
+// proves nothing: the tunnel would reach whoever holds the IPv4 port. Every job of the agent runs as one
 // Unix user, on nodes with other services: a declared port alone would let
 // one member's job reach another's service, or the node's own (sshd,
 // slurmd), through its tunnel.
 //
 //go:embed holds.sh
 var holdsScript string
+
+// procNetAddr is an IPv4 address as /proc/net/tcp writes it: the four
+// bytes as one little-endian word in hex (compute nodes are
+// little-endian: x86-64, arm64, ppc64le).
+func procNetAddr(ip netip.Addr) string {
+	b := ip.As4()
+	return fmt.Sprintf("%02X%02X%02X%02X", b[3], b[2], b[1], b[0])
+}
 
 // holdsFresh is how long a port found held is believed without asking the
 // node again: a browser opens many connections at once.
@@ -60,10 +73,14 @@ func (e *Executor) HoldsPort(ctx context.Context, handle string, port int) error
 	if st.State != jobs.TaskRunning || len(st.Hosts) == 0 {
 		return fmt.Errorf("slurm job %s does not run: no port of it is reached (rule: tunnel-own-port)", handle)
 	}
+	ip, err := netip.ParseAddr(st.Addr)
+	if err != nil || !ip.Unmap().Is4() {
+		return fmt.Errorf("slurm job %s runs on %s, whose address %q is not IPv4: a tunnel dials only an IPv4 address it checked (rule: tunnel-own-port)", handle, st.Hosts[0], st.Addr)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := e.run.Run(ctx, "srun", "--jobid="+handle, "--overlap", "--nodes=1", "--ntasks=1",
-		"--nodelist="+st.Hosts[0], "--quiet", "sh", "-c", holdsScript, "sh", strconv.Itoa(port), handle)
+	out, err := e.runAsJob(ctx, handle, "srun", "--jobid="+handle, "--overlap", "--nodes=1", "--ntasks=1",
+		"--nodelist="+st.Hosts[0], "--quiet", "sh", "-c", holdsScript, "sh", strconv.Itoa(port), handle, procNetAddr(ip.Unmap()))
 	if err != nil {
 		why := strings.TrimSpace(string(out))
 		if why == "" {

@@ -11,8 +11,8 @@ import (
 // (Inspect, List, Events, Logs, Stop) shares it, so the agent reads the
 // queue once per tick, never once per job (a second squeue reads the
 // jobs whose state line changed: see readText). It holds the jobs of
-// the agent's Unix user (squeue --user: slurmctld filters, so other
-// users' jobs cost nearly nothing), or, when Full, every job (for the
+// the job accounts (squeue --user: slurmctld filters, so other users'
+// jobs cost nearly nothing), or, when Full, every job (for the
 // cluster's card).
 type snapshot struct {
 	Meta Meta
@@ -24,10 +24,10 @@ type snapshot struct {
 
 // queue caches the latest snapshot for a tick.
 type queue struct {
-	run  Runner
-	tick time.Duration
-	now  func() time.Time
-	user string // the agent's Unix user: a snapshot that is not Full holds only its jobs
+	run   Runner
+	tick  time.Duration
+	now   func() time.Time
+	users func() string // the job accounts, comma-separated: a snapshot that is not Full holds only their jobs
 
 	mu   sync.Mutex // guards last and busy; held only to read or swap them
 	last *snapshot

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,9 +24,10 @@ type record struct {
 	Handle    string            `json:"handle"`
 	JobID     string            `json:"job_id"`
 	Owner     string            `json:"owner"`
+	User      string            `json:"user,omitempty"` // the job's Unix account; "" before job accounts: the agent's
 	Labels    map[string]string `json:"labels,omitempty"`
 	Ports     []int             `json:"ports,omitempty"`
-	Script    string            `json:"script"`
+	Script    string            `json:"script,omitempty"` // before job accounts: the script's file
 	Output    string            `json:"output"`
 	CPUs      float64           `json:"cpus,omitempty"`
 	MemoryB   int64             `json:"memory_bytes,omitempty"`
@@ -106,10 +108,18 @@ func (e *Executor) load() (map[string]*record, error) {
 }
 
 // forget deletes r's files (and, with its record, the record's);
-// what is already gone is not an error.
-func (e *Executor) forget(r *record, withRecord bool) error {
+// what is already gone is not an error. The output is its account's
+// file, in its account's directory: the account removes it.
+func (e *Executor) forget(ctx context.Context, r *record, withRecord bool) error {
 	var errs []error
-	paths := []string{r.Output, r.Script}
+	paths := []string{r.Script}
+	if r.User == "" {
+		paths = append(paths, r.Output) // before job accounts: the agent's file
+	} else if r.Output != "" {
+		if _, err := e.run.RunAs(ctx, As{User: r.User}, "rm", "-f", "--", r.Output); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if withRecord {
 		paths = append(paths, e.recordPath(r.Handle))
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -18,6 +19,21 @@ import (
 // recorded output (see RunnerFunc).
 type Runner interface {
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+}
+
+// As is who runs a command, and what it is given: the executor runs
+// sbatch, scancel and job steps as the job's account, never as the
+// agent's own user.
+type As struct {
+	User  string   // the Unix account
+	Stdin []byte   // the command's standard input (sbatch reads its script here)
+	Env   []string // NAME=VALUE added to its environment, never to argv
+}
+
+// AsRunner is a Runner that also runs commands as another Unix user.
+type AsRunner interface {
+	Runner
+	RunAs(ctx context.Context, as As, name string, args ...string) ([]byte, error)
 }
 
 // RunnerFunc is a Runner from a function.
@@ -40,7 +56,19 @@ type CmdRunner struct {
 	Timeout time.Duration
 	// Usage, when set, is told the CPU time of each command that ran.
 	Usage func(name string, user, sys time.Duration)
+	// Switch is how RunAs becomes another user: SwitchSetpriv (the agent
+	// is root) or SwitchSudo (sudo -n -u USER, with the sudoers rule of
+	// the README); "" picks setpriv for root, sudo otherwise.
+	Switch string
 }
+
+// How CmdRunner.RunAs becomes the job's account.
+const (
+	SwitchSetpriv = "setpriv" // setpriv --reuid --regid --init-groups (root)
+	SwitchSudo    = "sudo"    // sudo -n -u USER --preserve-env=NAMES
+)
+
+var _ AsRunner = (*CmdRunner)(nil)
 
 // Run runs name with args and returns its standard output.
 func (r *CmdRunner) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
@@ -56,6 +84,72 @@ func (r *CmdRunner) Run(ctx context.Context, name string, args ...string) ([]byt
 	if r.Conf != "" {
 		cmd.Env = append(cmd.Env, "SLURM_CONF="+r.Conf)
 	}
+	return r.runCmd(ctx, cmd, name, timeout)
+}
+
+// RunAs runs name as the Unix user as.User: through setpriv when the
+// agent is root, else through sudo -n (which fails at once, never
+// prompts, when the sudoers rule is missing). The command gets a clean
+// environment: PATH, SLURM_CONF, the user's HOME, USER and LOGNAME, and
+// as.Env, never the agent's own variables.
+func (r *CmdRunner) RunAs(ctx context.Context, as As, name string, args ...string) ([]byte, error) {
+	if !validUserName(as.User) {
+		return nil, fmt.Errorf("%s: run as %q: not a Unix user name", name, as.User)
+	}
+	timeout := r.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	if r.Conf != "" {
+		env = append(env, "SLURM_CONF="+r.Conf)
+	} else if c := os.Getenv("SLURM_CONF"); c != "" {
+		env = append(env, "SLURM_CONF="+c)
+	}
+	keep := []string{"SLURM_CONF"}
+	for _, kv := range as.Env {
+		k, _, _ := strings.Cut(kv, "=")
+		keep = append(keep, k)
+	}
+	env = append(env, as.Env...)
+	argv := append([]string(nil), r.Wrap...)
+	switch r.switchMode() {
+	case SwitchSetpriv:
+		u, err := lookupAccount(as.User, nil)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, "HOME="+u.Home, "USER="+u.Name, "LOGNAME="+u.Name)
+		argv = append(argv, "setpriv", "--reuid="+strconv.FormatUint(uint64(u.UID), 10),
+			"--regid="+strconv.FormatUint(uint64(u.GID), 10), "--init-groups", "--")
+	default:
+		argv = append(argv, "sudo", "-n", "-H", "-u", as.User, "--preserve-env="+strings.Join(keep, ","), "--")
+	}
+	argv = append(append(argv, name), args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = env
+	if as.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(as.Stdin)
+	}
+	return r.runCmd(ctx, cmd, name, timeout)
+}
+
+// switchMode is r.Switch, or the one that fits the agent's user.
+func (r *CmdRunner) switchMode() string {
+	if r.Switch != "" {
+		return r.Switch
+	}
+	if os.Geteuid() == 0 {
+		return SwitchSetpriv
+	}
+	return SwitchSudo
+}
+
+// runCmd runs cmd and returns its standard output, or an error with its
+// standard error.
+func (r *CmdRunner) runCmd(ctx context.Context, cmd *exec.Cmd, name string, timeout time.Duration) ([]byte, error) {
 	out, err := captured(cmd)
 	if r.Usage != nil && cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {

@@ -21,11 +21,14 @@ const (
 // has neither pyxis nor Apptainer/Singularity.
 var ErrNoContainerRuntime = errors.New("slurm: an image job needs pyxis (srun --container-image) or Apptainer/Singularity on the cluster, and this cluster has neither: run a command job (no image)")
 
-// batch is what one Start submits: the script and sbatch's arguments
-// (the script's path comes last, added by the caller).
+// batch is what one Start submits: the script (on sbatch's standard
+// input), sbatch's arguments, and the job's environment (sbatch's own
+// environment, which --export names: a value is in neither the script
+// nor argv, where every user of the submit host could read it).
 type batch struct {
 	Script string
 	Args   []string
+	Env    []string
 }
 
 // batchPlan is what buildBatch needs beside the task.
@@ -37,9 +40,10 @@ type batchPlan struct {
 	Apptainer  string   // the apptainer or singularity binary
 }
 
-// buildBatch turns a task into a batch script and sbatch's arguments.
-// Nothing of the task reaches a shell unquoted: names and values are
-// single-quoted in the script, and sbatch's arguments are argv entries.
+// buildBatch turns a task into a batch script, sbatch's arguments and
+// the job's environment. Nothing of the task reaches a shell unquoted:
+// the command's words are single-quoted in the script, sbatch's
+// arguments are argv entries, and values stay in the environment.
 func buildBatch(t jobs.Task, p batchPlan) (batch, error) {
 	if !validID(t.ID) || !validID(t.Owner) {
 		return batch{}, fmt.Errorf("slurm: job %q of %q: job and owner IDs are 1 to %d of [A-Za-z0-9._-]", t.ID, t.Owner, maxIDLen)
@@ -48,11 +52,11 @@ func buildBatch(t jobs.Task, p batchPlan) (batch, error) {
 	if err != nil {
 		return batch{}, err
 	}
-	args, err := sbatchArgs(t, p)
+	env, err := taskEnv(t, runtime)
 	if err != nil {
 		return batch{}, err
 	}
-	env, err := taskEnv(t, runtime)
+	args, err := sbatchArgs(t, p, env)
 	if err != nil {
 		return batch{}, err
 	}
@@ -62,15 +66,11 @@ func buildBatch(t jobs.Task, p batchPlan) (batch, error) {
 	}
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
-	fmt.Fprintf(&b, "# labpool job %s, launched by %s. Written by labpool: every value below is quoted.\n", t.ID, t.Owner)
-	b.WriteString("# srun steps get the environment below (sbatch ran with --export=NONE).\n")
+	fmt.Fprintf(&b, "# labpool job %s, launched by %s. Written by labpool: every word below is quoted.\n", t.ID, t.Owner)
+	b.WriteString("# srun steps get the job's environment (sbatch exported only the names it was given).\n")
 	b.WriteString("export SLURM_EXPORT_ENV=ALL\n")
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
-	}
 	b.WriteString(run + "\n")
-	return batch{Script: b.String(), Args: args}, nil
+	return batch{Script: b.String(), Args: args, Env: env}, nil
 }
 
 // pickRuntime chooses how to run image: "" for a command job.
@@ -84,10 +84,17 @@ func pickRuntime(image string, have []string) (string, error) {
 	return have[0], nil
 }
 
-// sbatchArgs are sbatch's options for t.
-func sbatchArgs(t jobs.Task, p batchPlan) ([]string, error) {
+// sbatchArgs are sbatch's options for t, whose environment is env:
+// --export names its variables (their values are in sbatch's
+// environment), so the job gets those and Slurm's, never sbatch's others.
+func sbatchArgs(t jobs.Task, p batchPlan, env []string) ([]string, error) {
 	r := t.Resources
-	args := []string{"--parsable", "--export=NONE",
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		names = append(names, k)
+	}
+	args := []string{"--parsable", "--export=" + strings.Join(names, ","),
 		"--job-name=" + jobName(t), "--comment=" + p.Comment,
 		"--output=" + p.Output, "--chdir=" + p.Dir}
 	res, err := resourceArgs(r)
@@ -173,10 +180,13 @@ func jobName(t jobs.Task) string {
 	return b.String()
 }
 
-// reservedEnv are variables a task may not set: Slurm's own, and the
-// GPUs Slurm grants.
+// reservedEnv are variables a task may not set: Slurm's own, the GPUs
+// Slurm grants, and the input variables of sbatch, salloc and srun (the
+// job's values are in sbatch's environment: SBATCH_GRES would ask GPUs
+// past the policy).
 func reservedEnv(k string) bool {
 	return strings.HasPrefix(k, "SLURM_") || strings.HasPrefix(k, "SLURMD_") ||
+		strings.HasPrefix(k, "SBATCH_") || strings.HasPrefix(k, "SALLOC_") || strings.HasPrefix(k, "SRUN_") ||
 		strings.HasPrefix(k, "LABPOOL_") || k == "CUDA_VISIBLE_DEVICES" ||
 		k == "GPU_DEVICE_ORDINAL" || k == "ROCR_VISIBLE_DEVICES"
 }
@@ -212,7 +222,7 @@ func taskEnv(t jobs.Task, runtime string) ([]string, error) {
 			return nil, fmt.Errorf("slurm: env %q: an entry is NAME=VALUE with NAME of [A-Za-z0-9_]", kv)
 		}
 		if reservedEnv(k) {
-			return nil, fmt.Errorf("slurm: env %s: SLURM_*, LABPOOL_* and the GPU variables are set by Slurm and labpool, not by a job", k)
+			return nil, fmt.Errorf("slurm: env %s: SLURM_*, SBATCH_*, SALLOC_*, SRUN_*, LABPOOL_* and the GPU variables are set by Slurm and labpool, not by a job", k)
 		}
 		env = append(env, kv)
 	}
@@ -220,7 +230,7 @@ func taskEnv(t jobs.Task, runtime string) ([]string, error) {
 }
 
 // folderEnv gives a command job its folders: a command job runs on the
-// host with the agent user's file access, so there is nothing to mount;
+// host with its account's file access, so there is nothing to mount;
 // it reads LABPOOL_FOLDER_<NAME>=<host path>, NAME from the target's last
 // element.
 func folderEnv(mounts []jobs.TaskMount) ([]string, error) {

@@ -85,9 +85,9 @@ var hostile = []string{
 	"--comment=labpool:job=other,owner=other",
 }
 
-// TestScriptInjection runs the written scripts with sh: every hostile
-// string arrives as one argument or value, verbatim, and nothing else
-// runs.
+// TestScriptInjection runs the written scripts with sh, in the
+// environment sbatch is given: every hostile string arrives as one
+// argument or value, verbatim, and nothing else runs.
 func TestScriptInjection(t *testing.T) {
 	for i, h := range hostile {
 		dir := t.TempDir()
@@ -109,7 +109,7 @@ func TestScriptInjection(t *testing.T) {
 		}
 		cmd := exec.Command("sh", script)
 		cmd.Dir = dir
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, b.Env...) // sbatch's environment, which --export names
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("case %d: %v: %s", i, err, out)
 		}
@@ -126,10 +126,13 @@ func TestScriptInjection(t *testing.T) {
 	}
 }
 
-// TestEnvRules: a job cannot set Slurm's variables, labpool's or the
-// GPUs Slurm grants, nor a name that is not a variable.
+// TestEnvRules: a job cannot set Slurm's variables, labpool's, the GPUs
+// Slurm grants, nor sbatch's input variables (its values are in
+// sbatch's environment: SBATCH_GRES would ask GPUs past the policy),
+// nor a name that is not a variable.
 func TestEnvRules(t *testing.T) {
 	for _, kv := range []string{"SLURM_JOB_ID=1", "SLURMD_NODENAME=x", "CUDA_VISIBLE_DEVICES=0,1,2,3", "LABPOOL_JOB=other",
+		"SBATCH_GRES=gpu:8", "SBATCH_EXPORT=ALL", "SALLOC_PARTITION=x", "SRUN_CPUS_PER_TASK=1",
 		"A B=1", "=1", "NOEQUALS", "1X=2", "X;touch INJECTED=1"} {
 		_, err := buildBatch(jobs.Task{ID: "j1", Owner: "DEV1", Cmd: []string{"true"}, Env: []string{kv}}, testPlan())
 		if err == nil {

@@ -182,10 +182,10 @@ func (q *queue) readFull(ctx context.Context, full bool, ids []string) ([]Job, e
 	return ParseSqueueText(out, m), nil
 }
 
-// scoped adds the user's filter to args unless the read is full.
+// scoped adds the job accounts' filter to args unless the read is full.
 func (q *queue) scoped(args []string, full bool) []string {
 	if !full {
-		args = append(args, "--user="+q.user)
+		args = append(args, "--user="+q.users())
 	}
 	return args
 }

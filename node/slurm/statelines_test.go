@@ -34,7 +34,7 @@ func TestStateLines(t *testing.T) {
 		t.Fatalf("first read = %q, %d jobs; want every job in full", calls[0], len(first.Jobs))
 	}
 	same, calls := tick(1)
-	if !stateLines(strings.Fields(calls[0])) || !strings.HasSuffix(calls[0], " --user=lab") {
+	if !stateLines(strings.Fields(calls[0])) || !strings.HasSuffix(calls[0], " --user=nobody,lab") {
 		t.Errorf("a later tick reads %q, want the user's state lines", calls[0])
 	}
 	if same.Gen != first.Gen || same.Jobs["102"].Name != "wait-for-gpus" {
@@ -54,7 +54,7 @@ func TestStateLines(t *testing.T) {
         "PENDING"`, `"job_state": [
         "RUNNING"`, 1)) // 102 starts
 	changed, calls := tick(2)
-	if !strings.HasSuffix(calls[1], " --user=lab --jobs=102,205") || stateLines(strings.Fields(calls[1])) {
+	if !strings.HasSuffix(calls[1], " --user=nobody,lab --jobs=102,205") || stateLines(strings.Fields(calls[1])) {
 		t.Errorf("the second read = %q, want the full records of 102 and 205", calls[1])
 	}
 	if changed.Jobs["102"].State != "RUNNING" || changed.Jobs["205"].ID != "205" || len(changed.Jobs) != 9 {

@@ -3,8 +3,11 @@ package slurm
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -14,23 +17,25 @@ import (
 const lostReason = "Slurm forgot the job before labpool saw it end: its exit is unknown"
 
 // ours says whether j is labpool's: submitted by this executor (a
-// record), or carrying the marker and run by the executor's user. A job
-// of another user is never labpool's, whatever its comment says.
+// record in its state directory, which no job reaches) and run by the
+// account it was submitted as. A job's comment proves nothing: any job
+// of a job account may write one (rule "a Slurm job is labpool's by the
+// agent's record, never by its comment").
 func (e *Executor) ours(j Job) bool {
-	if j.User != "" && j.User != e.cfg.User {
-		return false
-	}
 	e.mu.Lock()
-	r, known := e.recs[j.ID]
-	e.mu.Unlock()
-	if known && r.Removed {
-		return false
-	}
-	return known || j.LabpoolJob != ""
+	defer e.mu.Unlock()
+	return e.oursLocked(j, e.recs[j.ID])
 }
 
-// fromJob is the status of j; rec may be nil (a job adopted from its
-// comment alone).
+// oursLocked is ours, with r the record of j (nil: none) and e.mu held.
+func (e *Executor) oursLocked(j Job, r *record) bool {
+	if r == nil || r.Removed {
+		return false
+	}
+	return j.User == "" || j.User == e.userOf(r)
+}
+
+// fromJob is the status of j, from its record rec.
 func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskStatus {
 	state, code, oom := taskState(j)
 	st := jobs.TaskStatus{
@@ -47,27 +52,16 @@ func (e *Executor) fromJob(ctx context.Context, j Job, rec *record) jobs.TaskSta
 }
 
 // seen records st as the last status of its job, and keeps it on disk
-// once it is the job's end. A labpool job seen without a record (an
-// agent whose state directory was lost) is adopted: it gets one, so that
-// its end outlives Slurm's memory of it.
-func (e *Executor) seen(st jobs.TaskStatus, j *Job) {
+// once it is the job's end. A job without a record is not labpool's
+// (see ours): nothing is adopted from a comment.
+func (e *Executor) seen(st jobs.TaskStatus) {
 	e.mu.Lock()
 	r := e.recs[st.Handle]
-	if r != nil && (r.Final || r.Removed) {
-		e.mu.Unlock() // its end is kept already
+	if r == nil || r.Final || r.Removed {
+		e.mu.Unlock() // not ours, or its end is kept already
 		return
 	}
 	save := false
-	if r == nil {
-		if j == nil || j.LabpoolJob == "" {
-			e.mu.Unlock()
-			return
-		}
-		r = &record{Handle: st.Handle, JobID: j.LabpoolJob, Owner: j.Owner,
-			Output: e.outputPath(st.Handle), Submitted: j.Submitted}
-		e.recs[st.Handle] = r
-		save = true
-	}
 	r.Last = st
 	if st.State.Ended() {
 		r.Final, save = true, true
@@ -118,7 +112,7 @@ func (e *Executor) Inspect(ctx context.Context, handle string) (jobs.TaskStatus,
 	rec := e.record(handle)
 	if j, ok := snap.Jobs[handle]; ok && e.ours(j) {
 		st := e.fromJob(ctx, j, rec)
-		e.seen(st, &j)
+		e.seen(st)
 		return st, nil
 	}
 	if rec == nil {
@@ -154,7 +148,7 @@ func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStat
 		}
 		var j *Job
 		for _, k := range ParseScontrolJobs(b) {
-			if k.ID == r.Handle && (k.User == "" || k.User == e.cfg.User) {
+			if k.ID == r.Handle && (k.User == "" || k.User == e.userOf(r)) {
 				j = &k
 			}
 		}
@@ -163,7 +157,7 @@ func (e *Executor) vanished(ctx context.Context, recs []*record) []jobs.TaskStat
 		} else {
 			out[i].State, out[i].Reason, out[i].ExitCode, out[i].Addr = jobs.TaskFailed, lostReason, -1, ""
 		}
-		e.seen(out[i], nil)
+		e.seen(out[i])
 	}
 	return out
 }
@@ -196,14 +190,7 @@ func (e *Executor) list(ctx context.Context, snap *snapshot) (out []jobs.TaskSta
 	settled = true
 	e.mu.Lock() // one lock for the whole tick, not one per job
 	for id, j := range snap.Jobs {
-		if j.User != "" && j.User != e.cfg.User {
-			continue
-		}
-		r, ok := e.recs[id]
-		if ok && r.Removed {
-			continue
-		}
-		if ok || j.LabpoolJob != "" {
+		if r := e.recs[id]; e.oursLocked(j, r) {
 			found = append(found, mine{j, r})
 		}
 	}
@@ -222,7 +209,7 @@ func (e *Executor) list(ctx context.Context, snap *snapshot) (out []jobs.TaskSta
 	}
 	e.mu.Unlock()
 	for _, r := range purge {
-		if err := e.forget(r, true); err != nil {
+		if err := e.forget(ctx, r, true); err != nil {
 			e.log.Warn("slurm: drop a removed job's record", "handle", r.Handle, "err", err)
 		}
 	}
@@ -230,7 +217,7 @@ func (e *Executor) list(ctx context.Context, snap *snapshot) (out []jobs.TaskSta
 	for i := range found {
 		m := &found[i]
 		st := e.fromJob(ctx, m.j, m.rec)
-		e.seen(st, &m.j)
+		e.seen(st)
 		out = append(out, st)
 	}
 	out = append(out, e.vanished(ctx, gone)...)
@@ -247,7 +234,9 @@ func handleLess(a, b string) bool {
 }
 
 // nodeAddr is the NodeAddr of a node, from the cache that ReadCluster
-// fills; an unknown node is asked of scontrol, once per tick at most.
+// fills; an unknown node is asked of scontrol, once per tick at most. A
+// name is resolved to its IPv4 address, so that a tunnel dials the
+// address HoldsPort checked.
 func (e *Executor) nodeAddr(ctx context.Context, node string) string {
 	e.addrMu.Lock()
 	defer e.addrMu.Unlock()
@@ -262,8 +251,17 @@ func (e *Executor) nodeAddr(ctx context.Context, node string) string {
 			}
 		}
 	}
-	if a := e.addrs[node]; a != "" {
-		return a
+	a := e.addrs[node]
+	if a == "" {
+		a = node
 	}
-	return node
+	if _, err := netip.ParseAddr(a); err != nil {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", a); err == nil && len(ips) > 0 {
+			a = ips[0].Unmap().String()
+		}
+		e.addrs[node] = a // resolved or not: once until the next ReadCluster
+	}
+	return a
 }

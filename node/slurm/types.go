@@ -3,29 +3,36 @@
 // node/jobs, and reads the cluster for its card: partitions, nodes, GPUs
 // and the queue.
 //
-// Who runs what. Every job runs as the agent's Unix user (a lab's shared
-// account): Slurm knows no labpool member. The member who launched a job
-// is recorded in the job's Slurm comment ("labpool:job=ID,owner=DEVICE"),
-// so squeue alone says which jobs are labpool's and whose. A job of
-// another Unix user is never labpool's, whatever its comment says.
+// Who runs what. No job runs as the agent's Unix user: each runs as its
+// account (Config.JobUser, or the member's own through Config.UserFor),
+// which the agent becomes for sbatch, scancel and job steps (AsRunner:
+// setpriv as root, sudo -n otherwise). New refuses an account that is
+// root or the agent's user, or that may reach the agent's state or data
+// (ErrJobAccount, naming the rule). The member who launched a job is in
+// its Slurm comment ("labpool:job=ID,owner=DEVICE") for people to read;
+// what makes a job labpool's is the executor's record of it (its state
+// directory, closed to job accounts), run by the account it was
+// submitted as: a comment is anyone's to write.
 //
-// What a job gets. sbatch runs with --export=NONE: the job sees the
+// What a job gets. sbatch reads the script on its standard input, and
+// the job's environment from sbatch's own (--export names it): the
 // user's login environment, labpool's LABPOOL_JOB and LABPOOL_OWNER, and
-// the task's Env, which may not set SLURM_*, LABPOOL_* or the GPU
-// variables Slurm grants. Every value is single-quoted in the batch
-// script and every sbatch option is an argv entry, so no name, command or
-// value reaches a shell as code. An image runs through pyxis (srun
+// the task's Env, which may not set SLURM_*, SBATCH_*, SALLOC_*,
+// SRUN_*, LABPOOL_* or the GPU variables Slurm grants. No value is in a
+// file or a command line; every word of the command is single-quoted in
+// the script and every sbatch option is an argv entry, so nothing
+// reaches a shell as code. An image runs through pyxis (srun
 // --container-image, folders as --container-mounts) or Apptainer (exec
 // --nv, folders as --bind); a cluster with neither refuses image jobs
-// (ErrNoContainerRuntime). A command job runs on the node with the agent
-// user's file access, so its folders are not mounted but named:
+// (ErrNoContainerRuntime). A command job runs on the node with its
+// account's file access, so its folders are not mounted but named:
 // LABPOOL_FOLDER_<NAME>=<host path>, NAME from the target's last element;
 // read-only is not enforced for a command job.
 //
-// Where things are. Config.StateDir holds the batch scripts, the jobs'
-// output files (sbatch --output) and a record per job. Compute nodes
-// write the output there, so on a real cluster it lies on a filesystem
-// they share with the submit host.
+// Where things are. Config.StateDir holds a record per job. A job runs
+// in its account's home and writes its output there
+// (~/.labpool-slurm/slurm-ID.out, sbatch --output), which Logs opens
+// without following links and only as a regular file of the account.
 //
 // What Slurm forgets. Without accounting (accounting_storage/none, no
 // sacct) Slurm drops an ended job MinJobAge (300 s) after its end. The
@@ -36,7 +43,7 @@
 // the job asked (its memory limit): sstat needs accounting.
 //
 // Cost. One squeue per tick serves Inspect, List, Events, Logs and Stop:
-// the jobs of the agent's Unix user (--user: slurmctld filters, so a
+// the jobs of the job accounts (--user: slurmctld filters, so a
 // queue full of other users' jobs costs little); ReadCluster reads every
 // job, and that read serves the tick's other readers too. That squeue
 // prints each job's state line alone (ID, state, reason; see

@@ -9,7 +9,7 @@ import (
 
 // binaries are what Start runs.
 var binaries = []string{"slurmctld", "slurmd", "munged", "sbatch", "squeue", "sinfo", "scontrol",
-	"scancel", "srun", "nsenter", "ip", "runuser"}
+	"scancel", "srun", "nsenter", "ip", "runuser", "setpriv", "useradd", "userdel"}
 
 // requireSlurm skips the test (fails it under CI=true) when this machine
 // cannot run a test cluster.
