@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 GUI_TAGS  := production,webkit2_41
 APT_PKGS  := build-essential pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth \
              iproute2 chromium imagemagick jq curl docker.io busybox-static docker-registry desktop-file-utils prometheus \
-             slurm-wlm munge
+             slurm-wlm munge sudo
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
 GO_SRC    := $(shell find . -name '*.go' -not -path './frontend/*' 2>/dev/null) go.mod go.sum
