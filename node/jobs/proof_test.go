@@ -231,3 +231,17 @@ func FuzzDecodeProof(f *testing.F) {
 		_ = Job{ID: p.JobID(), Owner: p.Owner(), OwnerProof: in}.VerifyOwner()
 	})
 }
+
+// BenchmarkVerifyOwner is one record's check, uncached: what a reader pays
+// once per record (app caches the result by record).
+func BenchmarkVerifyOwner(b *testing.B) {
+	s, owner := testSigner(1)
+	proof, _ := s.Prove("NODE", Spec{Image: "pytorch:2", GPUs: 2})
+	p, _ := DecodeProof(proof)
+	j := Job{ID: p.JobID(), Node: "NODE", Owner: owner, Spec: Spec{Image: "pytorch:2", GPUs: 2}, OwnerProof: proof}
+	for b.Loop() {
+		if err := j.VerifyOwner(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
