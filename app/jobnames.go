@@ -29,6 +29,7 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 				continue
 			}
 			j, ok := seen[g.Job]
+			var rule string
 			if !ok && g.Holder != "" {
 				if j, err = r.slurmJob(ctx, &slurmIdx, g.Job); err != nil {
 					return err
@@ -41,6 +42,8 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 				}
 				if !found || json.Unmarshal(rec.Data, &j) != nil || j.ID != g.Job {
 					j = jobs.Job{}
+				} else if rule = r.proofRule(rec, j, names); rule != "" {
+					j.Owner = "" // its record proves no member launched it
 				}
 				seen[g.Job] = j
 			}
@@ -48,6 +51,9 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 				continue // not replicated yet: the ID is all there is
 			}
 			g.JobName, g.JobOwner, g.JobOwnerName = j.Name, j.Owner, ownerName(names, j.Owner)
+			if j.Owner == "" {
+				g.JobOwnerName = UnverifiedOwner
+			}
 		}
 	}
 	return r.nameClusterJobs(ctx, nodes, names)

@@ -11,17 +11,23 @@ import (
 
 // TestGPUJobNames: a GPU a job holds carries the job's name and its owner's
 // member name from the job's record of that machine; a job whose record has
-// not arrived, or a record filed under another job's key, names nothing.
+// not arrived, or a record filed under another job's key, names nothing; a
+// record that does not prove its owner names them "(unverified)".
 func TestGPUJobNames(t *testing.T) {
 	db := openDB(t)
 	putMember(t, db, selfID, "zeta", false)
 	putMember(t, db, alphaID, "alpha", false)
 	putNode(t, db, alphaID, NodeRecord{Info: agent.Info{ID: alphaID, Name: "alpha"}})
-	s := testSample(t0, 20, 3)
-	s.GPUs[0].Job, s.GPUs[1].Job, s.GPUs[2].Job = "job-1", "job-2", "job-3"
+	olga, olgaID := memberKey(5)
+	putMember(t, db, olgaID, "olga", false)
+	j1 := proven(t, olga, olgaID, alphaID, jobs.Job{Name: "train-bert", Spec: jobs.Spec{Image: "img"}})
+	j4 := jobs.Job{ID: "job-4", Name: "unproven", Owner: olgaID} // its node says olga's, with no proof
+	s := testSample(t0, 20, 4)
+	s.GPUs[0].Job, s.GPUs[1].Job, s.GPUs[2].Job, s.GPUs[3].Job = j1.ID, "job-2", "job-3", j4.ID
 	putSample(t, db, alphaID, history.KindSample1s, s)
-	putRecord(t, db, alphaID, KindJob, "job-1", t0, mustJSON(t, jobs.Job{ID: "job-1", Name: "train-bert", Owner: selfID}))
-	putRecord(t, db, alphaID, KindJob, "job-3", t0, mustJSON(t, jobs.Job{ID: "job-1", Name: "forged", Owner: alphaID}))
+	putRecord(t, db, alphaID, KindJob, j1.ID, t0, mustJSON(t, j1))
+	putRecord(t, db, alphaID, KindJob, "job-3", t0, mustJSON(t, jobs.Job{ID: j1.ID, Name: "forged", Owner: alphaID}))
+	putRecord(t, db, alphaID, KindJob, j4.ID, t0, mustJSON(t, j4))
 	svc := newService(t, db, Self{ID: selfID, ShortID: shortID(selfID), Name: "zeta"}, fakeLive{alphaID: true}, nil)
 
 	gpus, err := svc.GPUs(context.Background())
@@ -30,9 +36,10 @@ func TestGPUJobNames(t *testing.T) {
 	}
 	type named struct{ job, name, owner, ownerName string }
 	want := map[int]named{
-		0: {"job-1", "train-bert", selfID, "zeta"},
+		0: {j1.ID, "train-bert", olgaID, "olga"},
 		1: {"job-2", "", "", ""},
 		2: {"job-3", "", "", ""},
+		3: {"job-4", "unproven", "", UnverifiedOwner},
 	}
 	n := 0
 	for _, g := range gpus {
@@ -44,7 +51,7 @@ func TestGPUJobNames(t *testing.T) {
 			t.Errorf("GPU %d: %+v, want %+v", g.Index, got, want[g.Index])
 		}
 	}
-	if n != 3 {
-		t.Errorf("%d GPUs of alpha, want 3", n)
+	if n != 4 {
+		t.Errorf("%d GPUs of alpha, want 4", n)
 	}
 }

@@ -63,8 +63,9 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 			continue
 		}
 		j.Node = rec.Origin // a job is its origin's, whatever node the record names
-		out = append(out, Job{Job: j, NodeName: names[rec.Origin], OwnerName: ownerName(names, j.Owner), Stale: !online[rec.Origin],
-			ImageLoadedByName: loaderName(names, j.ImageLoadedBy)})
+		v := Job{Job: j, NodeName: names[rec.Origin], Stale: !online[rec.Origin], ImageLoadedByName: loaderName(names, j.ImageLoadedBy)}
+		v.attribute(r.proofRule(rec, j, names), names)
+		out = append(out, v)
 	}
 	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
 	return out, nil
@@ -494,11 +495,12 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if !p.Fits {
 		return Job{}, &APIError{Status: http.StatusConflict, Code: "no_fit", Message: p.Reason}
 	}
-	var j jobs.Job
-	if err := s.NodeCall(ctx, p.Node, http.MethodPost, "/v1/jobs", req.Spec, &j); err != nil {
+	j, err := s.launchOn(ctx, p.Node, req.Spec)
+	if err != nil {
 		return Job{}, err
 	}
-	out := Job{Job: j, NodeName: p.NodeName, OwnerName: s.self.Name, Placement: p.Reason}
+	out := Job{Job: j, NodeName: p.NodeName, Placement: p.Reason}
+	out.attribute(ruleOf(j.VerifyOwner()), map[string]string{s.self.ID: s.self.Name})
 	if j.ImageLoadedBy != "" {
 		_, names, _ := s.nodeIDs(ctx) // no names: the short ID
 		out.ImageLoadedByName = loaderName(names, j.ImageLoadedBy)
@@ -651,6 +653,11 @@ func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
 
 // NodeCall calls a node's agent API with a JSON body and decodes the reply.
 func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, out any) error {
+	return s.nodeCall(ctx, node, method, path, in, out, nil)
+}
+
+// nodeCall is NodeCall with the request's headers hdr (nil: none).
+func (s *Service) nodeCall(ctx context.Context, node, method, path string, in, out any, hdr http.Header) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -659,7 +666,7 @@ func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, o
 		}
 		body = bytes.NewReader(b)
 	}
-	rc, err := s.nodeStream(ctx, node, method, path, body)
+	rc, err := s.nodeStreamWith(ctx, node, method, path, body, hdr)
 	if err != nil {
 		return err
 	}
@@ -676,6 +683,11 @@ func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, o
 // nodeStream calls a node's agent API and returns the reply body of a
 // success; a failure becomes an *APIError with the node's message.
 func (s *Service) nodeStream(ctx context.Context, node, method, path string, body io.Reader) (io.ReadCloser, error) {
+	return s.nodeStreamWith(ctx, node, method, path, body, nil)
+}
+
+// nodeStreamWith is nodeStream with the request's headers hdr (nil: none).
+func (s *Service) nodeStreamWith(ctx context.Context, node, method, path string, body io.Reader, hdr http.Header) (io.ReadCloser, error) {
 	hc, err := s.caller.NodeClient(ctx, node)
 	if err != nil {
 		return nil, err
@@ -686,6 +698,9 @@ func (s *Service) nodeStream(ctx context.Context, node, method, path string, bod
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	resp, err := hc.Do(req)
 	if err != nil && transport.ConnectionLost(err) && req.GetBody != nil {

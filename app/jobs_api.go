@@ -29,9 +29,15 @@ const EventJobs = "jobs:changed"
 // Job is a job as the UI shows it: the node's record plus names.
 type Job struct {
 	jobs.Job
-	NodeName  string `json:"node_name"`
-	OwnerName string `json:"owner_name"`
-	Stale     bool   `json:"stale"` // its node is offline: the state is last known
+	NodeName string `json:"node_name"`
+	// OwnerName names the member who launched the job when its record
+	// proves it (OwnerVerified), else UnverifiedOwner: Owner is then only
+	// what the job's node wrote, and the job is accounted to no member.
+	OwnerName     string `json:"owner_name"`
+	OwnerVerified bool   `json:"owner_verified"`
+	// OwnerUnverified names the rule the record's owner proof breaks.
+	OwnerUnverified string `json:"owner_unverified,omitempty"`
+	Stale           bool   `json:"stale"` // its node is offline: the state is last known
 	// ImageLoadedByName names the member who loaded the job's image onto
 	// its machine (jobs.Job.ImageLoadedBy): the name the job ran resolved
 	// to no registry's image but to one that member brought.

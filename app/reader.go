@@ -20,6 +20,7 @@ type Reader struct {
 	live    Liveness
 	now     func() time.Time
 	history *history.Store
+	owners  ownerChecks // job records' owner proofs checked (jobowner.go)
 }
 
 // NewReader returns a reader of the replica in db, seen from self, with no

@@ -170,6 +170,7 @@ func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string, s
 			continue // malformed, or a node speaking for another: skip it
 		}
 		if g, ok := grantOf(j); ok {
+			g.Owner = verifiedOwner(j, r.proofRule(rec, j, in.Names))
 			in.Jobs = append(in.Jobs, g)
 		}
 	}

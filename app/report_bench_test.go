@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -11,21 +12,29 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/history/histtest"
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/store"
 )
 
 // BenchmarkReport computes the pool's report from a viewer's replica of 16
 // machines of 8 GPUs with 30 days of history, a job a day on each machine
-// (2 GPUs for 20 hours) and energy readings every quarter hour: over a week
-// (1 min points) and over 30 days (15 min points).
+// (2 GPUs for 20 hours, launched by one of 4 members, with their proof) and
+// energy readings every quarter hour: over a week (1 min points) and over
+// 30 days (15 min points).
 func BenchmarkReport(b *testing.B) {
 	ctx := context.Background()
 	end := time.Now().Truncate(time.Second)
 	path := filepath.Join(b.TempDir(), "replica.db")
 	var nodes []histtest.Node
+	var signers []jobs.LaunchSigner // each machine's user: the first 4 launch the jobs, each signing its own
 	for i := range 16 {
-		nodes = append(nodes, histtest.Node{ID: fmt.Sprintf("N%03d-BENC-HBEN-CHBE", i), GPUs: 8, Span: 30 * 24 * time.Hour, End: end})
+		seed := make([]byte, ed25519.SeedSize)
+		seed[0] = byte(i + 1)
+		priv := ed25519.NewKeyFromSeed(seed)
+		pub := priv.Public().(ed25519.PublicKey)
+		signers = append(signers, jobs.LaunchSigner{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }})
+		nodes = append(nodes, histtest.Node{ID: folders.DeviceID(pub), GPUs: 8, Span: 30 * 24 * time.Hour, End: end})
 	}
 	if err := histtest.WriteFile(ctx, path, histtest.Compact, nodes...); err != nil {
 		b.Fatal(err)
@@ -47,7 +56,12 @@ func BenchmarkReport(b *testing.B) {
 		for d := range 30 {
 			started := end.Add(-time.Duration(d+1) * 24 * time.Hour)
 			finished := started.Add(20 * time.Hour)
-			j := jobs.Job{ID: fmt.Sprintf("%s-job-%02d", n.ID[:4], d), Name: "train", Node: n.ID, Owner: nodes[d%4].ID,
+			proof, err := signers[d%4].Prove(n.ID, jobs.Spec{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, _ := jobs.DecodeProof(proof)
+			j := jobs.Job{ID: p.JobID(), Name: "train", Node: n.ID, Owner: nodes[d%4].ID, OwnerProof: proof,
 				State: jobs.Exited, GPUIndexes: []int{d % 8, (d + 1) % 8}, Started: &started, Finished: &finished}
 			put(app.KindJob, j.ID, finished, j)
 		}

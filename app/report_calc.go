@@ -248,6 +248,9 @@ func computeReport(in reportInput) Report {
 func (in reportInput) rowOf(j reportJob, idx int) (key, label string) {
 	switch in.By {
 	case ReportByMember:
+		if j.Owner == "" { // its record proves no member launched it
+			return UnverifiedOwner, UnverifiedOwner
+		}
 		return j.Owner, in.name(j.Owner)
 	case ReportByNode:
 		return j.Node, in.name(j.Node)

@@ -25,7 +25,8 @@ func TestReaderReport(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
 	putMember(t, db, alphaID, "alpha", false)
-	putMember(t, db, mikeID, "mike", false)
+	mike, mikeKeyID := memberKey(4)
+	putMember(t, db, mikeKeyID, "mike", false)
 	putMember(t, db, badID, "bad", false)
 	start := t0.Truncate(time.Minute)
 	for m := start.Add(-10 * time.Minute); m.Before(start.Add(time.Hour)); m = m.Add(time.Minute) {
@@ -42,8 +43,8 @@ func TestReaderReport(t *testing.T) {
 		putRecord(t, db, alphaID, KindEnergy, history.Key(at), at, EncodeEnergy(er))
 	}
 	started, finished := start, start.Add(30*time.Minute)
-	j := jobs.Job{ID: "job-1", Name: "train", Node: alphaID, Owner: mikeID, State: jobs.Exited, GPUIndexes: []int{0, 1},
-		Started: &started, Finished: &finished, Removed: true, Spec: jobs.Spec{Env: []string{"TOKEN=s3cret"}}}
+	j := proven(t, mike, mikeKeyID, alphaID, jobs.Job{Name: "train", Node: alphaID, State: jobs.Exited, GPUIndexes: []int{0, 1},
+		Started: &started, Finished: &finished, Removed: true, Spec: jobs.Spec{Env: []string{"TOKEN=s3cret"}}})
 	putRecord(t, db, alphaID, KindJob, j.ID, finished, mustJSON(t, j))
 	forged := j
 	forged.ID, forged.Owner = "job-forged", badID
@@ -57,7 +58,7 @@ func TestReaderReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// GPU 0 by its counter (0.2 kWh), GPU 1 by power (50 W for 0.5 h).
-	want := ReportRow{Key: mikeID, Label: "mike", GPUHoursGranted: 1, GPUHoursUsed: 0.5, IdleGrantedHours: 0.5,
+	want := ReportRow{Key: mikeKeyID, Label: "mike", GPUHoursGranted: 1, GPUHoursUsed: 0.5, IdleGrantedHours: 0.5,
 		EnergyKWh: 0.225, EnergySource: EnergyMixed}
 	if len(rep.Rows) != 1 || !approxRow(rep.Rows[0], want) || rep.StepSeconds != 60 {
 		t.Errorf("rows %+v (step %d), want [%+v] at 60 s", rep.Rows, rep.StepSeconds, want)

@@ -56,9 +56,11 @@ type Service struct {
 	folders FolderManager
 	copier  Copier
 	policy  PolicyManager
+	signer  LaunchSigner // nil: launches carry no owner proof
 }
 
-// Deps are the parts a Service is built from; all are required but Log.
+// Deps are the parts a Service is built from; all are required but Signer
+// and Log.
 type Deps struct {
 	DB      *store.DB
 	Self    Self
@@ -68,7 +70,11 @@ type Deps struct {
 	Folders FolderManager // shares this machine's folders
 	Copier  Copier        // runs copies
 	Policy  PolicyManager // this machine's policy
-	Log     *slog.Logger  // nil: discard
+	// Signer signs this member's launches (the daemon's device key); nil:
+	// launches carry no proof, and every reader shows their owner as
+	// unverified.
+	Signer LaunchSigner
+	Log    *slog.Logger // nil: discard
 }
 
 // New returns the service built from d; it names the first required part
@@ -91,7 +97,7 @@ func New(d Deps) (*Service, error) {
 	}
 	r := NewReader(d.DB, d.Self)
 	r.live = d.Live
-	s := &Service{Reader: r, hub: NewHub(), pool: d.Pool, caller: d.Nodes, folders: d.Folders, copier: d.Copier, policy: d.Policy}
+	s := &Service{Reader: r, hub: NewHub(), pool: d.Pool, caller: d.Nodes, folders: d.Folders, copier: d.Copier, policy: d.Policy, signer: d.Signer}
 	s.tunnels = newTunnels(s, log)
 	return s, nil
 }

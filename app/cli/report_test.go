@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/csv"
 	"math"
 	"strconv"
@@ -13,8 +14,10 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/store"
 )
 
 func TestReportUsage(t *testing.T) {
@@ -41,8 +44,23 @@ func TestReportFromReplica(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	start := now.Add(-30 * time.Minute)
-	j := jobs.Job{ID: "job-1", Name: "=train", Node: selfID, Owner: peerID, State: jobs.Running, GPUs: []string{"GPU-self"},
+	// paula launched it: the record carries her proof, so the report names her.
+	seed := make([]byte, ed25519.SeedSize)
+	seed[0] = 7
+	priv := ed25519.NewKeyFromSeed(seed)
+	paula := folders.DeviceID(priv.Public().(ed25519.PublicKey))
+	if _, err := db.PutMember(ctx, store.MemberRow{ID: paula, Name: "paula", Version: 1, AddedAt: start, AddedBy: selfID}); err != nil {
+		t.Fatal(err)
+	}
+	j := jobs.Job{Name: "=train", Node: selfID, Owner: paula, State: jobs.Running, GPUs: []string{"GPU-self"},
 		GPUIndexes: []int{0}, Created: start, Started: &start, Spec: jobs.Spec{Env: []string{"SECRET=hunter2"}}}
+	signer := jobs.LaunchSigner{Key: priv.Public().(ed25519.PublicKey), Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }}
+	var err error
+	if j.OwnerProof, err = signer.Prove(selfID, j.Spec); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := jobs.DecodeProof(j.OwnerProof)
+	j.ID = p.JobID()
 	queued := jobs.Job{ID: "job-2", Name: "wait", Node: selfID, Owner: selfID, State: jobs.Queued, Created: start}
 	for _, jj := range []jobs.Job{j, queued} {
 		if _, err := db.Append(ctx, selfID, app.KindJob, jj.ID, now, mustJSON(t, jj)); err != nil {
@@ -67,8 +85,8 @@ func TestReportFromReplica(t *testing.T) {
 		t.Fatalf("csv: %v\n%s\nwant a header, one job and the totals", err, stdout)
 	}
 	row := rows[1]
-	if row[0] != "job-1" || row[1] != "'=train" || row[8] != app.EnergyPower {
-		t.Errorf("row %q: want job-1, its name kept from reading as a formula, energy from power", row)
+	if row[0] != j.ID || row[1] != "'=train" || row[8] != app.EnergyPower {
+		t.Errorf("row %q: want "+j.ID+", its name kept from reading as a formula, energy from power", row)
 	}
 	// 0.5 h granted (a minute's sample of the open minute may be missing),
 	// half of it used, 0.06 kWh (120 W for 0.5 h).
@@ -80,7 +98,7 @@ func TestReportFromReplica(t *testing.T) {
 	}
 
 	code, stdout, stderr = run(t, Hooks{}, "--data", dir, "report", "--since", "2h")
-	if code != ExitOK || !strings.Contains(stdout, "MEMBER") || !strings.Contains(stdout, "peer") || !strings.Contains(stdout, "total") {
+	if code != ExitOK || !strings.Contains(stdout, "MEMBER") || !strings.Contains(stdout, "paula") || !strings.Contains(stdout, "total") {
 		t.Errorf("report table: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -196,7 +196,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name, Nodes: members{d},
 		WebhookPolicy: d.webhookPolicy, Live: d.peers}, d.db, d.pool, in, log)
 	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
-		Nodes: d, Folders: d.shares, Copier: copier{d.copies}, Policy: d.policy, Log: log})
+		Nodes: d, Folders: d.shares, Copier: copier{d.copies}, Policy: d.policy, Signer: signer{d.id}, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/folders/copies"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -40,17 +41,37 @@ func (m members) Call(ctx context.Context, node, method, path string, in, out an
 	return m.d.svc.NodeCall(ctx, node, method, path, in, out)
 }
 
-// signer signs this machine's grants with its key.
+// signer signs this machine's grants and launches with its key.
 type signer struct{ id *peer.Identity }
+
+// key is this machine's device key and its public half.
+func (s signer) key() (ed25519.PrivateKey, ed25519.PublicKey, error) {
+	key, ok := s.id.Cert.PrivateKey.(ed25519.PrivateKey)
+	if !ok {
+		return nil, nil, errors.New("this machine's key is not an Ed25519 key")
+	}
+	return key, key.Public().(ed25519.PublicKey), nil
+}
 
 // Grant implements copies.Signer.
 func (s signer) Grant(src, folder, p, receiver string, now time.Time) (string, error) {
-	key, ok := s.id.Cert.PrivateKey.(ed25519.PrivateKey)
-	if !ok {
-		return "", errors.New("this machine's key is not an Ed25519 key")
+	key, pub, err := s.key()
+	if err != nil {
+		return "", err
 	}
-	fs := folders.Signer{Key: key.Public().(ed25519.PublicKey), Sign: func(m []byte) []byte { return ed25519.Sign(key, m) }}
+	fs := folders.Signer{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(key, m) }}
 	return fs.Grant(src, folder, p, receiver, now)
+}
+
+// ProveLaunch implements app.LaunchSigner: this member's signature on a
+// launch of spec on node (this machine's own launches included: its key is
+// its local user's).
+func (s signer) ProveLaunch(node string, spec jobs.Spec) (string, error) {
+	key, pub, err := s.key()
+	if err != nil {
+		return "", err
+	}
+	return jobs.LaunchSigner{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(key, m) }}.Prove(node, spec)
 }
 
 // copier adapts the copy engine to app.Copier.

@@ -155,7 +155,7 @@ func (m *Manager) adoptOne(ctx context.Context, id string, t TaskStatus, lost st
 func recordFromLabels(node, id string, t TaskStatus) Job {
 	image := t.Image
 	j := Job{ID: id, Name: t.Labels[LabelName], Node: node, Owner: t.Labels[LabelOwner],
-		Image: image, Spec: Spec{Image: image}, SpecHash: t.Labels[LabelSpecHash],
+		Image: image, Spec: Spec{Image: image}, SpecHash: t.Labels[LabelSpecHash], OwnerProof: t.Labels[LabelProof],
 		Created: t.Started.UTC(), GPUs: []string{}, GPUIndexes: []int{},
 		Error: "rebuilt from its task's labels: the job record was lost"}
 	if j.Name == "" {

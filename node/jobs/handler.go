@@ -57,7 +57,7 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request) {
 		reply(w, nil, err)
 		return
 	}
-	j, err := h.m.Submit(r.Context(), h.caller(r), spec)
+	j, err := h.m.SubmitProven(r.Context(), h.caller(r), spec, r.Header.Get(ProofHeader))
 	reply(w, j, err)
 }
 

@@ -10,6 +10,7 @@ const (
 	LabelSpecHash = "labpool.spec-hash" // hash of the job's spec
 	LabelNode     = "labpool.node"      // device ID of the node that runs it
 	LabelName     = "labpool.name"      // the job's name
+	LabelProof    = "labpool.proof"     // the owner's proof (Job.OwnerProof)
 )
 
 // What a job's network reaches besides the tunnels to it (Policy.JobNetwork).

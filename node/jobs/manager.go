@@ -118,11 +118,12 @@ type Manager struct {
 	// must not see a container its job record does not list yet.
 	ops sync.RWMutex
 
-	mu     sync.Mutex           // guards jobs, queue, served, policy
-	jobs   map[string]*Job      // never shared with callers; Env included
-	queue  map[string]bool      // IDs of the queued jobs
-	served map[string]time.Time // owner -> when a job of theirs last started
-	policy Policy
+	mu        sync.Mutex           // guards jobs, queue, served, policy, launching
+	jobs      map[string]*Job      // never shared with callers; Env included
+	launching map[string]bool      // IDs of proven launches under way (proven.go)
+	queue     map[string]bool      // IDs of the queued jobs
+	served    map[string]time.Time // owner -> when a job of theirs last started
+	policy    Policy
 
 	saveMu sync.Mutex // taken before mu is released: saves reach the Store in the order of the changes
 
@@ -142,7 +143,7 @@ func NewManager(cfg Config, ex Executor, gpus GPUState, folders FolderResolver, 
 	ledger.SetTopology(cfg.Devices)
 	ledger.edge = cfg.GrantEdge
 	return &Manager{cfg: cfg, ex: ex, gpus: gpus, folders: folders, store: store, log: log,
-		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, queue: map[string]bool{}, served: map[string]time.Time{},
+		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, launching: map[string]bool{}, queue: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
 }
 

@@ -26,8 +26,31 @@ import (
 // leaves no task and no GPU granted. A job without a memory limit gets the
 // policy's default.
 func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, error) {
+	return m.SubmitProven(ctx, caller, spec, "")
+}
+
+// SubmitProven is Submit with the owner's proof (Proof's wire form; ""
+// for a launch of an older labpool, whose record then reads as
+// unverified). The proof must be the caller's signature on spec for this
+// node; the job is named after it (Proof.JobID), so a launch sent twice
+// returns the job the first one made, and the record keeps the proof.
+func (m *Manager) SubmitProven(ctx context.Context, caller Caller, spec Spec, proof string) (Job, error) {
 	if err := m.mayLaunch(caller); err != nil {
 		return Job{}, err
+	}
+	id, err := m.proofID(caller, spec, proof)
+	if err != nil {
+		return Job{}, err
+	}
+	if proof != "" {
+		done, err := m.claim(id)
+		if err != nil {
+			return Job{}, err
+		}
+		defer done()
+		if j, err := m.Get(id); err == nil {
+			return j, nil // sent again: the job the proof already launched
+		}
 	}
 	if m.ex == nil {
 		return Job{}, ErrNoRuntime
@@ -51,8 +74,8 @@ func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, er
 		return Job{}, err
 	}
 	owner := caller.ID
-	j := newJob(m.cfg.Node, owner, spec)
-	j.Executor = caps.Name
+	j := newJob(m.cfg.Node, owner, id, spec)
+	j.Executor, j.OwnerProof = caps.Name, proof
 	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd}); err != nil {
 		return Job{}, fmt.Errorf("keep the job's environment and command line: %w", err)
 	}
@@ -107,8 +130,11 @@ func (m *Manager) submitScheduled(ctx context.Context, j Job, mounts []TaskMount
 	return m.afterStart(ctx, j.ID)
 }
 
-func newJob(node, owner string, spec Spec) Job {
-	id := newID()
+// newJob is the record of a new launch of spec; id "" makes a random ID.
+func newJob(node, owner, id string, spec Spec) Job {
+	if id == "" {
+		id = newID()
+	}
 	return Job{ID: id, Name: jobName(spec, id), Node: node, Owner: owner, Image: spec.Image, Spec: spec,
 		State: Starting, Created: time.Now().UTC(), SpecHash: specHash(spec), GPUs: []string{}, GPUIndexes: []int{}}
 }
@@ -248,6 +274,7 @@ func (m *Manager) task(j Job, mounts []TaskMount) (Task, error) {
 		Labels: map[string]string{
 			LabelJob: j.ID, LabelOwner: j.Owner, LabelNode: m.cfg.Node,
 			LabelGPUs: strings.Join(j.GPUs, ","), LabelSpecHash: j.SpecHash, LabelName: j.Name,
+			LabelProof: j.OwnerProof,
 		},
 		Container: ContainerOptions{User: user, AllowRoot: allowRoot, ShmBytes: s.ShmBytes, Restart: s.Restart,
 			Network: p.JobNetwork, LogMaxBytes: p.LogMaxBytes},

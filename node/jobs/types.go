@@ -132,6 +132,10 @@ type Job struct {
 	// ReclaimAt is when the idle reclaim policy stops the job unless its
 	// GPUs get busy again: the countdown its owner sees (nil: none).
 	ReclaimAt *time.Time `json:"reclaim_at,omitempty"`
+	// OwnerProof is Owner's signature on the launch (Proof's wire form):
+	// every reader checks it before it names Owner as the job's (see
+	// VerifyOwner); "" on a record of an older node.
+	OwnerProof string `json:"owner_proof,omitempty"`
 }
 
 // Stats is a job's resource use now.

@@ -325,8 +325,11 @@ export interface Job {
   removed?: boolean
   cmd_withheld?: boolean
   reclaim_at?: string | null
+  owner_proof?: string
   node_name: string
   owner_name: string
+  owner_verified: boolean
+  owner_unverified?: string
   stale: boolean
   image_loaded_by_name?: string
   placement?: string
@@ -418,6 +421,7 @@ export interface Mute {
   rule: string
   gpu?: number | null
   until: string
+  by?: string
 }
 
 /** app.MuteRequest */

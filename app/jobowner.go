@@ -1,0 +1,93 @@
+package app
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// UnverifiedOwner is the owner's name shown for a job whose record does
+// not prove who launched it (Job.OwnerVerified false): its node wrote the
+// owner, and a node may write any.
+const UnverifiedOwner = "(unverified)"
+
+// RuleOwnerNotMember is broken by a job whose proof is the signature of a
+// device that is no member of the pool (any more).
+const RuleOwnerNotMember = "owner proof: not a member"
+
+// maxOwnerChecks bounds the cache of checked records; past it the cache
+// starts anew.
+const maxOwnerChecks = 1 << 16
+
+// ownerChecks caches the signature checks of job records by record: a
+// record (its origin and sequence number) never changes, and checking an
+// Ed25519 signature costs more than reading the record.
+type ownerChecks struct {
+	mu   sync.Mutex
+	rule map[recordKey]string // the rule the record's proof breaks; "" when none
+}
+
+type recordKey struct {
+	origin string
+	seq    uint64
+}
+
+// proofRule is the rule j's owner proof breaks ("" when none), j read from
+// rec: the proof must be of j.Owner, for j (the job's ID, its node, which
+// is its origin, and its spec); members names the pool's members, of whom
+// j.Owner must be one (not cached: members come and go).
+func (r *Reader) proofRule(rec store.Record, j jobs.Job, members map[string]string) string {
+	j.Node = rec.Origin
+	k := recordKey{rec.Origin, rec.Seq}
+	c := &r.owners
+	c.mu.Lock()
+	rule, ok := c.rule[k]
+	c.mu.Unlock()
+	if !ok {
+		rule = ruleOf(j.VerifyOwner())
+		c.mu.Lock()
+		if c.rule == nil || len(c.rule) >= maxOwnerChecks {
+			c.rule = map[recordKey]string{}
+		}
+		c.rule[k] = rule
+		c.mu.Unlock()
+	}
+	if _, member := members[j.Owner]; rule == "" && !member {
+		rule = RuleOwnerNotMember
+	}
+	return rule
+}
+
+// ruleOf is the rule err names.
+func ruleOf(err error) string {
+	var pe *jobs.ProofError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &pe):
+		return pe.Rule
+	}
+	return err.Error()
+}
+
+// attribute sets j's owner as proven or not: OwnerVerified, the rule
+// broken (OwnerUnverified), and OwnerName, which names a member only
+// when the record proves the job is theirs.
+func (j *Job) attribute(rule string, names map[string]string) {
+	j.OwnerVerified, j.OwnerUnverified = rule == "", rule
+	j.OwnerName = UnverifiedOwner
+	if j.OwnerVerified {
+		j.OwnerName = ownerName(names, j.Owner)
+	}
+}
+
+// verifiedOwner is j's owner when rule is "", else "": whom a job is
+// accounted to.
+func verifiedOwner(j jobs.Job, rule string) string {
+	if rule != "" {
+		return ""
+	}
+	return j.Owner
+}

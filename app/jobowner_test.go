@@ -1,0 +1,163 @@
+package app
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// memberKey is a member's device: its launch signer and device ID.
+func memberKey(seed byte) (jobs.LaunchSigner, string) {
+	s := make([]byte, ed25519.SeedSize)
+	s[0] = seed
+	priv := ed25519.NewKeyFromSeed(s)
+	pub := priv.Public().(ed25519.PublicKey)
+	return jobs.LaunchSigner{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }}, folders.DeviceID(pub)
+}
+
+// provenRecord is the record an honest node writes of owner's launch.
+func provenRecord(t *testing.T, s jobs.LaunchSigner, owner, node, name string, spec jobs.Spec) jobs.Job {
+	t.Helper()
+	proof, err := s.Prove(node, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := jobs.DecodeProof(proof)
+	start, end := t0.Add(-2*time.Hour), t0.Add(-time.Hour)
+	return jobs.Job{ID: p.JobID(), Name: name, Node: node, Owner: owner, Image: spec.Image, Spec: spec, OwnerProof: proof,
+		State: jobs.Exited, GPUIndexes: []int{0}, GPUs: []string{"GPU-0"}, Started: &start, Finished: &end, Created: start}
+}
+
+// TestForgedJobOwnerNotAttributed: mike's machine writes job records that
+// claim alice launched them: with no proof, with alice's proof of a job on
+// another machine, with her proof of another spec, with one proof for two
+// jobs. None is listed, reported or named as alice's; her one real job on
+// mike's machine is, and a job proven by a device that is no member is not
+// attributed either.
+func TestForgedJobOwnerNotAttributed(t *testing.T) {
+	db := openDB(t)
+	alice, aliceID := memberKey(1)
+	stranger, strangerID := memberKey(9)
+	putMember(t, db, selfID, "zeta", false)
+	putMember(t, db, mikeID, "mike", false)
+	putMember(t, db, aliceID, "alice", false)
+	spec := jobs.Spec{Image: "pytorch:2", GPUs: 1}
+
+	real := provenRecord(t, alice, aliceID, mikeID, "real", spec)
+	noProof := real
+	noProof.ID, noProof.Name, noProof.OwnerProof = "f00df00df00df00d", "no-proof", ""
+	elsewhere := provenRecord(t, alice, aliceID, alphaID, "elsewhere", spec) // replicated from alpha, copied by mike
+	otherSpec := provenRecord(t, alice, aliceID, mikeID, "other-spec", spec)
+	otherSpec.Spec.Image, otherSpec.Image = "miner:1", "miner:1"
+	twice := real
+	twice.ID, twice.Name = "0123456789abcdef", "twice"
+	notMember := provenRecord(t, stranger, strangerID, mikeID, "not-member", spec)
+	for _, j := range []jobs.Job{real, noProof, elsewhere, otherSpec, twice, notMember} {
+		putRecord(t, db, mikeID, KindJob, j.ID, j.Created, mustJSON(t, j))
+	}
+	r := NewReader(db, Self{ID: selfID, Name: "zeta"})
+	r.now = func() time.Time { return t0 }
+	ctx := context.Background()
+
+	all, err := r.Jobs(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 6 {
+		t.Fatalf("listed %d jobs; want all 6 (an unverified record is shown, never dropped)", len(all))
+	}
+	rules := map[string]string{
+		"real":       "",
+		"no-proof":   jobs.RuleProofMissing,
+		"elsewhere":  jobs.RuleProofSig,
+		"other-spec": jobs.RuleProofSig,
+		"twice":      jobs.RuleProofJob,
+		"not-member": RuleOwnerNotMember,
+	}
+	for _, j := range all {
+		want := UnverifiedOwner
+		if j.Name == "real" {
+			want = "alice"
+		}
+		if j.OwnerName != want || j.OwnerVerified != (want == "alice") || j.OwnerUnverified != rules[j.Name] {
+			t.Errorf("job %s reads as %q's (verified %v, rule %q); want %q, rule %q", j.Name, j.OwnerName, j.OwnerVerified, j.OwnerUnverified, want, rules[j.Name])
+		}
+	}
+
+	rep, err := r.Report(ctx, ReportRequest{Since: 24 * 3600, Until: t0.Unix(), By: ReportByMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rep.Rows {
+		if row.Key == aliceID && row.GPUHoursGranted != 1 {
+			t.Errorf("report: alice holds %.1f GPU hours; want 1 (her real job's)", row.GPUHoursGranted)
+		}
+		if row.Key == strangerID || row.Label == "alice" && row.Key != aliceID {
+			t.Errorf("report row %+v attributes a forged job", row)
+		}
+	}
+}
+
+// signerFunc is a LaunchSigner of a test key.
+type signerFunc struct{ s jobs.LaunchSigner }
+
+func (f signerFunc) ProveLaunch(node string, spec jobs.Spec) (string, error) {
+	return f.s.Prove(node, spec)
+}
+
+// TestLaunchCarriesProof: the service's launch carries this member's proof
+// for that node and spec, and the record the node makes of it (named after
+// the proof, as a node does) reads as this member's.
+func TestLaunchCarriesProof(t *testing.T) {
+	signer, selfKeyID := memberKey(3)
+	const node = "NODE-DDDD-DDDD-DDDD"
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
+		spec, err := jobs.DecodeSpec(r.Body)
+		p, perr := jobs.DecodeProof(r.Header.Get(jobs.ProofHeader))
+		if err != nil || perr != nil || p.Check(node, spec) != nil || p.Owner() != selfKeyID {
+			http.Error(w, fmt.Sprintf("proof: %v %v", err, perr), http.StatusForbidden)
+			return
+		}
+		json.NewEncoder(w).Encode(jobs.Job{ID: p.JobID(), Node: node, Owner: p.Owner(), Spec: spec, OwnerProof: r.Header.Get(jobs.ProofHeader)})
+	})
+	srv := httptest.NewUnstartedServer(mux)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	db := openDB(t)
+	stub := stubDaemon{NewReader(db, Self{ID: selfKeyID})}
+	svc, err := New(Deps{DB: db, Self: Self{ID: selfKeyID, Name: "zeta"}, Live: fakeLive{}, Pool: stub, Nodes: nodeAt{srv},
+		Folders: stub, Copier: stub, Policy: stub, Signer: signerFunc{signer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := jobs.Spec{Image: "img", GPUs: 1, Env: []string{"K=v"}}
+	j, err := svc.launchOn(context.Background(), node, spec)
+	if err != nil {
+		t.Fatalf("launch: %v", err)
+	}
+	if err := j.VerifyOwner(); err != nil || j.Owner != selfKeyID {
+		t.Fatalf("the node's record of the launch: owner %s, %v; want this member's, verified", j.Owner, err)
+	}
+}
+
+// proven is j as an honest node records owner's launch of it on node: named
+// after owner's proof, which it keeps.
+func proven(t *testing.T, s jobs.LaunchSigner, owner, node string, j jobs.Job) jobs.Job {
+	t.Helper()
+	proof, err := s.Prove(node, j.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := jobs.DecodeProof(proof)
+	j.ID, j.Owner, j.OwnerProof = p.JobID(), owner, proof
+	return j
+}

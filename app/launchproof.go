@@ -1,0 +1,36 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/labpool/labpool/node/jobs"
+)
+
+// LaunchSigner signs this machine's launches with its device key
+// (jobs.LaunchSigner): the daemon holds the key.
+type LaunchSigner interface {
+	ProveLaunch(node string, spec jobs.Spec) (string, error)
+}
+
+// launchOn asks node to run spec, with this member's proof (see
+// jobs.Proof) when the service has a signer: the node names the job after
+// the proof, so a launch sent again after a lost connection is the same
+// job, and every reader may check who launched it.
+func (s *Service) launchOn(ctx context.Context, node string, spec jobs.Spec) (jobs.Job, error) {
+	var hdr http.Header
+	if s.signer != nil {
+		proof, err := s.signer.ProveLaunch(node, spec)
+		if err != nil {
+			return jobs.Job{}, fmt.Errorf("sign the launch on %s: %w", shortID(node), err)
+		}
+		hdr = http.Header{jobs.ProofHeader: {proof}}
+	}
+	var j jobs.Job
+	if err := s.nodeCall(ctx, node, http.MethodPost, "/v1/jobs", spec, &j, hdr); err != nil {
+		return jobs.Job{}, err
+	}
+	j.Node = node // the machine that answered runs it
+	return j, nil
+}
