@@ -536,6 +536,8 @@ export interface Policy {
   job_network?: string
   webhook_off: boolean
   webhook_private: boolean
+  slurm_users?: Record<string, string> | null
+  slurm_nodes?: Record<string, string> | null
 }
 
 /** app.PolicyUpdate */
@@ -552,6 +554,8 @@ export interface PolicyUpdate {
   job_network?: string | null
   webhook_off?: boolean | null
   webhook_private?: boolean | null
+  slurm_users?: Record<string, string> | null
+  slurm_nodes?: Record<string, string> | null
 }
 
 /** app.PoolSeries */
