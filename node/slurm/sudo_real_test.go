@@ -8,9 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,89 +46,6 @@ func readmeSudoers(t *testing.T) string {
 	return ""
 }
 
-// installSudoers checks rule with visudo -cf and installs it in
-// /etc/sudoers.d until the test's cleanup.
-func installSudoers(t *testing.T, rule string) {
-	t.Helper()
-	tmp := filepath.Join(t.TempDir(), "labpool")
-	if err := os.WriteFile(tmp, []byte(rule+"\n"), 0o440); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("visudo", "-cf", tmp).CombinedOutput(); err != nil {
-		t.Fatalf("visudo -cf of the README's rule %q: %v: %s", rule, err, out)
-	}
-	dst := fmt.Sprintf("/etc/sudoers.d/labpool-test-%d", os.Getpid())
-	if err := os.WriteFile(dst, []byte(rule+"\n"), 0o440); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(dst) })
-	if out, err := exec.Command("visudo", "-c").CombinedOutput(); err != nil {
-		t.Fatalf("visudo -c with %s: %v: %s", dst, err, out)
-	}
-}
-
-// asUser is the command line that runs a program as the Unix user name
-// (as root): setpriv, as a service manager would start the agent.
-func asUser(t *testing.T, name string) []string {
-	t.Helper()
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{"setpriv", "--reuid=" + u.Uid, "--regid=" + u.Gid, "--init-groups", "--"}
-}
-
-// ownedDir makes a directory of the Unix user name, mode 0700, whose
-// parents others may traverse.
-func ownedDir(t *testing.T, name string) string {
-	t.Helper()
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	base := t.TempDir()
-	for _, p := range []string{filepath.Dir(base), base} {
-		if err := os.Chmod(p, 0o711); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := filepath.Join(base, "agent")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// labpoolBinary copies this test binary where any user may run it: it
-// stands for the labpool binary (TestMain serves its hidden verb).
-func labpoolBinary(t *testing.T) string {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, p := range []string{filepath.Dir(dir), dir} {
-		if err := os.Chmod(p, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(dir, "labpool")
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
 // TestRealSudoRule: the agent runs as an ordinary Unix user, with
 // exactly the README's sudoers rule (its user and job account named, the
 // labpool binary where this test put it). Its user runs nothing else as
@@ -141,17 +56,16 @@ func labpoolBinary(t *testing.T) string {
 // own key or for a FIFO.
 func TestRealSudoRule(t *testing.T) {
 	c := needSlurm(t)
-	for _, need := range []string{"sudo", "visudo", "setpriv"} {
-		if _, err := exec.LookPath(need); err != nil {
-			t.Skip("needs " + need)
-		}
-	}
 	agentUser, account := slurmtest.AddUser(t), slurmtest.AddUser(t)
-	bin := labpoolBinary(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := slurmtest.Runnable(t, self) // this binary stands for labpool: TestMain serves its verb
 	rule := readmeSudoers(t)
 	rule = agentUser + " ALL=(" + account + ") " + strings.TrimPrefix(rule, "labpool ALL=(labpool-jobs) ")
 	rule = strings.ReplaceAll(rule, "/usr/local/bin/labpool", bin)
-	installSudoers(t, rule)
+	slurmtest.InstallSudoers(t, rule)
 	t.Logf("sudoers: %s", rule)
 
 	for _, tt := range []struct {
@@ -162,29 +76,30 @@ func TestRealSudoRule(t *testing.T) {
 		{"id as the account", []string{"-u", account, "id"}},
 		{"cat as the account", []string{"-u", account, "cat", "/etc/hostname"}},
 		{"another verb of labpool", []string{"-u", account, bin, "agent"}},
-		{"the verb without its path", []string{"-u", account, bin}},
+		{"labpool with no verb", []string{"-u", account, bin}},
+		{"the opener as root", []string{"-u", "root", bin, OpenOutputVerb, "/etc/shadow"}},
 		{"sbatch as root", []string{"-u", "root", "sbatch", "--version"}},
 		{"a shell as root", []string{"sh", "-c", "id"}},
 		{"mkdir as another user", []string{"-u", agentUser, "mkdir", "-p", "/tmp/x"}},
 	} {
-		argv := append(asUser(t, agentUser), append([]string{"sudo", "-n"}, tt.args...)...)
+		argv := append(slurmtest.AsUser(t, agentUser), append([]string{"sudo", "-n"}, tt.args...)...)
 		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err == nil {
 			t.Errorf("%s: sudo %q ran: %s", tt.name, tt.args, out)
 		}
 	}
-	argv := append(asUser(t, agentUser), "sudo", "-n", "-u", account, "--preserve-env=SLURM_CONF", "sbatch", "--version")
+	argv := append(slurmtest.AsUser(t, agentUser), "sudo", "-n", "-u", account, "--preserve-env=SLURM_CONF", "sbatch", "--version")
 	sbatch := exec.Command(argv[0], argv[1:]...)
 	sbatch.Env = append(os.Environ(), c.Env()...)
 	if out, err := sbatch.CombinedOutput(); err != nil {
 		t.Fatalf("sudo -n -u %s sbatch --version as %s: %v: %s", account, agentUser, err, out)
 	}
 
-	cfg, err := json.Marshal(sudoAgent{Conf: c.Conf, StateDir: ownedDir(t, agentUser), Account: account,
+	cfg, err := json.Marshal(sudoAgent{Conf: c.Conf, StateDir: slurmtest.OwnedDir(t, agentUser), Account: account,
 		Opener: []string{bin, OpenOutputVerb}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	argv = append(append(c.Wrap(), asUser(t, agentUser)...), bin, "-test.run=^TestSudoAgentChild$", "-test.v", "-test.count=1")
+	argv = append(append(c.Wrap(), slurmtest.AsUser(t, agentUser)...), bin, "-test.run=^TestSudoAgentChild$", "-test.v", "-test.count=1")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), sudoChildEnv + "=" + string(cfg)}
 	out, err := cmd.CombinedOutput()
