@@ -14,6 +14,7 @@ import (
 	"github.com/labpool/labpool/app/cli"
 	"github.com/labpool/labpool/app/daemon"
 	"github.com/labpool/labpool/internal/procs"
+	"github.com/labpool/labpool/node/slurm"
 )
 
 //go:embed all:frontend/dist
@@ -26,6 +27,9 @@ var version = "0.1.0-dev"
 var openWindow func(assets fs.FS, log *slog.Logger) int
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == slurm.OpenOutputVerb { // run by a Slurm agent, as a job's account
+		os.Exit(slurm.ServeOpenOutput(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	log := newLogger()
 	startProfile(log)
 	startPprof(log)

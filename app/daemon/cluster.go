@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -50,6 +51,9 @@ func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
 	cfg.Logger = d.log
 	cfg.JobUser = d.cfg.SlurmJobUser
 	cfg.Private = []string{d.cfg.DataDir} // the key, the socket, the replica
+	if exe, err := os.Executable(); err == nil {
+		cfg.Opener = []string{exe, slurm.OpenOutputVerb} // sudo runs it as a job's account: see main
+	}
 	cfg.UserFor = func(owner string) string {
 		if d.jobs == nil {
 			return ""

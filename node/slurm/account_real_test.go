@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm/slurmtest"
@@ -141,35 +139,5 @@ func TestRealAccountsApart(t *testing.T) {
 	}
 	if st, err := e.Inspect(context.Background(), v.Handle); err != nil || st.State != jobs.TaskRunning {
 		t.Errorf("the victim's job after the attack: %+v, %v", st, err)
-	}
-}
-
-// TestRealSudo: the agent becomes the job account through sudo -n (as an
-// agent that is not root does; root's sudo needs no sudoers rule, so
-// this tests labpool's side of it: the command line, and the job's
-// environment through --preserve-env, never argv).
-func TestRealSudo(t *testing.T) {
-	c := needSlurm(t)
-	if _, err := exec.LookPath("sudo"); err != nil {
-		t.Skip("needs sudo")
-	}
-	cfg := realConfig(t, c)
-	cfg.Runner = &CmdRunner{Conf: c.Conf, Wrap: c.Wrap(), Timeout: 20 * time.Second, Switch: SwitchSudo}
-	e, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := fmt.Sprintf("hf_sudo_%d", os.Getpid())
-	st := start(t, e, jobs.Task{ID: "sudo", Env: []string{"HF_TOKEN=" + token},
-		Cmd: []string{"sh", "-c", `echo "$(id -un) $HF_TOKEN"; exec sleep 300`}})
-	waitState(t, e, st.Handle, running)
-	if err := e.Stop(context.Background(), st.Handle, 0); err != nil {
-		t.Fatalf("Stop through sudo: %v", err)
-	}
-	if got := waitState(t, e, st.Handle, ended); got.State != jobs.TaskCancelled {
-		t.Errorf("stopped job is %s, want cancelled", got.State)
-	}
-	if out, _, _ := strings.Cut(output(t, e, st.Handle), "\n"); out != cfg.JobUser+" "+token {
-		t.Errorf("the job says %q first, want %q", out, cfg.JobUser+" "+token)
 	}
 }

@@ -21,6 +21,9 @@ var cluster = &slurmtest.Shared{Options: slurmtest.Options{
 }}
 
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == OpenOutputVerb { // this binary as labpool (TestRealSudoRule)
+		os.Exit(ServeOpenOutput(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	code := m.Run()
 	cluster.Close()
 	os.Exit(code)

@@ -54,6 +54,10 @@ type Config struct {
 	// It runs sbatch, scancel and job steps as the job's account, so it
 	// is an AsRunner.
 	Runner AsRunner
+	// Opener is the command that opens a job's output as its account
+	// when the agent is not root (CmdRunner.Opener): the labpool binary
+	// and OpenOutputVerb, run through sudo.
+	Opener []string
 	// User is the agent's own Unix user; "" the current user. No job
 	// runs as it: a job account equal to it is refused.
 	User string
@@ -134,7 +138,7 @@ func New(ctx context.Context, cfg Config) (*Executor, error) {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	if e.run == nil {
-		e.run = &CmdRunner{Conf: cfg.Conf, Wrap: cfg.Wrap, Timeout: cfg.Timeout}
+		e.run = &CmdRunner{Conf: cfg.Conf, Wrap: cfg.Wrap, Timeout: cfg.Timeout, Opener: cfg.Opener}
 	}
 	e.q = &queue{run: e.run, tick: cfg.Tick, now: cfg.Now, users: e.queueUsers}
 	for _, d := range []string{cfg.StateDir, filepath.Join(cfg.StateDir, "jobs")} {

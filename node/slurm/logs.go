@@ -29,7 +29,7 @@ func (e *Executor) Logs(ctx context.Context, handle string, follow bool, tail in
 		return nil, fmt.Errorf("read output of slurm job %s: %w", handle, err)
 	}
 	path := r.Output
-	f, err := openOutput(path, a)
+	f, err := e.openOutput(ctx, path, a)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("read output of slurm job %s: %w", handle, err)
 	}
@@ -81,10 +81,11 @@ func (e *Executor) follow(ctx context.Context, handle, path string, a account, f
 	tick := time.NewTicker(e.cfg.Tick)
 	defer tick.Stop()
 	for {
-		ended := e.ended(ctx, handle)
-		if f == nil {
+		state := e.state(ctx, handle)
+		ended := state.Ended()
+		if f == nil && state != jobs.TaskPending {
 			var err error
-			if f, err = openOutput(path, a); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if f, err = e.openOutput(ctx, path, a); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("read output of slurm job %s: %w", handle, err)
 			}
 		}
@@ -116,6 +117,31 @@ func (e *Executor) outputAccount(r *record) (account, error) {
 	return e.account(r.User)
 }
 
+// outputOpener opens a job's output as its account (CmdRunner.OpenAs):
+// an agent that is not root cannot read the account's home.
+type outputOpener interface {
+	OpenAs(ctx context.Context, user, path string) (*os.File, error)
+}
+
+// openOutput opens the output of a job of account a: as the account
+// where the runner can (an outputOpener), else as the agent; either way
+// the file is checked here again (checkOutput), whoever opened it.
+func (e *Executor) openOutput(ctx context.Context, path string, a account) (*os.File, error) {
+	o, ok := e.run.(outputOpener)
+	if !ok {
+		return openOutput(path, a)
+	}
+	f, err := o.OpenAs(ctx, a.Name, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutput(int(f.Fd()), path, a); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // openOutput opens a job's output file for reading, refusing anything
 // but a regular file of the job's account: not a link (O_NOFOLLOW: a job
 // that swaps its output for a link to the agent's key gets an error),
@@ -129,26 +155,38 @@ func openOutput(path string, a account) (*os.File, error) {
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := checkOutput(fd, path, a); err != nil {
 		unix.Close(fd)
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != a.UID {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%s is not a file of job account %s (owner %d, mode %o): not the job's output (rule: a job's output is its account's file)",
-			path, a.Name, st.Uid, st.Mode)
+		return nil, err
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-// ended says whether the job has ended (or is gone).
-func (e *Executor) ended(ctx context.Context, handle string) bool {
+// checkOutput checks that the open file fd is a regular file of job
+// account a (rule "a job's output is its account's file").
+func checkOutput(fd int, path string, a account) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Uid != a.UID {
+		return fmt.Errorf("%s is not a file of job account %s (owner %d, mode %o): not the job's output (rule: a job's output is its account's file)",
+			path, a.Name, st.Uid, st.Mode)
+	}
+	return nil
+}
+
+// state is the job's state; a job that is gone has ended (exited), and
+// one that cannot be read now is still pending for all the caller knows.
+func (e *Executor) state(ctx context.Context, handle string) jobs.TaskState {
 	st, err := e.Inspect(ctx, handle)
 	if err != nil {
-		return jobs.IsTaskGone(err)
+		if jobs.IsTaskGone(err) {
+			return jobs.TaskExited
+		}
+		return jobs.TaskPending
 	}
-	return st.State.Ended()
+	return st.State
 }
 
 // copyFrom copies f from off to its current end.

@@ -60,6 +60,10 @@ type CmdRunner struct {
 	// is root) or SwitchSudo (sudo -n -u USER, with the sudoers rule of
 	// the README); "" picks setpriv for root, sudo otherwise.
 	Switch string
+	// Opener is the command that opens a job's output as its account
+	// for OpenAs through sudo: the labpool binary and OpenOutputVerb.
+	// Root opens outputs itself and needs none.
+	Opener []string
 }
 
 // How CmdRunner.RunAs becomes the job's account.
