@@ -109,6 +109,7 @@ func (d *Daemon) openExecutor(ctx context.Context) jobs.Executor {
 	cfg.Node = d.id.ID.String()
 	cfg.GuardPorts = d.guardPorts()
 	cfg.ImageBook = filepath.Join(d.cfg.DataDir, "image-loaders.json")
+	cfg.Log = d.log
 	d.rt, d.rtErr = containers.Open(ctx, cfg)
 	if d.rtErr == nil {
 		return containers.NewExecutor(d.rt, containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv})

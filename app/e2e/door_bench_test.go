@@ -246,12 +246,46 @@ func BenchmarkPreTLSFlood(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkDoorHogJoin hogs an agent's door as the audit did, from 40
-// addresses of a stranger in the joiner's /24, each connecting and sending
-// a request every 4 s (and connecting again whenever it is closed), and
-// then times a real `pool join CODE ADDR` from a fresh machine in the same
-// /24: the seconds it took and whether it succeeded (1) or not (0).
+// BenchmarkDoorHogJoin hogs an agent's door from 40 addresses of a
+// stranger in the joiner's /24, and then times a real `pool join CODE
+// ADDR` from a fresh machine in the same /24: the seconds it took and
+// whether it succeeded (1) or not (0). Its patterns:
+//   - every-4s (the audit's first): each address connects and sends a
+//     request every 4 s (and connects again whenever it is closed);
+//   - open-requests (the audit's second): 2.5 new connections a second,
+//     round robin over the addresses (holding the /24's 16 places for the
+//     7 s an open request lasted takes 2.3), each opening a request just
+//     within Quiet that it never sends whole, and holding it until the
+//     agent closes it (LABPOOL_BENCH_HOG_GAP sets the gap between
+//     connections, 400ms by default; 250ms spends the strangers' whole
+//     handshake budget).
 func BenchmarkDoorHogJoin(b *testing.B) {
+	b.Run("every-4s", func(b *testing.B) {
+		doorHogJoin(b, func(ctx context.Context, atts []*attacker, target string, requests, dials *atomic.Int64) {
+			var wg sync.WaitGroup
+			for _, att := range atts {
+				wg.Go(func() { hog(ctx, att, target, requests, dials) })
+			}
+			wg.Wait()
+		})
+	})
+	gap := 400 * time.Millisecond
+	if s := os.Getenv("LABPOOL_BENCH_HOG_GAP"); s != "" {
+		var err error
+		if gap, err = time.ParseDuration(s); err != nil || gap <= 0 {
+			b.Fatalf("LABPOOL_BENCH_HOG_GAP=%q: want a duration", s)
+		}
+	}
+	b.Run("open-requests", func(b *testing.B) {
+		doorHogJoin(b, func(ctx context.Context, atts []*attacker, target string, requests, dials *atomic.Int64) {
+			hogOpenRequests(ctx, atts, target, gap, requests, dials)
+		})
+	})
+}
+
+// doorHogJoin sets up the agent, the stranger's 40 addresses and the
+// joiner, runs hogs until the benchmark ends, and times the join.
+func doorHogJoin(b *testing.B, hogs func(ctx context.Context, atts []*attacker, target string, requests, dials *atomic.Int64)) {
 	l := newLAN(b, "agent", "stranger", "joiner")
 	agent, stranger, joiner := l.host("agent"), l.host("stranger"), l.host("joiner")
 	agent.agent()
@@ -269,10 +303,11 @@ func BenchmarkDoorHogJoin(b *testing.B) {
 	defer wg.Wait()
 	defer cancel()
 	var requests, dials atomic.Int64
+	var atts []*attacker
 	for _, ip := range fleetAddrs(l, stranger, 40) {
-		att := newAttacker(b, stranger.ns, ip, strangerID)
-		wg.Go(func() { hog(ctx, att, target, &requests, &dials) })
+		atts = append(atts, newAttacker(b, stranger.ns, ip, strangerID))
 	}
+	wg.Go(func() { hogs(ctx, atts, target, &requests, &dials) })
 	time.Sleep(12 * time.Second) // the door full, the hogs' idle timers reset many times
 
 	b.ResetTimer()
@@ -292,6 +327,53 @@ func BenchmarkDoorHogJoin(b *testing.B) {
 	b.ReportMetric(float64(dials.Load()), "hog-connections")
 	b.ReportMetric(float64(requests.Load()), "hog-requests")
 	b.ReportMetric(0, "ns/op")
+}
+
+// quietHog is how long an open-requests hog waits after connecting before
+// it opens its request: just within the door's Quiet (2 s), so that its
+// place, unfinished until the request's deadline (5 s), was held 7 s.
+const quietHog = 1900 * time.Millisecond
+
+// hogOpenRequests connects every gap, round robin over atts, and on each
+// connection opens a request stream quietHog later, sends the first byte
+// of a HEADERS frame and nothing more, holding the connection until
+// target closes it or ctx ends.
+func hogOpenRequests(ctx context.Context, atts []*attacker, target string, gap time.Duration, requests, dials *atomic.Int64) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(gap)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+		att := atts[i%len(atts)]
+		wg.Go(func() {
+			c, err := att.tryDial(target, time.Second)
+			if err != nil {
+				return
+			}
+			dials.Add(1)
+			defer c.CloseWithError(0, "")
+			sleepCtx(ctx, quietHog) // the latest a request may open and still hold the place longest
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			str, err := c.OpenStreamSync(sctx)
+			cancel()
+			if err != nil {
+				return
+			}
+			if _, err := str.Write([]byte{0x01}); err != nil { // HEADERS, its length never sent
+				return
+			}
+			requests.Add(1)
+			select {
+			case <-c.Context().Done():
+			case <-ctx.Done():
+			}
+		})
+	}
 }
 
 // hog holds a place at target's door: it connects, sends a request every

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/network"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
@@ -23,6 +24,8 @@ type fakeDocker struct {
 	start   func(id string) error
 	nets    map[string]network.CreateOptions // created networks by name
 	imageID string                           // the image ID a container runs
+
+	containerEvents, netEvents chan events.Message // the Events streams (hostguard_linux_test.go)
 }
 
 func (f *fakeDocker) NetworkCreate(_ context.Context, name string, o network.CreateOptions) (network.CreateResponse, error) {

@@ -57,6 +57,23 @@ func (r *Runtime) keepGuardFirst() error {
 	return nil
 }
 
+// guardCheck is keepGuardFirst where no caller waits for its error (the
+// event stream, the periodic check): a guard that cannot be put first
+// again is logged at ERROR, once until it is first again, which is logged
+// too. after says what prompted the check.
+func (r *Runtime) guardCheck(after string) {
+	if err := r.keepGuardFirst(); err != nil {
+		if !r.guardBad.Swap(true) {
+			r.log.Error("the host guard's rules cannot be put first again: jobs may reach this host's labpool ports and each other until they are (the agent needs root and iptables)",
+				"after", after, "err", err)
+		}
+		return
+	}
+	if r.guardBad.Swap(false) {
+		r.log.Info("the host guard's rules are first again", "after", after)
+	}
+}
+
 // firewall is the command line of one iptables tool: "iptables", or the
 // same tool run in another network namespace.
 type firewall []string

@@ -3,12 +3,16 @@ package containers
 import (
 	"context"
 	"fmt"
-	"github.com/docker/docker/api/types/events"
+	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/docker/docker/api/types/events"
 )
 
 // netnsFirewall is iptables in a network namespace of its own, removed at
@@ -117,9 +121,102 @@ func TestGuardJumpsStayFirst(t *testing.T) {
 	}
 }
 
-// Events is a stream that ends at once.
-func (f *fakeDocker) Events(context.Context, events.ListOptions) (<-chan events.Message, <-chan error) {
-	msgs := make(chan events.Message)
-	close(msgs)
+// TestGuardFirstAfterNetworkCreate: a network the owner creates by hand
+// (docker network create) puts Docker's rules above the guard's; the
+// engine's "network create" event puts the guard first again, with no
+// launch in between, and so does the periodic check (GuardEvery) when
+// Docker's rules moved without an event the agent saw.
+func TestGuardFirstAfterNetworkCreate(t *testing.T) {
+	fw := netnsFirewall(t)
+	dockerRestarts(t, fw, "docker0")
+	nets := make(chan events.Message)
+	f := &fakeDocker{start: func(string) error { return nil }, netEvents: nets, containerEvents: make(chan events.Message)}
+	var logs strings.Builder
+	cfg := DefaultConfig()
+	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	r := newRuntime(cfg, f)
+	r.firewalls = []firewall{fw}
+	if err := r.guardHost(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	evs, _ := r.Events(ctx)
+
+	dockerRestarts(t, fw, "br-byhand01234")
+	nets <- events.Message{Type: events.NetworkEventType, Action: events.ActionCreate, Actor: events.Actor{ID: "n1"}}
+	nets <- events.Message{Type: events.NetworkEventType, Action: events.ActionCreate, Actor: events.Actor{ID: "n2"}} // taken once the first is handled
+	guardFirst(t, fw, "a network created by hand")
+	cancel()
+	for range evs {
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("an ERROR logged with the guard restored:\n%s", logs.String())
+	}
+}
+
+// TestGuardPeriodicCheck: with no event at all, the guard is put first
+// again within GuardEvery; a check that cannot restore it logs an ERROR
+// naming the guard, once, and its recovery is logged too.
+func TestGuardPeriodicCheck(t *testing.T) {
+	fw := netnsFirewall(t)
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeDocker{start: func(string) error { return nil }, netEvents: make(chan events.Message), containerEvents: make(chan events.Message)}
+		var logs strings.Builder
+		cfg := DefaultConfig()
+		cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
+		r := newRuntime(cfg, f)
+		r.firewalls = []firewall{fw}
+		if err := r.guardHost(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		evs, _ := r.Events(ctx)
+
+		dockerRestarts(t, fw, "br-quiet012345")
+		time.Sleep(r.cfg.GuardEvery)
+		synctest.Wait()
+		guardFirst(t, fw, "one GuardEvery after Docker's rules moved")
+
+		setFirewalls(r, firewall{"false"}) // a tool that fails: the guard cannot be restored
+		for range 3 {
+			time.Sleep(r.cfg.GuardEvery)
+			synctest.Wait()
+		}
+		if n := strings.Count(logs.String(), "level=ERROR"); n != 1 || !strings.Contains(logs.String(), "host guard") {
+			t.Errorf("%d ERROR lines after 3 failed checks; want 1 naming the host guard:\n%s", n, logs.String())
+		}
+		setFirewalls(r, fw)
+		time.Sleep(r.cfg.GuardEvery)
+		synctest.Wait()
+		if !strings.Contains(logs.String(), "first again") {
+			t.Errorf("no line on the guard's recovery:\n%s", logs.String())
+		}
+		cancel()
+		for range evs {
+		}
+	})
+}
+
+// setFirewalls swaps r's firewalls under the lock its checks hold.
+func setFirewalls(r *Runtime, fws ...firewall) {
+	r.guardMu.Lock()
+	defer r.guardMu.Unlock()
+	r.firewalls = fws
+}
+
+// Events streams f.containerEvents or f.netEvents, as the filter's type
+// asks; nil: a stream that ends at once.
+func (f *fakeDocker) Events(_ context.Context, o events.ListOptions) (<-chan events.Message, <-chan error) {
+	msgs := f.containerEvents
+	if o.Filters.ExactMatch("type", string(events.NetworkEventType)) {
+		msgs = f.netEvents
+	}
+	if msgs == nil {
+		c := make(chan events.Message)
+		close(c)
+		msgs = c
+	}
 	return msgs, make(chan error)
 }

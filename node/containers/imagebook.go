@@ -2,6 +2,9 @@ package containers
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -34,27 +37,30 @@ type bookEntry struct {
 	By string `json:"by"`
 }
 
-// openBook reads the book at path; one that cannot be read starts empty
-// (the loaders of images loaded before are then unknown, never made up).
-func openBook(path string) *book {
+// openBook reads the book at path. One that cannot be read starts empty
+// (the loaders of images loaded before are then unknown, never made up),
+// and the error says why; a missing file is no error.
+func openBook(path string) (*book, error) {
 	b := &book{path: path, by: map[string]string{}}
 	if path == "" {
-		return b
+		return b, nil
 	}
 	data, err := os.ReadFile(path)
-	if err != nil {
-		return b
+	if errors.Is(err, fs.ErrNotExist) {
+		return b, nil
+	} else if err != nil {
+		return b, fmt.Errorf("read image loaders: %w", err)
 	}
 	var f bookFile
-	if json.Unmarshal(data, &f) != nil {
-		return b
+	if err := json.Unmarshal(data, &f); err != nil {
+		return b, fmt.Errorf("read image loaders %s: %w", path, err)
 	}
 	for _, e := range f.Images {
 		if e.ID != "" && e.By != "" && b.by[e.ID] == "" {
 			b.by[e.ID], b.order = e.By, append(b.order, e.ID)
 		}
 	}
-	return b
+	return b, nil
 }
 
 // loader is who loaded image id ("" when unknown or not through the agent).
@@ -64,8 +70,9 @@ func (b *book) loader(id string) string {
 	return b.by[id]
 }
 
-// set records who loaded image id.
-func (b *book) set(id, by string) {
+// set records who loaded image id; the error is the save's (the record in
+// memory holds it either way).
+func (b *book) set(id, by string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.by[id]; !ok {
@@ -76,11 +83,12 @@ func (b *book) set(id, by string) {
 		delete(b.by, b.order[0])
 		b.order = b.order[1:]
 	}
-	b.saveLocked()
+	return b.saveLocked()
 }
 
-// keep forgets every image the engine no longer has.
-func (b *book) keep(has map[string]bool) {
+// keep forgets every image the engine no longer has; the error is the
+// save's.
+func (b *book) keep(has map[string]bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	before := len(b.order)
@@ -94,8 +102,9 @@ func (b *book) keep(has map[string]bool) {
 	}
 	b.order = kept
 	if len(kept) != before {
-		b.saveLocked()
+		return b.saveLocked()
 	}
+	return nil
 }
 
 // snapshot is the book as a map.
@@ -106,11 +115,11 @@ func (b *book) snapshot() map[string]string {
 }
 
 // saveLocked writes the book whole, through a new file renamed over the
-// old one. A write that fails leaves the previous book; the record in
-// memory stays right for this run.
-func (b *book) saveLocked() {
+// old one. A write that fails leaves the previous book, and says so; the
+// record in memory stays right for this run.
+func (b *book) saveLocked() error {
 	if b.path == "" {
-		return
+		return nil
 	}
 	f := bookFile{Images: make([]bookEntry, 0, len(b.order))}
 	for _, id := range b.order {
@@ -118,14 +127,22 @@ func (b *book) saveLocked() {
 	}
 	data, err := json.Marshal(f)
 	if err != nil {
-		return
+		return fmt.Errorf("save image loaders: %w", err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(b.path), ".images-*.json")
 	if err != nil {
-		return
+		return fmt.Errorf("save image loaders: %w", err)
 	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), b.path) != nil {
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), b.path)
+	}
+	if err != nil {
 		os.Remove(tmp.Name())
+		return fmt.Errorf("save image loaders to %s: %w", b.path, err)
 	}
+	return nil
 }

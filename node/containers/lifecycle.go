@@ -178,20 +178,29 @@ func (r *Runtime) List(ctx context.Context) ([]Container, error) {
 // Events streams state changes of labpool containers until ctx ends. The
 // error channel carries at most one error, when the stream breaks (for
 // example a dockerd restart); the event channel is closed either way.
+//
+// While it streams it also keeps the host guard's jumps first (see
+// keepGuardFirst): when the stream opens (a new stream often follows a
+// restarted engine, which put its rules back above the guard's), at each
+// network the engine creates (one made by hand, docker network create,
+// puts the engine's rules above the guard's too) and every GuardEvery.
 func (r *Runtime) Events(ctx context.Context) (<-chan Event, <-chan error) {
 	f := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)), filters.Arg("label", LabelManaged+"=true"))
 	if r.cfg.Node != "" {
 		f.Add("label", LabelNode+"="+r.cfg.Node)
 	}
-	// A new stream follows a broken one, often a restarted engine, which
-	// put its rules back above the guard's: put the guard first again. A
-	// failure here fails the next launch too, where it is reported.
-	r.keepGuardFirst()
-	msgs, errs := r.api.Events(ctx, events.ListOptions{Filters: f})
+	r.guardCheck("the engine's event stream opened")
+	sctx, cancel := context.WithCancel(ctx)
+	msgs, errs := r.api.Events(sctx, events.ListOptions{Filters: f})
+	nets, netErrs := r.api.Events(sctx, events.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("type", string(events.NetworkEventType)), filters.Arg("event", string(events.ActionCreate)))})
 	out := make(chan Event, 64)
 	outErr := make(chan error, 1)
 	go func() {
 		defer close(out)
+		defer cancel()
+		tick := time.NewTicker(r.cfg.GuardEvery)
+		defer tick.Stop()
 		for {
 			select {
 			case m, ok := <-msgs:
@@ -204,10 +213,19 @@ func (r *Runtime) Events(ctx context.Context) (<-chan Event, <-chan error) {
 				case <-ctx.Done():
 					return
 				}
-			case err := <-errs:
-				if err != nil && ctx.Err() == nil {
-					outErr <- fmt.Errorf("watch docker events: %w", explain(err, ""))
+			case _, ok := <-nets:
+				if !ok {
+					nets = nil // the periodic check goes on
+					continue
 				}
+				r.guardCheck("the engine created a network")
+			case <-tick.C:
+				r.guardCheck("the periodic check")
+			case err := <-errs:
+				r.streamBroke(ctx, err, outErr)
+				return
+			case err := <-netErrs:
+				r.streamBroke(ctx, err, outErr)
 				return
 			case <-ctx.Done():
 				return
@@ -215,4 +233,12 @@ func (r *Runtime) Events(ctx context.Context) (<-chan Event, <-chan error) {
 		}
 	}()
 	return out, outErr
+}
+
+// streamBroke reports the error that ended an event stream, unless ctx
+// ended it.
+func (r *Runtime) streamBroke(ctx context.Context, err error, outErr chan<- error) {
+	if err != nil && ctx.Err() == nil {
+		outErr <- fmt.Errorf("watch docker events: %w", explain(err, ""))
+	}
 }

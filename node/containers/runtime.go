@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -94,6 +95,14 @@ type Config struct {
 	// ImageBook is the file that records who loaded each image through
 	// the agent (Image.LoadedBy); "" keeps the record in memory only.
 	ImageBook string
+	// GuardEvery is how often, while Events streams, the host guard's
+	// jumps are checked to still come first in INPUT and FORWARD, and put
+	// back if not (30 s; a check that finds them first changes nothing).
+	GuardEvery time.Duration
+	// Log receives what no caller is there to be told: a host guard that
+	// cannot be put first again (ERROR), a record of image loaders that
+	// cannot be read or saved. nil: slog.Default().
+	Log *slog.Logger
 }
 
 // DefaultJobUser is the unprivileged host user jobs run as: nobody.
@@ -101,7 +110,7 @@ const DefaultJobUser = jobs.DefaultJobUser
 
 // DefaultConfig returns the settings the agent uses.
 func DefaultConfig() Config {
-	return Config{PidsLimit: 4096, MaxRestarts: 5, Timeout: 30 * time.Second, JobUser: DefaultJobUser}
+	return Config{PidsLimit: 4096, MaxRestarts: 5, Timeout: 30 * time.Second, JobUser: DefaultJobUser, GuardEvery: 30 * time.Second}
 }
 
 // Runtime runs labpool's containers on one Docker engine. It is safe for
@@ -109,6 +118,7 @@ func DefaultConfig() Config {
 type Runtime struct {
 	cfg Config
 	api dockerAPI
+	log *slog.Logger
 
 	// remap says whether the engine maps container users to unprivileged
 	// host users (dockerd --userns-remap); read once at Open.
@@ -129,7 +139,8 @@ type Runtime struct {
 	guardOnce sync.Once   // installs the host guard, at the first launch
 	guardErr  error       // what guardOnce met
 	guardUp   atomic.Bool // the guard is installed: keepGuardFirst checks it
-	guardMu   sync.Mutex  // orders keepGuardFirst's checks
+	guardMu   sync.Mutex  // orders keepGuardFirst's checks, which read firewalls under it
+	guardBad  atomic.Bool // the last check of guardCheck failed (logged once)
 
 	mu  sync.Mutex           // guards cpu
 	cpu map[string]cpuSample // last CPU reading per container, for Stats
@@ -193,7 +204,17 @@ func newRuntime(cfg Config, api dockerAPI) *Runtime {
 	if cfg.GuardPorts == nil {
 		cfg.GuardPorts = DefaultGuardPorts
 	}
-	return &Runtime{cfg: cfg, api: api, cpu: map[string]cpuSample{}, book: openBook(cfg.ImageBook), firewalls: defaultFirewalls()}
+	if cfg.GuardEvery <= 0 {
+		cfg.GuardEvery = DefaultConfig().GuardEvery
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	b, err := openBook(cfg.ImageBook)
+	if err != nil {
+		cfg.Log.Warn("the record of who loaded each image is lost: images loaded before have no known loader", "err", err)
+	}
+	return &Runtime{cfg: cfg, api: api, log: cfg.Log, cpu: map[string]cpuSample{}, book: b, firewalls: defaultFirewalls()}
 }
 
 // Close releases the client.

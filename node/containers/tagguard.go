@@ -1,6 +1,7 @@
 package containers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -90,12 +91,17 @@ func (r *Runtime) dropNewNames(ctx context.Context, before, after map[string]str
 // did not have before the load (had) and has after it (has): an image
 // already here keeps the loader it had, or none.
 func (r *Runtime) recordLoader(ids []string, had, has map[string]bool, loader string) {
+	var err error
 	for _, id := range ids {
 		if !had[id] && has[id] && loader != "" {
-			r.book.set(id, loader)
+			err = cmp.Or(r.book.set(id, loader), err)
 		}
 	}
-	r.book.keep(has)
+	if err = cmp.Or(r.book.keep(has), err); err != nil {
+		// The load stands and this run knows its loader; after a restart
+		// the image has none, and its loader may not remove it.
+		r.log.Warn("the record of who loaded each image was not saved: after a restart the images loaded since have no known loader", "err", err)
+	}
 }
 
 // putBack points every tag of before that now names another image (or

@@ -11,14 +11,19 @@ import (
 // writeNew writes data to path atomically (temp file, fsync, link) and only
 // if path does not exist yet; otherwise it returns an error matching
 // fs.ErrExist and leaves path as it was.
+//
+// The temporary file stays open and flock'd until it is removed, so that
+// removeStaleTemps tells one a live writer holds from one a killed writer
+// left.
 func writeNew(path string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+	tmp, err := createLockedTemp(dir, tempPattern(filepath.Base(path)))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := fillAndClose(tmp, data, perm); err != nil {
+	defer tmp.Close()           // unlocks, after the removal below
+	defer os.Remove(tmp.Name()) // deferred calls run last in, first out
+	if err := fill(tmp, data, perm); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	// A hard link, unlike rename, never replaces a file that a concurrent
@@ -34,18 +39,14 @@ func writeNew(path string, data []byte, perm fs.FileMode) error {
 	return syncDir(dir)
 }
 
-func fillAndClose(f *os.File, data []byte, perm fs.FileMode) error {
-	_, err := f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
+func fill(f *os.File, data []byte, perm fs.FileMode) error {
+	if _, err := f.Write(data); err != nil {
+		return err
 	}
-	if err == nil {
-		err = f.Sync()
+	if err := f.Chmod(perm); err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return f.Sync()
 }
 
 func syncDir(dir string) error {

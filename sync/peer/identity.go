@@ -34,7 +34,9 @@ type Identity struct {
 
 // LoadOrCreate loads the identity kept in dir, creating dir, the key and
 // the certificate on first use. It makes dir and its files the owner's
-// alone (SecureDir; call that first to log what it changed). A missing certificate is re-issued for the
+// alone (SecureDir; call that first to log what it changed) and removes the
+// temporary files a writer killed mid-write left (they may hold an unused
+// private key). A missing certificate is re-issued for the
 // existing key (the ID does not change); a missing key next to an existing
 // certificate, or any file that cannot be parsed, is an error wrapping
 // ErrCorrupt.
@@ -43,6 +45,9 @@ func LoadOrCreate(dir string) (*Identity, error) {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	if _, err := SecureDir(dir); err != nil {
+		return nil, err
+	}
+	if err := removeStaleTemps(dir); err != nil {
 		return nil, err
 	}
 	key, err := loadOrCreateKey(dir)

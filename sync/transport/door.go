@@ -1,7 +1,9 @@
 package transport
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -33,7 +35,9 @@ import (
 //     answered 403 by the door itself;
 //   - closed Idle after it connected, or when the request then open ends:
 //     neither keepalives nor requests extend it;
-//   - request headers of HeaderBytes at most;
+//   - request headers of HeaderBytes at most, and a request body of
+//     BodyBytes at most, which the door reads whole before the handler
+//     sees the request;
 //   - PerSource such connections at once from one address, PerNetwork from
 //     one network (an IPv4 /24, an IPv6 /64) and Conns for the whole
 //     endpoint (door_slots.go). A connection over one of them is closed as
@@ -73,6 +77,14 @@ type DoorConfig struct {
 	// Quiet is how long after it connected an attempt that has opened no
 	// request counts as finished, and may be closed to make room (2 s).
 	Quiet time.Duration
+	// Proof is how long after its first request opened an attempt that has
+	// not delivered one whole request (headers and body: the join proof)
+	// counts as finished, and may be closed to make room (1 s). A joiner
+	// sends its request at once; an open request that delivers nothing
+	// holds no place against it.
+	Proof time.Duration
+	// BodyBytes is the largest request body it may send (32 KiB).
+	BodyBytes int
 	// HeaderBytes is the largest request header it may send (16 KiB).
 	HeaderBytes int
 	// Conns is how many of its connections, all devices that are not
@@ -93,7 +105,8 @@ type DoorConfig struct {
 // caller names).
 func DefaultDoor() DoorConfig {
 	return DoorConfig{Streams: 2, UniStreams: 3, Requests: 4, Request: 5 * time.Second,
-		Idle: 10 * time.Second, Quiet: 2 * time.Second, HeaderBytes: 16 << 10,
+		Idle: 10 * time.Second, Quiet: 2 * time.Second, Proof: time.Second,
+		HeaderBytes: 16 << 10, BodyBytes: 32 << 10,
 		Conns: 32, PerSource: 4, PerNetwork: 16}
 }
 
@@ -115,8 +128,9 @@ func (c DoorConfig) orDefault() DoorConfig {
 	c.Streams, c.UniStreams = pick(c.Streams, d.Streams), pick(c.UniStreams, d.UniStreams)
 	c.Requests, c.HeaderBytes = pick(c.Requests, d.Requests), pick(c.HeaderBytes, d.HeaderBytes)
 	c.Conns, c.PerSource = pick(c.Conns, d.Conns), pick(c.PerSource, d.PerSource)
-	c.PerNetwork = pick(c.PerNetwork, d.PerNetwork)
+	c.PerNetwork, c.BodyBytes = pick(c.PerNetwork, d.PerNetwork), pick(c.BodyBytes, d.BodyBytes)
 	c.Request, c.Idle, c.Quiet = pickD(c.Request, d.Request), pickD(c.Idle, d.Idle), pickD(c.Quiet, d.Quiet)
+	c.Proof = pickD(c.Proof, d.Proof)
 	c.Paths = slices.Clone(c.Paths)
 	return c
 }
@@ -152,6 +166,10 @@ func (c DoorConfig) fullNetwork() string {
 
 func (c DoorConfig) evicted() string {
 	return "refused: the door is full and this connection's attempt has ended: it makes room for a newcomer (rule: door connections)"
+}
+
+func (c DoorConfig) bodyTooLarge() string {
+	return fmt.Sprintf("refused: a device that is not a member of the pool may send a request body of %d bytes at most (rule: door body)", c.BodyBytes)
 }
 
 func (c DoorConfig) wrongPath() string {
@@ -263,6 +281,8 @@ type doorConn struct {
 	since    time.Time // when it entered the door
 	open     int       // request streams being served
 	asked    int       // requests opened in all
+	askedAt  time.Time // when its first request opened
+	proved   bool      // a request of it has been delivered whole
 	answered int       // requests done in all
 	uni      int       // unidirectional streams opened
 	expired  bool      // Idle has passed: closed when its open request ends
@@ -294,9 +314,23 @@ func (c *doorConn) begin() (refusal string) {
 	case c.asked >= c.d.cfg.Requests:
 		return c.d.cfg.tooManyRequests()
 	}
+	if c.asked == 0 {
+		c.askedAt = c.d.now()
+	}
 	c.open++
 	c.asked++
 	return ""
+}
+
+// prove notes that a request of the connection has been delivered whole:
+// from then on the attempt is the handler's to finish.
+func (c *doorConn) prove() {
+	if c == nil {
+		return
+	}
+	c.d.mu.Lock()
+	defer c.d.mu.Unlock()
+	c.proved = true
 }
 
 // done is the end of a request that request counted: the attempt has had
@@ -375,18 +409,32 @@ func (e *Endpoint) AtDoor() int { return e.door.held() }
 
 // doorHandler serves h to a request at the door only for one of the
 // door's paths, or when its device has become a member; any other request
-// there is answered 403, naming the rule.
-func (e *Endpoint) doorHandler(h http.Handler) http.Handler {
+// there is answered 403, naming the rule. A request served at the door is
+// read whole first (BodyBytes at most, else 413 naming the rule), and dc
+// learns it was delivered (doorConn.prove).
+func (e *Endpoint) doorHandler(h http.Handler, dc *doorConn) http.Handler {
 	cfg := e.door.cfg
-	if len(cfg.Paths) == 0 {
-		return h
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, ok := PeerID(r)
-		if slices.Contains(cfg.Paths, r.URL.Path) || (ok && e.door.isMember(id)) {
+		if ok && e.door.isMember(id) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		httperr.Write(w, http.StatusForbidden, "door_path", cfg.wrongPath())
+		if len(cfg.Paths) > 0 && !slices.Contains(cfg.Paths, r.URL.Path) {
+			httperr.Write(w, http.StatusForbidden, "door_path", cfg.wrongPath())
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, int64(cfg.BodyBytes)+1))
+		switch {
+		case err != nil:
+			httperr.Write(w, http.StatusBadRequest, "door_body", fmt.Sprintf("read the request body: %v", err))
+			return
+		case len(body) > cfg.BodyBytes:
+			httperr.Write(w, http.StatusRequestEntityTooLarge, "door_body", cfg.bodyTooLarge())
+			return
+		}
+		dc.prove()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(w, r)
 	})
 }

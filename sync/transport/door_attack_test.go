@@ -3,6 +3,7 @@ package transport_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -150,11 +151,11 @@ func TestDoorPaths(t *testing.T) {
 }
 
 // TestDoorFullRefused: a device that finds the door full, every attempt
-// there unfinished, reads Refused (the join waits its turn and tries
+// there unfinished (a request open, within Proof), reads Refused (the join waits its turn and tries
 // again, as when its handshake is refused), and gets in once there is
 // room.
 func TestDoorFullRefused(t *testing.T) {
-	srv, _, _ := doorServer(t, transport.DoorConfig{Conns: 1}, whoami())
+	srv, _, _ := doorServer(t, transport.DoorConfig{Conns: 1, Proof: time.Hour}, whoami())
 	holder := rawDial(t, srv, nil, 0)
 	stuckStream(t, holder)
 	waitFor(t, "1 connection at the door", func() bool { return srv.AtDoor() == 1 })
@@ -183,4 +184,65 @@ func TestDoorFullRefused(t *testing.T) {
 	if err := join(); err != nil {
 		t.Errorf("join once the door has room: %v", err)
 	}
+}
+
+// TestDoorUnprovedEvicted: a stranger that holds the door's one place with
+// a request it never sends whole (half its headers) holds it only for
+// Proof: a newcomer then takes the place, the holder is closed naming the
+// rule, and the newcomer's request, body and all, reaches the handler.
+func TestDoorUnprovedEvicted(t *testing.T) {
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(w, r.Body)
+	})
+	srv, _, _ := doorServer(t, transport.DoorConfig{Conns: 1, Proof: 100 * time.Millisecond}, echo)
+	holder := rawDial(t, srv, nil, 0)
+	stuckStream(t, holder)
+	waitFor(t, "1 connection at the door", func() bool { return srv.AtDoor() == 1 })
+	time.Sleep(200 * time.Millisecond) // past Proof
+	code, body := rawPost(t, rawDial(t, srv, nil, 0), "/v1/pool/join", "join proof")
+	if code != http.StatusOK || body != "join proof" {
+		t.Fatalf("newcomer's request beside an unproved holder: %d %q; want 200 and its body echoed", code, body)
+	}
+	waitClosed(t, holder, "door connections")
+}
+
+// TestDoorBodyBytes: a stranger's request body over BodyBytes is answered
+// 413 by the door, naming the rule; one of BodyBytes reaches the handler.
+func TestDoorBodyBytes(t *testing.T) {
+	size := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, n)
+	})
+	srv, _, _ := doorServer(t, transport.DoorConfig{BodyBytes: 1000}, size)
+	tests := []struct {
+		n        int
+		wantCode int
+		want     string
+	}{
+		{0, http.StatusOK, "0"},
+		{1000, http.StatusOK, "1000"},
+		{1001, http.StatusRequestEntityTooLarge, "(rule: door body)"},
+	}
+	for _, tt := range tests {
+		code, body := rawPost(t, rawDial(t, srv, nil, 0), "/v1/pool/join", strings.Repeat("x", tt.n))
+		if code != tt.wantCode || !strings.Contains(body, tt.want) {
+			t.Errorf("body of %d bytes: %d %q; want %d with %q", tt.n, code, body, tt.wantCode, tt.want)
+		}
+	}
+}
+
+// rawPost sends one POST of body to path on c and reads its answer.
+func rawPost(t *testing.T, c *quic.Conn, path, body string) (int, string) {
+	t.Helper()
+	cc := (&http3.Transport{}).NewClientConn(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://labpool"+path, strings.NewReader(body))
+	resp, err := cc.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }

@@ -13,11 +13,14 @@ import (
 // over a bound takes the slot of the oldest attempt within that bound that
 // has finished: one whose request has been answered (the join exchange is
 // one request: after its answer the device has joined, and left the door,
-// or it has failed), or that opened no request within Quiet, or whose
-// first request has outlived its deadline. So a stranger that holds every
-// slot with requests, as fast as it likes, holds none against a real
-// joiner, whose one request is open from the start to its answer; and only
-// when no attempt within the bound has finished is the newcomer refused.
+// or it has failed), or that opened no request within Quiet, or that has
+// not delivered one whole request (headers and body, the join proof)
+// within Proof of opening its first, or whose first request has outlived
+// its deadline. So a stranger that holds every slot with requests, as fast
+// as it likes, or with requests it keeps open without sending them whole,
+// holds none against a real joiner, whose one request is delivered at once
+// and open from then to its answer; and only when no attempt within the
+// bound has finished is the newcomer refused.
 
 // networkOf is the network ip is counted in: its /24 (IPv4) or /64 (IPv6).
 func networkOf(ip netip.Addr) netip.Prefix {
@@ -98,11 +101,13 @@ func (d *door) oldestFinished(match func(*doorConn) bool, out map[*doorConn]bool
 }
 
 // finished reports whether c's attempt has ended: a request of it has
-// been answered, or it opened none within Quiet, or its first request has
-// outlived its deadline. d.mu must be held.
+// been answered, or it opened none within Quiet, or none of its requests
+// was delivered whole within Proof of its first opening, or its first
+// request has outlived its deadline. d.mu must be held.
 func (c *doorConn) finished(cfg DoorConfig, now time.Time) bool {
 	age := now.Sub(c.since)
-	return c.answered > 0 || (c.open == 0 && age >= cfg.Quiet) || age >= cfg.Quiet+cfg.Request
+	unproved := c.asked > 0 && !c.proved && now.Sub(c.askedAt) >= cfg.Proof
+	return c.answered > 0 || (c.open == 0 && age >= cfg.Quiet) || unproved || age >= cfg.Quiet+cfg.Request
 }
 
 // remove takes c out of the slots, once. d.mu must be held.

@@ -14,10 +14,10 @@ import (
 
 // slotStep is one step of a door's story: a connection from src enters
 // (and is let in, having made room by closing evicted, or is refused by
-// rule), or connection i opens a request, or has it answered, or time
-// passes.
+// rule), or connection i opens a request, or delivers one whole, or has
+// one answered, or time passes.
 type slotStep struct {
-	op      string // "enter", "open", "answer", "wait"
+	op      string // "enter", "open", "prove", "answer", "wait"
 	src     string
 	i       int
 	wait    time.Duration
@@ -30,6 +30,7 @@ func enter(src string, evicted ...int) slotStep {
 }
 func refused(src, rule string) slotStep { return slotStep{op: "enter", src: src, rule: rule} }
 func open(i int) slotStep               { return slotStep{op: "open", i: i} }
+func prove(i int) slotStep              { return slotStep{op: "prove", i: i} }
 func answer(i int) slotStep             { return slotStep{op: "answer", i: i} }
 func wait(d time.Duration) slotStep     { return slotStep{op: "wait", wait: d} }
 
@@ -65,10 +66,19 @@ func TestDoorSlots(t *testing.T) {
 			open(0), answer(2), answer(1),
 			enter("10.3.0.1", 1), enter("10.4.0.1", 2), refused("10.5.0.1", "door connections"),
 		}},
-		{"an open request keeps its slot until its deadline", with(func(c *DoorConfig) { c.Conns = 2 }), []slotStep{
-			enter("10.0.0.1"), open(0), enter("10.1.0.1"), open(1),
+		{"a request delivered whole keeps its slot until its deadline", with(func(c *DoorConfig) { c.Conns = 2 }), []slotStep{
+			enter("10.0.0.1"), open(0), prove(0), enter("10.1.0.1"), open(1), prove(1),
 			wait(6 * time.Second), refused("10.2.0.1", "door connections"),
 			wait(time.Second), enter("10.2.0.1", 0),
+		}},
+		{"an open request not delivered whole within Proof", with(func(c *DoorConfig) { c.Conns = 2 }), []slotStep{
+			enter("10.0.0.1"), wait(time.Second), open(0), enter("10.1.0.1"), open(1), prove(1),
+			wait(999 * time.Millisecond), refused("10.2.0.1", "door connections"),
+			wait(time.Millisecond), enter("10.2.0.1", 0), refused("10.3.0.1", "door connections"),
+		}},
+		{"Proof runs from the first request", with(func(c *DoorConfig) { c.Conns = 1 }), []slotStep{
+			enter("10.0.0.1"), open(0), wait(900 * time.Millisecond), open(0),
+			wait(100 * time.Millisecond), enter("10.1.0.1", 0),
 		}},
 		{"no request within Quiet", with(func(c *DoorConfig) { c.Conns = 1 }), []slotStep{
 			enter("10.0.0.1"), refused("10.1.0.1", "door connections"),
@@ -113,6 +123,8 @@ func TestDoorSlots(t *testing.T) {
 						if r := conns[s.i].begin(); r != "" {
 							t.Fatalf("step %d: request of %d refused: %s", n, s.i, r)
 						}
+					case "prove":
+						conns[s.i].prove()
 					case "answer":
 						if r := conns[s.i].begin(); r != "" {
 							t.Fatalf("step %d: request of %d refused: %s", n, s.i, r)

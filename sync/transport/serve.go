@@ -34,7 +34,6 @@ func (e *Endpoint) Serve(ctx context.Context, h http.Handler) error {
 	stopData := e.serveData(h)
 	defer stopData()
 	members := &http3.Server{Handler: h, Logger: e.log}
-	door := &http3.Server{Handler: e.doorHandler(h), Logger: e.log, MaxHeaderBytes: e.door.cfg.HeaderBytes}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
@@ -49,14 +48,14 @@ func (e *Endpoint) Serve(ctx context.Context, h http.Handler) error {
 			return fmt.Errorf("serve http/3: %w", err)
 		}
 		e.trackQUIC(qc)
-		wg.Go(func() { e.serveConn(ctx, qc, members, door) })
+		wg.Go(func() { e.serveConn(ctx, qc, h, members) })
 	}
 }
 
 // serveConn answers the requests of one connection until it ends or ctx is
 // cancelled, through the door unless its device is a member, and returns
 // once their handlers have returned.
-func (e *Endpoint) serveConn(ctx context.Context, qc *quic.Conn, members, door *http3.Server) {
+func (e *Endpoint) serveConn(ctx context.Context, qc *quic.Conn, h http.Handler, members *http3.Server) {
 	stop := context.AfterFunc(ctx, func() { qc.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "") })
 	defer stop()
 	dc, ok := e.door.admit(qc)
@@ -65,8 +64,8 @@ func (e *Endpoint) serveConn(ctx context.Context, qc *quic.Conn, members, door *
 	}
 	defer dc.leave()
 	srv := members
-	if dc != nil {
-		srv = door
+	if dc != nil { // a server of its own: its handler tells dc of its requests
+		srv = &http3.Server{Handler: e.doorHandler(h, dc), Logger: e.log, MaxHeaderBytes: e.door.cfg.HeaderBytes}
 	}
 	hc, err := srv.NewRawServerConn(qc)
 	if err != nil {
