@@ -1,11 +1,19 @@
 package pool_test
 
 import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/transport"
 )
 
 // TestJoinThroughAMemberMachine: a member's machine signs no admission; a
@@ -59,4 +67,82 @@ func TestInviteDefaults(t *testing.T) {
 	if _, _, err := owner.m.Invite(ctxT(t), pool.RoleViewer, pool.MaxInviteUses+1, time.Hour); err == nil {
 		t.Errorf("an invite of %d uses was made; want refused", pool.MaxInviteUses+1)
 	}
+}
+
+// TestJoinerRefusesExpiredAdmission is an attack: an admitter that answers
+// a join signs the joiner's admission on an invite expired hours ago,
+// naming the state and a version from before the expiry. The members
+// refuse that admission when it reaches them; the joiner, which receives
+// it now too, must refuse it as well, by its own clock, rather than enter
+// a pool whose members do not count it in.
+func TestJoinerRefusesExpiredAdmission(t *testing.T) {
+	behind := func(c *pool.ManagerConfig) { c.Now = func() time.Time { return time.Now().Add(-3 * time.Hour) } }
+	owner, evil := newDevice(t, "lab1", nil, behind), newDevice(t, "evil", nil)
+	create(t, owner)
+	if err := evil.m.Join(ctxT(t), invite(t, owner, pool.RoleAdmin, 1, 5*time.Hour), owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	code := invite(t, owner, pool.RoleMember, 1, time.Hour) // expired 2 h ago by every clock but the owner's
+	tell(t, owner, evil)
+	addr := serveJoin(t, evil, func(w http.ResponseWriter, r *http.Request) {
+		var req pool.JoinRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Error(err)
+			return
+		}
+		raws, _ := evil.m.Records()
+		var recs []pool.Record
+		for _, b := range raws {
+			rec, err := pool.DecodeRecord(b)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			recs = append(recs, rec)
+		}
+		l, err := pool.Verify(code.Pool, recs, time.Now())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		inv, _ := l.Invite(req.Invite)
+		adm := pool.Record{Pool: code.Pool, Kind: pool.KindJoin, Subject: peer.NewID(req.Key).String(),
+			Version: inv.Version + 1, Role: inv.Role, Name: req.Name, Key: req.Key, Invite: req.Invite,
+			Signer: evil.id.ID.String(), Prev: l.Heads(), Proof: req.Proof}
+		adm.Sig = ed25519.Sign(evil.id.Cert.PrivateKey.(ed25519.PrivateKey), adm.SigningBytes())
+		b, _ := json.Marshal(adm)
+		json.NewEncoder(w).Encode(pool.JoinResponse{PoolID: code.Pool.String(), Records: append(raws, b), Name: "evil"})
+	})
+	j := newDevice(t, "laptop", nil)
+	err := j.m.Join(ctxT(t), code, addr)
+	if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("Join on an admission of an expired invite = %v; want ErrInvite, naming the expiry", err)
+	}
+	if id, ok := j.m.PoolID(); ok {
+		t.Errorf("the joiner entered pool %s on an admission of an expired invite", id)
+	}
+}
+
+// serveJoin serves h at d's identity on an endpoint of its own, as a
+// machine that answers joins its own way; it returns its address.
+func serveJoin(t *testing.T, d *device, h http.HandlerFunc) string {
+	t.Helper()
+	cfg := transport.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	ep, err := transport.New(d.id, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ep.Serve(ctx, h)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		ep.Close()
+		<-done
+	})
+	return ep.Addr().String()
 }

@@ -495,11 +495,20 @@ func concurrent(a, b *entry) bool {
 	return a != b && !a.anc.has(b.idx) && !b.anc.has(a.idx)
 }
 
-// Verify checks a whole log, as a joiner does with what a member sent: it
-// accepts the records parents first and returns the log if each one is
-// accepted and the genesis makes pool; otherwise the first record refused,
-// with the rule.
+// Verify checks a whole log that a member accepted: it accepts the records
+// parents first and returns the log if each one is accepted and the genesis
+// makes pool; otherwise the first record refused, with the rule. A joiner
+// checks the answer to its join the same way, its own admission judged as
+// received now (Manager.checkAnswer).
 func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
+	return verify(pool, recs, now, nil)
+}
+
+// verify is Verify, where the records that received(r, its hash) reports
+// are received now (Apply), not accepted before (Restore): the admission of
+// a joiner, which the joiner judges by its clock as every member judges an
+// admission it receives.
+func verify(pool ID, recs []Record, now time.Time, received func(*Record, [32]byte) bool) (*Log, error) {
 	l := NewLog(pool)
 	type keyed struct {
 		r Record
@@ -521,7 +530,8 @@ func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
 		return compareKey(a.r.Version, a.h, b.r.Version, b.h)
 	})
 	for _, k := range sorted {
-		if _, err := l.Restore(k.r, now); err != nil {
+		fresh := received != nil && received(&k.r, k.h)
+		if _, err := l.apply(k.r, now, fresh); err != nil {
 			return nil, fmt.Errorf("verify pool %s: %s record of %s, version %d: %w", pool, k.r.Kind, short(k.r.Subject), k.r.Version, err)
 		}
 	}

@@ -54,7 +54,7 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-func newDevice(t *testing.T, name string, candidates func(string) []string) *device {
+func newDevice(t *testing.T, name string, candidates func(string) []string, opts ...func(*pool.ManagerConfig)) *device {
 	t.Helper()
 	dir := t.TempDir()
 	id, err := peer.LoadOrCreate(dir)
@@ -74,7 +74,7 @@ func newDevice(t *testing.T, name string, candidates func(string) []string) *dev
 	}
 	t.Cleanup(func() { ep.Close() })
 	d := &device{name: name, id: id, db: db, ep: ep, logs: &logBuffer{}}
-	d.m, err = pool.NewManager(context.Background(), pool.ManagerConfig{
+	mcfg := pool.ManagerConfig{
 		Identity: id, Name: func() string { return name }, DB: db, Dial: ep.DialAny,
 		Candidates: candidates, FindWait: time.Second,
 		Removed: func(id peer.ID) {
@@ -83,7 +83,11 @@ func newDevice(t *testing.T, name string, candidates func(string) []string) *dev
 			d.mu.Unlock()
 		},
 		Log: slog.New(slog.NewTextHandler(d.logs, nil)),
-	})
+	}
+	for _, o := range opts {
+		o(&mcfg)
+	}
+	d.m, err = pool.NewManager(context.Background(), mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
