@@ -91,25 +91,7 @@ func TestJoinerRefusesExpiredAdmission(t *testing.T) {
 			return
 		}
 		raws, _ := evil.m.Records()
-		var recs []pool.Record
-		for _, b := range raws {
-			rec, err := pool.DecodeRecord(b)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			recs = append(recs, rec)
-		}
-		l, err := pool.Verify(code.Pool, recs, time.Now())
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		inv, _ := l.Invite(req.Invite)
-		adm := pool.Record{Pool: code.Pool, Kind: pool.KindJoin, Subject: peer.NewID(req.Key).String(),
-			Version: inv.Version + 1, Role: inv.Role, Name: req.Name, Key: req.Key, Invite: req.Invite,
-			Signer: evil.id.ID.String(), Prev: l.Heads(), Proof: req.Proof}
-		adm.Sig = ed25519.Sign(evil.id.Cert.PrivateKey.(ed25519.PrivateKey), adm.SigningBytes())
+		adm := signAdmission(t, evil, req, func(inv pool.InviteState) uint64 { return inv.Version + 1 })
 		b, _ := json.Marshal(adm)
 		json.NewEncoder(w).Encode(pool.JoinResponse{PoolID: code.Pool.String(), Records: append(raws, b), Name: "evil"})
 	})
@@ -145,4 +127,59 @@ func serveJoin(t *testing.T, d *device, h http.HandlerFunc) string {
 		<-done
 	})
 	return ep.Addr().String()
+}
+
+// signAdmission signs with d's key, bypassing its Manager, the admission
+// of req on the state d's log is in, at the version that version picks for
+// the invite: what a hostile machine signs.
+func signAdmission(t *testing.T, d *device, req pool.JoinRequest, version func(pool.InviteState) uint64) pool.Record {
+	t.Helper()
+	raws, _ := d.m.Records()
+	var recs []pool.Record
+	for _, b := range raws {
+		rec, err := pool.DecodeRecord(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	l, err := pool.Verify(mustPool(t, d), recs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := l.Invite(req.Invite)
+	adm := pool.Record{Pool: l.Pool(), Kind: pool.KindJoin, Subject: peer.NewID(req.Key).String(),
+		Version: version(inv), Role: inv.Role, Name: req.Name, Key: req.Key, Invite: req.Invite,
+		Signer: d.id.ID.String(), Prev: l.Heads(), Proof: req.Proof}
+	adm.Sig = ed25519.Sign(d.id.Cert.PrivateKey.(ed25519.PrivateKey), adm.SigningBytes())
+	return adm
+}
+
+// TestMemberSignedAdmissionRefused is an attack: a member holding a code
+// signs the admission of a device of its own, bypassing its Manager (which
+// answers not_admitter), and relays it. In a pool made by this version,
+// only admins and owners sign admissions: every machine refuses it.
+func TestMemberSignedAdmissionRefused(t *testing.T) {
+	owner, member := newDevice(t, "lab1", nil), newDevice(t, "gpu2", nil)
+	code := create(t, owner)
+	if err := member.m.Join(ctxT(t), code, owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	_, puppetKey, _ := ed25519.GenerateKey(nil)
+	req, err := pool.NewJoinRequest(code, puppetKey.Public().(ed25519.PublicKey), "puppet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := signAdmission(t, member, req, func(pool.InviteState) uint64 { return uint64(time.Now().UnixMilli()) })
+	b, _ := json.Marshal(adm)
+	if err := owner.m.Receive(ctxT(t), member.id.ID, []json.RawMessage{b}); err != nil {
+		t.Fatal(err)
+	}
+	puppet := peer.NewID(puppetKey.Public().(ed25519.PublicKey))
+	if _, ok := owner.m.Role(puppet); ok {
+		t.Errorf("the owner admitted a device on a member's admission")
+	}
+	if logs := owner.logs.String(); !strings.Contains(logs, "only admins and owners sign admissions") {
+		t.Errorf("the drop does not name the rule:\n%s", logs)
+	}
 }

@@ -636,6 +636,22 @@ func (l *Log) NewRemove(key ed25519.PrivateKey, subject string, now time.Time) (
 	return l.newRecord(key, r, now)
 }
 
+// NewRules makes and signs, with key, an owner's, the record from which on
+// only admins and owners sign admissions: every machine refuses a member's
+// admission that extends it, and holds without effect one concurrent with
+// it (a member naming a state from before it).
+func (l *Log) NewRules(key ed25519.PrivateKey, now time.Time) (Record, error) {
+	signer, err := signerID(key)
+	if err != nil {
+		return Record{}, fmt.Errorf("make rules record: %w", err)
+	}
+	return l.newRecord(key, Record{Kind: KindRules, Subject: signer, Role: RoleAdmin}, now)
+}
+
+// AdminsAdmit reports whether the log's rules let only admins and owners
+// sign admissions (a rules record took effect).
+func (l *Log) AdminsAdmit() bool { return l.state().rules != nil }
+
 // newRecord fills in r's pool, parents, version and signer, signs it with
 // key, and checks it.
 func (l *Log) newRecord(key ed25519.PrivateKey, r Record, now time.Time) (Record, error) {

@@ -187,8 +187,8 @@ func TestJoinWithInvite(t *testing.T) {
 	// Both hold the same records, stored: a restart keeps the pool.
 	a, _ := owner.m.Records()
 	b, _ := laptop.m.Records()
-	if len(a) != len(b) || len(a) != 4 {
-		t.Errorf("owner holds %d records, laptop %d; want 4 each (genesis, two invites, join)", len(a), len(b))
+	if len(a) != len(b) || len(a) != 5 {
+		t.Errorf("owner holds %d records, laptop %d; want 5 each (genesis, rules, two invites, join)", len(a), len(b))
 	}
 	rows, _ := laptop.db.Members(context.Background())
 	if len(rows) != 2 || rows[0].Role == "" {
