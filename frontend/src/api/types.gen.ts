@@ -343,6 +343,7 @@ export interface JobStats {
 /** app.JoinCode */
 export interface JoinCode {
   pool_id: string
+  invite: Invite
   code: string
 }
 
@@ -418,6 +419,7 @@ export interface Mute {
   rule: string
   gpu?: number | null
   until: string
+  by?: string
 }
 
 /** app.MuteRequest */
@@ -532,6 +534,8 @@ export interface Policy {
   job_network?: string
   webhook_off: boolean
   webhook_private: boolean
+  slurm_users?: Record<string, string> | null
+  slurm_nodes?: Record<string, string> | null
 }
 
 /** app.PolicyUpdate */
@@ -548,6 +552,8 @@ export interface PolicyUpdate {
   job_network?: string | null
   webhook_off?: boolean | null
   webhook_private?: boolean | null
+  slurm_users?: Record<string, string> | null
+  slurm_nodes?: Record<string, string> | null
 }
 
 /** app.PoolSeries */
