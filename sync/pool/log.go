@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"container/heap"
 	"crypto/ed25519"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -42,6 +43,8 @@ type Log struct {
 	clock   uint64               // the highest version ever accepted
 	st      *state               // the membership resolved from every entry
 	dirty   bool                 // st is stale
+	stale   int                  // records added since st was resolved (while dirty)
+	pasts   map[string]*state    // the membership of states records named, by their parents (pastsCap)
 	admits  map[string]int       // admissions held, by signer (a legacy join: its invite)
 	used    map[string]int       // admissions held, by invite
 }
@@ -309,7 +312,7 @@ func (l *Log) judge(w waiting, h [32]byte, parents []int, now time.Time, add boo
 			return refuse(ErrReplayed, "a legacy %s record older than records held", r.Kind)
 		}
 	}
-	past, extendsAll := l.stateOf(e.anc)
+	past, extendsAll := l.stateOf(e.anc, parents)
 	demotes, err := past.judge(&r, l.pool)
 	if err != nil {
 		return err
@@ -346,6 +349,7 @@ func (l *Log) add(e *entry, extendsAll bool) {
 	}
 	if !extendsAll || l.dirty {
 		l.dirty = true
+		l.stale++
 		return
 	}
 	if why := l.st.effect(e); why != "" {
@@ -362,10 +366,14 @@ func admitter(r *Record) string {
 	return invitePrefix + r.Invite
 }
 
-// stateOf returns the membership the entries of anc make: the log's own,
-// already resolved, when anc holds every entry (a record that extends all
-// the heads, the common case), which it reports.
-func (l *Log) stateOf(anc bitset) (st *state, all bool) {
+// stateOf returns the membership the entries of anc, the ancestors of a
+// record of parents, make: the log's own, already resolved, when anc holds
+// every entry (a record that extends all the heads, the common case), which
+// it reports. The membership of an older state is kept for the next record
+// that names the same one: a flood of records naming one old state resolves
+// it once. It is never changed: entries are immutable, and judging reads
+// a state only.
+func (l *Log) stateOf(anc bitset, parents []int) (st *state, all bool) {
 	n := 0
 	for _, w := range anc {
 		n += bits.OnesCount64(w)
@@ -373,8 +381,23 @@ func (l *Log) stateOf(anc bitset) (st *state, all bool) {
 	if n == len(l.entries) {
 		return l.state(), true
 	}
-	return l.resolve(anc), false
+	key := make([]byte, 0, 4*len(parents))
+	for _, p := range slices.Sorted(slices.Values(parents)) {
+		key = binary.BigEndian.AppendUint32(key, uint32(p))
+	}
+	if st, ok := l.pasts[string(key)]; ok {
+		return st, false
+	}
+	st = l.resolve(anc)
+	if l.pasts == nil || len(l.pasts) >= pastsCap {
+		l.pasts = map[string]*state{}
+	}
+	l.pasts[string(key)] = st
+	return st, false
 }
+
+// pastsCap bounds the old states a log keeps resolved.
+const pastsCap = 8
 
 // checkForm applies the rules that need no state: the pool, the shape of
 // the kind and the version against the clock.
@@ -399,9 +422,15 @@ func (l *Log) checkForm(r *Record, now time.Time) error {
 
 // checkVoidQuota refuses a record of a signer that has maxVoid records
 // without effect already: a restricted device cannot grow the log forever
-// with records that name old states.
+// with records that name old states. It counts them in the membership as
+// resolved at most maxVoid records ago: each record that names an old
+// state would otherwise resolve the whole log again, and a signer gets at
+// most maxVoid more records without effect in between.
 func (l *Log) checkVoidQuota(e *entry) error {
-	st := l.state()
+	st := l.st
+	if l.stale >= maxVoid {
+		st = l.state()
+	}
 	if len(st.void) < maxVoid {
 		return nil
 	}
@@ -425,7 +454,7 @@ func (l *Log) state() *state {
 			all.set(i)
 		}
 		l.st = l.resolve(all)
-		l.dirty = false
+		l.dirty, l.stale = false, 0
 	}
 	return l.st
 }
@@ -680,7 +709,7 @@ func (l *Log) Clone() *Log {
 	c.pending = maps.Clone(l.pending)
 	c.admits, c.used = maps.Clone(l.admits), maps.Clone(l.used)
 	c.st = l.state().clone() // the log's own state changes as records are added
-	c.dirty = false
+	c.dirty, c.stale, c.pasts = false, 0, nil
 	return &c
 }
 

@@ -681,7 +681,10 @@ func (m *Manager) Invite(ctx context.Context, role Role, uses int, ttl time.Dura
 	var code Code
 	var id string
 	err := m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
-		r, c, err := l.NewInvite(m.key, role, uses, now.Add(ttl), now)
+		// ttl from the invite's version, its CreatedAt: a record signed in
+		// the millisecond of the one before it is dated a millisecond on.
+		created := time.UnixMilli(int64(l.NextVersion(now)))
+		r, c, err := l.NewInvite(m.key, role, uses, created.Add(ttl), now)
 		code, id = c, r.Subject
 		return []Record{r}, err
 	})
