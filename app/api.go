@@ -238,7 +238,7 @@ type Member struct {
 type Invite struct {
 	ID        string    `json:"id"`
 	Role      string    `json:"role"`
-	Uses      int       `json:"uses"` // 0: unlimited
+	Uses      int       `json:"uses"` // 0: unlimited (an invite made before invites had a limit)
 	Used      int       `json:"used"`
 	UsesLeft  int       `json:"uses_left"` // -1: unlimited
 	Expires   time.Time `json:"expires"`
@@ -250,7 +250,7 @@ type Invite struct {
 // InviteRequest asks for a new invite: POST /api/v1/pool/invites.
 type InviteRequest struct {
 	Role           string `json:"role"`            // member (default), viewer or admin
-	Uses           int    `json:"uses"`            // 0: unlimited
+	Uses           int    `json:"uses"`            // 0: one
 	ExpiresSeconds int64  `json:"expires_seconds"` // 0: 24 hours
 }
 
@@ -265,9 +265,11 @@ type RoleRequest struct {
 	Role string `json:"role"`
 }
 
-// JoinCode is printed by `labpool pool create`.
+// JoinCode is printed by `labpool pool create`: the new pool, its first
+// invite as the daemon made it (role, uses, expiry) and that invite's code.
 type JoinCode struct {
 	PoolID string `json:"pool_id"`
+	Invite Invite `json:"invite"`
 	Code   string `json:"code"`
 }
 

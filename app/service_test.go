@@ -307,7 +307,9 @@ type fakePool struct {
 }
 
 func (f *fakePool) Status(context.Context) (PoolStatus, error) { return f.status, f.err }
-func (f *fakePool) Create(context.Context) (JoinCode, error)   { return JoinCode{"p", "c"}, f.err }
+func (f *fakePool) Create(context.Context) (JoinCode, error) {
+	return JoinCode{PoolID: "p", Code: "c"}, f.err
+}
 func (f *fakePool) Join(_ context.Context, r JoinRequest) (PoolStatus, error) {
 	f.joined = append(f.joined, r)
 	return f.status, f.err

@@ -88,8 +88,13 @@ func (f *fakePool) Status(context.Context) (app.PoolStatus, error) {
 	}}, nil
 }
 
+// fakeExpiry is when the fake daemon's invites expire, whatever was asked:
+// the CLI says what the daemon made, not what it asked for.
+var fakeExpiry = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+
 func (f *fakePool) Create(context.Context) (app.JoinCode, error) {
-	return app.JoinCode{PoolID: "pool-1", Code: "TIGER-LAMP-4821"}, nil
+	return app.JoinCode{PoolID: "pool-1", Code: "TIGER-LAMP-4821",
+		Invite: app.Invite{ID: "89abcdef", Role: "viewer", Uses: 3, UsesLeft: 3, Expires: fakeExpiry}}, nil
 }
 
 func (f *fakePool) Join(_ context.Context, r app.JoinRequest) (app.PoolStatus, error) {
@@ -105,7 +110,7 @@ func (f *fakePool) Remove(_ context.Context, id string) error {
 }
 
 func (f *fakePool) CreateInvite(_ context.Context, r app.InviteRequest) (app.NewInvite, error) {
-	return app.NewInvite{Invite: app.Invite{ID: "0123abcd", Role: r.Role, Uses: r.Uses, UsesLeft: r.Uses}, Code: "TIGER-LAMP-4822"}, nil
+	return app.NewInvite{Invite: app.Invite{ID: "0123abcd", Role: r.Role, Uses: r.Uses, UsesLeft: r.Uses, Expires: fakeExpiry}, Code: "TIGER-LAMP-4822"}, nil
 }
 
 func (f *fakePool) RevokeInvite(context.Context, string) error { return nil }
@@ -364,7 +369,8 @@ func TestMainAgainstDaemon(t *testing.T) {
 		stderr   string // in stderr
 	}{
 		{name: "pool create", args: []string{"pool", "create"}, code: ExitOK, last: "TIGER-LAMP-4821", contains: "labpool pool join TIGER-LAMP-4821"},
-		{name: "pool create says what its code allows", args: []string{"pool", "create"}, code: ExitOK, contains: "admits up to 16 machines, as members, for 24 h"},
+		{name: "pool create says what the daemon's invite allows", args: []string{"pool", "create"}, code: ExitOK,
+			contains: "invite 89abcdef admits 3 machines, as viewer, until " + fakeExpiry.Local().Format(time.DateTime)},
 		{name: "pool join", args: []string{"pool", "join", "CODE", "192.0.2.1:7420"}, code: ExitOK, last: "Joined pool pool-1 (1 members)."},
 		{name: "pool join refused", args: []string{"pool", "join", "WRONG"}, pool: &fakePool{joinErr: app.ErrForbidden},
 			code: ExitFailure, stderr: "labpool: forbidden"},
@@ -372,7 +378,7 @@ func TestMainAgainstDaemon(t *testing.T) {
 		{name: "pool members --json", args: []string{"pool", "members", "--json"}, code: ExitOK, contains: `"pool_id": "pool-1"`},
 		{name: "pool remove", args: []string{"pool", "remove", peerID}, code: ExitOK, last: "Removed " + peerID + " from the pool."},
 		{name: "pool invite", args: []string{"pool", "invite", "--role", "viewer", "--uses", "2", "--expires", "1h"}, code: ExitOK,
-			last: "TIGER-LAMP-4822", contains: "admits 2 machines, as viewer, until"},
+			last: "TIGER-LAMP-4822", contains: "admits 2 machines, as viewer, until " + fakeExpiry.Local().Format(time.DateTime)},
 		{name: "pool invite admits one by default", args: []string{"pool", "invite"}, code: ExitOK, contains: "admits 1 machine, as member, until"},
 		{name: "pool invite bad uses", args: []string{"pool", "invite", "--uses", "-1"}, code: ExitUsage},
 		{name: "pool invite no unlimited", args: []string{"pool", "invite", "--uses", "0"}, code: ExitUsage},
@@ -384,6 +390,7 @@ func TestMainAgainstDaemon(t *testing.T) {
 		{name: "debug probe", args: []string{"debug", "probe", "192.0.2.1:7420"}, code: ExitOK, last: "192.0.2.1:7420 is device " + peerID + ": serves this machine"},
 		{name: "nodes", args: []string{"nodes"}, code: ExitOK, contains: "this machine"},
 		{name: "pool create --json", args: []string{"pool", "create", "--json"}, code: ExitOK, contains: `"code": "TIGER-LAMP-4821"`},
+		{name: "pool create --json has the invite", args: []string{"pool", "create", "--json"}, code: ExitOK, contains: `"uses": 3`},
 		{name: "pool join --json", args: []string{"pool", "join", "CODE", "--json"}, code: ExitOK, contains: `"pool_id": "pool-1"`},
 		{name: "pool invite --json", args: []string{"pool", "invite", "--json"}, code: ExitOK, contains: `"code": "TIGER-LAMP-4822"`},
 		{name: "pool remove --json", args: []string{"pool", "remove", peerID, "--json"}, code: ExitOK, contains: `"done": "Removed ` + peerID},

@@ -26,6 +26,12 @@ func machines(uses int) string {
 	return fmt.Sprintf("%d machines", uses)
 }
 
+// inviteTerms says what an invite, as the daemon made it, allows: "0123abcd
+// admits 16 machines, as member, until 2025-01-02 15:04:05".
+func inviteTerms(inv app.Invite) string {
+	return fmt.Sprintf("%s admits %s, as %s, until %s", inv.ID, machines(inv.Uses), inv.Role, inv.Expires.Local().Format(time.DateTime))
+}
+
 func poolInviteCmd(g *globals) *cobra.Command {
 	var (
 		role    string
@@ -57,8 +63,7 @@ func poolInviteCmd(g *globals) *cobra.Command {
 			if *asJSON {
 				return printJSON(out, ni)
 			}
-			fmt.Fprintf(out, "Invite %s admits %s, as %s, until %s. On the other machine, run:\n",
-				ni.Invite.ID, machines(ni.Invite.Uses), ni.Invite.Role, ni.Invite.Expires.Local().Format(time.DateTime))
+			fmt.Fprintf(out, "Invite %s. On the other machine, run:\n", inviteTerms(ni.Invite))
 			fmt.Fprintf(out, "  labpool pool join %s\n", ni.Code)
 			fmt.Fprintln(out, "Join code:")
 			fmt.Fprintln(out, ni.Code)

@@ -10,17 +10,8 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
-	"github.com/labpool/labpool/sync/pool"
 	"github.com/spf13/cobra"
 )
-
-// ttlText says a duration of whole hours as "24 h".
-func ttlText(d time.Duration) string {
-	if d%time.Hour == 0 {
-		return fmt.Sprintf("%d h", d/time.Hour)
-	}
-	return d.String()
-}
 
 func poolCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "pool", Short: "Create, join and edit the pool"}
@@ -33,7 +24,7 @@ func poolCreateCmd(g *globals) *cobra.Command {
 	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "create",
-		Short: fmt.Sprintf("Create a pool with this machine as its owner and print its first invite code (%d machines as members, %s)", pool.CreateInviteUses, ttlText(pool.DefaultInviteTTL)),
+		Short: "Create a pool with this machine as its owner and print its first invite code: its role, how many machines it admits, until when",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := connect(cmd.Context(), g)
@@ -45,8 +36,8 @@ func poolCreateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return emit(cmd.OutOrStdout(), *asJSON, code, func(out io.Writer) {
-				fmt.Fprintf(out, "Pool %s is ready. Its code admits up to %d machines, as members, for %s (`labpool pool invite` makes a code of another role or number). On another machine of this LAN, run:\n",
-					code.PoolID, pool.CreateInviteUses, ttlText(pool.DefaultInviteTTL))
+				fmt.Fprintf(out, "Pool %s is ready. Its invite %s (`labpool pool invite` makes a code of another role or number). On another machine of this LAN, run:\n",
+					code.PoolID, inviteTerms(code.Invite))
 				fmt.Fprintf(out, "  labpool pool join %s\n", code.Code)
 				fmt.Fprintln(out, "Join code:")
 				fmt.Fprintln(out, code.Code)

@@ -72,8 +72,7 @@ func (p *poolManager) Create(ctx context.Context) (app.JoinCode, error) {
 	if err != nil {
 		return app.JoinCode{}, poolError(err)
 	}
-	_ = inv
-	return app.JoinCode{PoolID: code.PoolID(), Code: code.String()}, nil
+	return app.JoinCode{PoolID: code.PoolID(), Invite: appInvite(inv, time.Now()), Code: code.String()}, nil
 }
 
 // Join implements app.PoolManager.

@@ -1,11 +1,19 @@
 package pool_test
 
 import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/transport"
 )
 
 // TestJoinThroughAMemberMachine: a member's machine signs no admission; a
@@ -58,5 +66,120 @@ func TestInviteDefaults(t *testing.T) {
 	}
 	if _, _, err := owner.m.Invite(ctxT(t), pool.RoleViewer, pool.MaxInviteUses+1, time.Hour); err == nil {
 		t.Errorf("an invite of %d uses was made; want refused", pool.MaxInviteUses+1)
+	}
+}
+
+// TestJoinerRefusesExpiredAdmission is an attack: an admitter that answers
+// a join signs the joiner's admission on an invite expired hours ago,
+// naming the state and a version from before the expiry. The members
+// refuse that admission when it reaches them; the joiner, which receives
+// it now too, must refuse it as well, by its own clock, rather than enter
+// a pool whose members do not count it in.
+func TestJoinerRefusesExpiredAdmission(t *testing.T) {
+	behind := func(c *pool.ManagerConfig) { c.Now = func() time.Time { return time.Now().Add(-3 * time.Hour) } }
+	owner, evil := newDevice(t, "lab1", nil, behind), newDevice(t, "evil", nil)
+	create(t, owner)
+	if err := evil.m.Join(ctxT(t), invite(t, owner, pool.RoleAdmin, 1, 5*time.Hour), owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	code := invite(t, owner, pool.RoleMember, 1, time.Hour) // expired 2 h ago by every clock but the owner's
+	tell(t, owner, evil)
+	addr := serveJoin(t, evil, func(w http.ResponseWriter, r *http.Request) {
+		var req pool.JoinRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Error(err)
+			return
+		}
+		raws, _ := evil.m.Records()
+		adm := signAdmission(t, evil, req, func(inv pool.InviteState) uint64 { return inv.Version + 1 })
+		b, _ := json.Marshal(adm)
+		json.NewEncoder(w).Encode(pool.JoinResponse{PoolID: code.Pool.String(), Records: append(raws, b), Name: "evil"})
+	})
+	j := newDevice(t, "laptop", nil)
+	err := j.m.Join(ctxT(t), code, addr)
+	if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("Join on an admission of an expired invite = %v; want ErrInvite, naming the expiry", err)
+	}
+	if id, ok := j.m.PoolID(); ok {
+		t.Errorf("the joiner entered pool %s on an admission of an expired invite", id)
+	}
+}
+
+// serveJoin serves h at d's identity on an endpoint of its own, as a
+// machine that answers joins its own way; it returns its address.
+func serveJoin(t *testing.T, d *device, h http.HandlerFunc) string {
+	t.Helper()
+	cfg := transport.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	ep, err := transport.New(d.id, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ep.Serve(ctx, h)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		ep.Close()
+		<-done
+	})
+	return ep.Addr().String()
+}
+
+// signAdmission signs with d's key, bypassing its Manager, the admission
+// of req on the state d's log is in, at the version that version picks for
+// the invite: what a hostile machine signs.
+func signAdmission(t *testing.T, d *device, req pool.JoinRequest, version func(pool.InviteState) uint64) pool.Record {
+	t.Helper()
+	raws, _ := d.m.Records()
+	var recs []pool.Record
+	for _, b := range raws {
+		rec, err := pool.DecodeRecord(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	l, err := pool.Verify(mustPool(t, d), recs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _ := l.Invite(req.Invite)
+	adm := pool.Record{Pool: l.Pool(), Kind: pool.KindJoin, Subject: peer.NewID(req.Key).String(),
+		Version: version(inv), Role: inv.Role, Name: req.Name, Key: req.Key, Invite: req.Invite,
+		Signer: d.id.ID.String(), Prev: l.Heads(), Proof: req.Proof}
+	adm.Sig = ed25519.Sign(d.id.Cert.PrivateKey.(ed25519.PrivateKey), adm.SigningBytes())
+	return adm
+}
+
+// TestMemberSignedAdmissionRefused is an attack: a member holding a code
+// signs the admission of a device of its own, bypassing its Manager (which
+// answers not_admitter), and relays it. In a pool made by this version,
+// only admins and owners sign admissions: every machine refuses it.
+func TestMemberSignedAdmissionRefused(t *testing.T) {
+	owner, member := newDevice(t, "lab1", nil), newDevice(t, "gpu2", nil)
+	code := create(t, owner)
+	if err := member.m.Join(ctxT(t), code, owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	_, puppetKey, _ := ed25519.GenerateKey(nil)
+	req, err := pool.NewJoinRequest(code, puppetKey.Public().(ed25519.PublicKey), "puppet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := signAdmission(t, member, req, func(pool.InviteState) uint64 { return uint64(time.Now().UnixMilli()) })
+	b, _ := json.Marshal(adm)
+	if err := owner.m.Receive(ctxT(t), member.id.ID, []json.RawMessage{b}); err != nil {
+		t.Fatal(err)
+	}
+	puppet := peer.NewID(puppetKey.Public().(ed25519.PublicKey))
+	if _, ok := owner.m.Role(puppet); ok {
+		t.Errorf("the owner admitted a device on a member's admission")
+	}
+	if logs := owner.logs.String(); !strings.Contains(logs, "only admins and owners sign admissions") {
+		t.Errorf("the drop does not name the rule:\n%s", logs)
 	}
 }

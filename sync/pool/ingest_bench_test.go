@@ -80,3 +80,94 @@ func cpuTime(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// floods caches floodOf's records by size.
+var floods = map[int]struct {
+	f          *fixture
+	base, recs []pool.Record
+}{}
+
+// floodOf returns a valid log of about n records (bigLog) and k records
+// an admin signs on it, each naming the same state, from before the others
+// (the flood admissions bounded by maxAdmitsAdmin): every one is
+// concurrent with the ones before it, so none extends every head.
+//
+// Alternating, every other record extends every head instead, so that the
+// log must resolve its own membership, made stale by the record before, to
+// judge it.
+func floodOf(tb testing.TB, n, k int, alternating bool) (*fixture, []pool.Record, []pool.Record) {
+	tb.Helper()
+	key := n*100_000 + k
+	if alternating {
+		key = -key
+	}
+	if c, ok := floods[key]; ok {
+		return c.f, c.base, c.recs
+	}
+	f, _ := bigLog(tb, n)
+	inv, code := f.invite("admin", pool.RoleMember, k, 24*time.Hour)
+	f.apply(inv)
+	base := f.l.Records()
+	old, cur := f.l, f.l.Clone()
+	var recs []pool.Record
+	for i := range k {
+		name := fmt.Sprintf("flood%d", i)
+		f.keys[name] = f.newKey(name)
+		f.l = old
+		if alternating && i%2 == 1 {
+			f.l = cur
+		}
+		r := admission(f, "admin", code, name, f.now)
+		if _, err := cur.Apply(r, f.now); err != nil {
+			tb.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	f.l = old
+	floods[key] = struct {
+		f          *fixture
+		base, recs []pool.Record
+	}{f, base, recs}
+	return f, base, recs
+}
+
+// BenchmarkOldStateFlood applies k records that name an old state to a log
+// of n, as a member does with a relayed batch of them: the membership of
+// the state they name is resolved once, and the log's own, made stale by
+// each, at most every maxVoid records, or when a record extending every
+// head is judged (alternating).
+func BenchmarkOldStateFlood(b *testing.B) {
+	for _, size := range []struct {
+		n, k        int
+		alternating bool
+	}{{1000, 100, false}, {9000, 100, false}, {9000, 999, false}, {9000, 999, true}} {
+		name := fmt.Sprintf("log=%d/flood=%d", size.n, size.k)
+		if size.alternating {
+			name += "/alternating"
+		}
+		b.Run(name, func(b *testing.B) {
+			f, base, recs := floodOf(b, size.n, size.k, size.alternating)
+			b.ResetTimer()
+			var cpu time.Duration
+			for range b.N {
+				b.StopTimer()
+				l, err := pool.Verify(f.l.Pool(), base, f.now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				before := cpuTime(b)
+				for _, r := range recs {
+					if _, err := l.Apply(r, f.now); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if len(l.Members()) == 0 { // the membership, resolved once more, as a role check would
+					b.Fatal("no members")
+				}
+				cpu += cpuTime(b) - before
+			}
+			b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+		})
+	}
+}

@@ -111,8 +111,8 @@ func TestReceiveStoresUnderACancelledContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 2+3 { // genesis, first invite, the batch
-		t.Errorf("the store holds %d records; want 5", len(rows))
+	if len(rows) != 3+3 { // genesis, rules, first invite, the batch
+		t.Errorf("the store holds %d records; want 6", len(rows))
 	}
 }
 

@@ -355,7 +355,10 @@ func (m *Manager) checkAnswer(pool ID, from peer.ID, resp JoinResponse) (*Log, m
 		recs = append(recs, r)
 		raws[r.Hash()] = b
 	}
-	l, err := Verify(pool, recs, m.cfg.Now())
+	l, err := verify(pool, recs, m.cfg.Now(), m.arrivingAdmission)
+	if errors.Is(err, ErrInvite) {
+		return nil, nil, fmt.Errorf("the admission that %s answered with: %w", from.Short(), err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: the pool's log does not check out: %v", ErrImpostor, err)
 	}
@@ -366,6 +369,19 @@ func (m *Manager) checkAnswer(pool ID, from peer.ID, resp JoinResponse) (*Log, m
 		return nil, nil, fmt.Errorf("%w: the answer does not admit this device", ErrImpostor)
 	}
 	return l, raws, nil
+}
+
+// arrivingAdmission reports whether r, of hash h, in a member's answer to
+// this device's join, is this device's admission, arriving now: one its
+// log does not hold from an earlier join. Its invite's expiry is judged on
+// this machine's clock, as every member judges an admission it receives.
+func (m *Manager) arrivingAdmission(r *Record, h [32]byte) bool {
+	if r.Kind != KindJoin || r.Subject != m.Self().String() {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.log == nil || m.log.Pool() != r.Pool || !m.log.Has(h)
 }
 
 func postJoin(ctx context.Context, client *http.Client, jr JoinRequest) (JoinResponse, error) {

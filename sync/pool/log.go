@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"container/heap"
 	"crypto/ed25519"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -42,6 +43,8 @@ type Log struct {
 	clock   uint64               // the highest version ever accepted
 	st      *state               // the membership resolved from every entry
 	dirty   bool                 // st is stale
+	stale   int                  // records added since st was resolved (while dirty)
+	pasts   map[string]*state    // the membership of states records named, by their parents (pastsCap)
 	admits  map[string]int       // admissions held, by signer (a legacy join: its invite)
 	used    map[string]int       // admissions held, by invite
 }
@@ -309,7 +312,7 @@ func (l *Log) judge(w waiting, h [32]byte, parents []int, now time.Time, add boo
 			return refuse(ErrReplayed, "a legacy %s record older than records held", r.Kind)
 		}
 	}
-	past, extendsAll := l.stateOf(e.anc)
+	past, extendsAll := l.stateOf(e.anc, parents)
 	demotes, err := past.judge(&r, l.pool)
 	if err != nil {
 		return err
@@ -346,6 +349,7 @@ func (l *Log) add(e *entry, extendsAll bool) {
 	}
 	if !extendsAll || l.dirty {
 		l.dirty = true
+		l.stale++
 		return
 	}
 	if why := l.st.effect(e); why != "" {
@@ -362,10 +366,14 @@ func admitter(r *Record) string {
 	return invitePrefix + r.Invite
 }
 
-// stateOf returns the membership the entries of anc make: the log's own,
-// already resolved, when anc holds every entry (a record that extends all
-// the heads, the common case), which it reports.
-func (l *Log) stateOf(anc bitset) (st *state, all bool) {
+// stateOf returns the membership the entries of anc, the ancestors of a
+// record of parents, make: the log's own, already resolved, when anc holds
+// every entry (a record that extends all the heads, the common case), which
+// it reports. The membership of an older state is kept for the next record
+// that names the same one: a flood of records naming one old state resolves
+// it once. It is never changed: entries are immutable, and judging reads
+// a state only.
+func (l *Log) stateOf(anc bitset, parents []int) (st *state, all bool) {
 	n := 0
 	for _, w := range anc {
 		n += bits.OnesCount64(w)
@@ -373,8 +381,23 @@ func (l *Log) stateOf(anc bitset) (st *state, all bool) {
 	if n == len(l.entries) {
 		return l.state(), true
 	}
-	return l.resolve(anc), false
+	key := make([]byte, 0, 4*len(parents))
+	for _, p := range slices.Sorted(slices.Values(parents)) {
+		key = binary.BigEndian.AppendUint32(key, uint32(p))
+	}
+	if st, ok := l.pasts[string(key)]; ok {
+		return st, false
+	}
+	st = l.resolve(anc)
+	if l.pasts == nil || len(l.pasts) >= pastsCap {
+		l.pasts = map[string]*state{}
+	}
+	l.pasts[string(key)] = st
+	return st, false
 }
+
+// pastsCap bounds the old states a log keeps resolved.
+const pastsCap = 8
 
 // checkForm applies the rules that need no state: the pool, the shape of
 // the kind and the version against the clock.
@@ -399,9 +422,15 @@ func (l *Log) checkForm(r *Record, now time.Time) error {
 
 // checkVoidQuota refuses a record of a signer that has maxVoid records
 // without effect already: a restricted device cannot grow the log forever
-// with records that name old states.
+// with records that name old states. It counts them in the membership as
+// resolved at most maxVoid records ago: each record that names an old
+// state would otherwise resolve the whole log again, and a signer gets at
+// most maxVoid more records without effect in between.
 func (l *Log) checkVoidQuota(e *entry) error {
-	st := l.state()
+	st := l.st
+	if l.stale >= maxVoid {
+		st = l.state()
+	}
 	if len(st.void) < maxVoid {
 		return nil
 	}
@@ -425,7 +454,7 @@ func (l *Log) state() *state {
 			all.set(i)
 		}
 		l.st = l.resolve(all)
-		l.dirty = false
+		l.dirty, l.stale = false, 0
 	}
 	return l.st
 }
@@ -495,11 +524,20 @@ func concurrent(a, b *entry) bool {
 	return a != b && !a.anc.has(b.idx) && !b.anc.has(a.idx)
 }
 
-// Verify checks a whole log, as a joiner does with what a member sent: it
-// accepts the records parents first and returns the log if each one is
-// accepted and the genesis makes pool; otherwise the first record refused,
-// with the rule.
+// Verify checks a whole log that a member accepted: it accepts the records
+// parents first and returns the log if each one is accepted and the genesis
+// makes pool; otherwise the first record refused, with the rule. A joiner
+// checks the answer to its join the same way, its own admission judged as
+// received now (Manager.checkAnswer).
 func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
+	return verify(pool, recs, now, nil)
+}
+
+// verify is Verify, where the records that received(r, its hash) reports
+// are received now (Apply), not accepted before (Restore): the admission of
+// a joiner, which the joiner judges by its clock as every member judges an
+// admission it receives.
+func verify(pool ID, recs []Record, now time.Time, received func(*Record, [32]byte) bool) (*Log, error) {
 	l := NewLog(pool)
 	type keyed struct {
 		r Record
@@ -521,7 +559,8 @@ func Verify(pool ID, recs []Record, now time.Time) (*Log, error) {
 		return compareKey(a.r.Version, a.h, b.r.Version, b.h)
 	})
 	for _, k := range sorted {
-		if _, err := l.Restore(k.r, now); err != nil {
+		fresh := received != nil && received(&k.r, k.h)
+		if _, err := l.apply(k.r, now, fresh); err != nil {
 			return nil, fmt.Errorf("verify pool %s: %s record of %s, version %d: %w", pool, k.r.Kind, short(k.r.Subject), k.r.Version, err)
 		}
 	}
@@ -626,6 +665,22 @@ func (l *Log) NewRemove(key ed25519.PrivateKey, subject string, now time.Time) (
 	return l.newRecord(key, r, now)
 }
 
+// NewRules makes and signs, with key, an owner's, the record from which on
+// only admins and owners sign admissions: every machine refuses a member's
+// admission that extends it, and holds without effect one concurrent with
+// it (a member naming a state from before it).
+func (l *Log) NewRules(key ed25519.PrivateKey, now time.Time) (Record, error) {
+	signer, err := signerID(key)
+	if err != nil {
+		return Record{}, fmt.Errorf("make rules record: %w", err)
+	}
+	return l.newRecord(key, Record{Kind: KindRules, Subject: signer, Role: RoleAdmin}, now)
+}
+
+// AdminsAdmit reports whether the log's rules let only admins and owners
+// sign admissions (a rules record took effect).
+func (l *Log) AdminsAdmit() bool { return l.state().rules != nil }
+
 // newRecord fills in r's pool, parents, version and signer, signs it with
 // key, and checks it.
 func (l *Log) newRecord(key ed25519.PrivateKey, r Record, now time.Time) (Record, error) {
@@ -654,7 +709,7 @@ func (l *Log) Clone() *Log {
 	c.pending = maps.Clone(l.pending)
 	c.admits, c.used = maps.Clone(l.admits), maps.Clone(l.used)
 	c.st = l.state().clone() // the log's own state changes as records are added
-	c.dirty = false
+	c.dirty, c.stale, c.pasts = false, 0, nil
 	return &c
 }
 

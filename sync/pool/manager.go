@@ -183,6 +183,32 @@ func (m *Manager) load(ctx context.Context) error {
 	m.resum()
 	m.gone = m.removed()
 	m.mu.Unlock()
+	if err := m.setRules(ctx); err != nil {
+		// The pool works as before; the next start tries again.
+		m.cfg.Log.Warn("the pool's rules are not set", "err", err)
+	}
+	return nil
+}
+
+// setRules signs, on an owner's machine, the rules record of a pool made
+// before it: from it on only admins and owners sign admissions. A pool
+// made since holds one from its start.
+func (m *Manager) setRules(ctx context.Context) error {
+	m.mu.Lock()
+	me, ok := m.log.Member(m.Self().String())
+	done := m.log.AdminsAdmit()
+	m.mu.Unlock()
+	if done || !ok || me.Removed || me.Role != RoleOwner {
+		return nil
+	}
+	err := m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		r, err := l.NewRules(m.key, now)
+		return []Record{r}, err
+	})
+	if err != nil {
+		return fmt.Errorf("set the pool's rules (only admins and owners admit): %w", err)
+	}
+	m.cfg.Log.Info("only admins and owners admit devices to the pool from now on: signed its rules record")
 	return nil
 }
 
@@ -297,7 +323,17 @@ func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 		return InviteState{}, Code{}, err
 	}
 	l := NewLog(g.Pool)
-	if _, err := l.Apply(g, now); err != nil {
+	recs := []Record{g}
+	_, err = l.Apply(g, now)
+	if err == nil {
+		// The pool's rules from its start: only admins and owners admit.
+		var r Record
+		if r, err = l.NewRules(m.key, now); err == nil {
+			recs = append(recs, r)
+			_, err = l.Apply(r, now)
+		}
+	}
+	if err != nil {
 		m.mu.Unlock()
 		return InviteState{}, Code{}, fmt.Errorf("create pool: %w", err)
 	}
@@ -307,7 +343,7 @@ func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 	if err := m.forgetOthers(ctx); err != nil {
 		return InviteState{}, Code{}, err
 	}
-	if err := m.commit(ctx, []Record{g}); err != nil {
+	if err := m.commit(ctx, recs); err != nil {
 		return InviteState{}, Code{}, err
 	}
 	if err := m.enter(ctx, g.Pool); err != nil {
@@ -645,7 +681,10 @@ func (m *Manager) Invite(ctx context.Context, role Role, uses int, ttl time.Dura
 	var code Code
 	var id string
 	err := m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
-		r, c, err := l.NewInvite(m.key, role, uses, now.Add(ttl), now)
+		// ttl from the invite's version, its CreatedAt: a record signed in
+		// the millisecond of the one before it is dated a millisecond on.
+		created := time.UnixMilli(int64(l.NextVersion(now)))
+		r, c, err := l.NewInvite(m.key, role, uses, created.Add(ttl), now)
 		code, id = c, r.Subject
 		return []Record{r}, err
 	})

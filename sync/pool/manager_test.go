@@ -54,7 +54,7 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-func newDevice(t *testing.T, name string, candidates func(string) []string) *device {
+func newDevice(t *testing.T, name string, candidates func(string) []string, opts ...func(*pool.ManagerConfig)) *device {
 	t.Helper()
 	dir := t.TempDir()
 	id, err := peer.LoadOrCreate(dir)
@@ -74,7 +74,7 @@ func newDevice(t *testing.T, name string, candidates func(string) []string) *dev
 	}
 	t.Cleanup(func() { ep.Close() })
 	d := &device{name: name, id: id, db: db, ep: ep, logs: &logBuffer{}}
-	d.m, err = pool.NewManager(context.Background(), pool.ManagerConfig{
+	mcfg := pool.ManagerConfig{
 		Identity: id, Name: func() string { return name }, DB: db, Dial: ep.DialAny,
 		Candidates: candidates, FindWait: time.Second,
 		Removed: func(id peer.ID) {
@@ -83,7 +83,11 @@ func newDevice(t *testing.T, name string, candidates func(string) []string) *dev
 			d.mu.Unlock()
 		},
 		Log: slog.New(slog.NewTextHandler(d.logs, nil)),
-	})
+	}
+	for _, o := range opts {
+		o(&mcfg)
+	}
+	d.m, err = pool.NewManager(context.Background(), mcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,8 +187,8 @@ func TestJoinWithInvite(t *testing.T) {
 	// Both hold the same records, stored: a restart keeps the pool.
 	a, _ := owner.m.Records()
 	b, _ := laptop.m.Records()
-	if len(a) != len(b) || len(a) != 4 {
-		t.Errorf("owner holds %d records, laptop %d; want 4 each (genesis, two invites, join)", len(a), len(b))
+	if len(a) != len(b) || len(a) != 5 {
+		t.Errorf("owner holds %d records, laptop %d; want 5 each (genesis, rules, two invites, join)", len(a), len(b))
 	}
 	rows, _ := laptop.db.Members(context.Background())
 	if len(rows) != 2 || rows[0].Role == "" {

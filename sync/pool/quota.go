@@ -2,6 +2,7 @@ package pool
 
 import (
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -13,8 +14,8 @@ func (l *Log) checkRoomForKind(r *Record) error {
 	switch {
 	case n >= maxLog+reserveAdmin+reserveOwner:
 		return refuse(ErrReplayed, "the log holds %d records, its limit", n)
-	case n >= maxLog && r.Kind != KindRemove && r.Kind != KindRevoke && r.Kind != KindRole:
-		return refuse(ErrReplayed, "the log holds %d records, its limit for all but the removals, demotions and revocations of admins and owners", n)
+	case n >= maxLog && r.Kind != KindRemove && r.Kind != KindRevoke && r.Kind != KindRole && r.Kind != KindRules:
+		return refuse(ErrReplayed, "the log holds %d records, its limit for all but the removals, demotions and revocations of admins and owners (and an owner's rules)", n)
 	}
 	return nil
 }
@@ -79,7 +80,8 @@ func (l *Log) checkAdmissionQuota(w waiting, past *state) error {
 // clone returns a copy of st that shares nothing mutable with it.
 func (st *state) clone() *state {
 	c := &state{creator: st.creator, members: make(map[string]*MemberState, len(st.members)),
-		invites: make(map[string]*InviteState, len(st.invites)), void: maps.Clone(st.void)}
+		invites: make(map[string]*InviteState, len(st.invites)), void: maps.Clone(st.void),
+		rules: st.rules, ruled: slices.Clone(st.ruled)}
 	for id, m := range st.members {
 		cp := *m
 		c.members[id] = &cp

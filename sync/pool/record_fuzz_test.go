@@ -51,6 +51,7 @@ func fuzzRecords(f *fixture) []pool.Record {
 		inv,
 		joinRecord(f, f.codes[pool.RoleMember], "new1"),
 		f.record("member", pool.Record{Kind: pool.KindRemove, Subject: f.id("admin")}),
+		rulesRecord(f, "owner2"),
 		f.l.Records()[0],
 	}
 }

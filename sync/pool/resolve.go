@@ -12,6 +12,14 @@ type state struct {
 	members map[string]*MemberState
 	invites map[string]*InviteState
 	void    map[[32]byte]string // records held without effect, and why
+	// rules is the rules record in effect (the first to take effect): no
+	// record it extends signs an admission unless its signer is an admin
+	// or owner. nil before one.
+	rules *entry
+	// ruled are the rules records that no standing restriction voids: an
+	// admission signed by a member or viewer has no effect unless every
+	// one of them extends it.
+	ruled []*entry
 }
 
 func newState() *state {
@@ -36,7 +44,10 @@ func newState() *state {
 //     acceptance.
 //  4. The others take effect in order, each checked again against the
 //     membership so far (a change signed by a device a void record had
-//     made an admin has no effect either).
+//     made an admin has no effect either). An admission signed by a
+//     member or viewer has none unless every standing rules record
+//     extends it: a member that names a state from before the rules
+//     admits nobody.
 func (l *Log) resolve(set bitset) *state {
 	ord := l.order(set)
 	pos := make(map[int]int, len(ord))
@@ -80,6 +91,11 @@ func (l *Log) resolve(set bitset) *state {
 		}
 		standing = append(standing, d)
 	}
+	for _, d := range standing {
+		if d.r.Kind == KindRules && restrictedBy(standing, d, invites) == nil {
+			st.ruled = append(st.ruled, d) // step 3 leaves it be
+		}
+	}
 	for _, e := range ord {
 		if _, ok := st.void[e.h]; ok {
 			continue
@@ -101,9 +117,9 @@ func voidWhy(by *entry) string {
 }
 
 // restrictive reports whether e takes a right away: a removal, a demotion,
-// a revocation.
+// a revocation, the rule that members admit nobody.
 func restrictive(e *entry) bool {
-	return e.r.Kind == KindRemove || e.r.Kind == KindRevoke || (e.r.Kind == KindRole && e.demotes)
+	return e.r.Kind == KindRemove || e.r.Kind == KindRevoke || e.r.Kind == KindRules || (e.r.Kind == KindRole && e.demotes)
 }
 
 // restrictedBy returns the first of standing that is concurrent with e and
@@ -175,6 +191,8 @@ func (st *state) effect(e *entry) string {
 		}
 		inv.Revoked, inv.revokeHeld, inv.Version = true, true, max(inv.Version, r.Version)
 		return ""
+	case KindRules:
+		return st.setRules(e)
 	}
 	m, ok := st.members[r.Subject]
 	if !ok {
@@ -219,6 +237,10 @@ func (st *state) join(e *entry, at time.Time) string {
 		if why := st.authority(r.Signer, func(Role) bool { return true }); why != "" {
 			return why
 		}
+		if by := st.unruled(e); by != nil {
+			return fmt.Sprintf("signed by %s, which is %s, and not extended by record %x (rules of %s): only admins and owners sign admissions",
+				short(r.Signer), st.members[r.Signer].Role.article(), by.h[:4], short(by.r.Signer))
+		}
 	}
 	if m, ok := st.members[r.Subject]; ok {
 		if m.Removed {
@@ -260,4 +282,34 @@ func (st *state) revokeInvitesOf(id string, role Role, removed bool) {
 			inv.Revoked = true
 		}
 	}
+}
+
+// setRules applies a rules record: from it on, only admins and owners sign
+// admissions.
+func (st *state) setRules(e *entry) string {
+	if why := st.authority(e.r.Signer, func(s Role) bool { return s == RoleOwner }); why != "" {
+		return why
+	}
+	if !slices.Contains(st.ruled, e) {
+		st.ruled = append(st.ruled, e) // applied alone, extending every entry
+	}
+	if st.rules == nil {
+		st.rules = e
+	}
+	return ""
+}
+
+// unruled returns a standing rules record that admission e, signed by a
+// member or viewer, is not extended by, or nil: the rules take from
+// members' admissions that their signer did not see.
+func (st *state) unruled(e *entry) *entry {
+	if s := st.members[e.r.Signer]; s.Role.rank() >= RoleAdmin.rank() {
+		return nil
+	}
+	for _, d := range st.ruled {
+		if !d.anc.has(e.idx) {
+			return d
+		}
+	}
+	return nil
 }

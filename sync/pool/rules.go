@@ -37,6 +37,8 @@ func (st *state) judge(r *Record, pool ID) (demotes bool, err error) {
 		return false, st.checkRemove(r, s)
 	case KindInvite:
 		return false, st.checkInvite(r, s)
+	case KindRules:
+		return false, st.checkRules(s)
 	default: // KindRevoke: checkShape knows no other
 		return false, st.checkRevoke(r, s)
 	}
@@ -94,8 +96,13 @@ func (st *state) checkLegacyJoin(r *Record) error {
 // with the proof that the device held a code of an invite that was usable
 // in the state the member saw, at the time the member signed it.
 func (st *state) checkAdmission(r *Record, pool ID) error {
-	if _, err := st.signer(r); err != nil {
+	s, err := st.signer(r)
+	if err != nil {
 		return err
+	}
+	if st.rules != nil && s.Role.rank() < RoleAdmin.rank() {
+		return refuse(ErrOutOfRole, "only admins and owners sign admissions (the rule of record %x, which this one extends), and device %s is %s",
+			st.rules.h[:4], short(r.Signer), s.Role.article())
 	}
 	inv, ok := st.invites[r.Invite]
 	if !ok {
@@ -223,6 +230,8 @@ func (r *Record) checkShape() error {
 		want = shape{subject: inviteSubject, role: true, key: true, uses: true, expires: true}
 	case KindRevoke:
 		want = shape{subject: inviteSubject}
+	case KindRules:
+		want = shape{subject: deviceSubject, role: true}
 	default:
 		return refuse(ErrMalformed, "unknown kind %q", r.Kind)
 	}
@@ -273,6 +282,8 @@ func (s shape) mismatch(r *Record) string {
 		return "proof of wrong size"
 	case r.Kind == KindGenesis && len(r.Prev) != 0:
 		return "a genesis extends nothing"
+	case r.Kind == KindRules && len(r.Prev) == 0:
+		return "it names no state"
 	case len(r.Sig) != ed25519.SignatureSize:
 		return "signature of wrong size"
 	}
@@ -300,6 +311,9 @@ func (s shape) signerMismatch(r *Record) string {
 	if r.Kind == KindInvite && InviteID(r.Key) != r.Subject {
 		return "invite id is not that of its key"
 	}
+	if r.Kind == KindRules && (r.Signer != r.Subject || r.Role != RoleAdmin) {
+		return "not its signer's, making admins and owners the admitters"
+	}
 	return ""
 }
 
@@ -324,4 +338,16 @@ func quoteField(s string) string {
 		s = s[:40] + "..."
 	}
 	return `"` + strings.ToValidUTF8(s, "?") + `"`
+}
+
+// checkRules applies the rules of a rules record signed by s: an owner's,
+// once.
+func (st *state) checkRules(s *MemberState) error {
+	switch {
+	case s.Role != RoleOwner:
+		return refuse(ErrOutOfRole, "only owners set the pool's rules")
+	case st.rules != nil:
+		return refuse(ErrReplayed, "only admins and owners sign admissions already (record %x)", st.rules.h[:4])
+	}
+	return nil
 }

@@ -346,6 +346,7 @@ export interface JobStats {
 /** app.JoinCode */
 export interface JoinCode {
   pool_id: string
+  invite: Invite
   code: string
 }
 
