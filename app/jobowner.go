@@ -77,14 +77,16 @@ func ruleOf(err error) string {
 }
 
 // attribute sets j's owner as proven or not: OwnerVerified, the rule
-// broken (OwnerUnverified), and OwnerName, which names a member only
-// when the record proves the job is theirs.
+// broken (OwnerUnverified), and Owner and OwnerName, which name a member
+// only when the record proves the job is theirs; otherwise the record's
+// owner moves to ClaimedOwner.
 func (j *Job) attribute(rule string, names map[string]string) {
 	j.OwnerVerified, j.OwnerUnverified = rule == "", rule
-	j.OwnerName = UnverifiedOwner
 	if j.OwnerVerified {
-		j.OwnerName = ownerName(names, j.Owner)
+		j.OwnerName, j.ClaimedOwner = ownerName(names, j.Owner), ""
+		return
 	}
+	j.OwnerName, j.ClaimedOwner, j.Owner = UnverifiedOwner, j.Owner, ""
 }
 
 // verifiedOwner is j's owner when rule is "", else "": whom a job is

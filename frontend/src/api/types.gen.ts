@@ -330,6 +330,7 @@ export interface Job {
   owner_name: string
   owner_verified: boolean
   owner_unverified?: string
+  claimed_owner?: string
   stale: boolean
   image_loaded_by_name?: string
   placement?: string
