@@ -42,7 +42,7 @@ type Job struct {
 	// word, nobody's proof); empty when verified. A script that reads
 	// Owner alone attributes nothing unproven.
 	ClaimedOwner string `json:"claimed_owner,omitempty"`
-	Stale           bool   `json:"stale"` // its node is offline: the state is last known
+	Stale        bool   `json:"stale"` // its node is offline: the state is last known
 	// ImageLoadedByName names the member who loaded the job's image onto
 	// its machine (jobs.Job.ImageLoadedBy): the name the job ran resolved
 	// to no registry's image but to one that member brought.
