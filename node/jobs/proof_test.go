@@ -174,6 +174,32 @@ func TestSubmitProven(t *testing.T) {
 	}
 }
 
+// TestUnsignedPeerLaunchRefused: a launch from another machine without its
+// owner's proof is refused, naming the rule, and starts nothing, whatever
+// the caller's role; the machine's own user (the local socket) may still
+// launch without one, and its record reads as unverified.
+func TestUnsignedPeerLaunchRefused(t *testing.T) {
+	rt := newFakeRuntime()
+	m := newTestManager(t, rt, 1, &memStore{})
+	srv := trustServer(t, m)
+	_, aliceID := testSigner(1)
+	for _, c := range []Caller{member(aliceID), admin(aliceID), {ID: aliceID, Role: RoleOwner}} {
+		code, reply := proveCall(t, srv.URL, c, `{"image":"img","gpus":1}`, "")
+		if code != 403 || !strings.Contains(reply, RuleProofMissing) || len(m.List()) != 0 || rt.count("Start") != 0 {
+			t.Errorf("unsigned launch of a %s: %d %s (%d jobs); want 403 naming %q and no job", c.Role, code, reply, len(m.List()), RuleProofMissing)
+		}
+	}
+	code, reply := proveCall(t, srv.URL, Caller{ID: "NODE"}, `{"image":"img","gpus":1}`, "")
+	var j Job
+	if code != 200 || json.Unmarshal([]byte(reply), &j) != nil {
+		t.Fatalf("the local user's unsigned launch: %d %s; want it run", code, reply)
+	}
+	var pe *ProofError
+	if err := j.VerifyOwner(); !errors.As(err, &pe) || pe.Rule != RuleProofMissing {
+		t.Errorf("the local unsigned launch's record verifies as %v; want unverified (%s)", err, RuleProofMissing)
+	}
+}
+
 // TestProofSurvivesReadoption: after the agent restarts, a job's record
 // keeps its proof (from the store), and a record lost meanwhile is rebuilt
 // with the proof its task's labels carry.
