@@ -288,7 +288,7 @@ func (m *Manager) task(j Job, mounts []TaskMount) (Task, error) {
 		Labels: map[string]string{
 			LabelJob: j.ID, LabelOwner: j.Owner, LabelNode: m.cfg.Node,
 			LabelGPUs: strings.Join(j.GPUs, ","), LabelSpecHash: j.SpecHash, LabelName: j.Name,
-			LabelProof: j.OwnerProof,
+			LabelProof: j.OwnerProof, LabelSpec: specLabel(j.Spec),
 		},
 		Container: ContainerOptions{User: user, AllowRoot: allowRoot, ShmBytes: s.ShmBytes, Restart: s.Restart,
 			Network: p.JobNetwork, LogMaxBytes: p.LogMaxBytes},
