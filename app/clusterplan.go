@@ -67,9 +67,10 @@ func asksCluster(spec jobs.Spec) bool { return notCluster(Node{}, spec) != "" }
 // nameClusterJobs checks the labpool jobs the queue of each cluster of
 // nodes names against the jobs' records, and names their owners (the
 // pool's names: the member names of names, by device ID). An entry whose
-// job this machine has no record of, or whose record names another owner,
-// is a Slurm job like any other: Slurm's comment is written by whoever
-// submits, and a cluster's users are not the pool's members.
+// job this machine has no record of, whose record names another owner, or
+// does not prove its owner (Reader.proofRule), is a Slurm job like any
+// other: Slurm's comment is written by whoever submits, a cluster's users
+// are not the pool's members, and its agent may write any owner.
 func (r *Reader) nameClusterJobs(ctx context.Context, nodes []Node, names map[string]string) error {
 	for ni := range nodes {
 		n := &nodes[ni]
@@ -88,7 +89,7 @@ func (r *Reader) nameClusterJobs(ctx context.Context, nodes []Node, names map[st
 			owner, seen := owners[q.LabpoolJob]
 			if !seen && q.LabpoolJob != "" {
 				var err error
-				if owner, err = r.jobOwner(ctx, n.ID, q.LabpoolJob); err != nil {
+				if owner, err = r.jobOwner(ctx, n.ID, q.LabpoolJob, names); err != nil {
 					return fmt.Errorf("read job %s of %s: %w", q.LabpoolJob, n.Name, err)
 				}
 				owners[q.LabpoolJob] = owner
@@ -106,9 +107,9 @@ func (r *Reader) nameClusterJobs(ctx context.Context, nodes []Node, names map[st
 	return nil
 }
 
-// jobOwner is the owner the record of job id on node says ("" when node
-// has no such record).
-func (r *Reader) jobOwner(ctx context.Context, node, id string) (string, error) {
+// jobOwner is the owner the record of job id on node proves, one of
+// members ("" when node has no such record, or it proves no member's).
+func (r *Reader) jobOwner(ctx context.Context, node, id string, members map[string]string) (string, error) {
 	rec, found, err := r.db.Latest(ctx, node, KindJob, id)
 	if err != nil || !found {
 		return "", err
@@ -117,5 +118,5 @@ func (r *Reader) jobOwner(ctx context.Context, node, id string) (string, error) 
 	if json.Unmarshal(rec.Data, &j) != nil || j.ID != id {
 		return "", nil
 	}
-	return j.Owner, nil
+	return verifiedOwner(j, r.proofRule(rec, j, members)), nil
 }

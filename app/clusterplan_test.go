@@ -97,44 +97,61 @@ func TestPlanClusterNotPickedAlone(t *testing.T) {
 }
 
 // TestClusterQueueOwners: a queue entry names a labpool job and its owner
-// only where the cluster's own job record agrees. The attack: a user of
-// the cluster (not of the pool) submits with a comment that names a
-// member, or a member's job, to pass their job off as that member's.
+// only where the cluster's own job record agrees, and proves that owner.
+// The attacks: a user of the cluster (not of the pool) submits with a
+// comment that names a member, or a member's job, to pass their job off as
+// that member's; the cluster's agent writes a record that claims a member
+// launched a job, with no proof of theirs.
 func TestClusterQueueOwners(t *testing.T) {
 	db := openDB(t)
+	mike, mikeKeyID := memberKey(11)
 	putMember(t, db, selfID, "zeta", false)
-	putMember(t, db, mikeID, "mike", false)
+	putMember(t, db, mikeKeyID, "mike", false)
+	putNode(t, db, mikeKeyID, NodeRecord{Info: agent.Info{ID: mikeKeyID, Name: "mike"}})
 	putMember(t, db, alphaID, "alpha", false)
 	putMember(t, db, hpcID, "hpc", false)
-	putNode(t, db, hpcID, NodeRecord{Info: agent.Info{ID: hpcID, Name: "hpc"}, Cluster: hpcCluster()})
-	putRecord(t, db, hpcID, KindJob, "job-mike", t0, mustJSON(t, jobs.Job{ID: "job-mike", Name: "train", Node: hpcID, Owner: mikeID, State: jobs.Running}))
+	train := proven(t, mike, mikeKeyID, hpcID, jobs.Job{Name: "train", Node: hpcID, State: jobs.Running, Spec: jobs.Spec{Cmd: []string{"train"}}})
+	c := hpcCluster()
+	for i := range c.Queue {
+		if c.Queue[i].LabpoolJob == "job-mike" {
+			c.Queue[i].LabpoolJob = train.ID
+		}
+		if c.Queue[i].Owner == mikeID {
+			c.Queue[i].Owner = mikeKeyID
+		}
+	}
+	c.Queue = append(c.Queue, slurm.QueueJob{ID: "105", Name: "claimed", State: "RUNNING", Partition: "gpu", LabpoolJob: "job-claim", Owner: mikeKeyID})
+	putNode(t, db, hpcID, NodeRecord{Info: agent.Info{ID: hpcID, Name: "hpc"}, Cluster: c})
+	putRecord(t, db, hpcID, KindJob, train.ID, t0, mustJSON(t, train))
+	// The agent's claim, with no proof: mike launched job-claim.
+	putRecord(t, db, hpcID, KindJob, "job-claim", t0, mustJSON(t, jobs.Job{ID: "job-claim", Name: "claimed", Node: hpcID, Owner: mikeKeyID, State: jobs.Running}))
 	// A job record written by another machine does not vouch for the cluster's queue.
-	putRecord(t, db, alphaID, KindJob, "job-none", t0, mustJSON(t, jobs.Job{ID: "job-none", Node: alphaID, Owner: mikeID, State: jobs.Running}))
+	putRecord(t, db, alphaID, KindJob, "job-none", t0, mustJSON(t, jobs.Job{ID: "job-none", Node: alphaID, Owner: mikeKeyID, State: jobs.Running}))
 
 	nodes, err := NewReader(db, Self{ID: selfID, Name: "zeta"}).Nodes(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c *slurm.Cluster
+	var got *slurm.Cluster
 	var owners map[string]string
 	for _, n := range nodes {
 		if n.ID == hpcID {
-			c, owners = n.Cluster, n.ClusterOwners
+			got, owners = n.Cluster, n.ClusterOwners
 		}
 	}
-	if c == nil {
+	if got == nil {
 		t.Fatal("the cluster's node has no Cluster")
 	}
 	type entry struct{ ID, Job, Owner string }
-	var got []entry
-	for _, q := range c.Queue {
-		got = append(got, entry{q.ID, q.LabpoolJob, q.Owner})
+	var entries []entry
+	for _, q := range got.Queue {
+		entries = append(entries, entry{q.ID, q.LabpoolJob, q.Owner})
 	}
-	want := []entry{{"101", "job-mike", mikeID}, {"102", "", ""}, {"103", "", ""}, {"104", "", ""}}
-	if diff := cmp.Diff(want, got); diff != "" {
+	want := []entry{{"101", train.ID, mikeKeyID}, {"102", "", ""}, {"103", "", ""}, {"104", "", ""}, {"105", "", ""}}
+	if diff := cmp.Diff(want, entries); diff != "" {
 		t.Errorf("queue (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]string{mikeID: "mike"}, owners); diff != "" {
+	if diff := cmp.Diff(map[string]string{mikeKeyID: "mike"}, owners); diff != "" {
 		t.Errorf("ClusterOwners (-want +got):\n%s", diff)
 	}
 }

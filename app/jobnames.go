@@ -64,7 +64,7 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 // cluster agents' jobs into *idx on first use; an empty Job when none.
 func (r *Reader) slurmJob(ctx context.Context, idx *map[string]jobs.Job, id string) (jobs.Job, error) {
 	if *idx == nil {
-		_, byID, err := readSlurmJobs(ctx, r.db)
+		_, byID, err := readSlurmJobs(ctx, r.db, &r.owners)
 		if err != nil {
 			return jobs.Job{}, fmt.Errorf("read the Slurm jobs of cluster agents: %w", err)
 		}

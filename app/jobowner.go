@@ -25,8 +25,8 @@ const maxOwnerChecks = 1 << 16
 // record (its origin and sequence number) never changes, and checking an
 // Ed25519 signature costs more than reading the record.
 type ownerChecks struct {
-	mu   sync.Mutex
-	rule map[recordKey]string // the rule the record's proof breaks; "" when none
+	mu    sync.Mutex
+	rules map[recordKey]string // the rule the record's proof breaks; "" when none
 }
 
 type recordKey struct {
@@ -39,19 +39,23 @@ type recordKey struct {
 // is its origin, and its spec); members names the pool's members, of whom
 // j.Owner must be one (not cached: members come and go).
 func (r *Reader) proofRule(rec store.Record, j jobs.Job, members map[string]string) string {
+	return r.owners.rule(rec, j, members)
+}
+
+// rule is Reader.proofRule with c's cache of signature checks.
+func (c *ownerChecks) rule(rec store.Record, j jobs.Job, members map[string]string) string {
 	j.Node = rec.Origin
 	k := recordKey{rec.Origin, rec.Seq}
-	c := &r.owners
 	c.mu.Lock()
-	rule, ok := c.rule[k]
+	rule, ok := c.rules[k]
 	c.mu.Unlock()
 	if !ok {
 		rule = ruleOf(j.VerifyOwner())
 		c.mu.Lock()
-		if c.rule == nil || len(c.rule) >= maxOwnerChecks {
-			c.rule = map[recordKey]string{}
+		if c.rules == nil || len(c.rules) >= maxOwnerChecks {
+			c.rules = map[recordKey]string{}
 		}
-		c.rule[k] = rule
+		c.rules[k] = rule
 		c.mu.Unlock()
 	}
 	if _, member := members[j.Owner]; rule == "" && !member {
@@ -73,14 +77,16 @@ func ruleOf(err error) string {
 }
 
 // attribute sets j's owner as proven or not: OwnerVerified, the rule
-// broken (OwnerUnverified), and OwnerName, which names a member only
-// when the record proves the job is theirs.
+// broken (OwnerUnverified), and Owner and OwnerName, which name a member
+// only when the record proves the job is theirs; otherwise the record's
+// owner moves to ClaimedOwner.
 func (j *Job) attribute(rule string, names map[string]string) {
 	j.OwnerVerified, j.OwnerUnverified = rule == "", rule
-	j.OwnerName = UnverifiedOwner
 	if j.OwnerVerified {
-		j.OwnerName = ownerName(names, j.Owner)
+		j.OwnerName, j.ClaimedOwner = ownerName(names, j.Owner), ""
+		return
 	}
+	j.OwnerName, j.ClaimedOwner, j.Owner = UnverifiedOwner, j.Owner, ""
 }
 
 // verifiedOwner is j's owner when rule is "", else "": whom a job is

@@ -90,6 +90,25 @@ func TestForgedJobOwnerNotAttributed(t *testing.T) {
 		if j.OwnerName != want || j.OwnerVerified != (want == "alice") || j.OwnerUnverified != rules[j.Name] {
 			t.Errorf("job %s reads as %q's (verified %v, rule %q); want %q, rule %q", j.Name, j.OwnerName, j.OwnerVerified, j.OwnerUnverified, want, rules[j.Name])
 		}
+		// A script reading "owner" alone (the API, --json) attributes
+		// nothing unverified: what the node claims is "claimed_owner".
+		var wire struct {
+			Owner        string  `json:"owner"`
+			ClaimedOwner *string `json:"claimed_owner"`
+		}
+		if err := json.Unmarshal(mustJSON(t, j), &wire); err != nil {
+			t.Fatal(err)
+		}
+		wantOwner, wantClaimed := aliceID, ""
+		if j.Name != "real" {
+			wantOwner, wantClaimed = "", aliceID
+			if j.Name == "not-member" {
+				wantClaimed = strangerID
+			}
+		}
+		if wire.Owner != wantOwner || (wire.ClaimedOwner == nil) != (wantClaimed == "") || wire.ClaimedOwner != nil && *wire.ClaimedOwner != wantClaimed {
+			t.Errorf("job %s on the wire: owner %q, claimed_owner %v; want owner %q, claimed_owner %q", j.Name, wire.Owner, wire.ClaimedOwner, wantOwner, wantClaimed)
+		}
 	}
 
 	rep, err := r.Report(ctx, ReportRequest{Since: 24 * 3600, Until: t0.Unix(), By: ReportByMember})

@@ -31,13 +31,18 @@ type Job struct {
 	jobs.Job
 	NodeName string `json:"node_name"`
 	// OwnerName names the member who launched the job when its record
-	// proves it (OwnerVerified), else UnverifiedOwner: Owner is then only
-	// what the job's node wrote, and the job is accounted to no member.
+	// proves it (OwnerVerified), else UnverifiedOwner: Owner is then empty,
+	// ClaimedOwner holds what the job's node wrote, and the job is
+	// accounted to no member.
 	OwnerName     string `json:"owner_name"`
 	OwnerVerified bool   `json:"owner_verified"`
 	// OwnerUnverified names the rule the record's owner proof breaks.
 	OwnerUnverified string `json:"owner_unverified,omitempty"`
-	Stale           bool   `json:"stale"` // its node is offline: the state is last known
+	// ClaimedOwner is the owner an unverified record names (its node's
+	// word, nobody's proof); empty when verified. A script that reads
+	// Owner alone attributes nothing unproven.
+	ClaimedOwner string `json:"claimed_owner,omitempty"`
+	Stale        bool   `json:"stale"` // its node is offline: the state is last known
 	// ImageLoadedByName names the member who loaded the job's image onto
 	// its machine (jobs.Job.ImageLoadedBy): the name the job ran resolved
 	// to no registry's image but to one that member brought.

@@ -16,7 +16,9 @@ const slurmOutside = "slurm"
 // slurmGrants are the grants of the Slurm jobs that held node's GPUs (its
 // SlurmHold records) and started before until: a job labpool launched
 // through a cluster's agent counts under its labpool ID, name and owner
-// (from the agent's record, read into *idx on first use), one it did not
+// (from the agent's record, read into *idx on first use; the owner only
+// when the record proves it, else the job counts as "(unverified)"), one
+// it did not
 // under its Slurm name ("slurm job 123") and slurmOutside, as does one
 // whose labpool job no cluster agent's record names (a compute node's
 // word alone never charges a member).

@@ -12,7 +12,6 @@ import (
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
-	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 )
 
@@ -45,8 +44,9 @@ func TestReportCountsSlurmJobs(t *testing.T) {
 	ctx := context.Background()
 	start := t0.Truncate(time.Minute)
 	// The cluster agent's record of job 123, with the GPUs Slurm granted.
-	putRecord(t, db, clusID, KindJob, "job-train", start, mustJSON(t, jobs.Job{ID: "job-train", Name: "train", Node: clusID,
-		Owner: alphaID, Executor: "slurm", Container: "123", State: jobs.Running, Created: start, Started: &start, GPUIndexes: []int{0, 1}}))
+	train := trainJob()
+	train.Created, train.Started, train.GPUIndexes = start, &start, []int{0, 1}
+	putRecord(t, db, clusID, KindJob, train.ID, start, mustJSON(t, train))
 	putNode(t, db, compID, NodeRecord{Info: agent.Info{ID: compID, Name: "node1"}})
 
 	proc := t.TempDir()
@@ -65,7 +65,7 @@ func TestReportCountsSlurmJobs(t *testing.T) {
 			gs[0].Processes, gs[1].Processes = []gpu.Process{{PID: 100}}, []gpu.Process{{PID: 100}}
 		}
 		procs.Annotate(gs, index.Find)
-		if m.Equal(start) && (gs[0].Job != "job-train" || gs[0].Holder != "slurm job 123" || gs[2].Job != "" || gs[2].Holder != "slurm job 77") {
+		if m.Equal(start) && (gs[0].Job != train.ID || gs[0].Holder != "slurm job 123" || gs[2].Job != "" || gs[2].Holder != "slurm job 77") {
 			t.Fatalf("annotated: %+v", gs)
 		}
 		for _, h := range holds.Observe(m, gs) {
@@ -87,7 +87,7 @@ func TestReportCountsSlurmJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []ReportRow{
-		{Key: "job-train", Label: "train (slurm job 123)", GPUHoursGranted: 1, GPUHoursUsed: 0, IdleGrantedHours: 1},
+		{Key: train.ID, Label: "train (slurm job 123)", GPUHoursGranted: 1, GPUHoursUsed: 0, IdleGrantedHours: 1},
 		{Key: "slurm job 77", Label: "slurm job 77", GPUHoursGranted: 1, GPUHoursUsed: 1},
 	}
 	if len(byJob.Rows) != len(want) {
@@ -103,7 +103,7 @@ func TestReportCountsSlurmJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, w := range []ReportRow{
-		{Key: alphaID, Label: "alpha", GPUHoursGranted: 1, IdleGrantedHours: 1},
+		{Key: slurmOwnerID, Label: "alice", GPUHoursGranted: 1, IdleGrantedHours: 1},
 		{Key: slurmOutside, Label: "Slurm jobs outside labpool", GPUHoursGranted: 1, GPUHoursUsed: 1},
 	} {
 		if !hasRow(byMember.Rows, w) {
@@ -135,7 +135,7 @@ func TestReportSlurmHoldForgedJob(t *testing.T) {
 	db := slurmFixture(t)
 	start := t0.Truncate(time.Minute)
 	end := start.Add(30 * time.Minute)
-	h := SlurmHold{Holder: "slurm job 9", Job: "job-plain", Owner: alphaID, GPUs: []int{0}, Start: start, End: &end}
+	h := SlurmHold{Holder: "slurm job 9", Job: "job-plain", Owner: slurmOwnerID, GPUs: []int{0}, Start: start, End: &end}
 	putRecord(t, db, compID, KindSlurmHold, h.Key(), end, mustJSON(t, h))
 	r := NewReader(db, Self{ID: selfID, Name: "self"})
 	r.now = func() time.Time { return start.Add(time.Hour) }
@@ -145,6 +145,28 @@ func TestReportSlurmHoldForgedJob(t *testing.T) {
 	}
 	if len(rep.Rows) != 1 || rep.Rows[0].Key != slurmOutside || !near(rep.Rows[0].GPUHoursGranted, 0.5) {
 		t.Errorf("rows %+v; want half an hour outside labpool, none of alice's", rep.Rows)
+	}
+}
+
+// A compute node's hold of a Slurm job whose cluster agent's record claims
+// alice launched it, with no proof of hers, counts under the job but
+// charges no member: the report's "(unverified)" row holds it.
+func TestReportSlurmHoldUnprovenOwner(t *testing.T) {
+	db := slurmFixture(t)
+	start := t0.Truncate(time.Minute)
+	end := start.Add(30 * time.Minute)
+	for i, job := range []string{"job-noproof", "job-copied", biggerJob().ID} {
+		h := SlurmHold{Holder: fmt.Sprintf("slurm job %d", 126+i), Job: job, Owner: slurmOwnerID, GPUs: []int{i}, Start: start, End: &end}
+		putRecord(t, db, compID, KindSlurmHold, h.Key(), end, mustJSON(t, h))
+	}
+	r := NewReader(db, Self{ID: selfID, Name: "self"})
+	r.now = func() time.Time { return start.Add(time.Hour) }
+	rep, err := r.Report(context.Background(), ReportRequest{Since: 3600, Until: start.Add(time.Hour).Unix(), By: ReportByMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 || rep.Rows[0].Key != UnverifiedOwner || !near(rep.Rows[0].GPUHoursGranted, 1.5) {
+		t.Errorf("rows %+v; want 1.5 GPU hours unverified, none of alice's", rep.Rows)
 	}
 }
 

@@ -24,10 +24,14 @@ import (
 // only from the machine whose node record stands for the cluster
 // (NodeRecord.Cluster) and names itself as the job's node. Two machines
 // standing for one cluster name are both ignored (rule "one agent per
-// cluster"): neither may pass Slurm's jobs off as its own.
+// cluster"): neither may pass Slurm's jobs off as its own. A record names
+// its owner only when it proves it, as any job record (Job.VerifyOwner, a
+// member's signature on the launch): else the job is the agent's word and
+// its owner is "" (see Reader.proofRule).
 type SlurmJobs struct {
-	db  *store.DB
-	now func() time.Time
+	db     *store.DB
+	now    func() time.Time
+	owners ownerChecks
 
 	mu      sync.Mutex // guards the fields below
 	bySlurm map[slurmKey]jobs.Job
@@ -49,7 +53,7 @@ func NewSlurmJobs(db *store.DB) *SlurmJobs {
 }
 
 // Find implements slurm.JobFinder: the labpool job that is Slurm job id of
-// cluster, and its owner.
+// cluster, and its owner ("" when its record does not prove one).
 func (x *SlurmJobs) Find(cluster, id string) (job, owner string, ok bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -62,7 +66,8 @@ func (x *SlurmJobs) Find(cluster, id string) (job, owner string, ok bool) {
 	return j.ID, j.Owner, ok
 }
 
-// Job returns the record of the labpool job id, when it is a Slurm job.
+// Job returns the record of the labpool job id, when it is a Slurm job; its
+// Owner is "" when the record does not prove one.
 func (x *SlurmJobs) Job(id string) (jobs.Job, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -86,16 +91,22 @@ func (x *SlurmJobs) staleLocked(hit bool) bool {
 // index stays and the next read is tried after MissEvery.
 func (x *SlurmJobs) readLocked() {
 	x.read = x.now()
-	bySlurm, byID, err := readSlurmJobs(context.Background(), x.db)
+	bySlurm, byID, err := readSlurmJobs(context.Background(), x.db, &x.owners)
 	if err != nil {
 		return
 	}
 	x.bySlurm, x.byID = bySlurm, byID
 }
 
-// readSlurmJobs indexes the Slurm jobs of every cluster agent in db.
-func readSlurmJobs(ctx context.Context, db *store.DB) (map[slurmKey]jobs.Job, map[string]jobs.Job, error) {
+// readSlurmJobs indexes the Slurm jobs of every cluster agent in db; a
+// record that does not prove its owner a member (checked through owners)
+// is indexed with Owner "".
+func readSlurmJobs(ctx context.Context, db *store.DB, owners *ownerChecks) (map[slurmKey]jobs.Job, map[string]jobs.Job, error) {
 	agents, err := clusterAgents(ctx, db)
+	if err != nil {
+		return nil, nil, err
+	}
+	members, err := memberNames(ctx, db)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,6 +120,9 @@ func readSlurmJobs(ctx context.Context, db *store.DB) (map[slurmKey]jobs.Job, ma
 			var j jobs.Job
 			if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" || j.Node != node || j.Executor != "slurm" || j.Container == "" {
 				continue
+			}
+			if owners.rule(rec, j, members) != "" {
+				j.Owner = "" // the agent's word alone names no member
 			}
 			k := slurmKey{cluster, j.Container}
 			if old, ok := bySlurm[k]; !ok || j.Created.After(old.Created) {
@@ -137,6 +151,22 @@ func clusterAgents(ctx context.Context, db *store.DB) (map[string]string, error)
 	for name, nodes := range claims {
 		if len(nodes) == 1 { // rule "one agent per cluster"
 			out[nodes[0]] = name
+		}
+	}
+	return out, nil
+}
+
+// memberNames are the pool's members in db (device ID -> name), removed
+// ones left out.
+func memberNames(ctx context.Context, db *store.DB) (map[string]string, error) {
+	ms, err := db.Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read members: %w", err)
+	}
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
+		if !m.Removed {
+			out[m.ID] = m.Name
 		}
 	}
 	return out, nil

@@ -2,6 +2,7 @@ package apptest
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
@@ -78,4 +80,36 @@ func WriteCluster(t testing.TB, db *store.DB, now time.Time, name string, c *slu
 			t.Fatal(err)
 		}
 	}
+}
+
+// Launcher is a member's device for fixtures (its key from seed): it signs
+// launches as the app does (jobs.LaunchSigner), and ID is its device ID.
+type Launcher struct {
+	jobs.LaunchSigner
+	ID string
+}
+
+// NewLauncher returns the member device of seed.
+func NewLauncher(seed byte) Launcher {
+	s := make([]byte, ed25519.SeedSize)
+	s[0] = seed
+	priv := ed25519.NewKeyFromSeed(s)
+	pub := priv.Public().(ed25519.PublicKey)
+	return Launcher{jobs.LaunchSigner{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }}, folders.DeviceID(pub)}
+}
+
+// Proven is j as node records l's launch of it: owned by l, named after
+// l's proof (Job.VerifyOwner holds), which it keeps.
+func (l Launcher) Proven(t testing.TB, node string, j jobs.Job) jobs.Job {
+	t.Helper()
+	proof, err := l.Prove(node, j.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jobs.DecodeProof(proof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.ID, j.Node, j.Owner, j.OwnerProof = p.JobID(), node, l.ID, proof
+	return j
 }

@@ -20,8 +20,8 @@ import (
 func alertsCmd(g *globals) *cobra.Command {
 	list := alertsListCmd(g)
 	c := &cobra.Command{
-		Use:   "alerts [list|rules|set|mute|webhook]",
-		Short: "Alerts of the pool: list them, show and set the rules, mute, set the pool's webhook",
+		Use:   "alerts [list|rules|set|mute|mutes|pin|unpin|webhook]",
+		Short: "Alerts of the pool: list them, show and set the rules, mute, list mutes, pin rules, set the pool's webhook",
 		Long: `Alerts are evaluated on the machine they watch (from its own samples, so an alert that
 fired while this laptop slept is listed when it wakes); "machine offline" is evaluated by
 the others. Rules and the webhook are set by owners and admins and reach every machine.`,
@@ -29,7 +29,8 @@ the others. Rules and the webhook are set by owners and admins and reach every m
 		RunE: list.RunE,
 	}
 	c.Flags().AddFlagSet(list.Flags())
-	c.AddCommand(list, alertsRulesCmd(g), alertsSetCmd(g), alertsMuteCmd(g), alertsWebhookCmd(g))
+	c.AddCommand(list, alertsRulesCmd(g), alertsSetCmd(g), alertsMuteCmd(g), alertsMutesCmd(g),
+		alertsPinCmd(g, true), alertsPinCmd(g, false), alertsWebhookCmd(g))
 	return c
 }
 
@@ -274,6 +275,99 @@ func alertsMuteCmd(g *globals) *cobra.Command {
 	})
 	c.Flags().StringVar(&forS, "for", "1h", "how long, e.g. 30m, 8h, 2d; 0 unmutes")
 	c.Flags().IntVar(&gpu, "gpu", 0, "only this GPU's alerts (with MACHINE RULE)")
+	return c
+}
+
+func alertsMutesCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "mutes [MACHINE] [--json]",
+		Short: "List the mutes in force on a machine (this one by default), who asked for each, and its pinned rules",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := connect(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			node := ""
+			if len(args) == 1 {
+				node = args[0]
+			}
+			ms, err := c.AlertMutes(cmd.Context(), node)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), ms)
+			}
+			return writeMutes(cmd.OutOrStdout(), ms)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// writeMutes prints a machine's mutes, each with its author, and its pins.
+func writeMutes(w io.Writer, ms app.AlertMutes) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RULE\tGPU\tUNTIL\tBY")
+	for _, m := range ms.Mutes {
+		gpu := "all"
+		if m.GPU != nil {
+			gpu = strconv.Itoa(*m.GPU)
+		}
+		by := m.ByName
+		if by == "" {
+			by = "(not recorded)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", field(m.Rule), gpu, m.Until.Local().Format("2006-01-02 15:04"), field(by))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	pinned := "none"
+	if len(ms.Pinned) > 0 {
+		pinned = field(strings.Join(ms.Pinned, ", "))
+	}
+	_, err := fmt.Fprintf(w, "pinned on %s (muted by its owner only): %s\n", field(nodeLabel(ms)), pinned)
+	return err
+}
+
+// nodeLabel names the machine of ms: its name, else its device ID.
+func nodeLabel(ms app.AlertMutes) string {
+	if ms.NodeName != "" {
+		return ms.NodeName
+	}
+	return ms.Node
+}
+
+// alertsPinCmd is "alerts pin" (on) or "alerts unpin".
+func alertsPinCmd(g *globals, on bool) *cobra.Command {
+	var node string
+	c := &cobra.Command{
+		Use:   "pin RULE [--node MACHINE]",
+		Short: "Pin a rule on this machine (its owner only): others' mutes of it end, and no one else mutes it here",
+		Args:  cobra.ExactArgs(1),
+	}
+	if !on {
+		c.Use, c.Short = "unpin RULE [--node MACHINE]", "Unpin a rule on this machine (its owner only): members may mute it again"
+	}
+	actVerb(g, c, func(ctx context.Context, cl *web.Client, args []string) (string, error) {
+		pins, err := cl.PinAlert(ctx, app.PinRequest{Rule: args[0], Node: node, Pinned: on})
+		if err != nil {
+			return "", err
+		}
+		verb := "pinned "
+		if !on {
+			verb = "unpinned "
+		}
+		now := "none"
+		if len(pins) > 0 {
+			now = strings.Join(pins, ", ")
+		}
+		return verb + args[0] + "; pinned now: " + now, nil
+	})
+	c.Flags().StringVar(&node, "node", "", "the machine (this one; a rule is pinned by the machine's own user only)")
 	return c
 }
 

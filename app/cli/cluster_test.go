@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/store"
 	"github.com/spf13/pflag"
 )
 
@@ -128,8 +130,14 @@ func TestNodesCluster(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Now().UTC().Truncate(time.Second)
 	db := writeReplicaAt(t, dir, now)
-	apptest.WriteCluster(t, db, now, "hpc", apptest.Cluster(now, "job-1", selfID),
-		jobs.Job{ID: "job-1", Name: "bert-large", Node: apptest.ClusterID, Owner: selfID, State: jobs.Running, Executor: "slurm"})
+	// paula launched job 4101 through the cluster's agent: its record
+	// carries her proof, so the queue names her.
+	paula := apptest.NewLauncher(7)
+	if _, err := db.PutMember(context.Background(), store.MemberRow{ID: paula.ID, Name: "paula", Version: 1, AddedAt: now, AddedBy: selfID}); err != nil {
+		t.Fatal(err)
+	}
+	j := paula.Proven(t, apptest.ClusterID, jobs.Job{Name: "bert-large", State: jobs.Running, Executor: "slurm", Spec: jobs.Spec{Cmd: []string{"train"}}})
+	apptest.WriteCluster(t, db, now, "hpc", apptest.Cluster(now, j.ID, paula.ID), j)
 
 	code, stdout, stderr := run(t, Hooks{}, "--data", dir, "nodes")
 	if code != ExitOK {
@@ -141,7 +149,7 @@ func TestNodesCluster(t *testing.T) {
 		"GPUs: a100 3/8 alloc, h100 0/8 alloc",
 		"gpu*", "2-00:00:00", "gpu03", "drained (bad DIMM)", "12/32",
 		"queue: 2 running, 2 pending", "PENDING (Resources)", "PENDING (Priority)",
-		"self (labpool)", // the member's name, not the shared Unix user
+		"paula (labpool)", // the member's name, not the shared Unix user
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("nodes:\n%s\nlacks %q", stdout, want)
@@ -171,8 +179,8 @@ func TestNodesCluster(t *testing.T) {
 	if m := missingKeys(c, "name", "version", "partitions", "nodes", "gpus", "queue", "running", "pending", "containers", "read"); m != nil {
 		t.Errorf("cluster lacks %v: %v", m, c)
 	}
-	if owners, _ := hpc["cluster_owners"].(map[string]any); owners[selfID] != "self" {
-		t.Errorf("cluster_owners = %v; want %s: self", hpc["cluster_owners"], selfID)
+	if owners, _ := hpc["cluster_owners"].(map[string]any); owners[paula.ID] != "paula" {
+		t.Errorf("cluster_owners = %v; want %s: paula", hpc["cluster_owners"], paula.ID)
 	}
 }
 

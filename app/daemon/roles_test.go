@@ -12,6 +12,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/internal/httperr"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -32,6 +33,7 @@ const (
 	noConfigure = "alerts: owners and admins only"
 	noMute      = "viewers cannot mute alerts"
 	noHolder    = "the webhook URL goes to owners' and admins' devices only"
+	noProof     = "owner proof: none" // a launch must carry its owner's signature
 )
 
 // peerRoute is one request on a path that the agent serves to peers, and
@@ -39,11 +41,12 @@ const (
 type peerRoute struct {
 	method, path, body string
 	want               [6]string // by matrixRoles
+	signed             bool      // a launch that carries the asking device's proof (jobs.ProofHeader)
 }
 
 // membersOnly is a route every member reaches, and no one else.
 func membersOnly(method, path, body string) peerRoute {
-	return peerRoute{method, path, body, [6]string{allowed, allowed, allowed, allowed, atDoor, atDoor}}
+	return peerRoute{method, path, body, [6]string{allowed, allowed, allowed, allowed, atDoor, atDoor}, false}
 }
 
 // peerRoutes is every path the agent serves to peers (node/agent's
@@ -53,12 +56,14 @@ var peerRoutes = []peerRoute{
 	membersOnly("GET", "/v1/node/info", ""),
 	membersOnly("GET", "/v1/node/sample", ""),
 	// A removed device is told so on the stream, with the proof (sync/replica's Told).
-	{"GET", "/v1/replica/stream", "", [6]string{allowed, allowed, allowed, allowed, toldRemoved, notMember}},
+	{"GET", "/v1/replica/stream", "", [6]string{allowed, allowed, allowed, allowed, toldRemoved, notMember}, false},
 	// Open to all: a malformed join reaches the join handler, which
 	// answers 400 to anyone (TestTrust refuses a removed device's real join).
-	{"POST", "/v1/pool/join", "{}", [6]string{allowed, allowed, allowed, allowed, allowed, allowed}},
+	{"POST", "/v1/pool/join", "{}", [6]string{allowed, allowed, allowed, allowed, allowed, allowed}, false},
 	membersOnly("GET", "/v1/jobs", ""),
-	{"POST", "/v1/jobs", `{"image":"registry.example:5000/busybox:1"}`, [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}},
+	{"POST", "/v1/jobs", `{"image":"registry.example:5000/busybox:1"}`, [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}, true},
+	// A launch without its owner's proof is refused to every peer.
+	{"POST", "/v1/jobs", `{"image":"registry.example:5000/busybox:2"}`, [6]string{noProof, noProof, noProof, noLaunch, atDoor, atDoor}, false},
 	membersOnly("GET", "/v1/jobs/nojob", ""),
 	membersOnly("POST", "/v1/jobs/nojob/stop", ""),
 	membersOnly("DELETE", "/v1/jobs/nojob", ""),
@@ -67,25 +72,25 @@ var peerRoutes = []peerRoute{
 	membersOnly("POST", "/v1/jobs/nojob/tunnel?port=8080", ""),
 	membersOnly("GET", "/v1/jobs/nojob/access", ""),
 	membersOnly("GET", "/v1/images", ""),
-	{"POST", "/v1/images/load", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}},
-	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}},
-	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1&force=1", "", [6]string{allowed, noTags, noTags, noLaunch, atDoor, atDoor}},
-	{"POST", "/v1/gpus/0/clear", "", [6]string{allowed, noClear, noClear, noClear, atDoor, atDoor}},
+	{"POST", "/v1/images/load", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}, false},
+	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}, false},
+	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1&force=1", "", [6]string{allowed, noTags, noTags, noLaunch, atDoor, atDoor}, false},
+	{"POST", "/v1/gpus/0/clear", "", [6]string{allowed, noClear, noClear, noClear, atDoor, atDoor}, false},
 	membersOnly("GET", "/v1/folders", ""),
 	membersOnly("GET", "/v1/folders/data/ls", ""),
-	{"GET", "/v1/folders/data/walk", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
-	{"GET", "/v1/folders/data/sums", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
-	{"GET", "/v1/folders/data/read", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
-	{"GET", "/v1/folders/data/blocks", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
-	{"POST", "/v1/folders/data/bundle", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
-	{"POST", "/v1/transfers", "{}", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}},
+	{"GET", "/v1/folders/data/walk", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
+	{"GET", "/v1/folders/data/sums", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
+	{"GET", "/v1/folders/data/read", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
+	{"GET", "/v1/folders/data/blocks", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
+	{"POST", "/v1/folders/data/bundle", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
+	{"POST", "/v1/transfers", "{}", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
 	membersOnly("GET", "/v1/transfers/nocopy", ""),
 	membersOnly("GET", "/v1/alerts/rules", ""),
 	membersOnly("GET", "/v1/alerts/state", ""),
-	{"PUT", "/v1/alerts/rules/gpu-hot", "{}", [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}},
-	{"POST", "/v1/alerts/mute", "{}", [6]string{allowed, allowed, allowed, noMute, atDoor, atDoor}},
-	{"GET", "/v1/alerts/webhook", "", [6]string{allowed, allowed, noHolder, noHolder, atDoor, atDoor}},
-	{"PUT", "/v1/alerts/webhook", `{"url":""}`, [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}},
+	{"PUT", "/v1/alerts/rules/gpu-hot", "{}", [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}, false},
+	{"POST", "/v1/alerts/mute", "{}", [6]string{allowed, allowed, allowed, noMute, atDoor, atDoor}, false},
+	{"GET", "/v1/alerts/webhook", "", [6]string{allowed, allowed, noHolder, noHolder, atDoor, atDoor}, false},
+	{"PUT", "/v1/alerts/webhook", `{"url":""}`, [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}, false},
 }
 
 // perAddr is how many routes a device that is not a member asks from one
@@ -158,13 +163,32 @@ func TestRoleMatrix(t *testing.T) {
 				clients[key] = client
 			}
 			t.Run(fmt.Sprintf("%s %s by %s", rt.method, rt.path, role), func(t *testing.T) {
-				got := ask(t, client, rt)
+				var hdr http.Header
+				if rt.signed {
+					hdr = launchProof(t, ids[role], node.id.ID.String(), rt.body)
+				}
+				got := ask(t, client, rt, hdr)
 				if want := rt.want[j]; got != want && (want == allowed || !strings.Contains(got, want)) {
 					t.Errorf("%s %s by the %s: %s; want %s", rt.method, rt.path, role, orAllowed(got), orAllowed(want))
 				}
 			})
 		}
 	}
+}
+
+// launchProof is the header of id's proof that it asks node to run the
+// spec of body, as the app signs a launch.
+func launchProof(t *testing.T, id *peer.Identity, node, body string) http.Header {
+	t.Helper()
+	spec, err := jobs.DecodeSpec(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof, err := signer{id}.ProveLaunch(node, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return http.Header{jobs.ProofHeader: {proof}}
 }
 
 func orAllowed(s string) string {
@@ -176,13 +200,16 @@ func orAllowed(s string) string {
 
 // ask sends rt's request and returns the refusal it got ("code: message"),
 // or allowed when the answer is anything else than 401, 403 or 429.
-func ask(t *testing.T, c *http.Client, rt peerRoute) string {
+func ask(t *testing.T, c *http.Client, rt peerRoute, hdr http.Header) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, rt.method, "https://peer"+rt.path, strings.NewReader(rt.body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	resp, err := c.Do(req)
 	if err != nil {

@@ -23,6 +23,17 @@ func (c *Client) AlertRules(ctx context.Context, node string) ([]app.AlertRule, 
 	return Call[[]app.AlertRule](ctx, c, http.MethodGet, "/api/v1/alerts/rules?node="+url.QueryEscape(node), nil)
 }
 
+// AlertMutes lists the mutes in force, with their authors, and the pinned
+// rules of a machine (this one when node is empty).
+func (c *Client) AlertMutes(ctx context.Context, node string) (app.AlertMutes, error) {
+	return Call[app.AlertMutes](ctx, c, http.MethodGet, "/api/v1/alerts/mutes?node="+url.QueryEscape(node), nil)
+}
+
+// PinAlert pins or unpins a rule on this machine (its own user only).
+func (c *Client) PinAlert(ctx context.Context, req app.PinRequest) ([]string, error) {
+	return Call[[]string](ctx, c, http.MethodPut, "/api/v1/alerts/pins/"+url.PathEscape(req.Rule), req)
+}
+
 // SetAlertRule changes (or adds) a rule on every machine of the pool.
 func (c *Client) SetAlertRule(ctx context.Context, req app.AlertRuleRequest) (app.AlertRuleChange, error) {
 	return Call[app.AlertRuleChange](ctx, c, http.MethodPut, "/api/v1/alerts/rules/"+url.PathEscape(req.ID), req.AlertRuleUpdate)

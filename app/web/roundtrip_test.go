@@ -353,6 +353,16 @@ func TestRoundTripEveryRoute(t *testing.T) {
 				roundTrip(t, func() (app.AlertMute, error) { return c.MuteAlert(ctx, req) }, func() (app.AlertMute, error) { return svc.MuteAlert(ctx, req) })
 			}
 		},
+		"GET /api/v1/alerts/mutes": func(t *testing.T) {
+			for _, node := range []string{"", selfID, "nobody"} {
+				roundTrip(t, func() (app.AlertMutes, error) { return c.AlertMutes(ctx, node) }, func() (app.AlertMutes, error) { return svc.AlertMutes(ctx, node) })
+			}
+		},
+		"PUT /api/v1/alerts/pins/{rule}": func(t *testing.T) {
+			for _, req := range []app.PinRequest{{Rule: "gpu-temp", Pinned: true}, {Rule: "gpu-temp", Node: peerID, Pinned: true}, {Rule: "gpu-temp"}} {
+				roundTrip(t, func() ([]string, error) { return c.PinAlert(ctx, req) }, func() ([]string, error) { return svc.PinAlert(ctx, req) })
+			}
+		},
 		"GET /api/v1/alerts/webhook": func(t *testing.T) {
 			roundTrip(t, func() (app.AlertWebhook, error) { return c.AlertWebhook(ctx) }, func() (app.AlertWebhook, error) { return svc.AlertWebhook(ctx) })
 		},

@@ -31,6 +31,14 @@ func alertRuleArgs(r *http.Request) (app.AlertRuleRequest, error) {
 	return req, err
 }
 
+// pinArgs reads PUT /api/v1/alerts/pins/{rule}: the rule from the path,
+// the machine and whether to pin from the body.
+func pinArgs(r *http.Request) (app.PinRequest, error) {
+	req, err := body[app.PinRequest](r)
+	req.Rule = r.PathValue("rule")
+	return req, err
+}
+
 func alerts(a *app.Service, ctx context.Context, since int) ([]app.Alert, error) {
 	return a.Alerts(ctx, since)
 }

@@ -89,6 +89,8 @@ var Routes = []Route{
 	{"GET", "/api/v1/alerts/rules", call(queryValue("node"), (*app.Service).AlertRules)},
 	{"PUT", "/api/v1/alerts/rules/{id}", call(alertRuleArgs, (*app.Service).SetAlertRule)},
 	{"POST", "/api/v1/alerts/mute", call(body[app.MuteRequest], (*app.Service).MuteAlert)},
+	{"GET", "/api/v1/alerts/mutes", call(queryValue("node"), (*app.Service).AlertMutes)},
+	{"PUT", "/api/v1/alerts/pins/{rule}", call(pinArgs, (*app.Service).PinAlert)},
 	{"GET", "/api/v1/alerts/webhook", call(none, noArg((*app.Service).AlertWebhook))},
 	{"PUT", "/api/v1/alerts/webhook", call(body[app.WebhookRequest], (*app.Service).SetAlertWebhook)},
 

@@ -26,8 +26,11 @@ const (
 	ruleMuteCount   = "at most 64 mutes on a machine"
 	ruleMuteAuthor  = "a mute is renewed or lifted by its author, an admin or owner of the pool, or the machine's owner"
 	ruleMutePinned  = "a rule the machine's owner pinned is muted by the machine's owner only"
-	rulePinOwner    = "only the machine's owner pins its rules"
 )
+
+// RulePinOwner is the rule a pin by anyone but the machine's own user
+// breaks (the app refuses a pin of another machine by it too).
+const RulePinOwner = "only the machine's owner pins its rules"
 
 func muteRefusal(rule, format string, a ...any) error {
 	return &refusal{status: http.StatusBadRequest, code: "invalid",
@@ -89,7 +92,7 @@ func (m *Machine) mayChangeMute(c Caller, mu Mute, now time.Time) error {
 // mutes of it end, and no one else mutes it until it is unpinned.
 func (m *Machine) Pin(c Caller, rule string, on bool) ([]string, error) {
 	if !c.Local {
-		return nil, forbidden(rulePinOwner, "this device is not this machine's own")
+		return nil, forbidden(RulePinOwner, "this device is not this machine's own")
 	}
 	if !ruleID.MatchString(rule) {
 		return nil, &refusal{status: http.StatusBadRequest, code: "invalid", msg: fmt.Sprintf("pin: rule %q is not a rule ID", rule)}

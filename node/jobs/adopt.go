@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -151,13 +152,20 @@ func (m *Manager) adoptOne(ctx context.Context, id string, t TaskStatus, lost st
 }
 
 // recordFromLabels rebuilds the record of a task that has none (its record
-// was lost, or the agent died before saving it).
+// was lost, or the agent died before saving it): with the spec as the
+// owner's proof signs it (LabelSpec), the record verifies as before.
 func recordFromLabels(node, id string, t TaskStatus) Job {
-	image := t.Image
+	why := "rebuilt from its task's labels: the job record was lost"
+	spec, ok := specFromLabel(t.Labels[LabelSpec])
+	if !ok {
+		spec = Spec{Image: t.Image}
+		if t.Labels[LabelSpec] != "" {
+			why += "; its spec label is malformed"
+		}
+	}
 	j := Job{ID: id, Name: t.Labels[LabelName], Node: node, Owner: t.Labels[LabelOwner],
-		Image: image, Spec: Spec{Image: image}, SpecHash: t.Labels[LabelSpecHash], OwnerProof: t.Labels[LabelProof],
-		Created: t.Started.UTC(), GPUs: []string{}, GPUIndexes: []int{},
-		Error: "rebuilt from its task's labels: the job record was lost"}
+		Image: spec.Image, Spec: spec, SpecHash: t.Labels[LabelSpecHash], OwnerProof: t.Labels[LabelProof],
+		Created: t.Started.UTC(), GPUs: []string{}, GPUIndexes: []int{}, Error: why}
 	if j.Name == "" {
 		j.Name = id
 	}
@@ -165,6 +173,28 @@ func recordFromLabels(node, id string, t TaskStatus) Job {
 		j.Created = time.Now().UTC()
 	}
 	return j
+}
+
+// specLabel is the LabelSpec of a job of spec s.
+func specLabel(s Spec) string {
+	b, _ := json.Marshal(SignedSpec(s))
+	return string(b)
+}
+
+// specFromLabel reads a LabelSpec (a task's label: what a container's or
+// a cluster job's labels say, bounded as a launch's spec); false when it
+// is absent (a task of an older labpool) or malformed.
+func specFromLabel(l string) (Spec, bool) {
+	if l == "" || len(l) > maxSpec {
+		return Spec{}, false
+	}
+	dec := json.NewDecoder(strings.NewReader(l))
+	dec.DisallowUnknownFields()
+	var s Spec
+	if dec.Decode(&s) != nil || dec.More() {
+		return Spec{}, false
+	}
+	return SignedSpec(s), true
 }
 
 // markVanished fails the running, starting (or, where the executor

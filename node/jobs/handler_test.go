@@ -25,10 +25,21 @@ func apiTest(t *testing.T, gpus int) (*httptest.Server, *fakeRuntime) {
 	return srv, rt
 }
 
+// do sends a request as owner; a launch of an owner made by peer carries
+// its proof, as call's does.
 func do(t *testing.T, srv *httptest.Server, method, path, owner, body string) (*http.Response, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	req.Header.Set("X-Owner", owner)
+	if s, ok := peers.Load(owner); ok && method == "POST" && path == "/v1/jobs" {
+		if spec, err := DecodeSpec(strings.NewReader(body)); err == nil { // else the node refuses the body
+			proof, err := s.(LaunchSigner).Prove("NODE", spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set(ProofHeader, proof)
+		}
+	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +51,10 @@ func do(t *testing.T, srv *httptest.Server, method, path, owner, body string) (*
 
 func TestHandlerJobs(t *testing.T) {
 	srv, rt := apiTest(t, 1)
-	resp, body := do(t, srv, "POST", "/v1/jobs", "alice", `{"image":"img","gpus":1,"ports":[8888]}`)
+	alice, bob := peer("alice").ID, peer("bob").ID
+	resp, body := do(t, srv, "POST", "/v1/jobs", alice, `{"image":"img","gpus":1,"ports":[8888]}`)
 	var j Job
-	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &j) != nil || j.State != Running || j.Owner != "alice" {
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &j) != nil || j.State != Running || j.Owner != alice {
 		t.Fatalf("submit: %d %s", resp.StatusCode, body)
 	}
 	tests := []struct {
@@ -54,16 +66,16 @@ func TestHandlerJobs(t *testing.T) {
 		{"unknown field", "POST", "/v1/jobs", `{"image":"img","hostconfig":{}}`, 400, "refused", "unknown field"},
 		{"bad json", "POST", "/v1/jobs", `{"image":`, 400, "refused", "decode the job spec"},
 		{"too many gpus", "POST", "/v1/jobs", `{"image":"img","gpus":2}`, 400, "refused", "this machine has 1 GPUs"},
-		{"busy", "POST", "/v1/jobs", `{"image":"img","gpus":1}`, 409, "gpus_busy", "GPU 0: job " + j.Name + " of alice"},
+		{"busy", "POST", "/v1/jobs", `{"image":"img","gpus":1}`, 409, "gpus_busy", "GPU 0: job " + j.Name + " of " + alice[:9]},
 		{"unknown job", "GET", "/v1/jobs/nope", "", 404, "not_found", "no such job"},
 		{"stop unknown", "POST", "/v1/jobs/nope/stop", "", 404, "not_found", ""},
 		{"bad tail", "GET", "/v1/jobs/" + j.ID + "/logs?tail=x", "", 400, "invalid", "tail"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			who := "bob"
+			who := bob
 			if strings.Contains(tt.path, j.ID) {
-				who = "alice" // the job's owner
+				who = alice // the job's owner
 			}
 			resp, body := do(t, srv, tt.method, tt.path, who, tt.body)
 			var e struct{ Code, Message string }
@@ -72,14 +84,14 @@ func TestHandlerJobs(t *testing.T) {
 			}
 		})
 	}
-	if _, body := do(t, srv, "POST", "/v1/jobs", "bob", `{"image":"img","gpus":1,"queue":true}`); !strings.Contains(body, `"state":"queued"`) {
+	if _, body := do(t, srv, "POST", "/v1/jobs", bob, `{"image":"img","gpus":1,"queue":true}`); !strings.Contains(body, `"state":"queued"`) {
 		t.Errorf("queued submit: %s", body)
 	}
 	var list []Job
 	if resp, body := do(t, srv, "GET", "/v1/jobs", "", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &list) != nil || len(list) != 2 {
 		t.Errorf("list: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?follow=1&tail=5", "alice", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" ||
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?follow=1&tail=5", alice, ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" ||
 		!strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Errorf("logs: %d %q", resp.StatusCode, body)
 	}
@@ -87,26 +99,26 @@ func TestHandlerJobs(t *testing.T) {
 		t.Errorf("logs call: %s", calls)
 	}
 	// The CLI and the app ask for every line with tail=-1.
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?tail=-1", "alice", ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs?tail=-1", alice, ""); resp.StatusCode != 200 || body != "line 1\nline 2\n" {
 		t.Errorf("logs tail=-1: %d %q", resp.StatusCode, body)
 	}
 	if calls := strings.Join(rt.callList(), ","); !strings.Contains(calls, "Logs "+j.Container+" false -1") {
 		t.Errorf("logs call: %s", calls)
 	}
 	var st Stats
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "alice", ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil || st.CPUPercent != 50 || len(st.GPUs) != 1 {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", alice, ""); resp.StatusCode != 200 || json.Unmarshal([]byte(body), &st) != nil || st.CPUPercent != 50 || len(st.GPUs) != 1 {
 		t.Errorf("stats: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "POST", "/v1/jobs/"+j.ID+"/stop", "alice", ""); resp.StatusCode != 200 || !strings.Contains(body, `"state":"exited"`) {
+	if resp, body := do(t, srv, "POST", "/v1/jobs/"+j.ID+"/stop", alice, ""); resp.StatusCode != 200 || !strings.Contains(body, `"state":"exited"`) {
 		t.Errorf("stop: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", "alice", ""); resp.StatusCode != 409 {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/stats", alice, ""); resp.StatusCode != 409 {
 		t.Errorf("stats of a stopped job: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "DELETE", "/v1/jobs/"+j.ID, "alice", ""); resp.StatusCode != 204 {
+	if resp, body := do(t, srv, "DELETE", "/v1/jobs/"+j.ID, alice, ""); resp.StatusCode != 204 {
 		t.Errorf("remove: %d %s", resp.StatusCode, body)
 	}
-	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs", "alice", ""); resp.StatusCode != 409 {
+	if resp, body := do(t, srv, "GET", "/v1/jobs/"+j.ID+"/logs", alice, ""); resp.StatusCode != 409 {
 		t.Errorf("logs of a removed job: %d %s", resp.StatusCode, body)
 	}
 }

@@ -62,7 +62,7 @@ func TestTunnelDialsTheContainer(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 0, &memStore{})
 	srv := trustServer(t, m)
-	code, body := call(t, srv, member("alice"), "POST", "/v1/jobs", `{"image":"img","ports":[8080]}`)
+	code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs", `{"image":"img","ports":[8080]}`)
 	var j Job
 	if code != 200 || json.Unmarshal([]byte(body), &j) != nil {
 		t.Fatalf("launch: %d %s", code, body)
@@ -70,10 +70,10 @@ func TestTunnelDialsTheContainer(t *testing.T) {
 	rt.mu.Lock()
 	rt.cs[j.Container].Ports[8080] = ln.Addr().(*net.TCPAddr).Port // the container's address and port
 	rt.mu.Unlock()
-	if code, body := call(t, srv, member("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=8080", ""); code != 200 || body != "the job answers" {
+	if code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=8080", ""); code != 200 || body != "the job answers" {
 		t.Errorf("tunnel = %d %q, want the job's answer", code, body)
 	}
-	if code, body := call(t, srv, member("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=22", ""); code != 409 || !strings.Contains(body, "no_port") {
+	if code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=22", ""); code != 409 || !strings.Contains(body, "no_port") {
 		t.Errorf("tunnel to port 22 = %d %s, want 409 no_port", code, body)
 	}
 }

@@ -11,6 +11,7 @@ const (
 	LabelNode     = "labpool.node"      // device ID of the node that runs it
 	LabelName     = "labpool.name"      // the job's name
 	LabelProof    = "labpool.proof"     // the owner's proof (Job.OwnerProof)
+	LabelSpec     = "labpool.spec"      // the spec as the proof signs it (SignedSpec), JSON
 )
 
 // What a job's network reaches besides the tunnels to it (Policy.JobNetwork).

@@ -79,9 +79,17 @@ func (e *ProofError) Refusal() error {
 // node (Job.Public), and the memory limit is the machine's policy to fill
 // (Policy.DefaultMemoryBytes), so all three are left out.
 func SpecDigest(s Spec) [32]byte {
-	s.Env, s.Cmd, s.MemoryBytes = nil, nil, 0
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(SignedSpec(s))
 	return sha256.Sum256(b)
+}
+
+// SignedSpec is s as a proof covers it (see SpecDigest): without its
+// environment, its command line and its memory limit. A task keeps it in
+// its labels (LabelSpec), so that a record rebuilt from them still
+// verifies.
+func SignedSpec(s Spec) Spec {
+	s.Env, s.Cmd, s.MemoryBytes = nil, nil, 0
+	return s
 }
 
 // message is what the signature covers.

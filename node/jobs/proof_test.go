@@ -174,9 +174,36 @@ func TestSubmitProven(t *testing.T) {
 	}
 }
 
+// TestUnsignedPeerLaunchRefused: a launch from another machine without its
+// owner's proof is refused, naming the rule, and starts nothing, whatever
+// the caller's role; the machine's own user (the local socket) may still
+// launch without one, and its record reads as unverified.
+func TestUnsignedPeerLaunchRefused(t *testing.T) {
+	rt := newFakeRuntime()
+	m := newTestManager(t, rt, 1, &memStore{})
+	srv := trustServer(t, m)
+	_, aliceID := testSigner(1)
+	for _, c := range []Caller{member(aliceID), admin(aliceID), {ID: aliceID, Role: RoleOwner}} {
+		code, reply := proveCall(t, srv.URL, c, `{"image":"img","gpus":1}`, "")
+		if code != 403 || !strings.Contains(reply, RuleProofMissing) || len(m.List()) != 0 || rt.count("Start") != 0 {
+			t.Errorf("unsigned launch of a %s: %d %s (%d jobs); want 403 naming %q and no job", c.Role, code, reply, len(m.List()), RuleProofMissing)
+		}
+	}
+	code, reply := proveCall(t, srv.URL, Caller{ID: "NODE"}, `{"image":"img","gpus":1}`, "")
+	var j Job
+	if code != 200 || json.Unmarshal([]byte(reply), &j) != nil {
+		t.Fatalf("the local user's unsigned launch: %d %s; want it run", code, reply)
+	}
+	var pe *ProofError
+	if err := j.VerifyOwner(); !errors.As(err, &pe) || pe.Rule != RuleProofMissing {
+		t.Errorf("the local unsigned launch's record verifies as %v; want unverified (%s)", err, RuleProofMissing)
+	}
+}
+
 // TestProofSurvivesReadoption: after the agent restarts, a job's record
 // keeps its proof (from the store), and a record lost meanwhile is rebuilt
-// with the proof its task's labels carry.
+// from its task's labels with the proof and what it signs (the spec as a
+// record carries it), so that it still verifies as its owner's.
 func TestProofSurvivesReadoption(t *testing.T) {
 	rt := newFakeRuntime()
 	st := &memStore{}
@@ -184,7 +211,9 @@ func TestProofSurvivesReadoption(t *testing.T) {
 	alice, aliceID := testSigner(1)
 	ctx := context.Background()
 	var ids []string
-	for _, spec := range []Spec{{Image: "img", GPUs: 1}, {Image: "img", Name: "lost", GPUs: 1}} {
+	lost := Spec{Image: "pytorch:2", Name: "lost", GPUs: 1, Ports: []int{8888}, ContainerSpec: ContainerSpec{ShmBytes: 1 << 30},
+		Env: []string{"TOKEN=s3cret"}, Cmd: []string{"python", "train.py"}}
+	for _, spec := range []Spec{{Image: "img", GPUs: 1}, lost} {
 		proof, _ := alice.Prove("NODE", spec)
 		j, err := m1.SubmitProven(ctx, member(aliceID), spec, proof)
 		if err != nil {
@@ -205,6 +234,51 @@ func TestProofSurvivesReadoption(t *testing.T) {
 	if p, err := DecodeProof(rebuilt.OwnerProof); err != nil || p.JobID() != ids[1] || p.Owner() != aliceID {
 		t.Errorf("record rebuilt from labels: proof %q (%v); want alice's proof of job %s", rebuilt.OwnerProof, err, ids[1])
 	}
+	if err := rebuilt.Public().VerifyOwner(); err != nil || rebuilt.State != Running || rebuilt.Owner != aliceID {
+		t.Errorf("record rebuilt from labels: %s, owner %s, proof check %v; want running, alice's, verified", rebuilt.State, short(rebuilt.Owner), err)
+	}
+	if saved := st.job(ids[1]); saved.VerifyOwner() != nil || strings.Contains(string(mustMarshal(t, saved)), "s3cret") {
+		t.Errorf("replicated rebuilt record: %+v; want it verified, without the env", saved)
+	}
+	if rebuilt.Spec.Image != "pytorch:2" || rebuilt.Image != "pytorch:2" || rebuilt.Name != "lost" {
+		t.Errorf("rebuilt spec %+v; want the launch's", rebuilt.Spec)
+	}
+}
+
+// TestSpecFromLabel: a task's spec label reads back as what the proof
+// signs; one that is absent, malformed, oversized or carries unknown
+// fields or secrets reads as none, or without the secrets.
+func TestSpecFromLabel(t *testing.T) {
+	spec := Spec{Image: "img", GPUs: 2, Env: []string{"K=v"}, Cmd: []string{"x"}, MemoryBytes: 1 << 30}
+	tests := []struct {
+		name, label string
+		ok          bool
+	}{
+		{"as written", specLabel(spec), true},
+		{"absent", "", false},
+		{"not JSON", "{", false},
+		{"unknown field", `{"image":"img","hostconfig":{}}`, false},
+		{"two values", `{"image":"img"}{"image":"b"}`, false},
+		{"oversized", `{"image":"` + strings.Repeat("a", maxSpec) + `"}`, false},
+		{"with env and command", `{"image":"img","gpus":2,"env":["K=v"],"cmd":["x"]}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := specFromLabel(tt.label)
+			if ok != tt.ok || ok && (SpecDigest(got) != SpecDigest(spec) || got.Env != nil || got.Cmd != nil) {
+				t.Errorf("specFromLabel = %+v, %v; want %v and the signed spec", got, ok, tt.ok)
+			}
+		})
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // FuzzDecodeProof: any header value decodes to a proof or a refusal naming

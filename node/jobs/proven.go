@@ -6,11 +6,16 @@ import (
 )
 
 // proofID checks a launch's proof (see SubmitProven) and returns the ID
-// of the job it launches; "" for a launch without one.
+// of the job it launches; "" for a launch of this machine's own user
+// without one. A peer's launch without one is refused (RuleProofMissing):
+// every machine of the pool signs its launches.
 func (m *Manager) proofID(c Caller, spec Spec, proof string) (string, error) {
-	if proof == "" {
-		m.log.Info("launch without an owner proof: its record will read as unverified", "owner", c.ID)
+	if proof == "" && m.local(c) {
+		m.log.Info("local launch without an owner proof: its record will read as unverified", "owner", c.ID)
 		return "", nil
+	}
+	if proof == "" {
+		return "", forbid(RuleProofMissing, "a launch from another machine must carry its owner's signature (%s header)", ProofHeader)
 	}
 	p, err := DecodeProof(proof)
 	if err == nil && p.Owner() != c.ID {

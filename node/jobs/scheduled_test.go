@@ -240,12 +240,12 @@ func TestScheduledTunnel(t *testing.T) {
 	}()
 	m, rt, _ := clusterManager(t)
 	srv := trustServer(t, m)
-	code, body := call(t, srv, member("alice"), "POST", "/v1/jobs", `{"cmd":["jupyter"],"ports":[8888]}`)
+	code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs", `{"cmd":["jupyter"],"ports":[8888]}`)
 	var j Job
 	if code != 200 || json.Unmarshal([]byte(body), &j) != nil {
 		t.Fatalf("submit: %d %s", code, body)
 	}
-	if code, body := call(t, srv, member("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=8888", ""); code != 409 || !strings.Contains(body, "no_port") {
+	if code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=8888", ""); code != 409 || !strings.Contains(body, "no_port") {
 		t.Errorf("tunnel to a queued job = %d %s, want 409 no_port", code, body)
 	}
 	rt.set(j.Container, TaskRunning, 0, "node1")
@@ -256,10 +256,10 @@ func TestScheduledTunnel(t *testing.T) {
 	if code, body := call(t, srv, member("bob"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=8888", ""); code != 403 {
 		t.Errorf("another member's tunnel = %d %s, want 403", code, body)
 	}
-	if code, body := call(t, srv, member("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=22", ""); code != 409 || !strings.Contains(body, "no_port") {
+	if code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=22", ""); code != 409 || !strings.Contains(body, "no_port") {
 		t.Errorf("tunnel to an undeclared port = %d %s, want 409 no_port", code, body)
 	}
-	if code, body := call(t, srv, member("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=8888", ""); code != 200 || body != "jupyter on the cluster" {
+	if code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs/"+j.ID+"/tunnel?port=8888", ""); code != 200 || body != "jupyter on the cluster" {
 		t.Errorf("tunnel = %d %q, want the job's answer", code, body)
 	}
 }

@@ -25,15 +25,23 @@ import (
 // GPUs (*BusyError) come before any backend call; a launch that fails
 // leaves no task and no GPU granted. A job without a memory limit gets the
 // policy's default.
+//
+// Submit carries no owner proof: it is for Go code of this machine that has
+// decided who asks (no request reaches it), and the record reads as
+// unverified everywhere. A request goes through SubmitProven.
 func (m *Manager) Submit(ctx context.Context, caller Caller, spec Spec) (Job, error) {
-	return m.SubmitProven(ctx, caller, spec, "")
+	if err := m.mayLaunch(caller); err != nil {
+		return Job{}, err
+	}
+	return m.submitAs(ctx, caller, spec, "", "")
 }
 
-// SubmitProven is Submit with the owner's proof (Proof's wire form; ""
-// for a launch of an older labpool, whose record then reads as
-// unverified). The proof must be the caller's signature on spec for this
+// SubmitProven is Submit for a request, with the owner's proof (Proof's
+// wire form). The proof must be the caller's signature on spec for this
 // node; the job is named after it (Proof.JobID), so a launch sent twice
-// returns the job the first one made, and the record keeps the proof.
+// returns the job the first one made, and the record keeps the proof. A
+// launch without one is refused (RuleProofMissing) but from this machine's
+// own user, whose record then reads as unverified.
 func (m *Manager) SubmitProven(ctx context.Context, caller Caller, spec Spec, proof string) (Job, error) {
 	if err := m.mayLaunch(caller); err != nil {
 		return Job{}, err
@@ -42,6 +50,12 @@ func (m *Manager) SubmitProven(ctx context.Context, caller Caller, spec Spec, pr
 	if err != nil {
 		return Job{}, err
 	}
+	return m.submitAs(ctx, caller, spec, id, proof)
+}
+
+// submitAs launches spec for caller as job id ("": a new random ID), whose
+// proof, checked by the caller, is proof.
+func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, proof string) (Job, error) {
 	if proof != "" {
 		done, err := m.claim(id)
 		if err != nil {
@@ -274,7 +288,7 @@ func (m *Manager) task(j Job, mounts []TaskMount) (Task, error) {
 		Labels: map[string]string{
 			LabelJob: j.ID, LabelOwner: j.Owner, LabelNode: m.cfg.Node,
 			LabelGPUs: strings.Join(j.GPUs, ","), LabelSpecHash: j.SpecHash, LabelName: j.Name,
-			LabelProof: j.OwnerProof,
+			LabelProof: j.OwnerProof, LabelSpec: specLabel(j.Spec),
 		},
 		Container: ContainerOptions{User: user, AllowRoot: allowRoot, ShmBytes: s.ShmBytes, Restart: s.Restart,
 			Network: p.JobNetwork, LogMaxBytes: p.LogMaxBytes},

@@ -2,6 +2,8 @@ package jobs
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,8 +11,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/node/folders"
 )
 
 // trustServer serves a manager's API; the caller is named by the X-Owner
@@ -24,11 +29,38 @@ func trustServer(t *testing.T, m *Manager) *httptest.Server {
 	return srv
 }
 
+// peers holds the launch signers of the members peer made, by device ID.
+var peers sync.Map
+
+// peer is a member's device named name (its key derives from the name): a
+// launch call makes as that caller carries its signature, as a peer's does.
+func peer(name string) Caller {
+	seed := sha256.Sum256([]byte(name))
+	priv := ed25519.NewKeyFromSeed(seed[:])
+	pub := priv.Public().(ed25519.PublicKey)
+	id := folders.DeviceID(pub)
+	peers.Store(id, LaunchSigner{Key: pub, Sign: func(m []byte) []byte { return ed25519.Sign(priv, m) }})
+	return member(id)
+}
+
+// call sends a request as c; a launch (POST /v1/jobs) of a caller made by
+// peer carries its proof for the spec of body on NODE.
 func call(t *testing.T, srv *httptest.Server, c Caller, method, path, body string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	req.Header.Set("X-Owner", c.ID)
 	req.Header.Set("X-Role", c.Role)
+	if s, ok := peers.Load(c.ID); ok && method == "POST" && path == "/v1/jobs" {
+		spec, err := DecodeSpec(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("sign a launch: %v", err)
+		}
+		proof, err := s.(LaunchSigner).Prove("NODE", spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(ProofHeader, proof)
+	}
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +77,7 @@ func TestSecondMemberRefusedOnAnothersJob(t *testing.T) {
 	rt := newFakeRuntime()
 	m := newTestManager(t, rt, 0, &memStore{})
 	srv := trustServer(t, m)
-	alice, bob := member("alice"), member("bob")
+	alice, bob := peer("alice"), member("bob")
 	launch := func() Job {
 		code, body := call(t, srv, alice, "POST", "/v1/jobs", `{"image":"img","ports":[8080]}`)
 		var j Job
@@ -101,7 +133,8 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 	st := &memStore{}
 	m := newTestManager(t, rt, 0, st)
 	srv := trustServer(t, m)
-	code, body := call(t, srv, member("alice"), "POST", "/v1/jobs", `{"image":"img","env":["TOKEN=secret"]}`)
+	alice := peer("alice")
+	code, body := call(t, srv, alice, "POST", "/v1/jobs", `{"image":"img","env":["TOKEN=secret"]}`)
 	var j Job
 	if code != 200 || json.Unmarshal([]byte(body), &j) != nil {
 		t.Fatalf("launch: %d %s", code, body)
@@ -112,12 +145,12 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 	for _, who := range []Caller{member("bob"), admin("ada"), viewer("vera")} {
 		for _, p := range []string{"/v1/jobs", "/v1/jobs/" + j.ID} {
 			code, body := call(t, srv, who, "GET", p, "")
-			if code != 200 || strings.Contains(body, "secret") || !strings.Contains(body, j.ID) || !strings.Contains(body, `"owner":"alice"`) {
+			if code != 200 || strings.Contains(body, "secret") || !strings.Contains(body, j.ID) || !strings.Contains(body, `"owner":"`+alice.ID+`"`) {
 				t.Errorf("%s (%s) GET %s = %d %s", who.ID, who.Role, p, code, body)
 			}
 		}
 	}
-	for _, who := range []Caller{member("alice"), {ID: "NODE"}} {
+	for _, who := range []Caller{alice, {ID: "NODE"}} {
 		if _, body := call(t, srv, who, "GET", "/v1/jobs/"+j.ID, ""); !strings.Contains(body, "TOKEN=secret") {
 			t.Errorf("%s does not see its job's env: %s", who.ID, body)
 		}
@@ -135,10 +168,10 @@ func TestEnvOnlyToItsOwner(t *testing.T) {
 	if j2, _ := m2.Get(j.ID); strings.Join(j2.Spec.Env, ",") != "TOKEN=secret" {
 		t.Errorf("reloaded env %v", j2.Spec.Env)
 	}
-	if code, body := call(t, srv, member("alice"), "DELETE", "/v1/jobs/"+j.ID, ""); code != 409 || !strings.Contains(body, `"running"`) || !strings.Contains(body, "--force") {
+	if code, body := call(t, srv, alice, "DELETE", "/v1/jobs/"+j.ID, ""); code != 409 || !strings.Contains(body, `"running"`) || !strings.Contains(body, "--force") {
 		t.Fatalf("remove of a running job without force: %d %s", code, body)
 	}
-	if code, _ := call(t, srv, member("alice"), "DELETE", "/v1/jobs/"+j.ID+"?force=1", ""); code != 204 {
+	if code, _ := call(t, srv, alice, "DELETE", "/v1/jobs/"+j.ID+"?force=1", ""); code != 204 {
 		t.Fatal("remove")
 	}
 	if p, _ := st.LoadPrivate(j.ID); p.Env != nil {

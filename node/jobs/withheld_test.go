@@ -17,7 +17,7 @@ func TestCommandLineWithheld(t *testing.T) {
 	m := newTestManager(t, rt, 0, st)
 	srv := trustServer(t, m)
 	cmd := []string{"python", "train.py", "--token", "s3cret"}
-	code, body := call(t, srv, member("alice"), "POST", "/v1/jobs", `{"image":"img","cmd":["python","train.py","--token","s3cret"]}`)
+	code, body := call(t, srv, peer("alice"), "POST", "/v1/jobs", `{"image":"img","cmd":["python","train.py","--token","s3cret"]}`)
 	var j Job
 	if code != 200 || json.Unmarshal([]byte(body), &j) != nil || !slices.Equal(j.Spec.Cmd, cmd) {
 		t.Fatalf("launch: %d %s", code, body)
@@ -26,7 +26,7 @@ func TestCommandLineWithheld(t *testing.T) {
 		who  Caller
 		sees bool
 	}{
-		{member("alice"), true}, {admin("ada"), true}, {Caller{ID: "olga", Role: RoleOwner}, true}, {Caller{ID: "NODE"}, true},
+		{peer("alice"), true}, {admin("ada"), true}, {Caller{ID: "olga", Role: RoleOwner}, true}, {Caller{ID: "NODE"}, true},
 		{member("bob"), false}, {viewer("vera"), false},
 	} {
 		_, one := call(t, srv, tt.who, "GET", "/v1/jobs/"+j.ID, "")

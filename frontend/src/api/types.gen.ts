@@ -22,6 +22,24 @@ export interface Alert {
   observer?: string
 }
 
+/** app.AlertMuteView */
+export interface AlertMuteView {
+  node: string
+  rule: string
+  gpu?: number | null
+  until: string
+  by?: string
+  by_name?: string
+}
+
+/** app.AlertMutes */
+export interface AlertMutes {
+  node: string
+  node_name: string
+  mutes: AlertMuteView[] | null
+  pinned: string[] | null
+}
+
 /** app.AlertRule */
 export interface AlertRule {
   id: string
@@ -330,6 +348,7 @@ export interface Job {
   owner_name: string
   owner_verified: boolean
   owner_unverified?: string
+  claimed_owner?: string
   stale: boolean
   image_loaded_by_name?: string
   placement?: string
@@ -490,6 +509,12 @@ export interface NodePlan {
   picked?: number[] | null
   placement?: string
   cluster?: ClusterPlan | null
+}
+
+/** app.PinRequest */
+export interface PinRequest {
+  node?: string
+  pinned: boolean
 }
 
 /** app.Plan */
