@@ -305,7 +305,7 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
     const id = newID()
     const j = {
       id, name: spec.name || `${spec.image.split('/').pop().split(':')[0]}-${id.slice(0, 4)}`,
-      node: n.id, node_name: n.name, owner: self.id, owner_name: self.name, image: spec.image, spec,
+      node: n.id, node_name: n.name, owner: self.id, owner_name: self.name, owner_verified: true, image: spec.image, spec,
       state: 'queued', gpus: [], gpu_indexes: [], ports: {}, created: iso(now()), started: null, finished: null,
       exit_code: null, error: '', gpu_seconds: 0, spec_hash: id.slice(0, 12), stale: false, _plan: null,
     }
@@ -440,7 +440,7 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
     const mk = (over) => {
       const id = newID()
       const j = {
-        id, owner: 'ALICE7LAPTOP', owner_name: 'alice-laptop', gpus: [], gpu_indexes: [], ports: {}, started: null, finished: null,
+        id, owner: 'ALICE7LAPTOP', owner_name: 'alice-laptop', owner_verified: true, gpus: [], gpu_indexes: [], ports: {}, started: null, finished: null,
         exit_code: null, error: '', gpu_seconds: 0, spec_hash: id.slice(0, 12), stale: false, ...over,
       }
       j.image = j.spec.image

@@ -192,7 +192,7 @@ test('gpuHours and jobGPUSeconds', () => {
 
 function job(id: string, over: Partial<Job>): Job {
   return {
-    id, name: id, node: 'N1', node_name: 'lab1', owner: 'O', owner_name: 'me', image: 'img', spec: { image: 'img' },
+    id, name: id, node: 'N1', node_name: 'lab1', owner: 'O', owner_name: 'me', owner_verified: true, image: 'img', spec: { image: 'img' },
     state: 'running', gpus: null, gpu_indexes: null, created: '2026-01-01T00:00:00Z', gpu_seconds: 0, stale: false,
     ...over,
   }
