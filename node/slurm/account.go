@@ -31,19 +31,7 @@ func (a account) outDir() string { return filepath.Join(a.Home, ".labpool-slurm"
 
 // validUserName says whether s may name a Unix account here: it reaches
 // argv (sudo -u, setpriv) and never starts with '-'.
-func validUserName(s string) bool {
-	if s == "" || len(s) > 64 || s[0] == '-' {
-		return false
-	}
-	for _, c := range s {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
-			c == '.' || c == '_' || c == '-'
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
+func validUserName(s string) bool { return plainName(s, 64) && s[0] != '-' }
 
 // ErrJobAccount means a job account breaks a rule of job accounts; the
 // message names it.

@@ -19,8 +19,12 @@ const commentPrefix = "labpool:"
 const maxIDLen = 128
 
 // validID says whether s may stand in the marker.
-func validID(s string) bool {
-	if s == "" || len(s) > maxIDLen {
+func validID(s string) bool { return plainName(s, maxIDLen) }
+
+// plainName says whether s is 1 to max ASCII letters, digits, '.', '_'
+// and '-': a word that reaches Slurm's command lines and markers as it is.
+func plainName(s string, max int) bool {
+	if s == "" || len(s) > max {
 		return false
 	}
 	for _, c := range s {
