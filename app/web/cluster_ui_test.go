@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -21,6 +22,7 @@ import (
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/store"
 )
 
 // onlineOnly is a Liveness where the machines named are online.
@@ -30,7 +32,7 @@ func (o onlineOnly) Online(id string) bool { return slices.Contains(o, id) }
 
 // TestClusterUI serves the built UI and the local API of a Service whose
 // replica holds a Slurm cluster's node record (apptest.Cluster: 3 nodes,
-// a100 and h100 GPUs, a queue with a job of this machine's member), and
+// a100 and h100 GPUs, a queue with a job a member launched with her proof), and
 // drives frontend/e2e/cluster_ui.mjs in a real Chromium: the card, the
 // machine view and the Launch dialog on the cluster, whose sbatch line is
 // the Service's plan. The screenshots stay in $LABPOOL_SHOTS when set.
@@ -53,14 +55,20 @@ func TestClusterUI(t *testing.T) {
 			MemUsedBytes: 10 << 30, MemTotalBytes: 80 << 30, TempC: 50, PowerW: 200, PowerLimitW: 400, Health: "ok"})
 	}
 	apptest.WriteMachines(t, db, now, apptest.Machine{ID: selfID, Name: "self", Addr: "192.0.2.1:7420", Sample: sm})
-	c := apptest.Cluster(now, "job-1", selfID)
+	// paula launched the cluster's job through its agent: its record
+	// carries her proof, so the queue and the Jobs view name her.
+	paula := apptest.NewLauncher(7)
+	if _, err := db.PutMember(context.Background(), store.MemberRow{ID: paula.ID, Name: "paula", Version: 1, AddedAt: now, AddedBy: selfID}); err != nil {
+		t.Fatal(err)
+	}
+	started := now.Add(-2 * time.Hour)
+	j := paula.Proven(t, apptest.ClusterID, jobs.Job{Name: "bert-large", State: jobs.Running, Executor: "slurm",
+		Hosts: []string{"gpu01"}, Spec: jobs.Spec{GPUs: 2}, Container: "4101", Created: started, Started: &started})
+	c := apptest.Cluster(now, j.ID, paula.ID)
 	// Peer-supplied strings are text: a job name that is markup stays text.
 	c.Queue = append(c.Queue, slurm.QueueJob{ID: "4105", Name: `<img src="x" onerror="window.__pwned=1">`, User: "eve", State: "PENDING", Reason: "Priority", Partition: "gpu"})
 	c.Pending++
-	started := now.Add(-2 * time.Hour)
-	apptest.WriteCluster(t, db, now, "hpc", c,
-		jobs.Job{ID: "job-1", Name: "bert-large", Node: apptest.ClusterID, Owner: selfID, State: jobs.Running, Executor: "slurm",
-			Hosts: []string{"gpu01"}, Spec: jobs.Spec{GPUs: 2}, Container: "4101", Created: started, Started: &started})
+	apptest.WriteCluster(t, db, now, "hpc", c, j)
 	self := app.Self{ID: selfID, ShortID: "SELF-AAAA", Name: "self", APIVersion: app.APIVersion}
 	svc := apptest.NewService(db, self, onlineOnly{selfID, apptest.ClusterID}, nil)
 	srv := httptest.NewServer(web.Handler(svc, os.DirFS(filepath.Join(front, "dist")), slog.New(slog.DiscardHandler)))
@@ -70,7 +78,7 @@ func TestClusterUI(t *testing.T) {
 	if shots == "" {
 		shots = t.TempDir()
 	}
-	cmd := exec.Command("node", filepath.Join(front, "e2e", "cluster_ui.mjs"), "--url", srv.URL+"/", "--node", "hpc", "--job", "job-1", "--shots", shots, "--timeout", "60")
+	cmd := exec.Command("node", filepath.Join(front, "e2e", "cluster_ui.mjs"), "--url", srv.URL+"/", "--node", "hpc", "--job", j.ID, "--shots", shots, "--timeout", "60")
 	cmd.Dir = front
 	out, err := cmd.CombinedOutput()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -113,8 +121,8 @@ func TestClusterUI(t *testing.T) {
 			t.Fatalf("queue %+v; want at least 4 entries", c.Queue)
 		}
 		first, pending := c.Queue[0], c.Queue[2]
-		if first.ID != "4101" || first.Owner != "selflabpool" || !first.Labpool {
-			t.Errorf("queue entry %+v; want 4101 of the member self, launched through labpool", first)
+		if first.ID != "4101" || first.Owner != "paulalabpool" || !first.Labpool {
+			t.Errorf("queue entry %+v; want 4101 of the member paula, launched through labpool", first)
 		}
 		if pending.ID != "4103" || pending.Reason != "Resources" || pending.Owner != "lab" || pending.Labpool {
 			t.Errorf("queue entry %+v; want 4103 pending for Resources, Slurm user lab", pending)
@@ -132,7 +140,7 @@ func TestClusterUI(t *testing.T) {
 	if res.SbatchTwoNodes != "sbatch --nodes=2 --ntasks-per-node=1 --gres=gpu:2 --time=120" {
 		t.Errorf("two nodes: %q", res.SbatchTwoNodes)
 	}
-	if !strings.Contains(res.User, "runs as the cluster agent's Unix user") {
+	if !strings.Contains(res.User, "never as the cluster agent's own user") {
 		t.Errorf("the dialog says %q of who the job runs as", res.User)
 	}
 	if res.JobState != "running" || res.JobHosts != "· gpu01" {
