@@ -46,8 +46,10 @@ On a Slurm cluster (a machine whose agent runs with --slurm, see labpool
 nodes): --partition, --gpus N on one node or --nodes N --gpus-per-node G,
 --cpus and --memory (per node) and --time (2h, 90m, or Slurm's 1-12:00:00,
 30:00) go to sbatch. "-- CMD..." without an image runs a command job; an image
-runs through the cluster's pyxis or Apptainer. The job runs as the cluster
-agent's Unix user; the member who launched it is recorded in its comment.
+runs through the cluster's pyxis or Apptainer. The job runs as the Unix account
+the cluster's owner maps you to (policy --slurm-user), or else as the cluster's
+job account, never as its agent's own user; your signed launch records you as
+its owner.
 
 Isolation, on the machine that runs the job:
   Where its Docker does not remap users (userns-remap), a job runs as an
