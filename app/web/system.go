@@ -105,9 +105,13 @@ func ListenSystem(path string, gid int) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", path, err)
 	}
-	if err := os.Chown(path, -1, gid); err != nil {
-		l.Close()
-		return nil, fmt.Errorf("give %s to group %d: %w", path, gid, err)
+	// Under the unit (Group=labpool) the socket is the group's already, and
+	// its system call filter refuses chown: only a root agent gives it.
+	if st, err := os.Stat(path); err != nil || statGID(st) != gid {
+		if err := os.Chown(path, -1, gid); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("give %s to group %d: %w", path, gid, err)
+		}
 	}
 	if err := os.Chmod(path, 0o660); err != nil {
 		l.Close()
