@@ -58,7 +58,7 @@ step "a fresh Debian root"
 if [ ! -s "$ROOT_TAR" ]; then
 	mkdir -p "$(dirname "$ROOT_TAR")"
 	t=$(date +%s)
-	mmdebstrap --quiet --variant=minbase --include=adduser,systemd,passwd bookworm "$ROOT_TAR.part"
+	mmdebstrap --quiet --format=tar --variant=minbase --include=adduser,systemd,passwd bookworm "$ROOT_TAR.part"
 	mv "$ROOT_TAR.part" "$ROOT_TAR"
 	echo "made $ROOT_TAR in $(($(date +%s) - t)) s (kept for the next run)"
 fi
@@ -68,11 +68,11 @@ step "install"
 cp "$DEB" "$R/tmp/labpool.deb"
 in_root dpkg -i /tmp/labpool.deb >"$work/dpkg.log" 2>&1 || fail "dpkg -i"
 for f in /usr/bin/labpool /usr/lib/systemd/system/labpool.service /usr/lib/sysctl.d/60-labpool.conf; do
-	in_root dpkg -L labpool | grep -qx "$f" || fail "dpkg -L labpool does not list $f"
+	in_root dpkg -L labpool | grep -x "$f" >/dev/null || fail "dpkg -L labpool does not list $f"
 	[ -f "$R$f" ] || fail "$f missing"
 done
 [ "$(readlink "$R/usr/bin/labpool-agent")" = /usr/bin/labpool ] || fail "/usr/bin/labpool-agent is not a link to labpool"
-in_root /usr/bin/labpool version | grep -q . || fail "labpool version"
+in_root /usr/bin/labpool version | grep . >/dev/null || fail "labpool version"
 grep -qx 'net.core.rmem_max = 7500000' "$R/usr/lib/sysctl.d/60-labpool.conf" || fail "sysctl drop-in"
 IFS=: read -r _ _ uid gid _ home shell < <(in_root getent passwd labpool) || fail "no user labpool"
 [ "$uid" -lt 1000 ] && [ "$home" = /var/lib/labpool ] && [ "$shell" = /usr/sbin/nologin ] ||
@@ -105,9 +105,9 @@ for side in a b; do
 	ip -n $ns$side link set eth0 multicast on up && ip -n $ns$side link set lo up
 done
 mkdir -p "$R/run/labpool"
-chown "$unituser:$unituser" "$R/run/labpool" && chmod 0755 "$R/run/labpool"          # RuntimeDirectory=
+chown "$uid:$gid" "$R/run/labpool" && chmod 0755 "$R/run/labpool"          # RuntimeDirectory=
 mkdir -p "$R/var/lib/labpool"
-chown "$unituser:$unituser" "$R/var/lib/labpool" && chmod 0700 "$R/var/lib/labpool" # StateDirectory=
+chown "$uid:$gid" "$R/var/lib/labpool" && chmod 0700 "$R/var/lib/labpool" # StateDirectory=
 
 # start_agent: the unit's ExecStart, as its user, in its sandbox (see the top), in namespace a.
 start_agent() {
@@ -138,8 +138,15 @@ stop_agent() {
 }
 start_agent
 sock=$R/run/labpool/labpool.sock
-[ "$(stat -c '%a %U %G' "$sock")" = "660 labpool labpool" ] || fail "socket: $(stat -c '%a %U %G' "$sock"), want 660 labpool labpool"
+[ "$(stat -c '%a %u %g' "$sock")" = "660 $uid $gid" ] || fail "socket: $(stat -c '%a %u %g' "$sock"), want 660 $uid $gid (labpool)"
 grep -q 'serving the machine.s admins' "$work/system-agent.log" || fail "the agent does not serve the system socket"
+st=/proc/$agent_pid/status
+grep -q "^Uid:[[:space:]]*$uid[[:space:]]" "$st" && grep -q "^Groups:[[:space:]]*$gid[[:space:]]*$" "$st" &&
+	grep -q '^NoNewPrivs:[[:space:]]*1' "$st" && grep -q '^CapBnd:[[:space:]]*0000000000000000' "$st" &&
+	grep -q '^CapEff:[[:space:]]*0000000000000000' "$st" || fail "the agent runs with: $(grep -E '^(Uid|Groups|NoNewPrivs|Cap)' "$st")"
+[ "$(readlink /proc/$agent_pid/exe)" = "$R/usr/bin/labpool" ] || fail "the agent is $(readlink /proc/$agent_pid/exe), not the package's"
+if ip netns exec ${ns}a nsenter --mount=/proc/$agent_pid/ns/mnt touch "$R/usr/bin/x" 2>/dev/null; then fail "the agent's root is writable"; fi
+echo "the agent: uid $uid, groups $gid, no capabilities, no new privileges, its root read-only"
 
 ip netns exec ${ns}b env LABPOOL_SIMULATE_GPUS=1 "$PEER_BIN" --data "$work/peer" agent --iface eth0 --name peer >"$work/peer.log" 2>&1 &
 pids+=($!)
@@ -147,7 +154,7 @@ peer() { ip netns exec ${ns}b "$PEER_BIN" --data "$work/peer" "$@"; }
 wait_for 30 "the peer" peer nodes
 code=$(peer pool create | tail -n 1)
 in_root /usr/bin/labpool pool join "$code" >"$work/join.log" 2>&1 || fail "root's labpool pool join through the system socket: $(cat "$work/join.log")"
-sees() { in_root /usr/bin/labpool gpus | grep -q "$1" && peer gpus | grep -q "$2"; }
+sees() { in_root /usr/bin/labpool gpus | grep "$1" >/dev/null && peer gpus | grep "$2" >/dev/null; }
 sysname=$(in_root /usr/bin/labpool pool members | awk 'NR > 2 && $2 != "peer" { print $2; exit }')
 wait_for 60 "each agent to see the other's GPUs" sees peer "$sysname"
 echo "the packaged agent ($sysname) and the peer see each other's GPUs"
@@ -155,7 +162,7 @@ echo "the packaged agent ($sysname) and the peer see each other's GPUs"
 step "who administers the machine"
 in_root useradd -m -G labpool alice && in_root useradd -m bob
 as alice /usr/bin/labpool policy >"$work/alice.log" 2>&1 || fail "alice (group labpool): policy: $(cat "$work/alice.log")"
-as alice /usr/bin/labpool nodes | grep -q peer || fail "alice does not see the pool"
+as alice /usr/bin/labpool nodes | grep peer >/dev/null || fail "alice does not see the pool"
 if as bob /usr/bin/labpool nodes >"$work/bob.log" 2>&1; then fail "bob, outside group labpool, read the system agent"; fi
 grep -q 'adduser bob labpool' "$work/bob.log" || fail "bob is not told how to join: $(cat "$work/bob.log")"
 if as bob /usr/bin/labpool agent >"$work/bob-agent.log" 2>&1; then fail "bob started a second agent for the machine"; fi
@@ -191,7 +198,9 @@ deps=$(dpkg-deb -f "$DESKTOP_DEB" Depends)
 for d in "labpool (= $DEB_VERSION)" libgtk-3-0 libwebkit2gtk-4.1-0; do
 	case ", $deps," in *", $d,"*) ;; *) fail "labpool-desktop does not depend on $d: $deps" ;; esac
 done
-dpkg-deb -c "$DESKTOP_DEB" | grep -q '\./usr/bin/labpool-desktop$' || fail "no /usr/bin/labpool-desktop"
-dpkg-deb -c "$DESKTOP_DEB" | grep -q '\./usr/share/applications/labpool.desktop$' || fail "no desktop entry"
+files=$(dpkg-deb -c "$DESKTOP_DEB")
+grep -q '\./usr/bin/labpool-desktop$' <<<"$files" || fail "no /usr/bin/labpool-desktop"
+grep -q '\./usr/share/applications/labpool.desktop$' <<<"$files" || fail "no desktop entry"
+echo "depends on $deps; the window and its menu entry"
 
 echo "deb-test: ok in $(($(date +%s) - start)) s"
