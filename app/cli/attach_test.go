@@ -190,3 +190,30 @@ func TestAttachRefusedByMode(t *testing.T) {
 		t.Fatalf("got %q, want an ErrNotAdmin naming the group and the user", got)
 	}
 }
+
+// TestWebAttachesToSystemAgent: `labpool web` serves the UI for the system
+// agent rather than starting a daemon of its own, unless --data names one.
+func TestWebAttachesToSystemAgent(t *testing.T) {
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "system.sock")
+	systemAgent(t, sock, func(h http.Handler) http.Handler { return h })
+	t.Setenv("LABPOOL_SYSTEM_SOCKET", sock)
+	t.Setenv("LABPOOL_DATA", "")
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"web"}, sock},
+		{[]string{"--data", filepath.Join(dir, "mine"), "web"}, ""},
+	} {
+		var got *DaemonOptions
+		hooks := Hooks{Web: func(_ context.Context, o DaemonOptions, _ string) error { got = &o; return nil }}
+		if code, _, stderr := run(t, hooks, tc.args...); code != ExitOK || got == nil {
+			t.Fatalf("%v: exit %d %s", tc.args, code, stderr)
+		}
+		if got.AttachSocket != tc.want {
+			t.Fatalf("%v: AttachSocket %q, want %q", tc.args, got.AttachSocket, tc.want)
+		}
+	}
+}

@@ -50,6 +50,9 @@ type DaemonOptions struct {
 	// SystemSocket is where `agent --system` also serves the machine's
 	// admins (SystemSocket()); "" for every other agent.
 	SystemSocket string
+	// AttachSocket is the system agent's socket that `web` serves the UI
+	// for, when one runs and no data directory was named (Attach).
+	AttachSocket string
 }
 
 // Hooks run the long-lived verbs; main wires them to app/daemon so that this
@@ -273,6 +276,11 @@ loopback. "labpool policy" answers only on the local socket, not here.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.DataDir = g.dataDir
+			if sock, system, err := g.socket(cmd.Context()); err != nil {
+				return err
+			} else if system {
+				o.AttachSocket = sock
+			}
 			return hooks.Web(cmd.Context(), o, addr)
 		},
 	}

@@ -82,6 +82,10 @@ type Config struct {
 	// socket is web.SystemSocket.
 	SystemSocket string
 	AdminGroup   string
+	// AttachSocket, when set, is the socket of the agent already serving
+	// this machine (the system agent's) that RunWeb serves the UI for,
+	// rather than DataDir's.
+	AttachSocket string
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
