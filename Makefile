@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 GUI_TAGS  := production,webkit2_41
 APT_PKGS  := build-essential pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth \
              iproute2 chromium imagemagick jq curl docker.io busybox-static docker-registry desktop-file-utils prometheus \
-             slurm-wlm munge sudo
+             slurm-wlm munge sudo mmdebstrap gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
 GO_SRC    := $(shell find . -name '*.go' -not -path './frontend/*' 2>/dev/null) go.mod go.sum
@@ -123,6 +123,47 @@ check-install: desktop ## install into a temporary PREFIX, check every file and 
 	$(MAKE) --no-print-directory uninstall PREFIX="$$tmp/pre fix" >/dev/null && \
 	left=$$(find "$$tmp" -type f | wc -l) && test "$$left" -eq 0 && echo "uninstall: nothing left" || \
 	{ echo "check-install failed"; find "$$tmp" -type f; exit 1; }
+
+# ---- Debian packages (make deb): build/linux/deb holds the unit, the sysctl drop-in, the
+# maintainer scripts and nfpm's configs. nfpm is built once, from its module at a pinned version,
+# into bin/ (nothing in go.mod); CI keeps it with bin/ and Go's module and build caches.
+NFPM_VERSION := v2.45.2
+NFPM        := bin/nfpm-$(NFPM_VERSION)
+# dpkg wants a version that starts with a digit: a tag vX.Y.Z gives X.Y.Z, else 0.1.0~gitHASH.
+DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//; s/-/+/g' || true); echo $${v:-0.1.0~git$$(git rev-parse --short HEAD 2>/dev/null || echo 0)})
+DEB_DIR     := build/artifacts/deb
+DEB_SRC     := $(wildcard build/linux/deb/*)
+ARM64_CC    ?= aarch64-linux-gnu-gcc
+
+$(NFPM):
+	@mkdir -p bin/.nfpm
+	GOBIN=$(CURDIR)/bin/.nfpm GOFLAGS= $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+	mv bin/.nfpm/nfpm $@ && rmdir bin/.nfpm
+
+bin/linux-arm64/labpool: frontend/dist/index.html $(GO_SRC)
+	@command -v $(ARM64_CC) >/dev/null || { echo "the arm64 build needs $(ARM64_CC) (apt package gcc-aarch64-linux-gnu)"; exit 1; }
+	CGO_ENABLED=1 CC=$(ARM64_CC) GOARCH=arm64 $(GO) build -tags headless -ldflags '$(LDFLAGS)' -o $@ .
+
+# deb-pkg packs one package: $(1) name, $(2) arch, $(3) the binary (staged where its nfpm config
+# takes it from).
+define deb-pkg
+	install -D -m 0755 $(3) $(DEB_DIR)/stage/$(1)
+	ARCH=$(2) VERSION=$(DEB_VERSION) $(NFPM) package -p deb -f build/linux/deb/$(1).yaml -t $(DEB_DIR)/$(1)_$(DEB_VERSION)_$(2).deb
+	@size=$$(stat -c %s $(DEB_DIR)/$(1)_$(DEB_VERSION)_$(2).deb); echo "$(DEB_DIR)/$(1)_$(DEB_VERSION)_$(2).deb: $$((size/1024)) KiB"; \
+	  test $$size -le 12582912 || { echo "over the 12 MB budget of a .deb"; exit 1; }
+endef
+
+.PHONY: deb
+deb: $(NFPM) agent bin/linux-arm64/labpool build/bin/labpool ## build the .deb packages: labpool (amd64, arm64) and labpool-desktop (amd64) into build/artifacts/deb
+	@rm -f $(DEB_DIR)/*.deb
+	$(call deb-pkg,labpool,amd64,bin/labpool)
+	$(call deb-pkg,labpool,arm64,bin/linux-arm64/labpool)
+	$(call deb-pkg,labpool-desktop,amd64,build/bin/labpool)
+	@echo "no arm64 labpool-desktop: Debian 12 cannot install GTK's and WebKit's arm64 headers beside the amd64 toolchain (README)"
+
+.PHONY: deb-test
+deb-test: deb ## install the amd64 packages into a fresh Debian root (mmdebstrap, namespaces; root): files, user, unit, upgrade, remove, purge, the agent sandboxed in a pool
+	DEB_DIR=$(DEB_DIR) DEB_VERSION=$(DEB_VERSION) NFPM=$(NFPM) build/linux/deb/test.sh
 
 .PHONY: test
 test: deps frontend agent desktop ## run every test: unit (with -race), fuzz seeds, multi-host, browser, window

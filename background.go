@@ -23,8 +23,19 @@ import (
 // window (`labpool quit` stops it), from the headless build shipped beside
 // the window's binary (agentBinary). Where no agent can be started, the
 // daemon runs in this process and done stops it.
-func ensureAgent(ctx context.Context, cfg daemon.Config, log *slog.Logger) (socket string, done func() error, err error) {
-	socket = cli.SocketPath(cfg.DataDir)
+//
+// A system agent on systemSocket (the labpool package's service; "" when
+// the user named a data directory) comes first: the window attaches to it,
+// or, when it refuses this user, says which group to join and starts none.
+func ensureAgent(ctx context.Context, cfg daemon.Config, systemSocket string, log *slog.Logger) (socket string, done func() error, err error) {
+	socket, system, err := cli.Attach(ctx, systemSocket, cfg.DataDir)
+	if err != nil {
+		return "", nil, err
+	}
+	if system {
+		log.Info("attached to this machine's labpool system agent", "socket", socket)
+		return socket, func() error { return nil }, nil
+	}
 	if answers(ctx, socket) {
 		log.Info("attached to the running labpool daemon", "socket", socket)
 		return socket, func() error { return nil }, nil

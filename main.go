@@ -65,6 +65,7 @@ func daemonConfig(o cli.DaemonOptions) daemon.Config {
 	cfg := daemon.DefaultConfig()
 	cfg.DataDir, cfg.Name, cfg.Ifaces, cfg.Version = o.DataDir, o.Name, o.Ifaces, version
 	cfg.Metrics, cfg.MetricsAllowRemote, cfg.MetricsHosts = o.Metrics, o.MetricsAllowRemote, o.MetricsHosts
+	cfg.SystemSocket, cfg.AttachSocket = o.SystemSocket, o.AttachSocket
 	if o.Listen != "" {
 		cfg.Listen = o.Listen
 	}

@@ -44,7 +44,11 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	cfg := daemonConfig(cli.DaemonOptions{DataDir: dataDir, Listen: os.Getenv("LABPOOL_LISTEN")})
-	socket, done, err := ensureAgent(ctx, cfg, log)
+	systemSocket := cli.SystemSocket()
+	if os.Getenv("LABPOOL_DATA") != "" {
+		systemSocket = "" // the user's own data directory, by name
+	}
+	socket, done, err := ensureAgent(ctx, cfg, systemSocket, log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labpool:", err)
 		return cli.ExitFailure

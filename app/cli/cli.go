@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/labpool/labpool/app/web"
 	"github.com/spf13/cobra"
 )
 
@@ -46,6 +47,12 @@ type DaemonOptions struct {
 	// SlurmJobUser is the Unix account members' Slurm jobs run as when
 	// the policy maps them to none (agent --slurm-job-user).
 	SlurmJobUser string
+	// SystemSocket is where `agent --system` also serves the machine's
+	// admins (SystemSocket()); "" for every other agent.
+	SystemSocket string
+	// AttachSocket is the system agent's socket that `web` serves the UI
+	// for, when one runs and no data directory was named (Attach).
+	AttachSocket string
 }
 
 // Hooks run the long-lived verbs; main wires them to app/daemon so that this
@@ -91,8 +98,9 @@ func Main(args []string, hooks Hooks, stdout, stderr io.Writer) int {
 }
 
 type globals struct {
-	dataDir string
-	json    bool
+	dataDir   string
+	dataGiven bool // --data or LABPOOL_DATA named it: never the system agent's
+	json      bool
 }
 
 func newRoot(hooks Hooks) *cobra.Command {
@@ -105,6 +113,7 @@ func newRoot(hooks Hooks) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			g.dataGiven = g.dataDir != ""
 			if g.dataDir == "" {
 				g.dataDir = DefaultDataDir()
 			}
@@ -173,6 +182,24 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 	return usageError{errors.New(msg)}
 }
 
+// noSystemAgent refuses a user's own agent, started with no data directory
+// named, where the system agent serves this machine: the machine would be
+// in the pool twice, and its GPUs offered by two agents.
+func (g *globals) noSystemAgent(ctx context.Context) error {
+	if g.dataGiven {
+		return nil
+	}
+	sock, system, err := Attach(ctx, SystemSocket(), g.dataDir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("start an agent of your own: %w", err)
+	case system:
+		return fmt.Errorf("the labpool system agent already serves this machine (%s): the CLI and the window use it; "+
+			"a second agent needs its own --data and --listen", sock)
+	}
+	return nil
+}
+
 // DefaultDataDir is where labpool keeps its state when --data and
 // LABPOOL_DATA are not given.
 func DefaultDataDir() string {
@@ -200,7 +227,7 @@ func daemonFlags(c *cobra.Command, o *DaemonOptions, listenName string) {
 
 func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 	var o DaemonOptions
-	var slurm bool
+	var slurm, system bool
 	c := &cobra.Command{
 		Use:   "agent",
 		Short: "Run the daemon: advertise this machine, serve its GPUs, follow the pool",
@@ -208,6 +235,11 @@ func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.DataDir = g.dataDir
 			if err := checkMetrics(o); err != nil {
+				return err
+			}
+			if system {
+				o.SystemSocket = SystemSocket()
+			} else if err := g.noSystemAgent(cmd.Context()); err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("slurm") {
@@ -220,6 +252,8 @@ func agentCmd(g *globals, hooks Hooks) *cobra.Command {
 	metricsFlags(c, &o)
 	c.Flags().BoolVar(&slurm, "slurm", false, "stand for the Slurm cluster this machine submits to: jobs run through sbatch (SLURM_CONF and the Slurm commands on PATH); "+
 		"without the flag, when sinfo answers and no Docker engine is reachable; --slurm=false never")
+	c.Flags().BoolVar(&system, "system", false, "be this machine's system agent (the labpool package's service): also serve the local API on "+
+		web.SystemSocket+" (mode 0660) to root and the members of group "+web.AdminGroup)
 	c.Flags().StringVar(&o.SlurmDir, "slurm-dir", "", "where the agent keeps its records of a cluster's jobs: its own, closed to job accounts (default DATA/slurm)")
 	c.Flags().StringVar(&o.SlurmJobUser, "slurm-job-user", "labpool-jobs", "the Unix account members' Slurm jobs run as unless the policy gives them their own (policy --slurm-user); "+
 		"never the agent's own user: jobs run, write and read in its home")
@@ -242,6 +276,11 @@ loopback. "labpool policy" answers only on the local socket, not here.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.DataDir = g.dataDir
+			if sock, system, err := g.socket(cmd.Context()); err != nil {
+				return err
+			} else if system {
+				o.AttachSocket = sock
+			}
 			return hooks.Web(cmd.Context(), o, addr)
 		},
 	}

@@ -25,7 +25,11 @@ type reader interface {
 
 // connect returns a client of the running daemon, or ErrNoDaemon.
 func connect(ctx context.Context, g *globals) (*web.Client, error) {
-	c := web.NewClient(SocketPath(g.dataDir))
+	sock, _, err := g.socket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := web.NewClient(sock)
 	if err := c.Ping(ctx); err != nil {
 		if errors.Is(err, web.ErrNoDaemon) {
 			return nil, fmt.Errorf("no labpool daemon is running for %s: start `labpool agent` or open the app", g.dataDir)
@@ -38,8 +42,12 @@ func connect(ctx context.Context, g *globals) (*web.Client, error) {
 // open returns the daemon's view, or, with no daemon running, the replica's
 // last known state after a note on stderr that it may be stale.
 func open(ctx context.Context, g *globals, stderr io.Writer) (reader, func(), error) {
-	c := web.NewClient(SocketPath(g.dataDir))
-	err := c.Ping(ctx)
+	sock, _, err := g.socket(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := web.NewClient(sock)
+	err = c.Ping(ctx)
 	if err == nil {
 		return c, func() {}, nil
 	}
@@ -61,6 +69,16 @@ func open(ctx context.Context, g *globals, stderr io.Writer) (reader, func(), er
 	}
 	fmt.Fprintln(stderr, "labpool: no daemon is running; showing the last known state, which may be stale")
 	return app.NewReader(db, self), func() { db.Close() }, nil
+}
+
+// socket is the socket the verbs talk to: the system agent's when one runs
+// and no data directory was named (--data, LABPOOL_DATA), else the data
+// directory's.
+func (g *globals) socket(ctx context.Context) (string, bool, error) {
+	if g.dataGiven {
+		return SocketPath(g.dataDir), false, nil
+	}
+	return Attach(ctx, SystemSocket(), g.dataDir)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -19,10 +19,13 @@ import (
 )
 
 // running reports whether a daemon answers on dataDir's socket.
-func running(ctx context.Context, dataDir string) bool {
+func running(ctx context.Context, dataDir string) bool { return answers(ctx, Socket(dataDir)) }
+
+// answers reports whether a daemon answers on sock.
+func answers(ctx context.Context, sock string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return web.NewClient(Socket(dataDir)).Ping(ctx) == nil
+	return web.NewClient(sock).Ping(ctx) == nil
 }
 
 // Ensure makes sure a daemon serves cfg.DataDir: the one already running, or
@@ -72,9 +75,13 @@ func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 	if err != nil {
 		return err
 	}
-	if running(ctx, cfg.DataDir) {
-		log.Info("serving the web UI for the running daemon", "addr", l.Addr().String())
-		srv := &http.Server{Handler: web.Guard(attachedHandler(Socket(cfg.DataDir), assets), door.guard),
+	sock := Socket(cfg.DataDir)
+	if cfg.AttachSocket != "" {
+		sock = cfg.AttachSocket
+	}
+	if answers(ctx, sock) {
+		log.Info("serving the web UI for the running daemon", "addr", l.Addr().String(), "socket", sock)
+		srv := &http.Server{Handler: web.Guard(attachedHandler(sock, assets), door.guard),
 			ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 		fmt.Fprintln(out, door.url)
 		return serveUntil(ctx, srv, l)

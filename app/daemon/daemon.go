@@ -76,6 +76,16 @@ type Config struct {
 	Slurm        SlurmMode
 	SlurmDir     string
 	SlurmJobUser string
+	// SystemSocket, when set, also serves the local API there to root, the
+	// agent's user and the members of AdminGroup (web.ListenSystem,
+	// web.RequireAdmin): the system agent of the labpool package, whose
+	// socket is web.SystemSocket.
+	SystemSocket string
+	AdminGroup   string
+	// AttachSocket, when set, is the socket of the agent already serving
+	// this machine (the system agent's) that RunWeb serves the UI for,
+	// rather than DataDir's.
+	AttachSocket string
 }
 
 // DefaultConfig returns the settings of `labpool agent`.
@@ -287,6 +297,14 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	api := &http.Server{Handler: web.Handler(d.svc, nil, d.log), ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	g.Go(func() error { return serveUntil(ctx, api, sock) })
+	if d.cfg.SystemSocket != "" {
+		sys, err := d.systemServer(ctx)
+		if err != nil {
+			sock.Close()
+			return err
+		}
+		g.Go(func() error { return serveUntil(ctx, sys.srv, sys.l) })
+	}
 	g.Go(func() error { return d.telem.Run(ctx) })
 	samples, cancel := d.telem.Subscribe()
 	defer cancel()
