@@ -10,10 +10,23 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 GUI_TAGS  := production,webkit2_41
 APT_PKGS  := build-essential pkg-config libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth \
              iproute2 chromium imagemagick jq curl docker.io busybox-static docker-registry desktop-file-utils prometheus \
-             slurm-wlm munge sudo mmdebstrap gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+             slurm-wlm munge sudo mmdebstrap $(ARM64_APT)
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 FRONTEND_SRC := $(shell find frontend/src frontend/index.html frontend/package.json frontend/vite.config.ts -type f 2>/dev/null)
 GO_SRC    := $(shell find . -name '*.go' -not -path './frontend/*' 2>/dev/null) go.mod go.sum
+# linux/arm64 (DGX Spark, GB300 stations, Grace, Jetson): cross-built with Debian's gcc for
+# cgo (NVML), its tests run under qemu-user through binfmt_misc (make arm64-test).
+ARM64_APT  := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user qemu-user-binfmt
+ARM64_ENV  := GOOS=linux GOARCH=arm64 CGO_ENABLED=1 CC=aarch64-linux-gnu-gcc
+ARM64_LIBC := /usr/aarch64-linux-gnu
+MOCKNVML   ?= ../shared/mocknvml
+# The packages that touch the OS or cgo: NVML (against the arm64 build of NVIDIA's mock), /proc,
+# SQLite (modernc), keys and certificates, QUIC sockets, mDNS. qemu-user cannot join a multicast
+# group for the program it runs, so mDNS across namespaces runs on amd64 only (the same code:
+# TestNoArchCode). -short: the long property and load tests of sync/store and sync/peer take
+# minutes under emulation (190 s and 110 s) and run on amd64.
+ARM64_PKGS := ./node/gpu ./node/host ./sync/store ./sync/peer ./sync/transport ./discovery
+ARM64_SKIP := ^TestDiscovery(AcrossNamespaces|IPv4Only)$$
 # Every package but app/e2e, whose tests drive the real binaries (built by `make agent`) in
 # network namespaces and run without -race. Expanded only where a recipe uses it.
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /app/e2e)
@@ -63,6 +76,31 @@ run: desktop ## install what is missing, build and open the labpool window
 
 bin/labpool: frontend/dist/index.html $(GO_SRC)
 	CGO_ENABLED=1 $(GO) build -tags headless -ldflags '$(LDFLAGS)' -o $@ .
+
+bin/labpool-arm64: frontend/dist/index.html $(GO_SRC)
+	$(ARM64_ENV) $(GO) build -tags headless -ldflags '$(LDFLAGS)' -o $@ .
+
+# binfmt_misc runs an arm64 program through qemu-aarch64 (test binaries re-exec themselves, agents
+# start in namespaces). With no systemd to register it, it is registered here, once per boot.
+.PHONY: binfmt-arm64
+binfmt-arm64:
+	@mountpoint -q /proc/sys/fs/binfmt_misc || $(SUDO) mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+	@[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || $(SUDO) sh -c 'cat /usr/lib/binfmt.d/qemu-aarch64.conf > /proc/sys/fs/binfmt_misc/register'
+
+# The arm64 mock NVML with the mock's profiles beside it, as gputest.FindMock looks for them.
+bin/arm64-nvml: $(wildcard $(MOCKNVML)/arm64/*)
+	@test -d "$(MOCKNVML)/arm64" || { echo "no arm64 mock NVML at $(MOCKNVML)/arm64 (set MOCKNVML)"; exit 1; }
+	rm -rf $@ && mkdir -p $@
+	for f in "$(abspath $(MOCKNVML))"/arm64/* "$(abspath $(MOCKNVML))/profiles"; do ln -s "$$f" $@/; done
+
+# go test caches a package's result by its test binary's content hash (and the environment and
+# files it read): an unchanged package is not run under emulation again.
+.PHONY: arm64-test
+arm64-test: .deps-apt agent bin/labpool-arm64 bin/arm64-nvml binfmt-arm64 ## build for linux/arm64 and run its OS and cgo tests and an arm64+amd64 pool under qemu-user
+	QEMU_LD_PREFIX=$(ARM64_LIBC) LABPOOL_TEST_NVML=$(CURDIR)/bin/arm64-nvml $(ARM64_ENV) \
+	  $(GO) test -short -timeout 10m -skip '$(ARM64_SKIP)' $(ARM64_PKGS)
+	LABPOOL_BIN=$(CURDIR)/bin/labpool LABPOOL_ARM64_BIN=$(CURDIR)/bin/labpool-arm64 \
+	  $(GO) test -count=1 -timeout 5m -run '^(TestArm64Pool|TestNoArchCode)$$' ./app/e2e
 
 .PHONY: agent
 agent: bin/labpool ## build the headless daemon and CLI (no GTK/WebKit) into bin/labpool
@@ -133,16 +171,10 @@ NFPM        := bin/nfpm-$(NFPM_VERSION)
 DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//; s/-/+/g' || true); echo $${v:-0.1.0~git$$(git rev-parse --short HEAD 2>/dev/null || echo 0)})
 DEB_DIR     := build/artifacts/deb
 DEB_SRC     := $(wildcard build/linux/deb/*)
-ARM64_CC    ?= aarch64-linux-gnu-gcc
-
 $(NFPM):
 	@mkdir -p bin/.nfpm
 	GOBIN=$(CURDIR)/bin/.nfpm GOFLAGS= $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 	mv bin/.nfpm/nfpm $@ && rmdir bin/.nfpm
-
-bin/linux-arm64/labpool: frontend/dist/index.html $(GO_SRC)
-	@command -v $(ARM64_CC) >/dev/null || { echo "the arm64 build needs $(ARM64_CC) (apt package gcc-aarch64-linux-gnu)"; exit 1; }
-	CGO_ENABLED=1 CC=$(ARM64_CC) GOARCH=arm64 $(GO) build -tags headless -ldflags '$(LDFLAGS)' -o $@ .
 
 # deb-pkg packs one package: $(1) name, $(2) arch, $(3) the binary (staged where its nfpm config
 # takes it from).
@@ -154,10 +186,10 @@ define deb-pkg
 endef
 
 .PHONY: deb
-deb: $(NFPM) agent bin/linux-arm64/labpool build/bin/labpool ## build the .deb packages: labpool (amd64, arm64) and labpool-desktop (amd64) into build/artifacts/deb
+deb: $(NFPM) agent bin/labpool-arm64 build/bin/labpool ## build the .deb packages: labpool (amd64, arm64) and labpool-desktop (amd64) into build/artifacts/deb
 	@rm -f $(DEB_DIR)/*.deb
 	$(call deb-pkg,labpool,amd64,bin/labpool)
-	$(call deb-pkg,labpool,arm64,bin/linux-arm64/labpool)
+	$(call deb-pkg,labpool,arm64,bin/labpool-arm64)
 	$(call deb-pkg,labpool-desktop,amd64,build/bin/labpool)
 	@echo "no arm64 labpool-desktop: Debian 12 cannot install GTK's and WebKit's arm64 headers beside the amd64 toolchain (README)"
 
@@ -166,13 +198,13 @@ deb-test: deb ## install the amd64 packages into a fresh Debian root (mmdebstrap
 	DEB_DIR=$(DEB_DIR) DEB_VERSION=$(DEB_VERSION) NFPM=$(NFPM) build/linux/deb/test.sh
 
 .PHONY: test
-test: deps frontend agent desktop ## run every test: unit (with -race), fuzz seeds, multi-host, browser, window
+test: deps frontend agent desktop arm64-test ## run every test: unit (with -race), fuzz seeds, multi-host, browser, window
 	$(GO) vet ./...
 	$(GO) vet -tags headless ./...
 	cd frontend && npm test && npm run check
 	$(GO) test -race -count=1 -timeout 20m $(UNIT_PKGS)
 	LABPOOL_BIN=$(CURDIR)/bin/labpool LABPOOL_GUI_BIN=$(CURDIR)/build/bin/labpool \
-	  $(GO) test -count=1 -timeout 20m ./app/e2e
+	  $(GO) test -count=1 -timeout 20m -skip '^TestArm64Pool$$' ./app/e2e
 
 .PHONY: test-short
 test-short: ## unit tests only (no namespaces, browser or window)

@@ -164,6 +164,10 @@ type GPU struct {
 	// MemReservedBytes is memory the driver keeps for itself, neither used
 	// nor free (nvidia-smi's "Reserved"); 0 where the driver cannot say.
 	MemReservedBytes uint64 `json:"mem_reserved_bytes"`
+	// MemUnified: the GPU shares the system's memory (a GB10, DGX Spark):
+	// MemUsedBytes and MemTotalBytes are the machine's, as its host meter
+	// shows them; shown labelled "unified".
+	MemUnified bool `json:"mem_unified,omitempty"`
 }
 
 // GPUClear is a quarantine an owner cleared (`labpool gpu clear`).

@@ -353,7 +353,7 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 // planGPU is g's state for spec, and why it is kept from a new job ("" when
 // free or merely small).
 func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
-	pg := PlanGPU{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotalBytes: g.MemTotalBytes, MemUsedBytes: g.MemUsedBytes, UtilPercent: g.UtilPercent}
+	pg := PlanGPU{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotalBytes: g.MemTotalBytes, MemUsedBytes: g.MemUsedBytes, MemUnified: g.MemUnified, UtilPercent: g.UtilPercent}
 	if j, held := holder[g.UUID]; held {
 		pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
 		return pg, fmt.Sprintf("job %s of %s", j.Name, j.OwnerName)
@@ -371,7 +371,7 @@ func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
 	case g.Processes > 0:
 		pg.State = GPUBusy
 		return pg, "a process outside labpool"
-	case g.MemTotalBytes < spec.MinGPUMemBytes:
+	case jobs.GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified) < spec.MinGPUMemBytes:
 		pg.State = GPUSmall
 	default:
 		pg.State = GPUFree

@@ -109,6 +109,7 @@ type PlanGPU struct {
 	Name          string  `json:"name"`
 	MemTotalBytes uint64  `json:"mem_total_bytes"`
 	MemUsedBytes  uint64  `json:"mem_used_bytes"`
+	MemUnified    bool    `json:"mem_unified,omitempty"` // the system's memory (see GPU.MemUnified)
 	UtilPercent   float64 `json:"util_percent"`
 	State         string  `json:"state"`                // GPUFree, GPUSmall, GPUHeld or GPUBusy
 	Job           string  `json:"job,omitempty"`        // the holding job's ID

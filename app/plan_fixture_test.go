@@ -37,6 +37,8 @@ func TestPlanFixtureAgrees(t *testing.T) {
 		cool.GPUs[i].UtilPercent = 30
 	}
 	nodes = append(nodes, cool)
+	nodes = append(nodes, Node{ID: "SPARK", Name: "spark", Online: true, Containers: true, GPUs: []GPU{{Index: 0, UUID: "SPARK-gpu0",
+		Name: "NVIDIA GB10", MemTotalBytes: 119 * gib, MemUsedBytes: 100 * gib, MemUnified: true}}})
 	type planCase struct {
 		Named string    `json:"named"`
 		Spec  jobs.Spec `json:"spec"`
@@ -48,7 +50,7 @@ func TestPlanFixtureAgrees(t *testing.T) {
 		{MinGPUMemBytes: 20 * gib},
 	}
 	specs = append(specs, jobs.Spec{GPUs: 3}, jobs.Spec{GPUs: 4}, jobs.Spec{GPUs: 5}, jobs.Spec{GPUs: 8})
-	for _, named := range []string{"", "BIG", "SMALL", "OFF", "NOCT", "CPU", "NV"} {
+	for _, named := range []string{"", "BIG", "SMALL", "OFF", "NOCT", "CPU", "NV", "SPARK"} {
 		for _, s := range specs {
 			cases = append(cases, planCase{Named: named, Spec: s})
 		}

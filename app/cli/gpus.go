@@ -90,8 +90,8 @@ func writeGPUs(w io.Writer, gpus []app.GPU) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tGPU\tNAME\tUTIL\tMEMORY\tTEMP\tPOWER\tHEALTH\tJOB")
 	for _, g := range gpus {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\t%s/%s\t%.0f°C\t%.0f/%.0f W\t%s\t%s\n", g.NodeName, g.Index, g.Name,
-			g.UtilPercent, Bytes(g.MemUsedBytes), Bytes(g.MemTotalBytes), g.TempC, g.PowerW, g.PowerLimitW,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\t%s\t%.0f°C\t%.0f/%.0f W\t%s\t%s\n", g.NodeName, g.Index, g.Name,
+			g.UtilPercent, gpuMemory(g), g.TempC, g.PowerW, g.PowerLimitW,
 			health(g.Health, g.HealthReason), jobLabel(g))
 		for _, p := range g.ProcessList {
 			fmt.Fprintf(tw, "\t\t  pid %d\t\t%s\t\t\t\t%s\n", p.PID, Bytes(p.MemBytes), processOwner(g, p))
@@ -101,6 +101,16 @@ func writeGPUs(w io.Writer, gpus []app.GPU) error {
 		return err
 	}
 	return writeTopology(w, gpus)
+}
+
+// gpuMemory is a GPU's memory, used/total; "unified" where it is the
+// system's (a GB10, DGX Spark), which the node's host memory shows too.
+func gpuMemory(g app.GPU) string {
+	m := Bytes(g.MemUsedBytes) + "/" + Bytes(g.MemTotalBytes)
+	if g.MemUnified {
+		m += " unified"
+	}
+	return m
 }
 
 // health is a GPU's health with its reason: "quarantined: XID 79 (...)".

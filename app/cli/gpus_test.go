@@ -19,6 +19,8 @@ func TestWriteGPUsHealth(t *testing.T) {
 		{NodeName: "old", Index: 0, Name: "NVIDIA T4"}, // a daemon older than health
 		// A job whose record has not arrived: its short ID.
 		{NodeName: "old", Index: 1, Name: "NVIDIA T4", Job: "0123456789abcdef0123"},
+		// A DGX Spark: the system's memory, unified.
+		{NodeName: "spark", Index: 0, Name: "NVIDIA GB10", MemUsedBytes: 40 << 30, MemTotalBytes: 119 << 30, MemUnified: true},
 	}
 	var b strings.Builder
 	if err := writeGPUs(&b, gpus); err != nil {
@@ -33,13 +35,14 @@ func TestWriteGPUsHealth(t *testing.T) {
 		"quarantined: XID 79 (GPU has fallen off the bus)",
 		"warning: throttled: hw_thermal_slowdown",
 		"pid 99", "outside labpool",
+		"40.0 GiB/119.0 GiB unified",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("labpool gpus does not say %q", want)
 		}
 	}
-	if lines := strings.Count(out, "\n"); lines != 8 {
-		t.Errorf("%d lines; want a header, 5 GPUs and 2 processes", lines)
+	if lines := strings.Count(out, "\n"); lines != 9 {
+		t.Errorf("%d lines; want a header, 6 GPUs and 2 processes", lines)
 	}
 	for _, hash := range []string{"7e82623a8db42109", "PKPK-MOXV", "0123456789abcdef0123"} {
 		if strings.Contains(out, hash) {

@@ -151,8 +151,8 @@ func renderWatch(nodes []app.Node, now time.Time, width int) string {
 			fmt.Fprintf(&b, "  %s\n", dimStyle.Render(msg))
 		}
 		for _, g := range n.GPUs {
-			fmt.Fprintf(&b, "  GPU%-2d %s %5.1f%%  mem %s/%s  %3.0f°C  %4.0f/%.0f W  %s  %s  %s\n", g.Index,
-				bar(g.UtilPercent, 12), g.UtilPercent, Bytes(g.MemUsedBytes), Bytes(g.MemTotalBytes),
+			fmt.Fprintf(&b, "  GPU%-2d %s %5.1f%%  mem %s  %3.0f°C  %4.0f/%.0f W  %s  %s  %s\n", g.Index,
+				bar(g.UtilPercent, 12), g.UtilPercent, gpuMemory(g),
 				g.TempC, g.PowerW, g.PowerLimitW, watchHealth(g), watchJob(g), dimStyle.Render(g.Name))
 		}
 		b.WriteString("\n")

@@ -85,6 +85,9 @@ type host struct {
 	ip   string
 	data string
 	env  []string // extra environment of its labpool processes
+	// bin is the labpool binary this host runs: "" for the global bin
+	// (LABPOOL_BIN); an arm64 host's under qemu-user (arm64_test.go).
+	bin string
 
 	mu   sync.Mutex // guards proc, log and logs
 	proc *exec.Cmd
@@ -157,7 +160,7 @@ func (h *host) start(args ...string) {
 	if h.proc != nil {
 		h.lan.t.Fatalf("%s: a labpool process is already running", h.name)
 	}
-	full := append([]string{"netns", "exec", h.ns, bin, "--data", h.data}, args...)
+	full := append([]string{"netns", "exec", h.ns, h.binary(), "--data", h.data}, args...)
 	cmd := exec.Command("ip", full...)
 	h.log = &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = h.log, h.log
@@ -168,6 +171,14 @@ func (h *host) start(args ...string) {
 	}
 	h.proc = cmd
 	go cmd.Wait()
+}
+
+// binary is the labpool binary h runs.
+func (h *host) binary() string {
+	if h.bin != "" {
+		return h.bin
+	}
+	return bin
 }
 
 // agent starts `labpool agent` named after the host.
@@ -257,7 +268,7 @@ func lastLines(s string, n int) string {
 // exit status.
 func (h *host) cli(args ...string) (stdout, stderr string, code int) {
 	h.lan.t.Helper()
-	full := append([]string{"netns", "exec", h.ns, bin, "--data", h.data}, args...)
+	full := append([]string{"netns", "exec", h.ns, h.binary(), "--data", h.data}, args...)
 	cmd := exec.Command("ip", full...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e

@@ -53,9 +53,15 @@ func (h *host) useMockNVML(profile string) *mockNVML {
 // useMockNVMLText is useMockNVML with the profile's text given (for example
 // a profile read with readMockProfile and edited).
 func (h *host) useMockNVMLText(profile string) *mockNVML {
+	h.lan.t.Helper()
+	return h.useMockNVMLLib(findMockNVML(h.lan.t), profile)
+}
+
+// useMockNVMLLib is useMockNVMLText with the library given (an arm64
+// host's, arm64_test.go).
+func (h *host) useMockNVMLLib(lib gputest.Mock, profile string) *mockNVML {
 	t := h.lan.t
 	t.Helper()
-	lib := findMockNVML(t)
 	tmp := filepath.Join(t.TempDir(), "nvml-"+h.name)
 	dir := filepath.Join(tmp, "lib")
 	if err := lib.LinkDir(dir); err != nil {

@@ -82,7 +82,7 @@ function planNode(n, spec, jobs) {
   const cands = [] // the GPUs free that match, as placement weighs them
   const gpus = n.gpus ?? []
   for (const g of gpus) {
-    const pg = { index: g.index, uuid: g.uuid, name: g.name, mem_total_bytes: g.mem_total_bytes, mem_used_bytes: g.mem_used_bytes, util_percent: g.util_percent, state: 'free' }
+    const pg = { index: g.index, uuid: g.uuid, name: g.name, mem_total_bytes: g.mem_total_bytes, mem_used_bytes: g.mem_used_bytes, ...(g.mem_unified ? { mem_unified: true } : {}), util_percent: g.util_percent, state: 'free' }
     const j = holder.get(g.uuid)
     if (j) {
       Object.assign(pg, { state: 'held', job: j.id, job_name: j.name, owner: j.owner, owner_name: j.owner_name })
@@ -96,7 +96,7 @@ function planNode(n, spec, jobs) {
     } else if (g.processes > 0) {
       pg.state = 'busy'
       busy.push(`GPU ${g.index}: a process outside labpool`)
-    } else if (g.mem_total_bytes < (spec.min_gpu_mem_bytes ?? 0)) {
+    } else if (gpuMemFor(g) < (spec.min_gpu_mem_bytes ?? 0)) {
       pg.state = 'small'
     }
     if (pg.state === 'free' || pg.state === 'small') {
@@ -155,6 +155,12 @@ function weighed(placement) {
 const HOT_C = 85
 const MAX_SETS = 20000
 const PCIE = { PIX: 1, PXB: 2, PHB: 3, NODE: 4, SYS: 5, '': 5 }
+// gpuMemFor is jobs.GPUMemFor: all of a discrete GPU's memory, what the
+// system has free on a unified one (a GB10).
+function gpuMemFor(g) {
+  return g.mem_unified ? Math.max(0, g.mem_total_bytes - g.mem_used_bytes) : g.mem_total_bytes
+}
+
 function hot(g) {
   const t = g.temp_c.toFixed(0)
   if (g.health === 'warning') return g.health_reason ? `${g.health_reason} at ${t} °C` : `warning at ${t} °C`
@@ -321,7 +327,7 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
     const n = nodeOf(j.node)
     if (!n?.online) return false
     const holders = held(n.id)
-    const free = (n.gpus ?? []).filter((g) => !holders.has(g.uuid) && g.mem_total_bytes >= (j.spec.min_gpu_mem_bytes ?? 0))
+    const free = (n.gpus ?? []).filter((g) => !holders.has(g.uuid) && gpuMemFor(g) >= (j.spec.min_gpu_mem_bytes ?? 0))
     let grant
     if (j.spec.gpu_ids?.length) {
       grant = j.spec.gpu_ids.map((i) => free.find((g) => g.index === i))

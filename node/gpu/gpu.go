@@ -27,11 +27,15 @@ var ErrClosed = errors.New("gpu sampler closed")
 
 // Info is what changes rarely about a GPU, read once in Open.
 type Info struct {
-	Index         int     `json:"index"` // NVML index
-	UUID          string  `json:"uuid"`
-	Name          string  `json:"name"`
-	MemTotalBytes uint64  `json:"mem_total_bytes"`
-	PowerLimitW   float64 `json:"power_limit_w"`
+	Index         int    `json:"index"` // NVML index
+	UUID          string `json:"uuid"`
+	Name          string `json:"name"`
+	MemTotalBytes uint64 `json:"mem_total_bytes"`
+	// MemUnified: the GPU shares the system's memory (a GB10, DGX Spark),
+	// NVML answered NOT_SUPPORTED for its memory, and MemTotalBytes is the
+	// system's (unified.go).
+	MemUnified  bool    `json:"mem_unified,omitempty"`
+	PowerLimitW float64 `json:"power_limit_w"`
 	// PCIBusID, Links and MIG are read in Open (topology.go), and again
 	// when a GPU appears or is lost or MIG changes (recheck.go): the GPU's
 	// PCI address, how it reaches each other GPU here, and its MIG mode and
@@ -87,6 +91,9 @@ type Stats struct {
 	// memory info): neither used (MemUsedBytes) nor free; 0 where the
 	// driver has no v2.
 	MemReservedBytes uint64 `json:"mem_reserved_bytes"`
+	// MemUnified: the memory figures are the system's, which this GPU
+	// shares (see Info.MemUnified); the host's meter shows the same memory.
+	MemUnified bool `json:"mem_unified,omitempty"`
 }
 
 // Health states of a GPU.

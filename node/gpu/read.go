@@ -58,8 +58,9 @@ func ask[T any](r *readings, what string, call func() (T, nvml.Return)) (T, bool
 	return v, r.ok(what, ret)
 }
 
-// readInfo reads what Open records about device i.
-func readInfo(i int, d Device) Info {
+// readInfo reads what Open records about device i. A GPU whose memory NVML
+// does not support shares the system's (unified.go): sysMem reads it.
+func readInfo(i int, d Device, sysMem func() (total, used uint64, err error)) Info {
 	var r readings
 	info := Info{Index: i}
 	if uuid, ret := d.GetUUID(); r.ok("uuid", ret) {
@@ -68,8 +69,14 @@ func readInfo(i int, d Device) Info {
 	if name, ret := d.GetName(); r.ok("name", ret) {
 		info.Name = name
 	}
-	if mem, ret := d.GetMemoryInfo(); r.ok("memory", ret) {
+	mem, ret := d.GetMemoryInfo()
+	if r.ok("memory", ret) {
 		info.MemTotalBytes = mem.Total
+	} else if ret == nvml.ERROR_NOT_SUPPORTED {
+		info.MemUnified = true
+		if total, _, err := sysMem(); err == nil { // a failure is said by each sample
+			info.MemTotalBytes = total
+		}
 	}
 	if mw, ret := d.GetEnforcedPowerLimit(); r.ok("power limit", ret) {
 		info.PowerLimitW = float64(mw) / 1000
@@ -84,7 +91,7 @@ func readInfo(i int, d Device) Info {
 // now or later: its calls would only fail again.
 func readStats(info Info, d Device, h *health, st *devState, now time.Time) Stats {
 	r := readings{skip: st.skip}
-	s := Stats{Index: info.Index, UUID: info.UUID, Name: info.Name, MemTotalBytes: info.MemTotalBytes,
+	s := Stats{Index: info.Index, UUID: info.UUID, Name: info.Name, MemTotalBytes: info.MemTotalBytes, MemUnified: info.MemUnified,
 		FanPercent: -1, PState: -1, Processes: []Process{}, Throttle: []string{}}
 	if h.lost {
 		s.Error, s.XIDErrors = h.lostReason, h.xids
@@ -98,7 +105,7 @@ func readStats(info Info, d Device, h *health, st *devState, now time.Time) Stat
 				s.UtilPercent, s.MemUtilPercent = float64(u.Gpu), float64(u.Memory)
 			}
 		},
-		func() { readMemory(&r, d, &s) },
+		func() { readMemory(&r, d, st, &s) },
 		func() {
 			if t, ok := ask(&r, "temperature", func() (uint32, nvml.Return) { return d.GetTemperature(nvml.TEMPERATURE_GPU) }); ok {
 				s.TempC = float64(t)
@@ -125,7 +132,12 @@ func readStats(info Info, d Device, h *health, st *devState, now time.Time) Stat
 // readMemory reads memory as nvidia-smi shows it: NVML's v2 memory info
 // keeps the driver's reserved memory apart from used (v1 counts it as used,
 // hundreds of MiB on an idle GPU). A driver without v2 (before R510) gets v1.
-func readMemory(r *readings, d Device, s *Stats) {
+// A GPU with unified memory shows the system's (readUnified).
+func readMemory(r *readings, d Device, st *devState, s *Stats) {
+	if s.MemUnified {
+		readUnified(r, st, s)
+		return
+	}
 	if mem, ok := ask(r, "memory", d.GetMemoryInfo_v2); ok {
 		s.MemUsedBytes, s.MemReservedBytes, s.MemTotalBytes = mem.Used, mem.Reserved, mem.Total
 		return

@@ -92,10 +92,10 @@ func (s *Sampler) openAppeared(infos *[]Info) bool {
 		if ret != nvml.SUCCESS {
 			continue // hidden from us, as it may have been at Open
 		}
-		*infos = append(*infos, readInfo(i, d))
+		*infos = append(*infos, readInfo(i, d, s.cfg.SystemMemory))
 		s.devs = append(s.devs, d)
 		s.health = append(s.health, health{})
-		s.state = append(s.state, devState{skip: map[string]bool{}})
+		s.state = append(s.state, newDevState(s.cfg.SystemMemory))
 		if s.events != nil {
 			d.RegisterEvents(nvml.EventTypeXidCriticalError, s.events)
 		}

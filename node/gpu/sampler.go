@@ -22,6 +22,10 @@ type Config struct {
 	// TopologyEvery is how often a Sample checks for GPUs that appeared
 	// and for changes of MIG (recheck.go).
 	TopologyEvery time.Duration
+	// SystemMemory reads the system's memory, total and used (total less
+	// available), for a GPU with unified memory (unified.go); nil means
+	// gopsutil's reading.
+	SystemMemory func() (total, used uint64, err error)
 }
 
 // DefaultConfig returns the configuration the daemon uses.
@@ -63,6 +67,12 @@ type devState struct {
 	energy  energy
 	limitW  float64
 	limitAt time.Time // when limitW was read; zero: never
+	// sysMem reads the system's memory, for a GPU with unified memory.
+	sysMem func() (total, used uint64, err error)
+}
+
+func newDevState(sysMem func() (total, used uint64, err error)) devState {
+	return devState{skip: map[string]bool{}, sysMem: sysMem}
 }
 
 // maxEvents bounds the events drained in one Sample.
@@ -83,6 +93,9 @@ func OpenLibrary(lib Library, cfg Config) (*Sampler, error) {
 	}
 	if cfg.TopologyEvery <= 0 {
 		cfg.TopologyEvery = DefaultConfig().TopologyEvery
+	}
+	if cfg.SystemMemory == nil {
+		cfg.SystemMemory = systemMemory
 	}
 	s := &Sampler{lib: lib, cfg: cfg, sem: make(chan struct{}, 1), now: time.Now}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
@@ -133,7 +146,7 @@ func (s *Sampler) openDevices() error {
 			errs = append(errs, fmt.Errorf("open gpu %d: %w", i, ret))
 			continue
 		}
-		s.infos = append(s.infos, readInfo(i, d))
+		s.infos = append(s.infos, readInfo(i, d, s.cfg.SystemMemory))
 		s.devs = append(s.devs, d)
 	}
 	if n > 0 && len(s.devs) == 0 { // some GPUs may be hidden from us; none is an error
@@ -143,7 +156,7 @@ func (s *Sampler) openDevices() error {
 	s.health = make([]health, len(s.devs))
 	s.state = make([]devState, len(s.devs))
 	for i := range s.state {
-		s.state[i].skip = map[string]bool{}
+		s.state[i] = newDevState(s.cfg.SystemMemory)
 	}
 	for _, k := range lost {
 		s.health[k].lost, s.health[k].lostReason = true, "GPU is lost (open: ERROR_GPU_IS_LOST)"

@@ -43,7 +43,8 @@ type BusyGPU struct {
 	Reserved  bool   // kept for a queued job that waited too long (Job)
 	External  bool   // used by a process outside labpool
 	TooSmall  bool   // less memory than asked
-	MemBytes  uint64 // its memory, when TooSmall
+	MemBytes  uint64 // its memory, when TooSmall: what GPUMemFor offers
+	Unified   bool   // TooSmall, and MemBytes is the system's free memory
 	// Quarantined and Lost: a GPU with a critical fault, or one NVML lost,
 	// goes to no new job; Reason says which fault.
 	Quarantined bool
@@ -66,6 +67,8 @@ func (b BusyGPU) String() string {
 		return fmt.Sprintf("GPU %d: MIG on (ask for one of its instances by UUID: labpool gpus lists them)", b.Index)
 	case b.External:
 		return fmt.Sprintf("GPU %d: a process outside labpool", b.Index)
+	case b.TooSmall && b.Unified:
+		return fmt.Sprintf("GPU %d: %d GiB free of unified memory, less than asked", b.Index, b.MemBytes>>30)
 	case b.TooSmall:
 		return fmt.Sprintf("GPU %d: %d MiB, less than asked", b.Index, b.MemBytes>>20)
 	case b.Owner != "":
@@ -218,8 +221,8 @@ func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[strin
 		b.MIGOn = true
 	case external[g.UUID]:
 		b.External = true
-	case g.MemTotalBytes < minMem:
-		b.TooSmall, b.MemBytes = true, g.MemTotalBytes
+	case GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified) < minMem:
+		b.TooSmall, b.MemBytes, b.Unified = true, GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified), g.MemUnified
 	default:
 		return b, false
 	}

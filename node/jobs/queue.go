@@ -88,7 +88,7 @@ func reserve(j Job, gpus []gpu.Stats, granted map[string]string, blocked map[str
 		if len(req.Indexes) > 0 && !slices.Contains(req.Indexes, g.Index) {
 			continue
 		}
-		if granted[g.UUID] != "" || blocked[g.UUID] || g.MemTotalBytes < req.MinMemBytes {
+		if granted[g.UUID] != "" || blocked[g.UUID] || GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified) < req.MinMemBytes {
 			continue
 		}
 		out = append(out, g.UUID)

@@ -247,6 +247,7 @@ export interface GPU {
   links: Link[] | null
   mig?: MIG | null
   mem_reserved_bytes: number
+  mem_unified?: boolean
 }
 
 /** app.GPUClear */
@@ -539,6 +540,7 @@ export interface PlanGPU {
   name: string
   mem_total_bytes: number
   mem_used_bytes: number
+  mem_unified?: boolean
   util_percent: number
   state: string
   job?: string
