@@ -1,5 +1,3 @@
-//go:build !headless
-
 package main
 
 import (
@@ -31,7 +29,7 @@ func ensureAgent(ctx context.Context, cfg daemon.Config, log *slog.Logger) (sock
 	}
 	if os.Getenv("LABPOOL_WINDOW_DAEMON") != "inprocess" {
 		bin, err := startAgent(ctx, cfg, socket)
-		if _, headless := agentBinary(bin); err == nil && !headless {
+		if _, headless := agentBinary(bin); err == nil && !headless && openWindow != nil {
 			log.Warn("no "+agentBinaryName+" beside the window's binary: the agent runs from the window's own, "+
 				"its GUI libraries loaded (about 40 MB more)", "program", bin)
 		}
