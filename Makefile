@@ -197,8 +197,45 @@ deb: $(NFPM) agent bin/labpool-arm64 build/bin/labpool ## build the .deb package
 deb-test: deb ## install the amd64 packages into a fresh Debian root (mmdebstrap, namespaces; root): files, user, unit, upgrade, remove, purge, the agent sandboxed in a pool
 	DEB_DIR=$(DEB_DIR) DEB_VERSION=$(DEB_VERSION) NFPM=$(NFPM) build/linux/deb/test.sh
 
+# The headless binary for each OS and architecture a lab's machines run. NVML is
+# read only on Linux with cgo (node/gpu): linux/arm64 is built with the aarch64
+# cross compiler (apt package gcc-aarch64-linux-gnu), macOS and Windows without cgo.
+DIST_TARGETS := linux/amd64 linux/arm64 darwin/arm64 darwin/amd64 windows/amd64
+DIST_MAX_MB  := 25
+# The Linux binaries are the ones the tests run (bin/labpool, bin/labpool-arm64): built once.
+DIST_CROSS   := $(filter-out linux/%,$(DIST_TARGETS))
+dist_bin = dist/labpool-$(subst /,-,$(1))$(if $(findstring windows,$(1)),.exe)
+
+define dist-rule
+$(call dist_bin,$(1)): frontend/dist/index.html $$(GO_SRC)
+	GOOS=$(word 1,$(subst /, ,$(1))) GOARCH=$(word 2,$(subst /, ,$(1))) \
+	  CGO_ENABLED=$(if $(findstring linux,$(1)),1,0) \
+	  $(if $(findstring linux/arm64,$(1)),CC=aarch64-linux-gnu-gcc) \
+	  $$(GO) build -trimpath -tags headless -ldflags '$$(LDFLAGS)' -o $$@ .
+	@size=$$$$(stat -c %s $$@); echo "$$@: $$$$((size / 1024 / 1024)) MB"; \
+	  test $$$$size -le $$$$(( $(DIST_MAX_MB) * 1024 * 1024 )) || { echo "$$@ is over $(DIST_MAX_MB) MB"; exit 1; }
+endef
+$(foreach t,$(DIST_CROSS),$(eval $(call dist-rule,$(t))))
+
+dist/labpool-linux-amd64: bin/labpool
+	install -D -m 0755 $< $@
+	@test $$(stat -c %s $@) -le $$(( $(DIST_MAX_MB) * 1024 * 1024 )) || { echo "$@ is over $(DIST_MAX_MB) MB"; exit 1; }
+dist/labpool-linux-arm64: bin/labpool-arm64
+	install -D -m 0755 $< $@
+	@test $$(stat -c %s $@) -le $$(( $(DIST_MAX_MB) * 1024 * 1024 )) || { echo "$@ is over $(DIST_MAX_MB) MB"; exit 1; }
+
+.PHONY: dist
+dist: $(foreach t,$(DIST_TARGETS),$(call dist_bin,$(t))) ## build the headless labpool for every OS and architecture into dist/ (each at most 25 MB)
+
+# macOS and Windows cannot run here (Wine 8 cannot start a Go 1.26 Windows binary:
+# bcryptprimitives.dll is missing), so their code is checked by vet, tests included.
+.PHONY: vet-cross
+vet-cross: ## go vet the headless build for macOS and Windows
+	GOOS=darwin GOARCH=arm64 $(GO) vet -tags headless ./...
+	GOOS=windows GOARCH=amd64 $(GO) vet -tags headless ./...
+
 .PHONY: test
-test: deps frontend agent desktop arm64-test ## run every test: unit (with -race), fuzz seeds, multi-host, browser, window
+test: deps frontend agent desktop dist vet-cross arm64-test ## run every test: unit (with -race), fuzz seeds, multi-host, browser, window
 	$(GO) vet ./...
 	$(GO) vet -tags headless ./...
 	cd frontend && npm test && npm run check
@@ -291,4 +328,4 @@ check: ## fail when gofmt, go mod tidy or go generate would change something, or
 
 .PHONY: clean
 clean: ## remove build outputs
-	rm -rf bin build/bin .deps-apt
+	rm -rf bin build/bin dist .deps-apt

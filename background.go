@@ -1,5 +1,3 @@
-//go:build !headless
-
 package main
 
 import (
@@ -42,7 +40,7 @@ func ensureAgent(ctx context.Context, cfg daemon.Config, systemSocket string, lo
 	}
 	if os.Getenv("LABPOOL_WINDOW_DAEMON") != "inprocess" {
 		bin, err := startAgent(ctx, cfg, socket)
-		if _, headless := agentBinary(bin); err == nil && !headless {
+		if _, headless := agentBinary(bin); err == nil && !headless && openWindow != nil {
 			log.Warn("no "+agentBinaryName+" beside the window's binary: the agent runs from the window's own, "+
 				"its GUI libraries loaded (about 40 MB more)", "program", bin)
 		}

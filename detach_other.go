@@ -1,4 +1,4 @@
-//go:build !headless && !unix
+//go:build !unix && !windows
 
 package main
 

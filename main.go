@@ -1,5 +1,6 @@
-// Command labpool pools a lab's GPU machines: with no arguments (desktop
-// build) it opens the window; with a verb it is the CLI or the daemon.
+// Command labpool pools a lab's GPU machines: with no arguments it opens the
+// window (desktop build) or the UI in the browser (headless build), starting
+// the agent if none runs; with a verb it is the CLI or the daemon.
 package main
 
 import (
@@ -39,6 +40,9 @@ func main() {
 	}
 	if len(os.Args) == 1 && openWindow != nil {
 		os.Exit(openWindow(assets, log))
+	}
+	if len(os.Args) == 1 { // the headless build: the agent, and the UI in the browser
+		os.Exit(openInBrowser(assets, log))
 	}
 	hooks := cli.Hooks{
 		Version: version,

@@ -94,6 +94,15 @@ type NodeInfo struct {
 	MemTotalBytes uint64    `json:"mem_total_bytes"`
 	Version       string    `json:"version"`
 	StartedAt     time.Time `json:"started_at"`
+	// GOOS and Arch are the OS and architecture the machine's labpool was
+	// built for, as Go names them ("darwin", "arm64"); "" where its agent
+	// does not say, or says something that is not such a name (rule "a
+	// machine's OS and architecture are short Go names").
+	GOOS string `json:"goos"`
+	Arch string `json:"arch"`
+	// BootTime is when the machine started, by its own clock; zero when
+	// unknown.
+	BootTime time.Time `json:"boot_time"`
 }
 
 // HostStats is one host sample, as the UI shows it.

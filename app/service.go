@@ -395,7 +395,33 @@ func nodeInfo(i agent.Info) NodeInfo {
 		Hostname: i.Host.Hostname, OS: i.Host.OS, Kernel: i.Host.Kernel,
 		CPUModel: i.Host.CPUModel, Cores: i.Host.Cores, MemTotalBytes: i.Host.MemTotalBytes,
 		Version: i.Version, StartedAt: i.StartedAt,
+		GOOS: goName(i.Host.GOOS), Arch: goName(i.Host.Arch), BootTime: bootTime(i.Host.BootTime),
 	}
+}
+
+// goName is name where it is one of Go's names of an OS or architecture
+// (lowercase letters and digits, at most 16), "" otherwise: the node record
+// is its machine's word, and a member can write anything there (rule "a
+// machine's OS and architecture are short Go names").
+func goName(name string) string {
+	if len(name) == 0 || len(name) > 16 {
+		return ""
+	}
+	for _, c := range name {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return ""
+		}
+	}
+	return name
+}
+
+// bootTime is a machine's boot time claim, Unix seconds; zero for none or
+// one past year 9999.
+func bootTime(sec uint64) time.Time {
+	if sec == 0 || sec > 253402300799 {
+		return time.Time{}
+	}
+	return time.Unix(int64(sec), 0).UTC()
 }
 
 // ErrForbidden means the pool refused this machine (for example a wrong join code).

@@ -10,7 +10,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
+	goruntime "runtime"
+	"strings"
 	"syscall"
 
 	"github.com/labpool/labpool/app/web"
@@ -201,19 +204,40 @@ func (g *globals) noSystemAgent(ctx context.Context) error {
 }
 
 // DefaultDataDir is where labpool keeps its state when --data and
-// LABPOOL_DATA are not given.
+// LABPOOL_DATA are not given: by this OS's convention (defaultDataDir).
 func DefaultDataDir() string {
-	if os.Geteuid() == 0 {
+	home, _ := os.UserHomeDir()
+	return defaultDataDir(goruntime.GOOS, os.Geteuid(), os.Getenv, home)
+}
+
+// defaultDataDir is DefaultDataDir for an OS (goos), a user (euid: 0 is
+// root; -1 on Windows), the environment and the home directory: XDG's
+// data directory on Linux (/var/lib/labpool for root), the user's
+// Application Support on macOS, %LOCALAPPDATA% on Windows (its ACL admits
+// only the user, SYSTEM and Administrators). The separator is the OS's,
+// whatever this machine's is, so that the rule is testable anywhere.
+func defaultDataDir(goos string, euid int, getenv func(string) string, home string) string {
+	join := func(elem ...string) string {
+		if goos == "windows" {
+			return strings.Join(elem, `\`)
+		}
+		return path.Join(elem...)
+	}
+	switch {
+	case goos == "windows" && getenv("LOCALAPPDATA") != "":
+		return join(getenv("LOCALAPPDATA"), "labpool")
+	case euid == 0 && goos == "linux":
 		return "/var/lib/labpool"
-	}
-	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
-		return filepath.Join(d, "labpool")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
+	case home == "":
 		return ".labpool"
+	case goos == "windows":
+		return join(home, "AppData", "Local", "labpool")
+	case goos == "darwin":
+		return join(home, "Library", "Application Support", "labpool")
+	case getenv("XDG_DATA_HOME") != "":
+		return join(getenv("XDG_DATA_HOME"), "labpool")
 	}
-	return filepath.Join(home, ".local", "share", "labpool")
+	return join(home, ".local", "share", "labpool")
 }
 
 // SocketPath is the local API's unix socket in a data directory.

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"syscall"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -35,15 +34,15 @@ func shareRWNote(w io.Writer, path, name string) {
 	if err != nil {
 		return
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	uid, ok := fileUID(fi)
 	if !ok {
 		return
 	}
-	if st.Uid == 0 {
+	if uid == 0 {
 		fmt.Fprintf(w, "note: %s belongs to root, so a job that mounts %s read-write writes as uid 65534 (nobody):"+
 			" its files there belong to nobody, and it can write only where nobody may (chown the folder to a user for jobs to write as that user)\n", path, name)
 		return
 	}
 	fmt.Fprintf(w, "note: a job that mounts %s read-write writes as %s's owner (uid %d):"+
-		" its files there belong to that user, who can read, change and delete them, and the job can change or delete that user's files in the folder\n", name, path, st.Uid)
+		" its files there belong to that user, who can read, change and delete them, and the job can change or delete that user's files in the folder\n", name, path, uid)
 }

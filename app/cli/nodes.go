@@ -18,7 +18,7 @@ func nodesCmd(g *globals) *cobra.Command {
 
 func writeNodes(w io.Writer, nodes []app.Node, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tID\tSTATE\tCPU\tMEMORY\tGPUS\tLAST SEEN")
+	fmt.Fprintln(tw, "NAME\tID\tSTATE\tOS\tCPU\tMEMORY\tGPUS\tLAST SEEN")
 	for _, n := range nodes {
 		cpu, mem := "-", "-"
 		if n.Host != nil {
@@ -32,12 +32,28 @@ func writeNodes(w io.Writer, nodes []app.Node, now time.Time) error {
 		case len(n.GPUs) == 0 && n.GPUError != "":
 			gpus = "0 (" + n.GPUError + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ShortID, state(n), cpu, mem, gpus, Ago(n.LastSeen, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ShortID, state(n), osArch(n.Info), cpu, mem, gpus, Ago(n.LastSeen, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	return writeClusters(w, nodes, now)
+}
+
+// osArch names a machine's OS and architecture for people: "macOS/arm64";
+// "-" where its agent does not say.
+func osArch(i app.NodeInfo) string {
+	if i.GOOS == "" {
+		return "-"
+	}
+	name := map[string]string{"darwin": "macOS", "windows": "Windows", "linux": "linux"}[i.GOOS]
+	if name == "" {
+		name = i.GOOS
+	}
+	if i.Arch == "" {
+		return name
+	}
+	return name + "/" + i.Arch
 }
 
 func state(n app.Node) string {

@@ -187,15 +187,17 @@ func TestWriteNodes(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	nodes := watchNodes(now)
 	nodes = append(nodes, app.Node{Name: "blank", ShortID: "BLNK-0000", GPUs: []app.GPU{}})
+	nodes[0].Info.GOOS, nodes[0].Info.Arch = "linux", "amd64"
+	nodes[1].Info.GOOS, nodes[1].Info.Arch = "darwin", "arm64"
 	var out bytes.Buffer
 	if err := writeNodes(&out, nodes, now); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := [][]string{
-		{"NAME", "ID", "STATE", "CPU", "MEMORY", "GPUS", "LAST SEEN"},
-		{"rig-one", "this machine", "50%", "4.0 GiB/16.0 GiB", "1", "now"},
-		{"rig-two", "online", "0", "now"},
+		{"NAME", "ID", "STATE", "OS", "CPU", "MEMORY", "GPUS", "LAST SEEN"},
+		{"rig-one", "this machine", "linux/amd64", "50%", "4.0 GiB/16.0 GiB", "1", "now"},
+		{"rig-two", "online", "macOS/arm64", "0", "now"},
 		{"rig-three", "offline", "0 (nvml: driver/library version mismatch)", "2h ago"},
 		{"blank", "offline", "-", "never"},
 	}

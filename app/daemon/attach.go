@@ -62,6 +62,12 @@ func RunWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 	return runWeb(ctx, cfg, addr, assets, log, os.Stdout)
 }
 
+// RunWebTo is RunWeb writing the UI's address to out instead of standard
+// output (`labpool` with no arguments opens it in the browser).
+func RunWebTo(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slog.Logger, out io.Writer) error {
+	return runWeb(ctx, cfg, addr, assets, log, out)
+}
+
 func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slog.Logger, out io.Writer) error {
 	if err := checkLoopback(addr); err != nil {
 		return err

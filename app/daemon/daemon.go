@@ -241,13 +241,13 @@ func (d *Daemon) openTelemetry(ctx context.Context) {
 	g, err := gpu.Open(gpu.DefaultConfig())
 	if d.cfg.SimulateGPUs > 0 {
 		d.log.Warn("simulating GPUs instead of reading NVML", "gpus", d.cfg.SimulateGPUs)
-		g, err = gpu.OpenLibrary(gpu.Simulated(d.cfg.SimulateGPUs, d.id.ID.String()), gpu.DefaultConfig())
+		g, err = gpu.OpenSimulated(d.cfg.SimulateGPUs, d.id.ID.String(), gpu.DefaultConfig())
 	}
 	switch {
 	case err == nil:
 		d.gpus, gpus = g, g
 	case errors.Is(err, gpu.ErrNoDriver):
-		d.log.Info("no NVIDIA GPU found: monitoring the host only")
+		d.log.Info("monitoring the host only", "gpus", err.Error())
 	default:
 		d.log.Warn("open nvml", "err", err)
 	}

@@ -2,6 +2,7 @@ package containers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/network"
+	"github.com/moby/profiles/seccomp"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -222,7 +224,10 @@ func TestUserAndCapabilities(t *testing.T) {
 // TestSeccompProfile: the set-ID syscalls are allowed only under the mode
 // condition, and nowhere unconditionally.
 func TestSeccompProfile(t *testing.T) {
-	p := jobProfile()
+	var p seccomp.Seccomp
+	if err := json.Unmarshal([]byte(Seccomp()), &p); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range p.Syscalls {
 		for _, n := range s.Names {
 			_, guarded := modeArg[n]

@@ -1,12 +1,10 @@
 package containers
 
 import (
+	"bytes"
+	_ "embed" // seccomp.json
 	"encoding/json"
-	"slices"
 	"sync"
-
-	"github.com/moby/profiles/seccomp"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // setIDBits are S_ISUID and S_ISGID: a file carrying either runs, on the
@@ -34,45 +32,24 @@ var modeArg = map[string]uint{
 // only allow rule for these syscalls is the conditional one.
 func Seccomp() string {
 	seccompOnce.Do(func() {
-		b, err := json.Marshal(jobProfile())
-		if err != nil {
-			panic("encode the seccomp profile: " + err.Error()) // static data: a bug
+		var b bytes.Buffer
+		if err := json.Compact(&b, seccompFile); err != nil {
+			panic("compact the seccomp profile: " + err.Error()) // embedded data: a bug
 		}
-		seccompJSON = string(b)
+		seccompJSON = b.String()
 	})
 	return seccompJSON
 }
+
+// seccompFile is jobProfile's output, written by TestSeccompFileIsJobProfile
+// (LABPOOL_UPDATE_SECCOMP=1) on Linux, where Docker's default profile
+// builds, and embedded so that an agent on macOS or Windows, whose engine
+// runs in a Linux VM, gives its jobs the same profile.
+//
+//go:embed seccomp.json
+var seccompFile []byte
 
 var (
 	seccompOnce sync.Once
 	seccompJSON string
 )
-
-func jobProfile() *seccomp.Seccomp {
-	p := seccomp.DefaultProfile()
-	guarded := func(n string) bool { _, ok := modeArg[n]; return ok || n == "openat2" }
-	for _, s := range p.Syscalls {
-		if s.Action == specs.ActAllow && len(s.Args) == 0 {
-			s.Names = slices.DeleteFunc(slices.Clone(s.Names), guarded)
-		}
-	}
-	p.Syscalls = slices.DeleteFunc(p.Syscalls, func(s *seccomp.Syscall) bool { return len(s.Names) == 0 && s.Name == "" })
-	names := make([]string, 0, len(modeArg))
-	for n := range modeArg {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		p.Syscalls = append(p.Syscalls, &seccomp.Syscall{
-			LinuxSyscall: specs.LinuxSyscall{Names: []string{n}, Action: specs.ActAllow,
-				Args: []specs.LinuxSeccompArg{{Index: modeArg[n], Value: setIDBits, ValueTwo: 0, Op: specs.OpMaskedEqual}}},
-			Comment: "labpool: no setuid or setgid bit on any file",
-		})
-	}
-	nosys := uint(38) // ENOSYS
-	p.Syscalls = append(p.Syscalls, &seccomp.Syscall{
-		LinuxSyscall: specs.LinuxSyscall{Names: []string{"openat2"}, Action: specs.ActErrno, ErrnoRet: &nosys},
-		Comment:      "labpool: openat2's mode is out of seccomp's sight; libc falls back to openat",
-	})
-	return p
-}

@@ -14,9 +14,19 @@
 // energy counter about 3 ms on an H200): what cannot change is read once,
 // in Open, the power limit once a minute, the energy counter once a minute
 // and when a grant begins or ends (ReadEnergy), the rest every sample.
+//
+// NVML is read only where go-nvml builds: Linux with cgo (its files whose
+// names say nvml, sampler, read, topology, recheck, energy and simulate carry
+// `//go:build linux && cgo`). Everywhere else (macOS, Windows, a Linux build
+// without cgo) nonvml.go gives the same API, whose Open says plainly that
+// this machine offers no GPUs: the types, health rules and XID names are
+// shared by both builds, so the rest of labpool builds on every OS alike.
 package gpu
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // ErrNoDriver means the NVIDIA driver (libnvidia-ml) is not installed or not
 // loaded here.
@@ -24,6 +34,27 @@ var ErrNoDriver = errors.New("no NVIDIA GPU found")
 
 // ErrClosed means the Sampler was closed.
 var ErrClosed = errors.New("gpu sampler closed")
+
+// Config configures a Sampler.
+type Config struct {
+	// LibraryPath is the NVML library to load; empty means the system's
+	// libnvidia-ml.so.1.
+	LibraryPath string
+	// Timeout bounds each batch of NVML calls: Open, one Sample, Close.
+	Timeout time.Duration
+	// TopologyEvery is how often a Sample checks for GPUs that appeared
+	// and for changes of MIG (recheck.go).
+	TopologyEvery time.Duration
+	// SystemMemory reads the system's memory, total and used (total less
+	// available), for a GPU with unified memory (unified.go); nil means
+	// gopsutil's reading.
+	SystemMemory func() (total, used uint64, err error)
+}
+
+// DefaultConfig returns the configuration the daemon uses.
+func DefaultConfig() Config {
+	return Config{Timeout: 3 * time.Second, TopologyEvery: time.Minute}
+}
 
 // Info is what changes rarely about a GPU, read once in Open.
 type Info struct {
@@ -116,4 +147,39 @@ type Process struct {
 	// Holder names the scheduler's job the process runs in, for people:
 	// "slurm job 123" (see Stats.Holder).
 	Holder string `json:"holder,omitempty"`
+}
+
+// Link is how one GPU reaches another GPU of the same machine, as
+// `nvidia-smi topo -m` shows it: NVLink (NV#) where they share links, and
+// their closest common PCIe ancestor in any case.
+type Link struct {
+	Peer     int    `json:"peer"`      // the other GPU's NVML index
+	PeerUUID string `json:"peer_uuid"` // the other GPU's UUID
+	// NVLinks is the number of active NVLink links between the two: direct
+	// links, plus, where both reach the same NVSwitch fabric, the fewer of
+	// their switch links (an HGX H100 reads 18). 0: no NVLink.
+	NVLinks int `json:"nvlinks"`
+	// PCIe is their closest common ancestor: PIX (one PCIe switch), PXB
+	// (several switches), PHB (a host bridge), NODE (one NUMA node), SYS
+	// (across NUMA nodes); "" where NVML cannot tell.
+	PCIe string `json:"pcie"`
+}
+
+// MIG is a GPU's Multi-Instance GPU mode and instances.
+type MIG struct {
+	Supported bool `json:"supported"` // the GPU can be partitioned
+	Enabled   bool `json:"enabled"`   // MIG mode is on now
+	// Pending is the mode after the next GPU reset, when it differs.
+	Pending   bool          `json:"pending"`
+	Instances []MIGInstance `json:"instances"` // empty unless Enabled
+}
+
+// MIGInstance is one MIG device: a compute instance within a GPU instance.
+// A job is granted it by its UUID ("MIG-...").
+type MIGInstance struct {
+	UUID            string `json:"uuid"`
+	Name            string `json:"name"` // e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb"
+	GPUInstance     int    `json:"gpu_instance"`
+	ComputeInstance int    `json:"compute_instance"`
+	MemTotalBytes   uint64 `json:"mem_total_bytes"`
 }

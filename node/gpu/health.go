@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // CriticalXIDs are the XID errors that quarantine a GPU, with what they mean
@@ -31,7 +29,9 @@ func XIDReason(code uint64) string {
 	return fmt.Sprintf("XID %d", code)
 }
 
-// throttleNames are NVML's clock event (throttle) reasons by bit, as
+// throttleNames are NVML's clock event (throttle) reasons by bit (nvml.h's
+// values, written out so that this file builds without cgo; a test holds
+// them to go-nvml's constants), as
 // nvidia-smi names them, and which are a fault. Following NVIDIA's
 // documentation of the clock event reasons: the software power cap (a GPU
 // at full load sits at its power limit), sync boost, application clock
@@ -43,14 +43,14 @@ var throttleNames = []struct {
 	name string
 	warn bool // a slowdown: the GPU's health is "warning"
 }{
-	{nvml.ClocksThrottleReasonApplicationsClocksSetting, "applications_clocks_setting", false},
-	{nvml.ClocksThrottleReasonSwPowerCap, "sw_power_cap", false},
-	{nvml.ClocksThrottleReasonHwSlowdown, "hw_slowdown", true},
-	{nvml.ClocksThrottleReasonSyncBoost, "sync_boost", false},
-	{nvml.ClocksThrottleReasonSwThermalSlowdown, "sw_thermal_slowdown", true},
-	{nvml.ClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown", true},
-	{nvml.ClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown", true},
-	{nvml.ClocksThrottleReasonDisplayClockSetting, "display_clocks_setting", false},
+	{0x2, "applications_clocks_setting", false},
+	{0x4, "sw_power_cap", false},
+	{0x8, "hw_slowdown", true},
+	{0x10, "sync_boost", false},
+	{0x20, "sw_thermal_slowdown", true},
+	{0x40, "hw_thermal_slowdown", true},
+	{0x80, "hw_power_brake_slowdown", true},
+	{0x100, "display_clocks_setting", false},
 }
 
 // eccWarnFor is how long a GPU stays "warning" after its correctable ECC

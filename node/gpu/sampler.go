@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 package gpu
 
 import (
@@ -11,27 +13,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
-
-// Config configures a Sampler.
-type Config struct {
-	// LibraryPath is the NVML library to load; empty means the system's
-	// libnvidia-ml.so.1.
-	LibraryPath string
-	// Timeout bounds each batch of NVML calls: Open, one Sample, Close.
-	Timeout time.Duration
-	// TopologyEvery is how often a Sample checks for GPUs that appeared
-	// and for changes of MIG (recheck.go).
-	TopologyEvery time.Duration
-	// SystemMemory reads the system's memory, total and used (total less
-	// available), for a GPU with unified memory (unified.go); nil means
-	// gopsutil's reading.
-	SystemMemory func() (total, used uint64, err error)
-}
-
-// DefaultConfig returns the configuration the daemon uses.
-func DefaultConfig() Config {
-	return Config{Timeout: 3 * time.Second, TopologyEvery: time.Minute}
-}
 
 // Sampler reads the GPUs of this machine through one NVML handle.
 // Its methods are safe for concurrent use; NVML calls run one batch at a time.

@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 package gpu
 
 import (
@@ -18,6 +20,11 @@ const SimulatedName = "Simulated H100 80GB"
 // (`LABPOOL_SIMULATE_GPUS=N`). seed makes UUIDs and phases differ per machine.
 func Simulated(n int, seed string) Library {
 	return &simLibrary{n: n, seed: seed, start: time.Now()}
+}
+
+// OpenSimulated opens a Sampler of n simulated GPUs (Simulated).
+func OpenSimulated(n int, seed string, cfg Config) (*Sampler, error) {
+	return OpenLibrary(Simulated(n, seed), cfg)
 }
 
 type simLibrary struct {

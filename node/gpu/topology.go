@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 package gpu
 
 import (
@@ -5,41 +7,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
-
-// Link is how one GPU reaches another GPU of the same machine, as
-// `nvidia-smi topo -m` shows it: NVLink (NV#) where they share links, and
-// their closest common PCIe ancestor in any case.
-type Link struct {
-	Peer     int    `json:"peer"`      // the other GPU's NVML index
-	PeerUUID string `json:"peer_uuid"` // the other GPU's UUID
-	// NVLinks is the number of active NVLink links between the two: direct
-	// links, plus, where both reach the same NVSwitch fabric, the fewer of
-	// their switch links (an HGX H100 reads 18). 0: no NVLink.
-	NVLinks int `json:"nvlinks"`
-	// PCIe is their closest common ancestor: PIX (one PCIe switch), PXB
-	// (several switches), PHB (a host bridge), NODE (one NUMA node), SYS
-	// (across NUMA nodes); "" where NVML cannot tell.
-	PCIe string `json:"pcie"`
-}
-
-// MIG is a GPU's Multi-Instance GPU mode and instances.
-type MIG struct {
-	Supported bool `json:"supported"` // the GPU can be partitioned
-	Enabled   bool `json:"enabled"`   // MIG mode is on now
-	// Pending is the mode after the next GPU reset, when it differs.
-	Pending   bool          `json:"pending"`
-	Instances []MIGInstance `json:"instances"` // empty unless Enabled
-}
-
-// MIGInstance is one MIG device: a compute instance within a GPU instance.
-// A job is granted it by its UUID ("MIG-...").
-type MIGInstance struct {
-	UUID            string `json:"uuid"`
-	Name            string `json:"name"` // e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb"
-	GPUInstance     int    `json:"gpu_instance"`
-	ComputeInstance int    `json:"compute_instance"`
-	MemTotalBytes   uint64 `json:"mem_total_bytes"`
-}
 
 // topoDevice is what reading topology and MIG asks of a Device. nvml.Device
 // has it; a Device without it reads no topology and no MIG.

@@ -31,7 +31,7 @@ func TestLocalDisks(t *testing.T) {
 		{Device: "/dev/sdb1", Mountpoint: "/scratch", Fstype: "xfs"},
 	}
 	var got []string
-	for _, p := range localDisks(parts) {
+	for _, p := range localDisks("linux", parts) {
 		got = append(got, p.Mountpoint)
 	}
 	want := []string{"/", "/data", "/scratch", "/boot/efi"}

@@ -9,6 +9,7 @@
 package host
 
 import (
+	"runtime"
 	"sync"
 	"time"
 )
@@ -21,6 +22,12 @@ type Info struct {
 	CPUModel      string `json:"cpu_model"`
 	Cores         int    `json:"cores"` // logical CPUs
 	MemTotalBytes uint64 `json:"mem_total_bytes"`
+	// GOOS and Arch are the OS and architecture labpool was built for, as
+	// Go names them: "linux", "darwin", "windows"; "amd64", "arm64".
+	GOOS string `json:"goos"`
+	Arch string `json:"arch"`
+	// BootTime is when this machine started (Unix seconds); 0 when unknown.
+	BootTime uint64 `json:"boot_time"`
 }
 
 // Stats is one reading of this machine.
@@ -58,10 +65,27 @@ type Config struct {
 // DefaultConfig returns the configuration the daemon uses.
 func DefaultConfig() Config {
 	return Config{
-		DiskRefresh: time.Minute,
-		SkipInterfaces: []string{"lo", "veth", "docker", "br-", "virbr", "cni", "flannel",
-			"cali", "vxlan", "ifb", "tunl"},
+		DiskRefresh:    time.Minute,
+		SkipInterfaces: skipInterfaces(runtime.GOOS),
 	}
+}
+
+// skipInterfaces are the prefixes of an OS's loopback and virtual
+// interfaces (goos as runtime.GOOS names it). On macOS: Apple Wireless
+// Direct Link (awdl, llw), tunnels (utun, gif, stf), Internet Sharing's
+// bridges, the access point (ap) and Apple Silicon's private link (anpi).
+// On Windows, where gopsutil names interfaces by their friendly names:
+// loopback, Hyper-V and WSL switches (vEthernet), and IPv6 transition
+// tunnels.
+func skipInterfaces(goos string) []string {
+	switch goos {
+	case "darwin":
+		return []string{"lo", "awdl", "llw", "utun", "gif", "stf", "bridge", "anpi", "ap", "vmenet"}
+	case "windows":
+		return []string{"Loopback", "vEthernet", "isatap", "Teredo", "Local Area Connection* "}
+	}
+	return []string{"lo", "veth", "docker", "br-", "virbr", "cni", "flannel",
+		"cali", "vxlan", "ifb", "tunl"}
 }
 
 // Sampler reads this machine. Its methods are safe for concurrent use.

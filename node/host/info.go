@@ -23,6 +23,10 @@ func (s *Sampler) Info(ctx context.Context) (Info, error) {
 		errs = append(errs, fmt.Errorf("read hostname: %w", err))
 	}
 	info.OS = osName(ctx)
+	info.GOOS, info.Arch = runtime.GOOS, runtime.GOARCH
+	if info.BootTime, err = gohost.BootTimeWithContext(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("read boot time: %w", err))
+	}
 	if info.Kernel, err = gohost.KernelVersionWithContext(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("read kernel version: %w", err))
 	}

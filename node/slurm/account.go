@@ -7,7 +7,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"syscall"
 )
 
 // An account is a Unix user that labpool's Slurm jobs run as: the
@@ -97,22 +96,22 @@ func (a account) checkClosed(paths ...string) error {
 		if err != nil {
 			return fmt.Errorf("check %s is closed to job account %s: %w", p, a.Name, err)
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
+		uid, gid, ok := fileOwner(fi)
 		if !ok {
 			return fmt.Errorf("check %s is closed to job account %s: no owner to read", p, a.Name)
 		}
 		var open bool
 		switch mode := fi.Mode().Perm(); {
-		case st.Uid == a.UID:
+		case uid == a.UID:
 			open = true
-		case a.inGroup(st.Gid):
+		case a.inGroup(gid):
 			open = mode&0o050 != 0
 		default:
 			open = mode&0o005 != 0
 		}
 		if open {
 			return fmt.Errorf("%w: %s (mode %04o, owner %d, group %d) is open to job account %s: make it the agent's own, mode 0700 (rule: the agent's data is closed to job accounts)",
-				ErrJobAccount, p, fi.Mode().Perm(), st.Uid, st.Gid, a.Name)
+				ErrJobAccount, p, fi.Mode().Perm(), uid, gid, a.Name)
 		}
 	}
 	return nil

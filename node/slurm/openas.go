@@ -1,3 +1,5 @@
+//go:build linux
+
 package slurm
 
 import (
@@ -13,19 +15,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-)
-
-// OpenOutputVerb is the labpool binary's hidden verb that opens a job's
-// output as the job's account, for an agent that is not root (see
-// ServeOpenOutput). The README's sudoers rule lets the agent's user run
-// it, and nothing else of labpool, as each job account.
-const OpenOutputVerb = "slurm-open-output"
-
-// Exit statuses of OpenOutputVerb.
-const (
-	openSent     = 0 // the file went over standard output
-	openRefused  = 1 // standard error says why
-	openNotExist = 2 // no such file (yet): a job that has not started
 )
 
 // ServeOpenOutput is OpenOutputVerb: run as a job's account (sudo -u),

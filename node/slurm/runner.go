@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -156,9 +155,7 @@ func (r *CmdRunner) switchMode() string {
 func (r *CmdRunner) runCmd(ctx context.Context, cmd *exec.Cmd, name string, timeout time.Duration) ([]byte, error) {
 	out, err := captured(cmd)
 	if r.Usage != nil && cmd.ProcessState != nil {
-		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			r.Usage(name, time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano()))
-		}
+		r.Usage(name, cmd.ProcessState.UserTime(), cmd.ProcessState.SystemTime())
 	}
 	if err != nil {
 		msg := strings.TrimSpace(out.stderr)

@@ -497,6 +497,9 @@ export interface NodeInfo {
   mem_total_bytes: number
   version: string
   started_at: string
+  goos: string
+  arch: string
+  boot_time: string
 }
 
 /** app.NodePlan */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Node } from '../api/types.ts'
-import { allPeersOffline, normalizeNode, shortID, sortNodes } from './nodes.ts'
+import { allPeersOffline, normalizeNode, osArch, shortID, sortNodes } from './nodes.ts'
 
 function node(p: Partial<Node>): Node {
   return {
@@ -22,6 +22,9 @@ function node(p: Partial<Node>): Node {
       mem_total_bytes: 0,
       version: '',
       started_at: '',
+      goos: '',
+      arch: '',
+      boot_time: '',
     },
     gpus: [],
     ...p,
@@ -87,4 +90,18 @@ test('normalizeNode replaces Go nulls', () => {
 test('shortID', () => {
   assert.equal(shortID({ id: 'ABCDEFGHIJKL', short_id: 'K7Q2-MX4P' }), 'K7Q2-MX4P')
   assert.equal(shortID({ id: 'ABCDEFGHIJKL', short_id: '' }), 'ABCDEFGHI')
+})
+
+test('osArch names the OS and architecture as people say them', () => {
+  const cases: [string, string, string][] = [
+    ['darwin', 'arm64', 'macOS/arm64'],
+    ['windows', 'amd64', 'Windows/amd64'],
+    ['linux', 'arm64', 'linux/arm64'],
+    ['freebsd', '', 'freebsd'],
+    ['', 'amd64', ''],
+  ]
+  for (const [goos, arch, want] of cases) {
+    const n = node({})
+    assert.equal(osArch({ ...n.info, goos, arch }), want, `${goos}/${arch}`)
+  }
 })

@@ -1,6 +1,6 @@
 // Pure helpers over the pool view: normalizing what Go sends, ordering the
 // cards and deciding when the page shows last known state.
-import type { Node } from '../api/types.ts'
+import type { Node, NodeInfo } from '../api/types.ts'
 
 /** Replaces the nulls Go sends for empty slices with empty arrays. */
 export function normalizeNode(n: Node): Node {
@@ -34,4 +34,12 @@ export function allPeersOffline(nodes: readonly Node[]): boolean {
 export function shortID(n: Pick<Node, 'id' | 'short_id'>): string {
   if (n.short_id) return n.short_id
   return n.id.length > 9 ? n.id.slice(0, 9) : n.id
+}
+
+/** The machine's OS and architecture as `labpool nodes` shows them
+ * ("macOS/arm64"); '' where its agent does not say. */
+export function osArch(info: Pick<NodeInfo, 'goos' | 'arch'>): string {
+  if (!info.goos) return ''
+  const name = ({ darwin: 'macOS', windows: 'Windows' } as Record<string, string>)[info.goos] ?? info.goos
+  return info.arch ? `${name}/${info.arch}` : name
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package dockertest gives tests a real Docker engine: the one DOCKER_HOST
 // names, or a private dockerd started on its own socket and data root, and
 // a busybox image imported without a registry.

@@ -1,3 +1,5 @@
+//go:build linux && cgo
+
 // Package gputest provides a fake NVML for tests of code that uses
 // gpu.Sampler on machines without an NVIDIA GPU:
 //

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package slurmtest gives tests a real Slurm cluster: Debian's slurm-wlm
 // (slurmctld, slurmd) and munge, started as root in a few seconds.
 //
