@@ -54,6 +54,15 @@ func ensureAgent(ctx context.Context, cfg daemon.Config, systemSocket string, lo
 	return daemon.Ensure(ctx, cfg, log)
 }
 
+// systemSocket is the system agent's socket that the window and the
+// browser path try first, or "" when the user named a data directory.
+func systemSocket() string {
+	if os.Getenv("LABPOOL_DATA") != "" {
+		return "" // the user's own data directory, by name
+	}
+	return cli.SystemSocket()
+}
+
 func answers(ctx context.Context, socket string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

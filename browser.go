@@ -32,12 +32,13 @@ func openInBrowser(assets fs.FS, log *slog.Logger) int {
 		dataDir = cli.DefaultDataDir()
 	}
 	cfg := daemonConfig(cli.DaemonOptions{DataDir: dataDir, Listen: os.Getenv("LABPOOL_LISTEN")})
-	_, done, err := ensureAgent(ctx, cfg, log)
+	socket, done, err := ensureAgent(ctx, cfg, systemSocket(), log)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "labpool: start the agent for %s: %v\n", dataDir, err)
 		return 1
 	}
 	defer done()
+	cfg.AttachSocket = socket // the system agent's, where it serves this user
 	out := &urlOpener{open: func(url string) {
 		fmt.Printf("labpool's UI: %s\n(Ctrl-C stops serving it; the agent keeps running: `labpool quit` stops it)\n", url)
 		if err := browserCommand(runtime.GOOS, url).Start(); err != nil {

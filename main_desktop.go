@@ -44,11 +44,7 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	cfg := daemonConfig(cli.DaemonOptions{DataDir: dataDir, Listen: os.Getenv("LABPOOL_LISTEN")})
-	systemSocket := cli.SystemSocket()
-	if os.Getenv("LABPOOL_DATA") != "" {
-		systemSocket = "" // the user's own data directory, by name
-	}
-	socket, done, err := ensureAgent(ctx, cfg, systemSocket, log)
+	socket, done, err := ensureAgent(ctx, cfg, systemSocket(), log)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "labpool:", err)
 		return cli.ExitFailure

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // tempPattern is the os.CreateTemp pattern of the temporary file that
@@ -37,7 +36,7 @@ func createLockedTemp(dir, pattern string) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		if _, err := lockTemp(f, true); err != nil {
 			f.Close()
 			os.Remove(f.Name())
 			return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
@@ -90,10 +89,8 @@ func removeStaleTemps(dir string) error {
 // removeIfStale removes the regular file path unless a live writer holds
 // its lock. A file gone meanwhile is no error.
 func removeIfStale(path string) error {
-	// O_NOFOLLOW: a link put in the file's place is not opened;
-	// O_NONBLOCK: nor does a FIFO put there block the open.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ELOOP) {
+	f, err := openTemp(path)
+	if errors.Is(err, fs.ErrNotExist) || isLink(err) {
 		return nil
 	} else if err != nil {
 		return err
@@ -102,8 +99,8 @@ func removeIfStale(path string) error {
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
 		return err
 	}
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	if errors.Is(err, syscall.EWOULDBLOCK) {
+	busy, err := lockTemp(f, false)
+	if busy {
 		return nil // a live writer's
 	} else if err != nil {
 		return fmt.Errorf("lock %s: %w", path, err)
