@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -18,13 +19,37 @@ var (
 )
 
 // autoSkip lists name prefixes of interfaces that the automatic selection
-// leaves out: container and VM bridges and their veth ends, whose addresses
-// mean nothing to another machine (labpool itself starts containers).
-var autoSkip = []string{"docker", "br-", "veth", "virbr", "cni", "flannel"}
+// leaves out, by GOOS ("" for every OS): links that never reach the LAN.
+//   - everywhere: container and VM bridges and their veth ends, whose
+//     addresses mean nothing to another machine (labpool itself starts
+//     containers);
+//   - macOS: Apple Wireless Direct Link (awdl0) and its low-latency twin
+//     (llw0), Wi-Fi peer-to-peer (p2p0), and VPN tunnels (utun*);
+//   - Windows: the NAT switches of Hyper-V ("vEthernet (Default Switch)")
+//     and WSL ("vEthernet (WSL)", "vEthernet (WSL (Hyper-V firewall))").
+//     Other vEthernet adapters are kept: an external Hyper-V switch is the
+//     host's own LAN connection.
+var autoSkip = map[string][]string{
+	"":        {"docker", "br-", "veth", "virbr", "cni", "flannel"},
+	"darwin":  {"awdl", "llw", "p2p", "utun"},
+	"windows": {"vEthernet (Default Switch)", "vEthernet (WSL"},
+}
+
+// lanInterface reports whether the automatic selection on goos keeps an
+// interface named name with flags: up, multicast-capable, not loopback,
+// and not one of autoSkip's.
+func lanInterface(goos, name string, flags net.Flags) bool {
+	if flags&net.FlagUp == 0 || flags&net.FlagMulticast == 0 || flags&net.FlagLoopback != 0 {
+		return false
+	}
+	skip := func(p string) bool { return strings.HasPrefix(name, p) }
+	return !slices.ContainsFunc(autoSkip[""], skip) && !slices.ContainsFunc(autoSkip[goos], skip)
+}
 
 // SelectInterfaces turns interface names ("eth0") into the list that zeroconf
 // takes. No names means every interface that is up and multicast-capable,
-// except loopback and container bridges; the list may then be empty. A name
+// except loopback, container bridges and the links of this OS that never
+// reach the LAN (lanInterface); the list may then be empty. A name
 // that does not exist is an error wrapping ErrUnknownInterface, one without
 // multicast an error wrapping ErrNoMulticast.
 func SelectInterfaces(names []string) ([]net.Interface, error) {
@@ -58,13 +83,9 @@ func selectInterfaces(all []net.Interface, names []string) ([]net.Interface, err
 func autoInterfaces(all []net.Interface) []net.Interface {
 	var out []net.Interface
 	for _, ifi := range all {
-		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagMulticast == 0 || ifi.Flags&net.FlagLoopback != 0 {
-			continue
+		if lanInterface(runtime.GOOS, ifi.Name, ifi.Flags) {
+			out = append(out, ifi)
 		}
-		if slices.ContainsFunc(autoSkip, func(p string) bool { return strings.HasPrefix(ifi.Name, p) }) {
-			continue
-		}
-		out = append(out, ifi)
 	}
 	return out
 }

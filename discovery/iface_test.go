@@ -80,3 +80,44 @@ func TestSortAddrs(t *testing.T) {
 		t.Errorf("sortAddrs (-want +got):\n%s", diff)
 	}
 }
+
+func TestLANInterface(t *testing.T) {
+	const up, mc, lo = net.FlagUp, net.FlagMulticast, net.FlagLoopback
+	tests := []struct {
+		goos, name string
+		flags      net.Flags
+		want       bool
+	}{
+		{"linux", "eth0", up | mc, true},
+		{"linux", "wlp2s0", up | mc, true},
+		{"linux", "lo", up | mc | lo, false},
+		{"linux", "eth1", mc, false}, // down
+		{"linux", "tun0", up, false}, // no multicast
+		{"linux", "docker0", up | mc, false},
+		{"linux", "br-3f2a9c", up | mc, false},
+		{"linux", "veth1a2b", up | mc, false},
+		{"linux", "virbr0", up | mc, false},
+		{"linux", "awdl0", up | mc, true}, // only macOS names it so
+		{"darwin", "en0", up | mc, true},
+		{"darwin", "bridge0", up | mc, true},
+		{"darwin", "awdl0", up | mc, false},
+		{"darwin", "llw0", up | mc, false},
+		{"darwin", "p2p0", up | mc, false},
+		{"darwin", "utun0", up | mc, false},
+		{"darwin", "utun4", up | mc, false},
+		{"darwin", "docker0", up | mc, false},
+		{"windows", "Ethernet", up | mc, true},
+		{"windows", "Wi-Fi", up | mc, true},
+		{"windows", "vEthernet (Default Switch)", up | mc, false},
+		{"windows", "vEthernet (WSL)", up | mc, false},
+		{"windows", "vEthernet (WSL (Hyper-V firewall))", up | mc, false},
+		{"windows", "vEthernet (External LAN)", up | mc, true}, // an external switch is the LAN
+		{"windows", "Loopback Pseudo-Interface 1", up | mc | lo, false},
+		{"linux", "vEthernet (WSL)", up | mc, true},
+	}
+	for _, tt := range tests {
+		if got := lanInterface(tt.goos, tt.name, tt.flags); got != tt.want {
+			t.Errorf("lanInterface(%q, %q, %v) = %v; want %v", tt.goos, tt.name, tt.flags, got, tt.want)
+		}
+	}
+}
