@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -79,6 +80,12 @@ func (a *Announcer) Run(ctx context.Context) error {
 	}
 	var reg registration
 	defer reg.stop()
+	advice := a.adviseOnce(ctx)
+	defer func() {
+		if advice != nil {
+			<-advice // its goroutine is done once it sends
+		}
+	}()
 	tick := time.NewTicker(a.cfg.Interval)
 	defer tick.Stop()
 	var last time.Time // of the last refresh
@@ -95,8 +102,21 @@ func (a *Announcer) Run(ctx context.Context) error {
 		case <-tick.C:
 		case <-a.wake:
 			woken = true
+		case reg.advice = <-advice:
+			advice = nil
+			if reg.advice != "" {
+				a.log.Warn(reg.advice)
+			}
 		}
 	}
+}
+
+// adviseOnce asks the OS, in the background, what keeps mDNS from the LAN
+// (NetworkAdvice); the channel yields the answer once.
+func (a *Announcer) adviseOnce(ctx context.Context) chan string {
+	c := make(chan string, 1)
+	go func() { c <- NetworkAdvice(ctx) }()
+	return c
 }
 
 // registration is what Run has published.
@@ -105,6 +125,7 @@ type registration struct {
 	since   time.Time        // when srv was registered
 	key     string           // interfaces, addresses and TXT of srv
 	lastLog string           // last problem logged, so that a retry is logged once
+	advice  string           // what to change on this machine (NetworkAdvice)
 }
 
 // zeroconfSettle is how long a zeroconf server must have run before its Shutdown:
@@ -144,7 +165,10 @@ func (a *Announcer) refresh(ctx context.Context, reg *registration) {
 	}
 	srv, err := zeroconf.RegisterProxy(a.cfg.Instance, Service, Domain, a.cfg.Port, a.cfg.Host,
 		addrStrings(addrs), recs, ifaces)
-	if err != nil {
+	if err = explainBlocked(err, ifaces, reg.advice); errors.Is(err, ErrBlocked) {
+		a.logOnce(reg, slog.LevelWarn, err.Error())
+		return
+	} else if err != nil {
 		a.logOnce(reg, slog.LevelWarn, "mdns announce failed, will retry", "err", err)
 		return
 	}
@@ -152,7 +176,8 @@ func (a *Announcer) refresh(ctx context.Context, reg *registration) {
 	a.log.Info("mdns registered", "instance", a.cfg.Instance, "host", a.cfg.Host,
 		"port", a.cfg.Port, "addrs", addrs, "ifaces", interfaceNames(ifaces), "pool", txt.Pool)
 	if !hearSelf(ctx, ifaces, a.cfg.Instance) && ctx.Err() == nil {
-		a.log.Warn("mdns announcement not heard back: is multicast blocked?", "instance", a.cfg.Instance)
+		a.log.Warn("this machine's mDNS announcement was not heard back: multicast may be blocked on this network; "+Fallback,
+			"instance", a.cfg.Instance, "advice", reg.advice)
 	}
 }
 

@@ -108,6 +108,9 @@ func (b *Browser) startRound(ctx context.Context, wg *sync.WaitGroup, d *dispatc
 	v6, err6 := browseFamily(rctx, ifaces, zeroconf.IPv6)
 	if v4 == nil && v6 == nil {
 		rcancel()
+		if err := blockedAll(ifaces, "", err4, err6); errors.Is(err, ErrBlocked) {
+			return err
+		}
 		return fmt.Errorf("start mdns browse on %s: %w", interfaceNames(ifaces), errors.Join(err4, err6))
 	}
 	wg.Add(1)
