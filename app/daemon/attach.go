@@ -133,7 +133,8 @@ func newWebDoor(addr string, bound net.Addr) (webDoor, error) {
 }
 
 // secureDataDir takes group and other permissions away from the data
-// directory and its files, and logs what it changed.
+// directory and its files (on Windows, every user's but this one's, with
+// an owner-only DACL), and logs what it changed.
 func secureDataDir(dir string, log *slog.Logger) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return // open reports it
@@ -144,6 +145,9 @@ func secureDataDir(dir string, log *slog.Logger) {
 	}
 	if err != nil {
 		log.Warn("tighten the data directory", "err", err)
+	}
+	if err := restrictToOwner(dir, true); err != nil {
+		log.Warn("close the data directory to other users", "err", err)
 	}
 }
 

@@ -389,6 +389,10 @@ func listenSocket(dir string) (net.Listener, error) {
 		l.Close()
 		return nil, err
 	}
+	if err := restrictToOwner(path, false); err != nil {
+		l.Close() // never serve a socket other users may open
+		return nil, err
+	}
 	return l, nil
 }
 
