@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -120,9 +121,24 @@ func (d *Daemon) openExecutor(ctx context.Context) jobs.Executor {
 			return d.openSlurm(ctx)
 		}
 	}
-	d.log.Info("no container engine: this machine will not run jobs", "err", d.rtErr)
+	if errors.Is(d.rtErr, containers.ErrNoDocker) {
+		d.log.Debug("docker engine", "err", d.rtErr) // the client's own words, for whoever digs
+		d.rtErr = noEngineError{d.rtErr}
+	}
+	d.log.Info("this machine runs no jobs, and launches on the pool's other machines, copies and opens tunnels as any member: " + d.rtErr.Error())
 	return nil
 }
+
+// noEngineError says in one sentence, shown to the pool as well, that no
+// Docker engine answers here and what to do; errors.Is still finds
+// containers.ErrNoDocker in it.
+type noEngineError struct{ err error }
+
+func (e noEngineError) Error() string {
+	return "no Docker engine answers here (start Docker, or let this user open its socket, to run jobs here)"
+}
+
+func (e noEngineError) Unwrap() error { return e.err }
 
 // guardPorts are this machine's ports that no job may reach: labpool's
 // default port, the one it listens on (QUIC over UDP; TCP for the data
