@@ -73,6 +73,8 @@ func (b *Browser) Run(ctx context.Context, found func(Candidate)) error {
 		case err.Error() == lastErr: // logged already
 		case errors.Is(err, errNoInterface): // offline: nothing to fix
 			b.log.Info("mdns browse waiting", "err", err)
+		case errors.Is(err, ErrBlocked): // a sentence of its own
+			b.log.Warn(err.Error())
 		default:
 			b.log.Warn("mdns browse paused", "err", err)
 		}
