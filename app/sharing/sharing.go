@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/labpool/labpool/sync/schema"
 	"log/slog"
 	"sync"
 	"time"
@@ -55,6 +56,7 @@ func (p *Publisher) Share(ctx context.Context, req app.ShareRequest) (app.Folder
 	if r, ok := p.roles.Role(p.cfg.Self); ok && r == pool.RoleViewer {
 		return app.Folder{}, fmt.Errorf("%w: viewers share nothing: ask an admin to make this machine a member to share folders", app.ErrForbidden)
 	}
+	prev, prevErr := p.reg.Get(req.Name) // what the name shared before, if anything
 	s, err := p.reg.Add(folders.Share{Name: req.Name, Path: req.Path, ReadWrite: req.ReadWrite, Members: req.Members})
 	switch {
 	case errors.Is(err, folders.ErrRefusedPath):
@@ -62,10 +64,33 @@ func (p *Publisher) Share(ctx context.Context, req app.ShareRequest) (app.Folder
 	case err != nil:
 		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	info := p.publish(ctx, s)
+	info, err := p.publish(ctx, s)
+	if err != nil {
+		// A share the pool cannot see is no share: what was shared
+		// before under the name stays as it was.
+		p.takeBack(s.Name, prev, prevErr == nil)
+		if errors.Is(err, schema.ErrRefused) {
+			return app.Folder{}, fmt.Errorf("%w: share %q: the replica refuses its record: %v", app.ErrForbidden, s.Name, err)
+		}
+		return app.Folder{}, fmt.Errorf("share %q: write its record: %w", s.Name, err)
+	}
 	p.log.Info("shared a folder", "folder", s.Name, "mode", s.Mode())
 	return app.Folder{Node: p.cfg.Self.String(), NodeName: p.cfg.Name, Name: info.Name, Mode: info.Mode,
 		SizeBytes: info.SizeBytes, Files: info.Files, AtLeast: info.AtLeast, Members: info.Members}, nil
+}
+
+// takeBack undoes a share whose record was not written: the share before
+// it under name comes back (had), or the name is shared no more.
+func (p *Publisher) takeBack(name string, prev folders.Share, had bool) {
+	var err error
+	if had {
+		_, err = p.reg.Add(prev)
+	} else {
+		err = p.reg.Remove(name)
+	}
+	if err != nil {
+		p.log.Warn("take back a share the replica refused", "folder", name, "err", err)
+	}
 }
 
 // SetMembers implements app.FolderManager.
@@ -90,7 +115,7 @@ func (p *Publisher) Unshare(ctx context.Context, name string) error {
 
 // publish measures a share and writes its replicated record, unless it is
 // what was last written.
-func (p *Publisher) publish(ctx context.Context, s folders.Share) folders.Info {
+func (p *Publisher) publish(ctx context.Context, s folders.Share) (folders.Info, error) {
 	info := folders.Info{Name: s.Name, Mode: s.Mode(), Members: s.Members}
 	if root, _, err := p.reg.OpenRoot(s.Name, "", false); err == nil {
 		size := folders.Measure(root, folders.DefaultLimit)
@@ -102,23 +127,23 @@ func (p *Publisher) publish(ctx context.Context, s folders.Share) folders.Info {
 	same := p.last[s.Name] == string(data)
 	p.mu.Unlock()
 	if same {
-		return info
+		return info, nil
 	}
 	if err := p.write(ctx, info); err != nil {
 		p.log.Warn("write folder record", "folder", s.Name, "err", err)
-		return info
+		return info, err
 	}
 	p.mu.Lock()
 	p.last[s.Name] = string(data)
 	p.mu.Unlock()
-	return info
+	return info, nil
 }
 
 // Republish measures the share name again (after a copy into it) and
 // publishes it if it changed.
 func (p *Publisher) Republish(ctx context.Context, name string) {
 	if s, err := p.reg.Get(name); err == nil {
-		p.publish(ctx, s)
+		p.publish(ctx, s) // it logs a failure; the next minute tries again
 	}
 }
 
@@ -138,7 +163,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		for _, s := range p.reg.List() {
-			p.publish(ctx, s)
+			p.publish(ctx, s) // it logs a failure; the next minute tries again
 		}
 		select {
 		case <-ctx.Done():

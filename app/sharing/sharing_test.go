@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/labpool/labpool/sync/schema"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,8 +32,14 @@ var self = peer.NewID([]byte("self"))
 // (none: outside a pool), and its replica.
 func setup(t *testing.T, role pool.Role) (*Publisher, *store.DB) {
 	t.Helper()
+	return setupWith(t, role, store.Options{})
+}
+
+// setupWith is setup over a replica opened with opts.
+func setupWith(t *testing.T, role pool.Role, opts store.Options) (*Publisher, *store.DB) {
+	t.Helper()
 	dir := t.TempDir()
-	db, err := store.Open(filepath.Join(dir, "replica.db"))
+	db, err := store.OpenWith(filepath.Join(dir, "replica.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,4 +161,39 @@ func TestRunPublishesAndStops(t *testing.T) {
 		t.Errorf("Run = %v", err)
 	}
 	leaktest.Check(t, before, 2*time.Second)
+}
+
+// TestShareTakenBackWhenRefused: a share whose record the replica refuses
+// (here past the origin's control quota) is no share: Share says so,
+// naming the rule, and the name is not shared, or keeps what it shared
+// before; an acknowledged share is always one the pool can see.
+func TestShareTakenBackWhenRefused(t *testing.T) {
+	ctx := context.Background()
+	// A folder's record here is 50 bytes: one fits, two do not.
+	p, db := setupWith(t, pool.RoleMember, store.Options{ControlQuota: 90})
+	first := dataDir(t, 1)
+	if _, err := p.Share(ctx, app.ShareRequest{Name: "a", Path: first}); err != nil {
+		t.Fatalf("the first share: %v", err)
+	}
+	_, err := p.Share(ctx, app.ShareRequest{Name: "b", Path: dataDir(t, 1)})
+	if !errors.Is(err, app.ErrForbidden) || !strings.Contains(err.Error(), schema.RuleControlQuota) {
+		t.Fatalf("a share past the quota = %v; want forbidden naming rule %q", err, schema.RuleControlQuota)
+	}
+	if _, err := p.reg.Get("b"); err == nil {
+		t.Error("b is shared although the pool cannot see it")
+	}
+	many := make([]string, 20)
+	for i := range many {
+		many[i] = strings.Repeat(string(rune('A'+i)), 52)
+	}
+	if _, err := p.SetMembers(ctx, "a", many); !errors.Is(err, app.ErrForbidden) {
+		t.Fatalf("members past the quota = %v; want forbidden", err)
+	}
+	s, err := p.reg.Get("a")
+	if err != nil || len(s.Members) != 0 || s.Path != first {
+		t.Errorf("a after the refused change: %+v, %v; want it shared as before, with all members", s, err)
+	}
+	if info, _ := record(t, db, "a"); len(info.Members) != 0 {
+		t.Errorf("a's record names members %v", info.Members)
+	}
 }

@@ -68,7 +68,7 @@ const sampleKey = 20
 var kinds = []Kind{
 	{KindNode, "app/daemon (the machine's own record)", 0, 256 << 10, 1, []string{"error", "reason", "message"}},
 	{KindJob, "app/nodestore (the jobs this machine runs)", 128, 64 << 10, 1 << 17, []string{"cmd", "env", "error"}},
-	{KindFolder, "app/sharing (the folders this machine shares)", 256, 16 << 10, 256, nil},
+	{KindFolder, "app/sharing (the folders this machine shares)", 256, 16 << 10, 4096, nil},
 	{KindAlert, "app/alerting (the alerts this machine evaluates)", 256, 16 << 10, 4096, []string{"message"}},
 	{KindAlertRules, "app/alerting (this machine's rules and mutes)", 0, 64 << 10, 1, nil},
 	{KindLive, "app/history (this machine's latest sample)", 0, 512 << 10, 1, []string{"error"}},
