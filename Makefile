@@ -246,7 +246,9 @@ dist/labpool-windows-amd64.exe: $(WIN_SYSO)
 dist/labpool-window-windows-amd64.exe: frontend/dist/index.html $(GO_SRC) $(WIN_SYSO)
 	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(WIN_GUI_TAGS) \
 	  -ldflags '$(LDFLAGS) -H windowsgui' -o $@ .
-	@file $@ | grep -q 'PE32+ executable (GUI) x86-64' || { file $@; echo "$@ is not a Windows GUI program"; exit 1; }
+	@pe=$$(od -An -tu4 -j60 -N4 $@) && [ "$$(od -An -c -j$$pe -N4 $@ | tr -d ' ')" = 'PE\0\0' ] && \
+	  [ $$(od -An -tx2 -j$$((pe + 4)) -N2 $@) = 8664 ] && [ $$(od -An -tu2 -j$$((pe + 92)) -N2 $@) = 2 ] || \
+	  { echo "$@ is not a Windows GUI program for amd64 (PE subsystem 2)"; exit 1; }
 	@echo "$@: $$(( $$(stat -c %s $@) / 1024 / 1024 )) MB"
 
 # The Linux window is the one the tests run (build/bin/labpool, make desktop).
