@@ -224,15 +224,90 @@ dist/labpool-linux-arm64: bin/labpool-arm64
 	install -D -m 0755 $< $@
 	@test $$(stat -c %s $@) -le $$(( $(DIST_MAX_MB) * 1024 * 1024 )) || { echo "$@ is over $(DIST_MAX_MB) MB"; exit 1; }
 
+# The window for Windows, built from here: Wails needs no cgo there (WebView2 is loaded at run
+# time). What `wails build -platform windows/amd64` runs, without the wails CLI: its tags, -H
+# windowsgui, and the resources it compiles from build/windows into a .syso (build/windows/syso.sh,
+# with go-winres at a pinned version, built once into bin/ like nfpm). The .syso's name limits it
+# to windows/amd64 builds, the headless labpool.exe's included (its icon and version too).
+GO_WINRES_VERSION := v0.3.3
+GO_WINRES := bin/go-winres-$(GO_WINRES_VERSION)
+WIN_SYSO  := labpool_windows_amd64.syso
+WIN_GUI_TAGS := desktop,wv2runtime.download,production
+$(GO_WINRES):
+	@mkdir -p bin/.go-winres
+	GOBIN=$(CURDIR)/bin/.go-winres GOFLAGS= $(GO) install github.com/tc-hib/go-winres@$(GO_WINRES_VERSION)
+	mv bin/.go-winres/go-winres $@ && rmdir bin/.go-winres
+
+$(WIN_SYSO): $(GO_WINRES) build/windows/syso.sh build/windows/icon.ico build/windows/wails.exe.manifest build/windows/info.json wails.json
+	build/windows/syso.sh $(GO_WINRES) $@
+
+dist/labpool-windows-amd64.exe: $(WIN_SYSO)
+
+dist/labpool-window-windows-amd64.exe: frontend/dist/index.html $(GO_SRC) $(WIN_SYSO)
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) build -trimpath -tags $(WIN_GUI_TAGS) \
+	  -ldflags '$(LDFLAGS) -H windowsgui' -o $@ .
+	@pe=$$(od -An -tu4 -j60 -N4 $@) && [ "$$(od -An -c -j$$pe -N4 $@ | tr -d ' ')" = 'PE\0\0' ] && \
+	  [ $$(od -An -tx2 -j$$((pe + 4)) -N2 $@) = 8664 ] && [ $$(od -An -tu2 -j$$((pe + 92)) -N2 $@) = 2 ] || \
+	  { echo "$@ is not a Windows GUI program for amd64 (PE subsystem 2)"; exit 1; }
+	@echo "$@: $$(( $$(stat -c %s $@) / 1024 / 1024 )) MB"
+
+# The Linux window is the one the tests run (build/bin/labpool, make desktop).
+dist/labpool-window-linux-amd64: build/bin/labpool
+	install -D -m 0755 $< $@
+
 .PHONY: dist
-dist: $(foreach t,$(DIST_TARGETS),$(call dist_bin,$(t))) ## build the headless labpool for every OS and architecture into dist/ (each at most 25 MB)
+dist: $(foreach t,$(DIST_TARGETS),$(call dist_bin,$(t))) dist/labpool-window-linux-amd64 dist/labpool-window-windows-amd64.exe ## build the headless labpool for every OS and architecture (each at most 25 MB), and the window for Linux and Windows, into dist/
+
+# ---- The macOS app (make mac-app, on a Mac): the window, universal (arm64 and amd64), with the
+# headless agent it starts beside its binary in the bundle (agentbin.go), signed with the hardened
+# runtime and build/darwin/entitlements.plist, notarized and stapled. The wails CLI is built once,
+# at the version go.mod requires, into bin/ (nothing in go.mod). MAC_SIGN_ID: a "Developer ID
+# Application: ..." identity in the keychain; MAC_NOTARY_PROFILE: a profile stored with
+# `xcrun notarytool store-credentials`.
+WAILS_VERSION := v2.16.0
+WAILS     := bin/wails-$(WAILS_VERSION)
+MAC_APP   := build/bin/labpool.app
+MAC_SIGN_ID        ?=
+MAC_NOTARY_PROFILE ?=
+$(WAILS):
+	@mkdir -p bin/.wails
+	GOBIN=$(CURDIR)/bin/.wails GOFLAGS= $(GO) install github.com/wailsapp/wails/v2/cmd/wails@$(WAILS_VERSION)
+	mv bin/.wails/wails $@ && rmdir bin/.wails
+
+.PHONY: mac-app
+mac-app: ## on a Mac: build the universal labpool.app, sign it (MAC_SIGN_ID), notarize and staple it (MAC_NOTARY_PROFILE) into dist/
+	@[ "$$(uname -s)" = Darwin ] || { echo "make mac-app runs on a Mac: it needs the macOS SDK, codesign and notarytool"; exit 1; }
+	@[ -n "$(MAC_SIGN_ID)" ] && [ -n "$(MAC_NOTARY_PROFILE)" ] || { echo "make mac-app needs MAC_SIGN_ID (a Developer ID Application identity) and MAC_NOTARY_PROFILE (xcrun notarytool store-credentials)"; exit 1; }
+	@$(MAKE) --no-print-directory frontend $(WAILS)
+	$(WAILS) build -platform darwin/universal -s -skipbindings -m -nosyncgomod -trimpath -clean \
+	  -ldflags '-X main.version=$(VERSION)'
+	for a in arm64 amd64; do GOOS=darwin GOARCH=$$a CGO_ENABLED=0 $(GO) build -trimpath -tags headless \
+	  -ldflags '$(LDFLAGS)' -o build/bin/labpool-agent-$$a . || exit 1; done
+	lipo -create -output $(MAC_APP)/Contents/MacOS/labpool-agent build/bin/labpool-agent-arm64 build/bin/labpool-agent-amd64
+	codesign --force --options runtime --timestamp --entitlements build/darwin/entitlements.plist \
+	  --sign "$(MAC_SIGN_ID)" $(MAC_APP)/Contents/MacOS/labpool-agent
+	codesign --deep --force --options runtime --timestamp --entitlements build/darwin/entitlements.plist \
+	  --sign "$(MAC_SIGN_ID)" $(MAC_APP)
+	codesign --verify --deep --strict --verbose=2 $(MAC_APP)
+	@mkdir -p dist && rm -f dist/labpool-macos-universal.zip
+	ditto -c -k --keepParent $(MAC_APP) dist/labpool-macos-universal.zip
+	xcrun notarytool submit dist/labpool-macos-universal.zip --keychain-profile "$(MAC_NOTARY_PROFILE)" --wait
+	xcrun stapler staple $(MAC_APP)
+	spctl --assess --type execute --verbose $(MAC_APP)
+	rm -f dist/labpool-macos-universal.zip && ditto -c -k --keepParent $(MAC_APP) dist/labpool-macos-universal.zip
+	@echo "dist/labpool-macos-universal.zip: labpool.app, signed, notarized and stapled"
 
 # macOS and Windows cannot run here (Wine 8 cannot start a Go 1.26 Windows binary:
-# bcryptprimitives.dll is missing), so their code is checked by vet, tests included.
+# bcryptprimitives.dll is missing), so their code is checked by vet, tests included. The macOS
+# window cannot be built here: Wails' darwin frontend is Objective-C through cgo (the macOS SDK).
+# Its tag `bindings` (the mode wails uses to generate bindings) leaves that frontend out and keeps
+# the rest: our window code (main_desktop.go, background.go) type-checks for darwin under it.
 .PHONY: vet-cross
-vet-cross: ## go vet the headless build for macOS and Windows
+vet-cross: ## go vet the headless build for macOS and Windows, and the window's code for both
 	GOOS=darwin GOARCH=arm64 $(GO) vet -tags headless ./...
 	GOOS=windows GOARCH=amd64 $(GO) vet -tags headless ./...
+	GOOS=windows GOARCH=amd64 CGO_ENABLED=0 $(GO) vet -tags $(WIN_GUI_TAGS) .
+	GOOS=darwin GOARCH=arm64 CGO_ENABLED=0 $(GO) vet -tags bindings .
 
 .PHONY: test
 test: deps frontend agent desktop dist vet-cross arm64-test ## run every test: unit (with -race), fuzz seeds, multi-host, browser, window
@@ -328,4 +403,4 @@ check: ## fail when gofmt, go mod tidy or go generate would change something, or
 
 .PHONY: clean
 clean: ## remove build outputs
-	rm -rf bin build/bin dist .deps-apt
+	rm -rf bin build/bin dist .deps-apt $(WIN_SYSO)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/labpool/labpool/app/cli"
@@ -41,7 +42,7 @@ func ensureAgent(ctx context.Context, cfg daemon.Config, systemSocket string, lo
 	if os.Getenv("LABPOOL_WINDOW_DAEMON") != "inprocess" {
 		bin, err := startAgent(ctx, cfg, socket)
 		if _, headless := agentBinary(bin); err == nil && !headless && openWindow != nil {
-			log.Warn("no "+agentBinaryName+" beside the window's binary: the agent runs from the window's own, "+
+			log.Warn("no "+agentBinaryName(runtime.GOOS)+" beside the window's binary: the agent runs from the window's own, "+
 				"its GUI libraries loaded (about 40 MB more)", "program", bin)
 		}
 		if err == nil {
