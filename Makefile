@@ -22,11 +22,12 @@ ARM64_LIBC := /usr/aarch64-linux-gnu
 MOCKNVML   ?= ../shared/mocknvml
 # The packages that touch the OS or cgo: NVML (against the arm64 build of NVIDIA's mock), /proc,
 # SQLite (modernc), keys and certificates, QUIC sockets, mDNS. qemu-user cannot join a multicast
-# group for the program it runs, so mDNS across namespaces runs on amd64 only (the same code:
+# group for the program it runs, so the tests that join one (mDNS across namespaces, beside an
+# OS responder) run on amd64 only (the same code:
 # TestNoArchCode). -short: the long property and load tests of sync/store and sync/peer take
 # minutes under emulation (190 s and 110 s) and run on amd64.
 ARM64_PKGS := ./node/gpu ./node/host ./sync/store ./sync/peer ./sync/transport ./discovery
-ARM64_SKIP := ^TestDiscovery(AcrossNamespaces|IPv4Only)$$
+ARM64_SKIP := ^(TestDiscovery(AcrossNamespaces|IPv4Only)|TestCoexistsWithResponder)$$
 # Every package but app/e2e, whose tests drive the real binaries (built by `make agent`) in
 # network namespaces and run without -race. Expanded only where a recipe uses it.
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /app/e2e)
