@@ -1,0 +1,115 @@
+package procs
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Urgent work and bulk work. Go has no goroutine priorities, and on a
+// machine short of processors a copy's goroutines (TLS, hashing, writes)
+// take turns with telemetry's: a sample or a control request then waits
+// behind the copy's bytes. Latency-sensitive work marks itself urgent
+// (Urgent, UrgentFor); bulk work calls Yield between its pieces and steps
+// aside while any is under way, so that the process's share of the
+// processors goes to the urgent work first.
+//
+// A claim counts for ClaimLimit at most (a long stream that claims does
+// not stop a copy), and Yield waits MaxYield at most, so bulk work always
+// goes on.
+
+// ClaimLimit is how long an Urgent claim counts at most.
+const ClaimLimit = 50 * time.Millisecond
+
+// MaxYield is the longest one Yield waits.
+const MaxYield = 50 * time.Millisecond
+
+// gate is the process's one record of urgent work.
+type gate struct {
+	base   time.Time    // origin of the nanosecond figures below
+	until  atomic.Int64 // UrgentFor: urgent until then
+	held   atomic.Int32 // Urgent claims not yet released
+	claimT atomic.Int64 // the latest end of a held claim's ClaimLimit
+}
+
+var urgency = newGate()
+
+func newGate() *gate { return &gate{base: time.Now()} }
+
+// recheck is how often a Yield looks again while claims are held: one
+// released early ends the wait within it. (No channel is kept across
+// calls: the gate holds nothing a synctest bubble could own.)
+const recheck = 2 * time.Millisecond
+
+// Urgent marks latency-sensitive work under way until done is called (or
+// for ClaimLimit, whichever comes first); done may be called more than once.
+func Urgent() (done func()) { return urgency.claim() }
+
+// UrgentFor marks the next d as urgent.
+func UrgentFor(d time.Duration) { urgency.extend(&urgency.until, urgency.now()+int64(d)) }
+
+// Yield waits while urgent work is under way, MaxYield at most, or until
+// ctx ends. Bulk work calls it between its pieces; when nothing is urgent
+// it returns at once.
+func Yield(ctx context.Context) { urgency.yield(ctx, MaxYield) }
+
+// Pending reports whether urgent work is under way now (Yield would wait).
+func Pending() bool {
+	wait, _ := urgency.pending()
+	return wait > 0
+}
+
+func (g *gate) now() int64 { return int64(time.Since(g.base)) }
+
+// extend moves *at forward to t (never back).
+func (g *gate) extend(at *atomic.Int64, t int64) {
+	for {
+		cur := at.Load()
+		if cur >= t || at.CompareAndSwap(cur, t) {
+			return
+		}
+	}
+}
+
+func (g *gate) claim() (done func()) {
+	g.held.Add(1)
+	g.extend(&g.claimT, g.now()+int64(ClaimLimit))
+	var once sync.Once
+	return func() { once.Do(func() { g.held.Add(-1) }) }
+}
+
+// pending is how long urgent work still counts from now (0: none), and
+// whether claims count in it (their release may end it sooner).
+func (g *gate) pending() (time.Duration, bool) {
+	now := g.now()
+	wait := g.until.Load() - now
+	claimed := false
+	if g.held.Load() > 0 {
+		if c := g.claimT.Load() - now; c > wait {
+			wait, claimed = c, true
+		}
+	}
+	return time.Duration(max(wait, 0)), claimed
+}
+
+func (g *gate) yield(ctx context.Context, most time.Duration) {
+	end := g.now() + int64(most)
+	for {
+		wait, claimed := g.pending()
+		wait = min(wait, time.Duration(end-g.now()))
+		if wait <= 0 {
+			return
+		}
+		if claimed {
+			wait = min(wait, recheck)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package procs
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestYield measures, on the bubble's clock, how long one Yield waits
+// after the urgent work each case sets up.
+func TestYield(t *testing.T) {
+	cases := []struct {
+		name string
+		set  func(g *gate, ctx context.Context) // before the Yield, at time 0
+		want time.Duration
+	}{
+		{"nothing urgent", func(*gate, context.Context) {}, 0},
+		{"urgent for 20ms", func(g *gate, _ context.Context) { g.extend(&g.until, g.now()+int64(20*time.Millisecond)) }, 20 * time.Millisecond},
+		{"urgent for longer than MaxYield", func(g *gate, _ context.Context) { g.extend(&g.until, g.now()+int64(time.Second)) }, MaxYield},
+		{"a claim released before the first recheck", func(g *gate, _ context.Context) {
+			done := g.claim()
+			time.AfterFunc(time.Millisecond, done)
+		}, recheck},
+		{"a claim released after 5ms", func(g *gate, _ context.Context) {
+			done := g.claim()
+			time.AfterFunc(5*time.Millisecond, done)
+		}, 6 * time.Millisecond}, // the first recheck after the release
+		{"a claim never released counts ClaimLimit", func(g *gate, _ context.Context) { g.claim() }, min(ClaimLimit, MaxYield)},
+		{"a claim released twice", func(g *gate, _ context.Context) {
+			done := g.claim()
+			done()
+			done()
+		}, 0},
+		{"a claim past ClaimLimit", func(g *gate, _ context.Context) {
+			g.claim()
+			time.Sleep(ClaimLimit)
+		}, 0},
+		{"one of two claims released", func(g *gate, _ context.Context) {
+			g.claim()()
+			done := g.claim()
+			time.AfterFunc(7*time.Millisecond, done)
+		}, 8 * time.Millisecond},
+		{"a claim released, urgent for 20ms", func(g *gate, _ context.Context) {
+			done := g.claim()
+			g.extend(&g.until, g.now()+int64(20*time.Millisecond))
+			time.AfterFunc(time.Millisecond, done)
+		}, 20 * time.Millisecond},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGate()
+				c.set(g, t.Context())
+				start := time.Now()
+				g.yield(t.Context(), MaxYield)
+				if got := time.Since(start); got != c.want {
+					t.Fatalf("Yield waited %v, want %v", got, c.want)
+				}
+			})
+		})
+	}
+}
+
+// TestYieldEndsWithContext: bulk work that is cancelled does not wait out
+// the urgent work.
+func TestYieldEndsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		g.claim()
+		g.extend(&g.until, g.now()+int64(time.Second))
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(3*time.Millisecond, cancel)
+		start := time.Now()
+		g.yield(ctx, MaxYield)
+		if got := time.Since(start); got != 3*time.Millisecond {
+			t.Fatalf("Yield waited %v after its context ended at 3ms", got)
+		}
+	})
+}
+
+// TestPendingNeverGoesBack: a shorter UrgentFor does not cut a longer one.
+func TestPendingNeverGoesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate()
+		g.extend(&g.until, g.now()+int64(30*time.Millisecond))
+		g.extend(&g.until, g.now()+int64(10*time.Millisecond))
+		if wait, _ := g.pending(); wait != 30*time.Millisecond {
+			t.Fatalf("pending %v, want 30ms", wait)
+		}
+	})
+}
