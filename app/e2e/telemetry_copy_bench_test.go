@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,6 +41,15 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 	}
 	l := newLAN(b, "agent", "viewer")
 	agent, viewer := l.host("agent"), l.host("viewer")
+	profiles := os.Getenv("LABPOOL_BENCH_PPROF")                   // a directory: both agents' CPU profiles and traces of each phase
+	if n := os.Getenv("LABPOOL_BENCH_AGENT_GOMAXPROCS"); n != "" { // both agents', fixed (see internal/procs)
+		agent.env = append(agent.env, "GOMAXPROCS="+n)
+		viewer.env = append(viewer.env, "GOMAXPROCS="+n)
+	}
+	if profiles != "" {
+		agent.env = append(agent.env, "LABPOOL_PPROF=127.0.0.1:6060")
+		viewer.env = append(viewer.env, "LABPOOL_PPROF=127.0.0.1:6060")
+	}
 	agent.agent()
 	viewer.agent()
 	agent.waitDaemon()
@@ -65,11 +76,16 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 
 	b.ResetTimer()
 	for range b.N {
-		idle := measureTelemetry(b, viewer, telemetry, window, nil)
+		idleUse := usageOf(agent, viewer)
+		idle := measureTelemetry(b, viewer, telemetry, window, profileDuring(profiles, "idle", window, nil, agent, viewer))
+		copyUse := usageOf(agent, viewer)
 		var moved atomic.Int64
-		busy := measureTelemetry(b, viewer, telemetry, window, func(ctx context.Context) {
+		busy := measureTelemetry(b, viewer, telemetry, window, profileDuring(profiles, "copy", window, func(ctx context.Context) {
 			copyUntil(ctx, b, viewer, recv, &moved)
-		})
+		}, agent, viewer))
+		endUse := usageOf(agent, viewer)
+		idleUse.report(b, "idle", copyUse, window)
+		copyUse.report(b, "copy", endUse, window)
 		if moved.Load() == 0 {
 			b.Fatal("the copy sent nothing during the copy phase: it measured nothing")
 		}
@@ -80,6 +96,10 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 		b.ReportMetric(ms(busy.request), "copy-request-p99-ms")
 		b.ReportMetric(ms(busy.request)/ms(idle.request), "request-p99-ratio")
 		b.ReportMetric(float64(busy.samples), "copy-samples")
+		b.ReportMetric(ms(idle.delivery50), "idle-delivery-p50-ms")
+		b.ReportMetric(ms(busy.delivery50), "copy-delivery-p50-ms")
+		b.ReportMetric(ms(idle.request50), "idle-request-p50-ms")
+		b.ReportMetric(ms(busy.request50), "copy-request-p50-ms")
 		b.ReportMetric(float64(moved.Load())/(1<<20)/window.Seconds(), "copy-MB/s")
 	}
 	b.StopTimer()
@@ -89,8 +109,9 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 // telemetryP99 is what measureTelemetry saw: the p99s of the samples'
 // delivery and of the telemetry requests, and how many samples arrived.
 type telemetryP99 struct {
-	delivery, request time.Duration
-	samples           int
+	delivery, request     time.Duration
+	delivery50, request50 time.Duration // the medians
+	samples               int
 }
 
 // measureTelemetry measures the viewer's telemetry of "agent" for window,
@@ -130,7 +151,8 @@ func measureTelemetry(b *testing.B, viewer *host, telemetry *http.Client, window
 	if len(delivery) < 5 || len(requests) < 5 {
 		b.Fatalf("too few measures: %d samples, %d requests", len(delivery), len(requests))
 	}
-	return telemetryP99{delivery: percentile(delivery, 99), request: percentile(requests, 99), samples: len(delivery)}
+	return telemetryP99{delivery: percentile(delivery, 99), request: percentile(requests, 99),
+		delivery50: percentile(delivery, 50), request50: percentile(requests, 50), samples: len(delivery)}
 }
 
 // copyUntil copies the agent's data/big.bin to the viewer's recv share
@@ -164,5 +186,110 @@ func copyUntil(ctx context.Context, b *testing.B, viewer *host, recv string, mov
 			return
 		}
 		os.Remove(filepath.Join(recv, name))
+	}
+}
+
+// usage is what the agents and this test process had used of the
+// processors at one time: CPU time, and time spent runnable but waiting
+// for a processor (the run-queue wait of all their threads, from
+// /proc/PID/task/*/schedstat).
+type usage struct {
+	cpu, wait [3]time.Duration // agent, viewer, this test
+	busy      time.Duration    // of the whole machine, all processors together
+}
+
+func usageOf(agent, viewer *host) usage {
+	var u usage
+	for i, pid := range []int{agent.pid(), viewer.pid(), os.Getpid()} {
+		u.cpu[i], u.wait[i] = schedstat(pid)
+	}
+	u.busy = machineBusy()
+	return u
+}
+
+// report reports, per second of the phase from u to end, the CPU time
+// and the run-queue wait of the agent, the viewer and the test.
+func (u usage) report(b *testing.B, phase string, end usage, window time.Duration) {
+	for i, who := range []string{"agent", "viewer", "test"} {
+		b.ReportMetric(float64(end.cpu[i]-u.cpu[i])/float64(window), phase+"-"+who+"-cpu-cores")
+		b.ReportMetric(float64(end.wait[i]-u.wait[i])/float64(window), phase+"-"+who+"-runq-wait-cores")
+	}
+	b.ReportMetric(float64(end.busy-u.busy)/float64(window), phase+"-machine-busy-cores")
+}
+
+// machineBusy is the time all processors spent on anything but idling
+// and waiting for I/O, from /proc/stat.
+func machineBusy() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	var ticks int64
+	for i, f := range strings.Fields(line)[1:] {
+		if n, err := strconv.ParseInt(f, 10, 64); err == nil && i != 3 && i != 4 && i < 8 { // not idle, iowait, guest
+			ticks += n
+		}
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100
+}
+
+// schedstat sums the CPU time and the run-queue wait of pid's threads.
+func schedstat(pid int) (cpu, wait time.Duration) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		var run, waited int64
+		fmt.Sscan(string(data), &run, &waited)
+		cpu += time.Duration(run)
+		wait += time.Duration(waited)
+	}
+	return cpu, wait
+}
+
+// pid is the process id of h's running labpool.
+func (h *host) pid() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.proc.Process.Pid
+}
+
+// profileDuring wraps load (nil: none) so that, when dir is set, both
+// hosts' agents write a CPU profile of the phase and an execution trace of
+// 5 s in its middle to dir.
+func profileDuring(dir, phase string, window time.Duration, load func(ctx context.Context), hosts ...*host) func(ctx context.Context) {
+	if dir == "" {
+		return load
+	}
+	return func(ctx context.Context) {
+		var cmds []*exec.Cmd
+		get := func(h *host, what, query string) {
+			out := filepath.Join(dir, fmt.Sprintf("%s-%s.%s", h.name, phase, what))
+			c := exec.Command("ip", "netns", "exec", h.ns, "curl", "-s", "-o", out, "http://127.0.0.1:6060/debug/pprof/"+query)
+			if c.Start() == nil {
+				cmds = append(cmds, c)
+			}
+		}
+		for _, h := range hosts {
+			get(h, "pprof", fmt.Sprintf("profile?seconds=%d", int(window.Seconds())-1))
+		}
+		var wg sync.WaitGroup
+		if load != nil {
+			wg.Go(func() { load(ctx) })
+		}
+		select {
+		case <-time.After(window/2 - 2500*time.Millisecond):
+			for _, h := range hosts {
+				get(h, "trace", "trace?seconds=5")
+			}
+		case <-ctx.Done():
+		}
+		wg.Wait()
+		for _, c := range cmds {
+			c.Wait()
+		}
 	}
 }
