@@ -100,6 +100,10 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 		b.ReportMetric(ms(busy.delivery50), "copy-delivery-p50-ms")
 		b.ReportMetric(ms(idle.request50), "idle-request-p50-ms")
 		b.ReportMetric(ms(busy.request50), "copy-request-p50-ms")
+		b.ReportMetric(ms(idle.delivery90), "idle-delivery-p90-ms")
+		b.ReportMetric(ms(busy.delivery90), "copy-delivery-p90-ms")
+		b.ReportMetric(ms(idle.request90), "idle-request-p90-ms")
+		b.ReportMetric(ms(busy.request90), "copy-request-p90-ms")
 		b.ReportMetric(float64(moved.Load())/(1<<20)/window.Seconds(), "copy-MB/s")
 	}
 	b.StopTimer()
@@ -111,6 +115,7 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 type telemetryP99 struct {
 	delivery, request     time.Duration
 	delivery50, request50 time.Duration // the medians
+	delivery90, request90 time.Duration
 	samples               int
 }
 
@@ -152,7 +157,8 @@ func measureTelemetry(b *testing.B, viewer *host, telemetry *http.Client, window
 		b.Fatalf("too few measures: %d samples, %d requests", len(delivery), len(requests))
 	}
 	return telemetryP99{delivery: percentile(delivery, 99), request: percentile(requests, 99),
-		delivery50: percentile(delivery, 50), request50: percentile(requests, 50), samples: len(delivery)}
+		delivery50: percentile(delivery, 50), request50: percentile(requests, 50),
+		delivery90: percentile(delivery, 90), request90: percentile(requests, 90), samples: len(delivery)}
 }
 
 // copyUntil copies the agent's data/big.bin to the viewer's recv share
