@@ -25,17 +25,31 @@ const ClaimLimit = 50 * time.Millisecond
 // MaxYield is the longest one Yield waits.
 const MaxYield = 50 * time.Millisecond
 
+// Budget is the most that bulk work yields in a second, all its
+// goroutines together: urgent work kept going (a member's requests, one
+// after another) slows a copy by a tenth at most.
+const Budget = 100 * time.Millisecond
+
 // gate is the process's one record of urgent work.
 type gate struct {
 	base   time.Time    // origin of the nanosecond figures below
 	until  atomic.Int64 // UrgentFor: urgent until then
 	held   atomic.Int32 // Urgent claims not yet released
 	claimT atomic.Int64 // the latest end of a held claim's ClaimLimit
+	budget budget
 }
 
 var urgency = newGate()
 
 func newGate() *gate { return &gate{base: time.Now()} }
+
+// Budget keeping: the wall time granted to Yields in the current second.
+type budget struct {
+	mu      sync.Mutex
+	second  int64 // which second since base spent counts
+	spent   int64 // nanoseconds of it granted
+	granted int64 // the end of the latest wait granted
+}
 
 // recheck is how often a Yield looks again while claims are held: one
 // released early ends the wait within it. (No channel is kept across
@@ -107,6 +121,9 @@ func (g *gate) yield(ctx context.Context, most time.Duration) {
 		if claimed {
 			wait = min(wait, recheck)
 		}
+		if wait = g.grant(wait); wait <= 0 {
+			return // this second's Budget is spent
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -115,4 +132,28 @@ func (g *gate) yield(ctx context.Context, most time.Duration) {
 			return
 		}
 	}
+}
+
+// grant shortens a wait of wait from now to what is left of this second's
+// Budget. Waits of several goroutines at once count once: the budget is
+// charged the wall time past the waits already granted.
+func (g *gate) grant(wait time.Duration) time.Duration {
+	b := &g.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := g.now()
+	if s := now / int64(time.Second); s != b.second {
+		b.second, b.spent = s, 0
+	}
+	end := now + int64(wait)
+	from := max(now, b.granted)
+	if end <= from {
+		return wait // within a wait already granted
+	}
+	end = min(end, from+max(int64(Budget)-b.spent, 0))
+	if end > from {
+		b.spent += end - from
+		b.granted = end
+	}
+	return time.Duration(max(end, b.granted) - now)
 }

@@ -2,6 +2,7 @@ package procs
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -98,5 +99,54 @@ func BenchmarkYieldNothingUrgent(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		g.yield(ctx, MaxYield)
+	}
+}
+
+// TestYieldBudget is the attack of a member who keeps urgent work going
+// (a control request every few milliseconds, each claim counting 50 ms):
+// bulk work must still get all but Budget of every second, or a copy
+// would crawl at one TLS record per MaxYield.
+func TestYieldBudget(t *testing.T) {
+	cases := []struct {
+		name    string
+		workers int // bulk goroutines yielding at once
+	}{
+		{"one copy stream", 1},
+		{"four copy streams", 4},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newGate()
+				ctx, stop := context.WithTimeout(t.Context(), 2*time.Second)
+				defer stop()
+				var attacker sync.WaitGroup
+				defer attacker.Wait()
+				attacker.Go(func() { // a claim every 10 ms, never released
+					for ctx.Err() == nil {
+						g.claim()
+						time.Sleep(10 * time.Millisecond)
+					}
+				})
+				waited := make(chan time.Duration, c.workers)
+				for range c.workers {
+					go func() { // bulk work: a record every 100 µs, a Yield before each
+						var w time.Duration
+						for ctx.Err() == nil {
+							start := time.Now()
+							g.yield(ctx, MaxYield)
+							w += time.Since(start)
+							time.Sleep(100 * time.Microsecond)
+						}
+						waited <- w
+					}()
+				}
+				for range c.workers {
+					if w := <-waited; w > 2*Budget {
+						t.Errorf("a worker waited %v in 2 s; want at most %v", w, 2*Budget)
+					}
+				}
+			})
+		})
 	}
 }
