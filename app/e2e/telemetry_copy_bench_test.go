@@ -84,6 +84,7 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 			copyUntil(ctx, b, viewer, recv, &moved)
 		}, agent, viewer))
 		endUse := usageOf(agent, viewer)
+		b.Logf("latest sample: idle, taken at %s; copy, taken at %s", idle.worst.Format("15:04:05.000"), busy.worst.Format("15:04:05.000"))
 		idleUse.report(b, "idle", copyUse, window)
 		copyUse.report(b, "copy", endUse, window)
 		if moved.Load() == 0 {
@@ -117,6 +118,7 @@ type telemetryP99 struct {
 	delivery50, request50 time.Duration // the medians
 	delivery90, request90 time.Duration
 	samples               int
+	worst                 time.Time // when the latest-delivered sample was taken
 }
 
 // measureTelemetry measures the viewer's telemetry of "agent" for window,
@@ -141,12 +143,17 @@ func measureTelemetry(b *testing.B, viewer *host, telemetry *http.Client, window
 		}
 	})
 	var delivery []time.Duration
+	var worst time.Time
+	var worstDelay time.Duration
 	var last time.Time
 	for ctx.Err() == nil {
 		n, err := nodeByName(viewer, "agent")
 		if now := time.Now(); err == nil && n.LastSeen.After(last) {
 			if !last.IsZero() { // the first is as old as it was when we began
 				delivery = append(delivery, now.Sub(n.LastSeen))
+				if d := now.Sub(n.LastSeen); d > worstDelay {
+					worst, worstDelay = n.LastSeen, d
+				}
 			}
 			last = n.LastSeen
 		}
@@ -158,7 +165,7 @@ func measureTelemetry(b *testing.B, viewer *host, telemetry *http.Client, window
 	}
 	return telemetryP99{delivery: percentile(delivery, 99), request: percentile(requests, 99),
 		delivery50: percentile(delivery, 50), request50: percentile(requests, 50),
-		delivery90: percentile(delivery, 90), request90: percentile(requests, 90), samples: len(delivery)}
+		delivery90: percentile(delivery, 90), request90: percentile(requests, 90), samples: len(delivery), worst: worst}
 }
 
 // copyUntil copies the agent's data/big.bin to the viewer's recv share
@@ -191,6 +198,7 @@ func copyUntil(ctx context.Context, b *testing.B, viewer *host, recv string, mov
 			b.Errorf("copy ended %s: %s", tr.State, tr.Error)
 			return
 		}
+		b.Logf("copy %d ended at %s", i, time.Now().Format("15:04:05.000"))
 		os.Remove(filepath.Join(recv, name))
 	}
 }
@@ -202,6 +210,7 @@ func copyUntil(ctx context.Context, b *testing.B, viewer *host, recv string, mov
 type usage struct {
 	cpu, wait [3]time.Duration // agent, viewer, this test
 	busy      time.Duration    // of the whole machine, all processors together
+	udpDrops  [2]int64         // agent's and viewer's namespace: UDP datagrams dropped (QUIC)
 }
 
 func usageOf(agent, viewer *host) usage {
@@ -210,6 +219,7 @@ func usageOf(agent, viewer *host) usage {
 		u.cpu[i], u.wait[i] = schedstat(pid)
 	}
 	u.busy = machineBusy()
+	u.udpDrops = [2]int64{udpDrops(agent), udpDrops(viewer)}
 	return u
 }
 
@@ -221,6 +231,35 @@ func (u usage) report(b *testing.B, phase string, end usage, window time.Duratio
 		b.ReportMetric(float64(end.wait[i]-u.wait[i])/float64(window), phase+"-"+who+"-runq-wait-cores")
 	}
 	b.ReportMetric(float64(end.busy-u.busy)/float64(window), phase+"-machine-busy-cores")
+	b.ReportMetric(float64(end.udpDrops[0]-u.udpDrops[0]+end.udpDrops[1]-u.udpDrops[1]), phase+"-udp-drops")
+}
+
+// udpDrops is the UDP datagrams h's network namespace dropped for want of
+// buffer or as errors (InErrors, which counts RcvbufErrors too), from
+// /proc/net/snmp.
+func udpDrops(h *host) int64 {
+	out, err := exec.Command("ip", "netns", "exec", h.ns, "cat", "/proc/net/snmp").Output()
+	if err != nil {
+		return 0
+	}
+	var names []string
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names {
+			if name == "InErrors" && i < len(f) {
+				n, _ := strconv.ParseInt(f[i], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
 }
 
 // machineBusy is the time all processors spent on anything but idling
