@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,6 +107,7 @@ func BenchmarkTelemetryDuringCopy(b *testing.B) {
 		b.ReportMetric(ms(idle.request90), "idle-request-p90-ms")
 		b.ReportMetric(ms(busy.request90), "copy-request-p90-ms")
 		b.ReportMetric(float64(moved.Load())/(1<<20)/window.Seconds(), "copy-MB/s")
+		b.ReportMetric(float64(yielded(viewer.logText()).Milliseconds())/window.Seconds(), "copy-viewer-yielded-ms/s")
 	}
 	b.StopTimer()
 	b.ReportMetric(0, "ns/op")
@@ -337,4 +339,15 @@ func profileDuring(dir, phase string, window time.Duration, load func(ctx contex
 			c.Wait()
 		}
 	}
+}
+
+// yielded sums what the copies logged as their receiver's time stepping
+// aside for urgent work (procs.Yield), from its log.
+func yielded(log string) time.Duration {
+	var sum time.Duration
+	for _, m := range regexp.MustCompile(`msg="copy ended" .* yielded=(\S+)`).FindAllStringSubmatch(log, -1) {
+		d, _ := time.ParseDuration(m[1])
+		sum += d
+	}
+	return sum
 }

@@ -37,6 +37,7 @@ type gate struct {
 	held   atomic.Int32 // Urgent claims not yet released
 	claimT atomic.Int64 // the latest end of a held claim's ClaimLimit
 	budget budget
+	total  atomic.Int64 // nanoseconds of waits granted, ever
 }
 
 var urgency = newGate()
@@ -67,6 +68,10 @@ func UrgentFor(d time.Duration) { urgency.extend(&urgency.until, urgency.now()+i
 // ctx ends. Bulk work calls it between its pieces; when nothing is urgent
 // it returns at once.
 func Yield(ctx context.Context) { urgency.yield(ctx, MaxYield) }
+
+// Yielded is the wall time bulk work has spent stepping aside in Yield
+// since the process started, its goroutines' waits at once counted once.
+func Yielded() time.Duration { return time.Duration(urgency.total.Load()) }
 
 // Pending reports whether urgent work is under way now (Yield would wait).
 func Pending() bool {
@@ -154,6 +159,7 @@ func (g *gate) grant(wait time.Duration) time.Duration {
 	if end > from {
 		b.spent += end - from
 		b.granted = end
+		g.total.Add(end - from)
 	}
 	return time.Duration(max(end, b.granted) - now)
 }

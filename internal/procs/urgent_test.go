@@ -58,6 +58,9 @@ func TestYield(t *testing.T) {
 				if got := time.Since(start); got != c.want {
 					t.Fatalf("Yield waited %v, want %v", got, c.want)
 				}
+				if got := time.Duration(g.total.Load()); got != c.want {
+					t.Fatalf("Yielded counts %v, want %v", got, c.want)
+				}
 			})
 		})
 	}
