@@ -29,8 +29,16 @@ import (
 // clock) and the time of the viewer's GET /v1/node/sample of the agent,
 // every 100 ms, over a connection of the viewer's identity. It reports
 // both p99s of each phase, their ratios (copy / idle; the plan's target
-// is "unchanged", about 1) and what the copy moved, in MB/s. Each phase
-// lasts LABPOOL_BENCH_WINDOW seconds (default 30).
+// is "unchanged", about 1) and what the copy moved, in MB/s; the medians
+// and p90s too (a p99 of 30 samples is their worst). For where the time
+// goes, each phase also reports the CPU time and the run-queue wait of
+// both agents and of this test (from schedstat: time runnable but waiting
+// for a processor), the machine's busy cores, the UDP datagrams dropped in
+// both namespaces, and, for the copy, what the receiver yielded to urgent
+// work (procs.Yield) a second. LABPOOL_BENCH_PPROF=DIR writes both
+// agents' CPU profiles of each phase and a 5 s execution trace from its
+// middle there; LABPOOL_BENCH_AGENT_GOMAXPROCS fixes the agents'
+// GOMAXPROCS. Each phase lasts LABPOOL_BENCH_WINDOW seconds (default 30).
 func BenchmarkTelemetryDuringCopy(b *testing.B) {
 	size := int64(1024) << 20
 	if v, err := strconv.Atoi(os.Getenv("LABPOOL_BENCH_COPY_MB")); err == nil && v > 0 {
