@@ -106,16 +106,21 @@ func BenchmarkYieldNothingUrgent(b *testing.B) {
 }
 
 // TestYieldBudget is the attack of a member who keeps urgent work going
-// (a control request every few milliseconds, each claim counting 50 ms):
+// (bytes on a control stream every few milliseconds; here claims, each
+// counting 50 ms):
 // bulk work must still get all but Budget of every second, or a copy
 // would crawl at one TLS record per MaxYield.
 func TestYieldBudget(t *testing.T) {
+	claims := func(g *gate) { g.claim() } // never released
+	marks := func(g *gate) { g.extend(&g.until, g.now()+int64(20*time.Millisecond)) }
 	cases := []struct {
 		name    string
-		workers int // bulk goroutines yielding at once
+		urgent  func(g *gate) // every 10 ms
+		workers int           // bulk goroutines yielding at once
 	}{
-		{"one copy stream", 1},
-		{"four copy streams", 4},
+		{"claims, one copy stream", claims, 1},
+		{"claims, four copy streams", claims, 4},
+		{"UrgentFor, four copy streams", marks, 4},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -125,9 +130,9 @@ func TestYieldBudget(t *testing.T) {
 				defer stop()
 				var attacker sync.WaitGroup
 				defer attacker.Wait()
-				attacker.Go(func() { // a claim every 10 ms, never released
+				attacker.Go(func() {
 					for ctx.Err() == nil {
-						g.claim()
+						c.urgent(g)
 						time.Sleep(10 * time.Millisecond)
 					}
 				})

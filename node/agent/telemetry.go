@@ -125,7 +125,7 @@ func (t *Telemetry) setState(from, to runState) error {
 // (see procs.Yield) for the sample's subscribers: the recorder writes it,
 // the replica sends it to the members that follow this machine. While the
 // sample is taken, it does too.
-const sampleUrgency = 30 * time.Millisecond
+const sampleUrgency = 20 * time.Millisecond
 
 // tick takes one sample and publishes it, unless ctx ended meanwhile.
 func (t *Telemetry) tick(ctx context.Context) {

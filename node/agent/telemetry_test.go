@@ -348,7 +348,7 @@ func TestSampleIsUrgent(t *testing.T) {
 			t.Fatalf("got %d samples, want 1", len(got))
 		}
 		stop()
-		want := []string{"claim", "sample, 1 claim held", "release", "urgent for 30ms"}
+		want := []string{"claim", "sample, 1 claim held", "release", "urgent for " + sampleUrgency.String()}
 		if diff := cmp.Diff(want, u.events); diff != "" {
 			t.Errorf("urgency of one sample (-want +got):\n%s", diff)
 		}

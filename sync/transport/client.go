@@ -36,7 +36,7 @@ func (e *Endpoint) Client(id peer.ID, addrs []string) *http.Client {
 // bytes of a control response arrive: a member's sample on the replication
 // stream is written into the replica meanwhile. procs.Budget bounds what
 // a busy control stream (a tunnel, logs) costs a copy.
-const controlUrgency = 10 * time.Millisecond
+const controlUrgency = 5 * time.Millisecond
 
 // urgentReads marks the responses of the control path urgent as they
 // arrive (DataClient's fallback to QUIC is bulk work and goes around it).

@@ -3,7 +3,6 @@ package transport_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labpool/labpool/internal/procs"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -126,31 +124,5 @@ func TestDataPathClosed(t *testing.T) {
 	}
 	if !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("err = %v, want net.ErrClosed", err)
-	}
-}
-
-// TestControlRequestsAreUrgent: a member's request over QUIC is answered
-// as urgent work, so that copies on the data path step aside for it
-// (procs.Yield); a request on the data path is bulk work, never urgent, or
-// a copy would stall itself.
-func TestControlRequestsAreUrgent(t *testing.T) {
-	srv, cli := newEndpoint(t, testConfig()), newEndpoint(t, testConfig())
-	serve(t, srv, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, procs.Pending())
-	}))
-	cases := []struct {
-		name string
-		c    *http.Client
-		want string
-	}{
-		{"control path", cli.Client(srv.ID(), []string{srv.Addr().String()}), "true"},
-		{"data path", cli.DataClient(srv.ID(), []string{srv.Addr().String()}), "false"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if code, body := get(t, c.c, "https://peer/urgent"); code != 200 || body != c.want {
-				t.Fatalf("answered %d, urgent %s; want urgent %s", code, body, c.want)
-			}
-		})
 	}
 }

@@ -10,8 +10,6 @@ import (
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
-
-	"github.com/labpool/labpool/internal/procs"
 )
 
 // ErrServing means Serve was called while the endpoint already serves.
@@ -35,7 +33,7 @@ func (e *Endpoint) Serve(ctx context.Context, h http.Handler) error {
 	defer ln.Close()
 	stopData := e.serveData(h)
 	defer stopData()
-	members := &http3.Server{Handler: urgent(h), Logger: e.log}
+	members := &http3.Server{Handler: h, Logger: e.log}
 	door := &http3.Server{Handler: e.doorHandler(h), Logger: e.log, MaxHeaderBytes: e.door.cfg.HeaderBytes}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -125,13 +123,4 @@ func (e *Endpoint) isClosed() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.closed
-}
-
-// urgent marks the control requests of members urgent while they are
-// answered (see procs.Urgent): a copy on the data path steps aside.
-func urgent(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer procs.Urgent()()
-		h.ServeHTTP(w, r)
-	})
 }
