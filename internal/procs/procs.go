@@ -11,6 +11,9 @@
 //
 // Until SetIdle is called, or when the user set GOMAXPROCS in the
 // environment, Acquire and its release change nothing.
+//
+// It also orders the process's work: bulk work (a copy) steps aside for
+// urgent work (telemetry, control requests) through Yield (urgent.go).
 package procs
 
 import (

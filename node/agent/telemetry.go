@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/internal/beat"
+	"github.com/labpool/labpool/internal/procs"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -27,6 +28,11 @@ type Telemetry struct {
 	state   runState
 	errs    map[string]string // last error logged per source, to log changes only
 	gen     uint64            // the GPUSource's DevicesGeneration as info.GPUs holds it
+
+	// urgent and urgentFor mark a sample's work urgent: procs.Urgent and
+	// procs.UrgentFor (a test's fakes in tests).
+	urgent    func() (done func())
+	urgentFor func(time.Duration)
 }
 
 type runState int
@@ -54,7 +60,8 @@ func New(cfg Config, gpus GPUSource, hosts HostSource, log *slog.Logger) *Teleme
 		cfg.GPUError = gpu.ErrNoDriver.Error()
 	}
 	t := &Telemetry{cfg: cfg, gpus: gpus, hosts: hosts, log: log,
-		subs: map[chan Sample]struct{}{}, errs: map[string]string{}}
+		subs: map[chan Sample]struct{}{}, errs: map[string]string{},
+		urgent: procs.Urgent, urgentFor: procs.UrgentFor}
 	t.info = Info{ID: cfg.ID, Name: cfg.Name, Version: cfg.Version, StartedAt: time.Now(),
 		GPUs: []gpu.Info{}, GPUError: cfg.GPUError}
 	if gpus != nil {
@@ -114,8 +121,16 @@ func (t *Telemetry) setState(from, to runState) error {
 	return nil
 }
 
+// sampleUrgency is how long after a sample bulk work (a copy) steps aside
+// (see procs.Yield) for the sample's subscribers: the recorder writes it,
+// the replica sends it to the members that follow this machine. While the
+// sample is taken, it does too.
+const sampleUrgency = 20 * time.Millisecond
+
 // tick takes one sample and publishes it, unless ctx ended meanwhile.
 func (t *Telemetry) tick(ctx context.Context) {
+	defer t.urgentFor(sampleUrgency) // then its subscribers record and send it
+	defer t.urgent()()
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Interval)
 	defer cancel()
 	s := Sample{Time: time.Now()}

@@ -4,6 +4,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -290,6 +291,68 @@ func TestInfoFollowsGPUChanges(t *testing.T) {
 		defer mu.Unlock()
 		if len(told) != 1 || len(told[0]) != 3 {
 			t.Errorf("DevicesChanged heard %d times; want once, with 3 GPUs", len(told))
+		}
+	})
+}
+
+// urgencyLog is a fake of procs.Urgent and procs.UrgentFor that notes
+// what a Telemetry marks urgent, and a HostSource that notes whether a
+// claim is held while it is read.
+type urgencyLog struct {
+	fakeHost
+	mu     sync.Mutex
+	held   int
+	events []string
+}
+
+func (u *urgencyLog) note(e string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.events = append(u.events, e)
+}
+
+func (u *urgencyLog) urgent() func() {
+	u.mu.Lock()
+	u.held++
+	u.mu.Unlock()
+	u.note("claim")
+	return func() {
+		u.mu.Lock()
+		u.held--
+		u.mu.Unlock()
+		u.note("release")
+	}
+}
+
+func (u *urgencyLog) urgentFor(d time.Duration) { u.note("urgent for " + d.String()) }
+
+func (u *urgencyLog) Sample(ctx context.Context) (host.Stats, error) {
+	u.mu.Lock()
+	held := u.held
+	u.mu.Unlock()
+	u.note(fmt.Sprintf("sample, %d claim held", held))
+	return u.fakeHost.Sample(ctx)
+}
+
+// TestSampleIsUrgent: a sample is urgent work while it is taken, and for
+// sampleUrgency after it is published (its subscribers record and send
+// it), so that a copy steps aside for it (procs.Yield).
+func TestSampleIsUrgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		u := &urgencyLog{}
+		tel := New(DefaultConfig(), nil, u, discard())
+		tel.urgent, tel.urgentFor = u.urgent, u.urgentFor
+		ch, cancel := tel.Subscribe()
+		defer cancel()
+		stop := start(t, tel)
+		synctest.Wait()
+		if got := receive(t, ch); len(got) != 1 {
+			t.Fatalf("got %d samples, want 1", len(got))
+		}
+		stop()
+		want := []string{"claim", "sample, 1 claim held", "release", "urgent for " + sampleUrgency.String()}
+		if diff := cmp.Diff(want, u.events); diff != "" {
+			t.Errorf("urgency of one sample (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -5,15 +5,18 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
+	"github.com/labpool/labpool/internal/procs"
 	"github.com/labpool/labpool/sync/peer"
 )
 
@@ -26,7 +29,42 @@ import (
 //
 // The client has no timeout: bound requests with their context.
 func (e *Endpoint) Client(id peer.ID, addrs []string) *http.Client {
-	return &http.Client{Transport: e.peer(id, addrs)}
+	return &http.Client{Transport: urgentReads{rt: e.peer(id, addrs), mark: procs.UrgentFor}}
+}
+
+// controlUrgency is how long bulk work steps aside (procs.UrgentFor) after
+// bytes of a control response arrive: a member's sample on the replication
+// stream is written into the replica meanwhile. procs.Budget bounds what
+// a busy control stream (a tunnel, logs) costs a copy.
+const controlUrgency = 5 * time.Millisecond
+
+// urgentReads marks the responses of the control path urgent as they
+// arrive (DataClient's fallback to QUIC is bulk work and goes around it).
+type urgentReads struct {
+	rt   http.RoundTripper
+	mark func(time.Duration) // procs.UrgentFor
+}
+
+func (u urgentReads) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := u.rt.RoundTrip(req)
+	if err == nil {
+		u.mark(controlUrgency)
+		resp.Body = urgentBody{resp.Body, u.mark}
+	}
+	return resp, err
+}
+
+type urgentBody struct {
+	io.ReadCloser
+	mark func(time.Duration)
+}
+
+func (b urgentBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.mark(controlUrgency)
+	}
+	return n, err
 }
 
 // SetAddrs replaces the addresses dialed for id (used from the next dial on).

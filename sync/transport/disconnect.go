@@ -10,6 +10,7 @@ import (
 
 	"github.com/quic-go/quic-go"
 
+	"github.com/labpool/labpool/internal/procs"
 	"github.com/labpool/labpool/sync/peer"
 )
 
@@ -158,6 +159,18 @@ func (c *trackedConn) Close() error {
 	c.closed, c.filed = true, false
 	c.mu.Unlock()
 	return c.Conn.Close()
+}
+
+// Read and Write step aside while urgent work (telemetry, a control
+// request) is under way in this process: see procs.Yield.
+func (c *trackedConn) Read(b []byte) (int, error) {
+	procs.Yield(context.Background())
+	return c.Conn.Read(b)
+}
+
+func (c *trackedConn) Write(b []byte) (int, error) {
+	procs.Yield(context.Background())
+	return c.Conn.Write(b)
 }
 
 // trackTCP wraps a connection of the data path in a trackedConn.

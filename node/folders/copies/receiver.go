@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/internal/procs"
 	"github.com/labpool/labpool/node/folders"
 )
 
@@ -194,7 +195,8 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *Pull, member, s
 	}
 	err := r.spawn(ctx, cctx, cancel, func(runCtx, ctx context.Context) {
 		defer done(runCtx)
-		r.finish(t, ended, pull)(pull.Run(ctx))
+		yielded := procs.Yielded()
+		r.finish(t, ended, pull, yielded)(pull.Run(ctx))
 	})
 	if err != nil {
 		cancel()
@@ -209,7 +211,7 @@ func (r *Receiver) start(ctx context.Context, t *Transfer, pull *Pull, member, s
 }
 
 // finish returns what records the end of the copy t.
-func (r *Receiver) finish(t *Transfer, ended chan struct{}, pull *Pull) func(Progress, error) {
+func (r *Receiver) finish(t *Transfer, ended chan struct{}, pull *Pull, yielded time.Duration) func(Progress, error) {
 	return func(p Progress, err error) {
 		now := time.Now().UTC()
 		r.mu.Lock()
@@ -223,7 +225,8 @@ func (r *Receiver) finish(t *Transfer, ended chan struct{}, pull *Pull) func(Pro
 		}
 		r.mu.Unlock()
 		close(ended)
-		r.deps.Log.Info("copy ended", "id", t.ID, "src", t.Src, "dst", t.Dst, "state", t.State, "sent", p.Sent, "asked_again", pull.Retries(), "err", err)
+		r.deps.Log.Info("copy ended", "id", t.ID, "src", t.Src, "dst", t.Dst, "state", t.State, "sent", p.Sent, "asked_again", pull.Retries(),
+			"yielded", procs.Yielded()-yielded, "err", err) // to urgent work, this machine's whole process (see procs.Yield)
 	}
 }
 
