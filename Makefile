@@ -367,7 +367,9 @@ FUZZERS := \
   ./node/jobs:FuzzContainerInCgroup \
   ./node/host:FuzzProcfsParsers \
   ./sync/pool:FuzzSigningBytes \
-  ./sync/replica:FuzzAppendRecordsFrame
+  ./sync/replica:FuzzAppendRecordsFrame \
+  ./sync/schema:FuzzCheckText \
+  ./node/jobs:FuzzDecodeProof
 # How long `make fuzz-long` runs each fuzzer, and flags for every fuzz run (e.g. -parallel 2).
 FUZZTIME  ?= 30m
 FUZZFLAGS ?=
