@@ -84,15 +84,24 @@ func TestAttach(t *testing.T) {
 	}
 }
 
-// TestVerbsAttachToSystemAgent: with no data directory named, the verbs
-// read the system agent's view; with one named, never.
-func TestVerbsAttachToSystemAgent(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "system.sock")
+// serveSystemAgent serves a system agent on a socket in a new directory
+// and sets the environment so that a verb with no data directory named
+// finds it: no LABPOOL_DATA, XDG_DATA_HOME under that directory.
+func serveSystemAgent(t *testing.T) (dir, sock string) {
+	t.Helper()
+	dir = t.TempDir()
+	sock = filepath.Join(dir, "system.sock")
 	systemAgent(t, sock, func(h http.Handler) http.Handler { return h })
 	t.Setenv("LABPOOL_SYSTEM_SOCKET", sock)
 	t.Setenv("LABPOOL_DATA", "")
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg"))
+	return dir, sock
+}
+
+// TestVerbsAttachToSystemAgent: with no data directory named, the verbs
+// read the system agent's view; with one named, never.
+func TestVerbsAttachToSystemAgent(t *testing.T) {
+	dir, _ := serveSystemAgent(t)
 
 	code, stdout, stderr := run(t, Hooks{}, "nodes")
 	if code != ExitOK || !strings.Contains(stdout, "SELF-AAAA") { // the own data directory holds nothing
@@ -108,12 +117,7 @@ func TestVerbsAttachToSystemAgent(t *testing.T) {
 // named, is refused where the system agent serves the machine; --system
 // and --data start one.
 func TestAgentBesideSystemAgent(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "system.sock")
-	systemAgent(t, sock, func(h http.Handler) http.Handler { return h })
-	t.Setenv("LABPOOL_SYSTEM_SOCKET", sock)
-	t.Setenv("LABPOOL_DATA", "")
-	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg"))
+	dir, sock := serveSystemAgent(t)
 	for _, tc := range []struct {
 		args       []string
 		wantStart  bool
@@ -196,12 +200,7 @@ func TestAttachRefusedByMode(t *testing.T) {
 // TestWebAttachesToSystemAgent: `labpool web` serves the UI for the system
 // agent rather than starting a daemon of its own, unless --data names one.
 func TestWebAttachesToSystemAgent(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "system.sock")
-	systemAgent(t, sock, func(h http.Handler) http.Handler { return h })
-	t.Setenv("LABPOOL_SYSTEM_SOCKET", sock)
-	t.Setenv("LABPOOL_DATA", "")
-	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "xdg"))
+	dir, sock := serveSystemAgent(t)
 	for _, tc := range []struct {
 		args []string
 		want string
