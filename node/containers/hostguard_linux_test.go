@@ -131,14 +131,7 @@ func TestGuardFirstAfterNetworkCreate(t *testing.T) {
 	dockerRestarts(t, fw, "docker0")
 	nets := make(chan events.Message)
 	f := &fakeDocker{start: func(string) error { return nil }, netEvents: nets, containerEvents: make(chan events.Message)}
-	var logs strings.Builder
-	cfg := DefaultConfig()
-	cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	r := newRuntime(cfg, f)
-	r.firewalls = []firewall{fw}
-	if err := r.guardHost(); err != nil {
-		t.Fatal(err)
-	}
+	r, logs := guardedRuntime(t, fw, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	evs, _ := r.Events(ctx)
@@ -155,6 +148,21 @@ func TestGuardFirstAfterNetworkCreate(t *testing.T) {
 	}
 }
 
+// guardedRuntime is a Runtime over f and the firewall fw, its guard
+// installed, logging into logs.
+func guardedRuntime(t *testing.T, fw firewall, f *fakeDocker) (*Runtime, *strings.Builder) {
+	t.Helper()
+	logs := &strings.Builder{}
+	cfg := DefaultConfig()
+	cfg.Log = slog.New(slog.NewTextHandler(logs, nil))
+	r := newRuntime(cfg, f)
+	r.firewalls = []firewall{fw}
+	if err := r.guardHost(); err != nil {
+		t.Fatal(err)
+	}
+	return r, logs
+}
+
 // TestGuardPeriodicCheck: with no event at all, the guard is put first
 // again within GuardEvery; a check that cannot restore it logs an ERROR
 // naming the guard, once, and its recovery is logged too.
@@ -162,14 +170,7 @@ func TestGuardPeriodicCheck(t *testing.T) {
 	fw := netnsFirewall(t)
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeDocker{start: func(string) error { return nil }, netEvents: make(chan events.Message), containerEvents: make(chan events.Message)}
-		var logs strings.Builder
-		cfg := DefaultConfig()
-		cfg.Log = slog.New(slog.NewTextHandler(&logs, nil))
-		r := newRuntime(cfg, f)
-		r.firewalls = []firewall{fw}
-		if err := r.guardHost(); err != nil {
-			t.Fatal(err)
-		}
+		r, logs := guardedRuntime(t, fw, f)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		evs, _ := r.Events(ctx)
