@@ -560,27 +560,6 @@ func TestRemoveThenRevoke(t *testing.T) {
 // each must leave every replica, whatever the order of delivery, with the
 // membership the honest records make.
 func TestLogAttacksOfTheAudit(t *testing.T) {
-	// deliver applies recs to a replica of base in both orders and returns
-	// the two logs.
-	deliver := func(t *testing.T, f *fixture, base []pool.Record, recs ...pool.Record) []*pool.Log {
-		t.Helper()
-		var out []*pool.Log
-		rev := slices.Clone(recs)
-		slices.Reverse(rev)
-		for _, order := range [][]pool.Record{recs, rev} {
-			l, err := pool.Verify(f.l.Pool(), base, f.now)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range order {
-				if _, err := l.Apply(r, f.now); err != nil {
-					t.Fatalf("Apply(%s of %.9s) = %v", r.Kind, r.Subject, err)
-				}
-			}
-			out = append(out, l)
-		}
-		return out
-	}
 	t.Run("demoted admin backdates a removal", func(t *testing.T) {
 		f := newFixture(t, false)
 		base := f.l.Records()
@@ -594,7 +573,7 @@ func TestLogAttacksOfTheAudit(t *testing.T) {
 		if _, err := f.l.Apply(rm, f.now); err != nil {
 			t.Fatalf("the backdated removal is refused: %v; want it held without effect", err)
 		}
-		for _, l := range deliver(t, f, base, demote, rm) {
+		for _, l := range everyOrder(t, f, base, demote, rm) {
 			m, _ := l.Member(f.id("member"))
 			if m.Removed || !strings.Contains(l.Superseded()[rm.Hash()], "does not extend") {
 				t.Errorf("member removed %v, superseded %q; want in the pool, the removal void", m.Removed, l.Superseded()[rm.Hash()])
@@ -619,7 +598,7 @@ func TestLogAttacksOfTheAudit(t *testing.T) {
 		f.apply(demote)
 		back := signed(pool.Record{Pool: f.l.Pool(), Kind: pool.KindRole, Subject: f.id("admin"), Role: pool.RoleViewer,
 			Version: demote.Version - 1, Signer: f.id("owner2"), Prev: old.Heads()}, f.keys["owner2"])
-		for _, l := range deliver(t, f, base, demote, back) {
+		for _, l := range everyOrder(t, f, base, demote, back) {
 			m, _ := l.Member(f.id("new1"))
 			a, _ := l.Member(f.id("admin"))
 			if m.Removed || a.Role != pool.RoleAdmin {
@@ -642,7 +621,7 @@ func TestLogAttacksOfTheAudit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, l := range deliver(t, f, base, revoke, back) {
+		for _, l := range everyOrder(t, f, base, revoke, back) {
 			if _, ok := l.Member(f.id("late")); ok {
 				t.Errorf("admitted through a revoked invite by naming the state before its revocation")
 			}
@@ -670,7 +649,7 @@ func TestLogAttacksOfTheAudit(t *testing.T) {
 		f.l, one = one, f.l
 		a2 := f.admit("admin", "a2", code)
 		f.l = one
-		for _, l := range deliver(t, f, base, a1, a2) {
+		for _, l := range everyOrder(t, f, base, a1, a2) {
 			m1, ok1 := l.Member(f.id("a1"))
 			m2, ok2 := l.Member(f.id("a2"))
 			got, _ := l.Invite(inviteOf(code))
