@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -144,6 +145,8 @@ type Ledger struct {
 	// edge, when set, is told the GPUs a Grant took or a Release freed,
 	// after the change (Config.GrantEdge).
 	edge func(uuids ...string)
+	// held is what others than jobs hold, by source (SetHeld).
+	held map[string][]alloc.Grant
 }
 
 // NewLedger returns an empty ledger.
@@ -370,5 +373,28 @@ func (l *Ledger) Quarantines() []Quarantine {
 		out = append(out, q)
 	}
 	slices.SortFunc(out, func(a, b Quarantine) int { return a.Index - b.Index })
+	return out
+}
+
+// SetHeld replaces the grants that source (say "reservations" or "lend")
+// holds on this machine's GPUs, beside the jobs': a GPU that such a grant
+// holds at the time of a Grant goes to no other holder (see alloc.Fit).
+func (l *Ledger) SetHeld(source string, gs []alloc.Grant) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held == nil {
+		l.held = map[string][]alloc.Grant{}
+	}
+	l.held[source] = slices.Clone(gs)
+}
+
+// Held returns every grant that SetHeld gave, by source.
+func (l *Ledger) Held() map[string][]alloc.Grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string][]alloc.Grant, len(l.held))
+	for s, gs := range l.held {
+		out[s] = slices.Clone(gs)
+	}
 	return out
 }

@@ -38,6 +38,14 @@ type Spec struct {
 	GPUIDs         []int    `json:"gpu_ids,omitempty"`           // these indexes
 	MIGIDs         []string `json:"mig_ids,omitempty"`           // these MIG instances, by UUID ("MIG-...")
 	MinGPUMemBytes uint64   `json:"min_gpu_mem_bytes,omitempty"` // per granted GPU, total memory
+	// MIGProfile asks for GPUs MIG instances of this profile ("3g.40gb")
+	// instead of whole GPUs, placed like GPUs.
+	MIGProfile string `json:"mig_profile,omitempty"`
+	// GPUShare, in (0, 1), asks for that fraction of one GPU instead of a
+	// whole one (an MPS share where the machine runs MPS, a time-sliced
+	// one otherwise); GPUMemBytes caps the share's GPU memory.
+	GPUShare    float64 `json:"gpu_share,omitempty"`
+	GPUMemBytes uint64  `json:"gpu_mem_bytes,omitempty"`
 	CPUs           float64  `json:"cpus,omitempty"`
 	MemoryBytes    int64    `json:"memory_bytes,omitempty"`
 	Mounts         []Mount  `json:"mounts,omitempty"`
