@@ -46,11 +46,11 @@ type Spec struct {
 	// one otherwise); GPUMemBytes caps the share's GPU memory.
 	GPUShare    float64 `json:"gpu_share,omitempty"`
 	GPUMemBytes uint64  `json:"gpu_mem_bytes,omitempty"`
-	CPUs           float64  `json:"cpus,omitempty"`
-	MemoryBytes    int64    `json:"memory_bytes,omitempty"`
-	Mounts         []Mount  `json:"mounts,omitempty"`
-	Ports          []int    `json:"ports,omitempty"` // ports of the job that tunnels reach (published nowhere on the node)
-	Queue          bool     `json:"queue,omitempty"` // wait for busy GPUs instead of failing
+	CPUs        float64 `json:"cpus,omitempty"`
+	MemoryBytes int64   `json:"memory_bytes,omitempty"`
+	Mounts      []Mount `json:"mounts,omitempty"`
+	Ports       []int   `json:"ports,omitempty"` // ports of the job that tunnels reach (published nowhere on the node)
+	Queue       bool    `json:"queue,omitempty"` // wait for busy GPUs instead of failing
 
 	// Where a backend schedules itself (a Slurm cluster, see Capabilities):
 	// the partition ("" its default), the number of nodes and the GPUs on
