@@ -102,7 +102,15 @@ func (j Job) request() Request {
 	if j.Spec.Nodes > 1 {
 		count = j.Spec.Nodes * j.Spec.GPUsPerNode
 	}
-	return Request{Count: count, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
+	r := Request{Count: count, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes,
+		Profile: j.Spec.MIGProfile, Owner: j.Owner, Name: j.Name, Limit: time.Duration(j.Spec.TimeLimitSeconds) * time.Second}
+	if j.Spec.GPUShare > 0 && j.Spec.GPUShare < 1 {
+		r.Share, r.MemBytes = j.Spec.GPUShare, j.Spec.GPUMemBytes
+	}
+	if (r.Profile != "" || j.Spec.GPUShare > 0) && r.Count == 0 {
+		r.Count = 1
+	}
+	return r
 }
 
 // queued returns the queued jobs in queue order.
@@ -167,6 +175,7 @@ func (m *Manager) nextQueued() (Job, bool) {
 				return ErrConflict // stopped or removed meanwhile
 			}
 			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, m.ledger.Indexes(uuids, gpus), ""
+			cur.GPUShare, cur.GPUMemBytes = m.ledger.share(j.ID)
 			return nil
 		})
 		if err != nil {
