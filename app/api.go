@@ -82,6 +82,12 @@ type Node struct {
 	// this machine, agrees: a job's comment is anyone's to write on a
 	// cluster.
 	ClusterOwners map[string]string `json:"cluster_owners,omitempty"`
+	// Alloc is the machine's own ledger as it publishes it (KindGrants):
+	// its units and who holds them; nil where it publishes none (an
+	// older machine: planners read its telemetry), or where its record was
+	// refused (AllocError says why).
+	Alloc      *Allocation `json:"alloc,omitempty"`
+	AllocError string      `json:"alloc_error,omitempty"`
 }
 
 // NodeInfo is what changes rarely about a machine.

@@ -185,6 +185,9 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 			}
 		}
 	}
+	if err := r.readAllocation(ctx, &n); err != nil {
+		return n, err
+	}
 	if !ok {
 		return n, nil // no sample, or a bad one from a peer: no data, not an error
 	}

@@ -208,3 +208,28 @@ func TestShareReadopted(t *testing.T) {
 		t.Errorf("a second half beside the adopted share: %+v, %v", k, err)
 	}
 }
+
+// TestAllocation: what the node publishes is its ledger's view: its
+// units, naming the node, a job's grant with its share, and a GPU used
+// outside labpool as an External grant.
+func TestAllocation(t *testing.T) {
+	gs := fakeGPUs(3)
+	gs[2].Processes = []gpu.Process{{PID: 7}}
+	m := startManager(t, newFakeRuntime(), fixedGPUs(gs), &memStore{}, nil)
+	j, err := m.Submit(context.Background(), member("alice"), Spec{Image: "img", GPUShare: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	units, grants := m.Allocation()
+	if len(units) != 3 || units[0].Node != "NODE" || units[2].ID != "GPU-0002" {
+		t.Errorf("units %+v; want the 3 GPUs of NODE", units)
+	}
+	if len(grants) != 2 || grants[0].Holder.ID != j.ID || grants[0].Share != 0.25 || grants[0].Holder.Member != "alice" ||
+		grants[1].Holder.Kind != alloc.External || !slices.Equal(grants[1].Units, []string{"GPU-0002"}) {
+		t.Errorf("grants %+v; want alice's share, then GPU 2 outside labpool", grants)
+	}
+	d := alloc.Fit(units, grants, alloc.Request{Count: 2}, time.Now())
+	if d.Fits || d.Why() != "2 asked: GPU 0: shared (75% free), and a whole GPU was asked; GPU 2: a process outside labpool" {
+		t.Errorf("Fit on the published view: %+v, %q", d, d.Why())
+	}
+}

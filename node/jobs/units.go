@@ -109,3 +109,30 @@ func (l *Ledger) holds(job, u string) bool {
 	g, ok := l.jobs[job]
 	return ok && slices.Contains(g.Units, u)
 }
+
+// Allocation is this machine's view for alloc.Fit, as its ledger holds it
+// now: its units (each naming this node) and every grant on them,
+// processes outside labpool as External grants. The node publishes it,
+// so that every planner in the pool decides on the authority's view.
+func (m *Manager) Allocation() ([]alloc.Unit, []alloc.Grant) {
+	gpus := m.gpus.GPUs()
+	ext := m.external(gpus)
+	m.ledger.mu.Lock()
+	defer m.ledger.mu.Unlock()
+	units := m.ledger.unitsLocked(gpus)
+	listed := make(map[string]bool, len(units))
+	for i := range units {
+		units[i].Node = m.cfg.Node
+		listed[units[i].ID] = true
+	}
+	// A grant names only units read now: a GPU gone from the reading
+	// (until it comes back) is no unit a planner could be given.
+	var grants []alloc.Grant
+	for _, g := range m.ledger.grantsLocked(ext) {
+		g.Units = slices.DeleteFunc(slices.Clone(g.Units), func(u string) bool { return !listed[u] })
+		if len(g.Units) > 0 {
+			grants = append(grants, g)
+		}
+	}
+	return units, grants
+}
