@@ -107,7 +107,7 @@ func fitPool(nodes []Node, r alloc.Request, at time.Time) alloc.Decision {
 		if r.Node != "" && n.ID != r.Node {
 			continue
 		}
-		units, grants := viewOf(n)
+		units, grants := viewOf(n, nil)
 		d := alloc.Fit(units, grants, r, at)
 		if d.Fits {
 			return d
@@ -116,12 +116,4 @@ func fitPool(nodes []Node, r alloc.Request, at time.Time) alloc.Decision {
 		out.Passed = append(out.Passed, d.Passed...)
 	}
 	return out
-}
-
-// viewOf is n's units and grants: as n publishes them.
-func viewOf(n Node) ([]alloc.Unit, []alloc.Grant) {
-	if n.Alloc != nil {
-		return n.Alloc.Units, n.Alloc.Grants
-	}
-	return nil, nil
 }
