@@ -76,6 +76,10 @@ type Node struct {
 	// partitions, nodes, GPUs by type and queue, as its agent last read
 	// them (NodeRecord.Cluster).
 	Cluster *slurm.Cluster `json:"cluster,omitempty"`
+	// ClusterUsable counts the cluster's GPUs a job could get now, over
+	// it and each partition (slurm.UsableGPUs): the UI shows these, never
+	// counting them itself.
+	ClusterUsable *slurm.ClusterUsable `json:"cluster_usable,omitempty"`
 	// ClusterOwners names the members who launched the labpool jobs of
 	// Cluster.Queue (device ID -> member name). A queue entry names a
 	// labpool job and its owner only where that job's record, written by

@@ -172,6 +172,7 @@ func planGPUs(n Node, units []alloc.Unit, grants []alloc.Grant, spec jobs.Spec, 
 				busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, why))
 			}
 		}
+		pg.Status = planStatus(pg, spec)
 		out = append(out, pg)
 	}
 	slices.SortStableFunc(out, func(a, b PlanGPU) int { return a.Index - b.Index })
@@ -270,4 +271,40 @@ func planWhy(p alloc.Pass, active []Job) string {
 		return fmt.Sprintf("job %s of %s", j.Name, j.OwnerName)
 	}
 	return p.Why()
+}
+
+// planStatus is pg's line for people (PlanGPU.Status).
+func planStatus(pg PlanGPU, spec jobs.Spec) string {
+	switch pg.State {
+	case GPUHeld:
+		return pg.JobName + " · " + pg.OwnerName
+	case GPUBusy:
+		if pg.Reason == "" {
+			return "in use outside labpool"
+		}
+		return pg.Reason
+	case GPUFaulty:
+		return pg.Reason
+	case GPUSmall:
+		return "under " + bytesText(spec.MinGPUMemBytes)
+	}
+	return "free"
+}
+
+// bytesText is n bytes in binary units as the UI writes them: "512 B",
+// "1.5 KiB", "40.0 GiB", "160 GiB".
+func bytesText(n uint64) string {
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
+	v, i := float64(n), 0
+	for v >= 1024 && i < len(units)-1 {
+		v /= 1024
+		i++
+	}
+	switch {
+	case i == 0:
+		return fmt.Sprintf("%.0f B", v)
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, units[i])
+	}
+	return fmt.Sprintf("%.1f %s", v, units[i])
 }
