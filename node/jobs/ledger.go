@@ -60,6 +60,9 @@ type Ledger struct {
 	edge func(uuids ...string)
 	// held is what others than jobs hold, by source (SetHeld).
 	held map[string][]alloc.Grant
+	// onHeld, when set, is called after SetHeld changed what others hold
+	// (the manager tries its queue: a grant given back may let a job in).
+	onHeld func()
 	// clock is the time grants are decided at (tests set it).
 	clock func() time.Time
 }
@@ -428,11 +431,14 @@ func (l *Ledger) Quarantines() []Quarantine {
 // holds at the time of a Grant goes to no other holder (see alloc.Fit).
 func (l *Ledger) SetHeld(source string, gs []alloc.Grant) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.held == nil {
 		l.held = map[string][]alloc.Grant{}
 	}
 	l.held[source] = slices.Clone(gs)
+	l.mu.Unlock()
+	if l.onHeld != nil {
+		l.onHeld() // never under l.mu
+	}
 }
 
 // Held returns every grant that SetHeld gave, by source.

@@ -233,3 +233,23 @@ func TestAllocation(t *testing.T) {
 		t.Errorf("Fit on the published view: %+v, %q", d, d.Why())
 	}
 }
+
+// TestHeldChangeWakesQueue: when what others hold changes (SetHeld: a
+// lender takes the machine back or gives it, a reservation ends), the
+// manager tries its queue then, not at its next poll; and a job queued
+// behind the owner says so.
+func TestHeldChangeWakesQueue(t *testing.T) {
+	m := NewManager(DefaultConfig(), newFakeRuntime(), fixedGPUs(fakeGPUs(1)), nil, &memStore{}, testLog())
+	if len(m.kick) != 0 {
+		t.Fatal("a new manager's queue is kicked already")
+	}
+	m.Ledger().SetHeld("lend", nil)
+	if len(m.kick) != 1 {
+		t.Errorf("SetHeld did not wake the queue")
+	}
+	m.Ledger().SetHeld("lend", []alloc.Grant{{Holder: alloc.Holder{Kind: alloc.Owner, ID: "owner"}, Units: []string{"GPU-0000"}}})
+	_, err := m.ledger.Grant("j", Request{Count: 1}, m.gpus.GPUs(), nil)
+	if err == nil || !strings.Contains(err.Error(), "GPU 0: its owner is using it") {
+		t.Errorf("a grant behind the owner: %v; want it to say the owner uses GPU 0", err)
+	}
+}
