@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/sync/schema"
@@ -95,25 +94,4 @@ func (r *Reader) readAllocation(ctx context.Context, n *Node) error {
 	}
 	n.Alloc = &a
 	return nil
-}
-
-// fitPool is alloc.Fit over the machines of nodes, one machine at a
-// time, each on its own view (viewOf): a grant of one machine's record
-// never touches another's units. The first machine where r fits gives
-// the answer; otherwise the passes of every machine say why.
-func fitPool(nodes []Node, r alloc.Request, at time.Time) alloc.Decision {
-	out := alloc.Decision{Want: 0}
-	for _, n := range nodes {
-		if r.Node != "" && n.ID != r.Node {
-			continue
-		}
-		units, grants := viewOf(n, nil)
-		d := alloc.Fit(units, grants, r, at)
-		if d.Fits {
-			return d
-		}
-		out.Want, out.Free = d.Want, out.Free+d.Free
-		out.Passed = append(out.Passed, d.Passed...)
-	}
-	return out
 }

@@ -48,9 +48,10 @@ func TestGrantsRecordIsItsOriginsOwn(t *testing.T) {
 	if n := byID[mikeID]; n.Alloc != nil || !strings.Contains(n.AllocError, "rule: "+ruleGrants) {
 		t.Errorf("mike's record with a grant of a unit not its own: %+v, %q; want refused naming the rule", n.Alloc, n.AllocError)
 	}
-	// A pool-wide Fit on the views: alpha's grant keeps nothing of this
-	// machine from a job.
-	if d := fitPool(nodes, alloc.Request{Count: 1, Node: selfID}, t0); !d.Fits || d.Node != selfID {
+	// Fit on this machine's view: alpha's grant keeps nothing of it from
+	// a job.
+	units, grants := viewOf(byID[selfID], nil)
+	if d := alloc.Fit(units, grants, alloc.Request{Count: 1}, t0); !d.Fits || d.Node != selfID {
 		t.Errorf("a GPU of this machine, with alpha's forged grant in the pool: %+v; want it to fit here", d)
 	}
 }

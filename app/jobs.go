@@ -293,6 +293,9 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 	if n.Cluster != nil {
 		return planCluster(n, spec)
 	}
+	if spec.GPUShare >= 1 && spec.GPUs == 0 {
+		spec.GPUs = 1 // a share of 1 is a whole GPU, as the machine grants it
+	}
 	p := NodePlan{Node: n.ID, NodeName: n.Name}
 	units, grants := viewOf(n, active)
 	var busy []string

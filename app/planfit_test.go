@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -56,5 +57,36 @@ func TestPlanOnPublishedGrants(t *testing.T) {
 	p := planAt([]Node{n}, &n, jobs.Spec{GPUs: 1}, active, at, selfID)
 	if g := p.GPUs; g[0].State != GPUBusy || !strings.Contains(g[0].Reason, "reserved") || g[1].State != GPUBusy || !strings.Contains(g[1].Reason, "shared") {
 		t.Errorf("GPU states %+v; want GPU 0 reserved, GPU 1 shared", g)
+	}
+}
+
+// TestPlanMIGProfile: MIG instances asked by profile plan as the machine
+// places them: onto a free instance of that profile, busy while jobs hold
+// them all, refused where the machine has too few of them.
+func TestPlanMIGProfile(t *testing.T) {
+	n := nvlinkNode("A", 0)
+	n.GPUs[3].MIG = &gpu.MIG{Supported: true, Enabled: true, Instances: []gpu.MIGInstance{
+		{UUID: "MIG-a", Name: "NVIDIA H100 MIG 3g.40gb", MemTotalBytes: 40 * gib},
+		{UUID: "MIG-b", Name: "NVIDIA H100 MIG 3g.40gb", MemTotalBytes: 40 * gib},
+	}}
+	held := []Job{{Job: jobs.Job{ID: "j", Name: "train", Node: "A", State: jobs.Running, GPUs: []string{"MIG-a"}}, OwnerName: "mike"}}
+	cases := []struct {
+		name   string
+		spec   jobs.Spec
+		active []Job
+		fits   bool
+		says   string
+	}{
+		{"two free", jobs.Spec{MIGProfile: "3g.40gb", GPUs: 2}, nil, true, "2 MIG instances free"},
+		{"one held", jobs.Spec{MIGProfile: "3g.40gb", GPUs: 2}, held, false, "MIG-a: job train of mike"},
+		{"one held, the other free", jobs.Spec{MIGProfile: "3g.40gb"}, held, true, "1 MIG instances free"},
+		{"too few on the machine", jobs.Spec{MIGProfile: "3g.40gb", GPUs: 3}, nil, false, `refused by rule "mig profile"`},
+		{"no such profile", jobs.Spec{MIGProfile: "1g.10gb"}, nil, false, "this machine has 0"},
+	}
+	for _, tt := range cases {
+		p := planAt([]Node{n}, &n, tt.spec, tt.active, time.Now(), selfID)
+		if p.Fits != tt.fits || !strings.Contains(p.Reason, tt.says) {
+			t.Errorf("%s: fits %v (%s); want %v saying %q", tt.name, p.Fits, p.Reason, tt.fits, tt.says)
+		}
 	}
 }

@@ -80,6 +80,9 @@ func cmpString(a, b string) int {
 // labpool or reserved already.
 func reserve(j Job, gpus []gpu.Stats, granted map[string]string, blocked map[string]bool) []string {
 	req := j.request()
+	if len(req.MIG) > 0 || req.Profile != "" {
+		return nil // MIG instances are not kept for a job yet: whole GPUs would not serve it
+	}
 	var out []string
 	for _, g := range gpus {
 		if len(out) == req.want() {
