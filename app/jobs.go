@@ -203,7 +203,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		}
 		named = &n
 	}
-	return plan(nodes, named, req.Spec, active), nil
+	return planAt(nodes, named, req.Spec, active, s.now(), s.self.ID), nil
 }
 
 // sessionGrace is how long a launch on a machine named while it looks
@@ -233,13 +233,19 @@ func (s *Service) planNamed(ctx context.Context, req LaunchRequest) (Plan, error
 // plan is the placement rule: where spec runs among nodes (on named when
 // set), given the active jobs of the pool.
 func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
+	return planAt(nodes, named, spec, active, time.Now(), "")
+}
+
+// planAt is plan at time at for member (device ID) who: grants then in
+// force, reservations then ahead (who's own let who's jobs in).
+func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Time, who string) Plan {
 	p := Plan{Images: []string{}, Nodes: make([]NodePlan, 0, len(nodes))}
 	var best *NodePlan
 	var bestLoad, leastLoad float64
 	var bestWeight placeWeight
 	var reasons []string
 	for _, n := range nodes {
-		np := planFor(n, spec, active)
+		np := planFor(n, spec, active, at, who)
 		p.Nodes = append(p.Nodes, np)
 		switch {
 		case named != nil || !n.Online:
@@ -258,7 +264,7 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	}
 	switch {
 	case named != nil:
-		p.NodePlan = planFor(*named, spec, active)
+		p.NodePlan = planFor(*named, spec, active, at, who)
 	case best != nil && best.Cluster != nil:
 		p.NodePlan = *best
 		p.Reason = best.NodeName + ": " + best.Reason
@@ -280,39 +286,27 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	return p
 }
 
-// planFor says whether spec fits on n, given the active jobs of the pool,
-// and the state of each of n's GPUs.
-func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
+// planFor says whether spec fits on n at at, given the active jobs of the
+// pool, and the state of each of n's GPUs: alloc.Fit decides, on n's
+// view (viewOf), as n's ledger would.
+func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) NodePlan {
 	if n.Cluster != nil {
 		return planCluster(n, spec)
 	}
-	p := NodePlan{Node: n.ID, NodeName: n.Name, GPUs: make([]PlanGPU, 0, len(n.GPUs))}
-	holder := map[string]Job{} // GPU UUID -> the job that holds it
-	for _, j := range active {
-		if j.Node == n.ID && (j.State == jobs.Running || j.State == jobs.Starting) {
-			for _, u := range j.GPUs {
-				holder[u] = j
-			}
-		}
+	if spec.GPUShare >= 1 && spec.GPUs == 0 {
+		spec.GPUs = 1 // a share of 1 is a whole GPU, as the machine grants it
 	}
+	p := NodePlan{Node: n.ID, NodeName: n.Name}
+	units, grants := viewOf(n, active)
 	var busy []string
-	free := map[int]bool{}     // index -> nothing holds it
-	var cands []jobs.Candidate // the GPUs free that match, as placement weighs them
-	for _, g := range n.GPUs {
-		pg, why := planGPU(g, holder, spec)
-		if why != "" {
-			busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, why))
-		}
-		if pg.State == GPUFree || pg.State == GPUSmall {
+	p.GPUs, busy = planGPUs(n, units, grants, spec, active, at, who)
+	free := map[int]bool{} // index -> nothing holds it
+	for _, g := range p.GPUs {
+		if g.State == GPUFree || g.State == GPUSmall {
 			free[g.Index] = true
 			p.Free++
 		}
-		if pg.State == GPUFree {
-			cands = append(cands, candidate(g))
-		}
-		p.GPUs = append(p.GPUs, pg)
 	}
-	sort.SliceStable(p.GPUs, func(i, k int) bool { return p.GPUs[i].Index < p.GPUs[k].Index })
 	if !n.Online {
 		p.Reason = n.Name + " is offline"
 		return p
@@ -332,51 +326,23 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 	if len(busy) > 0 {
 		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
 	}
-	if len(spec.MIGIDs) > 0 {
-		p.Fits, p.Reason = fitsMIG(n, spec, holder)
+	r := planRequest(n, spec, who)
+	d, placement := fitNode(n, units, grants, r, at)
+	if len(spec.MIGIDs) > 0 || spec.MIGProfile != "" || r.Share > 0 {
+		p.Fits, p.Reason = fitsUnits(spec, r, d, units, active)
 		return p
 	}
 	p.Fits, p.Reason = fits(n, p, spec, free, busyText)
-	if p.Fits && spec.GPUs > 0 && len(spec.GPUIDs) == 0 && len(cands) >= spec.GPUs {
-		picked, why := jobs.Place(cands, spec.GPUs)
-		for _, c := range picked {
-			p.Picked = append(p.Picked, c.Index)
+	if p.Fits && d.Fits && spec.GPUs > 0 && len(spec.GPUIDs) == 0 {
+		for _, u := range d.Units {
+			p.Picked = append(p.Picked, u.Index)
 		}
-		p.Placement = why
-		if _, weighed, ok := strings.Cut(why, "; "); ok {
+		p.Placement = placement
+		if _, weighed, ok := strings.Cut(p.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
 	}
 	return p
-}
-
-// planGPU is g's state for spec, and why it is kept from a new job ("" when
-// free or merely small).
-func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
-	pg := PlanGPU{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotalBytes: g.MemTotalBytes, MemUsedBytes: g.MemUsedBytes, MemUnified: g.MemUnified, UtilPercent: g.UtilPercent}
-	if j, held := holder[g.UUID]; held {
-		pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
-		return pg, fmt.Sprintf("job %s of %s", j.Name, j.OwnerName)
-	}
-	switch {
-	case g.Health == "quarantined" || g.Health == "lost":
-		pg.State, pg.Reason = GPUFaulty, g.Health
-		if g.HealthReason != "" {
-			pg.Reason += ": " + g.HealthReason
-		}
-		return pg, pg.Reason
-	case g.MIG != nil && g.MIG.Enabled:
-		pg.State, pg.Reason = GPUBusy, "MIG on (ask for an instance by UUID)" // granted by instance, never whole
-		return pg, pg.Reason
-	case g.Processes > 0:
-		pg.State = GPUBusy
-		return pg, "a process outside labpool"
-	case jobs.GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified) < spec.MinGPUMemBytes:
-		pg.State = GPUSmall
-	default:
-		pg.State = GPUFree
-	}
-	return pg, ""
 }
 
 // fits decides whether spec fits on the online node n whose GPUs p plans

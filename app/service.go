@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/schema"
 
 	"bytes"
@@ -180,10 +181,17 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 			n.GPUError = nr.Info.GPUError
 			n.Containers, n.ContainersError = nr.Containers, nr.ContainersError
 			n.Cluster = nr.Cluster
+			if nr.Cluster != nil {
+				u := slurm.UsableGPUs(*nr.Cluster)
+				n.ClusterUsable = &u
+			}
 			if nr.Addresses != nil {
 				n.Addresses = nr.Addresses
 			}
 		}
+	}
+	if err := r.readAllocation(ctx, &n); err != nil {
+		return n, err
 	}
 	if !ok {
 		return n, nil // no sample, or a bad one from a peer: no data, not an error

@@ -48,7 +48,10 @@ type Decision struct {
 	Share    float64 `json:"share,omitempty"`
 	MemBytes uint64  `json:"mem_bytes,omitempty"`
 	Want     int     `json:"want"`
-	Passed   []Pass  `json:"passed,omitempty"` // every unit passed over, in the units' order
+	// Free is how many of the units asked for were free (on every
+	// machine together): when d does not fit, fewer than Want on each.
+	Free   int    `json:"free"`
+	Passed []Pass `json:"passed,omitempty"` // every unit passed over, in the units' order
 }
 
 // Grant is the grant d makes to h from at until until.
@@ -103,6 +106,7 @@ func Fit(units []Unit, grants []Grant, r Request, at time.Time) Decision {
 			}
 			continue
 		}
+		d.Free++
 		if _, seen := free[u.Node]; !seen {
 			nodes = append(nodes, u.Node)
 		}

@@ -112,6 +112,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 		return j, nil
 	}
 	j.GPUs, j.GPUIndexes = uuids, m.ledger.Indexes(uuids, gpus)
+	j.GPUShare, j.GPUMemBytes = m.ledger.share(j.ID)
 	t, err := m.launch(ctx, j, mounts)
 	if err != nil {
 		m.ledger.Release(j.ID)
