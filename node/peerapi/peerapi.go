@@ -1,0 +1,171 @@
+// Package peerapi is how a machine calls another one: each serving package
+// (node/jobs, node/containers, node/folders, node/folders/copies,
+// node/alerts, node/agent) declares its calls in one table, beside its
+// handler, and the same table registers the handler, builds the client's
+// requests, mounts the package in node/agent's PeerHandler and lists the
+// routes app/daemon's role matrix asks. No caller writes a "/v1/..." path.
+//
+// # How to add a peer call
+//
+//  1. Declare it in the serving package's table (its routes.go):
+//     var Stop = peerapi.Add[peerapi.None, Job](Routes, "POST", "/v1/jobs/{id}/stop", peerapi.Members)
+//     with the request body's and the reply's Go types and who may call it.
+//  2. Serve it: one line in the package's Handler, Stop.Spec: h.stop (a
+//     route without a handler panics in every test that builds one).
+//  3. Call it: a typed client function in the package's client.go over
+//     Stop.Call (JSON) or Stop.Open (streams), which callers use with a
+//     Conn (app.Service.Peer, or any Doer).
+//  4. Test it: a case in the package's round-trip test (it fails for a
+//     route without one), and, when not every member may call it, the
+//     refusal its rule names in app/daemon's role matrix.
+//
+// node/agent mounts every route of the tables; a package that is new to the
+// pool (its own table) is also one field of agent.Parts and one line of the
+// daemon's wiring.
+//
+// Paths never change once released: old and new agents in one pool talk to
+// each other by them.
+package peerapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+)
+
+// Who says who may make a call. The handler enforces it (its refusal names
+// the rule); the table declares it, and app/daemon's role matrix checks
+// that the two agree for every role.
+type Who string
+
+const (
+	// Anyone reaches the route, strangers too (joining the pool only).
+	Anyone Who = "anyone"
+	// Members: every member of the pool, viewers too.
+	Members Who = "members"
+	// Launchers: the members who may launch jobs here (not viewers).
+	Launchers Who = "launchers"
+	// Admins: the pool's owners and admins.
+	Admins Who = "admins"
+	// MachineOwners: the pool's owners and this machine's own user.
+	MachineOwners Who = "machine owners"
+	// GrantHolders: whoever carries a grant a member signed (a copy's
+	// reads); no role alone.
+	GrantHolders Who = "grant holders"
+)
+
+// Spec is one call a machine serves: its method, its path (a net/http
+// pattern's, with {wildcards}), who may make it, and the Go types of its
+// request body and reply (None: none; Stream: bytes, not JSON).
+type Spec struct {
+	Method, Path string
+	Who          Who
+	In, Out      reflect.Type
+}
+
+// Pattern is the net/http pattern of s, "METHOD /path".
+func (s Spec) Pattern() string { return s.Method + " " + s.Path }
+
+// None is the type of a call's absent body or reply.
+type None struct{}
+
+// Stream is the type of a body or reply that is bytes, not JSON: the call
+// is made with Route.Open.
+type Stream struct{}
+
+// Table is a serving package's calls, in their order of declaration.
+type Table struct{ specs []Spec }
+
+// Specs returns the calls of t.
+func (t *Table) Specs() []Spec { return append([]Spec(nil), t.specs...) }
+
+// Add declares a call of t: In is its request body's type, Out its reply's.
+// Two calls of one pattern panic (at package initialization).
+func Add[In, Out any](t *Table, method, path string, who Who) Route[In, Out] {
+	s := Spec{Method: method, Path: path, Who: who, In: reflect.TypeFor[In](), Out: reflect.TypeFor[Out]()}
+	for _, o := range t.specs {
+		if o.Pattern() == s.Pattern() {
+			panic("peerapi: two calls " + s.Pattern())
+		}
+	}
+	t.specs = append(t.specs, s)
+	return Route[In, Out]{s}
+}
+
+// Route is a call whose request body is an In and whose reply is an Out.
+type Route[In, Out any] struct{ Spec }
+
+// Mux serves the calls of t with their handlers: every call of t needs one,
+// and every handler a call of t, or Mux panics (a programming error that
+// every test building the handler finds).
+func (t *Table) Mux(handlers map[Spec]http.HandlerFunc) *Mux {
+	mux := http.NewServeMux()
+	for _, s := range t.specs {
+		h, ok := handlers[s]
+		if !ok {
+			panic("peerapi: no handler for " + s.Pattern())
+		}
+		mux.HandleFunc(s.Pattern(), h)
+	}
+	for s := range handlers {
+		if !t.has(s) {
+			panic("peerapi: a handler for " + s.Pattern() + ", which is not in the table")
+		}
+	}
+	return &Mux{t: t, mux: mux}
+}
+
+func (t *Table) has(s Spec) bool {
+	for _, o := range t.specs {
+		if o == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Mux is a serving package's handler: the calls of its table, and nothing
+// else.
+type Mux struct {
+	t   *Table
+	mux *http.ServeMux
+}
+
+// Table returns the calls m serves.
+func (m *Mux) Table() *Table { return m.t }
+
+func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.mux.ServeHTTP(w, r) }
+
+// URL is the path (and query, when q is not empty) of a request of s, with
+// the wildcards of its path filled by args in their order.
+func (s Spec) URL(args []string, q url.Values) (string, error) {
+	var b strings.Builder
+	rest, n := s.Path, 0
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return "", fmt.Errorf("path %s: an unclosed wildcard", s.Path)
+		}
+		if n == len(args) {
+			return "", fmt.Errorf("path %s: %d values for its wildcards", s.Path, len(args))
+		}
+		b.WriteString(rest[:i])
+		b.WriteString(url.PathEscape(args[n]))
+		n++
+		rest = rest[i+j+1:]
+	}
+	if n != len(args) {
+		return "", fmt.Errorf("path %s: %d values for its %d wildcards", s.Path, len(args), n)
+	}
+	if len(q) > 0 {
+		b.WriteString("?" + q.Encode())
+	}
+	return b.String(), nil
+}
