@@ -46,6 +46,23 @@ func (l *Loopback) Do(ctx context.Context, node string, r peerapi.Request) (io.R
 	for k, v := range r.Header {
 		req.Header[k] = v
 	}
+	resp := l.serve(req)
+	if resp.StatusCode >= 300 {
+		b := httperr.Read(resp)
+		return nil, &RefusedError{Status: resp.StatusCode, Code: b.Code, Message: b.Message}
+	}
+	return resp.Body, nil
+}
+
+// RoundTrip implements http.RoundTripper, for a client that speaks HTTP
+// itself (a copy's reads, folders.HTTPSource).
+func (l *Loopback) RoundTrip(r *http.Request) (*http.Response, error) {
+	req := httptest.NewRequestWithContext(r.Context(), r.Method, r.URL.String(), r.Body)
+	req.Header = r.Header.Clone()
+	return l.serve(req), nil
+}
+
+func (l *Loopback) serve(req *http.Request) *http.Response {
 	if l.Prepare != nil {
 		req = l.Prepare(req)
 	}
@@ -54,12 +71,7 @@ func (l *Loopback) Do(ctx context.Context, node string, r peerapi.Request) (io.R
 	l.mu.Lock()
 	l.patterns = append(l.patterns, req.Pattern)
 	l.mu.Unlock()
-	resp := w.Result()
-	if resp.StatusCode >= 300 {
-		b := httperr.Read(resp)
-		return nil, &RefusedError{Status: resp.StatusCode, Code: b.Code, Message: b.Message}
-	}
-	return resp.Body, nil
+	return w.Result()
 }
 
 // Served returns the patterns that served the requests since the last
