@@ -14,8 +14,8 @@ var ImageRoutes = &peerapi.Table{}
 
 var (
 	routeImages = peerapi.Add[peerapi.None, []Image](ImageRoutes, "GET", "/v1/images", peerapi.Members)
-	routeLoad   = peerapi.Add[peerapi.Stream, peerapi.Stream](ImageRoutes, "POST", "/v1/images/load", peerapi.Launchers)
-	routePull   = peerapi.Add[peerapi.None, peerapi.Stream](ImageRoutes, "POST", "/v1/images/pull", peerapi.Launchers)
+	routeLoad   = peerapi.Add[peerapi.Stream, peerapi.Stream](ImageRoutes, "POST", "/v1/images/load", peerapi.NonViewers)
+	routePull   = peerapi.Add[peerapi.None, peerapi.Stream](ImageRoutes, "POST", "/v1/images/pull", peerapi.NonViewers)
 )
 
 // ImageClient calls the images API (ImageRoutes) of one machine.

@@ -13,7 +13,7 @@ type none = peerapi.None
 // In the order TestRoundTripEveryRoute calls them: stopping and removing
 // the job last.
 var (
-	routeSubmit   = peerapi.Add[Spec, Job](Routes, "POST", "/v1/jobs", peerapi.Launchers)
+	routeSubmit   = peerapi.Add[Spec, Job](Routes, "POST", "/v1/jobs", peerapi.NonViewers)
 	routeList     = peerapi.Add[none, []Job](Routes, "GET", "/v1/jobs", peerapi.Members)
 	routeGet      = peerapi.Add[none, Job](Routes, "GET", "/v1/jobs/{id}", peerapi.Members)
 	routeLogs     = peerapi.Add[none, peerapi.Stream](Routes, "GET", "/v1/jobs/{id}/logs", peerapi.Members)

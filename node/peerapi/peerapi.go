@@ -45,12 +45,16 @@ const (
 	Anyone Who = "anyone"
 	// Members: every member of the pool, viewers too.
 	Members Who = "members"
-	// Launchers: the members who may launch jobs here (not viewers).
-	Launchers Who = "launchers"
+	// NonViewers: every member but viewers (a launch, as the machine's
+	// policy also says).
+	NonViewers Who = "non-viewers"
 	// Admins: the pool's owners and admins.
 	Admins Who = "admins"
 	// MachineOwners: the pool's owners and this machine's own user.
 	MachineOwners Who = "machine owners"
+	// MachineUser: this machine's own user alone (a device of the pool
+	// that is this machine).
+	MachineUser Who = "machine user"
 	// GrantHolders: whoever carries a grant a member signed (a copy's
 	// reads); no role alone.
 	GrantHolders Who = "grant holders"
