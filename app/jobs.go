@@ -9,10 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -525,8 +523,8 @@ func (s *Service) JobView(ctx context.Context, ref string) (Job, error) {
 	if err != nil || !j.CmdWithheld || j.Stale {
 		return j, err
 	}
-	var full jobs.Job
-	if err := s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID), nil, &full); err != nil || full.ID != j.ID {
+	full, err := jobs.Client{Conn: s.Peer(j.Node)}.Get(ctx, j.ID)
+	if err != nil || full.ID != j.ID {
 		return j, nil // the replica's record, the command line withheld
 	}
 	j.Job = full
@@ -539,11 +537,11 @@ func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	var out jobs.Job
 	// Stopping twice does what stopping once does: sent again if its
 	// connection turns out to be dead (the machine's agent restarted).
 	ctx = transport.SafeToRetry(ctx)
-	if err := s.NodeCall(ctx, j.Node, http.MethodPost, "/v1/jobs/"+url.PathEscape(j.ID)+"/stop", nil, &out); err != nil {
+	out, err := jobs.Client{Conn: s.Peer(j.Node)}.Stop(ctx, j.ID)
+	if err != nil {
 		return Job{}, err
 	}
 	j.Job = out
@@ -564,7 +562,7 @@ func (s *Service) RemoveJob(ctx context.Context, req RemoveRequest) error {
 	if err != nil {
 		return err
 	}
-	return s.NodeCall(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID)+forceQuery("?", req.Force), nil, nil)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Remove(ctx, j.ID, req.Force)
 }
 
 // JobStats returns a job's resource use now.
@@ -574,7 +572,7 @@ func (s *Service) JobStats(ctx context.Context, ref string) (jobs.Stats, error) 
 	if err != nil {
 		return st, err
 	}
-	return st, s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/stats", nil, &st)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Stats(ctx, j.ID)
 }
 
 // Logs streams a job's logs from its node.
@@ -583,11 +581,7 @@ func (s *Service) Logs(ctx context.Context, ref string, follow bool, tail int) (
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{"tail": {strconv.Itoa(tail)}}
-	if follow {
-		q.Set("follow", "1")
-	}
-	return s.nodeStream(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/logs?"+q.Encode(), nil)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Logs(ctx, j.ID, follow, tail)
 }
 
 // Images lists a node's images.
@@ -596,8 +590,8 @@ func (s *Service) Images(ctx context.Context, node string) ([]containers.Image, 
 	if err != nil {
 		return nil, err
 	}
-	imgs := []containers.Image{}
-	if err := s.NodeCall(ctx, n, http.MethodGet, "/v1/images", nil, &imgs); err != nil {
+	imgs, err := containers.ImageClient{Conn: s.Peer(n)}.Images(ctx)
+	if err != nil {
 		return nil, err
 	}
 	_, names, err := s.nodeIDs(ctx)
@@ -621,14 +615,7 @@ func (s *Service) LoadImage(ctx context.Context, node string, archive io.Reader,
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/load"+forceQuery("?", force), archive)
-}
-
-func forceQuery(sep string, force bool) string {
-	if force {
-		return sep + "force=1"
-	}
-	return ""
+	return containers.ImageClient{Conn: s.Peer(n)}.Load(ctx, archive, force)
 }
 
 // PullImage makes a node pull an image; the reply streams progress.
@@ -640,7 +627,7 @@ func (s *Service) PullImage(ctx context.Context, req PullRequest) (io.ReadCloser
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/pull?ref="+url.QueryEscape(req.Ref)+forceQuery("&", req.Force), nil)
+	return containers.ImageClient{Conn: s.Peer(n)}.Pull(ctx, req.Ref, req.Force)
 }
 
 func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
