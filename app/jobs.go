@@ -594,6 +594,7 @@ func (s *Service) Images(ctx context.Context, node string) ([]containers.Image, 
 	if err != nil {
 		return nil, err
 	}
+	imgs = orEmpty(imgs)
 	_, names, err := s.nodeIDs(ctx)
 	if err != nil {
 		return nil, err

@@ -1,27 +1,30 @@
-// Package peerapi is how a machine calls another one: each serving package
+// Package peerapi is how a machine calls another: each serving package
 // (node/jobs, node/containers, node/folders, node/folders/copies,
-// node/alerts, node/agent) declares its calls in one table, beside its
-// handler, and the same table registers the handler, builds the client's
-// requests, mounts the package in node/agent's PeerHandler and lists the
-// routes app/daemon's role matrix asks. No caller writes a "/v1/..." path.
+// node/alerts, node/agent) declares its calls in one Table beside its
+// handler, and that table registers the handler (Table.Mux), builds the
+// typed client's requests (Route.Call, Route.Open), is mounted by
+// node/agent's PeerHandler and is what app/daemon's role matrix asks. No
+// caller writes a "/v1/..." path.
 //
 // # How to add a peer call
 //
-//  1. Declare it in the serving package's table (its routes.go):
-//     var Stop = peerapi.Add[peerapi.None, Job](Routes, "POST", "/v1/jobs/{id}/stop", peerapi.Members)
-//     with the request body's and the reply's Go types and who may call it.
-//  2. Serve it: one line in the package's Handler, Stop.Spec: h.stop (a
-//     route without a handler panics in every test that builds one).
-//  3. Call it: a typed client function in the package's client.go over
-//     Stop.Call (JSON) or Stop.Open (streams), which callers use with a
-//     Conn (app.Service.Peer, or any Doer).
-//  4. Test it: a case in the package's round-trip test (it fails for a
-//     route without one), and, when not every member may call it, the
-//     refusal its rule names in app/daemon's role matrix.
+//  1. Declare it in the serving package's table, with the Go types of its
+//     body and reply and who may call it:
+//     routeX = peerapi.Add[XRequest, XReply](Routes, "POST", "/v1/jobs/{id}/x", peerapi.NonViewers)
+//  2. Serve it: its handler, and one line in the package's Handler,
+//     routeX.Spec: h.x (a call without a handler, or a handler without a
+//     call, panics in every test that builds the handler).
+//  3. Call it: a typed client method beside it, over routeX.Call (JSON)
+//     or routeX.Open (streams); callers pass a Conn
+//     (app.Service.Peer(node), or any Doer).
+//  4. Test it: a case in the package's TestRoundTripEveryRoute
+//     (peerapitest.RoundTrip fails for a call without one, and for a
+//     client whose method or path the handler does not serve) and, unless
+//     every member may call it, the rule its refusals name in routeAsks of
+//     app/daemon's role matrix (TestRoleMatrix fails until it knows it).
 //
-// node/agent mounts every route of the tables; a package that is new to the
-// pool (its own table) is also one field of agent.Parts and one line of the
-// daemon's wiring.
+// node/agent mounts every call of the tables; a serving package that is
+// new is also one field of agent.Parts and one line of the daemon's wiring.
 //
 // Paths never change once released: old and new agents in one pool talk to
 // each other by them.

@@ -84,7 +84,8 @@ func (l *Loopback) Served() []string {
 	return p
 }
 
-// RoundTrip runs cases[pattern] for every call of t, each with a Conn
+// RoundTrip runs cases[pattern] for every call of t, in the table's order
+// (a case may rely on what an earlier one did), each with a Conn
 // through l, and wants every request the case made served by the
 // handler registered for that call's pattern (a path typo or a call missing
 // from the mux fails); a call without a case, a case without a call, and a
