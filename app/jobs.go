@@ -3,7 +3,6 @@ package app
 import (
 	"github.com/labpool/labpool/sync/schema"
 
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -637,72 +636,4 @@ func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
 	}
 	n, err := s.NodeByRef(ctx, ref)
 	return n.ID, err
-}
-
-// NodeCall calls a node's agent API with a JSON body and decodes the reply.
-func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, out any) error {
-	return s.nodeCall(ctx, node, method, path, in, out, nil)
-}
-
-// nodeCall is NodeCall with the request's headers hdr (nil: none).
-func (s *Service) nodeCall(ctx context.Context, node, method, path string, in, out any, hdr http.Header) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	rc, err := s.nodeStreamWith(ctx, node, method, path, body, hdr)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(out); err != nil {
-		return fmt.Errorf("decode reply of %s: %w", shortID(node), err)
-	}
-	return nil
-}
-
-// nodeStream calls a node's agent API and returns the reply body of a
-// success; a failure becomes an *APIError with the node's message.
-func (s *Service) nodeStream(ctx context.Context, node, method, path string, body io.Reader) (io.ReadCloser, error) {
-	return s.nodeStreamWith(ctx, node, method, path, body, nil)
-}
-
-// nodeStreamWith is nodeStream with the request's headers hdr (nil: none).
-func (s *Service) nodeStreamWith(ctx context.Context, node, method, path string, body io.Reader, hdr http.Header) (io.ReadCloser, error) {
-	hc, err := s.caller.NodeClient(ctx, node)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "https://node"+path, body)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := hc.Do(req)
-	if err != nil && transport.ConnectionLost(err) && req.GetBody != nil {
-		// The node restarted under an old connection: send once more.
-		if req.Body, err = req.GetBody(); err == nil {
-			resp, err = hc.Do(req)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reach %s: %w", shortID(node), err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, ErrorFromResponse(resp)
-	}
-	return resp.Body, nil
 }

@@ -2,8 +2,8 @@ package alerting
 
 import (
 	"context"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"

@@ -18,7 +18,6 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/internal/httperr"
 	"github.com/labpool/labpool/node/agent"
-	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/peerapi"
 	"github.com/labpool/labpool/sync/peer"
@@ -34,15 +33,9 @@ const (
 	notMember   = "not_member: this device is not a member of the pool"
 	atDoor      = "door_path: refused: a device that is not a member of the pool may reach only" // transport's door
 	toldRemoved = "removed: this device was removed from the pool by "
-	noLaunch    = "viewers cannot launch jobs"
+	noLaunch    = jobs.RuleViewerLaunch
 	noTags      = "only the machine's owner replaces image tags"
-	noClear     = "only the pool's owners and this machine's user clear a quarantine"
-	noGrant     = "a copy needs a valid grant"
-	noConfigure = "alerts: owners and admins only"
-	noMute      = "viewers cannot mute alerts"
-	noHolder    = "the webhook URL goes to owners' and admins' devices only"
 	noProof     = "owner proof: none" // a launch must carry its owner's signature
-	noPin       = alerts.RulePinOwner
 )
 
 // peerRoute is one request on a path that the agent serves to peers, and
@@ -53,24 +46,21 @@ type peerRoute struct {
 	signed             bool      // a launch that carries the asking device's proof (jobs.ProofHeader)
 }
 
-// routeAsk is how the matrix asks one call of the peer API's tables, and
-// the rule it wants named to the roles its Who leaves out.
+// routeAsk is how the matrix asks one call of the peer API's tables.
 type routeAsk struct {
 	args   []string   // the path's wildcard values; nil: wildcardExamples
 	query  url.Values // nil: none
 	body   string
-	rule   string     // the refusal naming the rule, to the roles Who leaves out
-	want   *[6]string // the whole row, where Who and rule alone do not say it
+	want   *[6]string // the whole row, where the call's Who and Rule do not say it
 	signed bool       // a launch that carries the asking device's proof
 }
 
 // wildcardExamples are the path values the matrix asks with, by wildcard.
 var wildcardExamples = map[string]string{"id": "nojob", "index": "0", "name": "data", "rule": "gpu-temp"}
 
-// routeAsks are the requests the matrix makes of the calls that need more
-// than one request with no body (every member, or anyone, reaching it):
-// each call of the tables (agent.Served.Specs) that is not open to every
-// member needs its rule here.
+// routeAsks are the requests the matrix makes of the calls whose check
+// needs more than one request with no body; every other call of the
+// tables (agent.Served.Specs) is asked with one.
 var routeAsks = map[string][]routeAsk{
 	// A removed device is told so on the stream, with the proof (sync/replica's Told).
 	"GET /v1/replica/stream": {{want: &[6]string{allowed, allowed, allowed, allowed, toldRemoved, notMember}}},
@@ -78,31 +68,24 @@ var routeAsks = map[string][]routeAsk{
 	// answers 400 to anyone (TestTrust refuses a removed device's real join).
 	"POST /v1/pool/join": {{body: "{}"}},
 	"POST /v1/jobs": {
-		{body: `{"image":"registry.example:5000/busybox:1"}`, rule: noLaunch, signed: true},
+		{body: `{"image":"registry.example:5000/busybox:1"}`, signed: true},
 		// A launch without its owner's proof is refused to every peer.
 		{body: `{"image":"registry.example:5000/busybox:2"}`, want: &[6]string{noProof, noProof, noProof, noLaunch, atDoor, atDoor}},
 	},
 	"POST /v1/jobs/{id}/tunnel": {{query: url.Values{"port": {"8080"}}}},
-	"POST /v1/images/load":      {{rule: noLaunch}},
 	"POST /v1/images/pull": {
-		{query: url.Values{"ref": {"registry.example:5000/busybox:1"}}, rule: noLaunch},
+		{query: url.Values{"ref": {"registry.example:5000/busybox:1"}}},
 		{query: url.Values{"ref": {"registry.example:5000/busybox:1"}, "force": {"1"}}, want: &[6]string{allowed, noTags, noTags, noLaunch, atDoor, atDoor}},
 	},
-	"POST /v1/gpus/{index}/clear":    {{rule: noClear}},
-	"GET /v1/folders/{name}/walk":    {{rule: noGrant}},
-	"GET /v1/folders/{name}/sums":    {{rule: noGrant}},
-	"GET /v1/folders/{name}/read":    {{rule: noGrant}},
-	"GET /v1/folders/{name}/blocks":  {{rule: noGrant}},
-	"POST /v1/folders/{name}/bundle": {{rule: noGrant}},
-	"POST /v1/transfers":             {{body: "{}", rule: noGrant}},
-	"PUT /v1/alerts/rules/{id}":      {{args: []string{"gpu-hot"}, body: "{}", rule: noConfigure}},
-	"POST /v1/alerts/mute":           {{body: "{}", rule: noMute}},
-	"PUT /v1/alerts/pins/{rule}":     {{body: `{"pinned":true}`, rule: noPin}},
-	"GET /v1/alerts/webhook":         {{rule: noHolder}},
-	"PUT /v1/alerts/webhook":         {{body: `{"url":""}`, rule: noConfigure}},
+	"POST /v1/transfers":         {{body: "{}"}},
+	"PUT /v1/alerts/rules/{id}":  {{args: []string{"gpu-hot"}, body: "{}"}},
+	"POST /v1/alerts/mute":       {{body: "{}"}},
+	"PUT /v1/alerts/pins/{rule}": {{body: `{"pinned":true}`}},
+	"PUT /v1/alerts/webhook":     {{body: `{"url":""}`}},
 }
 
-// byWho is what each role gets of a call that Who says: allowed, or rule.
+// byWho is what each role gets of a call whose table says who may make it
+// and the rule its refusals of the others name.
 func byWho(who peerapi.Who, rule string) ([6]string, bool) {
 	a, r := allowed, rule
 	rows := map[peerapi.Who][4]string{
@@ -117,10 +100,7 @@ func byWho(who peerapi.Who, rule string) ([6]string, bool) {
 		return [6]string{a, a, a, a, a, a}, true
 	}
 	row, ok := rows[who]
-	if !ok || (who != peerapi.Members && rule == "") {
-		return [6]string{}, false
-	}
-	return [6]string{row[0], row[1], row[2], row[3], atDoor, atDoor}, true
+	return [6]string{row[0], row[1], row[2], row[3], atDoor, atDoor}, ok
 }
 
 // peerRoutesOf is a request on every call specs serve (a daemon's peer
@@ -146,7 +126,7 @@ func peerRoutesOf(specs []peerapi.Spec) ([]peerRoute, error) {
 				}
 			}
 			path, err := s.URL(args, ask.query)
-			want, ok := byWho(s.Who, ask.rule)
+			want, ok := byWho(s.Who, s.Rule)
 			if ask.want != nil {
 				want, ok = *ask.want, true
 			}
@@ -156,7 +136,7 @@ func peerRoutesOf(specs []peerapi.Spec) ([]peerRoute, error) {
 			case slices.Contains(args, ""):
 				errs = append(errs, fmt.Errorf("%s: a wildcard without an example in wildcardExamples", s.Pattern()))
 			case !ok:
-				errs = append(errs, fmt.Errorf("%s (who may call: %s): name the rule its refusals name in routeAsks", s.Pattern(), s.Who))
+				errs = append(errs, fmt.Errorf("%s: the matrix has no row for who may call it (%s)", s.Pattern(), s.Who))
 			}
 			out = append(out, peerRoute{s.Method, path, ask.body, want, ask.signed})
 		}
@@ -167,19 +147,27 @@ func peerRoutesOf(specs []peerapi.Spec) ([]peerRoute, error) {
 	return out, errors.Join(errs...)
 }
 
-// TestPeerRoutesOf: the matrix asks every call of the tables, a call whose
-// rule it does not know fails it, and so does an ask of a call no table
-// serves.
+// TestPeerRoutesOf: the matrix asks every call of the tables as their Who
+// and Rule say; a Who it has no row for, a wildcard it has no example for,
+// and an ask of a call no table serves fail it.
 func TestPeerRoutesOf(t *testing.T) {
 	tab := &peerapi.Table{}
-	peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/jobs/{id}/access", peerapi.Members)
-	peerapi.Add[peerapi.None, peerapi.None](tab, "POST", "/v1/new/{id}", peerapi.Admins)
+	peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/jobs/{id}/access", peerapi.Members, "")
+	peerapi.Add[peerapi.None, peerapi.None](tab, "POST", "/v1/new/{id}", peerapi.Admins, "admins only")
+	peerapi.Add[peerapi.None, peerapi.None](tab, "POST", "/v1/newer/{slot}", peerapi.Members, "")
+	peerapi.Add[peerapi.None, peerapi.None](tab, "POST", "/v1/newest", peerapi.Who("the moon"), "no one")
 	rts, err := peerRoutesOf(tab.Specs())
-	if err == nil || !strings.Contains(err.Error(), "POST /v1/new/{id} (who may call: admins): name the rule") ||
-		!strings.Contains(err.Error(), "routeAsks asks POST /v1/alerts/mute, which no table serves") {
-		t.Errorf("peerRoutesOf = %v; want the new call's rule and the asks of calls not served missing", err)
+	for _, want := range []string{
+		"POST /v1/newer/{slot}: a wildcard without an example",
+		"POST /v1/newest: the matrix has no row for who may call it (the moon)",
+		"routeAsks asks POST /v1/alerts/mute, which no table serves",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("peerRoutesOf = %v; want %q", err, want)
+		}
 	}
-	if len(rts) != 2 || rts[0].path != "/v1/jobs/nojob/access" || rts[0].want != [6]string{allowed, allowed, allowed, allowed, atDoor, atDoor} {
+	if len(rts) != 4 || rts[0].path != "/v1/jobs/nojob/access" || rts[0].want != [6]string{allowed, allowed, allowed, allowed, atDoor, atDoor} ||
+		rts[1].path != "/v1/new/nojob" || rts[1].want != [6]string{allowed, allowed, "admins only", "admins only", atDoor, atDoor} {
 		t.Errorf("peerRoutesOf = %+v", rts)
 	}
 }

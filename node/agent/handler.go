@@ -16,8 +16,8 @@ var Routes = &peerapi.Table{}
 var (
 	// InfoRoute answers what this machine is; any member reaches it, which
 	// is what a probe asks to learn whether it is one.
-	InfoRoute   = peerapi.Add[peerapi.None, Info](Routes, "GET", "/v1/node/info", peerapi.Members)
-	routeSample = peerapi.Add[peerapi.None, Sample](Routes, "GET", "/v1/node/sample", peerapi.Members)
+	InfoRoute   = peerapi.Add[peerapi.None, Info](Routes, "GET", "/v1/node/info", peerapi.Members, "")
+	routeSample = peerapi.Add[peerapi.None, Sample](Routes, "GET", "/v1/node/sample", peerapi.Members, "")
 )
 
 // Handler serves t's info and latest sample as JSON.

@@ -19,7 +19,7 @@ func part(name string, paths ...string) *peerapi.Mux {
 	hs := map[peerapi.Spec]http.HandlerFunc{}
 	for _, p := range paths {
 		method, path, _ := strings.Cut(p, " ")
-		r := peerapi.Add[peerapi.None, peerapi.None](t, method, path, peerapi.Members)
+		r := peerapi.Add[peerapi.None, peerapi.None](t, method, path, peerapi.Members, "")
 		hs[r.Spec] = func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Part", name) }
 	}
 	return t.Mux(hs)

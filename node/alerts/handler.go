@@ -292,7 +292,7 @@ func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
 	switch {
 	case c.Local:
 	case c.Role == RoleViewer:
-		return Mute{}, forbidden("viewers cannot mute alerts", "this device is a viewer of the pool")
+		return Mute{}, forbidden(RuleViewerMute, "this device is a viewer of the pool")
 	case c.Role != RoleOwner && c.Role != RoleAdmin && c.Role != RoleMember:
 		return Mute{}, forbidden("members only", "this device is not a member of the pool")
 	}
@@ -334,7 +334,7 @@ func configures(c Caller, what string) error {
 	if role == "" {
 		role = "not a member"
 	}
-	return forbidden("alerts: owners and admins only", "owners and admins set %s; this device is %s", what, role)
+	return forbidden(RuleConfigure, "owners and admins set %s; this device is %s", what, role)
 }
 
 // refusal is an error answered with its own status and code.

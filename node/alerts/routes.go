@@ -12,14 +12,21 @@ var Routes = &peerapi.Table{}
 
 type none = peerapi.None
 
+// The rules the refusals of Routes name (and RulePinOwner,
+// RuleWebhookHolders).
+const (
+	RuleConfigure  = "alerts: owners and admins only"
+	RuleViewerMute = "viewers cannot mute alerts"
+)
+
 var (
-	routeRules      = peerapi.Add[none, []Rule](Routes, "GET", "/v1/alerts/rules", peerapi.Members)
-	routeState      = peerapi.Add[none, State](Routes, "GET", "/v1/alerts/state", peerapi.Members)
-	routeSetRule    = peerapi.Add[RuleUpdate, Rule](Routes, "PUT", "/v1/alerts/rules/{id}", peerapi.Admins)
-	routeMute       = peerapi.Add[Mute, Mute](Routes, "POST", "/v1/alerts/mute", peerapi.NonViewers)
-	routePin        = peerapi.Add[PinRequest, []string](Routes, "PUT", "/v1/alerts/pins/{rule}", peerapi.MachineUser)
-	routeWebhook    = peerapi.Add[none, WebhookSetting](Routes, "GET", "/v1/alerts/webhook", peerapi.Admins)
-	routeSetWebhook = peerapi.Add[WebhookSetting, none](Routes, "PUT", "/v1/alerts/webhook", peerapi.Admins)
+	routeRules      = peerapi.Add[none, []Rule](Routes, "GET", "/v1/alerts/rules", peerapi.Members, "")
+	routeState      = peerapi.Add[none, State](Routes, "GET", "/v1/alerts/state", peerapi.Members, "")
+	routeSetRule    = peerapi.Add[RuleUpdate, Rule](Routes, "PUT", "/v1/alerts/rules/{id}", peerapi.Admins, RuleConfigure)
+	routeMute       = peerapi.Add[Mute, Mute](Routes, "POST", "/v1/alerts/mute", peerapi.NonViewers, RuleViewerMute)
+	routePin        = peerapi.Add[PinRequest, []string](Routes, "PUT", "/v1/alerts/pins/{rule}", peerapi.MachineUser, RulePinOwner)
+	routeWebhook    = peerapi.Add[none, WebhookSetting](Routes, "GET", "/v1/alerts/webhook", peerapi.Admins, RuleWebhookHolders)
+	routeSetWebhook = peerapi.Add[WebhookSetting, none](Routes, "PUT", "/v1/alerts/webhook", peerapi.Admins, RuleConfigure)
 )
 
 // Client calls the alerts API (Routes) of one machine.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/url"
 
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/peerapi"
 )
 
@@ -13,9 +14,9 @@ import (
 var ImageRoutes = &peerapi.Table{}
 
 var (
-	routeImages = peerapi.Add[peerapi.None, []Image](ImageRoutes, "GET", "/v1/images", peerapi.Members)
-	routeLoad   = peerapi.Add[peerapi.Stream, peerapi.Stream](ImageRoutes, "POST", "/v1/images/load", peerapi.NonViewers)
-	routePull   = peerapi.Add[peerapi.None, peerapi.Stream](ImageRoutes, "POST", "/v1/images/pull", peerapi.NonViewers)
+	routeImages = peerapi.Add[peerapi.None, []Image](ImageRoutes, "GET", "/v1/images", peerapi.Members, "")
+	routeLoad   = peerapi.Add[peerapi.Stream, peerapi.Stream](ImageRoutes, "POST", "/v1/images/load", peerapi.NonViewers, jobs.RuleViewerLaunch)
+	routePull   = peerapi.Add[peerapi.None, peerapi.Stream](ImageRoutes, "POST", "/v1/images/pull", peerapi.NonViewers, jobs.RuleViewerLaunch)
 )
 
 // ImageClient calls the images API (ImageRoutes) of one machine.

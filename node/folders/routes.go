@@ -18,13 +18,13 @@ type bundleRequest struct {
 }
 
 var (
-	routeList   = peerapi.Add[peerapi.None, []Info](Routes, "GET", "/v1/folders", peerapi.Members)
-	routeLs     = peerapi.Add[peerapi.None, []Entry](Routes, "GET", "/v1/folders/{name}/ls", peerapi.Members)
-	routeWalk   = peerapi.Add[peerapi.None, peerapi.Stream](Routes, "GET", "/v1/folders/{name}/walk", peerapi.GrantHolders)
-	routeSums   = peerapi.Add[peerapi.None, Sums](Routes, "GET", "/v1/folders/{name}/sums", peerapi.GrantHolders)
-	routeRead   = peerapi.Add[peerapi.None, peerapi.Stream](Routes, "GET", "/v1/folders/{name}/read", peerapi.GrantHolders)
-	routeBlocks = peerapi.Add[peerapi.None, peerapi.Stream](Routes, "GET", "/v1/folders/{name}/blocks", peerapi.GrantHolders)
-	routeBundle = peerapi.Add[bundleRequest, peerapi.Stream](Routes, "POST", "/v1/folders/{name}/bundle", peerapi.GrantHolders)
+	routeList   = peerapi.Add[peerapi.None, []Info](Routes, "GET", "/v1/folders", peerapi.Members, "")
+	routeLs     = peerapi.Add[peerapi.None, []Entry](Routes, "GET", "/v1/folders/{name}/ls", peerapi.Members, "")
+	routeWalk   = peerapi.Add[peerapi.None, peerapi.Stream](Routes, "GET", "/v1/folders/{name}/walk", peerapi.GrantHolders, RuleGrant)
+	routeSums   = peerapi.Add[peerapi.None, Sums](Routes, "GET", "/v1/folders/{name}/sums", peerapi.GrantHolders, RuleGrant)
+	routeRead   = peerapi.Add[peerapi.None, peerapi.Stream](Routes, "GET", "/v1/folders/{name}/read", peerapi.GrantHolders, RuleGrant)
+	routeBlocks = peerapi.Add[peerapi.None, peerapi.Stream](Routes, "GET", "/v1/folders/{name}/blocks", peerapi.GrantHolders, RuleGrant)
+	routeBundle = peerapi.Add[bundleRequest, peerapi.Stream](Routes, "POST", "/v1/folders/{name}/bundle", peerapi.GrantHolders, RuleGrant)
 )
 
 // Client browses the shares of one machine.

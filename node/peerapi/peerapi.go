@@ -9,8 +9,8 @@
 // # How to add a peer call
 //
 //  1. Declare it in the serving package's table, with the Go types of its
-//     body and reply and who may call it:
-//     routeX = peerapi.Add[XRequest, XReply](Routes, "POST", "/v1/jobs/{id}/x", peerapi.NonViewers)
+//     body and reply, who may call it and the rule its refusals name:
+//     routeX = peerapi.Add[XRequest, XReply](Routes, "POST", "/v1/jobs/{id}/x", peerapi.NonViewers, RuleViewerLaunch)
 //  2. Serve it: its handler, and one line in the package's Handler,
 //     routeX.Spec: h.x (a call without a handler, or a handler without a
 //     call, panics in every test that builds the handler).
@@ -19,9 +19,11 @@
 //     (app.Service.Peer(node), or any Doer).
 //  4. Test it: a case in the package's TestRoundTripEveryRoute
 //     (peerapitest.RoundTrip fails for a call without one, and for a
-//     client whose method or path the handler does not serve) and, unless
-//     every member may call it, the rule its refusals name in routeAsks of
-//     app/daemon's role matrix (TestRoleMatrix fails until it knows it).
+//     client whose method or path the handler does not serve).
+//     app/daemon's TestRoleMatrix asks every call of every table of a
+//     device of each role, and wants what Who and Rule say; a call whose
+//     check needs more than a request with no body (a body, a query) has
+//     it in routeAsks there.
 //
 // node/agent mounts every call of the tables; a serving package that is
 // new is also one field of agent.Parts and one line of the daemon's wiring.
@@ -38,9 +40,9 @@ import (
 	"strings"
 )
 
-// Who says who may make a call. The handler enforces it (its refusal names
-// the rule); the table declares it, and app/daemon's role matrix checks
-// that the two agree for every role.
+// Who says who may make a call. The handler enforces it, its refusals
+// naming the call's rule; the table declares both, and app/daemon's role
+// matrix checks that handler and table agree for every role.
 type Who string
 
 const (
@@ -64,11 +66,13 @@ const (
 )
 
 // Spec is one call a machine serves: its method, its path (a net/http
-// pattern's, with {wildcards}), who may make it, and the Go types of its
-// request body and reply (None: none; Stream: bytes, not JSON).
+// pattern's, with {wildcards}), who may make it and the rule its refusals
+// of the others name, and the Go types of its request body and reply
+// (None: none; Stream: bytes, not JSON).
 type Spec struct {
 	Method, Path string
 	Who          Who
+	Rule         string // "" for Members and Anyone
 	In, Out      reflect.Type
 }
 
@@ -88,10 +92,15 @@ type Table struct{ specs []Spec }
 // Specs returns the calls of t.
 func (t *Table) Specs() []Spec { return append([]Spec(nil), t.specs...) }
 
-// Add declares a call of t: In is its request body's type, Out its reply's.
-// Two calls of one pattern panic (at package initialization).
-func Add[In, Out any](t *Table, method, path string, who Who) Route[In, Out] {
-	s := Spec{Method: method, Path: path, Who: who, In: reflect.TypeFor[In](), Out: reflect.TypeFor[Out]()}
+// Add declares a call of t: In is its request body's type, Out its reply's;
+// who may make it, and the rule its refusals of the others name ("" when
+// who is Members or Anyone). Two calls of one pattern, or a rule missing
+// or out of place, panic (at package initialization).
+func Add[In, Out any](t *Table, method, path string, who Who, rule string) Route[In, Out] {
+	s := Spec{Method: method, Path: path, Who: who, Rule: rule, In: reflect.TypeFor[In](), Out: reflect.TypeFor[Out]()}
+	if open := who == Members || who == Anyone; open != (rule == "") {
+		panic("peerapi: " + s.Pattern() + ": a rule is for the calls that refuse some members, and they need one")
+	}
 	for _, o := range t.specs {
 		if o.Pattern() == s.Pattern() {
 			panic("peerapi: two calls " + s.Pattern())

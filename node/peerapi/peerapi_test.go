@@ -47,8 +47,8 @@ type echo struct {
 // its handler, and its reply (or refusal) comes back.
 func TestCallRoundTrip(t *testing.T) {
 	tab := &peerapi.Table{}
-	say := peerapi.Add[echo, echo](tab, "POST", "/v1/say/{who}", peerapi.Members)
-	quiet := peerapi.Add[peerapi.None, peerapi.None](tab, "DELETE", "/v1/say/{who}", peerapi.Admins)
+	say := peerapi.Add[echo, echo](tab, "POST", "/v1/say/{who}", peerapi.Members, "")
+	quiet := peerapi.Add[peerapi.None, peerapi.None](tab, "DELETE", "/v1/say/{who}", peerapi.Admins, "admins only")
 	h := tab.Mux(map[peerapi.Spec]http.HandlerFunc{
 		say.Spec: func(w http.ResponseWriter, r *http.Request) {
 			var in echo
@@ -82,12 +82,13 @@ func TestCallRoundTrip(t *testing.T) {
 }
 
 // TestMuxRefusesGaps: a call without a handler, or a handler without a
-// call, is a programming error found when the handler is built.
+// call, is a programming error found when the handler is built; two calls
+// of one pattern, or a rule missing or out of place, when the table is.
 func TestMuxRefusesGaps(t *testing.T) {
 	tab := &peerapi.Table{}
-	a := peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/a", peerapi.Members)
+	a := peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/a", peerapi.Members, "")
 	other := &peerapi.Table{}
-	b := peerapi.Add[peerapi.None, peerapi.None](other, "GET", "/v1/b", peerapi.Members)
+	b := peerapi.Add[peerapi.None, peerapi.None](other, "GET", "/v1/b", peerapi.Members, "")
 	ok := func(http.ResponseWriter, *http.Request) {}
 	for name, handlers := range map[string]map[peerapi.Spec]http.HandlerFunc{
 		"missing": {},
@@ -102,19 +103,27 @@ func TestMuxRefusesGaps(t *testing.T) {
 			tab.Mux(handlers)
 		})
 	}
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(r.(string), "two calls") {
-			t.Errorf("a second GET /v1/a: %v; want a panic", r)
-		}
-	}()
-	peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/a", peerapi.Admins)
+	for name, add := range map[string]func(){
+		"two calls":     func() { peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/a", peerapi.Admins, "admins only") },
+		"need one":      func() { peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/c", peerapi.Admins, "") },
+		"a rule is for": func() { peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/d", peerapi.Members, "admins only") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(r.(string), name) {
+					t.Errorf("Add = %v; want a panic naming %q", r, name)
+				}
+			}()
+			add()
+		})
+	}
 }
 
 // TestLoopbackFindsTypos: a client whose path or method has a typo is
 // served by no pattern of the mux, which is what RoundTrip refuses.
 func TestLoopbackFindsTypos(t *testing.T) {
 	tab := &peerapi.Table{}
-	get := peerapi.Add[peerapi.None, echo](tab, "GET", "/v1/thing/{id}", peerapi.Members)
+	get := peerapi.Add[peerapi.None, echo](tab, "GET", "/v1/thing/{id}", peerapi.Members, "")
 	h := tab.Mux(map[peerapi.Spec]http.HandlerFunc{get.Spec: func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, `{"text":"x"}`)
 	}})

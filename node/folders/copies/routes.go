@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/peerapi"
 )
 
@@ -14,8 +15,8 @@ import (
 var Routes = &peerapi.Table{}
 
 var (
-	routeStart = peerapi.Add[request, Transfer](Routes, "POST", "/v1/transfers", peerapi.GrantHolders)
-	routeGet   = peerapi.Add[peerapi.None, Transfer](Routes, "GET", "/v1/transfers/{id}", peerapi.Members)
+	routeStart = peerapi.Add[request, Transfer](Routes, "POST", "/v1/transfers", peerapi.GrantHolders, folders.RuleGrant)
+	routeGet   = peerapi.Add[peerapi.None, Transfer](Routes, "GET", "/v1/transfers/{id}", peerapi.Members, "")
 )
 
 // startOn asks the machine c reaches to receive the copy tr.
