@@ -20,10 +20,11 @@
 //  4. Test it: a case in the package's TestRoundTripEveryRoute
 //     (peerapitest.RoundTrip fails for a call without one, and for a
 //     client whose method or path the handler does not serve).
-//     app/daemon's TestRoleMatrix asks every call of every table of a
-//     device of each role, and wants what Who and Rule say; a call whose
-//     check needs more than a request with no body (a body, a query) has
-//     it in routeAsks there.
+//
+// app/daemon's TestRoleMatrix then asks the call, as every call of every
+// table, of a device of each role, and wants what its Who and Rule say; a
+// call whose check needs a body or a query to be reached has a line in
+// its routeAsks.
 //
 // node/agent mounts every call of the tables; a serving package that is
 // new is also one field of agent.Parts and one line of the daemon's wiring.
