@@ -3,16 +3,13 @@ package app
 import (
 	"github.com/labpool/labpool/sync/schema"
 
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -491,8 +488,8 @@ func (s *Service) JobView(ctx context.Context, ref string) (Job, error) {
 	if err != nil || !j.CmdWithheld || j.Stale {
 		return j, err
 	}
-	var full jobs.Job
-	if err := s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID), nil, &full); err != nil || full.ID != j.ID {
+	full, err := jobs.Client{Conn: s.Peer(j.Node)}.Get(ctx, j.ID)
+	if err != nil || full.ID != j.ID {
 		return j, nil // the replica's record, the command line withheld
 	}
 	j.Job = full
@@ -505,11 +502,11 @@ func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	var out jobs.Job
 	// Stopping twice does what stopping once does: sent again if its
 	// connection turns out to be dead (the machine's agent restarted).
 	ctx = transport.SafeToRetry(ctx)
-	if err := s.NodeCall(ctx, j.Node, http.MethodPost, "/v1/jobs/"+url.PathEscape(j.ID)+"/stop", nil, &out); err != nil {
+	out, err := jobs.Client{Conn: s.Peer(j.Node)}.Stop(ctx, j.ID)
+	if err != nil {
 		return Job{}, err
 	}
 	j.Job = out
@@ -530,7 +527,7 @@ func (s *Service) RemoveJob(ctx context.Context, req RemoveRequest) error {
 	if err != nil {
 		return err
 	}
-	return s.NodeCall(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID)+forceQuery("?", req.Force), nil, nil)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Remove(ctx, j.ID, req.Force)
 }
 
 // JobStats returns a job's resource use now.
@@ -540,7 +537,7 @@ func (s *Service) JobStats(ctx context.Context, ref string) (jobs.Stats, error) 
 	if err != nil {
 		return st, err
 	}
-	return st, s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/stats", nil, &st)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Stats(ctx, j.ID)
 }
 
 // Logs streams a job's logs from its node.
@@ -549,11 +546,7 @@ func (s *Service) Logs(ctx context.Context, ref string, follow bool, tail int) (
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{"tail": {strconv.Itoa(tail)}}
-	if follow {
-		q.Set("follow", "1")
-	}
-	return s.nodeStream(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/logs?"+q.Encode(), nil)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Logs(ctx, j.ID, follow, tail)
 }
 
 // Images lists a node's images.
@@ -562,10 +555,11 @@ func (s *Service) Images(ctx context.Context, node string) ([]containers.Image, 
 	if err != nil {
 		return nil, err
 	}
-	imgs := []containers.Image{}
-	if err := s.NodeCall(ctx, n, http.MethodGet, "/v1/images", nil, &imgs); err != nil {
+	imgs, err := containers.ImageClient{Conn: s.Peer(n)}.Images(ctx)
+	if err != nil {
 		return nil, err
 	}
+	imgs = orEmpty(imgs)
 	_, names, err := s.nodeIDs(ctx)
 	if err != nil {
 		return nil, err
@@ -587,14 +581,7 @@ func (s *Service) LoadImage(ctx context.Context, node string, archive io.Reader,
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/load"+forceQuery("?", force), archive)
-}
-
-func forceQuery(sep string, force bool) string {
-	if force {
-		return sep + "force=1"
-	}
-	return ""
+	return containers.ImageClient{Conn: s.Peer(n)}.Load(ctx, archive, force)
 }
 
 // PullImage makes a node pull an image; the reply streams progress.
@@ -606,7 +593,7 @@ func (s *Service) PullImage(ctx context.Context, req PullRequest) (io.ReadCloser
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/pull?ref="+url.QueryEscape(req.Ref)+forceQuery("&", req.Force), nil)
+	return containers.ImageClient{Conn: s.Peer(n)}.Pull(ctx, req.Ref, req.Force)
 }
 
 func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
@@ -615,72 +602,4 @@ func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
 	}
 	n, err := s.NodeByRef(ctx, ref)
 	return n.ID, err
-}
-
-// NodeCall calls a node's agent API with a JSON body and decodes the reply.
-func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, out any) error {
-	return s.nodeCall(ctx, node, method, path, in, out, nil)
-}
-
-// nodeCall is NodeCall with the request's headers hdr (nil: none).
-func (s *Service) nodeCall(ctx context.Context, node, method, path string, in, out any, hdr http.Header) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	rc, err := s.nodeStreamWith(ctx, node, method, path, body, hdr)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(out); err != nil {
-		return fmt.Errorf("decode reply of %s: %w", shortID(node), err)
-	}
-	return nil
-}
-
-// nodeStream calls a node's agent API and returns the reply body of a
-// success; a failure becomes an *APIError with the node's message.
-func (s *Service) nodeStream(ctx context.Context, node, method, path string, body io.Reader) (io.ReadCloser, error) {
-	return s.nodeStreamWith(ctx, node, method, path, body, nil)
-}
-
-// nodeStreamWith is nodeStream with the request's headers hdr (nil: none).
-func (s *Service) nodeStreamWith(ctx context.Context, node, method, path string, body io.Reader, hdr http.Header) (io.ReadCloser, error) {
-	hc, err := s.caller.NodeClient(ctx, node)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "https://node"+path, body)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := hc.Do(req)
-	if err != nil && transport.ConnectionLost(err) && req.GetBody != nil {
-		// The node restarted under an old connection: send once more.
-		if req.Body, err = req.GetBody(); err == nil {
-			resp, err = hc.Do(req)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reach %s: %w", shortID(node), err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, ErrorFromResponse(resp)
-	}
-	return resp.Body, nil
 }
