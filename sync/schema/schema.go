@@ -35,6 +35,11 @@ const (
 	KindSample3h   = "sample.3h"   // key: unix seconds; a point of 3 h
 	KindEnergy     = "sample.energy"
 	KindSlurmHold  = "slurm.hold" // key: "SLURMJOB@UNIXSTART"; a Slurm job that held the machine's GPUs
+	// KindReservation: key: reservation ID; a reservation of the writing
+	// machine's own GPUs (node/reserve.Reservation). A reader takes the
+	// machine from the origin, and believes no GPU that is not the
+	// origin's own.
+	KindReservation = "reservation"
 )
 
 // HistoryPrefix starts the kind of every history record: the records a
@@ -78,6 +83,7 @@ var kinds = []Kind{
 	{KindSample3h, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 5856, []string{"error"}},
 	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10, 2 * 17568, nil},
 	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
+	{KindReservation, "app/daemon (node/reserve: the reservations of this machine's GPUs)", 32, 16 << 10, 2048, nil},
 }
 
 // Lookup returns kind name.
