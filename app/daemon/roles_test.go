@@ -34,6 +34,7 @@ const (
 	noMute      = "viewers cannot mute alerts"
 	noHolder    = "the webhook URL goes to owners' and admins' devices only"
 	noProof     = "owner proof: none" // a launch must carry its owner's signature
+	noReserve   = "reserve: who may"
 )
 
 // peerRoute is one request on a path that the agent serves to peers, and
@@ -51,7 +52,7 @@ func membersOnly(method, path, body string) peerRoute {
 
 // peerRoutes is every path the agent serves to peers (node/agent's
 // PeerHandler: telemetry, the replica's stream, joining, jobs, images,
-// GPUs, tunnels, folders, copies, alerts), with a request on each.
+// GPUs, tunnels, folders, copies, alerts, reservations), with a request on each.
 var peerRoutes = []peerRoute{
 	membersOnly("GET", "/v1/node/info", ""),
 	membersOnly("GET", "/v1/node/sample", ""),
@@ -85,6 +86,9 @@ var peerRoutes = []peerRoute{
 	{"POST", "/v1/folders/data/bundle", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
 	{"POST", "/v1/transfers", "{}", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
 	membersOnly("GET", "/v1/transfers/nocopy", ""),
+	membersOnly("GET", "/v1/reservations", ""),
+	{"POST", "/v1/reservations", `{"gpus":1,"from":"2099-01-01T00:00:00Z","seconds":60}`, [6]string{allowed, allowed, allowed, noReserve, atDoor, atDoor}, false},
+	membersOnly("DELETE", "/v1/reservations/rsv-none", ""),
 	membersOnly("GET", "/v1/alerts/rules", ""),
 	membersOnly("GET", "/v1/alerts/state", ""),
 	{"PUT", "/v1/alerts/rules/gpu-hot", "{}", [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}, false},

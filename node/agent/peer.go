@@ -18,6 +18,7 @@ type Parts struct {
 	Folders   http.Handler // /v1/folders...
 	Transfers http.Handler // /v1/transfers...
 	Alerts    http.Handler // /v1/alerts/...; nil: none
+	Reserve   http.Handler // /v1/reservations... (node/reserve); nil: none
 	// Authorize lets through to h only the members of the pool, and
 	// anyone to the paths open (rate-limited).
 	Authorize func(open []string, h http.Handler) http.Handler
@@ -40,6 +41,10 @@ func PeerHandler(p Parts) http.Handler {
 	mux.Handle("/v1/transfers/", p.Transfers)
 	if p.Alerts != nil {
 		mux.Handle("/v1/alerts/", p.Alerts)
+	}
+	if p.Reserve != nil {
+		mux.Handle("/v1/reservations", p.Reserve)
+		mux.Handle("/v1/reservations/", p.Reserve)
 	}
 	return p.Authorize([]string{p.Join.Path}, mux)
 }
