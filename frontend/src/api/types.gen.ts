@@ -344,6 +344,8 @@ export interface Job {
   removed?: boolean
   cmd_withheld?: boolean
   reclaim_at?: string | null
+  stop_at?: string | null
+  stop_why?: string
   owner_proof?: string
   node_name: string
   owner_name: string
@@ -569,6 +571,7 @@ export interface Policy {
   webhook_private: boolean
   slurm_users?: Record<string, string> | null
   slurm_nodes?: Record<string, string> | null
+  reserve?: ReservePolicy
 }
 
 /** app.PolicyUpdate */
@@ -685,6 +688,46 @@ export interface ReportRow {
   energy_source: string
 }
 
+/** app.Reservation */
+export interface Reservation {
+  id: string
+  seq: number
+  member: string
+  by: string
+  units: string[] | null
+  gpus: number[] | null
+  from: string
+  until: string
+  made: string
+  state: string
+  rule?: string
+  reason?: string
+  node: string
+  node_name: string
+  member_name?: string
+  problem?: string
+}
+
+/** reserve.Policy */
+export interface ReservePolicy {
+  who?: string
+  max_gpus?: number
+  max_seconds?: number
+  ahead_seconds?: number
+  at_start?: string
+  warn_seconds?: number
+}
+
+/** app.ReserveRequest */
+export interface ReserveRequest {
+  node: string
+  member?: string
+  gpus?: number
+  gpu_ids?: number[] | null
+  from: string
+  seconds: number
+}
+
 /** app.Sample */
 export interface Sample {
   node: string
@@ -734,6 +777,9 @@ export interface Spec {
   gpu_ids?: number[] | null
   mig_ids?: string[] | null
   min_gpu_mem_bytes?: number
+  mig_profile?: string
+  gpu_share?: number
+  gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
   mounts?: Mount[] | null
