@@ -37,14 +37,23 @@ type ReservationStore struct {
 	Self string // this machine's device ID: the records' origin
 }
 
+// reservationKeep is how long the records of reservations over are kept
+// (every origin's: the replica prunes them by their time, their end).
+const reservationKeep = 7 * 24 * time.Hour
+
 // SaveReservation writes r as this machine's record; its time is r's end,
-// so that the records of reservations long over are pruned by time.
+// so that the records of reservations over for reservationKeep are pruned
+// first, keeping the kind's count cap for the reservations to come.
 func (s ReservationStore) SaveReservation(r reserve.Reservation) error {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	_, err = s.DB.Append(context.Background(), s.Self, KindReservation, r.ID, r.Until, data)
+	ctx := context.Background()
+	if _, err := s.DB.Prune(ctx, KindReservation, time.Now().Add(-reservationKeep)); err != nil {
+		return fmt.Errorf("prune reservations over: %w", err)
+	}
+	_, err = s.DB.Append(ctx, s.Self, KindReservation, r.ID, r.Until, data)
 	return err
 }
 

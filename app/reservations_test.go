@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/reserve"
 )
@@ -68,5 +69,40 @@ func TestReservationStoreRoundTrip(t *testing.T) {
 	got, err := st.LoadReservations()
 	if err != nil || len(got) != 1 || got[0].State != reserve.Cancelled {
 		t.Fatalf("LoadReservations = %+v, %v; want rsv-1 cancelled", got, err)
+	}
+}
+
+// TestReservationSurvivesRestartInTheReplica: a book over the replica,
+// opened again as after an agent restart, holds what it accepted and
+// refuses what overlaps it; the record of a reservation over for a week
+// is pruned on the next save.
+func TestReservationSurvivesRestartInTheReplica(t *testing.T) {
+	db := openDB(t)
+	now := time.Now()
+	units := func() []alloc.Unit {
+		return []alloc.Unit{{ID: "GPU-0", Kind: alloc.GPU, Node: selfID, Index: 0}, {ID: "GPU-1", Kind: alloc.GPU, Node: selfID, Index: 1}}
+	}
+	open := func() *reserve.Book {
+		b := reserve.NewBook(reserve.Config{Node: selfID, Units: units, Store: ReservationStore{DB: db, Self: selfID}})
+		if err := b.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	old := reserve.Reservation{ID: "rsv-old", Seq: 1, Member: alphaID, Units: []string{"GPU-1"}, From: now.Add(-9 * 24 * time.Hour),
+		Until: now.Add(-8 * 24 * time.Hour), State: reserve.Accepted}
+	putRecord(t, db, selfID, KindReservation, old.ID, old.Until, mustJSON(t, old))
+	alice := reserve.Caller{ID: alphaID, Role: "member"}
+	r, err := open().Reserve(alice, reserve.Request{GPUIDs: []int{0}, From: now.Add(time.Hour), Seconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := open()
+	if got := b.List(); len(got) != 1 || got[0].ID != r.ID {
+		t.Fatalf("after a restart the book holds %+v; want only %s (rsv-old pruned)", got, r.ID)
+	}
+	_, err = b.Reserve(reserve.Caller{ID: mikeID, Role: "member"}, reserve.Request{GPUIDs: []int{0}, From: now.Add(90 * time.Minute), Seconds: 600})
+	if err == nil || !strings.Contains(err.Error(), r.ID) {
+		t.Fatalf("an overlap after a restart = %v; want refused naming %s", err, r.ID)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/spf13/cobra"
 )
@@ -152,4 +154,16 @@ func span(from, until time.Time) string {
 		end = until.Format("Mon 2 Jan 15:04")
 	}
 	return from.Format("Mon 2 Jan 15:04") + "–" + end
+}
+
+// stopNote is the notice of a running job that the machine stops when a
+// reservation of its GPUs for another member starts: " (stopped in 14m:
+// its GPUs are reserved for bob from ...)", or "" for none.
+func stopNote(j jobs.Job, now time.Time) string {
+	if j.StopAt == nil || j.State != jobs.Running {
+		return ""
+	}
+	left := max(j.StopAt.Sub(now), 0).Round(time.Second)
+	why := strings.TrimPrefix(j.StopWhy, "stopped: ")
+	return fmt.Sprintf(" (stopped in %s: %s)", left, why)
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/node/jobs"
 )
 
 func TestReserveRequest(t *testing.T) {
@@ -52,5 +54,18 @@ func TestLengthOf(t *testing.T) {
 		if _, err := lengthOf(in); err == nil {
 			t.Errorf("lengthOf(%q) succeeded", in)
 		}
+	}
+}
+
+func TestStopNote(t *testing.T) {
+	now := time.Date(2026, 3, 24, 13, 46, 0, 0, time.UTC)
+	at := now.Add(14 * time.Minute)
+	j := jobs.Job{State: jobs.Running, StopAt: &at, StopWhy: "stopped: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)"}
+	if got, want := stopNote(j, now), " (stopped in 14m0s: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1))"; got != want {
+		t.Errorf("stopNote = %q; want %q", got, want)
+	}
+	j.State = jobs.Exited
+	if got := stopNote(j, now); got != "" {
+		t.Errorf("stopNote of an ended job = %q", got)
 	}
 }

@@ -348,3 +348,44 @@ func TestSaveFailureLosesNothing(t *testing.T) {
 		t.Errorf("a reservation that was not saved is held: %v", f.book.List())
 	}
 }
+
+// TestConflictingRequestsAtOnce: members on both sides of a partition can
+// only ask the machine that owns the GPUs (a member that cannot reach it
+// gets no reservation, and nothing is accepted elsewhere). Requests for
+// the same GPUs that reach it at once are settled by its own order: one
+// is accepted, every other is refused naming it.
+func TestConflictingRequestsAtOnce(t *testing.T) {
+	f := newFixture(t, reserve.Policy{})
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	got := make([]reserve.Reservation, n)
+	for i := range n {
+		wg.Go(func() {
+			c := reserve.Caller{ID: fmt.Sprintf("M%02d", i), Role: "member"}
+			got[i], errs[i] = f.book.Reserve(c, reserve.Request{GPUIDs: []int{1, 2}, From: t0.Add(time.Hour), Seconds: 3600})
+		})
+	}
+	wg.Wait()
+	var won []reserve.Reservation
+	for i, err := range errs {
+		var e *reserve.Error
+		switch {
+		case err == nil:
+			won = append(won, got[i])
+		case !errors.As(err, &e) || e.Rule != reserve.RuleOverlap:
+			t.Errorf("request %d: %v; want accepted or refused by %q", i, err, reserve.RuleOverlap)
+		}
+	}
+	if len(won) != 1 {
+		t.Fatalf("%d accepted; want exactly one", len(won))
+	}
+	for i, err := range errs {
+		if err != nil && !contains(err.Error(), won[0].ID) {
+			t.Errorf("refusal %d does not name the winner %s: %v", i, won[0].ID, err)
+		}
+	}
+	if kept, lost := reserve.Settle(f.book.List()); len(lost) != 0 || len(kept) != 1 {
+		t.Errorf("the book settles to %d kept, %d lost; want 1, 0", len(kept), len(lost))
+	}
+}
