@@ -48,9 +48,11 @@ type Config struct {
 // Book is this machine's reservations: the authority over its GPUs' time.
 type Book struct {
 	cfg Config
-	mu  sync.Mutex             // guards rs and seq
+	mu  sync.Mutex             // guards rs, sorted and seq
 	rs  map[string]Reservation // by ID
 	seq uint64                 // the last Seq given
+	// sorted is rs in acceptance order, nil until asked after a change.
+	sorted []Reservation
 }
 
 // NewBook returns an empty book; Load fills it from the store.
@@ -71,16 +73,31 @@ func NewBook(cfg Config) *Book {
 func (b *Book) List() []Reservation {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.sortedLocked()
+	return slices.Clone(b.sortedLocked())
 }
 
+// sortedLocked is rs in acceptance order; callers must not modify it.
 func (b *Book) sortedLocked() []Reservation {
-	out := make([]Reservation, 0, len(b.rs))
-	for _, r := range b.rs {
-		out = append(out, r)
+	if b.sorted == nil {
+		b.sorted = make([]Reservation, 0, len(b.rs))
+		for _, r := range b.rs {
+			b.sorted = append(b.sorted, r)
+		}
+		slices.SortFunc(b.sorted, order)
 	}
-	slices.SortFunc(out, order)
-	return out
+	return b.sorted
+}
+
+// setLocked keeps r.
+func (b *Book) setLocked(r Reservation) {
+	b.rs[r.ID] = r
+	b.sorted = nil
+}
+
+// dropLocked forgets reservation id.
+func (b *Book) dropLocked(id string) {
+	delete(b.rs, id)
+	b.sorted = nil
 }
 
 // order is the one rule that settles conflicts: the machine's acceptance
@@ -154,7 +171,7 @@ func (b *Book) Reserve(c Caller, req Request) (Reservation, error) {
 		b.seq--
 		return Reservation{}, fmt.Errorf("save reservation %s: %w", r.ID, err)
 	}
-	b.rs[r.ID] = r
+	b.setLocked(r)
 	b.pruneLocked(now)
 	b.changedLocked()
 	b.cfg.Log.Info("reservation accepted", "reservation", r.ID, "member", r.Member, "gpus", r.GPUs, "from", r.From, "until", r.Until)
@@ -322,7 +339,7 @@ func (b *Book) Cancel(c Caller, id string) (Reservation, error) {
 	if err := b.cfg.Store.SaveReservation(r); err != nil {
 		return Reservation{}, fmt.Errorf("save reservation %s: %w", r.ID, err)
 	}
-	b.rs[r.ID] = r
+	b.setLocked(r)
 	b.changedLocked()
 	b.cfg.Log.Info("reservation cancelled", "reservation", r.ID, "by", c.ID)
 	return r, nil

@@ -22,7 +22,7 @@ func (b *Book) Load() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, r := range kept {
-		b.rs[r.ID] = r
+		b.setLocked(r)
 		b.seq = max(b.seq, r.Seq)
 	}
 	for _, r := range lost {
@@ -100,18 +100,18 @@ func conflict(won []Reservation, r Reservation) (winner, bool) {
 func (b *Book) pruneLocked(now time.Time) {
 	for id, r := range b.rs {
 		if r.Until.Before(now.Add(-keepEnded)) {
-			delete(b.rs, id)
+			b.dropLocked(id)
 		}
 	}
 	if len(b.rs) <= MaxKept {
 		return
 	}
-	for _, r := range b.sortedLocked() {
+	for _, r := range slices.Clone(b.sortedLocked()) {
 		if len(b.rs) <= MaxKept {
 			break
 		}
 		if !r.Active(now) {
-			delete(b.rs, r.ID)
+			b.dropLocked(r.ID)
 		}
 	}
 }
