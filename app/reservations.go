@@ -182,7 +182,8 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	if err != nil {
 		return Reservation{}, err
 	}
-	return Reservation{Reservation: r, Node: n.ID, NodeName: n.Name}, nil
+	names, _ := memberNames(ctx, s.db) // a name for people; the ID stands without one
+	return Reservation{Reservation: r, Node: n.ID, NodeName: n.Name, MemberName: names[r.Member]}, nil
 }
 
 // Unreserve cancels reservation id (or a unique prefix of it) on its

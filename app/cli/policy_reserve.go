@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -74,6 +75,20 @@ func reservePolicyText(p reserve.Policy) string {
 		gpus = fmt.Sprintf("up to %d GPUs", e.MaxGPUs)
 	}
 	return fmt.Sprintf("%s; %s for up to %s, starting up to %s ahead; others' jobs told %s ahead, then %s",
-		e.Who, gpus, time.Duration(e.MaxSeconds)*time.Second, time.Duration(e.AheadSeconds)*time.Second,
-		time.Duration(e.WarnSeconds)*time.Second, e.AtStart)
+		e.Who, gpus, length(e.MaxSeconds), length(e.AheadSeconds), length(e.WarnSeconds), e.AtStart)
+}
+
+// length writes seconds as 30d, 2h, 90m, 1h30m.
+func length(secs int64) string {
+	if secs > 0 && secs%(24*3600) == 0 {
+		return fmt.Sprintf("%dd", secs/(24*3600))
+	}
+	d := (time.Duration(secs) * time.Second).String()
+	if strings.HasSuffix(d, "m0s") {
+		d = strings.TrimSuffix(d, "0s")
+	}
+	if strings.HasSuffix(d, "h0m") {
+		d = strings.TrimSuffix(d, "0m")
+	}
+	return d
 }

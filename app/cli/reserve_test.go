@@ -69,3 +69,11 @@ func TestStopNote(t *testing.T) {
 		t.Errorf("stopNote of an ended job = %q", got)
 	}
 }
+
+func TestLength(t *testing.T) {
+	for secs, want := range map[int64]string{30 * 24 * 3600: "30d", 24 * 3600: "1d", 2 * 3600: "2h", 900: "15m", 5400: "1h30m", 45: "45s"} {
+		if got := length(secs); got != want {
+			t.Errorf("length(%d) = %q; want %q", secs, got, want)
+		}
+	}
+}
