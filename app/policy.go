@@ -34,12 +34,14 @@ type PolicyUpdate struct {
 	// Reserve* set the parts of the reservation policy (reserve.Policy):
 	// who may reserve ("members" | "admins" | "nobody"), GPUs and seconds
 	// per reservation, how far ahead, how long before a start others'
-	// jobs are told (0: the default of each).
+	// jobs are told, reservations to come per member (0: the default of
+	// each).
 	ReserveWho          *string `json:"reserve_who,omitempty"`
 	ReserveMaxGPUs      *int    `json:"reserve_max_gpus,omitempty"`
 	ReserveMaxSeconds   *int64  `json:"reserve_max_seconds,omitempty"`
 	ReserveAheadSeconds *int64  `json:"reserve_ahead_seconds,omitempty"`
 	ReserveWarnSeconds  *int64  `json:"reserve_warn_seconds,omitempty"`
+	ReservePerMember    *int    `json:"reserve_per_member,omitempty"`
 }
 
 // IsZero says whether u changes nothing.
@@ -109,6 +111,7 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	setIf(&p.Reserve.MaxSeconds, u.ReserveMaxSeconds)
 	setIf(&p.Reserve.AheadSeconds, u.ReserveAheadSeconds)
 	setIf(&p.Reserve.WarnSeconds, u.ReserveWarnSeconds)
+	setIf(&p.Reserve.PerMember, u.ReservePerMember)
 	return p
 }
 

@@ -48,9 +48,9 @@ machine's alone (kept in its local settings, set only through its local socket):
                        agent's --slurm-job-user. NAME= removes NAME's (repeatable)
   --reserve members    who may reserve this machine's GPUs (labpool reserve):
                        members (default), admins or nobody (but this machine's user)
-  --reserve-max-gpus N --reserve-max-hours 24h --reserve-ahead 30d
+  --reserve-max-gpus N --reserve-max-hours 24h --reserve-ahead 30d --reserve-per-member 8
                        at most N GPUs (0: all) and 24 h per reservation, starting
-                       at most 30 days ahead (the defaults)
+                       at most 30 days ahead, 8 to come per member (the defaults)
   --reserve-warn 15m   others' jobs on reserved GPUs are told this long before the
                        start (default 15m), and stopped at the start
   --slurm-node NODE=MACHINE    on a Slurm cluster's agent: only the labpool agent MACHINE

@@ -15,13 +15,14 @@ import (
 // reservation policy.
 type reservePolicyFlags struct {
 	who                   string
-	maxGPUs               int
+	maxGPUs, perMember    int
 	maxHours, ahead, warn string
 }
 
 func (f *reservePolicyFlags) flags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.who, "reserve", "", "who may reserve this machine's GPUs: members, admins or nobody")
 	fl.IntVar(&f.maxGPUs, "reserve-max-gpus", 0, "GPUs per reservation (0 = all of them)")
+	fl.IntVar(&f.perMember, "reserve-per-member", 0, "reservations to come one member may hold here (0 = the default, 8)")
 	fl.StringVar(&f.maxHours, "reserve-max-hours", "", "the longest reservation, e.g. 24h (0 = the default, 24h)")
 	fl.StringVar(&f.ahead, "reserve-ahead", "", "how far ahead a reservation may start, e.g. 30d or 720h (0 = the default, 30 days)")
 	fl.StringVar(&f.warn, "reserve-warn", "", "how long before a reservation's start others' jobs on its GPUs are told, e.g. 15m")
@@ -34,6 +35,9 @@ func (f *reservePolicyFlags) apply(fl *pflag.FlagSet, u *app.PolicyUpdate) error
 	}
 	if fl.Changed("reserve-max-gpus") {
 		u.ReserveMaxGPUs = &f.maxGPUs
+	}
+	if fl.Changed("reserve-per-member") {
+		u.ReservePerMember = &f.perMember
 	}
 	for _, s := range []struct {
 		flag, in string
@@ -74,8 +78,8 @@ func reservePolicyText(p reserve.Policy) string {
 	if e.MaxGPUs > 0 {
 		gpus = fmt.Sprintf("up to %d GPUs", e.MaxGPUs)
 	}
-	return fmt.Sprintf("%s; %s for up to %s, starting up to %s ahead; others' jobs told %s ahead, then %s",
-		e.Who, gpus, length(e.MaxSeconds), length(e.AheadSeconds), length(e.WarnSeconds), e.AtStart)
+	return fmt.Sprintf("%s; %s for up to %s, starting up to %s ahead, %d to come per member; others' jobs told %s ahead, then %s",
+		e.Who, gpus, length(e.MaxSeconds), length(e.AheadSeconds), e.PerMember, length(e.WarnSeconds), e.AtStart)
 }
 
 // length writes seconds as 30d, 2h, 90m, 1h30m.

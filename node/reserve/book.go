@@ -155,7 +155,7 @@ func (b *Book) Reserve(c Caller, req Request) (Reservation, error) {
 		Until: from.Add(time.Duration(req.Seconds) * time.Second), Made: now.UTC(), State: Accepted}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.roomLocked(now); err != nil {
+	if err := b.roomLocked(c, r.Member, p, now); err != nil {
 		return Reservation{}, err
 	}
 	units, err := b.fitLocked(r, req, p, now)
@@ -242,16 +242,23 @@ func stamp(t time.Time) string { return t.Format("Mon 2 Jan 2006 15:04 MST") }
 
 func span(secs int64) string { return (time.Duration(secs) * time.Second).String() }
 
-// roomLocked refuses one more reservation past the book's bounds.
-func (b *Book) roomLocked(now time.Time) error {
-	n := 0
+// roomLocked refuses one more reservation past the book's bounds: the
+// machine's, and the policy's per member (but for the machine's own user).
+func (b *Book) roomLocked(c Caller, member string, p Policy, now time.Time) error {
+	n, mine := 0, 0
 	for _, r := range b.rs {
 		if r.Active(now) {
 			n++
+			if r.Member == member {
+				mine++
+			}
 		}
 	}
-	if n >= MaxActive {
+	switch {
+	case n >= MaxActive:
 		return refuse(RuleTooMany, "this machine holds %d reservations to come, its most", n)
+	case mine >= p.PerMember && !b.local(c):
+		return refuse(RuleTooMany, "this member holds %d reservations to come here, the most this machine allows", mine)
 	}
 	return nil
 }

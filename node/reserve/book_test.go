@@ -191,6 +191,30 @@ func TestReserveTooMany(t *testing.T) {
 	}
 }
 
+// A member cannot hold the machine's calendar: past the policy's
+// reservations to come per member, one more is refused; another member
+// still reserves.
+func TestReservePerMember(t *testing.T) {
+	f := newFixture(t, reserve.Policy{PerMember: 3})
+	for i := range 3 {
+		if _, err := f.book.Reserve(alice, reserve.Request{GPUs: 1, From: t0.Add(time.Duration(i+1) * time.Hour), Seconds: 600}); err != nil {
+			t.Fatalf("reservation %d: %v", i, err)
+		}
+	}
+	_, err := f.book.Reserve(alice, reserve.Request{GPUs: 1, From: t0.Add(10 * time.Hour), Seconds: 600})
+	var e *reserve.Error
+	if !errors.As(err, &e) || e.Rule != reserve.RuleTooMany {
+		t.Fatalf("alice's 4th: %v; want refused by %q", err, reserve.RuleTooMany)
+	}
+	// An admin reserving for alice counts against alice too.
+	if _, err := f.book.Reserve(admin, reserve.Request{Member: "ALICE", GPUs: 1, From: t0.Add(10 * time.Hour), Seconds: 600}); !errors.As(err, &e) || e.Rule != reserve.RuleTooMany {
+		t.Fatalf("an admin's 4th for alice: %v; want refused by %q", err, reserve.RuleTooMany)
+	}
+	if _, err := f.book.Reserve(bob, reserve.Request{GPUs: 1, From: t0.Add(10 * time.Hour), Seconds: 600}); err != nil {
+		t.Fatalf("bob's first: %v", err)
+	}
+}
+
 func TestCancel(t *testing.T) {
 	tests := []struct {
 		name string
@@ -330,6 +354,7 @@ func TestPolicyCheck(t *testing.T) {
 		{reserve.Policy{AheadSeconds: -1}, false},
 		{reserve.Policy{AtStart: "pause"}, false},
 		{reserve.Policy{WarnSeconds: 2 * 24 * 3600}, false},
+		{reserve.Policy{PerMember: reserve.MaxActive + 1}, false},
 	}
 	for _, tt := range tests {
 		if err := tt.p.Check(); (err == nil) != tt.ok {

@@ -27,6 +27,9 @@ type Policy struct {
 	AheadSeconds int64  `json:"ahead_seconds,omitempty"` // how far ahead one may start; 0: 30 days
 	AtStart      string `json:"at_start,omitempty"`      // AtStartStop ("")
 	WarnSeconds  int64  `json:"warn_seconds,omitempty"`  // how long before the start others' jobs are told; 0: 15 min
+	// PerMember bounds the reservations to come of one member (the
+	// machine's own user's are not counted); 0: 8.
+	PerMember int `json:"per_member,omitempty"`
 }
 
 // Bounds of the policy and of any reservation.
@@ -34,6 +37,7 @@ const (
 	defaultMax   = 24 * 3600
 	defaultAhead = 30 * 24 * 3600
 	defaultWarn  = 15 * 60
+	defaultPer   = 8
 	// MaxSpan bounds any reservation and how far ahead it may start,
 	// whatever the policy (a year): the sums of times stay far from
 	// overflowing.
@@ -62,6 +66,9 @@ func (p Policy) Effective() Policy {
 	if p.WarnSeconds == 0 {
 		p.WarnSeconds = defaultWarn
 	}
+	if p.PerMember <= 0 {
+		p.PerMember = defaultPer
+	}
 	// A policy read from a file no Check saw stays within the bounds of
 	// any reservation: the sums of times never overflow.
 	p.MaxSeconds = min(max(p.MaxSeconds, 1), MaxSpan)
@@ -88,6 +95,8 @@ func (p Policy) Check() error {
 		return fmt.Errorf("reserve at start %q: use stop", p.AtStart)
 	case p.WarnSeconds < 0 || p.WarnSeconds > 24*3600:
 		return fmt.Errorf("reserve warning %ds: up to a day", p.WarnSeconds)
+	case p.PerMember < 0 || p.PerMember > MaxActive:
+		return fmt.Errorf("reservations per member %d: 0 (the default, 8) to %d", p.PerMember, MaxActive)
 	}
 	return nil
 }

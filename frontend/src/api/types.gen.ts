@@ -590,6 +590,12 @@ export interface PolicyUpdate {
   webhook_private?: boolean | null
   slurm_users?: Record<string, string> | null
   slurm_nodes?: Record<string, string> | null
+  reserve_who?: string | null
+  reserve_max_gpus?: number | null
+  reserve_max_seconds?: number | null
+  reserve_ahead_seconds?: number | null
+  reserve_warn_seconds?: number | null
+  reserve_per_member?: number | null
 }
 
 /** app.PoolSeries */
@@ -716,6 +722,7 @@ export interface ReservePolicy {
   ahead_seconds?: number
   at_start?: string
   warn_seconds?: number
+  per_member?: number
 }
 
 /** app.ReserveRequest */
