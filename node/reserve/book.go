@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -53,6 +54,9 @@ type Book struct {
 	seq uint64                 // the last Seq given
 	// sorted is rs in acceptance order, nil until asked after a change.
 	sorted []Reservation
+	// loaded is set once Load read the store: until then the book knows
+	// not what it holds, and accepts nothing.
+	loaded bool
 }
 
 // NewBook returns an empty book; Load fills it from the store.
@@ -155,6 +159,9 @@ func (b *Book) Reserve(c Caller, req Request) (Reservation, error) {
 		Until: from.Add(time.Duration(req.Seconds) * time.Second), Made: now.UTC(), State: Accepted}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !b.loaded {
+		return Reservation{}, errors.New("this machine's reservations could not be read back: it accepts none until its agent restarts and reads them")
+	}
 	if err := b.roomLocked(c, r.Member, p, now); err != nil {
 		return Reservation{}, err
 	}

@@ -363,6 +363,29 @@ func TestPolicyCheck(t *testing.T) {
 	}
 }
 
+// failingLoad is a store that cannot be read back.
+type failingLoad struct{ memStore }
+
+func (*failingLoad) LoadReservations() ([]reserve.Reservation, error) {
+	return nil, errors.New("disk error")
+}
+
+// A machine whose reservations could not be read back accepts none: it
+// would not know what overlaps.
+func TestUnreadBookAcceptsNothing(t *testing.T) {
+	st := &failingLoad{}
+	b := reserve.NewBook(reserve.Config{Node: node, Units: func() []alloc.Unit { return gpus(4) }, Now: func() time.Time { return t0 }, Store: st})
+	if err := b.Load(); err == nil {
+		t.Fatal("Load of an unreadable store succeeded")
+	}
+	if r, err := b.Reserve(local, reserve.Request{GPUs: 1, From: t0.Add(time.Hour), Seconds: 600}); err == nil {
+		t.Fatalf("an unread book accepted %+v", r)
+	}
+	if len(st.recs) != 0 {
+		t.Errorf("records written: %v", st.recs)
+	}
+}
+
 func TestSaveFailureLosesNothing(t *testing.T) {
 	f := newFixture(t, reserve.Policy{})
 	f.store.fail = errors.New("disk full")

@@ -12,7 +12,8 @@ const keepEnded = 7 * 24 * time.Hour
 
 // Load fills the book from the store, as at start: it settles conflicts
 // among the records (Settle) and saves the losers as refused, telling
-// their members.
+// their members. Until a Load succeeds the book accepts no reservation: it
+// would not know which it holds.
 func (b *Book) Load() error {
 	rs, err := b.cfg.Store.LoadReservations()
 	if err != nil {
@@ -21,6 +22,7 @@ func (b *Book) Load() error {
 	kept, lost := Settle(rs)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.loaded = true
 	for _, r := range kept {
 		b.setLocked(r)
 		b.seq = max(b.seq, r.Seq)
