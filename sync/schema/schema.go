@@ -36,6 +36,11 @@ const (
 	KindEnergy     = "sample.energy"
 	KindSlurmHold  = "slurm.hold" // key: "SLURMJOB@UNIXSTART"; a Slurm job that held the machine's GPUs
 	KindGrants     = "grants"     // key "": the machine's units and who holds them (alloc.Grant)
+	// KindReservation: key: reservation ID; a reservation of the writing
+	// machine's own GPUs (node/reserve.Reservation). A reader takes the
+	// machine from the origin, and believes no GPU that is not the
+	// origin's own.
+	KindReservation = "reservation"
 )
 
 // HistoryPrefix starts the kind of every history record: the records a
@@ -80,6 +85,7 @@ var kinds = []Kind{
 	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10, 2 * 17568, nil},
 	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
 	{KindGrants, "app/daemon (this machine's ledger: its units and grants)", 0, 256 << 10, 1, nil},
+	{KindReservation, "app/daemon (node/reserve: the reservations of this machine's GPUs)", 32, 16 << 10, 2048, nil},
 }
 
 // Lookup returns kind name.

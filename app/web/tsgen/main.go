@@ -19,6 +19,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/reserve"
 	"github.com/labpool/labpool/node/slurm"
 )
 
@@ -37,6 +38,10 @@ var names = map[reflect.Type]string{
 	reflect.TypeFor[slurm.GPUCount]():   "ClusterGPUs",
 	reflect.TypeFor[slurm.QueueJob]():   "ClusterQueueJob",
 	reflect.TypeFor[slurm.SubmitPlan](): "ClusterPlan",
+	// A reservation as its machine keeps it, and that machine's policy of
+	// them, apart from the pool's view (app.Reservation) and jobs.Policy.
+	reflect.TypeFor[reserve.Reservation](): "ReservationRecord",
+	reflect.TypeFor[reserve.Policy]():      "ReservePolicy",
 }
 
 // roots are the types of every route of web.Routes, then the extras.
