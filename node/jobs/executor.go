@@ -79,6 +79,9 @@ type Capabilities struct {
 	// Restart says that it restarts a failed task on its own
 	// (Spec.Restart "on-failure").
 	Restart bool `json:"restart,omitempty"`
+	// MPS says that it caps a task's GPU share with MPS (threads and
+	// memory); false, a share is time-sliced and uncapped.
+	MPS bool `json:"mps,omitempty"`
 }
 
 // Task is what an executor is asked to run: the portable part of a job,

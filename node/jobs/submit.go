@@ -77,6 +77,9 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 	if err := Validate(spec, caps, v, len(gpus)); err != nil {
 		return Job{}, err
 	}
+	if err := ValidateShareMem(spec, gpus); err != nil && !caps.Schedules {
+		return Job{}, err
+	}
 	if err := m.resourcePolicy(caller, &spec); err != nil {
 		return Job{}, err
 	}
@@ -90,6 +93,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 	owner := caller.ID
 	j := newJob(m.cfg.Node, owner, id, spec)
 	j.Executor, j.OwnerProof = caps.Name, proof
+	j.ShareMode = shareMode(spec, caps)
 	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd}); err != nil {
 		return Job{}, fmt.Errorf("keep the job's environment and command line: %w", err)
 	}

@@ -239,6 +239,9 @@ func validateResources(s Spec, caps Capabilities, gpusOnNode int) error {
 	if err := validateMIG(s); err != nil {
 		return err
 	}
+	if err := validateShare(s); err != nil {
+		return err
+	}
 	seen := map[int]bool{}
 	for _, i := range s.GPUIDs {
 		if i < 0 || i >= gpusOnNode {
@@ -265,6 +268,8 @@ func validateScheduled(s Spec) error {
 		return refuse("gpus", "%d GPUs is out of range (0 to 64 on one node)", s.GPUs)
 	case len(s.GPUIDs) > 0 || len(s.MIGIDs) > 0 || s.MinGPUMemBytes > 0:
 		return refuse("gpus", "the cluster's scheduler places GPUs itself: ask for a count (GPU indexes, MIG instances and GPU memory name a machine's own GPUs)")
+	case s.GPUShare != 0 || s.GPUMemBytes > 0 || s.MIGProfile != "":
+		return refuse("gpu-share", "the cluster's scheduler places GPUs itself: GPU shares, their memory caps and MIG profiles are for a machine's own GPUs (ask for a count)")
 	}
 	return nil
 }

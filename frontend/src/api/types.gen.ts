@@ -339,6 +339,7 @@ export interface Job {
   finished?: string | null
   exit_code?: number | null
   error?: string
+  share_mode?: string
   gpu_seconds: number
   spec_hash: string
   removed?: boolean
@@ -734,6 +735,9 @@ export interface Spec {
   gpu_ids?: number[] | null
   mig_ids?: string[] | null
   min_gpu_mem_bytes?: number
+  mig_profile?: string
+  gpu_share?: number
+  gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
   mounts?: Mount[] | null
