@@ -143,3 +143,19 @@ func TestShareMode(t *testing.T) {
 		t.Errorf("shareMode of a whole GPU = %q", m)
 	}
 }
+
+// TestNoMPSEnv: a job may not set the MPS variables the agent sets from
+// its share (it would lift its own caps, or reach another daemon).
+func TestNoMPSEnv(t *testing.T) {
+	for _, e := range []string{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=80G",
+		"CUDA_MPS_PIPE_DIRECTORY=/tmp/x", "cuda_mps_sm_partition=x", "CUDA_MPS_LOG_DIRECTORY=/x"} {
+		var refused *RefusedError
+		err := Validate(Spec{Image: "i", GPUShare: 0.25, Env: []string{e}}, dockerCaps, nil, 1)
+		if !errors.As(err, &refused) || refused.Rule != "no-mps-env" {
+			t.Errorf("env %s: Validate = %v; want refused by no-mps-env", e, err)
+		}
+	}
+	if err := Validate(Spec{Image: "i", GPUShare: 0.25, Env: []string{"CUDA_HOME=/usr/local/cuda"}}, dockerCaps, nil, 1); err != nil {
+		t.Errorf("CUDA_HOME refused: %v", err)
+	}
+}

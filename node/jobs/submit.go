@@ -286,7 +286,7 @@ func (m *Manager) task(j Job, mounts []TaskMount) (Task, error) {
 	s := j.Spec
 	return Task{
 		ID: j.ID, Name: j.Name, Owner: j.Owner, Image: s.Image, Cmd: slices.Clone(s.Cmd), Env: slices.Clone(s.Env),
-		GPUs: slices.Clone(j.GPUs), Mounts: mounts, Ports: specPorts(s),
+		GPUs: slices.Clone(j.GPUs), GPUShare: s.GPUShare, GPUMemBytes: s.GPUMemBytes, Mounts: mounts, Ports: specPorts(s),
 		Resources: Resources{CPUs: s.CPUs, MemoryBytes: s.MemoryBytes, GPUs: s.GPUs, Nodes: s.Nodes,
 			GPUsPerNode: s.GPUsPerNode, TimeLimit: time.Duration(s.TimeLimitSeconds) * time.Second, Partition: s.Partition},
 		Labels: map[string]string{

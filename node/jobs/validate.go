@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/labpool/labpool/node/mps"
 )
 
 // RefusedError is a request refused by a safety or sanity rule, or (when
@@ -77,11 +79,16 @@ func executorName(caps Capabilities) string {
 }
 
 // validateGPUEnv refuses variables that pick GPUs: GPUs are given by the
-// GPU ledger, or by the cluster's scheduler.
+// GPU ledger, or by the cluster's scheduler; and those of MPS, which the
+// agent sets for a GPU share (its daemon, threads, memory cap).
 func validateGPUEnv(env []string) error {
 	for _, e := range env {
-		if k, _, _ := strings.Cut(e, "="); strings.HasPrefix(strings.ToUpper(k), "NVIDIA_") {
+		k, _, _ := strings.Cut(e, "=")
+		if strings.HasPrefix(strings.ToUpper(k), "NVIDIA_") {
 			return refuse("no-gpu-env", "%s: the NVIDIA runtime reads it to pick GPUs; GPUs are given by the GPU ledger", k)
+		}
+		if mps.Reserved(k) {
+			return refuse("no-mps-env", "%s: MPS variables are the agent's, set from the job's GPU share (--gpu-share, --gpu-mem)", k)
 		}
 	}
 	return nil

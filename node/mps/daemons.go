@@ -87,6 +87,31 @@ func (d *Daemons) Acquire(ctx context.Context, gpu, holder string, share float64
 	return c, nil
 }
 
+// Adopt takes back holder's share c (its GPU and partition, as the
+// client's container recorded them) after the agent restarted: the GPU's
+// daemon, which outlived the agent, is kept, or started again.
+func (d *Daemons) Adopt(ctx context.Context, holder string, c Client) error {
+	if err := checkGPU(c.GPU); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dm := d.gpus[c.GPU]
+	if dm == nil {
+		static, err := d.start(ctx, c.GPU)
+		if err != nil {
+			return err
+		}
+		dm = &daemon{gpu: c.GPU, static: static, holders: map[string]Client{}}
+		d.gpus[c.GPU] = dm
+	}
+	if _, ok := dm.holders[holder]; !ok {
+		c.PipeDir, c.ShmDir = d.dir(c.GPU, "pipe"), d.dir(c.GPU, "shm")
+		dm.holders[holder] = c
+	}
+	return nil
+}
+
 // Release ends holder's share of gpu; the GPU's daemon quits when its last
 // share leaves. Releasing what is not held is no error.
 func (d *Daemons) Release(ctx context.Context, gpu, holder string) error {
@@ -152,20 +177,48 @@ func (d *Daemons) Check(ctx context.Context) []string {
 	return restarted
 }
 
-// Run checks the daemons every Config.Probe until ctx ends, then tells
-// every daemon it started to quit.
+// Run checks the daemons every Config.Probe until ctx ends. The daemons
+// it leaves running serve containers that outlive the agent; the next
+// agent adopts them (Adopt) and quits the rest (Sweep).
 func (d *Daemons) Run(ctx context.Context) error {
 	t := newTicker(d.cfg.Probe)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			d.quitAll()
 			return nil
 		case <-t.C:
 			d.Check(ctx)
 		}
 	}
+}
+
+// Sweep tells every daemon under Config.Dir that serves no share to quit:
+// those left by an agent whose jobs ended while it was away. Call it once
+// the running jobs are adopted.
+func (d *Daemons) Sweep(ctx context.Context) error {
+	ents, err := os.ReadDir(d.cfg.Dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("read the MPS directory: %w", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var errs []error
+	for _, e := range ents {
+		gpu := e.Name()
+		if _, held := d.gpus[gpu]; held || checkGPU(gpu) != nil || !e.IsDir() {
+			continue
+		}
+		if err := d.quit(ctx, gpu); err != nil {
+			errs = append(errs, err)
+		} else if d.alive(gpu) {
+			errs = append(errs, fmt.Errorf("stop the MPS control daemon of %s: it still runs", gpu))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // quitAll tells every daemon to quit, on a context of its own (Run's has

@@ -241,15 +241,16 @@ func TestCheckRestartsADeadDaemon(t *testing.T) {
 	}
 }
 
-// TestRunQuitsEveryDaemon: when Run's context ends, every daemon is told
-// to quit before Run returns.
-func TestRunQuitsEveryDaemon(t *testing.T) {
-	f := newFake(t)
+// TestRunLeavesDaemonsToTheirJobs: when the agent stops, the daemons
+// keep serving the containers that outlive it; the next agent adopts the
+// shares still running and sweeps the daemons that serve none.
+func TestRunLeavesDaemonsToTheirJobs(t *testing.T) {
+	f := newFake(t, "FAKE_MPS_NO_STATIC", "1")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- f.Run(ctx) }()
 	for _, g := range []string{gpuA, gpuB} {
-		if _, err := f.Acquire(context.Background(), g, "job", 0.5, 0); err != nil {
+		if _, err := f.Acquire(context.Background(), g, "job-"+g, 0.5, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -257,11 +258,34 @@ func TestRunQuitsEveryDaemon(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := count(f.calls(t), "| quit"); n != 2 {
-		t.Errorf("quit sent %d times; want 2", n)
+	if n := count(f.calls(t), "| quit"); n != 0 || !f.alive(gpuA) || !f.alive(gpuB) {
+		t.Fatalf("the agent's stop ended daemons that serve running jobs (%d quits)", n)
 	}
-	if len(f.Holders()) != 0 {
-		t.Errorf("Holders after Run = %v", f.Holders())
+	pidA := f.pid(t, gpuA)
+
+	// The next agent: job-A still runs (adopted), job-B ended while away.
+	next, err := New(f.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.quitAll)
+	if err := next.Adopt(context.Background(), "job-"+gpuA, Client{GPU: gpuA}); err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Sweep(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !next.alive(gpuA) || f.pid(t, gpuA) != pidA {
+		t.Error("the adopted share's daemon was not kept")
+	}
+	if next.alive(gpuB) {
+		t.Error("the daemon that serves no share was not swept")
+	}
+	if n := count(f.calls(t), gpuA+" "+f.dir(gpuA, "pipe")+" -d"); n != 2 { // -d -S refused, then -d: once
+		t.Errorf("%s's daemon started again on adoption (%d start lines)", gpuA, n)
+	}
+	if err := next.Release(context.Background(), gpuA, "job-"+gpuA); err != nil || next.alive(gpuA) {
+		t.Errorf("releasing the adopted share: %v, daemon alive %v", err, next.alive(gpuA))
 	}
 }
 
