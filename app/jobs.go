@@ -203,7 +203,9 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		}
 		named = &n
 	}
-	return plan(nodes, named, req.Spec, active), nil
+	p := plan(nodes, named, req.Spec, active)
+	p.Suggestion = s.shareSuggestion(ctx, req.Spec, nodes)
+	return p, nil
 }
 
 // sessionGrace is how long a launch on a machine named while it looks

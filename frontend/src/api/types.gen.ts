@@ -535,6 +535,7 @@ export interface Plan {
   cluster?: ClusterPlan | null
   images: string[] | null
   nodes: NodePlan[] | null
+  share_suggestion?: ShareSuggestion | null
 }
 
 /** app.PlanGPU */
@@ -723,6 +724,15 @@ export interface ShareRequest {
   path: string
   rw: boolean
   members?: string[] | null
+}
+
+/** jobs.ShareSuggestion */
+export interface ShareSuggestion {
+  share: number
+  mem_bytes: number
+  peak_mem_bytes: number
+  peak_util_percent: number
+  text: string
 }
 
 /** jobs.Spec */
