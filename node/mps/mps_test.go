@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -357,4 +358,41 @@ func TestNoControlProgram(t *testing.T) {
 	if _, err := New(cfg); !errors.Is(err, ErrNoMPS) {
 		t.Fatalf("New = %v; want ErrNoMPS", err)
 	}
+}
+
+// TestPrivateShmIsTheShmDirectory: started as the agent starts it (root,
+// unshare), the daemon's /dev/shm is its GPU's shm directory, the one
+// clients mount as theirs; the host's /dev/shm is untouched.
+func TestPrivateShmIsTheShmDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a mount namespace needs root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	f := newFake(t, "FAKE_MPS_NO_STATIC", "1")
+	f.cfg.PrivateShm = true
+	host := statID(t, "/dev/shm")
+	if _, err := f.Acquire(context.Background(), gpuA, "job", 0.5, 0); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(f.dir(gpuA, "pipe"), "devshm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(b)), statID(t, f.dir(gpuA, "shm")); got != want {
+		t.Errorf("the daemon's /dev/shm is %s; want its shm directory, %s (the host's is %s)", got, want, host)
+	}
+	if statID(t, "/dev/shm") != host {
+		t.Error("the host's /dev/shm changed")
+	}
+}
+
+func statID(t *testing.T, p string) string {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
 }
