@@ -102,6 +102,11 @@ func (j Job) request() Request {
 	if j.Spec.Nodes > 1 {
 		count = j.Spec.Nodes * j.Spec.GPUsPerNode
 	}
+	if j.Spec.GPUShare > 0 {
+		// A share is of one GPU. Until the ledger places shares (alloc.Fit),
+		// it holds that GPU whole: counted as a share, granted as a GPU.
+		count = 1
+	}
 	return Request{Count: count, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
 }
 

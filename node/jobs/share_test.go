@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -157,5 +158,33 @@ func TestNoMPSEnv(t *testing.T) {
 	}
 	if err := Validate(Spec{Image: "i", GPUShare: 0.25, Env: []string{"CUDA_HOME=/usr/local/cuda"}}, dockerCaps, nil, 1); err != nil {
 		t.Errorf("CUDA_HOME refused: %v", err)
+	}
+}
+
+// TestSubmitShare: a share reaches the executor with its one GPU, its
+// fraction and its cap; the job says how it is enforced; a cap over the
+// GPUs' memory is refused before anything starts.
+func TestSubmitShare(t *testing.T) {
+	for _, mps := range []bool{false, true} {
+		rt := newFakeRuntime()
+		rt.caps.MPS = mps
+		m := newTestManager(t, rt, 2, &memStore{})
+		j, err := m.Submit(context.Background(), member("OWNER"), Spec{Image: "img", GPUShare: 0.25, GPUMemBytes: 20 << 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[bool]string{false: ShareTimeSliced, true: ShareMPS}[mps]
+		if j.State != Running || len(j.GPUs) != 1 || j.ShareMode != want {
+			t.Fatalf("MPS %v: job %+v; want running on one GPU, share mode %s", mps, j, want)
+		}
+		l := rt.launches[len(rt.launches)-1]
+		if len(l.GPUs) != 1 || l.GPUShare != 0.25 || l.GPUMemBytes != 20<<30 {
+			t.Errorf("MPS %v: task GPUs %v share %v cap %d", mps, l.GPUs, l.GPUShare, l.GPUMemBytes)
+		}
+		_, err = m.Submit(context.Background(), member("OWNER"), Spec{Image: "img", GPUShare: 0.25, GPUMemBytes: 96 << 30})
+		var refused *RefusedError
+		if !errors.As(err, &refused) || refused.Rule != "gpu-mem" || !strings.Contains(err.Error(), "80 GiB") {
+			t.Errorf("MPS %v: a 96 GiB cap on 80 GiB GPUs: %v", mps, err)
+		}
 	}
 }
