@@ -102,14 +102,17 @@ func (d *Daemon) openJobs(ctx context.Context) {
 }
 
 // openMPS starts the MPS control daemons' keeper of this machine's GPU
-// shares, where it can cap them: real GPUs, nvidia-cuda-mps-control, and
-// root (each daemon gets a mount namespace of its own). nil: shares are
-// time-sliced and uncapped, and the log says why.
-func (d *Daemon) openMPS(jobUser string, simulated bool) *mps.Daemons {
+// shares, where it can cap them: real GPUs, nvidia-cuda-mps-control, root
+// (each daemon gets a mount namespace of its own), and an engine that runs
+// jobs as the jobs' user (remap false: the daemons' directories are that
+// user's). nil: shares are time-sliced and uncapped, and the log says why.
+func (d *Daemon) openMPS(jobUser string, simulated, remap bool) *mps.Daemons {
 	why := ""
 	switch {
 	case simulated:
 		why = "the GPUs are simulated"
+	case remap:
+		why = "the container engine remaps users, and MPS serves one user's clients"
 	case os.Geteuid() != 0:
 		why = "MPS daemons need the agent to run as root (each gets a mount namespace of its own)"
 	}
@@ -153,7 +156,7 @@ func (d *Daemon) openExecutor(ctx context.Context) jobs.Executor {
 	d.rt, d.rtErr = containers.Open(ctx, cfg)
 	if d.rtErr == nil {
 		ecfg := containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv}
-		if d.mps = d.openMPS(cfg.JobUser, ecfg.SimulatedGPUs); d.mps != nil {
+		if d.mps = d.openMPS(cfg.JobUser, ecfg.SimulatedGPUs, d.rt.RemapsUsers()); d.mps != nil {
 			ecfg.MPS = d.mps
 		}
 		return containers.NewExecutor(d.rt, ecfg)

@@ -16,6 +16,9 @@ type Sharer interface {
 	Adopt(ctx context.Context, holder string, c mps.Client) error
 	Release(ctx context.Context, gpu, holder string) error
 	Sweep(ctx context.Context) error
+	// Owner is who owns the daemons' pipe and shm directories, "uid:gid"
+	// ("" for the agent's own): the only user whose clients reach them.
+	Owner() string
 }
 
 var _ Sharer = (*mps.Daemons)(nil)
@@ -44,6 +47,15 @@ func (e *Executor) arrangeShare(ctx context.Context, t jobs.Task, l *Launch) err
 	}
 	if len(t.GPUs) != 1 {
 		return fmt.Errorf("start job %s: a GPU share is of one GPU; %d granted", t.ID, len(t.GPUs))
+	}
+	// A client whose user cannot open the daemon's directories would run
+	// without MPS, capped by nothing: refused instead.
+	user, err := e.rt.user(*l)
+	if err != nil {
+		return err
+	}
+	if e.rt.remap || user != e.cfg.MPS.Owner() {
+		return fmt.Errorf("start job %s on a GPU share: its processes would run as %q, and MPS serves this machine's shares to %q only (the jobs' user); run it as that user, or ask for a whole GPU", t.ID, user, e.cfg.MPS.Owner())
 	}
 	c, err := e.cfg.MPS.Acquire(ctx, t.GPUs[0], t.ID, t.GPUShare, t.GPUMemBytes)
 	if err != nil {

@@ -34,6 +34,8 @@ func (s *fakeSharer) Release(_ context.Context, gpu, holder string) error {
 	return nil
 }
 
+func (s *fakeSharer) Owner() string { return DefaultJobUser }
+
 func (s *fakeSharer) Sweep(context.Context) error {
 	s.calls = append(s.calls, "sweep")
 	return nil
@@ -153,6 +155,28 @@ func TestShareStartFailsReleases(t *testing.T) {
 	two.GPUs = []string{"GPU-1", "GPU-2"}
 	if _, err := ex.Start(context.Background(), two); err == nil {
 		t.Error("a share of two GPUs started")
+	}
+}
+
+// TestShareOtherUserRefused: a share whose processes would run as a user
+// other than the one the daemon's directories belong to would reach no
+// daemon and run uncapped: its start is refused, before any MPS call.
+func TestShareOtherUserRefused(t *testing.T) {
+	f := &fakeDocker{start: func(string) error { return nil }}
+	sh := newSharer()
+	ex := NewExecutor(fakeRuntime(DefaultConfig(), f), ExecutorConfig{MPS: sh})
+	task := shareTask()
+	task.Container.User = "1000:1000"
+	if _, err := ex.Start(context.Background(), task); err == nil || !strings.Contains(err.Error(), DefaultJobUser) {
+		t.Fatalf("Start as 1000:1000 = %v; want refused, naming the jobs' user", err)
+	}
+	if len(sh.calls) != 0 || len(f.calls) != 0 {
+		t.Errorf("calls made: sharer %v docker %v", sh.calls, f.calls)
+	}
+	remapped := fakeRuntime(DefaultConfig(), f)
+	remapped.remap = true
+	if _, err := NewExecutor(remapped, ExecutorConfig{MPS: sh}).Start(context.Background(), shareTask()); err == nil {
+		t.Error("a share started on an engine that remaps users")
 	}
 }
 

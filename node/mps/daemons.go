@@ -141,6 +141,15 @@ func (d *Daemons) Release(ctx context.Context, gpu, holder string) error {
 	return errors.Join(errs...)
 }
 
+// Owner is who owns the pipe and shm directories, "uid:gid" ("" where
+// they are the agent's own): the user whose clients reach the daemons.
+func (d *Daemons) Owner() string {
+	if d.cfg.UID < 0 || d.cfg.GID < 0 {
+		return ""
+	}
+	return strconv.Itoa(d.cfg.UID) + ":" + strconv.Itoa(d.cfg.GID)
+}
+
 // Holders returns the holders of shares, by GPU.
 func (d *Daemons) Holders() map[string][]string {
 	d.mu.Lock()
