@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // staticMark, in a GPU's directory, says that its daemon runs with static
@@ -32,17 +33,47 @@ func (d *Daemons) start(ctx context.Context, gpu string) (bool, error) {
 	os.Remove(mark)
 	errS := d.run(ctx, gpu, "", "-d", "-S")
 	if errS == nil {
+		errS = d.waitAlive(ctx, gpu)
+	}
+	if errS == nil {
 		if err := os.WriteFile(mark, nil, 0o600); err != nil {
 			return true, fmt.Errorf("mark the MPS daemon of %s as partitioned: %w", gpu, err)
 		}
 		d.log.Info("MPS control daemon started, with static SM partitioning", "gpu", gpu)
 		return true, nil
 	}
-	if err := d.run(ctx, gpu, "", "-d"); err != nil {
+	err := d.run(ctx, gpu, "", "-d")
+	if err == nil {
+		err = d.waitAlive(ctx, gpu)
+	}
+	if err != nil {
 		return false, fmt.Errorf("start the MPS control daemon of %s: %w (with -S: %v)", gpu, err, errS)
 	}
 	d.log.Info("MPS control daemon started (no static SM partitioning here: shares get thread percentages)", "gpu", gpu, "static", errS)
 	return false, nil
+}
+
+// waitAlive waits, up to Config.Timeout, for the daemon that -d forked to
+// write its pid file and run.
+func (d *Daemons) waitAlive(ctx context.Context, gpu string) error {
+	wait := d.cfg.Timeout
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for !d.alive(gpu) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("no daemon runs %v after it started (no live pid in %s)", wait, filepath.Join(d.dir(gpu, "pipe"), pidFile))
+		case <-t.C:
+		}
+	}
+	return nil
 }
 
 // quit tells gpu's daemon to quit, if it runs.

@@ -64,13 +64,16 @@ func (d *Daemons) Acquire(ctx context.Context, gpu, holder string, share float64
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	dm := d.gpus[gpu]
-	if dm == nil {
+	if dm == nil || !d.alive(gpu) { // a share never starts without its daemon
 		static, err := d.start(ctx, gpu)
 		if err != nil {
 			return Client{}, err
 		}
-		dm = &daemon{gpu: gpu, static: static, holders: map[string]Client{}}
-		d.gpus[gpu] = dm
+		if dm == nil {
+			dm = &daemon{gpu: gpu, holders: map[string]Client{}}
+			d.gpus[gpu] = dm
+		}
+		dm.static = static
 	}
 	if c, ok := dm.holders[holder]; ok {
 		return c, nil

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const gpuA, gpuB = "GPU-aaaa-0001", "GPU-bbbb-0002"
@@ -395,4 +396,33 @@ func statID(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return strconv.FormatUint(st.Dev, 10) + ":" + strconv.FormatUint(st.Ino, 10)
+}
+
+// TestAcquireNeverWithoutADaemon: a share is given only while its GPU's
+// daemon runs: one that died is started again first, and one that never
+// comes up fails the share, saying so.
+func TestAcquireNeverWithoutADaemon(t *testing.T) {
+	f := newFake(t, "FAKE_MPS_NO_STATIC", "1")
+	ctx := context.Background()
+	if _, err := f.Acquire(ctx, gpuA, "job1", 0.25, 0); err != nil {
+		t.Fatal(err)
+	}
+	pid := f.pid(t, gpuA)
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitGone(t, pid)
+	if _, err := f.Acquire(ctx, gpuA, "job2", 0.25, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !f.alive(gpuA) || f.pid(t, gpuA) == pid {
+		t.Error("the second share was given while its daemon was dead")
+	}
+
+	dead := newFake(t, "FAKE_MPS_DIES", "1")
+	dead.cfg.Timeout = 100 * time.Millisecond
+	if _, err := dead.Acquire(ctx, gpuB, "job", 0.25, 0); err == nil || !strings.Contains(err.Error(), "no daemon runs") {
+		t.Fatalf("Acquire with no daemon coming up = %v", err)
+	}
+	if len(dead.Holders()) != 0 {
+		t.Errorf("a share was kept without a daemon: %v", dead.Holders())
+	}
 }
