@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -425,4 +426,36 @@ func TestAcquireNeverWithoutADaemon(t *testing.T) {
 	if len(dead.Holders()) != 0 {
 		t.Errorf("a share was kept without a daemon: %v", dead.Holders())
 	}
+}
+
+// TestRunRestartsOnItsProbe: Run looks at the daemons every Probe and
+// starts a dead one again, on the test's clock.
+func TestRunRestartsOnItsProbe(t *testing.T) {
+	f := newFake(t, "FAKE_MPS_NO_STATIC", "1")
+	synctest.Test(t, func(t *testing.T) {
+		f.cfg.Probe = 5 * time.Second
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		if _, err := f.Acquire(ctx, gpuA, "job", 0.5, 0); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- f.Run(ctx) }()
+		pid := f.pid(t, gpuA)
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitGone(t, pid)
+		time.Sleep(4 * time.Second)
+		synctest.Wait()
+		if f.alive(gpuA) {
+			t.Fatal("restarted before its probe")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !f.alive(gpuA) {
+			t.Fatal("not restarted at its probe")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }
