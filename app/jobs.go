@@ -386,6 +386,9 @@ func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
 func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string) (bool, string) {
 	reason := ""
 	want := spec.GPUs
+	if spec.GPUShare > 0 {
+		want = 1 // a share is of one GPU, held whole until the ledger places shares
+	}
 	switch {
 	case len(spec.GPUIDs) > 0:
 		for _, i := range spec.GPUIDs {

@@ -80,3 +80,19 @@ func TestPlanSuggestsAShare(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanShareNeedsAGPU: a share is planned on a machine with a free
+// GPU, never on one without GPUs.
+func TestPlanShareNeedsAGPU(t *testing.T) {
+	nodes := []Node{
+		{ID: alphaID, Name: "alpha", Online: true, Containers: true},
+		{ID: mikeID, Name: "mike", Online: true, Containers: true, GPUs: []GPU{{Node: mikeID, Index: 0, UUID: "GPU-0", MemTotalBytes: 80 << 30}}},
+	}
+	p := plan(nodes, nil, jobs.Spec{Image: "nb:1", GPUShare: 0.25}, nil)
+	if !p.Fits || p.Node != mikeID {
+		t.Fatalf("plan of a share: fits %v on %q (%s); want mike, which has a GPU", p.Fits, p.Node, p.Reason)
+	}
+	if p := plan(nodes[:1], nil, jobs.Spec{Image: "nb:1", GPUShare: 0.25}, nil); p.Fits {
+		t.Errorf("a share fits on a machine without GPUs: %s", p.Reason)
+	}
+}
