@@ -33,7 +33,7 @@ import (
 )
 
 // ErrNoMPS means this machine has no nvidia-cuda-mps-control.
-var ErrNoMPS = errors.New("no nvidia-cuda-mps-control on this machine: GPU shares are time-sliced and uncapped")
+var ErrNoMPS = errors.New("no nvidia-cuda-mps-control on this machine")
 
 // Control is the control daemon's program.
 const Control = "nvidia-cuda-mps-control"
