@@ -1,7 +1,6 @@
 package mps
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 )
 
 // Daemons runs one control daemon per GPU that holds shares.
@@ -41,6 +39,9 @@ func New(cfg Config) (*Daemons, error) {
 		name = Control
 	}
 	bin, err := exec.LookPath(name)
+	if err == nil && !supported {
+		err = errors.New("MPS runs on Linux only")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoMPS, err)
 	}
@@ -259,20 +260,7 @@ func (d *Daemons) alive(gpu string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	err = syscall.Kill(pid, 0)
-	return (err == nil || errors.Is(err, syscall.EPERM)) && !zombie(pid)
-}
-
-// zombie says whether pid has ended and waits to be reaped ("Z" or "X" in
-// /proc/PID/stat): a daemon re-parented to an init that does not reap
-// still answers signal 0.
-func zombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
+	return running(pid)
 }
 
 // dir is one of gpu's directories.
