@@ -504,6 +504,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	s.rememberLaunch(ctx, j)
 	out := Job{Job: j, NodeName: p.NodeName, Placement: p.Reason}
 	out.attribute(ruleOf(j.VerifyOwner()), map[string]string{s.self.ID: s.self.Name})
 	if j.ImageLoadedBy != "" {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -38,20 +39,25 @@ func TestPlanSuggestsAShare(t *testing.T) {
 	// Its live record carries the GPUs' totals.
 	live := agent.Sample{Time: t0, GPUs: []gpu.Stats{{Index: 0, UUID: "GPU-0", MemTotalBytes: 80 << 30}, {Index: 1, UUID: "GPU-1", MemTotalBytes: 80 << 30}}}
 	putRecord(t, db, mikeID, history.KindLive, "", t0, mustJSON(t, live))
-	run := func(s jobs.LaunchSigner, owner, name string) {
+	svc := newService(t, db, Self{ID: meID, Name: "me"}, fakeLive{mikeID: true}, nil)
+	svc.now = func() time.Time { return t0 }
+	ctx := context.Background()
+	run := func(s jobs.LaunchSigner, owner, name string) jobs.Job {
 		j := proven(t, s, owner, mikeID, jobs.Job{Name: name, Node: mikeID, Spec: jobs.Spec{Name: name, Image: "nb:1", GPUs: 1},
 			State: jobs.Exited, GPUIndexes: []int{0}, GPUs: []string{"GPU-0"}, Started: &start, Finished: &end, Created: start})
 		putRecord(t, db, mikeID, KindJob, j.ID, end, mustJSON(t, j))
+		return j
 	}
-	run(me, meID, "notebook")
-	run(other, otherID, "theirs")
-	// mike's machine claims a run of "forged" was this member's, with no proof.
+	svc.rememberLaunch(ctx, run(me, meID, "notebook"))
+	// Among this machine's launches, one whose record is proven by another
+	// member (mike's machine swapped it), and one claimed without proof.
+	svc.rememberLaunch(ctx, run(other, otherID, "theirs"))
 	forged := jobs.Job{ID: "f00df00df00df00d", Name: "forged", Node: mikeID, Owner: meID, Spec: jobs.Spec{Name: "forged", Image: "nb:1", GPUs: 1},
 		State: jobs.Exited, GPUIndexes: []int{0}, GPUs: []string{"GPU-0"}, Started: &start, Finished: &end, Created: start}
 	putRecord(t, db, mikeID, KindJob, forged.ID, end, mustJSON(t, forged))
-
-	svc := newService(t, db, Self{ID: meID, Name: "me"}, fakeLive{mikeID: true}, nil)
-	svc.now = func() time.Time { return t0 }
+	svc.rememberLaunch(ctx, forged)
+	// A run of "notebook" this machine did not launch: not read at all.
+	run(me, meID, "unremembered")
 	tests := []struct {
 		name string
 		spec jobs.Spec
@@ -63,6 +69,7 @@ func TestPlanSuggestsAShare(t *testing.T) {
 		{"another member's run", jobs.Spec{Name: "theirs", Image: "nb:1", GPUs: 1}, ""},
 		{"never run", jobs.Spec{Name: "new", Image: "nb:1", GPUs: 1}, ""},
 		{"a run claimed without proof", jobs.Spec{Name: "forged", Image: "nb:1", GPUs: 1}, ""},
+		{"a run this machine did not launch", jobs.Spec{Name: "unremembered", Image: "nb:1", GPUs: 1}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,5 +101,27 @@ func TestPlanShareNeedsAGPU(t *testing.T) {
 	}
 	if p := plan(nodes[:1], nil, jobs.Spec{Image: "nb:1", GPUShare: 0.25}, nil); p.Fits {
 		t.Errorf("a share fits on a machine without GPUs: %s", p.Reason)
+	}
+}
+
+// TestRememberLaunchBounded: the launches remembered are the latest
+// maxLaunches, each once.
+func TestRememberLaunchBounded(t *testing.T) {
+	svc := newService(t, openDB(t), Self{ID: selfID, Name: "self"}, nil, nil)
+	ctx := context.Background()
+	for i := range maxLaunches + 10 {
+		svc.rememberLaunch(ctx, jobs.Job{Node: mikeID, ID: fmt.Sprintf("job-%03d", i)})
+	}
+	svc.rememberLaunch(ctx, jobs.Job{Node: mikeID, ID: "job-050"}) // again: moves to the end
+	refs := svc.launches(ctx)
+	if len(refs) != maxLaunches || refs[0].Job != "job-010" || refs[len(refs)-1].Job != "job-050" {
+		t.Fatalf("%d launches remembered, first %v last %v", len(refs), refs[0], refs[len(refs)-1])
+	}
+	seen := map[string]bool{}
+	for _, r := range refs {
+		if seen[r.Job] {
+			t.Errorf("%s remembered twice", r.Job)
+		}
+		seen[r.Job] = true
 	}
 }
