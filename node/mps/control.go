@@ -160,9 +160,10 @@ func (d *Daemons) env(gpu string) []string {
 	return append(env, EnvVisible+"="+gpu, EnvPipe+"="+d.dir(gpu, "pipe"), EnvLog+"="+d.dir(gpu, "log"))
 }
 
-// prepare makes gpu's directories: the GPU's own and its log directory
-// the agent's (0700), its pipe and shm directories the clients' (0700,
-// Config.UID and GID), none of them a link.
+// prepare makes gpu's directories: the GPU's own the agent's (0700); its
+// pipe, shm and log directories the clients' (0700, Config.UID and GID:
+// the MPS server a client starts runs as the client's user, and writes
+// all three); none of them a link.
 func (d *Daemons) prepare(gpu string) error {
 	if err := os.MkdirAll(d.cfg.Dir, 0o700); err != nil {
 		return fmt.Errorf("make the MPS directory: %w", err)
@@ -170,7 +171,7 @@ func (d *Daemons) prepare(gpu string) error {
 	for _, p := range []struct {
 		dir   string
 		owned bool
-	}{{filepath.Join(d.cfg.Dir, gpu), false}, {d.dir(gpu, "log"), false}, {d.dir(gpu, "pipe"), true}, {d.dir(gpu, "shm"), true}} {
+	}{{filepath.Join(d.cfg.Dir, gpu), false}, {d.dir(gpu, "log"), true}, {d.dir(gpu, "pipe"), true}, {d.dir(gpu, "shm"), true}} {
 		if err := os.Mkdir(p.dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("make %s: %w", p.dir, err)
 		}

@@ -294,8 +294,8 @@ func TestRunLeavesDaemonsToTheirJobs(t *testing.T) {
 	}
 }
 
-// TestDirectories: the pipe and shm directories are the clients' user's,
-// 0700; the GPU's directory and its log the agent's, 0700.
+// TestDirectories: the pipe, shm and log directories are the clients'
+// user's, 0700; the GPU's directory the agent's, 0700.
 func TestDirectories(t *testing.T) {
 	f := newFake(t)
 	if os.Geteuid() == 0 {
@@ -307,7 +307,7 @@ func TestDirectories(t *testing.T) {
 	for _, tt := range []struct {
 		dir   string
 		owned bool
-	}{{filepath.Join(f.cfg.Dir, gpuA), false}, {f.dir(gpuA, "log"), false}, {f.dir(gpuA, "pipe"), true}, {f.dir(gpuA, "shm"), true}} {
+	}{{filepath.Join(f.cfg.Dir, gpuA), false}, {f.dir(gpuA, "log"), true}, {f.dir(gpuA, "pipe"), true}, {f.dir(gpuA, "shm"), true}} {
 		fi, err := os.Lstat(tt.dir)
 		if err != nil {
 			t.Fatal(err)
