@@ -200,7 +200,9 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		}
 		named = &n
 	}
-	return planAt(nodes, named, req.Spec, active, s.now(), s.self.ID), nil
+	p := planAt(nodes, named, req.Spec, active, s.now(), s.self.ID)
+	p.Suggestion = s.shareSuggestion(ctx, req.Spec, nodes)
+	return p, nil
 }
 
 // sessionGrace is how long a launch on a machine named while it looks
@@ -347,6 +349,9 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string) (bool, string) {
 	reason := ""
 	want := spec.GPUs
+	if spec.GPUShare > 0 {
+		want = 1 // a share is of one GPU (without its grants record, a free one)
+	}
 	switch {
 	case len(spec.GPUIDs) > 0:
 		for _, i := range spec.GPUIDs {
@@ -462,6 +467,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	s.rememberLaunch(ctx, j)
 	out := Job{Job: j, NodeName: p.NodeName, Placement: p.Reason}
 	out.attribute(ruleOf(j.VerifyOwner()), map[string]string{s.self.ID: s.self.Name})
 	if j.ImageLoadedBy != "" {

@@ -66,6 +66,10 @@ type Plan struct {
 	NodePlan            // the machine it would run on; Node is "" when none fits, and Reason says why
 	Images   []string   `json:"images"` // image tags on that node
 	Nodes    []NodePlan `json:"nodes"`  // every machine of the pool, as a launch there would find it
+	// Suggestion, after a run of the same job on one whole GPU, is the
+	// share its measured peak would fit (a suggestion: nothing changes
+	// unless it is asked for).
+	Suggestion *jobs.ShareSuggestion `json:"share_suggestion,omitempty"`
 }
 
 // NodePlan is what a launch would find on one machine: whether it fits, why

@@ -373,6 +373,7 @@ export interface Job {
   finished?: string | null
   exit_code?: number | null
   error?: string
+  share_mode?: string
   gpu_seconds: number
   spec_hash: string
   removed?: boolean
@@ -573,6 +574,7 @@ export interface Plan {
   cluster?: ClusterPlan | null
   images: string[] | null
   nodes: NodePlan[] | null
+  share_suggestion?: ShareSuggestion | null
 }
 
 /** app.PlanGPU */
@@ -810,6 +812,15 @@ export interface ShareRequest {
   path: string
   rw: boolean
   members?: string[] | null
+}
+
+/** jobs.ShareSuggestion */
+export interface ShareSuggestion {
+  share: number
+  mem_bytes: number
+  peak_mem_bytes: number
+  peak_util_percent: number
+  text: string
 }
 
 /** jobs.Spec */

@@ -23,6 +23,8 @@ import {
   splitCommand,
   stateText,
   visibleJobs,
+  type FormField,
+  type LaunchForm,
 } from './jobs.ts'
 
 const GiB = 2 ** 30
@@ -140,6 +142,35 @@ test('buildSpec', () => {
   const bad = buildSpec({ ...emptyForm(), image: 'x', memory: '32 gigs', cpus: '-1', ports: 'abc', cmd: "echo 'x", gpus: 1.5 })
   assert.deepEqual(Object.keys(bad.errors).sort(), ['cmd', 'cpus', 'gpus', 'memory', 'ports'])
   assert.deepEqual(bad.spec, { image: 'x' }, 'fields in error are left out')
+})
+
+test('buildSpec share and MIG profile', () => {
+  const share = buildSpec({ ...emptyForm(1), image: 'x', gpuShare: '0.25', gpuMem: '20GiB' })
+  assert.deepEqual(share.errors, {})
+  assert.deepEqual(share.spec, { image: 'x', gpu_share: 0.25, gpu_mem_bytes: 20 * GiB }, 'a share is of one GPU: the count goes')
+
+  const mig = buildSpec({ ...emptyForm(2), image: 'x', mig: '3g.40gb' })
+  assert.deepEqual(mig.spec, { image: 'x', gpus: 2, mig_profile: '3g.40gb' })
+
+  const cases: [Partial<LaunchForm>, FormField][] = [
+    [{ gpuShare: '1.5' }, 'gpuShare'],
+    [{ gpuShare: '1' }, 'gpuShare'],
+    [{ gpuShare: '0' }, 'gpuShare'],
+    [{ gpuShare: 'half' }, 'gpuShare'],
+    [{ gpuMem: '8g' }, 'gpuMem'],
+    [{ mig: '3g' }, 'mig'],
+    [{ gpuShare: '0.5', mig: '3g.40gb' }, 'mig'],
+    [{ gpuShare: '0.5', gpuMode: 'pick', picked: [1] }, 'gpuShare'],
+  ]
+  for (const [form, field] of cases) {
+    const b = buildSpec({ ...emptyForm(1), image: 'x', ...form })
+    assert.ok(b.errors[field], `${JSON.stringify(form)}: want an error on ${field}`)
+    const key = { gpuShare: 'gpu_share', gpuMem: 'gpu_mem_bytes', mig: 'mig_profile' }[field as string] as keyof typeof b.spec
+    assert.equal(b.spec[key], undefined, `${JSON.stringify(form)}: the field in error is left out`)
+  }
+
+  const onCluster = buildSpec({ ...emptyForm(1), image: 'x', gpuShare: '0.5' }, true)
+  assert.equal(onCluster.spec.gpu_share, undefined, 'a cluster places whole GPUs')
 })
 
 test('sameImage', () => {
