@@ -45,6 +45,11 @@ type Report struct {
 	// Totals sums the rows; its EnergyTotalKWh is every GPU's energy over
 	// the window, granted or not.
 	Totals ReportRow `json:"totals"`
+	// Adjusted lists job records of the window the report counted less of
+	// than they claim, each with the rule that cut it (at most 100 of
+	// them; AdjustedCount counts them all).
+	Adjusted      []ReportAdjustment `json:"adjusted"`
+	AdjustedCount int                `json:"adjusted_count"`
 	// StepSeconds is the coarsest resolution of the samples the figures
 	// come from (1, 60, 900 or 10800): each part of the window is read from
 	// the finest history tier that holds it (the last hour at 1 s, the
@@ -107,6 +112,7 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	for _, n := range nodes {
 		names[n.ID] = n.Name // a machine's own name over its member name
 	}
+	in.weights = newWeights(nodes)
 	names[slurmOutside] = "Slurm jobs outside labpool"
 	in.Names = names
 	var slurmIdx map[string]jobs.Job // the cluster agents' jobs, read once when a hold needs them
@@ -137,6 +143,8 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	endSilent(in.Jobs, heard, in.Until)
 	rep := computeReport(in)
 	rep.StepSeconds = int(in.step / time.Second)
+	rep.AdjustedCount = len(in.adjusted)
+	rep.Adjusted = append([]ReportAdjustment{}, in.adjusted[:min(len(in.adjusted), maxAdjustments)]...)
 	return rep, nil
 }
 
@@ -169,7 +177,7 @@ func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string, s
 		if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" || j.Node != node {
 			continue // malformed, or a node speaking for another: skip it
 		}
-		if g, ok := grantOf(j); ok {
+		if g, ok := in.grantOf(j); ok {
 			g.Owner = verifiedOwner(j, r.proofRule(rec, j, in.Names))
 			in.Jobs = append(in.Jobs, g)
 		}
@@ -205,12 +213,18 @@ func endSilent(js []reportJob, heard map[string]agent.Sample, until time.Time) {
 }
 
 // grantOf is the grant a job record holds: from its start to its end (zero
-// while it runs). A job that never started held nothing.
-func grantOf(j jobs.Job) (reportJob, bool) {
-	if j.Started == nil || len(j.GPUIndexes) == 0 {
+// while it runs), weighed (weights.of). A job that never started held
+// nothing. A claim the weighing cut is kept in in.adjusted when the grant
+// reaches into the window.
+func (in *reportInput) grantOf(j jobs.Job) (reportJob, bool) {
+	if j.Started == nil || len(j.GPUIndexes) == 0 && j.Executor != "slurm" {
 		return reportJob{}, false
 	}
-	g := reportJob{ID: j.ID, Name: j.Name, Node: j.Node, Owner: j.Owner, GPUs: j.GPUIndexes, Start: *j.Started}
+	h := in.weights.of(j.Node, j)
+	if len(h.GPUs) == 0 && h.Cluster == 0 {
+		return reportJob{}, false
+	}
+	g := reportJob{ID: j.ID, Name: j.Name, Node: j.Node, Owner: j.Owner, GPUs: h.GPUs, Weights: h.Weights, Cluster: h.Cluster, Start: *j.Started}
 	switch {
 	case j.Finished != nil:
 		g.End = *j.Finished
@@ -219,6 +233,9 @@ func grantOf(j jobs.Job) (reportJob, bool) {
 	}
 	if g.Name == "" {
 		g.Name = shortID(j.ID)
+	}
+	if h.Adjust != nil && g.Start.Before(in.Until) && (g.End.IsZero() || g.End.After(in.Since)) {
+		in.adjusted = append(in.adjusted, *h.Adjust)
 	}
 	return g, true
 }

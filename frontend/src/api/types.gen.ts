@@ -351,6 +351,7 @@ export interface Job {
   owner_unverified?: string
   claimed_owner?: string
   stale: boolean
+  gpu_weight: number
   image_loaded_by_name?: string
   placement?: string
 }
@@ -597,6 +598,8 @@ export interface PoolSeries {
   busy: number[] | null
   idle_granted: number[] | null
   free: number[] | null
+  cluster_held: number[] | null
+  cluster_free: number[] | null
 }
 
 /** app.PoolStatus */
@@ -669,7 +672,17 @@ export interface Report {
   by: string
   rows: ReportRow[] | null
   totals: ReportRow
+  adjusted: ReportAdjustment[] | null
+  adjusted_count: number
   step_seconds: number
+}
+
+/** app.ReportAdjustment */
+export interface ReportAdjustment {
+  node: string
+  job: string
+  rule: string
+  detail: string
 }
 
 /** app.ReportRow */
@@ -734,6 +747,9 @@ export interface Spec {
   gpu_ids?: number[] | null
   mig_ids?: string[] | null
   min_gpu_mem_bytes?: number
+  mig_profile?: string
+  gpu_share?: number
+  gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
   mounts?: Mount[] | null

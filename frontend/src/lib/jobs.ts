@@ -296,13 +296,17 @@ export function formatRuntime(seconds: number): string {
 }
 
 /**
- * GPU-seconds of a job: the node's count, or for a running job the wall time
- * times its GPUs when that is ahead (the record lags between updates).
+ * GPU-seconds of a job: the GPUs it counts as holding (gpu_weight: a share
+ * or a MIG instance its fraction, a cluster job the cluster GPUs it asked)
+ * times its time held, as the local API weighs it; for a running job the
+ * wall time times that weight when that is ahead (the figure lags between
+ * updates). A job from an API without gpu_weight counts its GPU indexes.
  */
-export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'gpu_seconds' | 'gpu_indexes'>, now: number): number {
+export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'gpu_seconds' | 'gpu_indexes'> & { gpu_weight?: number }, now: number): number {
   const recorded = Number.isFinite(j.gpu_seconds) ? Math.max(0, j.gpu_seconds) : 0
   if (j.state !== 'running') return recorded
-  return Math.max(recorded, runSeconds(j, now) * (j.gpu_indexes?.length ?? 0))
+  const weight = j.gpu_weight !== undefined && Number.isFinite(j.gpu_weight) ? Math.max(0, j.gpu_weight) : (j.gpu_indexes?.length ?? 0)
+  return Math.max(recorded, runSeconds(j, now) * weight)
 }
 
 /** GPU-hours, for people: "0.00", "1.25", "1,234". */
