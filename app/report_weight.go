@@ -115,14 +115,15 @@ func profileOf(name string) string {
 	return name
 }
 
-// migFraction is a profile's slices over total (3g.40gb of 7: 3/7), at
-// most 1; 1 where the profile names no slices.
+// migFraction is a profile's slices over total (3g.40gb of 7: 3/7); 1
+// where the profile names no slices. A profile of more slices than the GPU
+// has is over 1 (weights.of cuts it).
 func migFraction(profile string, total int) float64 {
 	n, err := strconv.Atoi(profile[:strings.IndexFunc(profile+"g", func(r rune) bool { return r < '0' || r > '9' })])
 	if err != nil || n <= 0 || total <= 0 {
 		return 1
 	}
-	return min(1, float64(n)/float64(total))
+	return float64(n) / float64(total)
 }
 
 // clusterGPUs is what a cluster job's spec asks in all: GPUs on one node
