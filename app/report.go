@@ -75,6 +75,11 @@ type ReportRow struct {
 	// UnmeasuredHours is granted time with no sample (the machine was
 	// off, or its history is gone): neither used nor idle.
 	UnmeasuredHours float64 `json:"unmeasured_hours"`
+	// ReservedUnusedHours is GPU time reserved (alloc.Reservation grants)
+	// that the reservation's member's own jobs did not use on those GPUs:
+	// kept from everyone else, charged to the member, apart from
+	// GPUHoursGranted. By job, each reservation is a row of its own.
+	ReservedUnusedHours float64 `json:"reserved_unused_hours"`
 	// EnergyKWh is what the granted GPUs drew while granted.
 	EnergyKWh float64 `json:"energy_kwh"`
 	// EnergyTotalKWh is what the row's GPUs drew over the whole window,
@@ -141,6 +146,11 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 		return Report{}, err
 	}
 	endSilent(in.Jobs, heard, in.Until)
+	if r.reservations != nil {
+		var adj []ReportAdjustment
+		in.reserved, adj = reservedUnused(r.reservations.Reservations(in.Since, in.Until), unitPlaces(nodes, in.weights), in.Jobs, in.Since, in.Until)
+		in.adjusted = append(in.adjusted, adj...)
+	}
 	rep := computeReport(in)
 	rep.StepSeconds = int(in.step / time.Second)
 	rep.AdjustedCount = len(in.adjusted)

@@ -72,6 +72,7 @@ type reportInput struct {
 	GPUs         []gpuUsage
 	Names        map[string]string // device ID -> name
 	weights      weights           // how much of a GPU each record's grant counts
+	reserved     []unusedHold      // reservations' time held but unused
 	adjusted     []ReportAdjustment
 	step         time.Duration // resolution of GPUs, for the reply
 }
@@ -246,6 +247,11 @@ func computeReport(in reportInput) Report {
 			totals.granted.add(m)
 		}
 	}
+	for _, h := range in.reserved {
+		key, label := in.reservedRow(h)
+		acc(key, label).reservedUnused += h.seconds
+		totals.reservedUnused += h.seconds
+	}
 	for i := range in.GPUs {
 		u := &in.GPUs[i]
 		m := measureSpan(u, in.Since, in.Until)
@@ -293,6 +299,15 @@ func (in reportInput) rowOf(j reportJob, idx int) (key, label string) {
 	return j.ID, j.Name
 }
 
+// reservedRow is the key and label of the row h counts in: by member its
+// member's, by job the reservation's own ("reservation:ID").
+func (in reportInput) reservedRow(h unusedHold) (key, label string) {
+	if in.By == ReportByJob {
+		return "reservation:" + h.holder.ID, "reservation " + cmpOr(h.holder.Name, h.holder.ID)
+	}
+	return in.rowOf(reportJob{Node: h.node, Owner: h.holder.Member}, h.index)
+}
+
 func (in reportInput) name(id string) string {
 	if n := in.Names[id]; n != "" {
 		return n
@@ -306,6 +321,7 @@ func gpuKey(node string, idx int) string { return fmt.Sprintf("%s:%d", node, idx
 type reportAcc struct {
 	row            ReportRow
 	granted, whole measure
+	reservedUnused float64 // seconds
 }
 
 func (a *reportAcc) result() ReportRow {
@@ -315,6 +331,7 @@ func (a *reportAcc) result() ReportRow {
 	r.GPUHoursUsed = g.used / 3600
 	r.IdleGrantedHours = g.idle / 3600
 	r.UnmeasuredHours = max(0, g.granted-g.measured) / 3600
+	r.ReservedUnusedHours = a.reservedUnused / 3600
 	r.EnergyKWh = (g.counterJ + g.powerJ) / joulesPerKWh
 	r.EnergyTotalKWh = (a.whole.counterJ + a.whole.powerJ) / joulesPerKWh
 	r.EnergySource = energySource(g.counterJ+a.whole.counterJ, g.powerJ+a.whole.powerJ)
