@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/app/history"
@@ -45,6 +46,8 @@ type Report struct {
 	// Totals sums the rows; its EnergyTotalKWh is every GPU's energy over
 	// the window, granted or not.
 	Totals ReportRow `json:"totals"`
+	// Columns says which holder kinds each figure counts (ReportColumns).
+	Columns []ReportColumn `json:"columns"`
 	// Adjusted lists job records of the window the report counted less of
 	// than they claim, each with the rule that cut it (at most 100 of
 	// them; AdjustedCount counts them all).
@@ -89,6 +92,46 @@ type ReportRow struct {
 	// EnergySource says where the energy figures come from: "counter",
 	// "power", "mixed", or "" when there was nothing to measure.
 	EnergySource string `json:"energy_source"`
+}
+
+// Holder kinds the report's figures count (ReportColumn.Includes).
+const (
+	HoldsJobs         = "jobs"              // labpool jobs, whole GPUs
+	HoldsShares       = "shares (fraction)" // a GPU share counts its fraction
+	HoldsMIG          = "MIG (fraction)"    // a MIG instance counts its slices over its GPU's
+	HoldsClusterJobs  = "cluster jobs"      // Slurm jobs: their GPUs × time held
+	HoldsReservations = "reservations"      // reserved and not used by the member's own jobs
+)
+
+// ReportColumn says which holder kinds one figure of a ReportRow counts.
+type ReportColumn struct {
+	Field    string   `json:"field"`    // the ReportRow field, as JSON names it
+	Title    string   `json:"title"`    // as the CLI and the UI head it
+	Includes []string `json:"includes"` // holder kinds (Holds*)
+}
+
+// ReportColumns are the report's figures and what each counts.
+func ReportColumns() []ReportColumn {
+	held := []string{HoldsJobs, HoldsShares, HoldsMIG, HoldsClusterJobs}
+	return []ReportColumn{
+		{Field: "gpu_hours_granted", Title: "GPU-h", Includes: held},
+		{Field: "gpu_hours_used", Title: "used", Includes: held},
+		{Field: "reserved_unused_hours", Title: "reserved-unused", Includes: []string{HoldsReservations}},
+	}
+}
+
+// ReportLegend is a line that says what ReportColumns says: "GPU-h: jobs,
+// shares (fraction), MIG (fraction), cluster jobs; reserved-unused:
+// reservations".
+func ReportLegend(cols []ReportColumn) string {
+	var parts []string
+	for _, c := range cols {
+		if c.Field == "gpu_hours_used" {
+			continue // counts what GPU-h does, weighed by utilization
+		}
+		parts = append(parts, c.Title+": "+strings.Join(c.Includes, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // maxReportSeconds is the longest window a report covers: as far back as
@@ -152,9 +195,15 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 		in.adjusted = append(in.adjusted, adj...)
 	}
 	rep := computeReport(in)
+	rep.Columns = ReportColumns()
 	rep.StepSeconds = int(in.step / time.Second)
 	rep.AdjustedCount = len(in.adjusted)
 	rep.Adjusted = append([]ReportAdjustment{}, in.adjusted[:min(len(in.adjusted), maxAdjustments)]...)
+	for i := range rep.Adjusted {
+		if a := &rep.Adjusted[i]; a.Node != "" {
+			a.NodeName = in.name(a.Node)
+		}
+	}
 	return rep, nil
 }
 

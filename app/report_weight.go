@@ -39,10 +39,11 @@ const (
 // ReportAdjustment is a job record the report counted less of than it
 // claims, and the rule that cut it.
 type ReportAdjustment struct {
-	Node   string `json:"node"` // device ID
-	Job    string `json:"job"`
-	Rule   string `json:"rule"`
-	Detail string `json:"detail"` // "share 5 counted as 1 GPU"
+	Node     string `json:"node"` // device ID
+	NodeName string `json:"node_name"`
+	Job      string `json:"job"`
+	Rule     string `json:"rule"`
+	Detail   string `json:"detail"` // "share 5 counted as 1 GPU"
 }
 
 // maxAdjustments bounds the adjustments a report lists (it counts them all).

@@ -672,6 +672,7 @@ export interface Report {
   by: string
   rows: ReportRow[] | null
   totals: ReportRow
+  columns: ReportColumn[] | null
   adjusted: ReportAdjustment[] | null
   adjusted_count: number
   step_seconds: number
@@ -680,9 +681,17 @@ export interface Report {
 /** app.ReportAdjustment */
 export interface ReportAdjustment {
   node: string
+  node_name: string
   job: string
   rule: string
   detail: string
+}
+
+/** app.ReportColumn */
+export interface ReportColumn {
+  field: string
+  title: string
+  includes: string[] | null
 }
 
 /** app.ReportRow */
@@ -693,6 +702,7 @@ export interface ReportRow {
   gpu_hours_used: number
   idle_granted_hours: number
   unmeasured_hours: number
+  reserved_unused_hours: number
   energy_kwh: number
   energy_total_kwh: number
   energy_source: string
