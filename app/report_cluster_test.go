@@ -114,9 +114,11 @@ func TestSlurmJobOfNoCluster(t *testing.T) {
 
 // The pool's GPUs over time stack the cluster's too, so that they add up
 // to the header's count (each machine's GPUs and each cluster's): self's
-// 2 GPUs sampled, the cluster's 8 held by mike's 2-GPU job and 3 by a job
-// outside labpool its queue shows running, the other 3 free. Attack: a
-// job claiming 8,000 of the cluster's GPUs holds at most its 8.
+// 2 GPUs sampled, the cluster's 8 held by mike's 2-GPU job (its queue
+// lists it too: counted once) and 3 by a job outside labpool its queue
+// shows running (whose comment names a labpool job the agent has no record
+// of), the other 3 free. Attack: a job claiming 8,000 of the cluster's GPUs
+// holds at most its 8.
 func TestPoolHistoryCountsClusters(t *testing.T) {
 	now := t0
 	started := now.Add(-time.Hour)
@@ -130,9 +132,15 @@ func TestPoolHistoryCountsClusters(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, _ := clusterReplica(t, now, jobs.Job{Name: "sweep", Container: "123", State: jobs.Running, Started: &started, Spec: c.spec})
+			js, err := r.Jobs(context.Background(), false)
+			if err != nil || len(js) != 1 {
+				t.Fatalf("Jobs = %+v, %v", js, err)
+			}
+			jobID := js[0].ID // the queue lists it too: counted once
 			putNode(t, r.db, clusID, NodeRecord{Info: agent.Info{ID: clusID, Name: "hpc-login"}, Cluster: &slurm.Cluster{Name: "HPC",
-				GPUs:  []slurm.GPUCount{{Type: "a100", Total: 6}, {Type: "v100", Total: 2}},
-				Queue: []slurm.QueueJob{{ID: "77", State: "RUNNING", GPUs: 3, Started: now.Add(-10 * time.Minute)}, {ID: "78", State: "PENDING", GPUs: 8}}}})
+				GPUs: []slurm.GPUCount{{Type: "a100", Total: 6}, {Type: "v100", Total: 2}},
+				Queue: []slurm.QueueJob{{ID: "77", State: "RUNNING", GPUs: 3, Started: now.Add(-10 * time.Minute), LabpoolJob: "job-forged"},
+					{ID: "78", State: "PENDING", GPUs: 8}, {ID: "123", State: "RUNNING", GPUs: 2, Started: started, LabpoolJob: jobID}}}})
 			recordSeconds(t, history.NewRecorder(r.db, selfID, slog.New(slog.DiscardHandler)), now.Add(-2*time.Second), now, 2, nil)
 			ps, err := r.PoolHistory(context.Background(), 3600)
 			if err != nil || len(ps.Times) != 2 || len(ps.ClusterHeld) != 2 || len(ps.ClusterFree) != 2 {

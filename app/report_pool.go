@@ -44,16 +44,18 @@ func (r *Reader) clusterLayers(ctx context.Context, ids []string, times []int64,
 		}
 		size := clusterSize(nr.Cluster)
 		w.clusters[rec.Origin], total = size, total+size
-		for _, q := range nr.Cluster.Queue {
-			if q.LabpoolJob == "" && (q.State == "RUNNING" || q.State == "COMPLETING") && !q.Started.IsZero() {
-				spans = append(spans, clusterSpan{from: q.Started, gpus: float64(min(max(0, q.GPUs), size))})
-			}
-		}
-		js, err := r.clusterJobSpans(ctx, rec.Origin, w, now)
+		js, ids, err := r.clusterJobSpans(ctx, rec.Origin, w, now)
 		if err != nil {
 			return nil, nil, err
 		}
 		spans = append(spans, js...)
+		for _, q := range nr.Cluster.Queue {
+			// a job's comment is anyone's to write: it is labpool's only
+			// where the agent's records have it
+			if !ids[q.LabpoolJob] && (q.State == "RUNNING" || q.State == "COMPLETING") && !q.Started.IsZero() {
+				spans = append(spans, clusterSpan{from: q.Started, gpus: float64(min(max(0, q.GPUs), size))})
+			}
+		}
 	}
 	held, free = make([]float64, len(times)), make([]float64, len(times))
 	if total == 0 {
@@ -76,18 +78,21 @@ func (r *Reader) clusterLayers(ctx context.Context, ids []string, times []int64,
 }
 
 // clusterJobSpans are the spans of the Slurm jobs node, a cluster's agent,
-// launched: from start to end (running: to now), weighed by w.
-func (r *Reader) clusterJobSpans(ctx context.Context, node string, w weights, now time.Time) ([]clusterSpan, error) {
+// launched: from start to end (running: to now), weighed by w; and the IDs
+// of the jobs its records hold.
+func (r *Reader) clusterJobSpans(ctx context.Context, node string, w weights, now time.Time) ([]clusterSpan, map[string]bool, error) {
 	recs, err := r.db.Range(ctx, node, KindJob, time.Time{}, now.Add(24*time.Hour))
 	if err != nil {
-		return nil, fmt.Errorf("read jobs of %s: %w", shortID(node), err)
+		return nil, nil, fmt.Errorf("read jobs of %s: %w", shortID(node), err)
 	}
 	var out []clusterSpan
+	ids := map[string]bool{}
 	for _, rec := range recs {
 		var j jobs.Job
 		if json.Unmarshal(rec.Data, &j) != nil || j.Executor != "slurm" || j.Started == nil {
 			continue
 		}
+		ids[j.ID] = j.ID != ""
 		s := clusterSpan{from: *j.Started, gpus: float64(w.cluster(node, j).Cluster)}
 		switch {
 		case j.Finished != nil:
@@ -97,5 +102,5 @@ func (r *Reader) clusterJobSpans(ctx context.Context, node string, w weights, no
 		}
 		out = append(out, s)
 	}
-	return out, nil
+	return out, ids, nil
 }
