@@ -91,12 +91,14 @@ func BenchmarkReport(b *testing.B) {
 		since int
 	}{{"7d", 7 * 24 * 3600}, {"30d", 30 * 24 * 3600}} {
 		b.Run(window.name, func(b *testing.B) {
+			cpu0 := cpuTime()
 			for b.Loop() {
 				rep, err := r.Report(ctx, app.ReportRequest{Since: window.since, Until: end.Unix(), By: app.ReportByMember})
 				if err != nil || len(rep.Rows) != 4 || rep.Totals.EnergySource == "" {
 					b.Fatalf("report: %v, %d rows, energy from %q", err, len(rep.Rows), rep.Totals.EnergySource)
 				}
 			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
