@@ -10,6 +10,7 @@ import {
   formatRuntime,
   gpuHours,
   jobGPUSeconds,
+  gpuWeightText,
   mergeActive,
   onCluster,
   vanished,
@@ -191,6 +192,10 @@ test('gpuHours and jobGPUSeconds', () => {
   assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: null, gpu_weight: 2 }, now), 7200, 'a cluster job: its cluster GPUs')
   assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: [0], gpu_weight: 0.25 }, now), 900, 'a share: its fraction')
   assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_weight: -4 }, now), 100, 'a negative weight counts nothing more')
+  assert.equal(gpuWeightText({ gpu_weight: 2 }), '2 GPUs × time held')
+  assert.equal(gpuWeightText({ gpu_weight: 1 }), '1 GPU × time held')
+  assert.equal(gpuWeightText({ gpu_weight: 3 / 7 }), '0.429 of a GPU × time held')
+  assert.equal(gpuWeightText({}), '')
 })
 
 function job(id: string, over: Partial<Job>): Job {

@@ -309,6 +309,18 @@ export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'g
   return Math.max(recorded, runSeconds(j, now) * weight)
 }
 
+/**
+ * What a job's GPU-hours count, for the cell's tooltip: "2 GPUs × time
+ * held", "0.25 of a GPU × time held" (a share, a MIG instance); "" when the
+ * API did not weigh it.
+ */
+export function gpuWeightText(j: { gpu_weight?: number }): string {
+  const w = j.gpu_weight
+  if (w === undefined || !Number.isFinite(w) || w <= 0) return ''
+  const n = Number.isInteger(w) ? String(w) : String(Math.round(w * 1000) / 1000)
+  return `${n} ${w < 1 ? 'of a GPU' : w === 1 ? 'GPU' : 'GPUs'} × time held`
+}
+
 /** GPU-hours, for people: "0.00", "1.25", "1,234". */
 export function gpuHours(seconds: number): string {
   const h = Math.max(0, Number.isFinite(seconds) ? seconds : 0) / 3600
