@@ -155,3 +155,36 @@ func TestPoolHistoryCountsClusters(t *testing.T) {
 		})
 	}
 }
+
+// A cluster job whose compute nodes report what it held (SlurmHold) counts
+// there, measured, and not also as its agent's unmeasured cluster GPUs.
+func TestClusterJobCountedOnceWithHolds(t *testing.T) {
+	now := t0.Truncate(time.Hour)
+	js := heldOnNodes([]reportJob{
+		{ID: "job-1", Node: clusID, Cluster: 2, Start: now},
+		{ID: "job-1", Node: compID, GPUs: []int{0, 1}, Start: now, Holder: "slurm job 123"},
+		{ID: "job-2", Node: clusID, Cluster: 4, Start: now},
+	})
+	if len(js) != 2 || js[0].Holder == "" || js[1].ID != "job-2" || js[1].Cluster != 4 {
+		t.Errorf("held on nodes: %+v; want job-1's hold and job-2's cluster grant", js)
+	}
+}
+
+// A cluster's size is its GPUs by type, or node by node where the agent
+// read no total; a negative or huge count never makes it negative.
+func TestClusterSize(t *testing.T) {
+	for _, c := range []struct {
+		cluster slurm.Cluster
+		want    int
+	}{
+		{slurm.Cluster{GPUs: []slurm.GPUCount{{Total: 6}, {Total: 2}}}, 8},
+		{slurm.Cluster{Nodes: []slurm.Node{{GPUs: []slurm.GPUCount{{Total: 4}}}, {GPUs: []slurm.GPUCount{{Total: 4}}}}}, 8},
+		{slurm.Cluster{GPUs: []slurm.GPUCount{{Total: -100}, {Total: 3}}}, 3},
+		{slurm.Cluster{GPUs: []slurm.GPUCount{{Total: math.MaxInt}, {Total: math.MaxInt}}}, math.MaxInt32},
+		{slurm.Cluster{}, 0},
+	} {
+		if got := clusterSize(&c.cluster); got != c.want {
+			t.Errorf("clusterSize(%+v) = %d, want %d", c.cluster, got, c.want)
+		}
+	}
+}

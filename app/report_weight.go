@@ -89,13 +89,21 @@ type migPart struct {
 	fraction float64
 }
 
-// clusterSize is the GPUs a cluster's agent says the cluster has.
+// clusterSize is the GPUs a cluster's agent says the cluster has: by type
+// over every node, or where that is missing, node by node.
 func clusterSize(c *slurm.Cluster) int {
-	n := 0
-	for _, g := range c.GPUs {
-		n += max(0, g.Total)
+	sum := func(gs []slurm.GPUCount) int {
+		n := 0
+		for _, g := range gs {
+			n += min(max(0, g.Total), math.MaxInt32)
+		}
+		return n
 	}
-	return n
+	byNode := 0
+	for _, n := range c.Nodes {
+		byNode += sum(n.GPUs)
+	}
+	return min(max(sum(c.GPUs), byNode), math.MaxInt32)
 }
 
 // gpuSlices is how many MIG slices a GPU of this name has: 4 on an A30,
