@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
@@ -83,8 +82,9 @@ func reservedUnused(gs []alloc.Grant, places map[string]unitPlace, js []reportJo
 		if share <= 0 || share > 1 {
 			share = 1
 		}
+		var once dedup[string]
 		for i, id := range g.Units {
-			if slices.Contains(g.Units[:i], id) {
+			if once.repeat(g.Units, i) {
 				continue // each unit once
 			}
 			p, ok := places[id]

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,7 +92,7 @@ func TestReportSharesAndMIG(t *testing.T) {
 
 // Attack: mike's records claim a share of 5, a negative share, a NaN-free
 // but absurd one, a MIG profile of more slices than the GPU has, and one
-// GPU listed three times. None counts more than the GPUs it names for the
+// GPU listed three times, and 5,000 times. None counts more than the GPUs it names for the
 // hour, none counts less than nothing, and the report names each rule.
 func TestReportShareClaimsClamped(t *testing.T) {
 	now := t0.Truncate(time.Hour)
@@ -100,8 +101,9 @@ func TestReportShareClaimsClamped(t *testing.T) {
 		jobs.Job{Name: "negative", GPUIndexes: []int{1}, GPUs: []string{"GPU-1"}, Spec: jobs.Spec{GPUs: 1, GPUShare: -3}},
 		jobs.Job{Name: "huge", GPUIndexes: []int{1}, GPUs: []string{"GPU-1"}, Spec: jobs.Spec{GPUs: 1, GPUShare: 1e300}},
 		jobs.Job{Name: "mig9", GPUIndexes: []int{1}, GPUs: []string{"MIG-x"}, Spec: jobs.Spec{MIGProfile: "9g.90gb"}},
-		jobs.Job{Name: "thrice", GPUIndexes: []int{1, 1, 1}, GPUs: []string{"GPU-1"}, Spec: jobs.Spec{GPUs: 1}})
-	rules := map[string]string{js[0].ID: RuleShareRange, js[1].ID: RuleShareRange, js[2].ID: RuleShareRange, js[3].ID: RuleMIGSlices, js[4].ID: RuleGPUOnce}
+		jobs.Job{Name: "thrice", GPUIndexes: []int{1, 1, 1}, GPUs: []string{"GPU-1"}, Spec: jobs.Spec{GPUs: 1}},
+		jobs.Job{Name: "many", GPUIndexes: slices.Repeat([]int{1}, 5000), GPUs: []string{"GPU-1"}, Spec: jobs.Spec{GPUs: 1}})
+	rules := map[string]string{js[0].ID: RuleShareRange, js[1].ID: RuleShareRange, js[2].ID: RuleShareRange, js[3].ID: RuleMIGSlices, js[4].ID: RuleGPUOnce, js[5].ID: RuleGPUOnce}
 	rep, err := r.Report(context.Background(), ReportRequest{Since: 2 * 3600, By: ReportByJob})
 	if err != nil || len(rep.Rows) != len(js) {
 		t.Fatalf("report %+v, %v", rep.Rows, err)
@@ -111,8 +113,8 @@ func TestReportShareClaimsClamped(t *testing.T) {
 			t.Errorf("%s: %v GPU-h granted, %v used, %v kWh; want its one GPU for the hour, no more", row.Label, row.GPUHoursGranted, row.GPUHoursUsed, row.EnergyKWh)
 		}
 	}
-	if math.Abs(rep.Totals.GPUHoursGranted-5) > 1e-9 {
-		t.Errorf("totals %v GPU-h, want 5", rep.Totals.GPUHoursGranted)
+	if math.Abs(rep.Totals.GPUHoursGranted-6) > 1e-9 {
+		t.Errorf("totals %v GPU-h, want 6", rep.Totals.GPUHoursGranted)
 	}
 	got := map[string]string{}
 	for _, a := range rep.Adjusted {

@@ -189,9 +189,10 @@ func (w weights) of(node string, j jobs.Job) weighed {
 		}
 	}
 	mig := w.migOf(node, j)
+	var once dedup[int]
 	for i, idx := range j.GPUIndexes {
 		f, ok := mig[idx]
-		if slices.Contains(j.GPUIndexes[:i], idx) {
+		if once.repeat(j.GPUIndexes, i) {
 			h.Adjust = &ReportAdjustment{Node: node, Job: j.ID, Rule: RuleGPUOnce,
 				Detail: fmt.Sprintf("GPU %d listed again", idx)}
 			continue // its weight stays 0
@@ -214,8 +215,9 @@ func (w weights) of(node string, j jobs.Job) weighed {
 func (w weights) migOf(node string, j jobs.Job) map[int]float64 {
 	var out map[int]float64
 	unknown := false
+	var once dedup[string]
 	for i, u := range j.GPUs {
-		if !strings.HasPrefix(u, "MIG-") || slices.Contains(j.GPUs[:i], u) {
+		if once.repeat(j.GPUs, i) || !strings.HasPrefix(u, "MIG-") {
 			continue
 		}
 		if out == nil {
@@ -275,4 +277,23 @@ func (v *Job) weigh(w weights, now time.Time) {
 		return
 	}
 	v.GPUSeconds = v.GPUWeight * max(0, end.Sub(*v.Started).Seconds())
+}
+
+// dedup finds the elements of a list that appeared before, asked in order
+// (repeat(list, 0), repeat(list, 1), ...): by looking back in a short
+// list, with a set in a long one (a peer's record may list many).
+type dedup[T comparable] struct{ set map[T]bool }
+
+func (d *dedup[T]) repeat(list []T, i int) bool {
+	if len(list) <= 16 {
+		return slices.Contains(list[:i], list[i])
+	}
+	if d.set == nil {
+		d.set = make(map[T]bool, len(list))
+	}
+	if d.set[list[i]] {
+		return true
+	}
+	d.set[list[i]] = true
+	return false
 }
