@@ -40,6 +40,8 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 	}
 	names := map[string]string{}
 	online := map[string]bool{}
+	w := newWeights(nodes)
+	now := r.now()
 	for _, n := range nodes {
 		names[n.ID], online[n.ID] = n.Name, n.Online
 	}
@@ -62,6 +64,7 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 		j.Node = rec.Origin // a job is its origin's, whatever node the record names
 		v := Job{Job: j, NodeName: names[rec.Origin], Stale: !online[rec.Origin], ImageLoadedByName: loaderName(names, j.ImageLoadedBy)}
 		v.attribute(r.proofRule(rec, j, names), names)
+		v.weigh(w, now)
 		out = append(out, v)
 	}
 	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
@@ -498,7 +501,9 @@ func (s *Service) JobView(ctx context.Context, ref string) (Job, error) {
 	if err != nil || full.ID != j.ID {
 		return j, nil // the replica's record, the command line withheld
 	}
+	gw, gs := j.GPUWeight, j.GPUSeconds
 	j.Job = full
+	j.GPUWeight, j.GPUSeconds = gw, gs // weighed as Jobs weighs them
 	return j, nil
 }
 

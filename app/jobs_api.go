@@ -43,6 +43,12 @@ type Job struct {
 	// Owner alone attributes nothing unproven.
 	ClaimedOwner string `json:"claimed_owner,omitempty"`
 	Stale        bool   `json:"stale"` // its node is offline: the state is last known
+	// GPUWeight is how many GPUs the job counts as holding: 1 a whole GPU,
+	// a share its fraction, a MIG instance its slices over its GPU's, a
+	// cluster job the cluster's GPUs it asked (see weights.of). GPUSeconds
+	// is then GPUWeight × its time held so far (to its end, or to now):
+	// the node's own figure counts whole GPUs only, and none of a cluster's.
+	GPUWeight float64 `json:"gpu_weight"`
 	// ImageLoadedByName names the member who loaded the job's image onto
 	// its machine (jobs.Job.ImageLoadedBy): the name the job ran resolved
 	// to no registry's image but to one that member brought.

@@ -388,6 +388,7 @@ export interface Job {
   owner_unverified?: string
   claimed_owner?: string
   stale: boolean
+  gpu_weight: number
   image_loaded_by_name?: string
   placement?: string
 }
@@ -646,6 +647,8 @@ export interface PoolSeries {
   busy: number[] | null
   idle_granted: number[] | null
   free: number[] | null
+  cluster_held: number[] | null
+  cluster_free: number[] | null
 }
 
 /** app.PoolStatus */
@@ -718,7 +721,26 @@ export interface Report {
   by: string
   rows: ReportRow[] | null
   totals: ReportRow
+  columns: ReportColumn[] | null
+  adjusted: ReportAdjustment[] | null
+  adjusted_count: number
   step_seconds: number
+}
+
+/** app.ReportAdjustment */
+export interface ReportAdjustment {
+  node: string
+  node_name: string
+  job: string
+  rule: string
+  detail: string
+}
+
+/** app.ReportColumn */
+export interface ReportColumn {
+  field: string
+  title: string
+  includes: string[] | null
 }
 
 /** app.ReportRow */
@@ -729,6 +751,7 @@ export interface ReportRow {
   gpu_hours_used: number
   idle_granted_hours: number
   unmeasured_hours: number
+  reserved_unused_hours: number
   energy_kwh: number
   energy_total_kwh: number
   energy_source: string

@@ -11,6 +11,7 @@ import {
   formatRuntime,
   gpuHours,
   jobGPUSeconds,
+  gpuWeightText,
   mergeActive,
   onCluster,
   vanished,
@@ -220,12 +221,19 @@ test('gpuHours and jobGPUSeconds', () => {
   assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_seconds: 9000 }, now), 9000)
   assert.equal(jobGPUSeconds({ ...base, state: 'exited' }, now), 100, 'ended: the record')
   assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: null }, now), 100)
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: null, gpu_weight: 2 }, now), 7200, 'a cluster job: its cluster GPUs')
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: [0], gpu_weight: 0.25 }, now), 900, 'a share: its fraction')
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_weight: -4 }, now), 100, 'a negative weight counts nothing more')
+  assert.equal(gpuWeightText({ gpu_weight: 2 }), '2 GPUs × time held')
+  assert.equal(gpuWeightText({ gpu_weight: 1 }), '1 GPU × time held')
+  assert.equal(gpuWeightText({ gpu_weight: 3 / 7 }), '0.429 of a GPU × time held')
+  assert.equal(gpuWeightText({}), '')
 })
 
 function job(id: string, over: Partial<Job>): Job {
   return {
     id, name: id, node: 'N1', node_name: 'lab1', owner: 'O', owner_name: 'me', owner_verified: true, image: 'img', spec: { image: 'img' },
-    state: 'running', gpus: null, gpu_indexes: null, created: '2026-01-01T00:00:00Z', gpu_seconds: 0, stale: false,
+    state: 'running', gpus: null, gpu_indexes: null, created: '2026-01-01T00:00:00Z', gpu_seconds: 0, gpu_weight: 0, stale: false,
     ...over,
   }
 }

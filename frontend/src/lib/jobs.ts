@@ -336,13 +336,29 @@ export function formatRuntime(seconds: number): string {
 }
 
 /**
- * GPU-seconds of a job: the node's count, or for a running job the wall time
- * times its GPUs when that is ahead (the record lags between updates).
+ * GPU-seconds of a job: the GPUs it counts as holding (gpu_weight: a share
+ * or a MIG instance its fraction, a cluster job the cluster GPUs it asked)
+ * times its time held, as the local API weighs it; for a running job the
+ * wall time times that weight when that is ahead (the figure lags between
+ * updates). A job from an API without gpu_weight counts its GPU indexes.
  */
-export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'gpu_seconds' | 'gpu_indexes'>, now: number): number {
+export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'gpu_seconds' | 'gpu_indexes'> & { gpu_weight?: number }, now: number): number {
   const recorded = Number.isFinite(j.gpu_seconds) ? Math.max(0, j.gpu_seconds) : 0
   if (j.state !== 'running') return recorded
-  return Math.max(recorded, runSeconds(j, now) * (j.gpu_indexes?.length ?? 0))
+  const weight = j.gpu_weight !== undefined && Number.isFinite(j.gpu_weight) ? Math.max(0, j.gpu_weight) : (j.gpu_indexes?.length ?? 0)
+  return Math.max(recorded, runSeconds(j, now) * weight)
+}
+
+/**
+ * What a job's GPU-hours count, for the cell's tooltip: "2 GPUs × time
+ * held", "0.25 of a GPU × time held" (a share, a MIG instance); "" when the
+ * API did not weigh it.
+ */
+export function gpuWeightText(j: { gpu_weight?: number }): string {
+  const w = j.gpu_weight
+  if (w === undefined || !Number.isFinite(w) || w <= 0) return ''
+  const n = Number.isInteger(w) ? String(w) : String(Math.round(w * 1000) / 1000)
+  return `${n} ${w < 1 ? 'of a GPU' : w === 1 ? 'GPU' : 'GPUs'} × time held`
 }
 
 /** GPU-hours, for people: "0.00", "1.25", "1,234". */
