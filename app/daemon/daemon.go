@@ -185,8 +185,8 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	if d.ep, err = transport.New(d.id, tcfg, log); err != nil {
 		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
 	}
+	d.slurm = newSlurmProcs(ctx, procRoot, d.db, app.NewSlurmJobs(d.db), d.id.ID.String(), d.jobPolicy, log)
 	d.openTelemetry(ctx)
-	d.openSlurmProcs(ctx)
 	fcfg := folders.DefaultConfig()
 	fcfg.Self, fcfg.DataDir = d.id.ID.String(), cfg.DataDir
 	if d.folders, err = folders.OpenWith(fcfg, nodestore.NewShares(d.db)); err != nil {
@@ -279,6 +279,9 @@ func (d *Daemon) close() {
 	if d.rt != nil {
 		d.rt.Close()
 	}
+	if d.slurm != nil {
+		d.slurm.Close()
+	}
 	if d.db != nil {
 		d.db.Close()
 	}
@@ -316,6 +319,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	defer cancelAlerts()
 	g.Go(func() error { return d.alerts.Run(ctx, alertSamples) })
 	g.Go(func() error { return d.jobs.RunReclaim(ctx) })
+	g.Go(func() error { return d.slurm.Run(ctx) })
 	g.Go(func() error { return d.svc.RunAlertEvents(ctx) })
 	g.Go(func() error { return d.ep.Serve(ctx, d.peerHandler()) })
 	g.Go(func() error { return d.peers.Run(ctx) })

@@ -28,5 +28,26 @@ func (d *Daemon) annotateGPUs(taken time.Time, gs []gpu.Stats) {
 	if d.jobs != nil {
 		d.jobs.AnnotateGPUs(taken, gs)
 	}
-	d.annotateSlurm(taken, gs)
+	d.slurm.Annotate(taken, gs)
+}
+
+// jobPolicy is this machine's policy, applied by the job manager.
+func (d *Daemon) jobPolicy() jobs.Policy {
+	if d.jobs == nil {
+		return jobs.Policy{}
+	}
+	return d.jobs.Policy()
+}
+
+// jobOf is the record of job id for names people read: this machine's
+// job, or a Slurm job that holds its GPUs through a cluster's agent.
+func (d *Daemon) jobOf(id string) (jobs.Job, error) {
+	j, err := d.jobs.Get(id)
+	if err == nil {
+		return j, err
+	}
+	if sj, ok := d.slurm.Job(id); ok {
+		return sj, nil
+	}
+	return jobs.Job{}, err
 }

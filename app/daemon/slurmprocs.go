@@ -3,7 +3,10 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -11,19 +14,35 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/store"
 )
 
-// slurmProcs is what this machine knows of the Slurm jobs on its GPUs,
+// slurmProcs is the part that knows the Slurm jobs on this machine's GPUs,
 // where it is a Slurm compute node (elsewhere no process is in one, and it
-// costs one read of /proc/PID/stat per GPU process and sample).
+// costs one read of /proc/PID/stat per GPU process and sample). Annotate
+// runs in the telemetry's tick and writes nothing: the holds it observes
+// are written by Run, so a slow replica never holds up a sample.
 type slurmProcs struct {
-	procs *slurm.Procs
-	jobs  *app.SlurmJobs
-	// Owned by the sampling loop (the Annotate hook).
+	self   string
+	procs  *slurm.Procs
+	jobs   *app.SlurmJobs
+	policy func() jobs.Policy // the idle reclaim policy
+	log    *slog.Logger
+	out    holdQueue // what Annotate observed, for Run to write
+	// Owned by the sampling loop (Annotate).
 	idle   slurm.IdleWatch
 	holds  app.SlurmHolds // what they held, for the usage report
 	pruned time.Time      // when old holds were last pruned
 }
+
+// holdStore is where the holds are kept (*store.DB).
+type holdStore interface {
+	Append(ctx context.Context, origin, kind, key string, t time.Time, data []byte) (store.Record, error)
+	Prune(ctx context.Context, kind string, before time.Time) (int64, error)
+	Range(ctx context.Context, origin, kind string, from, to time.Time) ([]store.Record, error)
+}
+
+var _ holdStore = (*store.DB)(nil)
 
 // slurmHoldKeep is how long the holds are kept: as far back as a report
 // reads.
@@ -32,14 +51,16 @@ const slurmHoldKeep = history.MaxSeriesWindow + 24*time.Hour
 // procRoot is where the host's processes are read.
 const procRoot = "/proc"
 
-// openSlurmProcs prepares the Slurm view and takes back the holds an
-// earlier run left open.
-func (d *Daemon) openSlurmProcs(ctx context.Context) {
-	d.slurm = &slurmProcs{procs: slurm.NewProcs(procRoot, slurm.ConfCluster(slurm.ConfPathsWith(os.Getenv("SLURM_CONF")))), jobs: app.NewSlurmJobs(d.db)}
-	recs, err := d.db.Range(ctx, d.id.ID.String(), app.KindSlurmHold, time.Time{}, time.Now().Add(24*time.Hour))
+// newSlurmProcs prepares the Slurm view over the processes under root and
+// takes back the holds an earlier run left open in db.
+func newSlurmProcs(ctx context.Context, root string, db holdStore, sj *app.SlurmJobs, self string,
+	policy func() jobs.Policy, log *slog.Logger) *slurmProcs {
+	s := &slurmProcs{self: self, procs: slurm.NewProcs(root, slurm.ConfCluster(slurm.ConfPathsWith(os.Getenv("SLURM_CONF")))),
+		jobs: sj, policy: policy, log: log, out: holdQueue{db: db}}
+	recs, err := db.Range(ctx, self, app.KindSlurmHold, time.Time{}, time.Now().Add(24*time.Hour))
 	if err != nil {
-		d.log.Warn("read the Slurm jobs this machine saw: those left open end at its next sample", "err", err)
-		return
+		log.Warn("read the Slurm jobs this machine saw: those left open end at its next sample", "err", err)
+		return s
 	}
 	var open []app.SlurmHold
 	for _, rec := range recs {
@@ -48,57 +69,117 @@ func (d *Daemon) openSlurmProcs(ctx context.Context) {
 			open = append(open, h)
 		}
 	}
-	d.slurm.holds.Adopt(open)
+	s.holds.Adopt(open)
+	return s
 }
 
-// annotateSlurm names the Slurm jobs of one GPU sample's processes and
-// GPUs (after the job manager named its own), and warns of a Slurm job
-// idle past the idle reclaim policy: a compute node never stops one.
-func (d *Daemon) annotateSlurm(taken time.Time, gs []gpu.Stats) {
-	s := d.slurm
-	if s == nil {
-		return
-	}
+// Annotate names the Slurm jobs of one GPU sample's processes and GPUs
+// (after the job manager named its own), queues the holds that changed for
+// Run to write, and warns of a Slurm job idle past the idle reclaim
+// policy: a compute node never stops one. It never waits for the store.
+func (s *slurmProcs) Annotate(taken time.Time, gs []gpu.Stats) {
 	s.procs.Annotate(gs, s.jobs.Find)
-	for _, h := range s.holds.Observe(taken, gs) {
-		d.saveHold(taken, h)
-	}
-	if taken.Sub(s.pruned) >= time.Hour {
+	hs := s.holds.Observe(taken, gs)
+	prune := taken.Sub(s.pruned) >= time.Hour
+	if prune {
 		s.pruned = taken
-		if _, err := d.db.Prune(context.Background(), app.KindSlurmHold, taken.Add(-slurmHoldKeep)); err != nil {
-			d.log.Warn("prune the Slurm jobs' holds", "err", err)
-		}
 	}
-	if d.jobs == nil {
-		return
-	}
-	p := d.jobs.Policy()
+	s.out.add(taken, hs, prune)
+	p := s.policy()
 	for _, w := range s.idle.Observe(taken, gs, time.Duration(p.IdleReclaimSeconds)*time.Second, p.IdleBelowPercent) {
-		d.log.Warn("idle reclaim policy: a Slurm job's GPUs are idle; not stopped: a compute node does not stop Slurm jobs, its cluster does",
+		s.log.Warn("idle reclaim policy: a Slurm job's GPUs are idle; not stopped: a compute node does not stop Slurm jobs, its cluster does",
 			"holder", w.Holder, "job", w.Job, "owner", w.Owner, "gpus", w.GPUs, "idle_since", w.Since)
 	}
 }
 
-// jobOf is the record of job id for names people read: this machine's
-// job, or a Slurm job that holds its GPUs through a cluster's agent.
-func (d *Daemon) jobOf(id string) (jobs.Job, error) {
-	j, err := d.jobs.Get(id)
-	if err == nil || d.slurm == nil {
-		return j, err
+// Job returns the record of the labpool job id when it is a Slurm job that
+// holds this machine's GPUs through a cluster's agent.
+func (s *slurmProcs) Job(id string) (jobs.Job, bool) { return s.jobs.Job(id) }
+
+// Run writes the holds Annotate observed, in the order observed, until ctx
+// is cancelled.
+func (s *slurmProcs) Run(ctx context.Context) error {
+	for {
+		// Written whole even as ctx ends: a hold observed is never lost.
+		wake := s.out.flush(context.WithoutCancel(ctx), s.self, s.log)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		}
 	}
-	if sj, ok := d.slurm.jobs.Job(id); ok {
-		return sj, nil
-	}
-	return jobs.Job{}, err
 }
 
-// saveHold records what a Slurm job held here (app.KindSlurmHold).
-func (d *Daemon) saveHold(at time.Time, h app.SlurmHold) {
-	data, err := json.Marshal(h)
-	if err == nil {
-		_, err = d.db.Append(context.Background(), d.id.ID.String(), app.KindSlurmHold, h.Key(), at, data)
+// Close writes what the last samples observed after Run returned.
+func (s *slurmProcs) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s.out.flush(ctx, s.self, s.log)
+	return nil
+}
+
+// holdQueue carries the holds from the sampling loop to their writer, each
+// kept until written: a hold is a few hundred bytes, written when a Slurm
+// job starts, changes or ends on this machine's GPUs.
+type holdQueue struct {
+	db      holdStore
+	mu      sync.Mutex // guards pending, prune and wake
+	pending []pendingHold
+	prune   time.Time     // prune holds older than this; zero: none asked
+	wake    chan struct{} // signalled (capacity 1) when there is work
+}
+
+type pendingHold struct {
+	at time.Time
+	h  app.SlurmHold
+}
+
+// add queues hs, observed at taken, and a prune when asked. It never blocks.
+func (q *holdQueue) add(taken time.Time, hs []app.SlurmHold, prune bool) {
+	if len(hs) == 0 && !prune {
+		return
 	}
-	if err != nil {
-		d.log.Warn("record a Slurm job's GPUs: the usage report misses it", "holder", h.Holder, "err", err)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, h := range hs {
+		q.pending = append(q.pending, pendingHold{taken, h})
 	}
+	if prune {
+		q.prune = taken.Add(-slurmHoldKeep)
+	}
+	select {
+	case q.signal() <- struct{}{}:
+	default:
+	}
+}
+
+// signal is the wake channel; q.mu is held.
+func (q *holdQueue) signal() chan struct{} {
+	if q.wake == nil {
+		q.wake = make(chan struct{}, 1)
+	}
+	return q.wake
+}
+
+// flush writes what is queued and returns the channel that says when more is.
+func (q *holdQueue) flush(ctx context.Context, self string, log *slog.Logger) <-chan struct{} {
+	q.mu.Lock()
+	batch, prune, wake := slices.Clone(q.pending), q.prune, q.signal()
+	q.pending, q.prune = q.pending[:0], time.Time{}
+	q.mu.Unlock()
+	for _, p := range batch {
+		data, err := json.Marshal(p.h)
+		if err == nil {
+			_, err = q.db.Append(ctx, self, app.KindSlurmHold, p.h.Key(), p.at, data)
+		}
+		if err != nil {
+			log.Warn("record a Slurm job's GPUs: the usage report misses it", "holder", p.h.Holder, "err", err)
+		}
+	}
+	if !prune.IsZero() {
+		if _, err := q.db.Prune(ctx, app.KindSlurmHold, prune); err != nil {
+			log.Warn("prune the Slurm jobs' holds", "err", err)
+		}
+	}
+	return wake
 }
