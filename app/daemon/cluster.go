@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -39,37 +40,29 @@ const probeSlurm = 3 * time.Second
 
 // openSlurm makes the executor of the Slurm cluster this agent stands
 // for: Slurm's commands on PATH, configured as for any client (SLURM_CONF
-// or Slurm's default). A controller down now is no error: the card says
-// so until it answers. nil when the executor cannot start (d.rtErr says
-// why).
-func (d *Daemon) openSlurm(ctx context.Context) jobs.Executor {
+// or Slurm's default), with the card it publishes. A controller down now
+// is no error: the card says so until it answers. Its jobs run as the
+// accounts policy maps their owners to.
+func openSlurm(ctx context.Context, c Config, policy func() jobs.Policy, log *slog.Logger) *executor {
 	cfg := slurm.DefaultConfig()
-	cfg.StateDir = d.cfg.SlurmDir
+	cfg.StateDir = c.SlurmDir
 	if cfg.StateDir == "" {
-		cfg.StateDir = filepath.Join(d.cfg.DataDir, "slurm")
+		cfg.StateDir = filepath.Join(c.DataDir, "slurm")
 	}
-	cfg.Logger = d.log
-	cfg.JobUser = d.cfg.SlurmJobUser
-	cfg.Private = []string{d.cfg.DataDir} // the key, the socket, the replica
+	cfg.Logger = log
+	cfg.JobUser = c.SlurmJobUser
+	cfg.Private = []string{c.DataDir} // the key, the socket, the replica
 	if exe, err := os.Executable(); err == nil {
 		cfg.Opener = []string{exe, slurm.OpenOutputVerb} // sudo runs it as a job's account: see main
 	}
-	cfg.UserFor = func(owner string) string {
-		if d.jobs == nil {
-			return ""
-		}
-		return d.jobs.Policy().SlurmUsers[owner]
-	}
+	cfg.UserFor = func(owner string) string { return policy().SlurmUsers[owner] }
 	ex, err := slurm.New(ctx, cfg)
 	if err != nil {
-		d.rtErr = fmt.Errorf("stand for the Slurm cluster: %w", err)
-		d.log.Error("this machine stands for no Slurm cluster and runs no jobs", "err", err)
-		return nil
+		log.Error("this machine stands for no Slurm cluster and runs no jobs", "err", err)
+		return &executor{err: fmt.Errorf("stand for the Slurm cluster: %w", err)}
 	}
-	d.rt, d.rtErr = nil, nil
-	d.cluster = newClusterCard(ex, clusterEvery)
-	d.log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir, "job_user", cfg.JobUser)
-	return ex
+	log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir, "job_user", cfg.JobUser)
+	return &executor{ex: ex, card: newClusterCard(ex, clusterEvery)}
 }
 
 // clusterReader reads the cluster this agent stands for, for its card
@@ -165,11 +158,11 @@ func sameCard(a, b slurm.Cluster) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// run reads the cluster every c.every, and at once when one of labpool's
+// Run reads the cluster every c.every, and at once when one of labpool's
 // jobs changes state, until ctx ends. The executor serves the queue from
 // the snapshot its jobs' reads share; a failed read keeps the last good
 // figures and says why in the card's Error.
-func (c *clusterCard) run(ctx context.Context) error {
+func (c *clusterCard) Run(ctx context.Context) error {
 	t := beat.NewTicker(c.every)
 	defer t.Stop()
 	for {
@@ -240,29 +233,26 @@ func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
 	return data, true
 }
 
-// slurmProof is how this agent proves a machine is a compute node of the
+// clusterProof is how this agent proves a machine is a compute node of the
 // cluster it stands for (app.SlurmProof): the device its owner enrolled
 // for the node (policy --slurm-node), and the nodes' NodeAddr from its
 // card, resolved here where it is a name, against the IPs its own live
 // sessions with the machine come from.
-func (d *Daemon) slurmProof() app.SlurmProof {
+func clusterProof(self peer.ID, sessions func(peer.ID) []netip.Addr, card *clusterCard, policy func() jobs.Policy) app.SlurmProof {
 	return app.SlurmProof{
-		Nodes: d.cluster.nodes,
+		Nodes: card.nodes,
 		Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
 		Sessions: func(id string) []netip.Addr {
 			pid, err := peer.ParseID(id)
-			if err != nil || pid == d.id.ID {
+			if err != nil || pid == self {
 				return nil // this machine holds no session with itself
 			}
-			return d.ep.SessionIPs(pid)
+			return sessions(pid)
 		},
 		Enrolled: func(node string) string {
-			if d.jobs == nil {
-				return ""
-			}
-			for name, id := range d.jobs.Policy().SlurmNodes {
+			for name, id := range policy().SlurmNodes {
 				if strings.EqualFold(name, node) {
 					return id
 				}

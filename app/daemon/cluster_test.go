@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -139,7 +140,7 @@ func TestClusterCardReads(t *testing.T) {
 		store := c.watchJobs(nopJobs{})
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
-		go func() { done <- c.run(ctx) }()
+		go func() { done <- c.Run(ctx) }()
 		synctest.Wait()
 		reads := func(want int32, when string) {
 			t.Helper()
@@ -176,25 +177,30 @@ func TestSlurmProof(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &Daemon{id: id}
-	if got := d.slurmProof().Nodes(); got != nil {
+	noSessions := func(peer.ID) []netip.Addr { panic("asked the endpoint") }
+	noPolicy := func() jobs.Policy { return jobs.Policy{} }
+	if got := clusterProof(id.ID, noSessions, nil, noPolicy).Nodes(); got != nil {
 		t.Errorf("nodes with no cluster = %v", got)
 	}
-	d.cluster = newClusterCard(nil, time.Second)
-	if got := d.slurmProof().Nodes(); got != nil {
+	card := newClusterCard(nil, time.Second)
+	if got := clusterProof(id.ID, noSessions, card, noPolicy).Nodes(); got != nil {
 		t.Errorf("nodes before the first read = %v", got)
 	}
-	d.cluster.set(slurm.Cluster{Nodes: []slurm.Node{{Name: "node1", Addr: "10.0.1.1"}}})
-	p := d.slurmProof()
+	card.set(slurm.Cluster{Nodes: []slurm.Node{{Name: "node1", Addr: "10.0.1.1"}}})
+	p := clusterProof(id.ID, noSessions, card, noPolicy)
 	if got := p.Nodes(); len(got) != 1 || got[0].Addr != "10.0.1.1" {
 		t.Errorf("nodes = %v; want node1 at 10.0.1.1", got)
 	}
 	for _, dev := range []string{id.ID.String(), "not-a-device"} {
-		if got := p.Sessions(dev); got != nil { // d.ep is nil: asking it would panic
+		if got := p.Sessions(dev); got != nil { // asking the endpoint would panic
 			t.Errorf("sessions of %q = %v", dev, got)
 		}
 	}
-	if got := p.Enrolled("node1"); got != "" { // no job manager, no policy: no machine enrolled
+	if got := p.Enrolled("node1"); got != "" { // an empty policy: no machine enrolled
 		t.Errorf("enrolled for node1 with no policy = %q", got)
+	}
+	enrolled := func() jobs.Policy { return jobs.Policy{SlurmNodes: map[string]string{"Node1": id.ID.String()}} }
+	if got := clusterProof(id.ID, noSessions, card, enrolled).Enrolled("node1"); got != id.ID.String() {
+		t.Errorf("enrolled for node1 = %q; want the device the policy names (case aside)", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -12,27 +13,38 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/replica"
+	"github.com/labpool/labpool/sync/store"
+	"github.com/labpool/labpool/sync/transport"
 )
 
-// poolManager implements app.PoolManager over the daemon's sync/pool.Manager.
-type poolManager Daemon
+// membership is the pool as this machine's local API and peer API see
+// it: it implements app.PoolManager over sync/pool's Manager, and says
+// who is a member, with what role and name.
+type membership struct {
+	self peer.ID
+	pm   *pool.Manager
+	live *replica.Peers
+	ep   *transport.Endpoint // probes reach machines through it
+}
 
-func (p *poolManager) d() *Daemon { return (*Daemon)(p) }
+func newMembership(self peer.ID, pm *pool.Manager, live *replica.Peers, ep *transport.Endpoint) *membership {
+	return &membership{self: self, pm: pm, live: live, ep: ep}
+}
 
 // Status implements app.PoolManager.
-func (p *poolManager) Status(ctx context.Context) (app.PoolStatus, error) {
-	d := p.d()
-	ps := app.PoolStatus{Members: []app.Member{}, Invites: []app.Invite{}, SelfID: d.id.ID.String(), Can: app.CanFor("")}
-	st, ok := d.pool.Snapshot()
+func (p *membership) Status(ctx context.Context) (app.PoolStatus, error) {
+	ps := app.PoolStatus{Members: []app.Member{}, Invites: []app.Invite{}, SelfID: p.self.String(), Can: app.CanFor("")}
+	st, ok := p.pm.Snapshot()
 	if !ok {
 		return ps, nil
 	}
 	ps.PoolID = st.Pool.String()
-	self := d.id.ID.String()
+	self := p.self.String()
 	for _, m := range st.Members {
 		ps.Members = append(ps.Members, app.Member{
 			ID: m.ID, Name: m.Name, Role: string(m.Role), AddedAt: m.AddedAt, AddedBy: m.AddedBy, Removed: m.Removed,
-			Online: !m.Removed && (m.ID == self || d.peers.Online(m.ID)), Self: m.ID == self, Creator: m.ID == st.Creator,
+			Online: !m.Removed && (m.ID == self || p.live.Online(m.ID)), Self: m.ID == self, Creator: m.ID == st.Creator,
 		})
 		if m.ID == self && !m.Removed {
 			ps.SelfRole = string(m.Role)
@@ -41,8 +53,8 @@ func (p *poolManager) Status(ctx context.Context) (app.PoolStatus, error) {
 	ps.Can = app.CanFor(ps.SelfRole)
 	if ps.SelfRole == "" {
 		ps.Can = app.Can{Why: "This machine was removed from the pool."}
-		if r, ok := d.pool.RemovalOf(self); ok {
-			ps.Removed = &app.Removal{By: r.By, ByName: d.nameOf(r.By), At: r.At}
+		if r, ok := p.pm.RemovalOf(self); ok {
+			ps.Removed = &app.Removal{By: r.By, ByName: p.nameOf(r.By), At: r.At}
 			ps.Can.Why = fmt.Sprintf("This machine was removed from the pool by %s at %s.", ps.Removed.ByName, r.At.Local().Format(time.DateTime))
 		}
 	}
@@ -67,8 +79,8 @@ func appInvite(inv pool.InviteState, now time.Time) app.Invite {
 }
 
 // Create implements app.PoolManager: a new pool and its first invite.
-func (p *poolManager) Create(ctx context.Context) (app.JoinCode, error) {
-	inv, code, err := p.d().pool.Create(ctx)
+func (p *membership) Create(ctx context.Context) (app.JoinCode, error) {
+	inv, code, err := p.pm.Create(ctx)
 	if err != nil {
 		return app.JoinCode{}, poolError(err)
 	}
@@ -76,19 +88,19 @@ func (p *poolManager) Create(ctx context.Context) (app.JoinCode, error) {
 }
 
 // Join implements app.PoolManager.
-func (p *poolManager) Join(ctx context.Context, req app.JoinRequest) (app.PoolStatus, error) {
+func (p *membership) Join(ctx context.Context, req app.JoinRequest) (app.PoolStatus, error) {
 	code, err := pool.ParseCode(strings.TrimSpace(req.Code))
 	if err != nil {
 		return app.PoolStatus{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	if err := p.d().pool.Join(ctx, code, req.Addr); err != nil {
+	if err := p.pm.Join(ctx, code, req.Addr); err != nil {
 		return app.PoolStatus{}, poolError(err)
 	}
 	return p.Status(ctx)
 }
 
 // CreateInvite implements app.PoolManager.
-func (p *poolManager) CreateInvite(ctx context.Context, req app.InviteRequest) (app.NewInvite, error) {
+func (p *membership) CreateInvite(ctx context.Context, req app.InviteRequest) (app.NewInvite, error) {
 	role := pool.RoleMember
 	if req.Role != "" {
 		r, err := pool.ParseRole(req.Role)
@@ -100,7 +112,7 @@ func (p *poolManager) CreateInvite(ctx context.Context, req app.InviteRequest) (
 	if req.Uses < 0 || req.ExpiresSeconds < 0 {
 		return app.NewInvite{}, fmt.Errorf("%w: uses and expiry must not be negative", app.ErrInvalid)
 	}
-	inv, code, err := p.d().pool.Invite(ctx, role, req.Uses, time.Duration(req.ExpiresSeconds)*time.Second)
+	inv, code, err := p.pm.Invite(ctx, role, req.Uses, time.Duration(req.ExpiresSeconds)*time.Second)
 	if err != nil {
 		return app.NewInvite{}, poolError(err)
 	}
@@ -108,22 +120,22 @@ func (p *poolManager) CreateInvite(ctx context.Context, req app.InviteRequest) (
 }
 
 // RevokeInvite implements app.PoolManager.
-func (p *poolManager) RevokeInvite(ctx context.Context, id string) error {
-	return poolError(p.d().pool.Revoke(ctx, id))
+func (p *membership) RevokeInvite(ctx context.Context, id string) error {
+	return poolError(p.pm.Revoke(ctx, id))
 }
 
 // SetRole implements app.PoolManager.
-func (p *poolManager) SetRole(ctx context.Context, id, role string) error {
+func (p *membership) SetRole(ctx context.Context, id, role string) error {
 	r, err := pool.ParseRole(role)
 	if err != nil {
 		return fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	return poolError(p.d().pool.SetRole(ctx, id, r))
+	return poolError(p.pm.SetRole(ctx, id, r))
 }
 
 // Remove implements app.PoolManager.
-func (p *poolManager) Remove(ctx context.Context, who string) error {
-	return poolError(p.d().pool.Remove(ctx, who))
+func (p *membership) Remove(ctx context.Context, who string) error {
+	return poolError(p.pm.Remove(ctx, who))
 }
 
 // poolError turns the pool's refusals into the local API's errors; the
@@ -155,11 +167,10 @@ func poolError(err error) error {
 }
 
 // Probe implements app.PoolManager.
-func (p *poolManager) Probe(ctx context.Context, addr string) (app.ProbeResult, error) {
-	d := p.d()
+func (p *membership) Probe(ctx context.Context, addr string) (app.ProbeResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	conn, err := d.ep.DialAny(ctx, addr)
+	conn, err := p.ep.DialAny(ctx, addr)
 	if err != nil {
 		return app.ProbeResult{}, fmt.Errorf("reach %s: %w", addr, err)
 	}
@@ -185,41 +196,55 @@ func (p *poolManager) Probe(ctx context.Context, addr string) (app.ProbeResult, 
 	return res, nil
 }
 
-// openPool loads the pool manager; the daemon's announcer, replica and
-// removal effects are wired through its callbacks.
-func (d *Daemon) openPool(ctx context.Context) error {
-	var err error
-	d.pool, err = pool.NewManager(ctx, pool.ManagerConfig{
-		Identity:   d.id,
-		Name:       func() string { return d.name },
-		DB:         d.db,
-		Dial:       d.ep.DialAny,
-		Candidates: d.poolCandidates,
-		Entered: func(poolID string) error {
-			if d.ann == nil {
-				return nil // announced with the pool ID when discovery starts
-			}
-			return d.ann.SetTXT(d.txt(poolID))
-		},
-		Hint:    func(id, addr string) { d.peers.Hint(id, addr) },
-		Removed: d.removed,
-		Log:     d.log,
+// openPool loads the pool manager: it dials through ep, joins through the
+// candidates discovery heard, announces the pool it enters, hints the
+// member it joined through to the followers, and tells removed of each
+// device removed.
+func openPool(ctx context.Context, id *peer.Identity, name string, db *store.DB, ep *transport.Endpoint,
+	disc *discoveryPart, peers *replica.Peers, removed func(peer.ID), log *slog.Logger) (*pool.Manager, error) {
+	return pool.NewManager(ctx, pool.ManagerConfig{
+		Identity:   id,
+		Name:       func() string { return name },
+		DB:         db,
+		Dial:       ep.DialAny,
+		Candidates: disc.poolCandidates,
+		Entered:    disc.entered,
+		Hint:       func(id, addr string) { peers.Hint(id, addr) },
+		Removed:    removed,
+		Log:        log,
 	})
-	return err
 }
 
 // roleOf is who may do what on this node: its own calls act with the
-// machine's authority (owner); members with their role in the pool.
-func (d *Daemon) roleOf(id peer.ID) (string, bool) {
-	if id == d.id.ID {
-		return string(pool.RoleOwner), true
+// machine's authority (owner); members with their role in the pool; ""
+// for anyone else.
+func roleOf(self peer.ID, pm *pool.Manager, id peer.ID) string {
+	if id == self {
+		return string(pool.RoleOwner)
 	}
-	r, ok := d.pool.Role(id)
-	return string(r), ok
+	r, _ := pm.Role(id)
+	return string(r)
 }
 
+// roleOf is roleOf for this machine's pool.
+func (p *membership) roleOf(id peer.ID) string { return roleOf(p.self, p.pm, id) }
+
 // isMember reports whether id may use this node: a current member of our pool.
-func (d *Daemon) isMember(id peer.ID) bool {
-	_, ok := d.roleOf(id)
-	return ok
+func (p *membership) isMember(id peer.ID) bool { return p.roleOf(id) != "" }
+
+// memberName is a member's name in the pool, "" when it is not one.
+func (p *membership) memberName(id string) string {
+	st, _ := p.pm.Snapshot()
+	return st.MemberName(id)
+}
+
+// nameOf is a member's name in the pool's log, or its short ID.
+func (p *membership) nameOf(id string) string {
+	if name := p.memberName(id); name != "" {
+		return name
+	}
+	if pid, err := peer.ParseID(id); err == nil {
+		return pid.Short()
+	}
+	return id
 }

@@ -2,102 +2,87 @@ package daemon
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/netip"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/node/folders/copies"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
-	"github.com/labpool/labpool/sync/replica"
 	"github.com/labpool/labpool/sync/transport"
 )
 
 // evictTimeout bounds the work of ending one removed device's jobs here.
 const evictTimeout = 30 * time.Second
 
+// evictions is the part that ends a removed device's work here: its
+// connections close at once, so its streams, tunnels and copies stop; its
+// jobs here end in Run.
+type evictions struct {
+	self    peer.ID
+	members *membership
+	ep      *transport.Endpoint
+	copies  *copies.Receiver
+	jobs    *jobs.Manager
+	log     *slog.Logger
+	q       evictionQueue
+}
+
+func newEvictions(self peer.ID, members *membership, ep *transport.Endpoint, cps *copies.Receiver, jm *jobs.Manager, log *slog.Logger) *evictions {
+	return &evictions{self: self, members: members, ep: ep, copies: cps, jobs: jm, log: log}
+}
+
 // removed is the pool's hook for a device removed from the pool (by this
-// machine or learned from a member): its connections close at once, so its
-// streams, tunnels and copies stop; its jobs here end in runEvictions. It
-// does not block.
-func (d *Daemon) removed(id peer.ID) {
-	if id == d.id.ID {
-		r, _ := d.pool.RemovalOf(id.String())
-		d.log.Warn("this machine was removed from the pool: the members refuse it from now on, and it calls none of them",
-			"by", d.nameOf(r.By), "at", r.At.UTC().Format(time.RFC3339))
+// machine or learned from a member). It does not block.
+func (e *evictions) removed(id peer.ID) {
+	if id == e.self {
+		r, _ := e.members.pm.RemovalOf(id.String())
+		e.log.Warn("this machine was removed from the pool: the members refuse it from now on, and it calls none of them",
+			"by", e.members.nameOf(r.By), "at", r.At.UTC().Format(time.RFC3339))
 		return // its own jobs and copies here are its own
 	}
-	d.ep.Disconnect(id)
-	d.cancelCopiesOf(id.String())
-	d.evictions.add(id)
+	e.ep.Disconnect(id)
+	e.copies.CancelOf(id.String())
+	e.q.add(id)
 }
 
-// tellRemoved answers a removed device's stream request with the proof
-// that it was removed (replica.Told), so that it stops calling; its other
-// requests, and everyone else's, go to h. The answer is a refusal charged to
-// the device's address like the others, and it is given while the
-// address's budget lasts.
-func (d *Daemon) tellRemoved(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := transport.PeerID(r)
-		if !ok || r.URL.Path != replica.StreamPath || d.isMember(id) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		rm, removed := d.pool.RemovalOf(id.String())
-		src := netip.Addr{}
-		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-			src = ap.Addr().Unmap()
-		}
-		l := d.ep.Refusals()
-		if !removed || l.Exhausted(src) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		l.Charge(src)
-		recs, _ := d.pool.Records()
-		replica.WriteRemoved(w, fmt.Sprintf("this device was removed from the pool by %s at %s",
-			d.nameOf(rm.By), rm.At.UTC().Format(time.RFC3339)), recs)
-	})
-}
+// removedLate is the pool's Removed hook, bound to the evictions once they
+// are built (the pool is built before the copies and jobs they end). A
+// removal heard before that is found again by Run's first look at the pool.
+type removedLate struct{ late[*evictions] }
 
-// nameOf is a member's name in the pool's log, or its short ID.
-func (d *Daemon) nameOf(id string) string {
-	if name := d.memberName(id); name != "" {
-		return name
+func (r *removedLate) call(id peer.ID) {
+	if e, ok := r.get(); ok {
+		e.removed(id)
 	}
-	if pid, err := peer.ParseID(id); err == nil {
-		return pid.Short()
-	}
-	return id
 }
 
-// runEvictions ends the jobs of removed devices: queued ones are cancelled
-// and running ones stopped, their records kept. At start it re-checks every
+// Run ends the jobs of removed devices: queued ones are cancelled and
+// running ones stopped, their records kept. At start it re-checks every
 // device the pool log holds as removed, so a removal stored while this
 // agent was down, or whose eviction was cut short, still ends its jobs.
-func (d *Daemon) runEvictions(ctx context.Context) error {
-	if st, ok := d.pool.Snapshot(); ok {
+func (e *evictions) Run(ctx context.Context) error {
+	if st, ok := e.members.pm.Snapshot(); ok {
 		for _, m := range st.Members {
-			if id, err := peer.ParseID(m.ID); err == nil && m.Removed && id != d.id.ID {
-				d.evictions.add(id)
+			if id, err := peer.ParseID(m.ID); err == nil && m.Removed && id != e.self {
+				e.q.add(id)
 			}
 		}
 	}
-	d.evictions.run(ctx, d.evict)
+	e.q.run(ctx, e.evict)
 	return nil
 }
 
 // evict ends the jobs here of id, a removed device.
-func (d *Daemon) evict(ctx context.Context, id peer.ID) {
+func (e *evictions) evict(ctx context.Context, id peer.ID) {
 	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
 	defer cancel()
-	cancelled, stopped, err := d.jobs.Evict(ctx, id.String())
+	cancelled, stopped, err := e.jobs.Evict(ctx, id.String())
 	if err != nil {
-		d.log.Warn("end the jobs of a removed device", "peer", id, "err", err)
+		e.log.Warn("end the jobs of a removed device", "peer", id, "err", err)
 	} else if cancelled+stopped > 0 {
-		d.log.Info("ended the jobs of a removed device", "peer", id, "cancelled", cancelled, "stopped", stopped)
+		e.log.Info("ended the jobs of a removed device", "peer", id, "cancelled", cancelled, "stopped", stopped)
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/sharing"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/folders/copies"
 	"github.com/labpool/labpool/node/jobs"
@@ -14,32 +16,43 @@ import (
 	"github.com/labpool/labpool/sync/store"
 )
 
-// openCopies builds this machine's copy engine (run under run's errgroup).
-func (d *Daemon) openCopies() {
+// openCopies builds this machine's copy engine: it reaches members
+// through nodes and the service, signs its grants with id's key, and has
+// the share publisher measure a share again after a copy into it.
+func openCopies(id *peer.Identity, db *store.DB, reg *folders.Registry, nodes copies.Dialer, members copies.Members,
+	shares *sharing.Publisher, log *slog.Logger) *copies.Receiver {
 	cfg := copies.DefaultConfig()
-	cfg.Self, cfg.MaxWait = d.id.ID.String(), app.MaxTransferWait
-	d.copies = copies.New(cfg, copies.Deps{Folders: d.folders, Store: d.db, Dialer: d, Members: members{d},
-		Signer: signer{d.id}, Changed: d.republish, Log: d.log})
+	cfg.Self, cfg.MaxWait = id.ID.String(), app.MaxTransferWait
+	return copies.New(cfg, copies.Deps{Folders: reg, Store: db, Dialer: nodes, Members: members,
+		Signer: signer{id}, Changed: shares.Republish, Log: log})
 }
 
 var _ copies.Store = (*store.DB)(nil)
 
-// cancelCopiesOf ends at once the copies of a device removed from the pool.
-func (d *Daemon) cancelCopiesOf(device string) { d.copies.CancelOf(device) }
-
-// members finds and calls the pool's members through the service.
-type members struct{ d *Daemon }
+// serviceMembers finds and calls the pool's members through the service.
+type serviceMembers struct{ svc *late[*app.Service] }
 
 // Resolve implements copies.Members.
-func (m members) Resolve(ctx context.Context, ref string) (string, error) {
-	n, err := m.d.svc.NodeByRef(ctx, ref)
+func (m serviceMembers) Resolve(ctx context.Context, ref string) (string, error) {
+	svc, ok := m.svc.get()
+	if !ok {
+		return "", errNoService
+	}
+	n, err := svc.NodeByRef(ctx, ref)
 	return n.ID, err
 }
 
 // Call implements copies.Members and alerting.NodeCaller.
-func (m members) Call(ctx context.Context, node, method, path string, in, out any) error {
-	return m.d.svc.NodeCall(ctx, node, method, path, in, out)
+func (m serviceMembers) Call(ctx context.Context, node, method, path string, in, out any) error {
+	svc, ok := m.svc.get()
+	if !ok {
+		return errNoService
+	}
+	return svc.NodeCall(ctx, node, method, path, in, out)
 }
+
+// errNoService is the answer of serviceMembers before the service is built.
+var errNoService = errors.New("call a member: the service is not built yet")
 
 // signer signs this machine's grants and launches with its key.
 type signer struct{ id *peer.Identity }
@@ -112,7 +125,3 @@ type kindError struct{ kind, err error }
 
 func (e kindError) Error() string   { return e.err.Error() }
 func (e kindError) Unwrap() []error { return []error{e.kind, e.err} }
-
-// republish measures the share name again after a copy into it (the copy
-// engine is built before the publisher).
-func (d *Daemon) republish(ctx context.Context, name string) { d.shares.Republish(ctx, name) }
