@@ -2,24 +2,19 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labpool/labpool/app"
-	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/peer"
-	"github.com/labpool/labpool/sync/schema"
 )
 
 // SlurmMode says whether the agent stands for a Slurm cluster: its jobs
@@ -62,175 +57,7 @@ func openSlurm(ctx context.Context, c Config, policy func() jobs.Policy, log *sl
 		return &executor{err: fmt.Errorf("stand for the Slurm cluster: %w", err)}
 	}
 	log.Info("standing for a Slurm cluster: jobs are submitted with sbatch", "state", cfg.StateDir, "job_user", cfg.JobUser)
-	return &executor{ex: ex, card: newClusterCard(ex, clusterEvery)}
-}
-
-// clusterReader reads the cluster this agent stands for, for its card
-// (*slurm.Executor).
-type clusterReader interface {
-	ReadCluster(ctx context.Context) (slurm.Cluster, error)
-}
-
-// clusterEvery is how often the card is read when none of labpool's jobs
-// changes: each read runs sinfo, scontrol and a squeue of every user,
-// about 2% of a core at once a second (BenchmarkSlurmAgentCost). A change
-// of a labpool job's state reads it at once, so the card shows labpool's
-// jobs as soon as ps does, and the others' within clusterEvery.
-const clusterEvery = 5 * time.Second
-
-// clusterCard is the latest card of the cluster this agent stands for;
-// the node record's writer publishes it when it changes.
-type clusterCard struct {
-	src   clusterReader
-	every time.Duration  // between reads while labpool's jobs do not change
-	jobs  chan struct{}  // 1-buffered: a labpool job's state changed since the last read
-	mu    sync.Mutex     // guards card and states
-	card  *slurm.Cluster // nil before the first read
-	// states is the last state saved of each job (watchJobs).
-	states  map[string]jobs.State
-	changed chan struct{} // 1-buffered: the card changed since the writer last read it
-}
-
-func newClusterCard(src clusterReader, every time.Duration) *clusterCard {
-	return &clusterCard{src: src, every: every, jobs: make(chan struct{}, 1),
-		states: map[string]jobs.State{}, changed: make(chan struct{}, 1)}
-}
-
-// watchJobs returns s, telling the card when a job saved through it
-// changed state: the job manager saves each change its executor reports.
-func (c *clusterCard) watchJobs(s jobs.Store) jobs.Store { return jobWatch{s, c} }
-
-// jobWatch is a job store that tells the cluster's card of the changes of
-// its jobs' states.
-type jobWatch struct {
-	jobs.Store
-	card *clusterCard
-}
-
-// SaveJob implements jobs.Store.
-func (w jobWatch) SaveJob(j jobs.Job) error {
-	err := w.Store.SaveJob(j)
-	c := w.card
-	c.mu.Lock()
-	moved := c.states[j.ID] != j.State
-	c.states[j.ID] = j.State
-	if j.State == jobs.Exited || j.State == jobs.Failed {
-		delete(c.states, j.ID) // its end is the last change worth a read
-	}
-	c.mu.Unlock()
-	if moved {
-		select {
-		case c.jobs <- struct{}{}:
-		default:
-		}
-	}
-	return err
-}
-
-// get returns the latest card (nil before the first read, and on a
-// machine that stands for no cluster).
-func (c *clusterCard) get() *slurm.Cluster {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.card
-}
-
-// set keeps card and tells the writer, unless only the time of the
-// reading differs from the last card.
-func (c *clusterCard) set(card slurm.Cluster) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.card != nil && sameCard(*c.card, card) {
-		return
-	}
-	c.card = &card
-	select {
-	case c.changed <- struct{}{}:
-	default:
-	}
-}
-
-func sameCard(a, b slurm.Cluster) bool {
-	a.Read, b.Read = time.Time{}, time.Time{}
-	return reflect.DeepEqual(a, b)
-}
-
-// Run reads the cluster every c.every, and at once when one of labpool's
-// jobs changes state, until ctx ends. The executor serves the queue from
-// the snapshot its jobs' reads share; a failed read keeps the last good
-// figures and says why in the card's Error.
-func (c *clusterCard) Run(ctx context.Context) error {
-	t := beat.NewTicker(c.every)
-	defer t.Stop()
-	for {
-		card, _ := c.src.ReadCluster(ctx) // the error is in card.Error
-		if ctx.Err() != nil {
-			return nil
-		}
-		c.set(card)
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		case <-c.jobs:
-		}
-	}
-}
-
-// nodeRecordCap is the most bytes a node record may hold (sync/schema).
-var nodeRecordCap = func() int {
-	k, _ := schema.Lookup(app.KindNode)
-	return k.MaxData
-}()
-
-// marshalNodeRecord encodes rec within the node record's cap: a cluster's
-// card too large for it loses the tail of its queue first (labpool's jobs
-// lead it), then the tail of its node list.
-func marshalNodeRecord(rec app.NodeRecord) ([]byte, error) {
-	data, err := json.Marshal(rec)
-	if err != nil || len(data) <= nodeRecordCap || rec.Cluster == nil {
-		return data, err
-	}
-	c := *rec.Cluster
-	rec.Cluster = &c
-	fit := func() ([]byte, bool) {
-		data, err := json.Marshal(rec)
-		return data, err == nil && len(data) <= nodeRecordCap
-	}
-	queue, nodes := c.Queue, c.Nodes
-	if data, ok := longest(len(queue), func(n int) ([]byte, bool) { c.Queue = queue[:n]; return fit() }); ok {
-		return data, nil
-	}
-	c.Queue = nil
-	if data, ok := longest(len(nodes), func(n int) ([]byte, bool) { c.Nodes = nodes[:n]; return fit() }); ok {
-		return data, nil
-	}
-	return nil, fmt.Errorf("node record is over its cap of %d bytes without the cluster's queue and nodes", nodeRecordCap)
-}
-
-// longest finds the largest n in [0, max] for which try fits (try fits
-// every n below one that fits) and returns what it encoded.
-func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
-	lo, hi := 0, max // the answer is in [lo, hi], if any
-	data, ok := try(0)
-	if !ok {
-		return nil, false
-	}
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if _, ok := try(mid); ok {
-			lo = mid
-		} else {
-			hi = mid - 1
-		}
-	}
-	if lo > 0 {
-		data, _ = try(lo)
-	}
-	return data, true
+	return &executor{ex: ex, card: slurm.NewCard(ex, slurm.CardEvery)}
 }
 
 // clusterProof is how this agent proves a machine is a compute node of the
@@ -238,9 +65,9 @@ func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
 // for the node (policy --slurm-node), and the nodes' NodeAddr from its
 // card, resolved here where it is a name, against the IPs its own live
 // sessions with the machine come from.
-func clusterProof(self peer.ID, sessions func(peer.ID) []netip.Addr, card *clusterCard, policy func() jobs.Policy) app.SlurmProof {
+func clusterProof(self peer.ID, sessions func(peer.ID) []netip.Addr, card *slurm.Card, policy func() jobs.Policy) app.SlurmProof {
 	return app.SlurmProof{
-		Nodes: card.nodes,
+		Nodes: card.Nodes,
 		Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
 			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		},
@@ -260,13 +87,4 @@ func clusterProof(self peer.ID, sessions func(peer.ID) []netip.Addr, card *clust
 			return ""
 		},
 	}
-}
-
-// nodes returns the nodes of the latest card (nil before the first read,
-// and on a machine that stands for no cluster).
-func (c *clusterCard) nodes() []slurm.Node {
-	if card := c.get(); card != nil {
-		return card.Nodes
-	}
-	return nil
 }

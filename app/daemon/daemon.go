@@ -227,7 +227,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(tel)
 	d.add(sampleSink(tel, history.NewRecorder(db, self, log).Run))
 	d.add(sampleSink(tel, app.NewEnergyRecorder(db, self, log).Run))
-	d.add(newNodeRecord(self, db, tel, d.ep.Addr().Port, cfg.Ifaces, ex, log))
+	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.card, ex.err, log))
 	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
 	d.add(sampleSink(tel, al.Run))
 	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,

@@ -25,7 +25,7 @@ import (
 type executor struct {
 	ex   jobs.Executor       // nil: none
 	rt   *containers.Runtime // the Docker engine; nil without one
-	card *clusterCard        // the cluster's card; nil on a machine that stands for none
+	card *slurm.Card         // the cluster's card; nil on a machine that stands for none
 	err  error               // why this machine runs no containers
 }
 
@@ -123,7 +123,7 @@ func openJobs(ctx context.Context, cfg Config, self string, db *store.DB, ex *ex
 	jcfg.RemoteGPUs = slurmGPUs.GPUs
 	var st jobs.Store = nodestore.NewJobs(db, self)
 	if ex.card != nil {
-		st = ex.card.watchJobs(st)
+		st = ex.card.WatchJobs(st)
 	}
 	m := jobs.NewManager(jcfg, ex.ex, state, reg, st, log)
 	if err := m.OpenHealth(ctx, nodestore.NewHealth(db), clearer); err != nil {

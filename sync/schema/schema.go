@@ -66,7 +66,7 @@ const sampleKey = 20
 // twice the points its tier keeps (app/history); a control kind's bounds
 // what a machine holds of it at once (a machine's writer prunes what ended).
 var kinds = []Kind{
-	{KindNode, "app/daemon (the machine's own record)", 0, 256 << 10, 1, []string{"error", "reason", "message"}},
+	{KindNode, "app (NodePublisher: the machine's own record)", 0, 256 << 10, 1, []string{"error", "reason", "message"}},
 	{KindJob, "app/nodestore (the jobs this machine runs)", 128, 64 << 10, 1 << 17, []string{"cmd", "env", "error"}},
 	{KindFolder, "app/sharing (the folders this machine shares)", 256, 16 << 10, 4096, nil},
 	{KindAlert, "app/alerting (the alerts this machine evaluates)", 256, 16 << 10, 4096, []string{"message"}},
