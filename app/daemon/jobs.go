@@ -99,8 +99,12 @@ func guardPorts(cfg Config, port int) []int {
 }
 
 // jobsPart is the job manager over this machine's executor, with the
-// machine's policy and GPU quarantines read back.
-type jobsPart struct{ m *jobs.Manager }
+// machine's policy and GPU quarantines read back, and the writer that
+// keeps the quarantines.
+type jobsPart struct {
+	m      *jobs.Manager
+	health *healthWriter
+}
 
 // openJobs builds the job manager. Where the executor schedules (a
 // cluster's agent), the idle reclaim policy judges its Slurm jobs by their
@@ -126,7 +130,8 @@ func openJobs(ctx context.Context, cfg Config, self string, db *store.DB, ex *ex
 		st = ex.card.WatchJobs(st)
 	}
 	m := jobs.NewManager(jcfg, ex.ex, state, reg, st, log)
-	if err := m.OpenHealth(ctx, nodestore.NewHealth(db), clearer); err != nil {
+	health := newHealthWriter(nodestore.NewHealth(db), log)
+	if err := m.OpenHealth(ctx, health, clearer); err != nil {
 		log.Error("GPU quarantines not read: none applies until the next restart", "err", err)
 	}
 	if p, err := nodestore.NewPolicy(db, m).Load(ctx); err != nil {
@@ -134,8 +139,14 @@ func openJobs(ctx context.Context, cfg Config, self string, db *store.DB, ex *ex
 	} else if err := m.SetPolicy(p); err != nil {
 		log.Error("this machine's stored policy is refused: keeping the defaults", "err", err)
 	}
-	return jobsPart{m}
+	return jobsPart{m, health}
 }
 
-// Run runs the job manager and its idle reclaim until ctx is cancelled.
-func (j jobsPart) Run(ctx context.Context) error { return runAll(ctx, j.m.Run, j.m.RunReclaim) }
+// Run runs the job manager, its idle reclaim and the quarantines' writer
+// until ctx is cancelled.
+func (j jobsPart) Run(ctx context.Context) error {
+	return runAll(ctx, j.m.Run, j.m.RunReclaim, j.health.Run)
+}
+
+// Close writes the quarantines saved since the writer's last write.
+func (j jobsPart) Close() error { return j.health.Close() }
