@@ -35,6 +35,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/app/membership"
 	"github.com/labpool/labpool/app/nodestore"
 	"github.com/labpool/labpool/app/sharing"
 	"github.com/labpool/labpool/app/web"
@@ -111,7 +112,7 @@ type Daemon struct {
 	id      *peer.Identity
 	name    string
 	ep      *transport.Endpoint
-	members *membership // the pool, as the local API and the peer API see it
+	members *membership.Membership // the pool, as the local API and the peer API see it
 	svc     *app.Service
 	peerAPI http.Handler // what members (and, for joining only, strangers) reach
 }
@@ -173,7 +174,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	isMember := func(id peer.ID) bool { // before the pool is read, no one is
 		pm, ok := roles.get()
-		return ok && roleOf(d.id.ID, pm, id) != ""
+		return ok && membership.RoleOf(d.id.ID, pm, id) != ""
 	}
 	if d.ep, err = openEndpoint(d.id, cfg, isMember, log); err != nil {
 		return nil, err
@@ -190,7 +191,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	roles.set(pm)
 	peers.OnPool = pm.Receive
-	d.members = newMembership(d.id.ID, pm, peers.Peers, d.ep)
+	d.members = membership.New(d.id.ID, pm, peers.Peers, d.ep)
 	gpus := openGPUs(cfg, d.id.ID, log) // nil: no GPU driver
 	if gpus != nil {
 		d.add(gpus)
@@ -216,7 +217,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	if ex.card != nil { // a cluster's agent: its card
 		d.add(ex.card)
 	}
-	jm := openJobs(ctx, cfg, self, db, ex, gpus, reg, telemetryGPUs{&sampled}, d.members.memberName,
+	jm := openJobs(ctx, cfg, self, db, ex, gpus, reg, telemetryGPUs{&sampled}, d.members.MemberName,
 		clusterProof(d.id.ID, d.ep.SessionIPs, ex.card, policy), log)
 	jobsLate.set(jm.m)
 	d.add(jm)
@@ -242,7 +243,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	removed.set(ev)
 	d.add(ev)
 	if cfg.Metrics != "" {
-		d.add(newMetrics(cfg, tel, jm.m, d.members.memberName, log))
+		d.add(newMetrics(cfg, tel, jm.m, d.members.MemberName, log))
 	}
 	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, cps, al, log)
 	d.add(runFunc(func(ctx context.Context) error { return d.ep.Serve(ctx, d.peerAPI) }))

@@ -1,14 +1,12 @@
 package daemon
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
-	"time"
 
 	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/app/membership"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/node/containers"
@@ -25,10 +23,10 @@ import (
 // peerHandler is what members (and, for joining only, strangers) reach:
 // each request is checked against the role of the device the transport
 // proved.
-func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members *membership, peers *replica.Peers,
+func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members *membership.Membership, peers *replica.Peers,
 	tel *agent.Telemetry, jm *jobs.Manager, ex *executor, reg *folders.Registry, cps *copies.Receiver, al *alerting.Alerting,
 	log *slog.Logger) http.Handler {
-	rs := replica.NewServer(db, members.self.String(), log)
+	rs := replica.NewServer(db, ep.ID().String(), log)
 	rs.Pool = pm.Records
 	rs.Addrs = peers.Relay
 	rs.Skip = history.SkipOnCatchUp
@@ -39,15 +37,15 @@ func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members
 	}
 	return agent.PeerHandler(agent.Parts{
 		Telemetry: tel,
-		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: heard(peers, hintFollower(members.self, peers, rs))},
+		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: heard(peers, hintFollower(ep.ID(), peers, rs))},
 		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(ep.Refusals(), pm.JoinHandler())},
 		Jobs:      jobs.Handler(jm, jobCaller),
 		Images:    containers.ImageHandler(ex.rt, jm, jobCaller),
-		Folders:   folders.Handler(reg, folders.Access{Caller: members.folderCaller, Role: members.folderRole}),
-		Transfers: cps.Handler(members.folderCaller),
+		Folders:   folders.Handler(reg, folders.Access{Caller: members.FolderCaller, Role: members.FolderRole}),
+		Transfers: cps.Handler(members.FolderCaller),
 		Alerts:    alerts.Handler(al.Machine(), al.Caller),
 		Authorize: func(open []string, h http.Handler) http.Handler {
-			return tellRemoved(members, ep, transport.AuthorizeLimited(ep.Refusals(), members.isMember, open, h))
+			return members.TellRemoved(ep.Refusals(), transport.AuthorizeLimited(ep.Refusals(), members.IsMember, open, h))
 		},
 	})
 }
@@ -74,50 +72,4 @@ func hintFollower(self peer.ID, peers *replica.Peers, h http.Handler) http.Handl
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// tellRemoved answers a removed device's stream request with the proof
-// that it was removed (replica.Told), so that it stops calling; its other
-// requests, and everyone else's, go to h. The answer is a refusal charged to
-// the device's address like the others, and it is given while the
-// address's budget lasts.
-func tellRemoved(members *membership, ep *transport.Endpoint, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := transport.PeerID(r)
-		if !ok || r.URL.Path != replica.StreamPath || members.isMember(id) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		rm, removed := members.pm.RemovalOf(id.String())
-		src := netip.Addr{}
-		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-			src = ap.Addr().Unmap()
-		}
-		l := ep.Refusals()
-		if !removed || l.Exhausted(src) {
-			h.ServeHTTP(w, r)
-			return
-		}
-		l.Charge(src)
-		recs, _ := members.pm.Records()
-		replica.WriteRemoved(w, fmt.Sprintf("this device was removed from the pool by %s at %s",
-			members.nameOf(rm.By), rm.At.UTC().Format(time.RFC3339)), recs)
-	})
-}
-
-// folderCaller is the device that TLS proved for r, with its role; a
-// copy's reads are checked against the member who asked for the copy (its
-// grant).
-func (p *membership) folderCaller(r *http.Request) folders.Caller {
-	id, _ := transport.PeerID(r)
-	return folders.Caller{ID: id.String(), Role: p.roleOf(id)}
-}
-
-// folderRole is the role of the device id (text form), "" for none.
-func (p *membership) folderRole(id string) string {
-	pid, err := peer.ParseID(id)
-	if err != nil {
-		return ""
-	}
-	return p.roleOf(pid)
 }

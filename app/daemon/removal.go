@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/app/membership"
 	"github.com/labpool/labpool/node/folders/copies"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
@@ -21,7 +22,7 @@ const evictTimeout = 30 * time.Second
 // jobs here end in Run.
 type evictions struct {
 	self    peer.ID
-	members *membership
+	members *membership.Membership
 	ep      *transport.Endpoint
 	copies  *copies.Receiver
 	jobs    *jobs.Manager
@@ -29,7 +30,7 @@ type evictions struct {
 	q       evictionQueue
 }
 
-func newEvictions(self peer.ID, members *membership, ep *transport.Endpoint, cps *copies.Receiver, jm *jobs.Manager, log *slog.Logger) *evictions {
+func newEvictions(self peer.ID, members *membership.Membership, ep *transport.Endpoint, cps *copies.Receiver, jm *jobs.Manager, log *slog.Logger) *evictions {
 	return &evictions{self: self, members: members, ep: ep, copies: cps, jobs: jm, log: log}
 }
 
@@ -37,9 +38,9 @@ func newEvictions(self peer.ID, members *membership, ep *transport.Endpoint, cps
 // machine or learned from a member). It does not block.
 func (e *evictions) removed(id peer.ID) {
 	if id == e.self {
-		r, _ := e.members.pm.RemovalOf(id.String())
+		r, _ := e.members.Pool().RemovalOf(id.String())
 		e.log.Warn("this machine was removed from the pool: the members refuse it from now on, and it calls none of them",
-			"by", e.members.nameOf(r.By), "at", r.At.UTC().Format(time.RFC3339))
+			"by", e.members.NameOf(r.By), "at", r.At.UTC().Format(time.RFC3339))
 		return // its own jobs and copies here are its own
 	}
 	e.ep.Disconnect(id)
@@ -63,7 +64,7 @@ func (r *removedLate) call(id peer.ID) {
 // device the pool log holds as removed, so a removal stored while this
 // agent was down, or whose eviction was cut short, still ends its jobs.
 func (e *evictions) Run(ctx context.Context) error {
-	if st, ok := e.members.pm.Snapshot(); ok {
+	if st, ok := e.members.Pool().Snapshot(); ok {
 		for _, m := range st.Members {
 			if id, err := peer.ParseID(m.ID); err == nil && m.Removed && id != e.self {
 				e.q.add(id)
