@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"github.com/labpool/labpool/app"
 	"log/slog"
 
 	"github.com/labpool/labpool/app/alerting"
@@ -20,7 +21,7 @@ import (
 // this machine's policy says (`labpool policy --webhook`,
 // `--webhook-private`).
 func openAlerts(ctx context.Context, self peer.ID, name string, db *store.DB, pm *pool.Manager, peers *replica.Peers,
-	jm *jobs.Manager, sp *slurmProcs, reg *folders.Registry, nodes alerting.NodeCaller, policy func() jobs.Policy,
+	jm *jobs.Manager, sp *app.SlurmWatch, reg *folders.Registry, nodes alerting.NodeCaller, policy func() jobs.Policy,
 	log *slog.Logger) *alerting.Alerting {
 	in := alerting.NewInputs(self.String(), db, jm.Ledger().Granted, reg, pm, peers)
 	in.SetJobs(func(id string) (jobs.Job, error) {

@@ -221,7 +221,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		clusterProof(d.id.ID, d.ep.SessionIPs, ex.card, policy), log)
 	jobsLate.set(jm.m)
 	d.add(jm)
-	sp := newSlurmProcs(ctx, procRoot, db, app.NewSlurmJobs(db), self, policy, log)
+	sp := app.NewSlurmWatch(ctx, app.ProcRoot, db, app.NewSlurmJobs(db), self, policy, log)
 	d.add(sp)
 	tel := openTelemetry(cfg, d.id.ID, d.name, gpus, jm.m, sp, log)
 	sampled.set(tel)

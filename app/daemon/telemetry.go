@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"github.com/labpool/labpool/app"
 	"log/slog"
 	"time"
 
@@ -38,7 +39,7 @@ func openGPUs(cfg Config, self peer.ID, log *slog.Logger) *gpu.Sampler {
 // (the Slurm jobs on a compute node's GPUs); neither writes to the
 // replica there. The job manager's ledger hears the GPUs read again while
 // the agent runs (one appeared or was lost, MIG changed).
-func openTelemetry(cfg Config, self peer.ID, name string, gpus *gpu.Sampler, jm *jobs.Manager, sp *slurmProcs, log *slog.Logger) *agent.Telemetry {
+func openTelemetry(cfg Config, self peer.ID, name string, gpus *gpu.Sampler, jm *jobs.Manager, sp *app.SlurmWatch, log *slog.Logger) *agent.Telemetry {
 	acfg := agent.DefaultConfig()
 	acfg.Interval = cfg.SampleInterval
 	acfg.ID, acfg.Name, acfg.Version = self.String(), name, cfg.Version

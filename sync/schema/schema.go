@@ -77,7 +77,7 @@ var kinds = []Kind{
 	{KindSample15m, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 35136, []string{"error"}},
 	{KindSample3h, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 5856, []string{"error"}},
 	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10, 2 * 17568, nil},
-	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
+	{KindSlurmHold, "app (SlurmWatch: the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
 }
 
 // Lookup returns kind name.

@@ -1,4 +1,4 @@
-package daemon
+package app
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
@@ -17,54 +16,56 @@ import (
 	"github.com/labpool/labpool/sync/store"
 )
 
-// slurmProcs is the part that knows the Slurm jobs on this machine's GPUs,
-// where it is a Slurm compute node (elsewhere no process is in one, and it
-// costs one read of /proc/PID/stat per GPU process and sample). Annotate
+// SlurmWatch is the daemon's part that knows the Slurm jobs on this
+// machine's GPUs, where it is a Slurm compute node (elsewhere no process
+// is in one, and it costs one read of /proc/PID/stat per GPU process and
+// sample). Annotate
 // runs in the telemetry's tick and writes nothing: the holds it observes
 // are written by Run, so a slow replica never holds up a sample.
-type slurmProcs struct {
+type SlurmWatch struct {
 	self   string
 	procs  *slurm.Procs
-	jobs   *app.SlurmJobs
+	jobs   *SlurmJobs
 	policy func() jobs.Policy // the idle reclaim policy
 	log    *slog.Logger
 	out    holdQueue // what Annotate observed, for Run to write
 	// Owned by the sampling loop (Annotate).
 	idle   slurm.IdleWatch
-	holds  app.SlurmHolds // what they held, for the usage report
-	pruned time.Time      // when old holds were last pruned
+	holds  SlurmHolds // what they held, for the usage report
+	pruned time.Time  // when old holds were last pruned
 }
 
-// holdStore is where the holds are kept (*store.DB).
-type holdStore interface {
+// SlurmHoldStore is where the holds are kept (*store.DB).
+type SlurmHoldStore interface {
 	Append(ctx context.Context, origin, kind, key string, t time.Time, data []byte) (store.Record, error)
 	Prune(ctx context.Context, kind string, before time.Time) (int64, error)
 	Range(ctx context.Context, origin, kind string, from, to time.Time) ([]store.Record, error)
 }
 
-var _ holdStore = (*store.DB)(nil)
+var _ SlurmHoldStore = (*store.DB)(nil)
 
 // slurmHoldKeep is how long the holds are kept: as far back as a report
 // reads.
 const slurmHoldKeep = history.MaxSeriesWindow + 24*time.Hour
 
-// procRoot is where the host's processes are read.
-const procRoot = "/proc"
+// ProcRoot is where the host's processes are read.
+const ProcRoot = "/proc"
 
-// newSlurmProcs prepares the Slurm view over the processes under root and
-// takes back the holds an earlier run left open in db.
-func newSlurmProcs(ctx context.Context, root string, db holdStore, sj *app.SlurmJobs, self string,
-	policy func() jobs.Policy, log *slog.Logger) *slurmProcs {
-	s := &slurmProcs{self: self, procs: slurm.NewProcs(root, slurm.ConfCluster(slurm.ConfPathsWith(os.Getenv("SLURM_CONF")))),
+// NewSlurmWatch prepares the Slurm view over the processes under root
+// (ProcRoot) and takes back the holds an earlier run left open in db; sj
+// names the jobs, policy is the idle reclaim policy.
+func NewSlurmWatch(ctx context.Context, root string, db SlurmHoldStore, sj *SlurmJobs, self string,
+	policy func() jobs.Policy, log *slog.Logger) *SlurmWatch {
+	s := &SlurmWatch{self: self, procs: slurm.NewProcs(root, slurm.ConfCluster(slurm.ConfPathsWith(os.Getenv("SLURM_CONF")))),
 		jobs: sj, policy: policy, log: log, out: holdQueue{db: db}}
-	recs, err := db.Range(ctx, self, app.KindSlurmHold, time.Time{}, time.Now().Add(24*time.Hour))
+	recs, err := db.Range(ctx, self, KindSlurmHold, time.Time{}, time.Now().Add(24*time.Hour))
 	if err != nil {
 		log.Warn("read the Slurm jobs this machine saw: those left open end at its next sample", "err", err)
 		return s
 	}
-	var open []app.SlurmHold
+	var open []SlurmHold
 	for _, rec := range recs {
-		var h app.SlurmHold
+		var h SlurmHold
 		if json.Unmarshal(rec.Data, &h) == nil && h.End == nil {
 			open = append(open, h)
 		}
@@ -77,7 +78,7 @@ func newSlurmProcs(ctx context.Context, root string, db holdStore, sj *app.Slurm
 // (after the job manager named its own), queues the holds that changed for
 // Run to write, and warns of a Slurm job idle past the idle reclaim
 // policy: a compute node never stops one. It never waits for the store.
-func (s *slurmProcs) Annotate(taken time.Time, gs []gpu.Stats) {
+func (s *SlurmWatch) Annotate(taken time.Time, gs []gpu.Stats) {
 	s.procs.Annotate(gs, s.jobs.Find)
 	hs := s.holds.Observe(taken, gs)
 	prune := taken.Sub(s.pruned) >= time.Hour
@@ -94,11 +95,11 @@ func (s *slurmProcs) Annotate(taken time.Time, gs []gpu.Stats) {
 
 // Job returns the record of the labpool job id when it is a Slurm job that
 // holds this machine's GPUs through a cluster's agent.
-func (s *slurmProcs) Job(id string) (jobs.Job, bool) { return s.jobs.Job(id) }
+func (s *SlurmWatch) Job(id string) (jobs.Job, bool) { return s.jobs.Job(id) }
 
 // Run writes the holds Annotate observed, in the order observed, until ctx
 // is cancelled.
-func (s *slurmProcs) Run(ctx context.Context) error {
+func (s *SlurmWatch) Run(ctx context.Context) error {
 	for {
 		// Written whole even as ctx ends: a hold observed is never lost.
 		wake := s.out.flush(context.WithoutCancel(ctx), s.self, s.log)
@@ -111,7 +112,7 @@ func (s *slurmProcs) Run(ctx context.Context) error {
 }
 
 // Close writes what the last samples observed after Run returned.
-func (s *slurmProcs) Close() error {
+func (s *SlurmWatch) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	s.out.flush(ctx, s.self, s.log)
@@ -122,7 +123,7 @@ func (s *slurmProcs) Close() error {
 // kept until written: a hold is a few hundred bytes, written when a Slurm
 // job starts, changes or ends on this machine's GPUs.
 type holdQueue struct {
-	db      holdStore
+	db      SlurmHoldStore
 	mu      sync.Mutex // guards pending, prune and wake
 	pending []pendingHold
 	prune   time.Time     // prune holds older than this; zero: none asked
@@ -131,11 +132,11 @@ type holdQueue struct {
 
 type pendingHold struct {
 	at time.Time
-	h  app.SlurmHold
+	h  SlurmHold
 }
 
 // add queues hs, observed at taken, and a prune when asked. It never blocks.
-func (q *holdQueue) add(taken time.Time, hs []app.SlurmHold, prune bool) {
+func (q *holdQueue) add(taken time.Time, hs []SlurmHold, prune bool) {
 	if len(hs) == 0 && !prune {
 		return
 	}
@@ -170,14 +171,14 @@ func (q *holdQueue) flush(ctx context.Context, self string, log *slog.Logger) <-
 	for _, p := range batch {
 		data, err := json.Marshal(p.h)
 		if err == nil {
-			_, err = q.db.Append(ctx, self, app.KindSlurmHold, p.h.Key(), p.at, data)
+			_, err = q.db.Append(ctx, self, KindSlurmHold, p.h.Key(), p.at, data)
 		}
 		if err != nil {
 			log.Warn("record a Slurm job's GPUs: the usage report misses it", "holder", p.h.Holder, "err", err)
 		}
 	}
 	if !prune.IsZero() {
-		if _, err := q.db.Prune(ctx, app.KindSlurmHold, prune); err != nil {
+		if _, err := q.db.Prune(ctx, KindSlurmHold, prune); err != nil {
 			log.Warn("prune the Slurm jobs' holds", "err", err)
 		}
 	}

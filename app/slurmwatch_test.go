@@ -1,4 +1,4 @@
-package daemon
+package app
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
@@ -34,8 +33,8 @@ func (s *slowStore) Append(_ context.Context, _, kind, key string, _ time.Time, 
 	s.calls++
 	s.mu.Unlock()
 	<-s.release
-	var h app.SlurmHold
-	if kind != app.KindSlurmHold || json.Unmarshal(data, &h) != nil || h.Key() != key {
+	var h SlurmHold
+	if kind != KindSlurmHold || json.Unmarshal(data, &h) != nil || h.Key() != key {
 		return store.Record{}, fmt.Errorf("not a hold: %s %s", kind, key)
 	}
 	s.mu.Lock()
@@ -111,7 +110,7 @@ func TestTickDoesNotWaitOnSlowStore(t *testing.T) {
 		log := slog.New(slog.DiscardHandler)
 		st := &slowStore{release: make(chan struct{})}
 		// An empty process table: the holders are the GPU source's own.
-		sp := newSlurmProcs(t.Context(), t.TempDir(), st, app.NewSlurmJobs(db), "self", func() jobs.Policy { return jobs.Policy{} }, log)
+		sp := NewSlurmWatch(t.Context(), t.TempDir(), st, NewSlurmJobs(db), "self", func() jobs.Policy { return jobs.Policy{} }, log)
 		gpus := &heldGPU{}
 		acfg := agent.DefaultConfig()
 		acfg.Annotate = sp.Annotate
