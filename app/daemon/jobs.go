@@ -103,7 +103,7 @@ func guardPorts(cfg Config, port int) []int {
 // keeps the quarantines.
 type jobsPart struct {
 	m      *jobs.Manager
-	health *healthWriter
+	health *nodestore.HealthWriter
 }
 
 // openJobs builds the job manager. Where the executor schedules (a
@@ -130,7 +130,7 @@ func openJobs(ctx context.Context, cfg Config, self string, db *store.DB, ex *ex
 		st = ex.card.WatchJobs(st)
 	}
 	m := jobs.NewManager(jcfg, ex.ex, state, reg, st, log)
-	health := newHealthWriter(nodestore.NewHealth(db), log)
+	health := nodestore.NewHealthWriter(nodestore.NewHealth(db), log)
 	if err := m.OpenHealth(ctx, health, clearer); err != nil {
 		log.Error("GPU quarantines not read: none applies until the next restart", "err", err)
 	}

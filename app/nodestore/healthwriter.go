@@ -1,4 +1,4 @@
-package daemon
+package nodestore
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"github.com/labpool/labpool/node/jobs"
 )
 
-// healthWriter keeps the GPU quarantines (jobs.HealthStore) off the
+// HealthWriter keeps the GPU quarantines (jobs.HealthStore) off the
 // telemetry's tick: the job manager saves them as it annotates a sample
 // that quarantines a GPU, and SaveHealth only hands the state over; Run
 // writes the latest state given, and Close what is left. The manager logs
 // nothing of a failed write then: Run does, once per state.
-type healthWriter struct {
+type HealthWriter struct {
 	store jobs.HealthStore
 	log   *slog.Logger
 	mu    sync.Mutex // guards next
@@ -21,16 +21,18 @@ type healthWriter struct {
 	wake  chan struct{} // 1-buffered: a state waits
 }
 
-func newHealthWriter(store jobs.HealthStore, log *slog.Logger) *healthWriter {
-	return &healthWriter{store: store, log: log, wake: make(chan struct{}, 1)}
+// NewHealthWriter returns the writer of the states saved through it into
+// store (Health); it logs a failed write to log.
+func NewHealthWriter(store jobs.HealthStore, log *slog.Logger) *HealthWriter {
+	return &HealthWriter{store: store, log: log, wake: make(chan struct{}, 1)}
 }
 
 // LoadHealth implements jobs.HealthStore.
-func (w *healthWriter) LoadHealth() (jobs.HealthState, error) { return w.store.LoadHealth() }
+func (w *HealthWriter) LoadHealth() (jobs.HealthState, error) { return w.store.LoadHealth() }
 
 // SaveHealth implements jobs.HealthStore: it keeps st for Run, replacing a
 // state not yet written (each state is whole). It never blocks.
-func (w *healthWriter) SaveHealth(st jobs.HealthState) error {
+func (w *HealthWriter) SaveHealth(st jobs.HealthState) error {
 	w.mu.Lock()
 	w.next = &st
 	w.mu.Unlock()
@@ -42,7 +44,7 @@ func (w *healthWriter) SaveHealth(st jobs.HealthState) error {
 }
 
 // Run writes each state given until ctx is cancelled.
-func (w *healthWriter) Run(ctx context.Context) error {
+func (w *HealthWriter) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -54,12 +56,12 @@ func (w *healthWriter) Run(ctx context.Context) error {
 }
 
 // Close writes the state given since Run's last write.
-func (w *healthWriter) Close() error {
+func (w *HealthWriter) Close() error {
 	w.flush()
 	return nil
 }
 
-func (w *healthWriter) flush() {
+func (w *HealthWriter) flush() {
 	w.mu.Lock()
 	st := w.next
 	w.next = nil

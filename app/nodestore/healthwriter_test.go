@@ -1,4 +1,4 @@
-package daemon
+package nodestore
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func TestQuarantineDoesNotWaitOnSlowStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := slog.New(slog.DiscardHandler)
 		st := &slowHealth{release: make(chan struct{})}
-		w := newHealthWriter(st, log)
+		w := NewHealthWriter(st, log)
 		jcfg := jobs.DefaultConfig()
 		jcfg.Node = "self"
 		jcfg.Devices = []gpu.Info{{Index: 0, UUID: "GPU-0"}, {Index: 1, UUID: "GPU-1"}}
