@@ -239,7 +239,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(runFunc(d.svc.RunAlertEvents))
 	d.add(runFunc(func(ctx context.Context) error { return d.svc.Run(ctx, cfg.ViewInterval) }))
 	d.add(d.svc.Tunnels())
-	ev := newEvictions(d.id.ID, d.members, d.ep, cps, jm.m, log)
+	ev := membership.NewEvictions(d.members, d.ep, cps, jm.m, log)
 	removed.set(ev)
 	d.add(ev)
 	if cfg.Metrics != "" {

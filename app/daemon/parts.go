@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 
+	"github.com/labpool/labpool/app/membership"
+	"github.com/labpool/labpool/sync/peer"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -71,4 +73,15 @@ func (d *Daemon) close() {
 		}
 	}
 	d.parts = nil
+}
+
+// removedLate is the pool's Removed hook, bound to the evictions once they
+// are built (the pool is built before the copies and jobs they end). A
+// removal heard before that is found again by Run's first look at the pool.
+type removedLate struct{ late[*membership.Evictions] }
+
+func (r *removedLate) call(id peer.ID) {
+	if e, ok := r.get(); ok {
+		e.Removed(id)
+	}
 }

@@ -1,4 +1,4 @@
-package daemon
+package membership
 
 import (
 	"context"
@@ -7,38 +7,46 @@ import (
 	"sync"
 	"time"
 
-	"github.com/labpool/labpool/app/membership"
-	"github.com/labpool/labpool/node/folders/copies"
-	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
-	"github.com/labpool/labpool/sync/transport"
 )
 
 // evictTimeout bounds the work of ending one removed device's jobs here.
 const evictTimeout = 30 * time.Second
 
-// evictions is the part that ends a removed device's work here: its
-// connections close at once, so its streams, tunnels and copies stop; its
-// jobs here end in Run.
-type evictions struct {
-	self    peer.ID
-	members *membership.Membership
-	ep      *transport.Endpoint
-	copies  *copies.Receiver
-	jobs    *jobs.Manager
+// Evictions is the daemon's part that ends a removed device's work here:
+// its connections close at once, so its streams, tunnels and copies stop;
+// its jobs here end in Run.
+type Evictions struct {
+	members *Membership
+	ep      Disconnector
+	copies  CopyCanceller
+	jobs    Evictor
 	log     *slog.Logger
 	q       evictionQueue
 }
 
-func newEvictions(self peer.ID, members *membership.Membership, ep *transport.Endpoint, cps *copies.Receiver, jm *jobs.Manager, log *slog.Logger) *evictions {
-	return &evictions{self: self, members: members, ep: ep, copies: cps, jobs: jm, log: log}
+// Disconnector closes a device's connections (*transport.Endpoint).
+type Disconnector interface{ Disconnect(id peer.ID) }
+
+// CopyCanceller ends a device's copies (*copies.Receiver).
+type CopyCanceller interface{ CancelOf(device string) }
+
+// Evictor ends a device's jobs: queued ones cancelled, running ones
+// stopped (*jobs.Manager).
+type Evictor interface {
+	Evict(ctx context.Context, owner string) (cancelled, stopped int, err error)
 }
 
-// removed is the pool's hook for a device removed from the pool (by this
+// NewEvictions returns the evictions of the devices removed from m's pool.
+func NewEvictions(m *Membership, ep Disconnector, cps CopyCanceller, jobs Evictor, log *slog.Logger) *Evictions {
+	return &Evictions{members: m, ep: ep, copies: cps, jobs: jobs, log: log}
+}
+
+// Removed is the pool's hook for a device removed from the pool (by this
 // machine or learned from a member). It does not block.
-func (e *evictions) removed(id peer.ID) {
-	if id == e.self {
-		r, _ := e.members.Pool().RemovalOf(id.String())
+func (e *Evictions) Removed(id peer.ID) {
+	if id == e.members.self {
+		r, _ := e.members.pm.RemovalOf(id.String())
 		e.log.Warn("this machine was removed from the pool: the members refuse it from now on, and it calls none of them",
 			"by", e.members.NameOf(r.By), "at", r.At.UTC().Format(time.RFC3339))
 		return // its own jobs and copies here are its own
@@ -48,25 +56,14 @@ func (e *evictions) removed(id peer.ID) {
 	e.q.add(id)
 }
 
-// removedLate is the pool's Removed hook, bound to the evictions once they
-// are built (the pool is built before the copies and jobs they end). A
-// removal heard before that is found again by Run's first look at the pool.
-type removedLate struct{ late[*evictions] }
-
-func (r *removedLate) call(id peer.ID) {
-	if e, ok := r.get(); ok {
-		e.removed(id)
-	}
-}
-
 // Run ends the jobs of removed devices: queued ones are cancelled and
 // running ones stopped, their records kept. At start it re-checks every
 // device the pool log holds as removed, so a removal stored while this
 // agent was down, or whose eviction was cut short, still ends its jobs.
-func (e *evictions) Run(ctx context.Context) error {
-	if st, ok := e.members.Pool().Snapshot(); ok {
+func (e *Evictions) Run(ctx context.Context) error {
+	if st, ok := e.members.pm.Snapshot(); ok {
 		for _, m := range st.Members {
-			if id, err := peer.ParseID(m.ID); err == nil && m.Removed && id != e.self {
+			if id, err := peer.ParseID(m.ID); err == nil && m.Removed && id != e.members.self {
 				e.q.add(id)
 			}
 		}
@@ -76,7 +73,7 @@ func (e *evictions) Run(ctx context.Context) error {
 }
 
 // evict ends the jobs here of id, a removed device.
-func (e *evictions) evict(ctx context.Context, id peer.ID) {
+func (e *Evictions) evict(ctx context.Context, id peer.ID) {
 	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
 	defer cancel()
 	cancelled, stopped, err := e.jobs.Evict(ctx, id.String())
