@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/labpool/labpool/discovery"
+
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 	"github.com/labpool/labpool/sync/replica"
@@ -16,14 +18,14 @@ import (
 // member it joined through to the followers, and tells removed of each
 // device removed.
 func openPool(ctx context.Context, id *peer.Identity, name string, db *store.DB, ep *transport.Endpoint,
-	disc *discoveryPart, peers *replica.Peers, removed func(peer.ID), log *slog.Logger) (*pool.Manager, error) {
+	disc *discovery.Presence, peers *replica.Peers, removed func(peer.ID), log *slog.Logger) (*pool.Manager, error) {
 	return pool.NewManager(ctx, pool.ManagerConfig{
 		Identity:   id,
 		Name:       func() string { return name },
 		DB:         db,
 		Dial:       ep.DialAny,
-		Candidates: disc.poolCandidates,
-		Entered:    disc.entered,
+		Candidates: disc.PoolCandidates,
+		Entered:    disc.SetPool,
 		Hint:       func(id, addr string) { peers.Hint(id, addr) },
 		Removed:    removed,
 		Log:        log,
