@@ -237,7 +237,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	service.set(d.svc)
 	d.add(runFunc(d.svc.RunAlertEvents))
-	d.add(runFunc(func(ctx context.Context) error { return d.svc.Run(ctx, cfg.ViewInterval) }))
+	d.add(serviceViews{d.svc, cfg.ViewInterval})
 	d.add(d.svc.Tunnels())
 	ev := membership.NewEvictions(d.members, d.ep, cps, jm.m, log)
 	removed.set(ev)
@@ -246,7 +246,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		d.add(newMetrics(cfg, tel, jm.m, d.members.MemberName, log))
 	}
 	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, cps, al, log)
-	d.add(runFunc(func(ctx context.Context) error { return d.ep.Serve(ctx, d.peerAPI) }))
+	d.add(peerServer{d.ep, d.peerAPI})
 	return d, nil
 }
 

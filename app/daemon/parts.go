@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/membership"
 	"github.com/labpool/labpool/sync/peer"
 	"golang.org/x/sync/errgroup"
@@ -23,6 +25,15 @@ type runner interface {
 type runFunc func(ctx context.Context) error
 
 func (f runFunc) Run(ctx context.Context) error { return f(ctx) }
+
+// serviceViews pushes the pool view to the UIs every interval until ctx is
+// cancelled.
+type serviceViews struct {
+	svc      *app.Service
+	interval time.Duration
+}
+
+func (v serviceViews) Run(ctx context.Context) error { return v.svc.Run(ctx, v.interval) }
 
 // runAll runs each of fns until ctx is cancelled or one fails, which
 // ends the others; it returns the first error once all have returned.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -19,6 +20,14 @@ import (
 	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 )
+
+// peerServer serves the peer API on the endpoint until ctx is cancelled.
+type peerServer struct {
+	ep *transport.Endpoint
+	h  http.Handler
+}
+
+func (p peerServer) Run(ctx context.Context) error { return p.ep.Serve(ctx, p.h) }
 
 // peerHandler is what members (and, for joining only, strangers) reach:
 // each request is checked against the role of the device the transport
