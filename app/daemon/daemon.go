@@ -232,7 +232,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
 	d.add(sampleSink(tel, al.Run))
 	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,
-		Copier: copier{cps}, Policy: nodestore.NewPolicy(db, jm.m), Signer: signer{d.id}, Log: log}); err != nil {
+		Copier: app.CopierOf(cps), Policy: nodestore.NewPolicy(db, jm.m), Signer: app.DeviceSigner{ID: d.id}, Log: log}); err != nil {
 		return nil, err
 	}
 	service.set(d.svc)

@@ -184,7 +184,7 @@ func launchProof(t *testing.T, id *peer.Identity, node, body string) http.Header
 	if err != nil {
 		t.Fatal(err)
 	}
-	proof, err := signer{id}.ProveLaunch(node, spec)
+	proof, err := app.DeviceSigner{ID: id}.ProveLaunch(node, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
