@@ -213,7 +213,9 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return jobs.Policy{}
 	}
 	ex := openExecutor(ctx, cfg, d.id.ID, d.ep.Addr().Port, policy, log)
-	d.add(ex)
+	if ex.rt != nil { // a Docker engine: its client
+		d.add(ex.rt)
+	}
 	if ex.card != nil { // a cluster's agent: its card
 		d.add(ex.card)
 	}

@@ -61,14 +61,6 @@ func openExecutor(ctx context.Context, cfg Config, self peer.ID, port int, polic
 	return &executor{err: err}
 }
 
-// Close closes the Docker engine's client.
-func (e *executor) Close() error {
-	if e.rt == nil {
-		return nil
-	}
-	return e.rt.Close()
-}
-
 // noEngineError says in one sentence, shown to the pool as well, that no
 // Docker engine answers here and what to do; errors.Is still finds
 // containers.ErrNoDocker in it.
