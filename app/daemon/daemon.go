@@ -213,14 +213,14 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return jobs.Policy{}
 	}
 	ex := openExecutor(ctx, cfg, d.id.ID, d.ep.Addr().Port, policy, log)
-	if ex.rt != nil { // a Docker engine: its client
-		d.add(ex.rt)
+	if ex.Runtime != nil { // a Docker engine: its client
+		d.add(ex.Runtime)
 	}
-	if ex.card != nil { // a cluster's agent: its card
-		d.add(ex.card)
+	if ex.Card != nil { // a cluster's agent: its card
+		d.add(ex.Card)
 	}
 	jm := openJobs(ctx, cfg, self, db, ex, gpus, reg, telemetryGPUs{&sampled}, d.members.MemberName,
-		clusterProof(d.id.ID, d.ep.SessionIPs, ex.card, policy), log)
+		clusterProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), log)
 	jobsLate.set(jm.m)
 	d.add(jm)
 	sp := app.NewSlurmWatch(ctx, app.ProcRoot, db, app.NewSlurmJobs(db), self, policy, log)
@@ -230,7 +230,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(tel)
 	d.add(sampleSink(tel, history.NewRecorder(db, self, log).Run))
 	d.add(sampleSink(tel, app.NewEnergyRecorder(db, self, log).Run))
-	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.card, ex.err, log))
+	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.Card, ex.Err, log))
 	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
 	d.add(sampleSink(tel, al.Run))
 	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,

@@ -33,7 +33,7 @@ func (p peerServer) Run(ctx context.Context) error { return p.ep.Serve(ctx, p.h)
 // each request is checked against the role of the device the transport
 // proved.
 func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members *membership.Membership, peers *replica.Peers,
-	tel *agent.Telemetry, jm *jobs.Manager, ex *executor, reg *folders.Registry, cps *copies.Receiver, al *alerting.Alerting,
+	tel *agent.Telemetry, jm *jobs.Manager, ex *agent.Executor, reg *folders.Registry, cps *copies.Receiver, al *alerting.Alerting,
 	log *slog.Logger) http.Handler {
 	rs := replica.NewServer(db, ep.ID().String(), log)
 	rs.Pool = pm.Records
@@ -49,7 +49,7 @@ func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members
 		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: heard(peers, hintFollower(ep.ID(), peers, rs))},
 		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(ep.Refusals(), pm.JoinHandler())},
 		Jobs:      jobs.Handler(jm, jobCaller),
-		Images:    containers.ImageHandler(ex.rt, jm, jobCaller),
+		Images:    containers.ImageHandler(ex.Runtime, jm, jobCaller),
 		Folders:   folders.Handler(reg, folders.Access{Caller: members.FolderCaller, Role: members.FolderRole}),
 		Transfers: cps.Handler(members.FolderCaller),
 		Alerts:    alerts.Handler(al.Machine(), al.Caller),
