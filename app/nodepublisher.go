@@ -163,3 +163,32 @@ func longest(max int, try func(n int) ([]byte, bool)) ([]byte, bool) {
 	}
 	return data, true
 }
+
+// PublishedAddrs returns the addresses a node record (its data) says its
+// node may be reached at (replica.Peers.Published).
+func PublishedAddrs(data []byte) []string {
+	var nr NodeRecord
+	if json.Unmarshal(data, &nr) != nil {
+		return nil
+	}
+	return nr.Addresses
+}
+
+// KnownAddresses returns the addresses each member but self last
+// published, by member: a restarted node reconnects with them without
+// waiting for mDNS.
+func KnownAddresses(ctx context.Context, db *store.DB, self string) (map[string][]string, error) {
+	ms, err := db.Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the members' addresses: %w", err)
+	}
+	out := map[string][]string{}
+	for _, m := range ms {
+		rec, ok, err := db.Latest(ctx, m.ID, KindNode, "")
+		if err != nil || !ok || m.ID == self {
+			continue
+		}
+		out[m.ID] = PublishedAddrs(rec.Data)
+	}
+	return out, nil
+}

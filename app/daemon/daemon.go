@@ -182,7 +182,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(d.ep)
 	peers := newReplica(db, d.id.ID, d.ep, log)
 	d.add(peers)
-	nodes := &nodeDialer{self: d.id.ID, ep: d.ep, peers: peers.Peers}
+	nodes := app.NewNodeDialer(d.id.ID, d.ep, peers.Peers)
 	disc := openDiscovery(cfg, d.id.ID, d.name, d.ep.Addr().Port, db, peers.Peers, log)
 	d.add(disc)
 	pm, err := openPool(ctx, d.id, d.name, db, d.ep, disc, peers.Peers, removed.call, log)

@@ -2,12 +2,8 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -56,7 +52,7 @@ type replicaPart struct {
 
 func newReplica(db *store.DB, self peer.ID, ep *transport.Endpoint, log *slog.Logger) *replicaPart {
 	p := replica.NewPeers(replica.DefaultConfig(), db, self, ep, log)
-	p.Published = publishedAddrs
+	p.Published = app.PublishedAddrs
 	return &replicaPart{Peers: p, db: db, self: self.String()}
 }
 
@@ -68,80 +64,9 @@ func (r *replicaPart) Run(ctx context.Context) error {
 }
 
 func (r *replicaPart) hintKnownAddresses(ctx context.Context) {
-	ms, err := r.db.Members(ctx)
-	if err != nil {
-		return
+	known, _ := app.KnownAddresses(ctx, r.db, r.self)
+	for id, addrs := range known {
+		r.Hint(id, addrs...)
+		r.Publish(id, addrs) // relayed to the others at once
 	}
-	for _, m := range ms {
-		rec, ok, err := r.db.Latest(ctx, m.ID, app.KindNode, "")
-		if err != nil || !ok || m.ID == r.self {
-			continue
-		}
-		addrs := publishedAddrs(rec.Data)
-		r.Hint(m.ID, addrs...)
-		r.Publish(m.ID, addrs) // relayed to the others at once
-	}
-}
-
-// publishedAddrs returns the addresses a node record says its node may be
-// reached at (replica.Peers.Published).
-func publishedAddrs(data []byte) []string {
-	var nr app.NodeRecord
-	if json.Unmarshal(data, &nr) != nil {
-		return nil
-	}
-	return nr.Addresses
-}
-
-// nodeDialer implements app.NodeCaller and copies.Dialer: a client pinned
-// to a node, over the pool's transport; this machine is reached through
-// its own endpoint.
-type nodeDialer struct {
-	self  peer.ID
-	ep    *transport.Endpoint
-	peers *replica.Peers
-}
-
-// NodeClient implements app.NodeCaller.
-func (n *nodeDialer) NodeClient(ctx context.Context, id string) (*http.Client, error) {
-	return n.client(ctx, id, n.ep.Client)
-}
-
-// NodeDataClient is NodeClient for bulk bytes: it rides the TCP data path
-// (see transport.Endpoint.DataClient), so copies neither crawl through
-// QUIC nor hold up control and telemetry.
-func (n *nodeDialer) NodeDataClient(id string) (*http.Client, error) {
-	return n.client(context.Background(), id, n.ep.DataClient)
-}
-
-// addrWait bounds how long a call waits to learn where a member is (right
-// after a join, the member it joined through is hinted at once; the others
-// are learnt from its stream within a second or so).
-const addrWait = 5 * time.Second
-
-func (n *nodeDialer) client(ctx context.Context, id string, client func(peer.ID, []string) *http.Client) (*http.Client, error) {
-	pid, err := peer.ParseID(id)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", app.ErrInvalid, err)
-	}
-	if pid == n.self {
-		return client(pid, []string{n.selfAddr()}), nil
-	}
-	wctx, cancel := context.WithTimeout(ctx, addrWait)
-	defer cancel()
-	addrs := n.peers.WaitAddrs(wctx, id)
-	if len(addrs) == 0 {
-		return nil, fmt.Errorf("no address known for %s: is it on the network?", pid.Short())
-	}
-	return client(pid, addrs), nil
-}
-
-// selfAddr is where this daemon reaches its own endpoint.
-func (n *nodeDialer) selfAddr() string {
-	a := n.ep.Addr()
-	ip := a.IP
-	if ip == nil || ip.IsUnspecified() {
-		ip = net.IPv4(127, 0, 0, 1)
-	}
-	return net.JoinHostPort(ip.String(), strconv.Itoa(a.Port))
 }
