@@ -9,8 +9,11 @@
 // cluster's card), the job manager, the Slurm view of a compute node, the
 // telemetry and what reads its samples, the node record, the alerts, the
 // service, the evictions of removed devices, the metrics and the peer API.
-// Each part is a small type in its own file with a constructor that takes
-// the parts it needs, and a Run (until ctx ends) or a Close or both; run
+// Each part is a small type with a constructor that takes the parts it
+// needs, and a Run (until ctx ends) or a Close or both, in the package that
+// owns its concept (discovery.Presence, membership.Evictions,
+// app.SlurmWatch, app.NodePublisher, slurm.Card, agent.OpenExecutor...)
+// or, where it is only wiring, in a file of its own here; run
 // runs them all under one errgroup and close closes them in reverse. A
 // part that is absent on this machine (metrics without --metrics, the card
 // without a cluster, the GPUs without a driver) is absent from the list;
@@ -19,8 +22,12 @@
 // later part is built.
 //
 // Adding a part: write its file (the type, its constructor taking what it
-// needs, Run and/or Close), then add one line to open, below the parts it
-// needs: d.add(newThing(...)).
+// needs, Run and/or Close) in the package that owns it, then add one line
+// to open, below the parts it needs: d.add(thing.New(db, jm.m, log)).
+//
+// No work in the telemetry's tick (its Annotate hook) writes to the
+// replica: a part queues what it observed there and writes it in its own
+// Run.
 package daemon
 
 import (
