@@ -235,11 +235,11 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	tel := openTelemetry(cfg, d.id.ID, d.name, gpus, jm.m, sp, log)
 	sampled.set(tel)
 	d.add(tel)
-	d.add(sampleSink(tel, history.NewRecorder(db, self, log).Run))
-	d.add(sampleSink(tel, app.NewEnergyRecorder(db, self, log).Run))
+	d.add(tel.Sink(history.NewRecorder(db, self, log).Run))
+	d.add(tel.Sink(app.NewEnergyRecorder(db, self, log).Run))
 	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.Card, ex.Err, log))
 	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
-	d.add(sampleSink(tel, al.Run))
+	d.add(tel.Sink(al.Run))
 	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,
 		Copier: app.CopierOf(cps), Policy: nodestore.NewPolicy(db, jm.m), Signer: app.DeviceSigner{ID: d.id}, Log: log}); err != nil {
 		return nil, err

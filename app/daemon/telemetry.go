@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"github.com/labpool/labpool/app"
 	"log/slog"
@@ -65,25 +64,4 @@ func (g telemetryGPUs) GPUs() []gpu.Stats {
 		return nil
 	}
 	return s.GPUs
-}
-
-// sinkPart is a part that reads the telemetry's samples: subscribed when
-// built, so that it misses none from the first, and unsubscribed when
-// closed.
-type sinkPart struct {
-	samples <-chan agent.Sample
-	cancel  func()
-	run     func(ctx context.Context, samples <-chan agent.Sample) error
-}
-
-func sampleSink(t *agent.Telemetry, run func(context.Context, <-chan agent.Sample) error) *sinkPart {
-	samples, cancel := t.Subscribe()
-	return &sinkPart{samples: samples, cancel: cancel, run: run}
-}
-
-func (s *sinkPart) Run(ctx context.Context) error { return s.run(ctx, s.samples) }
-
-func (s *sinkPart) Close() error {
-	s.cancel()
-	return nil
 }
