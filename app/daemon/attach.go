@@ -111,7 +111,7 @@ func secureDataDir(dir string, log *slog.Logger) {
 	if err != nil {
 		log.Warn("tighten the data directory", "err", err)
 	}
-	if err := restrictToOwner(dir, true); err != nil {
+	if err := peer.RestrictToOwner(dir, true); err != nil {
 		log.Warn("close the data directory to other users", "err", err)
 	}
 }

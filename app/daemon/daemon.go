@@ -336,7 +336,7 @@ func listenSocket(dir string) (net.Listener, error) {
 		l.Close()
 		return nil, err
 	}
-	if err := restrictToOwner(path, false); err != nil {
+	if err := peer.RestrictToOwner(path, false); err != nil {
 		l.Close() // never serve a socket other users may open
 		return nil, err
 	}
