@@ -45,18 +45,11 @@ func runAll(ctx context.Context, fns ...func(context.Context) error) error {
 	return g.Wait()
 }
 
-// closeFunc is a part that only releases something.
-type closeFunc func()
-
-func (f closeFunc) Close() error {
-	f()
-	return nil
-}
-
 // late is a part the list binds after the parts that reach it are built:
 // the list's way of naming a real cycle (one part calls another built on
-// it). The list binds each before any part runs; only a network peer's
-// handshake, while the list is still being built, may find one unbound.
+// it). The list binds each before any part runs; get says whether it is
+// bound, and each user says what it does before (a peer's handshake may
+// come while the list is still being built).
 type late[T any] struct{ p atomic.Pointer[T] }
 
 func (l *late[T]) set(v T) { l.p.Store(&v) }

@@ -30,7 +30,7 @@ func TestCloseInReverse(t *testing.T) {
 	d.add(closer{"lock", &closed})
 	d.add(closer{"store", &closed})
 	d.add(runFunc(func(context.Context) error { return nil }))
-	d.add(closeFunc(func() { closed = append(closed, "endpoint") }))
+	d.add(closer{"endpoint", &closed})
 	d.add(closer{"jobs", &closed})
 	d.close()
 	d.close()
