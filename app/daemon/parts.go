@@ -69,10 +69,7 @@ func (d *Daemon) add(p part) { d.parts = append(d.parts, p) }
 // close closes the parts in the reverse of the list's order.
 func (d *Daemon) close() {
 	for i := len(d.parts) - 1; i >= 0; i-- {
-		switch c := d.parts[i].(type) {
-		case interface{ Close() error }:
-			c.Close()
-		case interface{ Close() }:
+		if c, ok := d.parts[i].(interface{ Close() error }); ok {
 			c.Close()
 		}
 	}
