@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -10,10 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"time"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/sync/peer"
 )
@@ -50,10 +47,6 @@ func Ensure(ctx context.Context, cfg Config, log *slog.Logger) (string, func() e
 	}
 }
 
-// localOnly are the local API's paths served on the unix socket alone,
-// never over `labpool web`: a machine's policy is its owner's, at its console.
-var localOnly = []string{"/api/v1/policy"}
-
 // RunWeb serves the UI and the local API on addr (loopback TCP) until ctx is
 // cancelled: proxied to the daemon already serving cfg.DataDir, or with one
 // in this process. Once it serves, it prints the URL to open, with this run's
@@ -69,7 +62,7 @@ func RunWebTo(ctx context.Context, cfg Config, addr string, assets fs.FS, log *s
 }
 
 func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slog.Logger, out io.Writer) error {
-	if err := checkLoopback(addr); err != nil {
+	if err := web.CheckLoopback(addr); err != nil {
 		return err
 	}
 	l, err := net.Listen("tcp", addr)
@@ -77,7 +70,7 @@ func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	defer l.Close()
-	door, err := newWebDoor(addr, l.Addr())
+	door, err := web.NewDoor(addr, l.Addr())
 	if err != nil {
 		return err
 	}
@@ -87,9 +80,9 @@ func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 	}
 	if answers(ctx, sock) {
 		log.Info("serving the web UI for the running daemon", "addr", l.Addr().String(), "socket", sock)
-		srv := &http.Server{Handler: web.Guard(attachedHandler(sock, assets), door.guard),
+		srv := &http.Server{Handler: web.Guard(web.AttachedHandler(sock, assets), door.Guard),
 			ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-		fmt.Fprintln(out, door.url)
+		fmt.Fprintln(out, door.URL)
 		return serveUntil(ctx, srv, l)
 	}
 	d, err := open(ctx, cfg, log) // tightens the data directory first
@@ -97,39 +90,11 @@ func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 		return err
 	}
 	defer d.close()
-	srv := &http.Server{Handler: web.Guard(web.Handler(d.svc, assets, log), door.guard),
+	srv := &http.Server{Handler: web.Guard(web.Handler(d.svc, assets, log), door.Guard),
 		ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	log.Info("serving the web UI", "addr", l.Addr().String())
-	printURL := func(*Daemon) { fmt.Fprintln(out, door.url) }
+	printURL := func(*Daemon) { fmt.Fprintln(out, door.URL) }
 	return d.run(ctx, printURL, func(ctx context.Context) error { return serveUntil(ctx, srv, l) })
-}
-
-// webDoor is what one run of `labpool web` lets in, and the URL that opens it.
-type webDoor struct {
-	guard web.GuardConfig
-	url   string // http://HOST:PORT/?token=SECRET
-}
-
-// newWebDoor makes a fresh token for the server asked to listen on addr and
-// listening on bound.
-func newWebDoor(addr string, bound net.Addr) (webDoor, error) {
-	host, _, _ := net.SplitHostPort(addr) // checkLoopback parsed it
-	_, port, err := net.SplitHostPort(bound.String())
-	if err != nil {
-		return webDoor{}, fmt.Errorf("web address %s: %w", bound, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return webDoor{}, fmt.Errorf("web address %s: %w", bound, err)
-	}
-	token, err := web.NewToken()
-	if err != nil {
-		return webDoor{}, err
-	}
-	return webDoor{
-		guard: web.GuardConfig{Token: token, Port: p, Hosts: []string{host}, LocalOnly: localOnly},
-		url:   "http://" + net.JoinHostPort(host, port) + "/?token=" + token,
-	}, nil
 }
 
 // secureDataDir takes group and other permissions away from the data
@@ -146,36 +111,7 @@ func secureDataDir(dir string, log *slog.Logger) {
 	if err != nil {
 		log.Warn("tighten the data directory", "err", err)
 	}
-	if err := restrictToOwner(dir, true); err != nil {
+	if err := peer.RestrictToOwner(dir, true); err != nil {
 		log.Warn("close the data directory to other users", "err", err)
 	}
-}
-
-// checkLoopback refuses to serve the UI beyond this machine: its token
-// travels in clear HTTP, and the Host check names loopback only.
-func checkLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("web address %q: %w", addr, err)
-	}
-	if host == "localhost" {
-		return nil
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return errors.New("the web UI listens on loopback only (for example 127.0.0.1:7421); reach it from elsewhere through ssh -L")
-	}
-	if app.IsTunnelHost(host) {
-		return fmt.Errorf("refused: %s is where tunnels listen (rule: web_not_tunnel_host: the web UI and the tunnels are "+
-			"served on different hosts, so a page behind a tunnel never receives the UI's cookie); use 127.0.0.1 or localhost", host)
-	}
-	return nil
-}
-
-// attachedHandler serves assets and proxies /api/ to the daemon's socket.
-func attachedHandler(sock string, assets fs.FS) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/api/", web.NewSocketProxy(sock))
-	mux.Handle("/", http.FileServerFS(assets))
-	return mux
 }

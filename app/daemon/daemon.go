@@ -1,42 +1,56 @@
-// Package daemon runs one machine's labpool: it wires the identity, the
-// QUIC endpoint, discovery, the replica and its followers, the telemetry of
-// this node, and the local API on a unix socket. There is one daemon per
-// data directory: `labpool agent`, or the window and `labpool web` when no
-// agent runs.
+// Package daemon runs one machine's labpool. There is one daemon per data
+// directory: `labpool agent`, or the window and `labpool web` when no agent
+// runs.
+//
+// The daemon is a plain list of parts, in open: the data directory's lock,
+// the identity and the replica's store, the QUIC endpoint, the replica's
+// followers, discovery, the pool, the GPUs, the shared folders and their
+// publisher, the copies, the executor (Docker or a Slurm cluster, with the
+// cluster's card), the job manager, the Slurm view of a compute node, the
+// telemetry and what reads its samples, the node record, the alerts, the
+// service, the evictions of removed devices, the metrics and the peer API.
+// Each part is a small type with a constructor that takes the parts it
+// needs, and a Run (until ctx ends) or a Close or both, in the package that
+// owns its concept (discovery.Presence, membership.Evictions,
+// app.SlurmWatch, app.NodePublisher, slurm.Card, agent.OpenExecutor...)
+// or, where it is only wiring, in a file of its own here; run
+// runs them all under one errgroup and close closes them in reverse. A
+// part that is absent on this machine (metrics without --metrics, the card
+// without a cluster, the GPUs without a driver) is absent from the list;
+// no part checks for another. Where two parts need each other the list
+// names the cycle with a late-bound holder (late) and binds it once the
+// later part is built.
+//
+// Adding a part: write its file (the type, its constructor taking what it
+// needs, Run and/or Close) in the package that owns it, then add one line
+// to open, below the parts it needs: d.add(thing.New(db, jm.m, log)).
+//
+// No work in the telemetry's tick (its Annotate hook) writes to the
+// replica: a part queues what it observed there and writes it in its own
+// Run.
 package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/labpool/labpool/app"
-	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/app/membership"
 	"github.com/labpool/labpool/app/nodestore"
 	"github.com/labpool/labpool/app/sharing"
 	"github.com/labpool/labpool/app/web"
-	"github.com/labpool/labpool/discovery"
 	"github.com/labpool/labpool/node/agent"
-	"github.com/labpool/labpool/node/alerts"
-	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/folders"
-	"github.com/labpool/labpool/node/folders/copies"
-	"github.com/labpool/labpool/node/gpu"
-	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
-	"github.com/labpool/labpool/node/mps"
-	"github.com/labpool/labpool/node/reserve"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
-	"github.com/labpool/labpool/sync/replica"
 	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 	"golang.org/x/sync/errgroup"
@@ -95,41 +109,19 @@ func DefaultConfig() Config {
 	return Config{Listen: ":7420", SampleInterval: time.Second, ViewInterval: 500 * time.Millisecond, Version: "dev"}
 }
 
-// Daemon is a running labpool node.
+// Daemon is a running labpool node: its parts, in the order open built
+// them, and the few of them that run and the tests reach.
 type Daemon struct {
 	cfg   Config
 	log   *slog.Logger
-	id    *peer.Identity
-	name  string
-	lock  *os.File
-	db    *store.DB
-	ep    *transport.Endpoint
-	peers *replica.Peers
-	pool  *pool.Manager
-	svc   *app.Service
-	telem *agent.Telemetry
-	gpus  *gpu.Sampler // nil without a driver
-	ann   *discovery.Announcer
-	disc  discovery.Config
+	parts []part
 
-	tunnels *app.Tunnels
-	jobs    *jobs.Manager
-	book    *reserve.Book    // this machine's reservations (reserve.go)
-	policy  nodestore.Policy // this machine's policy, applied by jobs
-	folders *folders.Registry
-	shares  *sharing.Publisher // this machine's shares and their records
-	copies  *copies.Receiver
-	rt      *containers.Runtime // nil without a reachable Docker engine
-	mps     *mps.Daemons        // the MPS daemons of GPU shares; nil: shares are time-sliced
-	alerts  *alerting.Alerting  // this machine's alert rules, evaluator and webhook
-	slurm   *slurmProcs         // the Slurm jobs on this machine's GPUs (slurmprocs.go)
-	rtErr   error
-	cluster *clusterCard // the card of the Slurm cluster this agent stands for; nil: none
-
-	mu         sync.Mutex // guards candidates
-	candidates map[string]discovery.Candidate
-
-	evictions evictionQueue // devices removed from the pool, whose work here ends
+	id      *peer.Identity
+	name    string
+	ep      *transport.Endpoint
+	members *membership.Membership // the pool, as the local API and the peer API see it
+	svc     *app.Service
+	peerAPI http.Handler // what members (and, for joining only, strangers) reach
 }
 
 // Socket is the path of the local API's unix socket in dataDir.
@@ -146,122 +138,130 @@ func Run(ctx context.Context, cfg Config, log *slog.Logger, ready func(*Daemon))
 	return d.run(ctx, ready, nil)
 }
 
+// open builds the daemon's parts in the order they depend on each other:
+// each from the parts above it, and the list is this function. run runs
+// every part that runs; close closes them in reverse. Adding a part is its
+// own file (its type, its constructor taking what it needs, its Run or
+// Close) and one line here, below the parts it needs.
 func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
 	secureDataDir(cfg.DataDir, log)
-	d := &Daemon{cfg: cfg, log: log, candidates: map[string]discovery.Candidate{}}
+	d := &Daemon{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
 			d.close()
 		}
 	}()
-	if d.lock, err = lockDir(cfg.DataDir); err != nil {
-		return nil, err
-	}
-	if d.id, err = peer.LoadOrCreate(cfg.DataDir); err != nil {
-		return nil, fmt.Errorf("load identity: %w", err)
-	}
-	if d.db, err = store.Open(filepath.Join(cfg.DataDir, "replica.db")); err != nil {
-		return nil, err
-	}
-	if d.name, err = d.pickName(ctx); err != nil {
-		return nil, err
-	}
-	tcfg := transport.DefaultConfig()
-	tcfg.Listen = cfg.Listen
-	tcfg.QUICOnly = cfg.QUICOnly
-	// Keepalives every second, not 0.4 s: the replica streams carry a frame
-	// at least every second (records or a heartbeat) and notice a silent
-	// peer themselves (replica.Config.Silence); pings between them were the
-	// agent's largest cost per member. A ping is due a keepalive after the
-	// last packet received: at 1.5 s, never while the frames and their
-	// acknowledgements arrive every second on the beat (at 1 s it raced
-	// them). The idle timeout leaves room for a lost ping's retransmission
-	// on an otherwise quiet connection (quic-go pings at most every half of it).
-	tcfg.KeepAlive, tcfg.IdleTimeout = 1500*time.Millisecond, 3*time.Second
-	tcfg.Member = d.isMember // the others pass through the door (transport/door.go)
-	// At the door only the join exchange, and the replica's stream, where a
-	// removed device reads that it was removed (tellRemoved); the door
-	// answers every other path 403 itself.
-	tcfg.Door.Paths = []string{pool.JoinPath, replica.StreamPath}
-	if d.ep, err = transport.New(d.id, tcfg, log); err != nil {
-		return nil, fmt.Errorf("listen for peers on %s: %w", cfg.Listen, err)
-	}
-	d.openTelemetry(ctx)
-	d.openSlurmProcs(ctx)
-	fcfg := folders.DefaultConfig()
-	fcfg.Self, fcfg.DataDir = d.id.ID.String(), cfg.DataDir
-	if d.folders, err = folders.OpenWith(fcfg, nodestore.NewShares(d.db)); err != nil {
-		return nil, err
-	}
-	d.openCopies()
-	d.peers = replica.NewPeers(replica.DefaultConfig(), d.db, d.id.ID, d.ep, log)
-	if err := d.openPool(ctx); err != nil {
-		return nil, err
-	}
-	d.peers.OnPool = d.pool.Receive
-	d.peers.Published = publishedAddrs
-	d.openJobs(ctx)
-	d.openReservations()
-	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
-	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
-	in.SetJobs(d.jobOf) // its own jobs, and the Slurm jobs on its GPUs
-	d.alerts = alerting.Open(ctx, alerting.Config{Self: d.id.ID, Name: d.name, Nodes: members{d},
-		WebhookPolicy: d.webhookPolicy, Live: d.peers}, d.db, d.pool, in, log)
-	d.svc, err = app.New(app.Deps{DB: d.db, Self: d.self(), Live: d.peers, Pool: (*poolManager)(d),
-		Nodes: d, Folders: d.shares, Copier: copier{d.copies}, Policy: d.policy, Signer: signer{d.id}, Log: log})
+	// The list's real cycles, each bound below once its part is built.
+	var (
+		roles    late[*pool.Manager]    // the transport admits members; the pool, built on it, says who is one
+		removed  removedLate            // the pool removes devices whose copies and jobs here end
+		jobsLate late[*jobs.Manager]    // the executor and the cluster's proof read the policy the manager applies
+		sampled  late[*agent.Telemetry] // the jobs place by the latest sample; the telemetry asks them to annotate it
+		service  late[*app.Service]     // the copies and the alerts call members through the service built on them
+	)
+	lock, err := lockDir(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
-	d.tunnels = d.svc.Tunnels()
-	return d, nil
-}
-
-// pickName chooses this machine's name: the flag, the last one, the host name.
-func (d *Daemon) pickName(ctx context.Context) (string, error) {
-	name := d.cfg.Name
-	if name == "" {
-		last, _, err := d.db.Setting(ctx, app.SettingSelfName)
-		if err != nil {
-			return "", err
+	d.add(lock)
+	if d.id, err = peer.LoadOrCreate(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("load identity: %w", err)
+	}
+	self := d.id.ID.String()
+	db, err := store.Open(filepath.Join(cfg.DataDir, "replica.db"))
+	if err != nil {
+		return nil, err
+	}
+	d.add(db)
+	if d.name, err = pickName(ctx, db, cfg.Name, d.id.ID); err != nil {
+		return nil, err
+	}
+	isMember := func(id peer.ID) bool { // before the pool is read, no one is
+		pm, ok := roles.get()
+		return ok && membership.RoleOf(d.id.ID, pm, id) != ""
+	}
+	if d.ep, err = openEndpoint(d.id, cfg, isMember, log); err != nil {
+		return nil, err
+	}
+	d.add(d.ep)
+	peers := newReplica(db, d.id.ID, d.ep, log)
+	d.add(peers)
+	nodes := app.NewNodeDialer(d.id.ID, d.ep, peers.Peers)
+	disc := openDiscovery(cfg, d.id.ID, d.name, d.ep.Addr().Port, db, peers.Peers, log)
+	d.add(disc)
+	pm, err := openPool(ctx, d.id, d.name, db, d.ep, disc, peers.Peers, removed.call, log)
+	if err != nil {
+		return nil, err
+	}
+	roles.set(pm)
+	peers.OnPool = pm.Receive
+	d.members = membership.New(d.id.ID, pm, peers.Peers, d.ep)
+	gpus := openGPUs(cfg, d.id.ID, log) // nil: no GPU driver
+	if gpus != nil {
+		d.add(gpus)
+	}
+	fcfg := folders.DefaultConfig()
+	fcfg.Self, fcfg.DataDir = self, cfg.DataDir
+	reg, err := folders.OpenWith(fcfg, nodestore.NewShares(db))
+	if err != nil {
+		return nil, err
+	}
+	shares := sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, db, reg, pm, log)
+	d.add(shares)
+	cps := openCopies(d.id, db, reg, nodes, serviceMembers{&service}, shares, log)
+	d.add(cps)
+	policy := func() jobs.Policy { // the defaults until the manager applies the stored one
+		if m, ok := jobsLate.get(); ok {
+			return m.Policy()
 		}
-		name = last
+		return jobs.Policy{}
 	}
-	if name == "" {
-		name, _ = os.Hostname()
+	ex := openExecutor(ctx, cfg, d.id.ID, d.ep.Addr().Port, policy, log)
+	if ex.Runtime != nil { // a Docker engine: its client
+		d.add(ex.Runtime)
 	}
-	if name == "" {
-		name = "labpool-" + d.id.ID.Short()
+	if ex.Card != nil { // a cluster's agent: its card
+		d.add(ex.Card)
 	}
-	if err := d.db.SetSetting(ctx, app.SettingSelfName, name); err != nil {
-		return "", err
+	if ex.MPS != nil { // GPU shares capped by MPS: the daemons' keeper
+		d.add(ex.MPS)
 	}
-	return name, d.db.SetSetting(ctx, app.SettingSelfID, d.id.ID.String())
-}
-
-func (d *Daemon) openTelemetry(ctx context.Context) {
-	var gpus agent.GPUSource
-	g, err := gpu.Open(gpu.DefaultConfig())
-	if d.cfg.SimulateGPUs > 0 {
-		d.log.Warn("simulating GPUs instead of reading NVML", "gpus", d.cfg.SimulateGPUs)
-		g, err = gpu.OpenSimulated(d.cfg.SimulateGPUs, d.id.ID.String(), gpu.DefaultConfig())
+	jm := openJobs(ctx, cfg, self, db, ex, gpus, reg, telemetryGPUs{&sampled}, d.members.MemberName,
+		clusterProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), log)
+	jobsLate.set(jm.m)
+	d.add(jm)
+	sp := app.NewSlurmWatch(ctx, app.ProcRoot, db, app.NewSlurmJobs(db), self, policy, log)
+	d.add(sp)
+	tel := openTelemetry(cfg, d.id.ID, d.name, gpus, jm.m, sp, log)
+	sampled.set(tel)
+	d.add(tel)
+	d.add(tel.Sink(history.NewRecorder(db, self, log).Run))
+	d.add(tel.Sink(app.NewEnergyRecorder(db, self, log).Run))
+	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.Card, ex.Err, log))
+	d.add(app.NewGrantsPublisher(db, self, jm.m.Allocation, log))
+	book := openReservations(self, db, jm.m, tel, log)
+	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
+	d.add(tel.Sink(al.Run))
+	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,
+		Copier: app.CopierOf(cps), Policy: nodestore.NewPolicy(db, jm.m), Signer: app.DeviceSigner{ID: d.id}, Log: log}); err != nil {
+		return nil, err
 	}
-	switch {
-	case err == nil:
-		d.gpus, gpus = g, g
-	case errors.Is(err, gpu.ErrNoDriver):
-		d.log.Info("monitoring the host only", "gpus", err.Error())
-	default:
-		d.log.Warn("open nvml", "err", err)
+	service.set(d.svc)
+	d.add(runFunc(d.svc.RunAlertEvents))
+	d.add(serviceViews{d.svc, cfg.ViewInterval})
+	d.add(d.svc.Tunnels())
+	ev := membership.NewEvictions(d.members, d.ep, cps, jm.m, log)
+	removed.set(ev)
+	d.add(ev)
+	if cfg.Metrics != "" {
+		d.add(newMetrics(cfg, tel, jm.m, d.members.MemberName, log))
 	}
-	acfg := agent.DefaultConfig()
-	acfg.Interval = d.cfg.SampleInterval
-	acfg.ID, acfg.Name, acfg.Version = d.id.ID.String(), d.name, d.cfg.Version
-	acfg.Annotate = d.annotateGPUs // quarantines, jobs and processes (gpuhealth.go)
-	acfg.DevicesChanged = d.devicesChanged
-	d.telem = agent.New(acfg, gpus, host.NewSampler(host.DefaultConfig()), d.log)
+	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, cps, al, book, log)
+	d.add(peerServer{d.ep, d.peerAPI})
+	return d, nil
 }
 
 func (d *Daemon) self() app.Self {
@@ -274,25 +274,8 @@ func (d *Daemon) self() app.Self {
 // Service returns the daemon's service layer.
 func (d *Daemon) Service() *app.Service { return d.svc }
 
-func (d *Daemon) close() {
-	if d.ep != nil {
-		d.ep.Close()
-	}
-	if d.gpus != nil {
-		d.gpus.Close()
-	}
-	if d.rt != nil {
-		d.rt.Close()
-	}
-	if d.db != nil {
-		d.db.Close()
-	}
-	if d.lock != nil {
-		d.lock.Close()
-	}
-}
-
-// run serves everything until ctx is cancelled; extra runs beside them.
+// run runs every part, and serves the local API, until ctx is cancelled;
+// extra runs beside them.
 func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(context.Context) error) error {
 	sock, err := listenSocket(d.cfg.DataDir)
 	if err != nil {
@@ -310,46 +293,14 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 		}
 		g.Go(func() error { return serveUntil(ctx, sys.srv, sys.l) })
 	}
-	g.Go(func() error { return d.telem.Run(ctx) })
-	samples, cancel := d.telem.Subscribe()
-	defer cancel()
-	g.Go(func() error { return history.NewRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, samples) })
-	energy, cancelEnergy := d.telem.Subscribe()
-	defer cancelEnergy()
-	g.Go(func() error { return app.NewEnergyRecorder(d.db, d.id.ID.String(), d.log).Run(ctx, energy) })
-	alertSamples, cancelAlerts := d.telem.Subscribe()
-	defer cancelAlerts()
-	g.Go(func() error { return d.alerts.Run(ctx, alertSamples) })
-	g.Go(func() error { return d.jobs.RunReclaim(ctx) })
-	g.Go(func() error { return d.svc.RunAlertEvents(ctx) })
-	g.Go(func() error { return d.ep.Serve(ctx, d.peerHandler()) })
-	g.Go(func() error { return d.peers.Run(ctx) })
-	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })
-	g.Go(func() error { return d.runNodeRecord(ctx) })
-	if d.jobs != nil {
-		g.Go(func() error { return app.NewGrantsPublisher(d.db, d.id.ID.String(), d.jobs.Allocation, d.log).Run(ctx) })
-	}
-	if d.cluster != nil {
-		g.Go(func() error { return d.cluster.run(ctx) })
-	}
-	g.Go(func() error { return d.tunnels.Run(ctx) })
-	g.Go(func() error { return d.jobs.Run(ctx) })
-	if d.mps != nil {
-		g.Go(func() error { return d.mps.Run(ctx) })
-	}
-	g.Go(func() error { return d.shares.Run(ctx) })
-	g.Go(func() error { return d.copies.Run(ctx) })
-	g.Go(func() error { return d.runEvictions(ctx) })
-	if d.cfg.Metrics != "" {
-		g.Go(func() error { return d.runMetrics(ctx) })
-	}
-	if err := d.startDiscovery(ctx, g); err != nil {
-		return err
+	for _, p := range d.parts {
+		if r, ok := p.(runner); ok {
+			g.Go(func() error { return r.Run(ctx) })
+		}
 	}
 	if extra != nil {
 		g.Go(func() error { return extra(ctx) })
 	}
-	d.hintKnownAddresses(ctx)
 	d.log.Info("labpool daemon running", "id", d.id.ID, "name", d.name, "listen", d.ep.Addr().String(), "data", d.cfg.DataDir)
 	if ready != nil {
 		ready(d)
@@ -357,37 +308,26 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	return g.Wait()
 }
 
-// peerHandler is what members (and, for joining only, strangers) reach.
-func (d *Daemon) peerHandler() http.Handler {
-	rs := replica.NewServer(d.db, d.id.ID.String(), d.log)
-	rs.Pool = d.pool.Records
-	rs.Addrs = d.peers.Relay
-	rs.Skip = history.SkipOnCatchUp
-	return agent.PeerHandler(agent.Parts{
-		Telemetry: d.telem,
-		Stream:    agent.Route{Method: http.MethodGet, Path: replica.StreamPath, Handler: d.heard(d.hintFollower(rs))},
-		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(d.ep.Refusals(), d.pool.JoinHandler())},
-		Jobs:      jobs.Handler(d.jobs, d.jobCaller),
-		Images:    containers.ImageHandler(d.rt, d.jobs, d.jobCaller),
-		Folders:   d.folderHandler(),
-		Transfers: d.copies.Handler(d.folderCaller),
-		Alerts:    alerts.Handler(d.alerts.Machine(), d.alerts.Caller),
-		Reserve:   reserve.Handler(d.book, d.reserveCaller),
-		Authorize: func(open []string, h http.Handler) http.Handler {
-			return d.tellRemoved(transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h))
-		},
-	})
-}
-
-// heard tells the followers that the member opening a replication stream
-// reaches this machine: the follower of it, if offline, dials at once.
-func (d *Daemon) heard(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id, ok := transport.PeerID(r); ok {
-			d.peers.Heard(id.String())
+// pickName chooses this machine's name: the flag, the last one, the host name.
+func pickName(ctx context.Context, db *store.DB, flag string, id peer.ID) (string, error) {
+	name := flag
+	if name == "" {
+		last, _, err := db.Setting(ctx, app.SettingSelfName)
+		if err != nil {
+			return "", err
 		}
-		h.ServeHTTP(w, r)
-	})
+		name = last
+	}
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	if name == "" {
+		name = "labpool-" + id.Short()
+	}
+	if err := db.SetSetting(ctx, app.SettingSelfName, name); err != nil {
+		return "", err
+	}
+	return name, db.SetSetting(ctx, app.SettingSelfID, id.String())
 }
 
 func listenSocket(dir string) (net.Listener, error) {
@@ -401,7 +341,7 @@ func listenSocket(dir string) (net.Listener, error) {
 		l.Close()
 		return nil, err
 	}
-	if err := restrictToOwner(path, false); err != nil {
+	if err := peer.RestrictToOwner(path, false); err != nil {
 		l.Close() // never serve a socket other users may open
 		return nil, err
 	}

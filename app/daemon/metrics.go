@@ -2,16 +2,32 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 
+	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/metrics"
 )
 
-// runMetrics serves this machine's GPU metrics for Prometheus on
-// Config.Metrics until ctx is cancelled.
-func (d *Daemon) runMetrics(ctx context.Context) error {
-	cfg := metrics.Config{Addr: d.cfg.Metrics, AllowRemote: d.cfg.MetricsAllowRemote,
-		Hosts: d.cfg.MetricsHosts, Hostname: d.telem.Info().Host.Hostname}
-	srv, err := metrics.New(cfg, d.telem, d.jobOwner, d.memberName, d.log)
+// metricsPart serves this machine's GPU metrics for Prometheus on
+// Config.Metrics; the list holds it only where that is set.
+type metricsPart struct {
+	cfg        metrics.Config
+	tel        *agent.Telemetry
+	jobs       *jobs.Manager
+	memberName func(string) string
+	log        *slog.Logger
+}
+
+func newMetrics(c Config, tel *agent.Telemetry, jm *jobs.Manager, memberName func(string) string, log *slog.Logger) *metricsPart {
+	cfg := metrics.Config{Addr: c.Metrics, AllowRemote: c.MetricsAllowRemote, Hosts: c.MetricsHosts,
+		Hostname: tel.Info().Host.Hostname}
+	return &metricsPart{cfg: cfg, tel: tel, jobs: jm, memberName: memberName, log: log}
+}
+
+// Run serves until ctx is cancelled.
+func (m *metricsPart) Run(ctx context.Context) error {
+	srv, err := metrics.New(m.cfg, m.tel, m.jobOwner, m.memberName, m.log)
 	if err != nil {
 		return err
 	}
@@ -20,19 +36,10 @@ func (d *Daemon) runMetrics(ctx context.Context) error {
 
 // jobOwner is the owner (member ID) of a job of this machine, "" when
 // there is no such job.
-func (d *Daemon) jobOwner(id string) string {
-	if d.jobs == nil {
-		return ""
-	}
-	j, err := d.jobs.Get(id)
+func (m *metricsPart) jobOwner(id string) string {
+	j, err := m.jobs.Get(id)
 	if err != nil {
 		return ""
 	}
 	return j.Owner
-}
-
-// memberName is a member's name in the pool, "" when it is not one.
-func (d *Daemon) memberName(id string) string {
-	st, _ := d.pool.Snapshot()
-	return st.MemberName(id)
 }

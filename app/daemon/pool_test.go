@@ -14,7 +14,7 @@ func TestCreateReturnsItsInvite(t *testing.T) {
 	ctx := t.Context()
 	d := openDaemon(t, "lab1")
 	before := time.Now()
-	code, err := (*poolManager)(d).Create(ctx)
+	code, err := d.members.Create(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestCreateReturnsItsInvite(t *testing.T) {
 	if want := pool.InviteID(pool.InviteKey(c.Secret).Public().(ed25519.PublicKey)); code.Invite.ID != want {
 		t.Errorf("the invite returned is %q; want %q, that of the code", code.Invite.ID, want)
 	}
-	st, err := (*poolManager)(d).Status(ctx)
+	st, err := d.members.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

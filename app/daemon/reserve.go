@@ -1,42 +1,46 @@
 package daemon
 
 import (
+	"log/slog"
 	"net/http"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/reserve"
+	"github.com/labpool/labpool/sync/pool"
+	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
 )
 
-// openReservations sets up the book of this machine's reservations over
-// its own records, after openJobs: the ledger holds what the book holds
+// openReservations builds the book of this machine's reservations over
+// its own records, after the jobs: the ledger holds what the book holds
 // (SetHeld "reservations"), from the records loaded at start on.
-func (d *Daemon) openReservations() {
-	self := d.id.ID.String()
-	d.book = reserve.NewBook(reserve.Config{
+func openReservations(self string, db *store.DB, jm *jobs.Manager, tel *agent.Telemetry, log *slog.Logger) *reserve.Book {
+	b := reserve.NewBook(reserve.Config{
 		Node:    self,
-		Units:   d.gpuUnits,
-		Policy:  func() reserve.Policy { return d.jobs.Policy().Reserve },
-		Store:   app.ReservationStore{DB: d.db, Self: self},
-		Log:     d.log,
-		Changed: func(gs []alloc.Grant) { d.jobs.Ledger().SetHeld("reservations", gs) },
+		Units:   func() []alloc.Unit { return gpuUnits(self, tel) },
+		Policy:  func() reserve.Policy { return jm.Policy().Reserve },
+		Store:   app.ReservationStore{DB: db, Self: self},
+		Log:     log,
+		Changed: func(gs []alloc.Grant) { jm.Ledger().SetHeld("reservations", gs) },
 		Lost: func(r reserve.Reservation) {
-			d.log.Warn("a reservation lost to an earlier one; its record says so to its member",
+			log.Warn("a reservation lost to an earlier one; its record says so to its member",
 				"reservation", r.ID, "member", r.Member, "reason", r.Reason)
 		},
 	})
-	if err := d.book.Load(); err != nil {
-		d.log.Error("load this machine's reservations", "err", err)
+	if err := b.Load(); err != nil {
+		log.Error("load this machine's reservations", "err", err)
 	}
+	return b
 }
 
 // gpuUnits are this machine's GPUs as the book places reservations on
 // them.
-func (d *Daemon) gpuUnits() []alloc.Unit {
-	self := d.id.ID.String()
+func gpuUnits(self string, tel *agent.Telemetry) []alloc.Unit {
 	var out []alloc.Unit
-	for _, g := range d.telem.Info().GPUs {
+	for _, g := range tel.Info().GPUs {
 		out = append(out, alloc.Unit{ID: g.UUID, Kind: alloc.GPU, Node: self, Index: g.Index, MemBytes: g.MemTotalBytes})
 	}
 	return out
@@ -44,8 +48,10 @@ func (d *Daemon) gpuUnits() []alloc.Unit {
 
 // reserveCaller is who asks the reservations API: the device the
 // transport proved, with its role in the pool.
-func (d *Daemon) reserveCaller(r *http.Request) reserve.Caller {
-	id, _ := transport.PeerID(r)
-	role, _ := d.pool.Role(id)
-	return reserve.Caller{ID: id.String(), Role: string(role)}
+func reserveCaller(pm *pool.Manager) func(*http.Request) reserve.Caller {
+	return func(r *http.Request) reserve.Caller {
+		id, _ := transport.PeerID(r)
+		role, _ := pm.Role(id)
+		return reserve.Caller{ID: id.String(), Role: string(role)}
+	}
 }

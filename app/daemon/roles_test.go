@@ -189,7 +189,7 @@ func TestRoleMatrix(t *testing.T) {
 	ctx := t.Context()
 	node := openServing(t, "node")
 	addr := node.ep.Addr().String()
-	code, err := (*poolManager)(node).Create(ctx)
+	code, err := node.members.Create(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,21 +198,21 @@ func TestRoleMatrix(t *testing.T) {
 		d := openDaemon(t, role)
 		invite := code.Code
 		if role == "admin" || role == "viewer" {
-			inv, err := (*poolManager)(node).CreateInvite(ctx, app.InviteRequest{Role: role, Uses: 1, ExpiresSeconds: 3600})
+			inv, err := node.members.CreateInvite(ctx, app.InviteRequest{Role: role, Uses: 1, ExpiresSeconds: 3600})
 			if err != nil {
 				t.Fatal(err)
 			}
 			invite = inv.Code
 		}
-		if _, err := (*poolManager)(d).Join(ctx, app.JoinRequest{Code: invite, Addr: addr}); err != nil {
+		if _, err := d.members.Join(ctx, app.JoinRequest{Code: invite, Addr: addr}); err != nil {
 			t.Fatalf("%s joins: %v", role, err)
 		}
 		devices[role] = d
 	}
-	if err := (*poolManager)(node).SetRole(ctx, devices["owner"].id.ID.String(), "owner"); err != nil {
+	if err := node.members.SetRole(ctx, devices["owner"].id.ID.String(), "owner"); err != nil {
 		t.Fatal(err)
 	}
-	if err := (*poolManager)(node).Remove(ctx, devices["removed"].id.ID.String()); err != nil {
+	if err := node.members.Remove(ctx, devices["removed"].id.ID.String()); err != nil {
 		t.Fatal(err)
 	}
 	stranger, err := peer.LoadOrCreate(t.TempDir())
@@ -224,7 +224,7 @@ func TestRoleMatrix(t *testing.T) {
 		ids[role] = d.id
 	}
 
-	peerRoutes, err := peerRoutesOf(node.peerHandler().(*agent.Served).Specs())
+	peerRoutes, err := peerRoutesOf(node.peerAPI.(*agent.Served).Specs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func launchProof(t *testing.T, id *peer.Identity, node, body string) http.Header
 	if err != nil {
 		t.Fatal(err)
 	}
-	proof, err := signer{id}.ProveLaunch(node, spec)
+	proof, err := app.DeviceSigner{ID: id}.ProveLaunch(node, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +343,7 @@ func openServing(t *testing.T, name string) *Daemon {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := d.ep.Serve(ctx, d.peerHandler()); err != nil {
+		if err := d.ep.Serve(ctx, d.peerAPI); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})

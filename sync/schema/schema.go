@@ -72,7 +72,7 @@ const sampleKey = 20
 // twice the points its tier keeps (app/history); a control kind's bounds
 // what a machine holds of it at once (a machine's writer prunes what ended).
 var kinds = []Kind{
-	{KindNode, "app/daemon (the machine's own record)", 0, 256 << 10, 1, []string{"error", "reason", "message"}},
+	{KindNode, "app (NodePublisher: the machine's own record)", 0, 256 << 10, 1, []string{"error", "reason", "message"}},
 	{KindJob, "app/nodestore (the jobs this machine runs)", 128, 64 << 10, 1 << 17, []string{"cmd", "env", "error"}},
 	{KindFolder, "app/sharing (the folders this machine shares)", 256, 16 << 10, 4096, nil},
 	{KindAlert, "app/alerting (the alerts this machine evaluates)", 256, 16 << 10, 4096, []string{"message"}},
@@ -83,8 +83,8 @@ var kinds = []Kind{
 	{KindSample15m, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 35136, []string{"error"}},
 	{KindSample3h, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 5856, []string{"error"}},
 	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10, 2 * 17568, nil},
-	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
-	{KindGrants, "app/daemon (this machine's ledger: its units and grants)", 0, 256 << 10, 1, nil},
+	{KindSlurmHold, "app (SlurmWatch: the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
+	{KindGrants, "app (GrantsPublisher: this machine's ledger, its units and grants)", 0, 256 << 10, 1, nil},
 	{KindReservation, "app/daemon (node/reserve: the reservations of this machine's GPUs)", 32, 16 << 10, 2048, nil},
 }
 

@@ -1,4 +1,4 @@
-package daemon
+package peer
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// restrictToOwner replaces path's DACL with ownerOnlySDDL's, for the user
+// RestrictToOwner replaces path's DACL with ownerOnlySDDL's, for the user
 // this process runs as: no one else on the machine may open the data
 // directory or the control socket in it.
-func restrictToOwner(path string, dir bool) error {
+func RestrictToOwner(path string, dir bool) error {
 	user, err := windows.GetCurrentProcessToken().GetTokenUser()
 	if err != nil {
 		return fmt.Errorf("restrict %s to its owner: read this process's user: %w", path, err)
