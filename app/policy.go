@@ -31,6 +31,14 @@ type PolicyUpdate struct {
 	// to a machine (resolved likewise); "" unpins it.
 	SlurmUsers map[string]string `json:"slurm_users,omitempty"`
 	SlurmNodes map[string]string `json:"slurm_nodes,omitempty"`
+	// The lend policy (lend.Policy): mode "never" | "always" | "idle",
+	// the owner's time away before guests run, what guests get after the
+	// grace ("pause" | "stop"), the grace, and the lend hours ("" any time).
+	Lend             *string `json:"lend,omitempty"`
+	LendAfterSeconds *int    `json:"lend_after_seconds,omitempty"`
+	Yield            *string `json:"yield,omitempty"`
+	GraceSeconds     *int    `json:"grace_seconds,omitempty"`
+	LendHours        *string `json:"lend_hours,omitempty"`
 }
 
 // IsZero says whether u changes nothing.
@@ -53,6 +61,13 @@ func mergeMap(m, set map[string]string) map[string]string {
 		}
 	}
 	return out
+}
+
+// setIf sets *dst to *v where v is set.
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // Apply returns p with u's fields set.
@@ -93,6 +108,11 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	if u.WebhookPrivate != nil {
 		p.WebhookPrivate = *u.WebhookPrivate
 	}
+	setIf(&p.Lend.Mode, u.Lend)
+	setIf(&p.Lend.AfterSeconds, u.LendAfterSeconds)
+	setIf(&p.Lend.Yield, u.Yield)
+	setIf(&p.Lend.GraceSeconds, u.GraceSeconds)
+	setIf(&p.Lend.Hours, u.LendHours)
 	p.SlurmUsers = mergeMap(p.SlurmUsers, u.SlurmUsers)
 	p.SlurmNodes = mergeMap(p.SlurmNodes, u.SlurmNodes)
 	return p

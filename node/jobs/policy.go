@@ -1,10 +1,13 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/labpool/labpool/node/lend"
 )
 
 // Launch policies: who may launch jobs on this machine (its local user
@@ -48,6 +51,9 @@ type Policy struct {
 	// ID of the labpool agent on it: only that device's samples of the
 	// node are believed (idle reclaim, stats of a cluster job).
 	SlurmNodes map[string]string `json:"slurm_nodes,omitempty"`
+	// Lend is when this machine is lent to the pool's guests and how it is
+	// taken back when its own user sits down (node/lend).
+	Lend lend.Policy `json:"lend"`
 }
 
 // maxSlurmMap bounds SlurmUsers and SlurmNodes.
@@ -86,7 +92,7 @@ func DefaultPolicy() Policy {
 		def = min(def, total/2)
 	}
 	return Policy{Launch: LaunchMembers, DefaultMemoryBytes: def, MaxMemoryBytes: total, LogMaxBytes: 64 << 20,
-		JobUser: DefaultJobUser, IdleBelowPercent: 5, JobNetwork: NetOutside}
+		JobUser: DefaultJobUser, IdleBelowPercent: 5, JobNetwork: NetOutside, Lend: lend.DefaultPolicy()}
 }
 
 var jobUser = regexp.MustCompile(`^[1-9][0-9]{0,9}:[1-9][0-9]{0,9}$`)
@@ -112,6 +118,13 @@ func (p Policy) Check() error {
 		return refuse("policy", "idle below %g%%: above 0 and at most 100", p.IdleBelowPercent)
 	case p.JobNetwork != "" && !slices.Contains(NetworkModes, p.JobNetwork):
 		return refuse("policy", "job network %q: use isolated, outside or host", p.JobNetwork)
+	}
+	if err := p.Lend.Check(); err != nil {
+		var re *lend.RuleError
+		if errors.As(err, &re) {
+			return refuse(re.Rule, "%s", re.Detail)
+		}
+		return err
 	}
 	return p.checkSlurmMaps()
 }
