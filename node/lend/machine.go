@@ -1,0 +1,157 @@
+package lend
+
+import (
+	"fmt"
+	"time"
+)
+
+// Phase is where a lent machine is.
+type Phase string
+
+// Phases.
+const (
+	// Lent: guests may be placed and run.
+	Lent Phase = "lent"
+	// Kept: the owner's; no guest is placed (none runs).
+	Kept Phase = "kept"
+	// Warned: the owner's; no guest is placed, running guests were told
+	// they yield at Deadline.
+	Warned Phase = "warned"
+	// Yielded: the owner's; guests are paused or stopped.
+	Yielded Phase = "yielded"
+)
+
+// Input is what the machine sees at one step.
+type Input struct {
+	Now time.Time // in the machine's local zone (the lend hours are read on its wall clock)
+	// Present says that a signal sees the owner now; Why names it
+	// ("your GPU processes", "your desktop is in use", "I'm using it").
+	Present bool
+	Why     string
+	// Running is how many guest jobs run here, not paused.
+	Running int
+}
+
+// Actions is what one step asks for besides the owner's grant on the GPUs
+// (held in every phase but Lent): Warn the running guests, Yield them
+// (pause or stop, as Policy.Yield says), or Return the GPUs (resume what
+// was paused).
+type Actions struct {
+	Warn, Yield, Return bool
+}
+
+// Status is what a machine says about its lending, to people.
+type Status struct {
+	Mode  string `json:"mode"` // the policy's mode
+	Phase Phase  `json:"phase"`
+	// Since is when the phase began; OwnerSeen when a signal last saw the
+	// owner (zero: not since the agent started, at Started).
+	Since     time.Time `json:"since"`
+	OwnerSeen time.Time `json:"owner_seen,omitzero"`
+	// Deadline is when warned guests yield (Warned).
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Why says why the machine is the owner's ("owner present: I'm
+	// using it", "outside the lend hours", "lend never").
+	Why   string `json:"why,omitempty"`
+	Yield string `json:"yield,omitempty"` // pause or stop
+}
+
+// Machine is the pure state machine of lending: Step takes what the
+// signals say and the time, and returns what to do. It reads no clock.
+type Machine struct {
+	policy Policy
+	hours  Hours
+	st     Status
+}
+
+// NewMachine starts a machine at now under p (which Check accepted). A
+// machine starts as its owner's, the owner last seen at now: guests are
+// placed only once Step finds it lent (an Idle machine: after p.After).
+func NewMachine(p Policy, now time.Time) *Machine {
+	m := &Machine{st: Status{Phase: Kept, Since: now, OwnerSeen: now, Why: "starting"}}
+	m.SetPolicy(p)
+	return m
+}
+
+// SetPolicy changes the policy; the next Step applies it. A policy that
+// does not parse (Check refuses it) lends nothing.
+func (m *Machine) SetPolicy(p Policy) {
+	hs, err := ParseHours(p.Hours)
+	if err != nil || p.Check() != nil {
+		p.Mode, hs = Never, nil
+	}
+	m.policy, m.hours = p, hs
+	m.st.Mode, m.st.Yield = p.Mode, p.Yield
+}
+
+// Status returns where the machine is.
+func (m *Machine) Status() Status { return m.st }
+
+// lent says whether guests may run at in, and if not why.
+func (m *Machine) lent(in Input) (bool, string) {
+	switch {
+	case m.policy.Mode == Never:
+		return false, "lend never"
+	case !m.hours.In(in.Now):
+		return false, "outside the lend hours (" + m.policy.Hours + ")"
+	case m.policy.Mode == Always:
+		return true, ""
+	case in.Present:
+		return false, "owner present: " + in.Why
+	case in.Now.Sub(m.st.OwnerSeen) < m.policy.After():
+		return false, fmt.Sprintf("owner away %s of %s", roundMin(in.Now.Sub(m.st.OwnerSeen)), m.policy.After())
+	}
+	return true, ""
+}
+
+func roundMin(d time.Duration) time.Duration { return d.Truncate(time.Minute) }
+
+// Step advances the machine to in.Now and says what to do. The owner
+// waits for no guest beyond the grace: once the machine stops being lent,
+// running guests are warned at once and yield at Deadline, and a guest
+// still running after that (one that ignored its pause, or was placed
+// meanwhile) is told to yield at every step.
+func (m *Machine) Step(in Input) Actions {
+	if in.Present {
+		m.st.OwnerSeen = in.Now
+	}
+	ok, why := m.lent(in)
+	var a Actions
+	switch {
+	case ok && m.st.Phase == Lent:
+	case ok:
+		a.Return = m.st.Phase == Yielded || m.st.Phase == Kept // resume what an earlier run paused
+		m.set(Lent, in.Now, "")
+	case m.st.Phase == Lent || (m.st.Phase == Kept && in.Running > 0):
+		if in.Running > 0 {
+			a.Warn = true
+			m.set(Warned, in.Now, why)
+			m.st.Deadline = in.Now.Add(m.policy.Grace())
+		} else {
+			m.set(Kept, in.Now, why)
+		}
+	case m.st.Phase == Warned && !in.Now.Before(m.st.Deadline):
+		a.Yield = true
+		m.set(Yielded, in.Now, why)
+	case m.st.Phase == Yielded && in.Running > 0:
+		a.Yield = true
+		m.st.Why = why
+	default:
+		m.st.Why = why
+	}
+	return a
+}
+
+func (m *Machine) set(p Phase, now time.Time, why string) {
+	m.st.Phase, m.st.Since, m.st.Why = p, now, why
+	if p != Warned {
+		m.st.Deadline = time.Time{}
+	}
+}
+
+// Held says whether the owner holds the GPUs: no guest is placed.
+func (m *Machine) Held() bool { return m.st.Phase != Lent }
+
+// Wake is when the machine next needs a step without a new signal: a
+// warned machine's deadline (zero: none).
+func (m *Machine) Wake() time.Time { return m.st.Deadline }
