@@ -140,6 +140,9 @@ type Job struct {
 	// ReclaimAt is when the idle reclaim policy stops the job unless its
 	// GPUs get busy again: the countdown its owner sees (nil: none).
 	ReclaimAt *time.Time `json:"reclaim_at,omitempty"`
+	// Lend says what the lend policy of a machine lent to the pool did to
+	// this guest job: warned of when it yields, or paused (nil: nothing).
+	Lend *LendNote `json:"lend,omitempty"`
 	// OwnerProof is Owner's signature on the launch (Proof's wire form):
 	// every reader checks it before it names Owner as the job's (see
 	// VerifyOwner); "" on a record of an older node.
