@@ -19,6 +19,7 @@
 package app
 
 import (
+	"github.com/labpool/labpool/node/lend"
 	"time"
 
 	"github.com/labpool/labpool/node/gpu"
@@ -82,6 +83,9 @@ type Node struct {
 	// this machine, agrees: a job's comment is anyone's to write on a
 	// cluster.
 	ClusterOwners map[string]string `json:"cluster_owners,omitempty"`
+	// Lend is what the machine last said about its lending (node/lend):
+	// lent, or its owner's and why; nil where it said nothing.
+	Lend *lend.Status `json:"lend,omitempty"`
 }
 
 // NodeInfo is what changes rarely about a machine.

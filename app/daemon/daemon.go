@@ -329,6 +329,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.shares.Run(ctx) })
 	g.Go(func() error { return d.copies.Run(ctx) })
 	g.Go(func() error { return d.runEvictions(ctx) })
+	g.Go(func() error { return d.runLend(ctx) })
 	if d.cfg.Metrics != "" {
 		g.Go(func() error { return d.runMetrics(ctx) })
 	}

@@ -59,6 +59,9 @@ type Config struct {
 	Log  *slog.Logger
 	// Now reads the clock (time.Now; a benchmark steps a fake one).
 	Now func() time.Time
+	// Policy, when set, is read at every step (the machine's policy as
+	// `labpool policy` last set it); a change applies at once.
+	Policy func() Policy
 }
 
 // DefaultConfig reads the signals every second.
@@ -77,6 +80,7 @@ type Lender struct {
 
 	mu      sync.Mutex // guards the fields below
 	m       *Machine
+	policy  Policy // as last applied
 	using   bool
 	held    string          // the owner grant's name as last set ("" none)
 	pausing map[string]bool // guests told to pause in this taking back
@@ -97,13 +101,14 @@ func New(cfg Config, p Policy, g Guests, h Holder, signals ...Signal) *Lender {
 		cfg.GPUs = func() []string { return nil }
 	}
 	return &Lender{cfg: cfg, guests: g, hold: h, signals: signals, wake: make(chan struct{}, 1),
-		m: NewMachine(p, cfg.Now()), pausing: map[string]bool{}}
+		m: NewMachine(p, cfg.Now()), policy: p, pausing: map[string]bool{}}
 }
 
 // SetPolicy applies p from the next step, at once.
 func (l *Lender) SetPolicy(p Policy) {
 	l.mu.Lock()
 	l.m.SetPolicy(p)
+	l.policy = p
 	l.mu.Unlock()
 	l.poke()
 }
@@ -189,6 +194,12 @@ func (l *Lender) Step(ctx context.Context) {
 		}
 	}
 	l.mu.Lock()
+	if l.cfg.Policy != nil {
+		if p := l.cfg.Policy(); p != l.policy {
+			l.m.SetPolicy(p)
+			l.policy = p
+		}
+	}
 	a := l.m.Step(Input{Now: l.cfg.Now(), Present: present, Why: why, Running: len(running)})
 	st := l.m.Status()
 	held := l.m.Held()

@@ -193,3 +193,31 @@ func ownerNeverWaits(t *testing.T, seed uint64) {
 		owner.set(false)
 	}
 }
+
+// TestLenderReadsPolicy: a policy changed with `labpool policy` applies
+// at the next step: lend never takes the machine back from its guests.
+func TestLenderReadsPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		jobs := newFakeJobs(time.Now)
+		var mu sync.Mutex
+		p := Policy{Mode: Always, AfterSeconds: 60, Yield: Stop, GraceSeconds: 30}
+		cfg := DefaultConfig()
+		cfg.Policy = func() Policy { mu.Lock(); defer mu.Unlock(); return p }
+		l := New(cfg, p, jobs, jobs)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = l.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		jobs.place("a", fakeGuest{owner: "m1"})
+		mu.Lock()
+		p.Mode = Never
+		mu.Unlock()
+		time.Sleep(32 * time.Second)
+		synctest.Wait()
+		if r := jobs.running(); len(r) != 0 || l.State().Why != "lend never" {
+			t.Errorf("lend never: running %v, state %+v; want the guest stopped after the grace", r, l.State())
+		}
+	})
+}

@@ -2,6 +2,7 @@ package lend
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -54,7 +55,13 @@ type Status struct {
 	// using it", "outside the lend hours", "lend never").
 	Why   string `json:"why,omitempty"`
 	Yield string `json:"yield,omitempty"` // pause or stop
+	Hours string `json:"hours,omitempty"` // the lend hours ("" any time)
 }
+
+// Managed says whether the policy does more than lend always, at any
+// time (as machines did before lending): only then is there anything to
+// show.
+func (s Status) Managed() bool { return s.Mode != Always || s.Hours != "" || s.Phase != Lent }
 
 // Machine is the pure state machine of lending: Step takes what the
 // signals say and the time, and returns what to do. It reads no clock.
@@ -81,8 +88,20 @@ func (m *Machine) SetPolicy(p Policy) {
 		p.Mode, hs = Never, nil
 	}
 	m.policy, m.hours = p, hs
-	m.st.Mode, m.st.Yield = p.Mode, p.Yield
+	m.st.Mode, m.st.Yield, m.st.Hours = p.Mode, p.Yield, p.Hours
 }
+
+// Public is s as the machine publishes it: while the owner is present,
+// without the time they were last seen (it moves every step).
+func (s Status) Public() Status {
+	if s.Phase != Lent && strings.HasPrefix(s.Why, PresentPrefix) {
+		s.OwnerSeen = time.Time{}
+	}
+	return s
+}
+
+// PresentPrefix starts the Why of a machine its owner is at.
+const PresentPrefix = "owner present: "
 
 // Status returns where the machine is.
 func (m *Machine) Status() Status { return m.st }
@@ -97,14 +116,12 @@ func (m *Machine) lent(in Input) (bool, string) {
 	case m.policy.Mode == Always:
 		return true, ""
 	case in.Present:
-		return false, "owner present: " + in.Why
+		return false, PresentPrefix + in.Why
 	case in.Now.Sub(m.st.OwnerSeen) < m.policy.After():
-		return false, fmt.Sprintf("owner away %s of %s", roundMin(in.Now.Sub(m.st.OwnerSeen)), m.policy.After())
+		return false, fmt.Sprintf("owner away less than %s", m.policy.After())
 	}
 	return true, ""
 }
-
-func roundMin(d time.Duration) time.Duration { return d.Truncate(time.Minute) }
 
 // Step advances the machine to in.Now and says what to do. The owner
 // waits for no guest beyond the grace: once the machine stops being lent,
