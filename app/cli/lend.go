@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/lend"
 	"github.com/spf13/pflag"
 )
@@ -74,4 +75,32 @@ func yieldWord(y string) string {
 		return "stopped (a job with a restart policy is queued again)"
 	}
 	return "paused"
+}
+
+// nodeLendNote is what a machine said about its lending, after its state
+// in `labpool nodes`: "; lent (owner away 23 min)"; "" where it lends as
+// machines did before lending (always, at any time) or said nothing.
+func nodeLendNote(st *lend.Status, now time.Time) string {
+	if st == nil || !st.Managed() {
+		return ""
+	}
+	return "; " + st.Text(now)
+}
+
+// jobLendNote says why a guest job is paused, or when it will be, in
+// `labpool ps`: " (paused since 14:32: the machine's owner took it back:
+// owner present: I'm using it)".
+func jobLendNote(j jobs.Job) string {
+	n := j.Lend
+	switch {
+	case n == nil || j.State != jobs.Running:
+		return ""
+	case n.Paused:
+		return fmt.Sprintf(" (paused since %s: the machine's owner took it back: %s)", n.At.Local().Format("15:04"), n.Why)
+	}
+	verb := "pauses"
+	if n.Yield == lend.Stop {
+		verb = "stops"
+	}
+	return fmt.Sprintf(" (%s at %s: the machine's owner takes it back: %s)", verb, n.At.Local().Format("15:04"), n.Why)
 }

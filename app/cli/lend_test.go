@@ -4,9 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/lend"
 	"github.com/spf13/pflag"
 )
 
@@ -73,3 +75,36 @@ func TestLendPolicyRefused(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestLendNotes: `labpool nodes` says how a machine is lent, `ps` why a
+// guest is paused or when it will be; a machine lent as before lending
+// (always, at any time) says nothing more.
+func TestLendNotes(t *testing.T) {
+	now := time.Date(2026, 3, 4, 14, 22, 0, 0, time.Local)
+	nodes := []app.Node{
+		{Name: "ws-a100", ShortID: "AAAA-0000", GPUs: []app.GPU{}, Online: true,
+			Lend: &lend.Status{Mode: lend.Idle, Phase: lend.Lent, OwnerSeen: now.Add(-23 * time.Minute)}},
+		{Name: "ws-4090", ShortID: "BBBB-0000", GPUs: []app.GPU{}, Online: true,
+			Lend: &lend.Status{Mode: lend.Idle, Phase: lend.Warned, Yield: lend.Pause, Why: "owner present: I'm using it", Deadline: now.Add(10 * time.Minute)}},
+		{Name: "dgx", ShortID: "CCCC-0000", GPUs: []app.GPU{}, Online: true, Lend: &lend.Status{Mode: lend.Always, Phase: lend.Lent}},
+	}
+	var b strings.Builder
+	if err := writeNodes(&b, nodes, now); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	for i, want := range []string{"online; lent (owner away 23 min)", "online; owner present: guests pause at 14:32 (I'm using it)", "online "} {
+		if !strings.Contains(lines[i+1], want) {
+			t.Errorf("nodes line %q lacks %q", lines[i+1], want)
+		}
+	}
+	at := now.Add(-time.Minute)
+	j := jobs.Job{State: jobs.Running, Lend: &jobs.LendNote{At: at, Paused: true, Yield: lend.Pause, Why: "owner present: I'm using it"}}
+	if got, want := jobLendNote(j), " (paused since 14:21: the machine's owner took it back: owner present: I'm using it)"; got != want {
+		t.Errorf("ps note of a paused guest = %q; want %q", got, want)
+	}
+	j.Lend.Paused, j.Lend.At = false, now.Add(10*time.Minute)
+	if got, want := jobLendNote(j), " (pauses at 14:32: the machine's owner takes it back: owner present: I'm using it)"; got != want {
+		t.Errorf("ps note of a warned guest = %q; want %q", got, want)
+	}
+}
