@@ -19,6 +19,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/lend"
 	"github.com/labpool/labpool/node/slurm"
 )
 
@@ -37,6 +38,10 @@ var names = map[reflect.Type]string{
 	reflect.TypeFor[slurm.GPUCount]():   "ClusterGPUs",
 	reflect.TypeFor[slurm.QueueJob]():   "ClusterQueueJob",
 	reflect.TypeFor[slurm.SubmitPlan](): "ClusterPlan",
+	// A machine's lending, apart from its job policy.
+	reflect.TypeFor[lend.Policy](): "LendPolicy",
+	reflect.TypeFor[lend.Status](): "LendStatus",
+	reflect.TypeFor[lend.State]():  "LendState",
 }
 
 // roots are the types of every route of web.Routes, then the extras.

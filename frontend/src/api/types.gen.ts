@@ -344,6 +344,7 @@ export interface Job {
   removed?: boolean
   cmd_withheld?: boolean
   reclaim_at?: string | null
+  lend?: LendNote | null
   owner_proof?: string
   node_name: string
   owner_name: string
@@ -380,6 +381,53 @@ export interface JoinRequest {
 export interface LaunchRequest {
   node?: string
   spec: Spec
+}
+
+/** jobs.LendNote */
+export interface LendNote {
+  at: string
+  paused?: boolean
+  yield: string
+  why: string
+}
+
+/** lend.Policy */
+export interface LendPolicy {
+  mode: string
+  after_seconds: number
+  yield: string
+  grace_seconds: number
+  hours?: string
+}
+
+/** lend.State */
+export interface LendState {
+  mode: string
+  phase: string
+  since: string
+  owner_seen?: string
+  deadline?: string
+  why?: string
+  yield?: string
+  hours?: string
+  using: boolean
+}
+
+/** lend.Status */
+export interface LendStatus {
+  mode: string
+  phase: string
+  since: string
+  owner_seen?: string
+  deadline?: string
+  why?: string
+  yield?: string
+  hours?: string
+}
+
+/** app.LendUsing */
+export interface LendUsing {
+  using: boolean
 }
 
 /** gpu.Link */
@@ -478,6 +526,7 @@ export interface Node {
   containers_error?: string
   cluster?: Cluster | null
   cluster_owners?: Record<string, string> | null
+  lend?: LendStatus | null
 }
 
 /** app.NodeFailure */
@@ -569,6 +618,7 @@ export interface Policy {
   webhook_private: boolean
   slurm_users?: Record<string, string> | null
   slurm_nodes?: Record<string, string> | null
+  lend: LendPolicy
 }
 
 /** app.PolicyUpdate */
@@ -587,6 +637,11 @@ export interface PolicyUpdate {
   webhook_private?: boolean | null
   slurm_users?: Record<string, string> | null
   slurm_nodes?: Record<string, string> | null
+  lend?: string | null
+  lend_after_seconds?: number | null
+  yield?: string | null
+  grace_seconds?: number | null
+  lend_hours?: string | null
 }
 
 /** app.PoolSeries */
@@ -734,6 +789,9 @@ export interface Spec {
   gpu_ids?: number[] | null
   mig_ids?: string[] | null
   min_gpu_mem_bytes?: number
+  mig_profile?: string
+  gpu_share?: number
+  gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
   mounts?: Mount[] | null
