@@ -40,7 +40,7 @@ func (s *Service) SetLending(l Lending) { s.lend.p.Store(&l) }
 
 func (s *Service) lender() (Lending, error) {
 	l := s.lend.p.Load()
-	if l == nil {
+	if l == nil || *l == nil {
 		return nil, fmt.Errorf("%w: this machine lends nothing: it runs no jobs", ErrNotFound)
 	}
 	return *l, nil
