@@ -167,10 +167,24 @@ func (m *Manager) requeue(ctx context.Context, id, why string) error {
 	return nil
 }
 
-// OwnerGPUProcesses says whether a process outside labpool runs on a GPU
-// here: the machine's own user at work (lend.Signal).
+// OwnerGPUProcesses says whether a compute process outside labpool runs
+// on a GPU here: the machine's own user at work (lend.Signal). A process
+// on a GPU granted to no job is outside labpool (as for external); one
+// that only draws (the desktop's display server, a browser) is not work:
+// the desktop's own signal is logind's.
 func (m *Manager) OwnerGPUProcesses(context.Context) (bool, string) {
-	return len(m.external(m.gpus.GPUs())) > 0, "your GPU processes"
+	granted := m.ledger.Granted()
+	for _, g := range m.gpus.GPUs() {
+		if granted[g.UUID] != "" {
+			continue
+		}
+		for _, p := range g.Processes {
+			if p.Compute && p.Job == "" {
+				return true, "your GPU processes"
+			}
+		}
+	}
+	return false, ""
 }
 
 // LendGuests adapts the manager to lend.Guests.

@@ -140,7 +140,8 @@ func TestLendVacateRequeues(t *testing.T) {
 	r := newLendRig(t)
 	guest := r.submit(t, member("alice"), Spec{Image: "img", GPUIDs: []int{0}, ContainerSpec: ContainerSpec{Restart: "on-failure"}})
 	gs := fakeGPUs(2)
-	gs[0].Processes = []gpu.Process{{PID: 4242}} // the owner's, once the guest is gone
+	gs[0].Processes = []gpu.Process{{PID: 4242, Compute: true}} // the owner's, once the guest is gone
+	gs[1].Processes = []gpu.Process{{PID: 1200}}                // the desktop's display server: graphics only
 	r.gpus.set(gs)
 	if err := r.m.LendVacate(context.Background(), guest.ID, "the machine's owner took it back: owner present"); err != nil {
 		t.Fatal(err)
@@ -150,7 +151,12 @@ func TestLendVacateRequeues(t *testing.T) {
 		t.Errorf("vacated guest with a restart policy: state %s, container %q, error %q; want queued again", j.State, j.Container, j.Error)
 	}
 	if present, _ := r.m.OwnerGPUProcesses(context.Background()); !present {
-		t.Error("a process outside labpool on a GPU is not the owner present")
+		t.Error("a compute process outside labpool on a GPU is not the owner present")
+	}
+	gs[0].Processes = nil
+	r.gpus.set(gs)
+	if present, _ := r.m.OwnerGPUProcesses(context.Background()); present {
+		t.Error("the desktop's display server on a GPU (graphics only) is the owner present: an idle desktop would never be lent")
 	}
 }
 

@@ -157,23 +157,30 @@ func (l *Lender) Run(ctx context.Context) error {
 		case <-l.wake:
 		}
 		l.Step(ctx)
-		l.mu.Lock()
-		d := l.cfg.Tick
-		if w := l.m.Wake(); !w.IsZero() {
-			d = min(d, max(w.Sub(l.cfg.Now()), 0))
-		}
-		l.mu.Unlock()
-		t.Reset(d)
+		t.Reset(l.Next())
 	}
 }
 
-// present reads the switch, then the signals.
+// Next is how long Run waits after a step before the next one, a signal
+// aside: a Tick, or less to a warned machine's deadline.
+func (l *Lender) Next() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := l.cfg.Tick
+	if w := l.m.Wake(); !w.IsZero() {
+		d = min(d, max(w.Sub(l.cfg.Now()), 0))
+	}
+	return d
+}
+
+// present reads the signals, only where the policy asks them (idle): a
+// signal may cost (logind's is a loginctl run).
 func (l *Lender) present(ctx context.Context) (bool, string) {
 	l.mu.Lock()
-	using := l.using
+	idle := l.policy.Mode == Idle
 	l.mu.Unlock()
-	if using {
-		return true, Using
+	if !idle {
+		return false, ""
 	}
 	for _, s := range l.signals {
 		if ok, why := s(ctx); ok {
@@ -186,6 +193,9 @@ func (l *Lender) present(ctx context.Context) (bool, string) {
 // Step reads the signals and the guests once and acts.
 func (l *Lender) Step(ctx context.Context) {
 	present, why := l.present(ctx)
+	l.mu.Lock()
+	using := l.using
+	l.mu.Unlock()
 	guests := l.guests.Guests()
 	var running []Guest
 	for _, g := range guests {
@@ -200,7 +210,7 @@ func (l *Lender) Step(ctx context.Context) {
 			l.policy = p
 		}
 	}
-	a := l.m.Step(Input{Now: l.cfg.Now(), Present: present, Why: why, Running: len(running)})
+	a := l.m.Step(Input{Now: l.cfg.Now(), Present: present, Why: why, Using: using, Running: len(running)})
 	st := l.m.Status()
 	held := l.m.Held()
 	l.mu.Unlock()

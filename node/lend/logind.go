@@ -18,8 +18,9 @@ type Logind struct {
 	// Run runs loginctl with args and returns its output (exec by
 	// default; a test fakes it).
 	Run func(ctx context.Context, args ...string) ([]byte, error)
-	// Every is how often logind is asked (2 s); between two asks the
-	// last answer stands. Retry is how long an absent logind is left
+	// Every is how often logind is asked (1 s, two loginctl runs; the
+	// lender asks only under --lend idle); between two asks the last
+	// answer stands. Retry is how long an absent logind is left
 	// alone (5 min).
 	Every, Retry time.Duration
 	Now          func() time.Time
@@ -32,7 +33,7 @@ type Logind struct {
 
 // NewLogind asks loginctl.
 func NewLogind() *Logind {
-	return &Logind{Run: runLoginctl, Every: 2 * time.Second, Retry: 5 * time.Minute, Now: time.Now}
+	return &Logind{Run: runLoginctl, Every: time.Second, Retry: 5 * time.Minute, Now: time.Now}
 }
 
 func runLoginctl(ctx context.Context, args ...string) ([]byte, error) {

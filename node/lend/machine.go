@@ -29,6 +29,9 @@ type Input struct {
 	// ("your GPU processes", "your desktop is in use", "I'm using it").
 	Present bool
 	Why     string
+	// Using: the window's "I'm using it" switch is on; it takes the
+	// machine back in every mode, always included.
+	Using bool
 	// Running is how many guest jobs run here, not paused.
 	Running int
 }
@@ -111,6 +114,8 @@ func (m *Machine) lent(in Input) (bool, string) {
 	switch {
 	case m.policy.Mode == Never:
 		return false, "lend never"
+	case in.Using:
+		return false, PresentPrefix + Using
 	case !m.hours.In(in.Now):
 		return false, "outside the lend hours (" + m.policy.Hours + ")"
 	case m.policy.Mode == Always:
@@ -129,7 +134,7 @@ func (m *Machine) lent(in Input) (bool, string) {
 // still running after that (one that ignored its pause, or was placed
 // meanwhile) is told to yield at every step.
 func (m *Machine) Step(in Input) Actions {
-	if in.Present {
+	if in.Present || in.Using {
 		m.st.OwnerSeen = in.Now
 	}
 	ok, why := m.lent(in)

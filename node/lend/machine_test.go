@@ -1,6 +1,7 @@
 package lend
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -67,11 +68,12 @@ func TestMachineModes(t *testing.T) {
 		{"always out of hours", Policy{Mode: Always, AfterSeconds: 60, Yield: Pause, GraceSeconds: 60, Hours: "sat-sun"}, false, Kept},
 		{"idle, owner away long", Policy{Mode: Idle, AfterSeconds: 60, Yield: Pause, GraceSeconds: 60}, false, Lent},
 		{"idle, owner present", Policy{Mode: Idle, AfterSeconds: 60, Yield: Pause, GraceSeconds: 60}, true, Kept},
+		{"always, the switch on", Policy{Mode: Always, AfterSeconds: 60, Yield: Pause, GraceSeconds: 60}, false, Kept},
 		{"unchecked policy", Policy{Mode: Always, AfterSeconds: 60, Yield: Pause, GraceSeconds: 0}, false, Kept},
 	}
 	for _, tt := range tests {
 		m := NewMachine(tt.p, now.Add(-time.Hour))
-		m.Step(Input{Now: now, Present: tt.present})
+		m.Step(Input{Now: now, Present: tt.present, Why: "your GPU processes", Using: strings.Contains(tt.name, "switch")})
 		if got := m.Status().Phase; got != tt.want {
 			t.Errorf("%s: phase %s (%s); want %s", tt.name, got, m.Status().Why, tt.want)
 		}
