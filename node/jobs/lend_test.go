@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/lend"
 )
@@ -161,3 +162,26 @@ func TestLendVacateRequeues(t *testing.T) {
 }
 
 var _ lend.Guests = LendGuests{}
+
+// TestLendHoldKeepsGuestsOut: while the machine's own user holds its GPUs
+// back (the lender's grant), a guest's new job is refused as busy, or
+// queued, and the owner's own job runs; when the grant goes, the queued
+// guest starts.
+func TestLendHoldKeepsGuestsOut(t *testing.T) {
+	r := newLendRig(t)
+	ctx := context.Background()
+	r.m.Ledger().SetHeld(lend.HeldSource, []alloc.Grant{{Holder: alloc.Holder{Kind: alloc.Owner, ID: lend.HeldSource, Member: "NODE"},
+		Units: []string{"GPU-0000", "GPU-0001"}}})
+	var busy *BusyError
+	if _, err := r.m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1}); !errors.As(err, &busy) {
+		t.Fatalf("a guest's job on GPUs its owner holds back: %v; want refused as busy", err)
+	}
+	queued, err := r.m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1, Queue: true})
+	if err != nil || queued.State != Queued {
+		t.Fatalf("a guest's queued job: %+v, %v; want it queued", queued.State, err)
+	}
+	r.submit(t, Caller{ID: "NODE"}, Spec{Image: "img", GPUs: 1})
+	r.m.Ledger().SetHeld(lend.HeldSource, nil)
+	r.m.wake()
+	waitState(t, r.m, queued.ID, Running)
+}

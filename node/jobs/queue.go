@@ -153,7 +153,7 @@ func (m *Manager) nextQueued() (Job, bool) {
 	gpus := m.gpus.GPUs()
 	blocked := m.external(gpus)
 	for _, j := range m.queued() {
-		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
+		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, m.heldFor(j.Owner, blocked))
 		if err != nil {
 			if time.Since(j.Created) > m.cfg.StarveAfter {
 				for _, u := range reserve(j, gpus, m.ledger.Granted(), blocked) {

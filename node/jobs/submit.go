@@ -97,7 +97,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 		return m.submitScheduled(ctx, j, mounts)
 	}
 	blocked, reserved := m.blocked(gpus)
-	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
+	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, m.heldFor(owner, blocked))
 	if err != nil {
 		err = m.explainBusy(err, reserved)
 		var refused *RefusedError
