@@ -77,3 +77,36 @@ func TestLendIsTheMachinesOwn(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestPublishLend: the daemon publishes what its lender says as its lend
+// record, and stops when its context ends.
+func TestPublishLend(t *testing.T) {
+	d := openDaemon(t, "node")
+	p := lend.DefaultPolicy()
+	p.Mode = lend.Never
+	l := lend.New(lend.DefaultConfig(), p, nil, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- d.publishLend(ctx, l) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		rec, found, err := d.db.Latest(t.Context(), d.id.ID.String(), app.KindLend, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			if !strings.Contains(string(rec.Data), `"mode":"never"`) || !strings.Contains(string(rec.Data), `"phase":"kept"`) {
+				t.Errorf("lend record %s; want mode never, kept", rec.Data)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no lend record within 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("publishLend: %v", err)
+	}
+}
