@@ -69,16 +69,22 @@ func (s Status) Managed() bool { return s.Mode != Always || s.Hours != "" || s.P
 // Machine is the pure state machine of lending: Step takes what the
 // signals say and the time, and returns what to do. It reads no clock.
 type Machine struct {
-	policy Policy
-	hours  Hours
-	st     Status
+	policy  Policy
+	hours   Hours
+	st      Status
+	// starting: the machine has not left the phase it started in. Its
+	// owner held the GPUs all along, so a guest running then is one an
+	// earlier agent lent it to.
+	starting bool
 }
 
 // NewMachine starts a machine at now under p (which Check accepted). A
 // machine starts as its owner's, the owner last seen at now: guests are
 // placed only once Step finds it lent (an Idle machine: after p.After).
+// A machine that finds guests running before it first changes phase (its
+// agent restarted, their jobs adopted), and no owner, stays lent to them.
 func NewMachine(p Policy, now time.Time) *Machine {
-	m := &Machine{st: Status{Phase: Kept, Since: now, OwnerSeen: now, Why: "starting"}}
+	m := &Machine{st: Status{Phase: Kept, Since: now, OwnerSeen: now, Why: "starting"}, starting: true}
 	m.SetPolicy(p)
 	return m
 }
@@ -134,8 +140,13 @@ func (m *Machine) lent(in Input) (bool, string) {
 // still running after that (one that ignored its pause, or was placed
 // meanwhile) is told to yield at every step.
 func (m *Machine) Step(in Input) Actions {
+	if m.starting && in.Running > 0 && !in.Present && !in.Using {
+		// Guests run that an earlier agent lent the machine to (its
+		// jobs adopted), and the owner is not here: lent it stays.
+		m.st.OwnerSeen = time.Time{}
+	}
 	if in.Present || in.Using {
-		m.st.OwnerSeen = in.Now
+		m.st.OwnerSeen, m.starting = in.Now, false
 	}
 	ok, why := m.lent(in)
 	var a Actions
@@ -165,6 +176,7 @@ func (m *Machine) Step(in Input) Actions {
 }
 
 func (m *Machine) set(p Phase, now time.Time, why string) {
+	m.starting = false
 	m.st.Phase, m.st.Since, m.st.Why = p, now, why
 	if p != Warned {
 		m.st.Deadline = time.Time{}

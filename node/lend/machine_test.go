@@ -79,3 +79,34 @@ func TestMachineModes(t *testing.T) {
 		}
 	}
 }
+
+// TestMachineRestart: an agent that restarts on a machine lent to running
+// guests, its owner away, keeps it lent (no warning, no pause); with the
+// owner there, the guests are warned at once.
+func TestMachineRestart(t *testing.T) {
+	p := Policy{Mode: Idle, AfterSeconds: 15 * 60, Yield: Pause, GraceSeconds: 10 * 60}
+	now := time.Date(2026, 3, 4, 23, 0, 0, 0, time.Local)
+	m := NewMachine(p, now)
+	if a := m.Step(Input{Now: now, Running: 2}); a.Warn || m.Status().Phase != Lent {
+		t.Errorf("restart, owner away: %+v, phase %s; want lent, nobody warned", a, m.Status().Phase)
+	}
+	m = NewMachine(p, now)
+	if a := m.Step(Input{Now: now, Running: 2, Present: true, Why: "your GPU processes"}); !a.Warn || m.Status().Phase != Warned {
+		t.Errorf("restart, owner present: %+v, phase %s; want the guests warned", a, m.Status().Phase)
+	}
+	m = NewMachine(p, now)
+	if m.Step(Input{Now: now}); m.Status().Phase != Kept {
+		t.Errorf("restart without guests: phase %s; want the owner's until they are away 15 min", m.Status().Phase)
+	}
+	// The guests' jobs are adopted a few seconds after the lender's first
+	// step: still theirs.
+	if a := m.Step(Input{Now: now.Add(3 * time.Second), Running: 2}); a.Warn || m.Status().Phase != Lent {
+		t.Errorf("guests adopted after the first step: %+v, phase %s; want lent", a, m.Status().Phase)
+	}
+	// Once the owner was seen, guests found running are warned.
+	m = NewMachine(p, now)
+	m.Step(Input{Now: now, Present: true, Why: "your GPU processes"})
+	if a := m.Step(Input{Now: now.Add(time.Minute), Running: 1}); !a.Warn {
+		t.Errorf("a guest running on a machine its owner holds: %+v; want it warned", a)
+	}
+}
