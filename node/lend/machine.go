@@ -69,9 +69,9 @@ func (s Status) Managed() bool { return s.Mode != Always || s.Hours != "" || s.P
 // Machine is the pure state machine of lending: Step takes what the
 // signals say and the time, and returns what to do. It reads no clock.
 type Machine struct {
-	policy  Policy
-	hours   Hours
-	st      Status
+	policy Policy
+	hours  Hours
+	st     Status
 	// starting: the machine has not left the phase it started in. Its
 	// owner held the GPUs all along, so a guest running then is one an
 	// earlier agent lent it to.
