@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { LendStatus } from '../api/types.gen.ts'
-import { lendManaged, lendText } from './lend.ts'
+import { jobLendNote, lendManaged, lendText } from './lend.ts'
 
 const now = new Date(2026, 2, 4, 14, 22).getTime()
 const at = (min: number) => new Date(now + min * 60000).toISOString()
@@ -24,4 +24,12 @@ test('lendManaged hides a machine lent as before lending', () => {
   assert.equal(lendManaged({ mode: 'always', phase: 'lent', since: at(0) }), false)
   assert.equal(lendManaged({ mode: 'always', phase: 'lent', since: at(0), hours: 'sat-sun' }), true)
   assert.equal(lendManaged({ mode: 'idle', phase: 'kept', since: at(0) }), true)
+})
+
+test('jobLendNote says why a guest is paused, or when it will be', () => {
+  const why = "owner present: I'm using it"
+  assert.equal(jobLendNote({ state: 'running', lend: { at: at(-1), paused: true, yield: 'pause', why } }), `paused since 14:21: the machine's owner took it back (${why})`)
+  assert.equal(jobLendNote({ state: 'running', lend: { at: at(10), yield: 'stop', why } }), `stops at 14:32: the machine's owner takes it back (${why})`)
+  assert.equal(jobLendNote({ state: 'running', lend: null }), '')
+  assert.equal(jobLendNote({ state: 'exited', lend: { at: at(-1), paused: true, yield: 'pause', why } }), '')
 })

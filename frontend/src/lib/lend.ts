@@ -1,7 +1,7 @@
 // What a machine says about its lending, in words (node/lend's Status.Text
 // says the same in the CLI). The UI decides nothing here: it shows what
 // the machine's lender published.
-import type { LendStatus } from '../api/types.gen.ts'
+import type { Job, LendStatus } from '../api/types.gen.ts'
 
 /** Whether the machine does more than lend always, at any time (as before lending). */
 export function lendManaged(s: LendStatus | null | undefined): s is LendStatus {
@@ -45,4 +45,12 @@ export function lendText(s: LendStatus, now: number): string {
     }
   }
   return s.why?.startsWith(presentPrefix) ? s.why : `owner's: ${s.why ?? ''}`
+}
+
+/** Why a guest job is paused, or when it will be: "paused since 14:32: the machine's owner took it back (owner present: I'm using it)"; '' for none. */
+export function jobLendNote(j: Pick<Job, 'state' | 'lend'>): string {
+  const n = j.lend
+  if (!n || j.state !== 'running') return ''
+  if (n.paused) return `paused since ${clock(n.at)}: the machine's owner took it back (${n.why})`
+  return `${n.yield === 'stop' ? 'stops' : 'pauses'} at ${clock(n.at)}: the machine's owner takes it back (${n.why})`
 }
