@@ -75,6 +75,9 @@ func parseWindow(s string) (Window, error) {
 		if w.Start == w.End {
 			return w, fmt.Errorf("span %s is empty", fields[1])
 		}
+		if w.End == 0 { // "19:00-00:00": until midnight, as 24:00
+			w.End = 24 * 60
+		}
 	}
 	return w, nil
 }

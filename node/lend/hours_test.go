@@ -10,6 +10,7 @@ import (
 func TestParseHoursRefuses(t *testing.T) {
 	for _, in := range []string{
 		"mon-fri 19:00-19:00", // empty range
+		"mon 00:00-00:00",     // empty too, not a whole day
 		"mon-fry 19:00-08:00", // unknown day
 		"mon 25:00-08:00",     // no such hour
 		"mon 19:00-24:01",
@@ -58,6 +59,8 @@ func TestHoursIn(t *testing.T) {
 		{"fri-mon 20:00-06:00", "2026-03-11 05:00", false},
 		{"mon-fri 19:00-08:00, sat-sun", "2026-03-08 12:00", true},
 		{"daily 00:00-24:00", "2026-03-08 12:00", true},
+		{"mon 19:00-00:00", "2026-03-09 23:59", true}, // until midnight, as 24:00
+		{"mon 19:00-00:00", "2026-03-10 00:00", false},
 		// DST: Berlin springs forward on Sun 2026-03-29 02:00 -> 03:00
 		// and falls back on Sun 2026-10-25 03:00 -> 02:00. Windows are
 		// wall-clock time.
@@ -124,4 +127,35 @@ func TestPolicyCheck(t *testing.T) {
 			t.Errorf("%s: Check() = %v; want a refusal by %s", tt.name, err, tt.rule)
 		}
 	}
+}
+
+// FuzzParseHours: whatever the text, ParseHours refuses it naming the
+// rule or gives windows that make sense.
+func FuzzParseHours(f *testing.F) {
+	for _, s := range []string{"mon-fri 19:00-08:00", "sat-sun", "daily 00:00-24:00", "fri-mon 20:00-06:00, sun 01:00-03:30", "mon 24:00-01:00", "mon,", "7:5-8:00"} {
+		f.Add(s)
+	}
+	at := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		hs, err := ParseHours(s)
+		if err != nil {
+			var re *RuleError
+			if !errors.As(err, &re) || re.Rule != "policy lend-hours" {
+				t.Fatalf("ParseHours(%q) = %v; want a refusal by policy lend-hours", s, err)
+			}
+			return
+		}
+		for _, w := range hs {
+			days := 0
+			for _, d := range w.Days {
+				if d {
+					days++
+				}
+			}
+			if days == 0 || w.Start < 0 || w.Start >= 24*60 || w.End <= 0 || w.End > 24*60 || w.Start == w.End {
+				t.Fatalf("ParseHours(%q) gave a window that makes no sense: %+v", s, w)
+			}
+		}
+		hs.In(at)
+	})
 }
