@@ -122,4 +122,3 @@ func (c *benchClock) set(t time.Time) {
 	c.now = t
 	c.mu.Unlock()
 }
-
