@@ -369,7 +369,8 @@ FUZZERS := \
   ./sync/pool:FuzzSigningBytes \
   ./sync/replica:FuzzAppendRecordsFrame \
   ./sync/schema:FuzzCheckText \
-  ./node/jobs:FuzzDecodeProof
+  ./node/jobs:FuzzDecodeProof \
+  ./node/alloc:FuzzFit
 # How long `make fuzz-long` runs each fuzzer, and flags for every fuzz run (e.g. -parallel 2).
 FUZZTIME  ?= 30m
 FUZZFLAGS ?=

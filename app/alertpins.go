@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 
 	"github.com/labpool/labpool/node/alerts"
@@ -84,9 +82,7 @@ func (s *Service) PinAlert(ctx context.Context, req PinRequest) ([]string, error
 	if n.ID != s.self.ID {
 		return nil, fmt.Errorf("%w: refused by rule %q: %s is not this machine; pin its rules on it", ErrForbidden, alerts.RulePinOwner, n.Name)
 	}
-	var pins []string
-	err = s.NodeCall(ctx, n.ID, http.MethodPut, "/v1/alerts/pins/"+url.PathEscape(req.Rule), alerts.PinRequest{Pinned: req.Pinned}, &pins)
-	return pins, err
+	return alerts.Client{Conn: s.Peer(n.ID)}.Pin(ctx, req.Rule, req.Pinned)
 }
 
 // machineOrSelf is the machine ref names (by name, device ID or its

@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"sync"
@@ -242,7 +240,10 @@ func (s *Service) SetAlertRule(ctx context.Context, req AlertRuleRequest) (Alert
 	if err != nil {
 		return AlertRuleChange{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	applied, err := s.toEveryNode(ctx, http.MethodPut, "/v1/alerts/rules/"+url.PathEscape(req.ID), req.AlertRuleUpdate)
+	applied, err := s.toEveryNode(ctx, func(ctx context.Context, c alerts.Client) error {
+		_, err := c.SetRule(ctx, req.ID, alerts.RuleUpdate(req.AlertRuleUpdate))
+		return err
+	})
 	return AlertRuleChange{Rule: AlertRule(rule), Applied: applied}, err
 }
 
@@ -268,7 +269,8 @@ func (s *Service) SetAlertWebhook(ctx context.Context, req WebhookRequest) (Appl
 	if req.URL == "" {
 		keep = nil
 	}
-	return s.toNodes(ctx, keep, http.MethodPut, "/v1/alerts/webhook", alerts.WebhookSetting{URL: req.URL, At: time.Now().UTC()})
+	w := alerts.WebhookSetting{URL: req.URL, At: time.Now().UTC()}
+	return s.toNodes(ctx, keep, func(ctx context.Context, c alerts.Client) error { return c.SetWebhook(ctx, w) })
 }
 
 // MuteAlert mutes (or, with Seconds 0, unmutes) a rule on the machine that
@@ -301,9 +303,7 @@ func (s *Service) MuteAlert(ctx context.Context, req MuteRequest) (AlertMute, er
 	if req.Seconds > 0 {
 		m.Until = s.now().Add(time.Duration(req.Seconds) * time.Second).UTC()
 	}
-	var out AlertMute
-	err := s.NodeCall(ctx, origin, http.MethodPost, "/v1/alerts/mute", m, &out)
-	return out, err
+	return alerts.Client{Conn: s.Peer(origin)}.Mute(ctx, m)
 }
 
 // alertByID finds an alert of the replica, and the machine that recorded it.
@@ -328,12 +328,12 @@ func (r *Reader) alertByID(ctx context.Context, id string) (Alert, string, error
 // toEveryNode sends one change to every machine of the pool, side by side,
 // each within 10 s. It fails when no machine took it, with the first
 // machine's error (a refusal names its rule).
-func (s *Service) toEveryNode(ctx context.Context, method, path string, in any) (Applied, error) {
-	return s.toNodes(ctx, nil, method, path, in)
+func (s *Service) toEveryNode(ctx context.Context, call func(context.Context, alerts.Client) error) (Applied, error) {
+	return s.toNodes(ctx, nil, call)
 }
 
 // toNodes is toEveryNode for the machines keep keeps (nil: all).
-func (s *Service) toNodes(ctx context.Context, keep func(id string) bool, method, path string, in any) (Applied, error) {
+func (s *Service) toNodes(ctx context.Context, keep func(id string) bool, call func(context.Context, alerts.Client) error) (Applied, error) {
 	ids, names, err := s.nodeIDs(ctx)
 	if err != nil {
 		return Applied{}, err
@@ -347,7 +347,7 @@ func (s *Service) toNodes(ctx context.Context, keep func(id string) bool, method
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			errs[i] = s.NodeCall(cctx, id, method, path, in, nil)
+			errs[i] = call(cctx, alerts.Client{Conn: s.Peer(id)})
 		})
 	}
 	wg.Wait()

@@ -77,12 +77,22 @@ type Node struct {
 	// partitions, nodes, GPUs by type and queue, as its agent last read
 	// them (NodeRecord.Cluster).
 	Cluster *slurm.Cluster `json:"cluster,omitempty"`
+	// ClusterUsable counts the cluster's GPUs a job could get now, over
+	// it and each partition (slurm.UsableGPUs): the UI shows these, never
+	// counting them itself.
+	ClusterUsable *slurm.ClusterUsable `json:"cluster_usable,omitempty"`
 	// ClusterOwners names the members who launched the labpool jobs of
 	// Cluster.Queue (device ID -> member name). A queue entry names a
 	// labpool job and its owner only where that job's record, written by
 	// this machine, agrees: a job's comment is anyone's to write on a
 	// cluster.
 	ClusterOwners map[string]string `json:"cluster_owners,omitempty"`
+	// Alloc is the machine's own ledger as it publishes it (KindGrants):
+	// its units and who holds them; nil where it publishes none (an
+	// older machine: planners read its telemetry), or where its record was
+	// refused (AllocError says why).
+	Alloc      *Allocation `json:"alloc,omitempty"`
+	AllocError string      `json:"alloc_error,omitempty"`
 	// Lend is what the machine last said about its lending (node/lend):
 	// lent, or its owner's and why; nil where it said nothing.
 	Lend *lend.Status `json:"lend,omitempty"`

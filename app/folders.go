@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/labpool/labpool/node/folders/copies"
-	"net/http"
-	"net/url"
 	"sort"
 	"time"
 
@@ -147,10 +145,7 @@ func (s *Service) Ls(ctx context.Context, node, folder, path string) ([]folders.
 	if err != nil {
 		return nil, err
 	}
-	var es []folders.Entry
-	q := url.Values{"path": {path}}
-	err = s.NodeCall(ctx, n.ID, http.MethodGet, "/v1/folders/"+url.PathEscape(folder)+"/ls?"+q.Encode(), nil, &es)
-	return es, err
+	return folders.Client{Conn: s.Peer(n.ID)}.Ls(ctx, folder, path)
 }
 
 // CopyRequest copies SRC to DST; each is a local path or NODE:FOLDER[/PATH].

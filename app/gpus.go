@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 
@@ -24,8 +23,8 @@ func (s *Service) ClearGPU(ctx context.Context, ref string) (GPUClear, error) {
 	if err != nil {
 		return GPUClear{}, err
 	}
-	var q jobs.Quarantine
-	if err := s.NodeCall(ctx, n.ID, http.MethodPost, fmt.Sprintf("/v1/gpus/%d/clear", i), nil, &q); err != nil {
+	q, err := jobs.Client{Conn: s.Peer(n.ID)}.ClearGPU(ctx, i)
+	if err != nil {
 		return GPUClear{}, err
 	}
 	return GPUClear{Node: n.ID, NodeName: n.Name, Index: i, UUID: q.UUID, Reason: q.Reason, Since: q.Since}, nil

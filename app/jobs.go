@@ -3,16 +3,13 @@ package app
 import (
 	"github.com/labpool/labpool/sync/schema"
 
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -203,7 +200,7 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		}
 		named = &n
 	}
-	return plan(nodes, named, req.Spec, active), nil
+	return planAt(nodes, named, req.Spec, active, s.now(), s.self.ID), nil
 }
 
 // sessionGrace is how long a launch on a machine named while it looks
@@ -233,13 +230,19 @@ func (s *Service) planNamed(ctx context.Context, req LaunchRequest) (Plan, error
 // plan is the placement rule: where spec runs among nodes (on named when
 // set), given the active jobs of the pool.
 func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
+	return planAt(nodes, named, spec, active, time.Now(), "")
+}
+
+// planAt is plan at time at for member (device ID) who: grants then in
+// force, reservations then ahead (who's own let who's jobs in).
+func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Time, who string) Plan {
 	p := Plan{Images: []string{}, Nodes: make([]NodePlan, 0, len(nodes))}
 	var best *NodePlan
 	var bestLoad, leastLoad float64
 	var bestWeight placeWeight
 	var reasons []string
 	for _, n := range nodes {
-		np := planFor(n, spec, active)
+		np := planFor(n, spec, active, at, who)
 		p.Nodes = append(p.Nodes, np)
 		switch {
 		case named != nil || !n.Online:
@@ -258,7 +261,7 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	}
 	switch {
 	case named != nil:
-		p.NodePlan = planFor(*named, spec, active)
+		p.NodePlan = planFor(*named, spec, active, at, who)
 	case best != nil && best.Cluster != nil:
 		p.NodePlan = *best
 		p.Reason = best.NodeName + ": " + best.Reason
@@ -280,39 +283,27 @@ func plan(nodes []Node, named *Node, spec jobs.Spec, active []Job) Plan {
 	return p
 }
 
-// planFor says whether spec fits on n, given the active jobs of the pool,
-// and the state of each of n's GPUs.
-func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
+// planFor says whether spec fits on n at at, given the active jobs of the
+// pool, and the state of each of n's GPUs: alloc.Fit decides, on n's
+// view (viewOf), as n's ledger would.
+func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) NodePlan {
 	if n.Cluster != nil {
 		return planCluster(n, spec)
 	}
-	p := NodePlan{Node: n.ID, NodeName: n.Name, GPUs: make([]PlanGPU, 0, len(n.GPUs))}
-	holder := map[string]Job{} // GPU UUID -> the job that holds it
-	for _, j := range active {
-		if j.Node == n.ID && (j.State == jobs.Running || j.State == jobs.Starting) {
-			for _, u := range j.GPUs {
-				holder[u] = j
-			}
-		}
+	if spec.GPUShare >= 1 && spec.GPUs == 0 {
+		spec.GPUs = 1 // a share of 1 is a whole GPU, as the machine grants it
 	}
+	p := NodePlan{Node: n.ID, NodeName: n.Name}
+	units, grants := viewOf(n, active)
 	var busy []string
-	free := map[int]bool{}     // index -> nothing holds it
-	var cands []jobs.Candidate // the GPUs free that match, as placement weighs them
-	for _, g := range n.GPUs {
-		pg, why := planGPU(g, holder, spec)
-		if why != "" {
-			busy = append(busy, fmt.Sprintf("GPU %d: %s", g.Index, why))
-		}
-		if pg.State == GPUFree || pg.State == GPUSmall {
+	p.GPUs, busy = planGPUs(n, units, grants, spec, active, at, who)
+	free := map[int]bool{} // index -> nothing holds it
+	for _, g := range p.GPUs {
+		if g.State == GPUFree || g.State == GPUSmall {
 			free[g.Index] = true
 			p.Free++
 		}
-		if pg.State == GPUFree {
-			cands = append(cands, candidate(g))
-		}
-		p.GPUs = append(p.GPUs, pg)
 	}
-	sort.SliceStable(p.GPUs, func(i, k int) bool { return p.GPUs[i].Index < p.GPUs[k].Index })
 	if !n.Online {
 		p.Reason = n.Name + " is offline"
 		return p
@@ -332,51 +323,23 @@ func planFor(n Node, spec jobs.Spec, active []Job) NodePlan {
 	if len(busy) > 0 {
 		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
 	}
-	if len(spec.MIGIDs) > 0 {
-		p.Fits, p.Reason = fitsMIG(n, spec, holder)
+	r := planRequest(n, spec, who)
+	d, placement := fitNode(n, units, grants, r, at)
+	if len(spec.MIGIDs) > 0 || spec.MIGProfile != "" || r.Share > 0 {
+		p.Fits, p.Reason = fitsUnits(spec, r, d, units, active)
 		return p
 	}
 	p.Fits, p.Reason = fits(n, p, spec, free, busyText)
-	if p.Fits && spec.GPUs > 0 && len(spec.GPUIDs) == 0 && len(cands) >= spec.GPUs {
-		picked, why := jobs.Place(cands, spec.GPUs)
-		for _, c := range picked {
-			p.Picked = append(p.Picked, c.Index)
+	if p.Fits && d.Fits && spec.GPUs > 0 && len(spec.GPUIDs) == 0 {
+		for _, u := range d.Units {
+			p.Picked = append(p.Picked, u.Index)
 		}
-		p.Placement = why
-		if _, weighed, ok := strings.Cut(why, "; "); ok {
+		p.Placement = placement
+		if _, weighed, ok := strings.Cut(p.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
 	}
 	return p
-}
-
-// planGPU is g's state for spec, and why it is kept from a new job ("" when
-// free or merely small).
-func planGPU(g GPU, holder map[string]Job, spec jobs.Spec) (PlanGPU, string) {
-	pg := PlanGPU{Index: g.Index, UUID: g.UUID, Name: g.Name, MemTotalBytes: g.MemTotalBytes, MemUsedBytes: g.MemUsedBytes, MemUnified: g.MemUnified, UtilPercent: g.UtilPercent}
-	if j, held := holder[g.UUID]; held {
-		pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
-		return pg, fmt.Sprintf("job %s of %s", j.Name, j.OwnerName)
-	}
-	switch {
-	case g.Health == "quarantined" || g.Health == "lost":
-		pg.State, pg.Reason = GPUFaulty, g.Health
-		if g.HealthReason != "" {
-			pg.Reason += ": " + g.HealthReason
-		}
-		return pg, pg.Reason
-	case g.MIG != nil && g.MIG.Enabled:
-		pg.State, pg.Reason = GPUBusy, "MIG on (ask for an instance by UUID)" // granted by instance, never whole
-		return pg, pg.Reason
-	case g.Processes > 0:
-		pg.State = GPUBusy
-		return pg, "a process outside labpool"
-	case jobs.GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified) < spec.MinGPUMemBytes:
-		pg.State = GPUSmall
-	default:
-		pg.State = GPUFree
-	}
-	return pg, ""
 }
 
 // fits decides whether spec fits on the online node n whose GPUs p plans
@@ -525,8 +488,8 @@ func (s *Service) JobView(ctx context.Context, ref string) (Job, error) {
 	if err != nil || !j.CmdWithheld || j.Stale {
 		return j, err
 	}
-	var full jobs.Job
-	if err := s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID), nil, &full); err != nil || full.ID != j.ID {
+	full, err := jobs.Client{Conn: s.Peer(j.Node)}.Get(ctx, j.ID)
+	if err != nil || full.ID != j.ID {
 		return j, nil // the replica's record, the command line withheld
 	}
 	j.Job = full
@@ -539,11 +502,11 @@ func (s *Service) StopJob(ctx context.Context, ref string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	var out jobs.Job
 	// Stopping twice does what stopping once does: sent again if its
 	// connection turns out to be dead (the machine's agent restarted).
 	ctx = transport.SafeToRetry(ctx)
-	if err := s.NodeCall(ctx, j.Node, http.MethodPost, "/v1/jobs/"+url.PathEscape(j.ID)+"/stop", nil, &out); err != nil {
+	out, err := jobs.Client{Conn: s.Peer(j.Node)}.Stop(ctx, j.ID)
+	if err != nil {
 		return Job{}, err
 	}
 	j.Job = out
@@ -564,7 +527,7 @@ func (s *Service) RemoveJob(ctx context.Context, req RemoveRequest) error {
 	if err != nil {
 		return err
 	}
-	return s.NodeCall(ctx, j.Node, http.MethodDelete, "/v1/jobs/"+url.PathEscape(j.ID)+forceQuery("?", req.Force), nil, nil)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Remove(ctx, j.ID, req.Force)
 }
 
 // JobStats returns a job's resource use now.
@@ -574,7 +537,7 @@ func (s *Service) JobStats(ctx context.Context, ref string) (jobs.Stats, error) 
 	if err != nil {
 		return st, err
 	}
-	return st, s.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/stats", nil, &st)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Stats(ctx, j.ID)
 }
 
 // Logs streams a job's logs from its node.
@@ -583,11 +546,7 @@ func (s *Service) Logs(ctx context.Context, ref string, follow bool, tail int) (
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{"tail": {strconv.Itoa(tail)}}
-	if follow {
-		q.Set("follow", "1")
-	}
-	return s.nodeStream(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/logs?"+q.Encode(), nil)
+	return jobs.Client{Conn: s.Peer(j.Node)}.Logs(ctx, j.ID, follow, tail)
 }
 
 // Images lists a node's images.
@@ -596,10 +555,11 @@ func (s *Service) Images(ctx context.Context, node string) ([]containers.Image, 
 	if err != nil {
 		return nil, err
 	}
-	imgs := []containers.Image{}
-	if err := s.NodeCall(ctx, n, http.MethodGet, "/v1/images", nil, &imgs); err != nil {
+	imgs, err := containers.ImageClient{Conn: s.Peer(n)}.Images(ctx)
+	if err != nil {
 		return nil, err
 	}
+	imgs = orEmpty(imgs)
 	_, names, err := s.nodeIDs(ctx)
 	if err != nil {
 		return nil, err
@@ -621,14 +581,7 @@ func (s *Service) LoadImage(ctx context.Context, node string, archive io.Reader,
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/load"+forceQuery("?", force), archive)
-}
-
-func forceQuery(sep string, force bool) string {
-	if force {
-		return sep + "force=1"
-	}
-	return ""
+	return containers.ImageClient{Conn: s.Peer(n)}.Load(ctx, archive, force)
 }
 
 // PullImage makes a node pull an image; the reply streams progress.
@@ -640,7 +593,7 @@ func (s *Service) PullImage(ctx context.Context, req PullRequest) (io.ReadCloser
 	if err != nil {
 		return nil, err
 	}
-	return s.nodeStream(ctx, n, http.MethodPost, "/v1/images/pull?ref="+url.QueryEscape(req.Ref)+forceQuery("&", req.Force), nil)
+	return containers.ImageClient{Conn: s.Peer(n)}.Pull(ctx, req.Ref, req.Force)
 }
 
 func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
@@ -649,72 +602,4 @@ func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
 	}
 	n, err := s.NodeByRef(ctx, ref)
 	return n.ID, err
-}
-
-// NodeCall calls a node's agent API with a JSON body and decodes the reply.
-func (s *Service) NodeCall(ctx context.Context, node, method, path string, in, out any) error {
-	return s.nodeCall(ctx, node, method, path, in, out, nil)
-}
-
-// nodeCall is NodeCall with the request's headers hdr (nil: none).
-func (s *Service) nodeCall(ctx context.Context, node, method, path string, in, out any, hdr http.Header) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
-	rc, err := s.nodeStreamWith(ctx, node, method, path, body, hdr)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(out); err != nil {
-		return fmt.Errorf("decode reply of %s: %w", shortID(node), err)
-	}
-	return nil
-}
-
-// nodeStream calls a node's agent API and returns the reply body of a
-// success; a failure becomes an *APIError with the node's message.
-func (s *Service) nodeStream(ctx context.Context, node, method, path string, body io.Reader) (io.ReadCloser, error) {
-	return s.nodeStreamWith(ctx, node, method, path, body, nil)
-}
-
-// nodeStreamWith is nodeStream with the request's headers hdr (nil: none).
-func (s *Service) nodeStreamWith(ctx context.Context, node, method, path string, body io.Reader, hdr http.Header) (io.ReadCloser, error) {
-	hc, err := s.caller.NodeClient(ctx, node)
-	if err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "https://node"+path, body)
-	if err != nil {
-		return nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range hdr {
-		req.Header[k] = v
-	}
-	resp, err := hc.Do(req)
-	if err != nil && transport.ConnectionLost(err) && req.GetBody != nil {
-		// The node restarted under an old connection: send once more.
-		if req.Body, err = req.GetBody(); err == nil {
-			resp, err = hc.Do(req)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reach %s: %w", shortID(node), err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		return nil, ErrorFromResponse(resp)
-	}
-	return resp.Body, nil
 }

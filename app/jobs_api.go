@@ -117,6 +117,9 @@ type PlanGPU struct {
 	Owner         string  `json:"owner,omitempty"`      // device ID of who launched it
 	OwnerName     string  `json:"owner_name,omitempty"` // and that member's name
 	Reason        string  `json:"reason,omitempty"`     // why a faulty or MIG GPU is kept out, e.g. "quarantined: XID 79 (...)"
+	// Status is the GPU's line for people, as the UI shows it: "free",
+	// "train · mike", "under 40.0 GiB", or why it is kept out.
+	Status string `json:"status"`
 }
 
 // OpenRequest asks for a tunnel to a job's container port.

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -19,16 +18,15 @@ type LaunchSigner interface {
 // the proof, so a launch sent again after a lost connection is the same
 // job, and every reader may check who launched it.
 func (s *Service) launchOn(ctx context.Context, node string, spec jobs.Spec) (jobs.Job, error) {
-	var hdr http.Header
+	var proof string
 	if s.signer != nil {
-		proof, err := s.signer.ProveLaunch(node, spec)
-		if err != nil {
+		var err error
+		if proof, err = s.signer.ProveLaunch(node, spec); err != nil {
 			return jobs.Job{}, fmt.Errorf("sign the launch on %s: %w", shortID(node), err)
 		}
-		hdr = http.Header{jobs.ProofHeader: {proof}}
 	}
-	var j jobs.Job
-	if err := s.nodeCall(ctx, node, http.MethodPost, "/v1/jobs", spec, &j, hdr); err != nil {
+	j, err := jobs.Client{Conn: s.Peer(node)}.Submit(ctx, spec, proof)
+	if err != nil {
 		return jobs.Job{}, err
 	}
 	j.Node = node // the machine that answered runs it

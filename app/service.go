@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/labpool/labpool/node/gpu"
+	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/schema"
 
 	"bytes"
@@ -181,10 +182,17 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 			n.GPUError = nr.Info.GPUError
 			n.Containers, n.ContainersError = nr.Containers, nr.ContainersError
 			n.Cluster = nr.Cluster
+			if nr.Cluster != nil {
+				u := slurm.UsableGPUs(*nr.Cluster)
+				n.ClusterUsable = &u
+			}
 			if nr.Addresses != nil {
 				n.Addresses = nr.Addresses
 			}
 		}
+	}
+	if err := r.readAllocation(ctx, &n); err != nil {
+		return n, err
 	}
 	n.Lend = r.nodeLend(ctx, id)
 	if !ok {

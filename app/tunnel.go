@@ -7,10 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/url"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -94,7 +91,7 @@ func (t *Tunnels) Open(ctx context.Context, ref string, port int) (Tunnel, error
 		return Tunnel{}, fmt.Errorf("%w: job %s publishes no port %d (it publishes %v); launch it with --port %d", ErrInvalid, j.Name, port, sortedPorts(j.Ports), port)
 	}
 	// The node decides who may reach into its job: ask before listening.
-	if err := t.svc.NodeCall(ctx, j.Node, http.MethodGet, "/v1/jobs/"+url.PathEscape(j.ID)+"/access", nil, nil); err != nil {
+	if err := (jobs.Client{Conn: t.svc.Peer(j.Node)}).Access(ctx, j.ID); err != nil {
 		return Tunnel{}, err
 	}
 	return t.listen(ctx, j, port)
@@ -168,7 +165,6 @@ func (t *Tunnels) accept(ctx context.Context, tn *tunnel) {
 func (t *Tunnels) forward(ctx context.Context, tn *tunnel, c net.Conn) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	path := "/v1/jobs/" + url.PathEscape(tn.Job) + "/tunnel?port=" + strconv.Itoa(tn.Port)
 	pr, pw := io.Pipe()
 	sent := make(chan struct{})
 	go func() {
@@ -181,7 +177,7 @@ func (t *Tunnels) forward(ctx context.Context, tn *tunnel, c net.Conn) {
 		pr.Close() // ends its write, should the request not have read it all
 		<-sent
 	}()
-	body, err := t.svc.nodeStream(ctx, tn.node, http.MethodPost, path, pr)
+	body, err := jobs.Client{Conn: t.svc.Peer(tn.node)}.Tunnel(ctx, tn.Job, tn.Port, pr)
 	if err != nil {
 		t.log.Warn("tunnel connection", "job", tn.Job, "port", tn.Port, "err", err)
 		return

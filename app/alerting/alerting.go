@@ -12,6 +12,7 @@ import (
 	"github.com/labpool/labpool/internal/beat"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alerts"
+	"github.com/labpool/labpool/node/peerapi"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 	"github.com/labpool/labpool/sync/store"
@@ -33,11 +34,9 @@ type Config struct {
 	Live Liveness
 }
 
-// NodeCaller calls a machine's peer API and decodes its JSON answer
-// (app.Service.NodeCall, as the daemon's copy engine also uses it).
-type NodeCaller interface {
-	Call(ctx context.Context, node, method, path string, in, out any) error
-}
+// NodeCaller calls a machine's peer API (app.Service, as the daemon's copy
+// engine also uses it), for alerts.Client.
+type NodeCaller = peerapi.Doer
 
 // Pool is what alerting asks of the pool's membership (*pool.Manager).
 type Pool interface {
@@ -228,9 +227,8 @@ func (a *Alerting) fetchWebhook(ctx context.Context, from []peer.ID, at time.Tim
 		return
 	}
 	for _, id := range from {
-		var w alerts.WebhookSetting
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := a.cfg.Nodes.Call(cctx, id.String(), http.MethodGet, "/v1/alerts/webhook", nil, &w)
+		w, err := alerts.Client{Conn: peerapi.Conn{Doer: a.cfg.Nodes, Node: id.String()}}.Webhook(cctx)
 		cancel()
 		if err != nil {
 			a.log.Debug("fetch the pool's alert webhook", "from", id.Short(), "err", err)

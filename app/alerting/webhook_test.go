@@ -2,8 +2,8 @@ package alerting
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/alerts"
+	"github.com/labpool/labpool/node/peerapi"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 )
@@ -25,24 +26,24 @@ type machines struct {
 	asked    []peer.ID
 }
 
-func (m *machines) Call(_ context.Context, node, method, path string, in, out any) error {
+func (m *machines) Do(ctx context.Context, node string, r peerapi.Request) (io.ReadCloser, error) {
 	pid, err := peer.ParseID(node)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	m.asked = append(m.asked, pid)
 	a, ok := m.handlers[pid]
 	if !ok {
-		return fmt.Errorf("no address known for %s", pid.Short())
+		return nil, fmt.Errorf("no address known for %s", pid.Short())
 	}
 	role, _ := m.p.Role(m.self)
 	h := alerts.Handler(a.Machine(), func(*http.Request) alerts.Caller { return alerts.Caller{ID: m.self.String(), Role: string(role)} })
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, r.Method, r.Path, r.Body))
 	if rec.Code != http.StatusOK {
-		return fmt.Errorf("%s answered %d: %s", pid.Short(), rec.Code, rec.Body)
+		return nil, fmt.Errorf("%s answered %d: %s", pid.Short(), rec.Code, rec.Body)
 	}
-	return json.Unmarshal(rec.Body.Bytes(), out)
+	return io.NopCloser(rec.Body), nil
 }
 
 // TestWebhookFetchedFromOwnersMachine: an admin's machine that was away

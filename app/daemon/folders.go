@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/node/peerapi"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -11,7 +12,7 @@ import (
 // folderHandler serves this machine's shares to the pool: each request is
 // checked against the role of the device asking, and a copy's reads
 // against the member who asked for the copy (its grant).
-func (d *Daemon) folderHandler() http.Handler {
+func (d *Daemon) folderHandler() *peerapi.Mux {
 	return folders.Handler(d.folders, folders.Access{Caller: d.folderCaller, Role: d.folderRole})
 }
 

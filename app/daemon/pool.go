@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 )
@@ -165,7 +166,7 @@ func (p *poolManager) Probe(ctx context.Context, addr string) (app.ProbeResult, 
 	}
 	defer conn.Close()
 	res := app.ProbeResult{Addr: addr, ID: conn.PeerID().String()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://peer/v1/node/info", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://peer"+agent.InfoRoute.Path, nil)
 	if err != nil {
 		return res, err
 	}

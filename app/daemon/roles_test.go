@@ -2,9 +2,14 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +17,9 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/internal/httperr"
+	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/peerapi"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/transport"
 )
@@ -26,13 +33,8 @@ const (
 	notMember   = "not_member: this device is not a member of the pool"
 	atDoor      = "door_path: refused: a device that is not a member of the pool may reach only" // transport's door
 	toldRemoved = "removed: this device was removed from the pool by "
-	noLaunch    = "viewers cannot launch jobs"
+	noLaunch    = jobs.RuleViewerLaunch
 	noTags      = "only the machine's owner replaces image tags"
-	noClear     = "only the pool's owners and this machine's user clear a quarantine"
-	noGrant     = "a copy needs a valid grant"
-	noConfigure = "alerts: owners and admins only"
-	noMute      = "viewers cannot mute alerts"
-	noHolder    = "the webhook URL goes to owners' and admins' devices only"
 	noProof     = "owner proof: none" // a launch must carry its owner's signature
 )
 
@@ -44,53 +46,130 @@ type peerRoute struct {
 	signed             bool      // a launch that carries the asking device's proof (jobs.ProofHeader)
 }
 
-// membersOnly is a route every member reaches, and no one else.
-func membersOnly(method, path, body string) peerRoute {
-	return peerRoute{method, path, body, [6]string{allowed, allowed, allowed, allowed, atDoor, atDoor}, false}
+// routeAsk is how the matrix asks one call of the peer API's tables.
+type routeAsk struct {
+	args   []string   // the path's wildcard values; nil: wildcardExamples
+	query  url.Values // nil: none
+	body   string
+	want   *[6]string // the whole row, where the call's Who and Rule do not say it
+	signed bool       // a launch that carries the asking device's proof
 }
 
-// peerRoutes is every path the agent serves to peers (node/agent's
-// PeerHandler: telemetry, the replica's stream, joining, jobs, images,
-// GPUs, tunnels, folders, copies, alerts), with a request on each.
-var peerRoutes = []peerRoute{
-	membersOnly("GET", "/v1/node/info", ""),
-	membersOnly("GET", "/v1/node/sample", ""),
+// wildcardExamples are the path values the matrix asks with, by wildcard.
+var wildcardExamples = map[string]string{"id": "nojob", "index": "0", "name": "data", "rule": "gpu-temp"}
+
+// routeAsks are the requests the matrix makes of the calls whose check
+// needs more than one request with no body; every other call of the
+// tables (agent.Served.Specs) is asked with one.
+var routeAsks = map[string][]routeAsk{
 	// A removed device is told so on the stream, with the proof (sync/replica's Told).
-	{"GET", "/v1/replica/stream", "", [6]string{allowed, allowed, allowed, allowed, toldRemoved, notMember}, false},
+	"GET /v1/replica/stream": {{want: &[6]string{allowed, allowed, allowed, allowed, toldRemoved, notMember}}},
 	// Open to all: a malformed join reaches the join handler, which
 	// answers 400 to anyone (TestTrust refuses a removed device's real join).
-	{"POST", "/v1/pool/join", "{}", [6]string{allowed, allowed, allowed, allowed, allowed, allowed}, false},
-	membersOnly("GET", "/v1/jobs", ""),
-	{"POST", "/v1/jobs", `{"image":"registry.example:5000/busybox:1"}`, [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}, true},
-	// A launch without its owner's proof is refused to every peer.
-	{"POST", "/v1/jobs", `{"image":"registry.example:5000/busybox:2"}`, [6]string{noProof, noProof, noProof, noLaunch, atDoor, atDoor}, false},
-	membersOnly("GET", "/v1/jobs/nojob", ""),
-	membersOnly("POST", "/v1/jobs/nojob/stop", ""),
-	membersOnly("DELETE", "/v1/jobs/nojob", ""),
-	membersOnly("GET", "/v1/jobs/nojob/logs", ""),
-	membersOnly("GET", "/v1/jobs/nojob/stats", ""),
-	membersOnly("POST", "/v1/jobs/nojob/tunnel?port=8080", ""),
-	membersOnly("GET", "/v1/jobs/nojob/access", ""),
-	membersOnly("GET", "/v1/images", ""),
-	{"POST", "/v1/images/load", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}, false},
-	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1", "", [6]string{allowed, allowed, allowed, noLaunch, atDoor, atDoor}, false},
-	{"POST", "/v1/images/pull?ref=registry.example:5000/busybox:1&force=1", "", [6]string{allowed, noTags, noTags, noLaunch, atDoor, atDoor}, false},
-	{"POST", "/v1/gpus/0/clear", "", [6]string{allowed, noClear, noClear, noClear, atDoor, atDoor}, false},
-	membersOnly("GET", "/v1/folders", ""),
-	membersOnly("GET", "/v1/folders/data/ls", ""),
-	{"GET", "/v1/folders/data/walk", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
-	{"GET", "/v1/folders/data/sums", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
-	{"GET", "/v1/folders/data/read", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
-	{"GET", "/v1/folders/data/blocks", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
-	{"POST", "/v1/folders/data/bundle", "", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
-	{"POST", "/v1/transfers", "{}", [6]string{noGrant, noGrant, noGrant, noGrant, atDoor, atDoor}, false},
-	membersOnly("GET", "/v1/transfers/nocopy", ""),
-	membersOnly("GET", "/v1/alerts/rules", ""),
-	membersOnly("GET", "/v1/alerts/state", ""),
-	{"PUT", "/v1/alerts/rules/gpu-hot", "{}", [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}, false},
-	{"POST", "/v1/alerts/mute", "{}", [6]string{allowed, allowed, allowed, noMute, atDoor, atDoor}, false},
-	{"GET", "/v1/alerts/webhook", "", [6]string{allowed, allowed, noHolder, noHolder, atDoor, atDoor}, false},
-	{"PUT", "/v1/alerts/webhook", `{"url":""}`, [6]string{allowed, allowed, noConfigure, noConfigure, atDoor, atDoor}, false},
+	"POST /v1/pool/join": {{body: "{}"}},
+	"POST /v1/jobs": {
+		{body: `{"image":"registry.example:5000/busybox:1"}`, signed: true},
+		// A launch without its owner's proof is refused to every peer.
+		{body: `{"image":"registry.example:5000/busybox:2"}`, want: &[6]string{noProof, noProof, noProof, noLaunch, atDoor, atDoor}},
+	},
+	"POST /v1/jobs/{id}/tunnel": {{query: url.Values{"port": {"8080"}}}},
+	"POST /v1/images/pull": {
+		{query: url.Values{"ref": {"registry.example:5000/busybox:1"}}},
+		{query: url.Values{"ref": {"registry.example:5000/busybox:1"}, "force": {"1"}}, want: &[6]string{allowed, noTags, noTags, noLaunch, atDoor, atDoor}},
+	},
+	"POST /v1/transfers":         {{body: "{}"}},
+	"PUT /v1/alerts/rules/{id}":  {{args: []string{"gpu-hot"}, body: "{}"}},
+	"POST /v1/alerts/mute":       {{body: "{}"}},
+	"PUT /v1/alerts/pins/{rule}": {{body: `{"pinned":true}`}},
+	"PUT /v1/alerts/webhook":     {{body: `{"url":""}`}},
+}
+
+// byWho is what each role gets of a call whose table says who may make it
+// and the rule its refusals of the others name.
+func byWho(who peerapi.Who, rule string) ([6]string, bool) {
+	a, r := allowed, rule
+	rows := map[peerapi.Who][4]string{
+		peerapi.Members:       {a, a, a, a},
+		peerapi.NonViewers:    {a, a, a, r},
+		peerapi.Admins:        {a, a, r, r},
+		peerapi.MachineOwners: {a, r, r, r}, // the test's devices are not the machine's own user
+		peerapi.MachineUser:   {r, r, r, r},
+		peerapi.GrantHolders:  {r, r, r, r},
+	}
+	if who == peerapi.Anyone {
+		return [6]string{a, a, a, a, a, a}, true
+	}
+	row, ok := rows[who]
+	return [6]string{row[0], row[1], row[2], row[3], atDoor, atDoor}, ok
+}
+
+// peerRoutesOf is a request on every call specs serve (a daemon's peer
+// handler: telemetry, the replica's stream, joining, jobs, images, GPUs,
+// tunnels, folders, copies, alerts), as routeAsks says, and what each role
+// gets; an error for a call the matrix cannot ask, and for an ask of a
+// call no table has.
+func peerRoutesOf(specs []peerapi.Spec) ([]peerRoute, error) {
+	var out []peerRoute
+	var errs []error
+	left := maps.Clone(routeAsks)
+	for _, s := range specs {
+		asks, ok := left[s.Pattern()]
+		delete(left, s.Pattern())
+		if !ok {
+			asks = []routeAsk{{}}
+		}
+		for _, ask := range asks {
+			args := ask.args
+			if args == nil {
+				for _, m := range regexp.MustCompile(`\{([^}]*)\}`).FindAllStringSubmatch(s.Path, -1) {
+					args = append(args, wildcardExamples[m[1]])
+				}
+			}
+			path, err := s.URL(args, ask.query)
+			want, ok := byWho(s.Who, s.Rule)
+			if ask.want != nil {
+				want, ok = *ask.want, true
+			}
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", s.Pattern(), err))
+			case slices.Contains(args, ""):
+				errs = append(errs, fmt.Errorf("%s: a wildcard without an example in wildcardExamples", s.Pattern()))
+			case !ok:
+				errs = append(errs, fmt.Errorf("%s: the matrix has no row for who may call it (%s)", s.Pattern(), s.Who))
+			}
+			out = append(out, peerRoute{s.Method, path, ask.body, want, ask.signed})
+		}
+	}
+	for p := range left {
+		errs = append(errs, fmt.Errorf("routeAsks asks %s, which no table serves", p))
+	}
+	return out, errors.Join(errs...)
+}
+
+// TestPeerRoutesOf: the matrix asks every call of the tables as their Who
+// and Rule say; a Who it has no row for, a wildcard it has no example for,
+// and an ask of a call no table serves fail it.
+func TestPeerRoutesOf(t *testing.T) {
+	tab := &peerapi.Table{}
+	peerapi.Add[peerapi.None, peerapi.None](tab, "GET", "/v1/jobs/{id}/access", peerapi.Members, "")
+	peerapi.Add[peerapi.None, peerapi.None](tab, "POST", "/v1/new/{id}", peerapi.Admins, "admins only")
+	peerapi.Add[peerapi.None, peerapi.None](tab, "POST", "/v1/newer/{slot}", peerapi.Members, "")
+	peerapi.Add[peerapi.None, peerapi.None](tab, "POST", "/v1/newest", peerapi.Who("the moon"), "no one")
+	rts, err := peerRoutesOf(tab.Specs())
+	for _, want := range []string{
+		"POST /v1/newer/{slot}: a wildcard without an example",
+		"POST /v1/newest: the matrix has no row for who may call it (the moon)",
+		"routeAsks asks POST /v1/alerts/mute, which no table serves",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("peerRoutesOf = %v; want %q", err, want)
+		}
+	}
+	if len(rts) != 4 || rts[0].path != "/v1/jobs/nojob/access" || rts[0].want != [6]string{allowed, allowed, allowed, allowed, atDoor, atDoor} ||
+		rts[1].path != "/v1/new/nojob" || rts[1].want != [6]string{allowed, allowed, "admins only", "admins only", atDoor, atDoor} {
+		t.Errorf("peerRoutesOf = %+v", rts)
+	}
 }
 
 // perAddr is how many routes a device that is not a member asks from one
@@ -144,6 +223,10 @@ func TestRoleMatrix(t *testing.T) {
 		ids[role] = d.id
 	}
 
+	peerRoutes, err := peerRoutesOf(node.peerHandler().(*agent.Served).Specs())
+	if err != nil {
+		t.Fatal(err)
+	}
 	clients := map[string]*http.Client{}
 	for i, rt := range peerRoutes {
 		for j, role := range matrixRoles {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/folders/copies"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/peerapi"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -36,9 +38,9 @@ func (m members) Resolve(ctx context.Context, ref string) (string, error) {
 	return n.ID, err
 }
 
-// Call implements copies.Members and alerting.NodeCaller.
-func (m members) Call(ctx context.Context, node, method, path string, in, out any) error {
-	return m.d.svc.NodeCall(ctx, node, method, path, in, out)
+// Do implements copies.Members and alerting.NodeCaller (peerapi.Doer).
+func (m members) Do(ctx context.Context, node string, r peerapi.Request) (io.ReadCloser, error) {
+	return m.d.svc.Do(ctx, node, r)
 }
 
 // signer signs this machine's grants and launches with its key.

@@ -91,7 +91,7 @@ function planNode(n, spec, jobs) {
       Object.assign(pg, { state: 'faulty', reason: g.health + (g.health_reason ? `: ${g.health_reason}` : '') })
       busy.push(`GPU ${g.index}: ${pg.reason}`)
     } else if (g.mig?.enabled) {
-      Object.assign(pg, { state: 'busy', reason: 'MIG on (ask for an instance by UUID)' })
+      Object.assign(pg, { state: 'busy', reason: 'MIG on (ask for its instances by profile or UUID: labpool gpus lists them)' })
       busy.push(`GPU ${g.index}: ${pg.reason}`)
     } else if (g.processes > 0) {
       pg.state = 'busy'
@@ -99,6 +99,7 @@ function planNode(n, spec, jobs) {
     } else if (gpuMemFor(g) < (spec.min_gpu_mem_bytes ?? 0)) {
       pg.state = 'small'
     }
+    pg.status = { held: `${pg.job_name} · ${pg.owner_name}`, busy: pg.reason || 'in use outside labpool', faulty: pg.reason, small: `under ${bytesText(spec.min_gpu_mem_bytes ?? 0)}` }[pg.state] ?? 'free'
     if (pg.state === 'free' || pg.state === 'small') {
       free.add(g.index)
       p.free++
@@ -142,6 +143,19 @@ function planNode(n, spec, jobs) {
     p.reason += weighed(why)
   }
   return p
+}
+
+// n bytes as PlanGPU.Status writes them (app/planfit.go bytesText).
+function bytesText(n) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']
+  let i = 0
+  let v = n
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024
+    i++
+  }
+  if (i === 0) return `${Math.round(v)} B`
+  return `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`
 }
 
 // What a placement weighed, as the reason's tail ("" when nothing).

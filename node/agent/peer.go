@@ -1,6 +1,10 @@
 package agent
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/labpool/labpool/node/peerapi"
+)
 
 // Route is a handler served at one path for one method.
 type Route struct {
@@ -8,38 +12,55 @@ type Route struct {
 	Handler      http.Handler
 }
 
-// Parts are what this machine serves to the pool, built by their owners.
+// Parts are what this machine serves to the pool, built by their owners:
+// each serving package's handler carries its table of calls
+// (node/peerapi), which PeerHandler mounts.
 type Parts struct {
-	Telemetry *Telemetry   // GET /v1/node/...
+	Telemetry *Telemetry   // Routes
 	Stream    Route        // the replica's stream, members only
 	Join      Route        // joining the pool: open to strangers
-	Jobs      http.Handler // /v1/jobs..., /v1/gpus/...
-	Images    http.Handler // /v1/images... (node/containers)
-	Folders   http.Handler // /v1/folders...
-	Transfers http.Handler // /v1/transfers...
-	Alerts    http.Handler // /v1/alerts/...; nil: none
+	Jobs      *peerapi.Mux // jobs.Routes
+	Images    *peerapi.Mux // containers.ImageRoutes
+	Folders   *peerapi.Mux // folders.Routes
+	Transfers *peerapi.Mux // copies.Routes
+	Alerts    *peerapi.Mux // alerts.Routes; nil: none
 	// Authorize lets through to h only the members of the pool, and
 	// anyone to the paths open (rate-limited).
 	Authorize func(open []string, h http.Handler) http.Handler
 }
 
-// PeerHandler is what members (and, for joining only, strangers) reach.
-func PeerHandler(p Parts) http.Handler {
+// Served is what members (and, for joining only, strangers) reach, and the
+// calls it serves.
+type Served struct {
+	http.Handler
+	specs []peerapi.Spec
+}
+
+// Specs returns every call s serves, the stream and the join included.
+func (s *Served) Specs() []peerapi.Spec { return append([]peerapi.Spec(nil), s.specs...) }
+
+// PeerHandler mounts every call of the parts' tables, behind Authorize. Two
+// parts that declare one call panic.
+func PeerHandler(p Parts) *Served {
 	mux := http.NewServeMux()
-	mux.Handle("/v1/node/", Handler(p.Telemetry))
-	mux.Handle(p.Stream.Method+" "+p.Stream.Path, p.Stream.Handler)
-	mux.Handle(p.Join.Method+" "+p.Join.Path, p.Join.Handler)
-	for _, path := range []string{"/v1/jobs", "/v1/jobs/", "/v1/gpus/"} {
-		mux.Handle(path, p.Jobs)
+	s := &Served{}
+	for _, rt := range []struct {
+		Route
+		who peerapi.Who
+	}{{p.Stream, peerapi.Members}, {p.Join, peerapi.Anyone}} {
+		spec := peerapi.Spec{Method: rt.Method, Path: rt.Path, Who: rt.who}
+		mux.Handle(spec.Pattern(), rt.Handler)
+		s.specs = append(s.specs, spec)
 	}
-	mux.Handle("/v1/images", p.Images)
-	mux.Handle("/v1/images/", p.Images)
-	mux.Handle("/v1/folders", p.Folders)
-	mux.Handle("/v1/folders/", p.Folders)
-	mux.Handle("/v1/transfers", p.Transfers)
-	mux.Handle("/v1/transfers/", p.Transfers)
-	if p.Alerts != nil {
-		mux.Handle("/v1/alerts/", p.Alerts)
+	for _, m := range []*peerapi.Mux{Handler(p.Telemetry), p.Jobs, p.Images, p.Folders, p.Transfers, p.Alerts} {
+		if m == nil {
+			continue
+		}
+		for _, spec := range m.Table().Specs() {
+			mux.Handle(spec.Pattern(), m)
+			s.specs = append(s.specs, spec)
+		}
 	}
-	return p.Authorize([]string{p.Join.Path}, mux)
+	s.Handler = p.Authorize([]string{p.Join.Path}, mux)
+	return s
 }

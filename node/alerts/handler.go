@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/internal/httperr"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // Roles a caller holds in the pool (sync/pool's, as strings).
@@ -291,7 +292,7 @@ func (m *Machine) Mute(c Caller, mu Mute) (Mute, error) {
 	switch {
 	case c.Local:
 	case c.Role == RoleViewer:
-		return Mute{}, forbidden("viewers cannot mute alerts", "this device is a viewer of the pool")
+		return Mute{}, forbidden(RuleViewerMute, "this device is a viewer of the pool")
 	case c.Role != RoleOwner && c.Role != RoleAdmin && c.Role != RoleMember:
 		return Mute{}, forbidden("members only", "this device is not a member of the pool")
 	}
@@ -333,7 +334,7 @@ func configures(c Caller, what string) error {
 	if role == "" {
 		role = "not a member"
 	}
-	return forbidden("alerts: owners and admins only", "owners and admins set %s; this device is %s", what, role)
+	return forbidden(RuleConfigure, "owners and admins set %s; this device is %s", what, role)
 }
 
 // refusal is an error answered with its own status and code.
@@ -357,15 +358,15 @@ type PinRequest struct {
 // /v1/alerts/rules/{id} (RuleUpdate), POST /v1/alerts/mute (Mute), PUT
 // /v1/alerts/pins/{rule} (PinRequest, this machine's own user), GET
 // and PUT /v1/alerts/webhook (WebhookSetting); caller names who asks.
-func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/alerts/rules", func(w http.ResponseWriter, r *http.Request) {
+func Handler(m *Machine, caller func(*http.Request) Caller) *peerapi.Mux {
+	h := map[peerapi.Spec]http.HandlerFunc{}
+	h[routeRules.Spec] = func(w http.ResponseWriter, r *http.Request) {
 		reply(w, m.Eval.Rules(), nil)
-	})
-	mux.HandleFunc("GET /v1/alerts/state", func(w http.ResponseWriter, r *http.Request) {
+	}
+	h[routeState.Spec] = func(w http.ResponseWriter, r *http.Request) {
 		reply(w, m.State(), nil)
-	})
-	mux.HandleFunc("PUT /v1/alerts/rules/{id}", func(w http.ResponseWriter, r *http.Request) {
+	}
+	h[routeSetRule.Spec] = func(w http.ResponseWriter, r *http.Request) {
 		var u RuleUpdate
 		if err := decode(r.Body, &u); err != nil {
 			reply(w, nil, err)
@@ -373,8 +374,8 @@ func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 		}
 		rule, err := m.SetRule(caller(r), r.PathValue("id"), u)
 		reply(w, rule, err)
-	})
-	mux.HandleFunc("POST /v1/alerts/mute", func(w http.ResponseWriter, r *http.Request) {
+	}
+	h[routeMute.Spec] = func(w http.ResponseWriter, r *http.Request) {
 		var mu Mute
 		if err := decode(r.Body, &mu); err != nil {
 			reply(w, nil, err)
@@ -382,8 +383,8 @@ func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 		}
 		out, err := m.Mute(caller(r), mu)
 		reply(w, out, err)
-	})
-	mux.HandleFunc("PUT /v1/alerts/pins/{rule}", func(w http.ResponseWriter, r *http.Request) {
+	}
+	h[routePin.Spec] = func(w http.ResponseWriter, r *http.Request) {
 		var req PinRequest
 		if err := decode(r.Body, &req); err != nil {
 			reply(w, nil, err)
@@ -391,12 +392,12 @@ func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 		}
 		pins, err := m.Pin(caller(r), r.PathValue("rule"), req.Pinned)
 		reply(w, pins, err)
-	})
-	mux.HandleFunc("GET /v1/alerts/webhook", func(w http.ResponseWriter, r *http.Request) {
+	}
+	h[routeWebhook.Spec] = func(w http.ResponseWriter, r *http.Request) {
 		wh, err := m.WebhookFor(caller(r))
 		reply(w, wh, err)
-	})
-	mux.HandleFunc("PUT /v1/alerts/webhook", func(w http.ResponseWriter, r *http.Request) {
+	}
+	h[routeSetWebhook.Spec] = func(w http.ResponseWriter, r *http.Request) {
 		var req WebhookSetting
 		if err := decode(r.Body, &req); err != nil {
 			reply(w, nil, err)
@@ -408,8 +409,8 @@ func Handler(m *Machine, caller func(*http.Request) Caller) http.Handler {
 			return
 		}
 		reply(w, nil, err)
-	})
-	return mux
+	}
+	return Routes.Mux(h)
 }
 
 // decode reads a JSON body of at most 64 KiB (network input).

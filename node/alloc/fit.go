@@ -48,7 +48,10 @@ type Decision struct {
 	Share    float64 `json:"share,omitempty"`
 	MemBytes uint64  `json:"mem_bytes,omitempty"`
 	Want     int     `json:"want"`
-	Passed   []Pass  `json:"passed,omitempty"` // every unit passed over, in the units' order
+	// Free is how many of the units asked for were free (on every
+	// machine together): when d does not fit, fewer than Want on each.
+	Free   int    `json:"free"`
+	Passed []Pass `json:"passed,omitempty"` // every unit passed over, in the units' order
 }
 
 // Grant is the grant d makes to h from at until until.
@@ -83,7 +86,7 @@ func Fit(units []Unit, grants []Grant, r Request, at time.Time) Decision {
 		d.Share = 0
 	}
 	if d.Want <= 0 {
-		d.Fits = true
+		d.Fits, d.Want = true, 0
 		return d
 	}
 	byUnit := index(grants, r, at)
@@ -103,6 +106,7 @@ func Fit(units []Unit, grants []Grant, r Request, at time.Time) Decision {
 			}
 			continue
 		}
+		d.Free++
 		if _, seen := free[u.Node]; !seen {
 			nodes = append(nodes, u.Node)
 		}
@@ -198,10 +202,10 @@ func index(grants []Grant, r Request, at time.Time) map[string]held {
 				}
 			case !g.overlaps(at, at.Add(time.Nanosecond)):
 			case g.GPUs > 0:
-				h.gpus += g.GPUs
+				h.gpus = min(h.gpus+min(g.GPUs, 1<<20), 1<<30) // counts from the network
 			case g.share() < 1:
 				h.share += g.share()
-				h.mem += g.MemBytes
+				h.mem = addSat(h.mem, g.MemBytes)
 			case h.whole == nil:
 				h.whole = g
 			}
@@ -229,7 +233,7 @@ func pass(u Unit, h held, r Request, share float64) (Pass, bool) {
 		p.Reason, p.Free = Shared, 1-h.share
 	case share < 1 && h.share+share > 1+1e-9:
 		p.Reason, p.Free = ShareFull, max(1-h.share, 0)
-	case share < 1 && r.MemBytes > 0 && h.mem+r.MemBytes > u.MemBytes:
+	case share < 1 && r.MemBytes > 0 && addSat(h.mem, r.MemBytes) > u.MemBytes:
 		p.Reason, p.Free = TooSmall, float64(u.MemBytes-min(h.mem, u.MemBytes))
 	case share >= 1 && r.MemBytes > 0 && u.MemBytes < r.MemBytes:
 		p.Reason, p.Free = TooSmall, float64(u.MemBytes)
@@ -337,4 +341,13 @@ func short(id string) string {
 		return id[:9]
 	}
 	return id
+}
+
+// addSat is a+b, or the largest uint64 where that overflows (a grant's
+// memory cap comes from the network).
+func addSat(a, b uint64) uint64 {
+	if a+b < a {
+		return ^uint64(0)
+	}
+	return a + b
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // maxImage bounds an image archive's size (1 TiB).
@@ -35,16 +36,16 @@ var _ ImageStore = (*Runtime)(nil)
 // /v1/images/pull are for who may launch here, and replacing a tag
 // (force) for the machine's owner only. rt nil (or a nil *Runtime): no
 // engine here.
-func ImageHandler(rt ImageStore, who Launchers, caller func(*http.Request) jobs.Caller) http.Handler {
+func ImageHandler(rt ImageStore, who Launchers, caller func(*http.Request) jobs.Caller) *peerapi.Mux {
 	if r, ok := rt.(*Runtime); ok && r == nil {
 		rt = nil
 	}
 	h := &imageHandler{rt: rt, who: who, caller: caller}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/images", h.images)
-	mux.HandleFunc("POST /v1/images/load", h.load)
-	mux.HandleFunc("POST /v1/images/pull", h.pull)
-	return mux
+	return ImageRoutes.Mux(map[peerapi.Spec]http.HandlerFunc{
+		routeImages.Spec: h.images,
+		routeLoad.Spec:   h.load,
+		routePull.Spec:   h.pull,
+	})
 }
 
 type imageHandler struct {

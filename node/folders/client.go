@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/labpool/labpool/internal/httperr"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // HTTPSource reads a shared folder of another machine through Handler,
@@ -23,18 +24,20 @@ type HTTPSource struct {
 	Grant  string // an encoded, signed Grant
 }
 
-func (s HTTPSource) url(op string, q url.Values) string {
-	u := "https://node/v1/folders/" + url.PathEscape(s.Folder) + "/" + op
-	if q != nil {
-		u += "?" + q.Encode()
-	}
-	return u
+// url is the address of a request of r on the share, with the query q.
+func (s HTTPSource) url(r peerapi.Spec, q url.Values) (string, error) {
+	p, err := r.URL([]string{s.Folder}, q)
+	return "https://node" + p, err
 }
 
 // do sends a request and returns the response of a 200, or the source's
 // refusal as an error.
-func (s HTTPSource) do(ctx context.Context, method, op string, q url.Values, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, s.url(op, q), bytes.NewReader(body))
+func (s HTTPSource) do(ctx context.Context, r peerapi.Spec, q url.Values, body []byte) (*http.Response, error) {
+	u, err := s.url(r, q)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, r.Method, u, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +99,7 @@ func (s HTTPSource) CloseIdleConnections() { s.Client.CloseIdleConnections() }
 
 // Walk implements Source: emit has each item as the listing arrives.
 func (s HTTPSource) Walk(ctx context.Context, p string, emit func(FileMeta) error) error {
-	resp, err := s.do(ctx, http.MethodGet, "walk", url.Values{"path": {p}}, nil)
+	resp, err := s.do(ctx, routeWalk.Spec, url.Values{"path": {p}}, nil)
 	if err != nil {
 		return err
 	}
@@ -107,7 +110,7 @@ func (s HTTPSource) Walk(ctx context.Context, p string, emit func(FileMeta) erro
 // Sums implements Source.
 func (s HTTPSource) Sums(ctx context.Context, p string) (Sums, error) {
 	var sums Sums
-	resp, err := s.do(ctx, http.MethodGet, "sums", url.Values{"path": {p}}, nil)
+	resp, err := s.do(ctx, routeSums.Spec, url.Values{"path": {p}}, nil)
 	if err != nil {
 		return sums, err
 	}
@@ -121,11 +124,11 @@ func (s HTTPSource) Sums(ctx context.Context, p string) (Sums, error) {
 
 // Bundle implements Source.
 func (s HTTPSource) Bundle(ctx context.Context, paths []string) (io.ReadCloser, error) {
-	body, err := json.Marshal(map[string][]string{"paths": paths})
+	body, err := json.Marshal(bundleRequest{Paths: paths})
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.do(ctx, http.MethodPost, "bundle", nil, body)
+	resp, err := s.do(ctx, routeBundle.Spec, nil, body)
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
@@ -139,7 +142,7 @@ const BlockCheckName = "crc32c"
 // Blocks implements Source: the blocks come with their BlockCheck.
 func (s HTTPSource) Blocks(ctx context.Context, p string, first, n int) (io.ReadCloser, error) {
 	q := url.Values{"path": {p}, "first": {strconv.Itoa(first)}, "n": {strconv.Itoa(n)}, "check": {BlockCheckName}}
-	resp, err := s.do(ctx, http.MethodGet, "blocks", q, nil)
+	resp, err := s.do(ctx, routeBlocks.Spec, q, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +151,7 @@ func (s HTTPSource) Blocks(ctx context.Context, p string, first, n int) (io.Read
 
 // Read implements Source.
 func (s HTTPSource) Read(ctx context.Context, p string, off, n int64) (io.ReadCloser, error) {
-	resp, err := s.do(ctx, http.MethodGet, "read", url.Values{"path": {p}, "off": {strconv.FormatInt(off, 10)}, "len": {strconv.FormatInt(n, 10)}}, nil)
+	resp, err := s.do(ctx, routeRead.Spec, url.Values{"path": {p}, "off": {strconv.FormatInt(off, 10)}, "len": {strconv.FormatInt(n, 10)}}, nil)
 	if err != nil {
 		return nil, err
 	}

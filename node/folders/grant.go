@@ -16,7 +16,10 @@ import (
 // ErrGrant means a copy's source was asked without a valid grant: none, a
 // forged or damaged one, an expired one, or one that does not name this
 // request. The message says which rule was broken.
-var ErrGrant = errors.New("refused: a copy needs a valid grant from the member who asked for it")
+var ErrGrant = errors.New("refused: " + RuleGrant + " from the member who asked for it")
+
+// RuleGrant is the rule a refusal of a copy's request names (ErrGrant).
+const RuleGrant = "a copy needs a valid grant"
 
 // GrantHeader carries a grant with each request a copy's receiver sends to
 // its source.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labpool/labpool/internal/httperr"
 	"github.com/labpool/labpool/internal/procs"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // Info is what members see of a share: never its path here.
@@ -45,17 +46,17 @@ type Access struct {
 // list of shares) checks the caller; reading a copy's data (walk, sums,
 // read, blocks, bundle) checks the grant the request carries, that is the
 // rights of the member who asked for the copy, whoever receives it.
-func Handler(r *Registry, a Access) http.Handler {
+func Handler(r *Registry, a Access) *peerapi.Mux {
 	h := &handler{r: r, a: a}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/folders", h.list)
-	mux.HandleFunc("GET /v1/folders/{name}/ls", h.ls)
-	mux.HandleFunc("GET /v1/folders/{name}/walk", h.reading(h.walk))
-	mux.HandleFunc("GET /v1/folders/{name}/sums", h.reading(h.sums))
-	mux.HandleFunc("GET /v1/folders/{name}/read", h.reading(h.read))
-	mux.HandleFunc("GET /v1/folders/{name}/blocks", h.reading(h.blocks))
-	mux.HandleFunc("POST /v1/folders/{name}/bundle", h.reading(h.bundle))
-	return mux
+	return Routes.Mux(map[peerapi.Spec]http.HandlerFunc{
+		routeList.Spec:   h.list,
+		routeLs.Spec:     h.ls,
+		routeWalk.Spec:   h.reading(h.walk),
+		routeSums.Spec:   h.reading(h.sums),
+		routeRead.Spec:   h.reading(h.read),
+		routeBlocks.Spec: h.reading(h.blocks),
+		routeBundle.Spec: h.reading(h.bundle),
+	})
 }
 
 // handler serves the shares of r to the callers a names.
@@ -189,9 +190,7 @@ func (h *handler) blocks(w http.ResponseWriter, req *http.Request, o *Opened) {
 }
 
 func (h *handler) bundle(w http.ResponseWriter, req *http.Request, o *Opened) {
-	var body struct {
-		Paths []string `json:"paths"`
-	}
+	var body bundleRequest
 	if err := json.NewDecoder(io.LimitReader(req.Body, 1<<20)).Decode(&body); err != nil {
 		reply(w, nil, fmt.Errorf("%w: decode the bundle request", ErrBadPath))
 		return

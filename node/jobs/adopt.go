@@ -129,6 +129,10 @@ func (m *Manager) adoptOne(ctx context.Context, id string, t TaskStatus, lost st
 		j.GPUs = gs // the label is what the executor was asked for
 	}
 	j.GPUIndexes = m.ledger.Indexes(j.GPUs, m.gpus.GPUs())
+	if j.GPUShare == 0 && j.Spec.GPUShare > 0 && j.Spec.GPUShare < 1 {
+		// A record rebuilt from labels: the owner's spec says the share.
+		j.GPUShare, j.GPUMemBytes = j.Spec.GPUShare, j.Spec.GPUMemBytes
+	}
 	apply(&j, t, schedules)
 	if t.State == TaskPending && !schedules {
 		// The agent stopped between create and start: the job never ran.
@@ -141,7 +145,7 @@ func (m *Manager) adoptOne(ctx context.Context, id string, t TaskStatus, lost st
 		m.log.Warn("job ended while the backend was away", "job", id, "state", j.State)
 	}
 	if j.State == Running {
-		if conflicts := m.ledger.Restore(id, j.GPUs); len(conflicts) > 0 {
+		if conflicts := m.ledger.restoreJob(j); len(conflicts) > 0 {
 			m.log.Error("two running jobs hold the same GPUs", "job", id, "gpus", conflicts)
 		}
 	}

@@ -57,7 +57,7 @@ func (m *Manager) mayLaunch(c Caller) error {
 	case m.local(c):
 		return nil
 	case c.Role == RoleViewer:
-		return forbid("viewers cannot launch jobs", "this device is a viewer of the pool; an admin can make it a member")
+		return forbid(RuleViewerLaunch, "this device is a viewer of the pool; an admin can make it a member")
 	case c.Role != RoleOwner && c.Role != RoleAdmin && c.Role != RoleMember:
 		return forbid("members only", "this device is not a member of the pool")
 	}

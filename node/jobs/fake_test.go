@@ -479,7 +479,12 @@ func testLog() *slog.Logger {
 // its first adoption.
 func startManager(t *testing.T, rt *fakeRuntime, gpus GPUState, st *memStore, folders FolderResolver) *Manager {
 	t.Helper()
-	cfg := DefaultConfig()
+	return startManagerCfg(t, DefaultConfig(), rt, gpus, st, folders)
+}
+
+// startManagerCfg is startManager with cfg (its Node is set).
+func startManagerCfg(t *testing.T, cfg Config, rt *fakeRuntime, gpus GPUState, st *memStore, folders FolderResolver) *Manager {
+	t.Helper()
 	cfg.Node = "NODE"
 	m := NewManager(cfg, rt, gpus, folders, st, testLog())
 	listed := rt.count("List")

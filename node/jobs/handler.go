@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/labpool/labpool/internal/httperr"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // maxSpec bounds a launch request's body.
@@ -19,20 +20,20 @@ const maxSpec = 1 << 20
 // owner, admins and owners act on it; viewers launch nothing; launches
 // follow the machine's Policy. (The images API is the container engine's:
 // containers.ImageHandler.)
-func Handler(m *Manager, caller func(*http.Request) Caller) http.Handler {
+func Handler(m *Manager, caller func(*http.Request) Caller) *peerapi.Mux {
 	h := &handler{m: m, caller: caller}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/jobs", h.submit)
-	mux.HandleFunc("GET /v1/jobs", h.list)
-	mux.HandleFunc("GET /v1/jobs/{id}", h.get)
-	mux.HandleFunc("POST /v1/jobs/{id}/stop", h.stop)
-	mux.HandleFunc("DELETE /v1/jobs/{id}", h.remove)
-	mux.HandleFunc("GET /v1/jobs/{id}/logs", h.logs)
-	mux.HandleFunc("GET /v1/jobs/{id}/stats", h.stats)
-	mux.HandleFunc("POST /v1/jobs/{id}/tunnel", h.tunnel)
-	mux.HandleFunc("GET /v1/jobs/{id}/access", h.access)
-	mux.HandleFunc("POST /v1/gpus/{index}/clear", h.clearGPU)
-	return mux
+	return Routes.Mux(map[peerapi.Spec]http.HandlerFunc{
+		routeSubmit.Spec:   h.submit,
+		routeList.Spec:     h.list,
+		routeGet.Spec:      h.get,
+		routeStop.Spec:     h.stop,
+		routeRemove.Spec:   h.remove,
+		routeLogs.Spec:     h.logs,
+		routeStats.Spec:    h.stats,
+		routeTunnel.Spec:   h.tunnel,
+		routeAccess.Spec:   h.access,
+		routeClearGPU.Spec: h.clearGPU,
+	})
 }
 
 type handler struct {

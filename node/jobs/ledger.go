@@ -1,23 +1,33 @@
 package jobs
 
 import (
-	"fmt"
+	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
+	"time"
 
 	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
 // Request is the GPUs a job asks for: a count, or indexes, each with at
-// least MinMemBytes of memory.
+// least MinMemBytes of memory; MIG instances by UUID, or a count of them
+// by Profile; or, with Share, that fraction of Count (1) GPUs, its memory
+// capped at MemBytes.
 type Request struct {
 	Count       int
 	Indexes     []int
 	MIG         []string // MIG instances by UUID (mig.go)
+	Profile     string   // Count MIG instances of this profile ("3g.40gb")
 	MinMemBytes uint64
+	Share       float64 // in (0, 1): a share of a GPU (see alloc.Request)
+	MemBytes    uint64  // a share's memory cap
+	// Owner and Name are the job's owner (device ID) and name: a
+	// reservation lets its own member's jobs in, and a refusal names them.
+	Owner, Name string
+	// Limit is the job's time limit (0: none): it ends before a
+	// reservation ahead on a GPU, or that GPU is passed over.
+	Limit time.Duration
 }
 
 // want is how many GPUs r asks for.
@@ -31,138 +41,48 @@ func (r Request) want() int {
 	return r.Count
 }
 
-// BusyGPU is one GPU that could not be granted, and why.
-type BusyGPU struct {
-	Index int
-	UUID  string
-	Job   string // the job holding it, or the queued job it is kept for
-	Owner string // that job's owner, when known
-	// JobName and OwnerName are what a person reads for Job and Owner:
-	// the job's name and the owner's member name, when known.
-	JobName   string
-	OwnerName string
-	Reserved  bool   // kept for a queued job that waited too long (Job)
-	External  bool   // used by a process outside labpool
-	TooSmall  bool   // less memory than asked
-	MemBytes  uint64 // its memory, when TooSmall: what GPUMemFor offers
-	Unified   bool   // TooSmall, and MemBytes is the system's free memory
-	// Quarantined and Lost: a GPU with a critical fault, or one NVML lost,
-	// goes to no new job; Reason says which fault.
-	Quarantined bool
-	Lost        bool
-	Reason      string
-	// MIGOn: the GPU is partitioned; a job asks for one of its instances
-	// by UUID, never the whole GPU.
-	MIGOn bool
-}
-
-func (b BusyGPU) String() string {
-	switch {
-	case b.Quarantined:
-		return fmt.Sprintf("GPU %d: quarantined: %s", b.Index, b.Reason)
-	case b.Lost:
-		return fmt.Sprintf("GPU %d: lost: %s", b.Index, b.Reason)
-	case b.Reserved:
-		return fmt.Sprintf("GPU %d: kept for queued job %s of %s, waiting the longest", b.Index, b.jobName(), b.ownerName())
-	case b.MIGOn:
-		return fmt.Sprintf("GPU %d: MIG on (ask for one of its instances by UUID: labpool gpus lists them)", b.Index)
-	case b.External:
-		return fmt.Sprintf("GPU %d: a process outside labpool", b.Index)
-	case b.TooSmall && b.Unified:
-		return fmt.Sprintf("GPU %d: %d GiB free of unified memory, less than asked", b.Index, b.MemBytes>>30)
-	case b.TooSmall:
-		return fmt.Sprintf("GPU %d: %d MiB, less than asked", b.Index, b.MemBytes>>20)
-	case b.Owner != "":
-		return fmt.Sprintf("GPU %d: job %s of %s", b.Index, b.jobName(), b.ownerName())
-	}
-	return fmt.Sprintf("GPU %d: job %s", b.Index, b.jobName())
-}
-
-// jobName is the job's name, or its short ID.
-func (b BusyGPU) jobName() string {
-	if b.JobName != "" {
-		return b.JobName
-	}
-	return shortID(b.Job, 8)
-}
-
-// ownerName is the owner's member name, or its short device ID.
-func (b BusyGPU) ownerName() string {
-	if b.OwnerName != "" {
-		return b.OwnerName
-	}
-	return shortID(b.Owner, 9)
-}
-
-func shortID(id string, n int) string {
-	if len(id) > n {
-		return id[:n]
-	}
-	return id
-}
-
-// BusyError says which GPUs kept a request from being granted.
-type BusyError struct {
-	Want  int
-	Free  int       // GPUs that matched and were free
-	Total int       // GPUs on this machine
-	Busy  []BusyGPU // the matching GPUs that were not free
-}
-
-func (e *BusyError) Error() string {
-	if len(e.Busy) == 0 {
-		return fmt.Sprintf("%d GPUs asked, this machine has %d", e.Want, e.Total)
-	}
-	// GPUs held for the same reason (one job's) are said once:
-	// "GPUs 0, 1, 2, 3: job train of alice".
-	var parts []string
-	var idx []string
-	for i, b := range e.Busy {
-		idx = append(idx, strconv.Itoa(b.Index))
-		why := strings.SplitN(b.String(), ": ", 2)[1]
-		if i+1 < len(e.Busy) && strings.SplitN(e.Busy[i+1].String(), ": ", 2)[1] == why {
-			continue
-		}
-		gpus := "GPU " + idx[0]
-		if len(idx) > 1 {
-			gpus = "GPUs " + strings.Join(idx, ", ")
-		}
-		parts, idx = append(parts, gpus+": "+why), nil
-	}
-	return fmt.Sprintf("%d GPUs asked, %d free: %s", e.Want, e.Free, strings.Join(parts, "; "))
-}
-
-// Ledger records which job holds each GPU, by UUID. A GPU is granted to one
-// job at a time, and never while processes outside labpool use it, nor
-// while it is quarantined or lost.
+// Ledger records who holds each GPU and MIG instance of this machine, as
+// alloc.Grants: the jobs', and what others hold (SetHeld: reservations,
+// the lender's own use). Every grant is decided by alloc.Fit, so a GPU
+// goes to one job at a time (or to shares adding up to at most one),
+// never while processes outside labpool use it, nor while it is
+// quarantined, lost or in MIG mode (its instances are granted instead).
 type Ledger struct {
-	mu          sync.Mutex            // guards grants and quarantined
-	grants      map[string]string     // GPU UUID -> job ID
-	quarantined map[string]Quarantine // GPU UUID -> its fault
-	links       map[string][]gpu.Link // GPU UUID -> its links; set once, before any Grant
-	mig         map[string]migSlot    // MIG instance UUID -> where it is (mig.go); set with links
-	migOn       map[string]bool       // GPU UUID -> MIG mode is on; set with links
+	mu          sync.Mutex             // guards everything below but edge and clock
+	jobs        map[string]alloc.Grant // job ID -> its grant
+	quarantined map[string]Quarantine  // GPU UUID -> its fault
+	links       map[string][]gpu.Link  // GPU UUID -> its links; set once, before any Grant
+	mig         map[string]migSlot     // MIG instance UUID -> where it is (mig.go); set with links
+	migOrder    []string               // the MIG instances in GPU index order; set with links
+	migOn       map[string]bool        // GPU UUID -> MIG mode is on; set with links
 	// edge, when set, is told the GPUs a Grant took or a Release freed,
 	// after the change (Config.GrantEdge).
 	edge func(uuids ...string)
 	// held is what others than jobs hold, by source (SetHeld).
 	held map[string][]alloc.Grant
+	// onHeld, when set, is called after SetHeld changed what others hold
+	// (the manager tries its queue: a grant given back may let a job in).
+	onHeld func()
+	// clock is the time grants are decided at (tests set it).
+	clock func() time.Time
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{grants: map[string]string{}, quarantined: map[string]Quarantine{}}
+	return &Ledger{jobs: map[string]alloc.Grant{}, quarantined: map[string]Quarantine{}, clock: time.Now}
 }
 
-// Grant gives job the GPUs that want asks for, from gpus (the latest
-// telemetry), and returns their UUIDs in index order. Of more free GPUs
-// than a count asks, Place picks (cool, unthrottled, NVLinked). A GPU is free when no
-// other job holds it, external (UUIDs used by processes outside labpool)
-// does not name it, and it is neither quarantined nor lost. Asking for
-// nothing grants nothing. A job asking again keeps what it holds and may
-// take more. Asking for a quarantined or lost GPU by index is refused
-// (*RefusedError naming the fault: waiting would not help); a count skips
-// such GPUs.
+// Grant gives job the GPUs (or MIG instances, or a share) that want asks
+// for, from gpus (the latest telemetry), as alloc.Fit decides on this
+// machine's units and every grant here, and returns their UUIDs. Of more
+// free GPUs than a count asks, Place picks (cool, unthrottled,
+// NVLinked); shares pack onto a GPU already shared. external names the
+// GPUs that processes outside labpool use. Asking for nothing grants
+// nothing. A job asking again keeps what it holds and may take more.
+// Asking for a quarantined or lost GPU by index, or for MIG instances
+// this machine lacks, is refused (*RefusedError naming the rule: waiting
+// would not help); a count skips such GPUs. A GPU that isn't free is
+// named in a *BusyError.
 func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[string]bool) ([]string, error) {
 	n := want.want()
 	if n == 0 {
@@ -175,61 +95,98 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	if err := l.refuseFaulty(job, want, gpus); err != nil {
 		return nil, err
 	}
-	if len(want.MIG) > 0 {
-		return l.grantMIG(job, want.MIG, gpus)
-	}
-	var free []Candidate
-	var busy []BusyGPU
+	stats := make(map[string]gpu.Stats, len(gpus))
 	for _, g := range gpus {
-		if len(want.Indexes) > 0 && !slices.Contains(want.Indexes, g.Index) {
-			continue
-		}
-		if b, ok := l.busy(job, g, want.MinMemBytes, external); ok {
-			busy = append(busy, b)
-			continue
-		}
-		free = append(free, Candidate{Index: g.Index, UUID: g.UUID, TempC: g.TempC,
-			Health: g.Health, HealthReason: g.HealthReason, Links: l.links[g.UUID]})
+		stats[g.UUID] = g
 	}
-	if len(free) < n {
-		return nil, &BusyError{Want: n, Free: len(free), Total: len(gpus), Busy: busy}
+	r, total, err := l.request(job, want, gpus, stats)
+	if err != nil {
+		return nil, err
 	}
-	picked, _ := Place(free, n) // the indexes asked are all free: Place takes them all
-	chosen = make([]string, len(picked))
-	for i, c := range picked {
-		chosen[i] = c.UUID
+	now := l.clock()
+	if want.Limit > 0 {
+		r.Until = now.Add(want.Limit)
 	}
-	for _, u := range chosen {
-		l.grants[u] = job
+	d := alloc.Fit(l.unitsLocked(gpus), l.grantsLocked(external), r, now)
+	if !d.Fits {
+		return nil, l.busyError(d, n, total, stats)
 	}
-	return chosen, nil
+	g := d.Grant(r.Holder, now, r.Until)
+	if old, ok := l.jobs[job]; ok {
+		g.From, g.Units = old.From, union(old.Units, g.Units)
+	}
+	l.jobs[job] = g
+	for _, u := range d.Units {
+		chosen = append(chosen, u.ID)
+	}
+	return slices.Clone(chosen), nil
 }
 
-// busy says why g cannot go to job, if it cannot. l.mu is held.
-func (l *Ledger) busy(job string, g gpu.Stats, minMem uint64, external map[string]bool) (BusyGPU, bool) {
-	b := BusyGPU{Index: g.Index, UUID: g.UUID}
-	q, quarantined := l.quarantined[g.UUID]
-	switch holder, held := l.grants[g.UUID]; {
-	case held && holder != job:
-		b.Job = holder
-	case held:
-		return b, false // job's own
-	case g.Health == gpu.HealthLost:
-		b.Lost, b.Reason = true, g.HealthReason
-	case quarantined:
-		b.Quarantined, b.Reason = true, q.Reason
-	case l.migHeld(job, g.UUID) != "":
-		b.Job = l.migHeld(job, g.UUID)
-	case l.migOn[g.UUID]:
-		b.MIGOn = true
-	case external[g.UUID]:
-		b.External = true
-	case GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified) < minMem:
-		b.TooSmall, b.MemBytes, b.Unified = true, GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified), g.MemUnified
+// request is want as alloc.Fit reads it, and how many units of its kind
+// this machine has. l.mu is held.
+func (l *Ledger) request(job string, want Request, gpus []gpu.Stats, stats map[string]gpu.Stats) (alloc.Request, int, error) {
+	r := alloc.Request{Holder: alloc.Holder{Kind: alloc.Job, ID: job, Member: want.Owner, Name: want.Name}, MemBytes: want.MinMemBytes}
+	total := len(gpus)
+	switch {
+	case len(want.MIG) > 0:
+		if err := l.refuseMIG(want.MIG, stats); err != nil {
+			return r, 0, err
+		}
+		r.Units, total = want.MIG, len(l.mig)
+	case want.Profile != "":
+		have := l.profileCount(want.Profile)
+		if have < want.Count {
+			return r, 0, refuse("mig profile", "%d MIG instances of profile %s asked: this machine has %d (labpool gpus lists them)", want.Count, want.Profile, have)
+		}
+		r.Profile, r.Count, total = want.Profile, want.Count, have
+	case len(want.Indexes) > 0:
+		for _, g := range gpus {
+			if slices.Contains(want.Indexes, g.Index) {
+				r.Units = append(r.Units, g.UUID)
+			}
+		}
+		if len(r.Units) < len(want.Indexes) {
+			return r, 0, refuse("gpus", "GPUs %v asked: only %d of them are read now", want.Indexes, len(r.Units))
+		}
+		r.Pick = l.place(stats)
 	default:
-		return b, false
+		r.Count, r.Pick = want.Count, l.place(stats)
 	}
-	return b, true
+	if want.Share > 0 && want.Share < 1 {
+		r.Share, r.MemBytes, r.Pick = want.Share, want.MemBytes, nil // shares pack (alloc.Fit)
+	}
+	return r, total, nil
+}
+
+// place picks n of the free GPUs as Place does: cool, unthrottled,
+// NVLinked. stats are the GPUs' readings by UUID.
+func (l *Ledger) place(stats map[string]gpu.Stats) func([]alloc.Unit, int) []alloc.Unit {
+	return func(free []alloc.Unit, n int) []alloc.Unit {
+		cs := make([]Candidate, len(free))
+		byID := make(map[string]alloc.Unit, len(free))
+		for i, u := range free {
+			g := stats[u.ID]
+			cs[i] = Candidate{Index: u.Index, UUID: u.ID, TempC: g.TempC, Health: g.Health, HealthReason: g.HealthReason, Links: l.links[u.ID]}
+			byID[u.ID] = u
+		}
+		picked, _ := Place(cs, n)
+		out := make([]alloc.Unit, len(picked))
+		for i, c := range picked {
+			out[i] = byID[c.UUID]
+		}
+		return out
+	}
+}
+
+// union is a's units and those of b not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, u := range b {
+		if !slices.Contains(out, u) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // SetTopology records how the GPUs of devs reach each other and their MIG
@@ -239,7 +196,7 @@ func (l *Ledger) SetTopology(devs []gpu.Info) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.links = make(map[string][]gpu.Link, len(devs))
-	l.mig, l.migOn = map[string]migSlot{}, map[string]bool{}
+	l.mig, l.migOn, l.migOrder = map[string]migSlot{}, map[string]bool{}, nil
 	for _, d := range devs {
 		l.links[d.UUID] = d.Links
 		if d.MIG == nil || !d.MIG.Enabled {
@@ -247,24 +204,78 @@ func (l *Ledger) SetTopology(devs []gpu.Info) {
 		}
 		l.migOn[d.UUID] = true
 		for _, in := range d.MIG.Instances {
-			l.mig[in.UUID] = migSlot{GPU: d.UUID, Index: d.Index, MemBytes: in.MemTotalBytes}
+			l.mig[in.UUID] = migSlot{GPU: d.UUID, Index: d.Index, MemBytes: in.MemTotalBytes, Profile: migProfile(in.Name)}
+			l.migOrder = append(l.migOrder, in.UUID)
 		}
 	}
+	slices.SortStableFunc(l.migOrder, func(a, b string) int { return l.mig[a].Index - l.mig[b].Index })
 }
 
-// Restore records GPUs a running job already holds (re-adoption). A GPU
-// that another job holds stays with it; Restore returns those conflicts.
+// Restore records GPUs a running job already holds whole (re-adoption).
+// A GPU that another job holds stays with it; Restore returns those
+// conflicts.
 func (l *Ledger) Restore(job string, uuids []string) (conflicts []string) {
+	return l.restore(alloc.Grant{Holder: alloc.Holder{Kind: alloc.Job, ID: job}, Units: uuids, From: l.clock()})
+}
+
+// restoreJob records what the running job j already holds: its GPUs,
+// with the share and memory cap it was granted (re-adoption, a restart).
+// It returns the GPUs that another job holds (whole, or with shares that
+// leave too little): they stay with it.
+func (l *Ledger) restoreJob(j Job) (conflicts []string) {
+	g := alloc.Grant{Holder: alloc.Holder{Kind: alloc.Job, ID: j.ID, Member: j.Owner, Name: j.Name},
+		Units: j.GPUs, Share: j.GPUShare, MemBytes: j.GPUMemBytes, From: l.clock()}
+	if j.Started != nil {
+		g.From = *j.Started
+	}
+	if j.Spec.TimeLimitSeconds > 0 {
+		g.Until = g.From.Add(time.Duration(j.Spec.TimeLimitSeconds) * time.Second)
+	}
+	return l.restore(g)
+}
+
+// restore adds g's units to its job's grant, but those another job holds.
+func (l *Ledger) restore(g alloc.Grant) (conflicts []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, u := range uuids {
-		if holder, ok := l.grants[u]; ok && holder != job {
+	share := g.Share
+	if share <= 0 || share >= 1 {
+		share = 1
+	}
+	var kept []string
+	for _, u := range g.Units {
+		if l.sharedBy(g.Holder.ID, u)+share > 1+1e-9 {
 			conflicts = append(conflicts, u)
 			continue
 		}
-		l.grants[u] = job
+		kept = append(kept, u)
 	}
+	old, ok := l.jobs[g.Holder.ID]
+	if ok {
+		g.From, kept = old.From, union(old.Units, kept)
+	}
+	if len(kept) == 0 {
+		return conflicts
+	}
+	g.Units = kept
+	l.jobs[g.Holder.ID] = g
 	return conflicts
+}
+
+// sharedBy is how much of unit u jobs other than job hold (1: whole).
+// l.mu is held.
+func (l *Ledger) sharedBy(job, u string) float64 {
+	var sum float64
+	for id, g := range l.jobs {
+		if id == job || !slices.Contains(g.Units, u) {
+			continue
+		}
+		if g.Share <= 0 || g.Share >= 1 {
+			return 1
+		}
+		sum += g.Share
+	}
+	return sum
 }
 
 // Release frees the GPUs of job.
@@ -273,11 +284,9 @@ func (l *Ledger) Release(job string) {
 	defer func() { l.tell(freed) }() // after the unlock below
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for u, j := range l.grants {
-		if j == job {
-			delete(l.grants, u)
-			freed = append(freed, u)
-		}
+	if g, ok := l.jobs[job]; ok {
+		freed = g.Units
+		delete(l.jobs, job)
 	}
 }
 
@@ -288,25 +297,66 @@ func (l *Ledger) tell(uuids []string) {
 	}
 }
 
-// Granted returns a copy of the grants, GPU UUID -> job ID. A granted MIG
+// Granted returns who holds each GPU, GPU UUID -> job ID: of several
+// jobs holding shares of one GPU, the first in ID order. A granted MIG
 // instance also names its GPU as held (by the job of the first instance
 // in UUID order, where several jobs share it): its processes are theirs.
 func (l *Ledger) Granted() map[string]string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make(map[string]string, len(l.grants))
-	for u, j := range l.grants {
-		out[u] = j
+	out := make(map[string]string, len(l.jobs))
+	for _, id := range slices.Sorted(maps.Keys(l.jobs)) {
+		for _, u := range l.jobs[id].Units {
+			if out[u] == "" {
+				out[u] = id
+			}
+		}
 	}
 	l.grantMIGParents(out)
 	return out
+}
+
+// JobGrant returns the grant job holds, if any: its units, and its share
+// and memory cap when it holds a share.
+func (l *Ledger) JobGrant(job string) (alloc.Grant, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g, ok := l.jobs[job]
+	g.Units = slices.Clone(g.Units)
+	return g, ok
+}
+
+// share is the share of a GPU job holds and its memory cap (0, 0: it
+// holds its GPUs whole, or none).
+func (l *Ledger) share(job string) (float64, uint64) {
+	g, _ := l.JobGrant(job)
+	if g.Share <= 0 || g.Share >= 1 {
+		return 0, 0
+	}
+	return g.Share, g.MemBytes
+}
+
+// Grants returns every grant on this machine: the jobs' (in ID order),
+// then what SetHeld gave (by source).
+func (l *Ledger) Grants() []alloc.Grant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.grantsLocked(nil)
+}
+
+// Units returns what this machine offers alloc.Fit, from gpus (the latest
+// telemetry): each GPU, and each MIG instance of a GPU in MIG mode.
+func (l *Ledger) Units(gpus []gpu.Stats) []alloc.Unit {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.unitsLocked(gpus)
 }
 
 // refuseFaulty refuses a request naming, by index, a GPU that is
 // quarantined or lost and not already job's. l.mu is held.
 func (l *Ledger) refuseFaulty(job string, want Request, gpus []gpu.Stats) error {
 	for _, g := range gpus {
-		if !slices.Contains(want.Indexes, g.Index) || l.grants[g.UUID] == job && job != "" {
+		if !slices.Contains(want.Indexes, g.Index) || l.holds(job, g.UUID) && job != "" {
 			continue
 		}
 		if q, ok := l.quarantined[g.UUID]; ok {
@@ -381,11 +431,14 @@ func (l *Ledger) Quarantines() []Quarantine {
 // holds at the time of a Grant goes to no other holder (see alloc.Fit).
 func (l *Ledger) SetHeld(source string, gs []alloc.Grant) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.held == nil {
 		l.held = map[string][]alloc.Grant{}
 	}
 	l.held[source] = slices.Clone(gs)
+	l.mu.Unlock()
+	if l.onHeld != nil {
+		l.onHeld() // never under l.mu
+	}
 }
 
 // Held returns every grant that SetHeld gave, by source.

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"time"
 
-	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/lend"
 )
 
@@ -167,32 +165,6 @@ func (m *Manager) requeue(ctx context.Context, id, why string) error {
 	m.log.Info("lend: guest queued again", "job", id, "owner", j.Owner)
 	m.wake()
 	return nil
-}
-
-// heldFor is blocked with the GPUs that a lent machine's owner holds back
-// from owner, a guest (SetHeld by node/lend): until the ledger decides by
-// alloc.Fit, which honours the grants SetHeld gives, this keeps a guest's
-// new job off them (it queues, or is refused as busy).
-func (m *Manager) heldFor(owner string, blocked map[string]bool) map[string]bool {
-	var out map[string]bool
-	for _, g := range m.ledger.Held()[lend.HeldSource] {
-		if g.Holder.Kind != alloc.Owner || g.Holder.Member == owner {
-			continue
-		}
-		if out == nil {
-			out = maps.Clone(blocked)
-			if out == nil {
-				out = map[string]bool{}
-			}
-		}
-		for _, u := range g.Units {
-			out[u] = true
-		}
-	}
-	if out == nil {
-		return blocked
-	}
-	return out
 }
 
 // OwnerGPUProcesses says whether a compute process outside labpool runs

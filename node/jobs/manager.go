@@ -142,9 +142,11 @@ func NewManager(cfg Config, ex Executor, gpus GPUState, folders FolderResolver, 
 	ledger := NewLedger()
 	ledger.SetTopology(cfg.Devices)
 	ledger.edge = cfg.GrantEdge
-	return &Manager{cfg: cfg, ex: ex, gpus: gpus, folders: folders, store: store, log: log,
+	m := &Manager{cfg: cfg, ex: ex, gpus: gpus, folders: folders, store: store, log: log,
 		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, launching: map[string]bool{}, queue: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
+	ledger.onHeld = m.wake // what others hold changed: a queued job may fit now
+	return m
 }
 
 func orDefault(d, def time.Duration) time.Duration {

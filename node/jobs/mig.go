@@ -11,8 +11,10 @@ import (
 // A MIG instance (a compute instance within a GPU instance of a GPU in MIG
 // mode) is granted by its UUID, "MIG-...", like a GPU: it reaches the
 // container as that UUID (NVIDIA_VISIBLE_DEVICES and the device request).
-// A GPU in MIG mode is never granted whole; while one of its instances is
-// held, it is held for every other job.
+// They are asked for by UUID, or as a count of a profile ("3g.40gb"),
+// placed like GPUs (alloc.Fit). A GPU in MIG mode is never granted whole
+// (its unit is down for whole requests); a GPU held whole holds its
+// instances too.
 
 // maxMIG bounds the MIG instances one job asks for (7 per GPU, 8 GPUs).
 const maxMIG = 56
@@ -22,6 +24,7 @@ type migSlot struct {
 	GPU      string // the UUID of its GPU
 	Index    int    // that GPU's index
 	MemBytes uint64
+	Profile  string // "3g.40gb"
 }
 
 // validateMIG checks a spec's MIG instances: UUIDs, each once, alone.
@@ -48,52 +51,50 @@ func validateMIG(s Spec) error {
 	return nil
 }
 
-// migHeld is the job other than job holding an instance of the GPU gpuUUID,
-// "" when none. l.mu is held.
-func (l *Ledger) migHeld(job, gpuUUID string) string {
-	for u, slot := range l.mig {
-		if holder, ok := l.grants[u]; ok && slot.GPU == gpuUUID && holder != job {
-			return holder
-		}
-	}
-	return ""
-}
-
-// grantMIG gives job the MIG instances uuids, all or none. An instance this
-// machine does not have, or one on a quarantined or lost GPU, is refused
-// (waiting would not help); one held, or on a GPU another job holds whole,
-// is busy. l.mu is held.
-func (l *Ledger) grantMIG(job string, uuids []string, gpus []gpu.Stats) ([]string, error) {
-	var busy []BusyGPU
+// refuseMIG refuses MIG instances uuids asked by UUID that this machine
+// does not have, or whose GPU is not read now, quarantined or lost:
+// waiting would not help. stats are the GPUs' readings by UUID. l.mu is
+// held.
+func (l *Ledger) refuseMIG(uuids []string, stats map[string]gpu.Stats) error {
 	for _, u := range uuids {
 		slot, ok := l.mig[u]
 		if !ok {
-			return nil, refuse("mig instance", "no MIG instance %s on this machine (labpool gpus lists them)", u)
+			return refuse("mig instance", "no MIG instance %s on this machine (labpool gpus lists them)", u)
 		}
-		i := slices.IndexFunc(gpus, func(g gpu.Stats) bool { return g.UUID == slot.GPU })
-		if i < 0 {
-			return nil, refuse("mig instance", "the GPU of MIG instance %s is not read now", u)
+		g, ok := stats[slot.GPU]
+		if !ok {
+			return refuse("mig instance", "the GPU of MIG instance %s is not read now", u)
 		}
-		g := gpus[i]
 		if q, ok := l.quarantined[g.UUID]; ok {
-			return nil, refuse("quarantined GPU", "MIG instance %s: gpu %d quarantined: %s", u, g.Index, q.Reason)
+			return refuse("quarantined GPU", "MIG instance %s: gpu %d quarantined: %s", u, g.Index, q.Reason)
 		}
 		if g.Health == gpu.HealthLost {
-			return nil, refuse("lost GPU", "MIG instance %s: gpu %d lost: %s", u, g.Index, g.HealthReason)
-		}
-		if holder, held := l.grants[u]; held && holder != job {
-			busy = append(busy, BusyGPU{Index: g.Index, UUID: u, Job: holder})
-		} else if holder, held := l.grants[g.UUID]; held && holder != job {
-			busy = append(busy, BusyGPU{Index: g.Index, UUID: g.UUID, Job: holder})
+			return refuse("lost GPU", "MIG instance %s: gpu %d lost: %s", u, g.Index, g.HealthReason)
 		}
 	}
-	if len(busy) > 0 {
-		return nil, &BusyError{Want: len(uuids), Free: len(uuids) - len(busy), Total: len(l.mig), Busy: busy}
+	return nil
+}
+
+// profileCount is how many MIG instances of profile this machine has.
+// l.mu is held.
+func (l *Ledger) profileCount(profile string) int {
+	n := 0
+	for _, s := range l.mig {
+		if s.Profile == profile {
+			n++
+		}
 	}
-	for _, u := range uuids {
-		l.grants[u] = job
+	return n
+}
+
+// migProfile is a MIG instance's profile from its name: "3g.40gb" of
+// "NVIDIA A100-SXM4-80GB MIG 3g.40gb".
+func migProfile(name string) string {
+	_, p, ok := strings.Cut(name, "MIG ")
+	if !ok {
+		return ""
 	}
-	return slices.Clone(uuids), nil
+	return strings.TrimSpace(p)
 }
 
 // grantMIGParents adds to granted (UUID -> job) the GPU of each granted
@@ -101,7 +102,7 @@ func (l *Ledger) grantMIG(job string, uuids []string, gpus []gpu.Stats) ([]strin
 func (l *Ledger) grantMIGParents(granted map[string]string) {
 	for _, u := range slices.Sorted(maps.Keys(l.mig)) {
 		slot := l.mig[u]
-		if j, ok := l.grants[u]; ok && granted[slot.GPU] == "" {
+		if j, ok := granted[u]; ok && granted[slot.GPU] == "" {
 			granted[slot.GPU] = j
 		}
 	}

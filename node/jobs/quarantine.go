@@ -159,7 +159,7 @@ func (m *Manager) logLostLocked(gs []gpu.Stats) {
 // are accepted; a new one quarantines it again.
 func (m *Manager) ClearGPU(ctx context.Context, c Caller, index int) (Quarantine, error) {
 	if !m.local(c) && c.Role != RoleOwner {
-		return Quarantine{}, forbid("only the pool's owners and this machine's user clear a quarantine",
+		return Quarantine{}, forbid(RuleClearGPU,
 			"this device is %s of the pool", roleName(c.Role))
 	}
 	var uuid string

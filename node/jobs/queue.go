@@ -80,6 +80,9 @@ func cmpString(a, b string) int {
 // labpool or reserved already.
 func reserve(j Job, gpus []gpu.Stats, granted map[string]string, blocked map[string]bool) []string {
 	req := j.request()
+	if len(req.MIG) > 0 || req.Profile != "" {
+		return nil // MIG instances are not kept for a job yet: whole GPUs would not serve it
+	}
 	var out []string
 	for _, g := range gpus {
 		if len(out) == req.want() {
@@ -102,7 +105,15 @@ func (j Job) request() Request {
 	if j.Spec.Nodes > 1 {
 		count = j.Spec.Nodes * j.Spec.GPUsPerNode
 	}
-	return Request{Count: count, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes}
+	r := Request{Count: count, Indexes: j.Spec.GPUIDs, MIG: j.Spec.MIGIDs, MinMemBytes: j.Spec.MinGPUMemBytes,
+		Profile: j.Spec.MIGProfile, Owner: j.Owner, Name: j.Name, Limit: time.Duration(j.Spec.TimeLimitSeconds) * time.Second}
+	if j.Spec.GPUShare > 0 && j.Spec.GPUShare < 1 {
+		r.Share, r.MemBytes = j.Spec.GPUShare, j.Spec.GPUMemBytes
+	}
+	if (r.Profile != "" || j.Spec.GPUShare > 0) && r.Count == 0 {
+		r.Count = 1
+	}
+	return r
 }
 
 // queued returns the queued jobs in queue order.
@@ -153,7 +164,7 @@ func (m *Manager) nextQueued() (Job, bool) {
 	gpus := m.gpus.GPUs()
 	blocked := m.external(gpus)
 	for _, j := range m.queued() {
-		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, m.heldFor(j.Owner, blocked))
+		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
 		if err != nil {
 			if time.Since(j.Created) > m.cfg.StarveAfter {
 				for _, u := range reserve(j, gpus, m.ledger.Granted(), blocked) {
@@ -167,6 +178,7 @@ func (m *Manager) nextQueued() (Job, bool) {
 				return ErrConflict // stopped or removed meanwhile
 			}
 			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, m.ledger.Indexes(uuids, gpus), ""
+			cur.GPUShare, cur.GPUMemBytes = m.ledger.share(j.ID)
 			return nil
 		})
 		if err != nil {

@@ -206,7 +206,7 @@ func (m *Manager) taskWord() string {
 func (m *Manager) settleGPUs(j Job) {
 	switch j.State {
 	case Running:
-		if c := m.ledger.Restore(j.ID, j.GPUs); len(c) > 0 {
+		if c := m.ledger.restoreJob(j); len(c) > 0 {
 			m.log.Error("a restarted job shares GPUs with another job", "job", j.ID, "gpus", c)
 		}
 	case Exited, Failed:

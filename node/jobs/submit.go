@@ -97,7 +97,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 		return m.submitScheduled(ctx, j, mounts)
 	}
 	blocked, reserved := m.blocked(gpus)
-	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, m.heldFor(owner, blocked))
+	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
 	if err != nil {
 		err = m.explainBusy(err, reserved)
 		var refused *RefusedError
@@ -112,6 +112,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 		return j, nil
 	}
 	j.GPUs, j.GPUIndexes = uuids, m.ledger.Indexes(uuids, gpus)
+	j.GPUShare, j.GPUMemBytes = m.ledger.share(j.ID)
 	t, err := m.launch(ctx, j, mounts)
 	if err != nil {
 		m.ledger.Release(j.ID)

@@ -115,9 +115,14 @@ type Job struct {
 	ImageLoadedBy string   `json:"image_loaded_by,omitempty"`
 	Spec          Spec     `json:"spec"`
 	State         State    `json:"state"`
-	GPUs          []string `json:"gpus"`                // granted GPU UUIDs
-	GPUIndexes    []int    `json:"gpu_indexes"`         // and their indexes
-	Container     string   `json:"container,omitempty"` // the executor's handle: a container ID, a Slurm job ID
+	GPUs          []string `json:"gpus"`        // granted GPU UUIDs
+	GPUIndexes    []int    `json:"gpu_indexes"` // and their indexes
+	// GPUShare, in (0, 1), is the share of its GPU (GPUs[0]) the job was
+	// granted, and GPUMemBytes that share's memory cap (0: none); 0: it
+	// holds its GPUs whole. An MPS control daemon reads them.
+	GPUShare    float64 `json:"gpu_share,omitempty"`
+	GPUMemBytes uint64  `json:"gpu_mem_bytes,omitempty"`
+	Container   string  `json:"container,omitempty"` // the executor's handle: a container ID, a Slurm job ID
 	// Executor is the kind of executor that runs it ("" or "docker",
 	// "slurm"); Hosts the nodes a cluster job runs on.
 	Executor string   `json:"executor,omitempty"`

@@ -233,10 +233,13 @@ func validateResources(s Spec, caps Capabilities, gpusOnNode int) error {
 		return refuse("gpus", "the GPU count cannot be negative")
 	case s.GPUs > 0 && len(s.GPUIDs) > 0:
 		return refuse("gpus", "ask for a GPU count or GPU indexes, not both")
-	case s.GPUs > gpusOnNode || len(s.GPUIDs) > gpusOnNode:
+	case s.MIGProfile == "" && (s.GPUs > gpusOnNode || len(s.GPUIDs) > gpusOnNode):
 		return refuse("gpus", "%d GPUs asked: this machine has %d GPUs", max(s.GPUs, len(s.GPUIDs)), gpusOnNode)
 	}
 	if err := validateMIG(s); err != nil {
+		return err
+	}
+	if err := validateShare(s); err != nil {
 		return err
 	}
 	seen := map[int]bool{}
@@ -263,7 +266,7 @@ func validateScheduled(s Spec) error {
 		return refuse("memory", "a memory limit must be between 6 MiB and 1 PiB")
 	case s.GPUs < 0 || s.GPUs > 64:
 		return refuse("gpus", "%d GPUs is out of range (0 to 64 on one node)", s.GPUs)
-	case len(s.GPUIDs) > 0 || len(s.MIGIDs) > 0 || s.MinGPUMemBytes > 0:
+	case len(s.GPUIDs) > 0 || len(s.MIGIDs) > 0 || s.MinGPUMemBytes > 0 || s.MIGProfile != "" || s.GPUShare != 0 || s.GPUMemBytes != 0:
 		return refuse("gpus", "the cluster's scheduler places GPUs itself: ask for a count (GPU indexes, MIG instances and GPU memory name a machine's own GPUs)")
 	}
 	return nil

@@ -141,12 +141,46 @@ func secs(s int64) time.Duration { return time.Duration(s) * time.Second }
 
 // FreeGPUs counts the GPUs of c that a job could get now: not allocated,
 // on nodes whose state takes jobs (a drained node's GPUs are not free).
-func FreeGPUs(c Cluster) int {
-	free := 0
-	for _, n := range c.Nodes {
-		if TakesJobs(n.State) {
-			free += nodeFreeGPUs(n)
+func FreeGPUs(c Cluster) int { return usable(c.Nodes).Free }
+
+// Usable is what of some GPUs of a cluster a job could get now: Free, not
+// allocated on nodes that take jobs; OutOfService, by GRES type ("gpu"
+// for untyped), those on nodes that take none (down, drained).
+type Usable struct {
+	Free         int            `json:"free"`
+	OutOfService map[string]int `json:"out_of_service"`
+}
+
+// ClusterUsable is Usable over the whole cluster and over each partition
+// (by name): what the UI shows, counted here once (FreeGPUs' rule).
+type ClusterUsable struct {
+	Usable
+	Partitions map[string]Usable `json:"partitions"`
+}
+
+// UsableGPUs is c's Usable GPUs, over it and each of its partitions.
+func UsableGPUs(c Cluster) ClusterUsable {
+	out := ClusterUsable{Usable: usable(c.Nodes), Partitions: make(map[string]Usable, len(c.Partitions))}
+	for _, p := range c.Partitions {
+		out.Partitions[p.Name] = usable(partitionNodes(c, p))
+	}
+	return out
+}
+
+func usable(nodes []Node) Usable {
+	u := Usable{OutOfService: map[string]int{}}
+	for _, n := range nodes {
+		for _, g := range n.GPUs {
+			if TakesJobs(n.State) {
+				u.Free += g.Free()
+				continue
+			}
+			t := g.Type
+			if t == "" {
+				t = "gpu"
+			}
+			u.OutOfService[t] += g.Total
 		}
 	}
-	return free
+	return u
 }

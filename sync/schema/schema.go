@@ -35,6 +35,7 @@ const (
 	KindSample3h   = "sample.3h"   // key: unix seconds; a point of 3 h
 	KindEnergy     = "sample.energy"
 	KindSlurmHold  = "slurm.hold" // key: "SLURMJOB@UNIXSTART"; a Slurm job that held the machine's GPUs
+	KindGrants     = "grants"     // key "": the machine's units and who holds them (alloc.Grant)
 	KindLend       = "lend"       // key "": whether the machine is lent to the pool now, and why not
 )
 
@@ -79,6 +80,7 @@ var kinds = []Kind{
 	{KindSample3h, "app/history (this machine's samples)", sampleKey, 64 << 10, 2 * 5856, []string{"error"}},
 	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10, 2 * 17568, nil},
 	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
+	{KindGrants, "app/daemon (this machine's ledger: its units and grants)", 0, 256 << 10, 1, nil},
 	{KindLend, "app/daemon (lend.go: this machine's lending, as its node/lend says)", 0, 4 << 10, 1, nil},
 }
 

@@ -74,6 +74,12 @@ export interface AlertWebhook {
   set: boolean
 }
 
+/** app.Allocation */
+export interface Allocation {
+  units: Unit[] | null
+  grants: Grant[] | null
+}
+
 /** app.Applied */
 export interface Applied {
   applied: string[] | null
@@ -161,6 +167,13 @@ export interface ClusterQueueJob {
   started?: string
   labpool_job?: string
   owner?: string
+}
+
+/** slurm.ClusterUsable */
+export interface ClusterUsable {
+  free: number
+  out_of_service: Record<string, number> | null
+  partitions: Record<string, Usable> | null
 }
 
 /** app.CopyRequest */
@@ -270,10 +283,29 @@ export interface GPUStats {
   processes: Process[] | null
 }
 
+/** alloc.Grant */
+export interface Grant {
+  holder: Holder
+  units: string[] | null
+  share?: number
+  mem_bytes?: number
+  gpus?: number
+  from?: string
+  until?: string
+}
+
 /** app.History */
 export interface History {
   node: string
   samples: Sample[] | null
+}
+
+/** alloc.Holder */
+export interface Holder {
+  kind: string
+  id?: string
+  member?: string
+  name?: string
 }
 
 /** app.HostStats */
@@ -329,6 +361,8 @@ export interface Job {
   state: string
   gpus: string[] | null
   gpu_indexes: number[] | null
+  gpu_share?: number
+  gpu_mem_bytes?: number
   container?: string
   executor?: string
   hosts?: string[] | null
@@ -525,7 +559,10 @@ export interface Node {
   containers: boolean
   containers_error?: string
   cluster?: Cluster | null
+  cluster_usable?: ClusterUsable | null
   cluster_owners?: Record<string, string> | null
+  alloc?: Allocation | null
+  alloc_error?: string
   lend?: LendStatus | null
 }
 
@@ -600,6 +637,7 @@ export interface PlanGPU {
   owner?: string
   owner_name?: string
   reason?: string
+  status: string
 }
 
 /** jobs.Policy */
@@ -686,6 +724,7 @@ export interface Process {
   job: string
   owner: string
   holder?: string
+  compute?: boolean
 }
 
 /** copies.Progress */
@@ -835,6 +874,27 @@ export interface Tunnel {
   job: string
   port: number
   url: string
+}
+
+/** alloc.Unit */
+export interface Unit {
+  id: string
+  kind: string
+  node?: string
+  index: number
+  parent?: string
+  profile?: string
+  mem_bytes?: number
+  free_mem_bytes?: number
+  count?: number
+  down?: string
+  mps?: boolean
+}
+
+/** slurm.Usable */
+export interface Usable {
+  free: number
+  out_of_service: Record<string, number> | null
 }
 
 /** app.Version */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Cluster, ClusterQueueJob } from '../api/types.ts'
-import { formatTimeLimit, gpuSum, takesJobs, usableGPUs, gpuText, parseTimeLimit, partitionLabel, pendingReason, queueOwner, queueShown, runtimeNote, stateTone, timeLimitHint } from './cluster.ts'
+import { formatTimeLimit, gpuSum, gpuText, parseTimeLimit, partitionLabel, pendingReason, queueOwner, queueShown, runtimeNote, stateTone, timeLimitHint } from './cluster.ts'
 
 test('gpuSum and gpuText sum and word GPUs by type', () => {
   const gs = [
@@ -69,18 +69,6 @@ test('formatTimeLimit writes what sbatch reads', () => {
 
 // The card's fixture shape compiles against the generated type.
 export const sample: Cluster = { name: 'hpc', version: '', partitions: [], nodes: [], gpus: [], queue: [], running: 0, pending: 0, read: '' }
-
-test('usableGPUs counts free GPUs on nodes that take jobs, and the rest as out of service', () => {
-  const node = (name: string, state: string, total: number, alloc: number, partitions = ['gpu']) => ({
-    name, state, partitions, cpus: 0, cpus_alloc: 0, memory_mb: 0, mem_alloc_mb: 0, gpus: [{ type: state === 'drained' ? 'h100' : 'a100', total, alloc }],
-  })
-  const c = { nodes: [node('n1', 'mixed', 4, 3), node('n2', 'idle', 4, 0, ['gpu', 'debug']), node('n3', 'drained', 8, 0)] }
-  assert.deepEqual(usableGPUs(c), { free: 5, outOfService: { h100: 8 } })
-  assert.deepEqual(usableGPUs(c, { name: 'debug', nodes: ['n2'] }), { free: 4, outOfService: {} })
-  assert.equal(takesJobs('mixed+drain'), false)
-  assert.equal(takesJobs('idle*'), false)
-  assert.equal(takesJobs('allocated'), true)
-})
 
 test('timeLimitHint says what an empty time limit gives, in a few characters', () => {
   assert.equal(timeLimitHint({ default_time_s: 3600, max_time_s: 172800 }), 'default 1:00:00')

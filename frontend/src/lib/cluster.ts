@@ -1,7 +1,8 @@
 // Pure helpers over a Slurm cluster in the pool (Node.cluster): its card,
 // its machine view and the launch dialog's cluster fields. The cluster's
 // agent reads the figures; the Service's plan (slurm.Plan) decides whether
-// a job fits; these only word and order what they say.
+// a job fits and counts the GPUs free (Node.cluster_usable); these only
+// word and order what they say.
 import type { Cluster, ClusterGPUs, ClusterPartition, ClusterQueueJob, Node } from '../api/types.ts'
 
 /** GPUs of some counts, summed: total, allocated and free. */
@@ -35,33 +36,6 @@ export function stateTone(state: string): 'ok' | 'warn' | 'bad' {
   if (/down|fail|drained|inactive|not_responding|unknown|inval/.test(s) || s.endsWith('*')) return 'bad'
   if (/drain|maint|reserved|power|completing|allocated/.test(s)) return 'warn'
   return 'ok'
-}
-
-/**
- * Whether a node in state (sinfo's words) may start a job now; mirrors
- * slurm.TakesJobs: a drained, down or unresponsive node's GPUs are not
- * free for anyone.
- */
-export function takesJobs(state: string): boolean {
-  const s = state.toLowerCase()
-  return !/down|drain|fail|maint|not_responding|power|reserved|unknown|inval|future/.test(s) && !s.endsWith('*')
-}
-
-/**
- * The GPUs a job could get now (as slurm.FreeGPUs counts them), over the
- * cluster or one partition, and those on nodes that take no jobs, by type.
- */
-export function usableGPUs(c: Pick<Cluster, 'nodes'>, partition?: Pick<ClusterPartition, 'name' | 'nodes'>): { free: number; outOfService: Record<string, number> } {
-  let free = 0
-  const outOfService: Record<string, number> = {}
-  for (const n of c.nodes ?? []) {
-    if (partition && !(partition.nodes ?? []).includes(n.name) && !(n.partitions ?? []).includes(partition.name)) continue
-    for (const g of n.gpus ?? []) {
-      if (takesJobs(n.state)) free += Math.max(0, g.total - g.alloc)
-      else outOfService[gpuType(g)] = (outOfService[gpuType(g)] ?? 0) + g.total
-    }
-  }
-  return { free, outOfService }
 }
 
 /** Whether a machine stands for a Slurm cluster. */

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labpool/labpool/internal/httperr"
 	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // request asks a receiving machine to pull from a member's folder (the
@@ -29,15 +30,14 @@ type request struct {
 }
 
 // Handler lets members start copies into this machine's folders and
-// follow them:
+// follow them (Routes):
 //
 //	POST /v1/transfers       -> Transfer, the copy started
 //	GET  /v1/transfers/{id}  -> Transfer (?wait=DURATION: once it ends)
 //
 // caller is the device TLS proved for a request, with its role.
-func (r *Receiver) Handler(caller func(*http.Request) folders.Caller) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/transfers", func(w http.ResponseWriter, req *http.Request) {
+func (r *Receiver) Handler(caller func(*http.Request) folders.Caller) *peerapi.Mux {
+	start := func(w http.ResponseWriter, req *http.Request) {
 		var tr request
 		if err := json.NewDecoder(io.LimitReader(req.Body, 64<<10)).Decode(&tr); err != nil {
 			httperr.Write(w, http.StatusBadRequest, "invalid", "decode the copy request")
@@ -45,13 +45,13 @@ func (r *Receiver) Handler(caller func(*http.Request) folders.Caller) http.Handl
 		}
 		t, err := r.receive(req.Context(), tr, caller(req))
 		writeJSON(w, t, err)
-	})
-	mux.HandleFunc("GET /v1/transfers/{id}", func(w http.ResponseWriter, req *http.Request) {
+	}
+	get := func(w http.ResponseWriter, req *http.Request) {
 		wait, _ := time.ParseDuration(req.URL.Query().Get("wait")) // none, if not a duration
 		t, err := r.wait(req.Context(), req.PathValue("id"), wait)
 		writeJSON(w, t, err)
-	})
-	return mux
+	}
+	return Routes.Mux(map[peerapi.Spec]http.HandlerFunc{routeStart.Spec: start, routeGet.Spec: get})
 }
 
 // receive starts pulling tr into one of this machine's folders for the

@@ -1,11 +1,9 @@
 package copies_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -19,6 +17,8 @@ import (
 
 	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/folders/copies"
+	"github.com/labpool/labpool/node/peerapi"
+	"github.com/labpool/labpool/node/peerapi/peerapitest"
 )
 
 // peerHeader stands for the device TLS proves (the daemon reads
@@ -43,10 +43,11 @@ type machine struct {
 	store   *memSettings
 	rcv     atomic.Pointer[copies.Receiver] // replaced by a restart
 	srv     *httptest.Server
-	changed chan string  // shares a copy wrote into
-	removed chan string  // shares the engine removed (a local source withdrawn)
-	blocked atomic.Bool  // its data clients wait for data until cancelled
-	conns   atomic.Int64 // connections its server accepted
+	changed chan string                          // shares a copy wrote into
+	removed chan string                          // shares the engine removed (a local source withdrawn)
+	blocked atomic.Bool                          // its data clients wait for data until cancelled
+	via     atomic.Pointer[peerapitest.Loopback] // set: its peer calls go there
+	conns   atomic.Int64                         // connections its server accepted
 	stop    context.CancelFunc
 	runErr  chan error
 }
@@ -65,15 +66,18 @@ func (l *lab) add(name string) *machine {
 	if m.reg, err = folders.OpenWith(cfg, &memShares{}); err != nil {
 		l.t.Fatal(err)
 	}
-	mux := http.NewServeMux()
+	mux := http.NewServeMux() // mounts the tables, as node/agent's PeerHandler
 	caller := func(r *http.Request) folders.Caller {
 		return folders.Caller{ID: r.Header.Get(peerHeader), Role: "member"}
 	}
 	fh := folders.Handler(m.reg, folders.Access{Caller: caller, Role: func(string) string { return "member" }})
-	mux.Handle("/v1/folders/", fh)
+	for _, s := range folders.Routes.Specs() {
+		mux.Handle(s.Pattern(), fh)
+	}
 	th := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { m.rcv.Load().Handler(caller).ServeHTTP(w, r) })
-	mux.Handle("/v1/transfers", th)
-	mux.Handle("/v1/transfers/", th)
+	for _, s := range copies.Routes.Specs() {
+		mux.Handle(s.Pattern(), th)
+	}
 	m.srv = httptest.NewUnstartedServer(mux)
 	m.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
@@ -155,31 +159,32 @@ func (m *machine) Resolve(_ context.Context, ref string) (string, error) {
 	return "", fmt.Errorf("no member %q", ref)
 }
 
-// Call implements copies.Members over the member's server.
-func (m *machine) Call(ctx context.Context, node, method, p string, in, out any) error {
+// Do implements copies.Members over the member's server.
+func (m *machine) Do(ctx context.Context, node string, r peerapi.Request) (io.ReadCloser, error) {
+	if l := m.via.Load(); l != nil {
+		return l.Do(ctx, node, r)
+	}
 	hc, err := m.NodeDataClient(node)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var body io.Reader
-	if in != nil {
-		b, _ := json.Marshal(in)
-		body = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "https://node"+p, body)
+	req, err := http.NewRequestWithContext(ctx, r.Method, "https://node"+r.Path, r.Body)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	for k, v := range r.Header {
+		req.Header[k] = v
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		return &refusal{status: resp.StatusCode, body: string(b)}
+		return nil, &refusal{status: resp.StatusCode, body: string(b)}
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return resp.Body, nil
 }
 
 // refusal is a member's answer other than 200.

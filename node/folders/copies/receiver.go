@@ -13,6 +13,7 @@ import (
 
 	"github.com/labpool/labpool/internal/procs"
 	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // Config is a Receiver's settings.
@@ -66,9 +67,8 @@ type Members interface {
 	// Resolve returns the device ID of the member ref names (a name, an
 	// ID or its prefix).
 	Resolve(ctx context.Context, ref string) (string, error)
-	// Call sends in as JSON to path on the member and decodes its answer
-	// into out; a refusal is an error.
-	Call(ctx context.Context, node, method, path string, in, out any) error
+	// Do calls the member's peer API (Routes); a refusal is an error.
+	peerapi.Doer
 }
 
 // Signer signs this machine's grants (folders.Signer does).

@@ -3,8 +3,6 @@ package copies
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/node/peerapi"
 )
 
 // Copy starts a copy: the receiving machine pulls from the sender, so
@@ -62,8 +61,7 @@ func (r *Receiver) ask(ctx context.Context, dst string, tr request) (Transfer, e
 	if tr.Grant, err = r.deps.Signer.Grant(tr.SrcNode, tr.SrcFolder, tr.SrcPath, dst, time.Now()); err != nil {
 		return Transfer{}, err
 	}
-	var t Transfer
-	return t, r.deps.Members.Call(ctx, dst, http.MethodPost, "/v1/transfers", tr, &t)
+	return startOn(ctx, peerapi.Conn{Doer: r.deps.Members, Node: dst}, tr)
 }
 
 // topName is the name the copied top takes: the folder's for its top.
@@ -200,10 +198,5 @@ func (r *Receiver) Transfer(ctx context.Context, node, id string, wait time.Dura
 	if node == "" || node == r.cfg.Self {
 		return r.wait(ctx, id, wait)
 	}
-	var t Transfer
-	q := url.Values{}
-	if wait > 0 {
-		q.Set("wait", wait.String())
-	}
-	return t, r.deps.Members.Call(ctx, node, http.MethodGet, "/v1/transfers/"+url.PathEscape(id)+"?"+q.Encode(), nil, &t)
+	return transferOn(ctx, peerapi.Conn{Doer: r.deps.Members, Node: node}, id, wait)
 }

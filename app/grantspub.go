@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/sync/schema"
+	"github.com/labpool/labpool/sync/store"
+)
+
+// GrantsPublisher writes this machine's grants record (KindGrants) from
+// its ledger: at start, and within Every of each change.
+type GrantsPublisher struct {
+	db     *store.DB
+	origin string
+	source func() ([]alloc.Unit, []alloc.Grant) // the ledger's view (jobs.Manager.Allocation)
+	log    *slog.Logger
+	Every  time.Duration
+	last   []byte // the data last written
+}
+
+// NewGrantsPublisher returns a publisher of origin's grants, read from
+// source.
+func NewGrantsPublisher(db *store.DB, origin string, source func() ([]alloc.Unit, []alloc.Grant), log *slog.Logger) *GrantsPublisher {
+	return &GrantsPublisher{db: db, origin: origin, source: source, log: log, Every: 2 * time.Second}
+}
+
+// Run publishes until ctx is cancelled.
+func (p *GrantsPublisher) Run(ctx context.Context) error {
+	t := time.NewTicker(p.Every)
+	defer t.Stop()
+	for {
+		if err := p.publish(ctx, time.Now()); err != nil {
+			p.log.Warn("publish this machine's grants: planners read its telemetry meanwhile", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// publish writes the record at now when it changed.
+func (p *GrantsPublisher) publish(ctx context.Context, now time.Time) error {
+	units, grants := p.source()
+	if units == nil {
+		units = []alloc.Unit{}
+	}
+	if grants == nil {
+		grants = []alloc.Grant{}
+	}
+	data, err := json.Marshal(Allocation{Units: units, Grants: grants})
+	if err != nil {
+		return err
+	}
+	if string(data) == string(p.last) {
+		return nil
+	}
+	if err := schema.Check(KindGrants, "", len(data)); err != nil {
+		return err // no record cut short: one that lies is worse than none
+	}
+	if _, err := p.db.Append(ctx, p.origin, KindGrants, "", now, data); err != nil {
+		return err
+	}
+	p.last = data
+	return nil
+}
