@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,18 +43,28 @@ const lendStopTimeout = time.Second
 
 // guest says whether j is a guest's job running on this machine's own
 // GPUs: not the machine's own user's, not a cluster's.
-func (m *Manager) guest(j Job) bool {
-	return j.Owner != m.cfg.Node && j.Container != "" && (j.State == Running || j.State == Starting) && !m.schedules()
+func (m *Manager) guest(j Job) bool { return m.runsGuest(&j) && !m.schedules() }
+
+// runsGuest says whether j is a guest's job running (or starting) here.
+func (m *Manager) runsGuest(j *Job) bool {
+	return j.Owner != m.cfg.Node && j.Container != "" && (j.State == Running || j.State == Starting)
 }
 
-// LendGuests implements lend.Guests.
+// LendGuests implements lend.Guests. It runs every second: it looks at
+// the starting and running jobs alone (a machine keeps every job it ran).
 func (m *Manager) LendGuests() []lend.Guest {
+	if m.schedules() {
+		return nil
+	}
 	var out []lend.Guest
-	for _, j := range m.List() {
-		if m.guest(j) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.active {
+		if j := m.jobs[id]; m.runsGuest(j) {
 			out = append(out, lend.Guest{ID: j.ID, Name: j.Name, Owner: j.Owner, Paused: j.Lend != nil && j.Lend.Paused})
 		}
 	}
+	slices.SortFunc(out, func(a, b lend.Guest) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -106,4 +107,21 @@ func running(m *Manager) []string {
 		}
 	}
 	return out
+}
+
+// BenchmarkLendGuests is the lender's read of the guests each second on a
+// machine that keeps 100,000 ended jobs and runs 8 guests.
+func BenchmarkLendGuests(b *testing.B) {
+	m := NewManager(Config{Node: "NODE"}, newFakeRuntime(), fixedGPUs(nil), nil, &memStore{}, slog.New(slog.DiscardHandler))
+	for i := range 100_000 {
+		m.setLocked(Job{ID: fmt.Sprintf("ended-%06d", i), Owner: "alice", State: Exited, Container: "c"})
+	}
+	for i := range 8 {
+		m.setLocked(Job{ID: fmt.Sprintf("guest-%d", i), Owner: "alice", State: Running, Container: "c"})
+	}
+	for b.Loop() {
+		if len(m.LendGuests()) != 8 {
+			b.Fatal("not 8 guests")
+		}
+	}
 }
