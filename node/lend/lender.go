@@ -162,13 +162,16 @@ func (l *Lender) Run(ctx context.Context) error {
 }
 
 // Next is how long Run waits after a step before the next one, a signal
-// aside: a Tick, or less to a warned machine's deadline.
+// aside: to the next multiple of Tick on the wall clock (the beat the
+// agent's other periodic work wakes on, internal/beat), or less to a
+// warned machine's deadline.
 func (l *Lender) Next() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	d := l.cfg.Tick
+	now := l.cfg.Now()
+	d := now.Truncate(l.cfg.Tick).Add(l.cfg.Tick).Sub(now)
 	if w := l.m.Wake(); !w.IsZero() {
-		d = min(d, max(w.Sub(l.cfg.Now()), 0))
+		d = min(d, max(w.Sub(now), 0))
 	}
 	return d
 }
