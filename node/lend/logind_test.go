@@ -65,7 +65,7 @@ func TestLogindAbsent(t *testing.T) {
 func TestLogindAsks(t *testing.T) {
 	var asked []string
 	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
-	l := &Logind{Every: 2 * time.Second, Retry: time.Minute, Now: func() time.Time { return now },
+	l := &Logind{Every: time.Second, Retry: time.Minute, Now: func() time.Time { return now },
 		Run: func(_ context.Context, args ...string) ([]byte, error) {
 			asked = append(asked, strings.Join(args, " "))
 			if args[0] == "list-sessions" {
@@ -76,9 +76,14 @@ func TestLogindAsks(t *testing.T) {
 	if ok, why := l.Signal(context.Background()); !ok || why != DesktopInUse {
 		t.Errorf("Signal = %v, %q; want present", ok, why)
 	}
-	now = now.Add(time.Second)
+	now = now.Add(time.Second / 2)
 	l.Signal(context.Background())
 	if len(asked) != 2 || !strings.HasSuffix(asked[1], " 2 c1") {
-		t.Errorf("asked %q; want list-sessions, then show-session of both, once in 2 s", asked)
+		t.Errorf("asked %q; want list-sessions, then show-session of both, and not again within half a second", asked)
+	}
+	now = now.Add(time.Second/2 - 10*time.Millisecond) // the next beat, a little early
+	l.Signal(context.Background())
+	if len(asked) != 4 {
+		t.Errorf("asked %d times by the next second's beat, 10 ms early; want it asked again", len(asked)/2)
 	}
 }
