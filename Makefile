@@ -370,7 +370,8 @@ FUZZERS := \
   ./sync/replica:FuzzAppendRecordsFrame \
   ./sync/schema:FuzzCheckText \
   ./node/jobs:FuzzDecodeProof \
-  ./node/alloc:FuzzFit
+  ./node/alloc:FuzzFit \
+  ./node/reserve:FuzzDecodeRequest
 # How long `make fuzz-long` runs each fuzzer, and flags for every fuzz run (e.g. -parallel 2).
 FUZZTIME  ?= 30m
 FUZZFLAGS ?=

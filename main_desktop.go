@@ -83,6 +83,7 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 			})
 			if app.SessionBus() { // desktop notifications of new alerts (none without a session bus)
 				relay.Go(func() { app.RunAlertNotifications(ctx, web.NewClient(socket), app.GDBusNotifier{}, log) })
+				relay.Go(func() { app.RunReservationNotifications(ctx, web.NewClient(socket), app.GDBusNotifier{}, log) })
 			}
 		},
 	})

@@ -49,11 +49,12 @@ func planCluster(n Node, spec jobs.Spec) NodePlan {
 // notCluster says why spec, asking what only a cluster does, cannot run on
 // the machine n that is not one ("" when it asks nothing of the kind), as
 // the machine itself refuses it (node/jobs' rules "cluster-options" and
-// "multi-node").
+// "multi-node"). A time limit is every machine's: a container is stopped
+// at its limit too.
 func notCluster(n Node, spec jobs.Spec) string {
 	switch {
-	case spec.Partition != "" || spec.TimeLimitSeconds != 0:
-		return fmt.Sprintf("refused by rule %q: partition and time limit are a cluster's options: %s schedules no jobs", "cluster-options", n.Name)
+	case spec.Partition != "":
+		return fmt.Sprintf("refused by rule %q: a partition is a cluster's option: %s schedules no jobs", "cluster-options", n.Name)
 	case spec.Nodes > 1 || spec.GPUsPerNode != 0:
 		return fmt.Sprintf("refused by rule %q: nodes and GPUs per node ask for a job across machines: %s runs a job on one machine", "multi-node", n.Name)
 	}

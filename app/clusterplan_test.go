@@ -69,10 +69,12 @@ func TestPlanCluster(t *testing.T) {
 		{"multi-node on a pool machine", &big, jobs.Spec{Image: "x", Nodes: 2, GPUsPerNode: 1}, "BIG", false, "",
 			`refused by rule "multi-node": nodes and GPUs per node ask for a job across machines: big runs a job on one machine`},
 		{"partition on a pool machine", &big, jobs.Spec{Image: "x", Partition: "gpu"}, "BIG", false, "",
-			`refused by rule "cluster-options": partition and time limit are a cluster's options: big schedules no jobs`},
-		{"time limit on a pool machine", &big, jobs.Spec{Image: "x", TimeLimitSeconds: 60}, "BIG", false, "", `refused by rule "cluster-options"`},
-		{"unnamed, a time limit picks the cluster", nil, jobs.Spec{Cmd: []string{"x"}, GPUs: 1, TimeLimitSeconds: 3600}, hpcID, true,
-			"sbatch --nodes=1 --gres=gpu:1 --time=60", "hpc: can start now"},
+			`refused by rule "cluster-options": a partition is a cluster's option: big schedules no jobs`},
+		// A container is stopped at its time limit too (node/jobs' deadline.go).
+		{"time limit on a pool machine", &big, jobs.Spec{Image: "x", TimeLimitSeconds: 60}, "BIG", true, "", ""},
+		{"unnamed, a time limit stays on the pool", nil, jobs.Spec{Image: "x", GPUs: 1, TimeLimitSeconds: 3600}, "SMALL", true, "", "least loaded"},
+		{"named cluster, a time limit", &hpc, jobs.Spec{Cmd: []string{"x"}, GPUs: 1, TimeLimitSeconds: 3600}, hpcID, true,
+			"sbatch --nodes=1 --gres=gpu:1 --time=60", "can start now"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,17 @@ type PolicyUpdate struct {
 	// to a machine (resolved likewise); "" unpins it.
 	SlurmUsers map[string]string `json:"slurm_users,omitempty"`
 	SlurmNodes map[string]string `json:"slurm_nodes,omitempty"`
+	// Reserve* set the parts of the reservation policy (reserve.Policy):
+	// who may reserve ("members" | "admins" | "nobody"), GPUs and seconds
+	// per reservation, how far ahead, how long before a start others'
+	// jobs are told, reservations to come per member (0: the default of
+	// each).
+	ReserveWho          *string `json:"reserve_who,omitempty"`
+	ReserveMaxGPUs      *int    `json:"reserve_max_gpus,omitempty"`
+	ReserveMaxSeconds   *int64  `json:"reserve_max_seconds,omitempty"`
+	ReserveAheadSeconds *int64  `json:"reserve_ahead_seconds,omitempty"`
+	ReserveWarnSeconds  *int64  `json:"reserve_warn_seconds,omitempty"`
+	ReservePerMember    *int    `json:"reserve_per_member,omitempty"`
 	// The lend policy (lend.Policy): mode "never" | "always" | "idle",
 	// the owner's time away before guests run, what guests get after the
 	// grace ("pause" | "stop"), the grace, and the lend hours ("" any time).
@@ -61,13 +72,6 @@ func mergeMap(m, set map[string]string) map[string]string {
 		}
 	}
 	return out
-}
-
-// setIf sets *dst to *v where v is set.
-func setIf[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }
 
 // Apply returns p with u's fields set.
@@ -115,7 +119,20 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	setIf(&p.Lend.Hours, u.LendHours)
 	p.SlurmUsers = mergeMap(p.SlurmUsers, u.SlurmUsers)
 	p.SlurmNodes = mergeMap(p.SlurmNodes, u.SlurmNodes)
+	setIf(&p.Reserve.Who, u.ReserveWho)
+	setIf(&p.Reserve.MaxGPUs, u.ReserveMaxGPUs)
+	setIf(&p.Reserve.MaxSeconds, u.ReserveMaxSeconds)
+	setIf(&p.Reserve.AheadSeconds, u.ReserveAheadSeconds)
+	setIf(&p.Reserve.WarnSeconds, u.ReserveWarnSeconds)
+	setIf(&p.Reserve.PerMember, u.ReservePerMember)
 	return p
+}
+
+// setIf sets *dst to *v when v is set.
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
 }
 
 // PolicyManager reads and sets this machine's policy, persisting it in the

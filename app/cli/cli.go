@@ -138,6 +138,7 @@ func newRoot(hooks Hooks) *cobra.Command {
 	root.AddCommand(folderCmds(g)...)
 	root.AddCommand(reportCmd(g))
 	root.AddCommand(alertsCmd(g))
+	root.AddCommand(reserveCmds(g)...)
 	for _, c := range root.Commands() {
 		wrapArgs(c)
 	}

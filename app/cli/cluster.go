@@ -20,7 +20,7 @@ func (f *clusterFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.partition, "partition", "", "Slurm partition (a cluster only; default: the cluster's default)")
 	fl.IntVar(&f.nodes, "nodes", 0, "number of nodes (a cluster only; with --gpus-per-node)")
 	fl.IntVar(&f.gpusPerNode, "gpus-per-node", 0, "GPUs on each node (a cluster only)")
-	fl.StringVar(&f.time, "time", "", "time limit (a cluster only): 2h, 90m, or Slurm's 1-12:00:00, 30:00")
+	fl.StringVar(&f.time, "time", "", "time limit: the job is stopped then (a container too): 2h, 90m, or Slurm's 1-12:00:00, 30:00")
 }
 
 // fill puts the cluster flags into s, whose GPUs the --gpus flag set.

@@ -20,6 +20,7 @@ func policyCmd(g *globals) *cobra.Command {
 	var maxGPUs int
 	var allowRoot, asJSON bool
 	var slurmUsers, slurmNodes []string
+	var rf reservePolicyFlags
 	var lf lendFlags
 	c := &cobra.Command{
 		Use:   "policy [--launch members|admins|nobody] [--max-gpus-per-member N] [--json]",
@@ -53,6 +54,13 @@ machine's alone (kept in its local settings, set only through its local socket):
   --slurm-user NAME=UNIXUSER   on a Slurm cluster's agent: member NAME's jobs run as
                        UNIXUSER (its own account); members without one run as the
                        agent's --slurm-job-user. NAME= removes NAME's (repeatable)
+  --reserve members    who may reserve this machine's GPUs (labpool reserve):
+                       members (default), admins or nobody (but this machine's user)
+  --reserve-max-gpus N --reserve-max-hours 24h --reserve-ahead 30d --reserve-per-member 8
+                       at most N GPUs (0: all) and 24 h per reservation, starting
+                       at most 30 days ahead, 8 to come per member (the defaults)
+  --reserve-warn 15m   others' jobs on reserved GPUs are told this long before the
+                       start (default 15m), and stopped at the start
   --slurm-node NODE=MACHINE    on a Slurm cluster's agent: only the labpool agent MACHINE
                        speaks for compute node NODE (its idle samples, its GPUs in
                        stats); NODE= unpins it (repeatable)
@@ -90,6 +98,9 @@ Requests beyond the policy are refused with the rule's name, e.g.
 				return err
 			}
 			if err := webhookFlags(fl.Changed("webhook"), webhook, fl.Changed("webhook-private"), webhookPrivate, &u); err != nil {
+				return err
+			}
+			if err := rf.apply(fl, &u); err != nil {
 				return err
 			}
 			if err := lf.apply(fl, &u); err != nil {
@@ -134,6 +145,7 @@ Requests beyond the policy are refused with the rule's name, e.g.
 	fl.StringVar(&webhookPrivate, "webhook-private", "", "let webhook posts reach private addresses: allow or refuse")
 	fl.StringArrayVar(&slurmUsers, "slurm-user", nil, "a member's Unix account on this Slurm cluster: NAME=UNIXUSER (NAME= removes it; repeatable)")
 	fl.StringArrayVar(&slurmNodes, "slurm-node", nil, "the machine that speaks for a compute node of this Slurm cluster: NODE=MACHINE (NODE= unpins it; repeatable)")
+	rf.flags(fl)
 	lf.add(fl)
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
@@ -187,6 +199,7 @@ func writePolicy(w io.Writer, p app.Policy) error {
 	for _, n := range sortedKeys(p.SlurmNodes) {
 		fmt.Fprintf(tw, "slurm node\t%s is %s\n", n, p.SlurmNodes[n])
 	}
+	fmt.Fprintf(tw, "reserve\t%s\n", reservePolicyText(p.Reserve))
 	return tw.Flush()
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/reserve"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 	"github.com/labpool/labpool/sync/replica"
@@ -112,6 +113,7 @@ type Daemon struct {
 
 	tunnels *app.Tunnels
 	jobs    *jobs.Manager
+	book    *reserve.Book    // this machine's reservations (reserve.go)
 	policy  nodestore.Policy // this machine's policy, applied by jobs
 	folders *folders.Registry
 	shares  *sharing.Publisher // this machine's shares and their records
@@ -200,6 +202,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.peers.OnPool = d.pool.Receive
 	d.peers.Published = publishedAddrs
 	d.openJobs(ctx)
+	d.openReservations()
 	d.shares = sharing.New(sharing.Config{Self: d.id.ID, Name: d.name}, d.db, d.folders, d.pool, log)
 	in := alerting.NewInputs(d.id.ID.String(), d.db, func() map[string]string { return d.jobs.Ledger().Granted() }, d.folders, d.pool, d.peers)
 	in.SetJobs(d.jobOf) // its own jobs, and the Slurm jobs on its GPUs
@@ -365,6 +368,7 @@ func (d *Daemon) peerHandler() http.Handler {
 		Folders:   d.folderHandler(),
 		Transfers: d.copies.Handler(d.folderCaller),
 		Alerts:    alerts.Handler(d.alerts.Machine(), d.alerts.Caller),
+		Reserve:   reserve.Handler(d.book, d.reserveCaller),
 		Authorize: func(open []string, h http.Handler) http.Handler {
 			return d.tellRemoved(transport.AuthorizeLimited(d.ep.Refusals(), d.isMember, open, h))
 		},

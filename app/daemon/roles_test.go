@@ -82,6 +82,7 @@ var routeAsks = map[string][]routeAsk{
 	"POST /v1/alerts/mute":       {{body: "{}"}},
 	"PUT /v1/alerts/pins/{rule}": {{body: `{"pinned":true}`}},
 	"PUT /v1/alerts/webhook":     {{body: `{"url":""}`}},
+	"POST /v1/reservations":      {{body: `{"gpus":1,"from":"2099-01-01T00:00:00Z","seconds":60}`}},
 }
 
 // byWho is what each role gets of a call whose table says who may make it

@@ -373,6 +373,16 @@ func TestRoundTripEveryRoute(t *testing.T) {
 				roundTrip(t, func() (app.Applied, error) { return c.SetAlertWebhook(ctx, req) }, func() (app.Applied, error) { return svc.SetAlertWebhook(ctx, req) })
 			}
 		},
+		"GET /api/v1/reservations": func(t *testing.T) {
+			roundTrip(t, func() ([]app.Reservation, error) { return c.Reservations(ctx) }, func() ([]app.Reservation, error) { return svc.Reservations(ctx) })
+		},
+		"POST /api/v1/reservations": func(t *testing.T) {
+			req := app.ReserveRequest{Node: peerID, GPUs: 2, From: time.Date(2030, 1, 2, 14, 0, 0, 0, time.UTC), Seconds: 3 * 3600}
+			roundTrip(t, func() (app.Reservation, error) { return c.Reserve(ctx, req) }, func() (app.Reservation, error) { return svc.Reserve(ctx, req) })
+		},
+		"DELETE /api/v1/reservations/{id}": func(t *testing.T) {
+			roundTrip(t, func() (app.Reservation, error) { return c.Unreserve(ctx, "rsv-0123456789ab") }, func() (app.Reservation, error) { return svc.Unreserve(ctx, "rsv-0123456789ab") })
+		},
 		"GET /api/v1/lend": func(t *testing.T) {
 			svc.SetLending(nil) // a machine that runs no jobs lends nothing: not_found
 			roundTrip(t, func() (app.LendState, error) { return c.Lend(ctx) }, func() (app.LendState, error) { return svc.Lend(ctx) })

@@ -76,6 +76,10 @@ var Routes = []Route{
 	{"POST", "/api/v1/images/load", fullDuplex(stream("application/x-ndjson", loadArgs, loadImage))},
 	{"POST", "/api/v1/images/pull", stream("application/x-ndjson", body[app.PullRequest], (*app.Service).PullImage)},
 
+	{"GET", "/api/v1/reservations", call(none, noArg((*app.Service).Reservations))},
+	{"POST", "/api/v1/reservations", call(body[app.ReserveRequest], (*app.Service).Reserve)},
+	{"DELETE", "/api/v1/reservations/{id}", call(pathValue("id"), (*app.Service).Unreserve)},
+
 	{"GET", "/api/v1/folders", call(none, noArg((*app.Service).Folders))},
 	{"POST", "/api/v1/folders", call(body[app.ShareRequest], (*app.Service).Share)},
 	{"DELETE", "/api/v1/folders/{name}", empty(pathValue("name"), (*app.Service).Unshare)},

@@ -207,6 +207,8 @@ async function api(req, res, url) {
     const from = now - secs * 1000
     return json(res, 200, { node: s.m.id, samples: s.samples.filter((x) => Date.parse(x.time) >= from) })
   }
+  // Reservations are each machine's to decide: the fixture holds none.
+  if (req.method === 'GET' && p === '/reservations') return json(res, 200, [])
   if (await pool.handle(req, res, p, { json, fail, body, answer })) return
   if (await jobs.handle(req, res, url, p, { json, fail, body, answer })) return
   if (req.method === 'GET' && p === '/events') {

@@ -24,6 +24,7 @@ type Parts struct {
 	Folders   *peerapi.Mux // folders.Routes
 	Transfers *peerapi.Mux // copies.Routes
 	Alerts    *peerapi.Mux // alerts.Routes; nil: none
+	Reserve   *peerapi.Mux // reserve.Routes; nil: none
 	// Authorize lets through to h only the members of the pool, and
 	// anyone to the paths open (rate-limited).
 	Authorize func(open []string, h http.Handler) http.Handler
@@ -52,7 +53,7 @@ func PeerHandler(p Parts) *Served {
 		mux.Handle(spec.Pattern(), rt.Handler)
 		s.specs = append(s.specs, spec)
 	}
-	for _, m := range []*peerapi.Mux{Handler(p.Telemetry), p.Jobs, p.Images, p.Folders, p.Transfers, p.Alerts} {
+	for _, m := range []*peerapi.Mux{Handler(p.Telemetry), p.Jobs, p.Images, p.Folders, p.Transfers, p.Alerts, p.Reserve} {
 		if m == nil {
 			continue
 		}

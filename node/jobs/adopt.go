@@ -290,6 +290,10 @@ func ended(j *Job, t TaskStatus) {
 	j.Finished = &fin
 	j.Outcome = outcome(t)
 	j.State = Exited
+	if strings.HasPrefix(j.Error, limitPrefix) { // stopped here at its time limit (deadline.go)
+		j.State, j.Outcome = Failed, "timed_out"
+		return
+	}
 	if (code == 0 && t.State == TaskExited && !t.OOM) || stoppedOnPurpose(j.Error) {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/labpool/labpool/node/lend"
+	reservation "github.com/labpool/labpool/node/reserve" // queue.go has a func reserve
 )
 
 // Launch policies: who may launch jobs on this machine (its local user
@@ -51,6 +52,10 @@ type Policy struct {
 	// ID of the labpool agent on it: only that device's samples of the
 	// node are believed (idle reclaim, stats of a cluster job).
 	SlurmNodes map[string]string `json:"slurm_nodes,omitempty"`
+	// Reserve is who may reserve this machine's GPUs, and how much
+	// (node/reserve); at a reservation's start the manager stops others'
+	// jobs on its GPUs, after telling them (reserved.go).
+	Reserve reservation.Policy `json:"reserve,omitzero"`
 	// Lend is when this machine is lent to the pool's guests and how it is
 	// taken back when its own user sits down (node/lend).
 	Lend lend.Policy `json:"lend"`
@@ -118,6 +123,9 @@ func (p Policy) Check() error {
 		return refuse("policy", "idle below %g%%: above 0 and at most 100", p.IdleBelowPercent)
 	case p.JobNetwork != "" && !slices.Contains(NetworkModes, p.JobNetwork):
 		return refuse("policy", "job network %q: use isolated, outside or host", p.JobNetwork)
+	}
+	if err := p.Reserve.Check(); err != nil {
+		return refuse("policy", "%v", err)
 	}
 	if err := p.Lend.Check(); err != nil {
 		var re *lend.RuleError

@@ -45,7 +45,8 @@ func reclaimGrace(p Policy) time.Duration {
 	return min(time.Duration(p.IdleReclaimSeconds)*time.Second/4, 30*time.Minute)
 }
 
-// RunReclaim applies the idle reclaim policy once a second until ctx is
+// RunReclaim applies the idle reclaim policy, the time limits of jobs and
+// the reservations of their GPUs (deadline.go) once a second until ctx is
 // cancelled: a running job whose GPUs all stayed under the policy's
 // utilization for its time is stopped, its record saying why; a grace
 // before, its record gets ReclaimAt, the countdown its owner sees, which
@@ -59,7 +60,9 @@ func (m *Manager) RunReclaim(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			m.reclaimStep(ctx, time.Now(), idle)
+			now := time.Now()
+			m.reclaimStep(ctx, now, idle)
+			m.deadlineStep(ctx, now)
 		}
 	}
 }

@@ -147,7 +147,8 @@ func TestScheduledRefusals(t *testing.T) {
 	}{
 		{Spec{Image: "img", Nodes: 2, GPUsPerNode: 1}, "multi-node"},
 		{Spec{Image: "img", Partition: "gpu"}, "cluster-options"},
-		{Spec{Image: "img", TimeLimitSeconds: 60}, "cluster-options"},
+		{Spec{Image: "img", TimeLimitSeconds: -1}, "time-limit"}, // a time limit is a container's too (deadline.go)
+		{Spec{Image: "img", TimeLimitSeconds: 400 * 24 * 3600}, "time-limit"},
 		{Spec{Cmd: []string{"hostname"}}, "image-ref"},
 	} {
 		var re *RefusedError

@@ -145,6 +145,11 @@ type Job struct {
 	// ReclaimAt is when the idle reclaim policy stops the job unless its
 	// GPUs get busy again: the countdown its owner sees (nil: none).
 	ReclaimAt *time.Time `json:"reclaim_at,omitempty"`
+	// StopAt is when the machine stops the job, and StopWhy why: a
+	// reservation of its GPUs for another member starts then (the notice
+	// its owner sees ahead; nil: none).
+	StopAt  *time.Time `json:"stop_at,omitempty"`
+	StopWhy string     `json:"stop_why,omitempty"`
 	// Lend says what the lend policy of a machine lent to the pool did to
 	// this guest job: warned of when it yields, or paused (nil: nothing).
 	Lend *LendNote `json:"lend,omitempty"`

@@ -189,7 +189,7 @@ const maxBytes = MaxBytes
 // partitionName is what a Slurm partition's name may look like.
 var partitionName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// maxTimeLimit bounds a cluster job's time limit (a year): anything above
+// maxTimeLimit bounds a job's time limit (a year): anything above
 // is a typo.
 const maxTimeLimit = 366 * 24 * 3600
 
@@ -198,8 +198,8 @@ const maxTimeLimit = 366 * 24 * 3600
 // node), and values that make no sense.
 func validateCluster(s Spec, caps Capabilities) error {
 	switch {
-	case (s.Partition != "" || s.TimeLimitSeconds != 0) && !caps.Schedules:
-		return refuse("cluster-options", "partition and time limit are a cluster's options: %s schedules no jobs", executorName(caps))
+	case s.Partition != "" && !caps.Schedules:
+		return refuse("cluster-options", "a partition is a cluster's option: %s schedules no jobs", executorName(caps))
 	case (s.Nodes > 1 || s.GPUsPerNode != 0) && !caps.MultiNode:
 		return refuse("multi-node", "nodes and GPUs per node ask for a job across machines: %s runs a job on one machine", executorName(caps))
 	case s.Nodes < 0 || s.Nodes > 4096:

@@ -36,7 +36,12 @@ const (
 	KindEnergy     = "sample.energy"
 	KindSlurmHold  = "slurm.hold" // key: "SLURMJOB@UNIXSTART"; a Slurm job that held the machine's GPUs
 	KindGrants     = "grants"     // key "": the machine's units and who holds them (alloc.Grant)
-	KindLend       = "lend"       // key "": whether the machine is lent to the pool now, and why not
+	// KindReservation: key: reservation ID; a reservation of the writing
+	// machine's own GPUs (node/reserve.Reservation). A reader takes the
+	// machine from the origin, and believes no GPU that is not the
+	// origin's own.
+	KindReservation = "reservation"
+	KindLend        = "lend" // key "": whether the machine is lent to the pool now, and why not
 )
 
 // HistoryPrefix starts the kind of every history record: the records a
@@ -81,6 +86,7 @@ var kinds = []Kind{
 	{KindEnergy, "app (this machine's energy report)", sampleKey, 16 << 10, 2 * 17568, nil},
 	{KindSlurmHold, "app/daemon (the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
 	{KindGrants, "app/daemon (this machine's ledger: its units and grants)", 0, 256 << 10, 1, nil},
+	{KindReservation, "app/daemon (node/reserve: the reservations of this machine's GPUs)", 32, 16 << 10, 2048, nil},
 	{KindLend, "app/daemon (lend.go: this machine's lending, as its node/lend says)", 0, 4 << 10, 1, nil},
 }
 

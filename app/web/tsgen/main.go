@@ -20,6 +20,7 @@ import (
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/lend"
+	"github.com/labpool/labpool/node/reserve"
 	"github.com/labpool/labpool/node/slurm"
 )
 
@@ -38,6 +39,10 @@ var names = map[reflect.Type]string{
 	reflect.TypeFor[slurm.GPUCount]():   "ClusterGPUs",
 	reflect.TypeFor[slurm.QueueJob]():   "ClusterQueueJob",
 	reflect.TypeFor[slurm.SubmitPlan](): "ClusterPlan",
+	// A reservation as its machine keeps it, and that machine's policy of
+	// them, apart from the pool's view (app.Reservation) and jobs.Policy.
+	reflect.TypeFor[reserve.Reservation](): "ReservationRecord",
+	reflect.TypeFor[reserve.Policy]():      "ReservePolicy",
 	// A machine's lending, apart from its job policy.
 	reflect.TypeFor[lend.Policy](): "LendPolicy",
 	reflect.TypeFor[lend.Status](): "LendStatus",

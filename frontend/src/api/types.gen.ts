@@ -378,6 +378,8 @@ export interface Job {
   removed?: boolean
   cmd_withheld?: boolean
   reclaim_at?: string | null
+  stop_at?: string | null
+  stop_why?: string
   lend?: LendNote | null
   owner_proof?: string
   node_name: string
@@ -656,6 +658,7 @@ export interface Policy {
   webhook_private: boolean
   slurm_users?: Record<string, string> | null
   slurm_nodes?: Record<string, string> | null
+  reserve?: ReservePolicy
   lend: LendPolicy
 }
 
@@ -675,6 +678,12 @@ export interface PolicyUpdate {
   webhook_private?: boolean | null
   slurm_users?: Record<string, string> | null
   slurm_nodes?: Record<string, string> | null
+  reserve_who?: string | null
+  reserve_max_gpus?: number | null
+  reserve_max_seconds?: number | null
+  reserve_ahead_seconds?: number | null
+  reserve_warn_seconds?: number | null
+  reserve_per_member?: number | null
   lend?: string | null
   lend_after_seconds?: number | null
   yield?: string | null
@@ -777,6 +786,47 @@ export interface ReportRow {
   energy_kwh: number
   energy_total_kwh: number
   energy_source: string
+}
+
+/** app.Reservation */
+export interface Reservation {
+  id: string
+  seq: number
+  member: string
+  by: string
+  units: string[] | null
+  gpus: number[] | null
+  from: string
+  until: string
+  made: string
+  state: string
+  rule?: string
+  reason?: string
+  node: string
+  node_name: string
+  member_name?: string
+  problem?: string
+}
+
+/** reserve.Policy */
+export interface ReservePolicy {
+  who?: string
+  max_gpus?: number
+  max_seconds?: number
+  ahead_seconds?: number
+  at_start?: string
+  warn_seconds?: number
+  per_member?: number
+}
+
+/** app.ReserveRequest */
+export interface ReserveRequest {
+  node: string
+  member?: string
+  gpus?: number
+  gpu_ids?: number[] | null
+  from: string
+  seconds: number
 }
 
 /** app.Sample */

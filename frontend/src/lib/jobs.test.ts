@@ -3,6 +3,7 @@ import { test } from 'node:test'
 import type { Job } from '../api/jobs.ts'
 import {
   buildSpec,
+  stopNotice,
   commandText,
   defaultGPUs,
   emptyForm,
@@ -288,4 +289,12 @@ test('onCluster tells a Slurm job from a container', () => {
   assert.equal(onCluster({ executor: 'slurm' }), true)
   assert.equal(onCluster({ executor: 'docker' }), false)
   assert.equal(onCluster({ executor: undefined }), false)
+})
+
+test('stopNotice says when and why a job on reserved GPUs stops', () => {
+  const now = Date.parse('2026-03-24T13:46:00Z')
+  const j = { state: 'running' as const, stop_at: '2026-03-24T14:00:00Z', stop_why: 'stopped: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)' }
+  assert.equal(stopNotice(j, now), 'stopped in 14 min: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)')
+  assert.equal(stopNotice({ ...j, state: 'exited' as const }, now), '')
+  assert.equal(stopNotice({ ...j, stop_at: null }, now), '')
 })

@@ -1,4 +1,5 @@
 // Pure helpers for the jobs view and the launch dialog.
+import { formatDuration } from './format.ts'
 import type { Job, JobState, Mount, Spec } from '../api/jobs.ts'
 import type { Node } from '../api/types.ts'
 import { parseTimeLimit } from './cluster.ts'
@@ -361,4 +362,17 @@ export function commandText(j: Pick<Job, 'cmd_withheld' | 'spec'>): string {
   const cmd = j.spec.cmd ?? []
   if (!cmd.length) return "the image's default command"
   return cmd.map((a) => (/[\s"'\\]/.test(a) || a === '' ? JSON.stringify(a) : a)).join(' ')
+}
+
+/**
+ * The notice of a running job that its machine stops when a reservation of
+ * its GPUs for another member starts: "stopped in 14 min: its GPUs are
+ * reserved for bob from …", or "" for none.
+ */
+export function stopNotice(j: Pick<Job, 'state' | 'stop_at' | 'stop_why'>, now: number): string {
+  if (j.state !== 'running' || !j.stop_at) return ''
+  const at = Date.parse(j.stop_at)
+  if (!Number.isFinite(at)) return ''
+  const why = (j.stop_why ?? '').replace(/^stopped: /, '')
+  return `stopped in ${formatDuration((at - now) / 1000)}${why ? `: ${why}` : ''}`
 }
