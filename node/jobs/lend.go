@@ -106,13 +106,14 @@ func (m *Manager) LendPause(ctx context.Context, id, why string) error {
 	return err
 }
 
-// LendResume implements lend.Guests.
+// LendResume implements lend.Guests: a paused guest resumes, a warned
+// one loses its warning; one that lending never touched stays as it is.
 func (m *Manager) LendResume(ctx context.Context, id string) error {
 	j, err := m.Get(id)
-	if err != nil {
+	if err != nil || j.Lend == nil {
 		return err
 	}
-	if p, ok := m.ex.(Pauser); ok {
+	if p, ok := m.ex.(Pauser); ok && j.Lend.Paused {
 		if err := p.Unpause(ctx, j.Container); err != nil && !isGone(err) {
 			return fmt.Errorf("resume %s: %w", j.Name, err)
 		}

@@ -109,6 +109,18 @@ func TestLendGuests(t *testing.T) {
 	if j, _ := r.m.Get(guest.ID); j.Lend != nil || r.rt.paused[guest.Container] || j.State != Running {
 		t.Errorf("resumed: state %s, lend %+v, task paused %v", j.State, j.Lend, r.rt.paused[guest.Container])
 	}
+	// Warned, then lent again before the grace ended: the warning goes,
+	// and no unpause is asked of a container that runs.
+	unpauses := r.rt.count("Unpause")
+	if err := r.m.LendWarn(ctx, guest.ID, at, "owner present: I'm using it"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.m.LendResume(ctx, guest.ID); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := r.m.Get(guest.ID); j.Lend != nil || r.rt.count("Unpause") != unpauses {
+		t.Errorf("warning taken back: lend %+v, unpauses %d -> %d; want no note and no unpause", j.Lend, unpauses, r.rt.count("Unpause"))
+	}
 	if err := r.m.LendWarn(ctx, own.ID, at, "x"); err == nil {
 		t.Error("the machine's own job was warned as a guest")
 	}

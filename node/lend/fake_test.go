@@ -112,7 +112,7 @@ func (f *fakeJobs) Resume(_ context.Context, id string) error {
 	defer f.mu.Unlock()
 	g, err := f.get(id)
 	if err == nil {
-		g.paused, g.yieldedAt = false, time.Time{}
+		g.paused, g.yieldedAt, g.warnedAt = false, time.Time{}, time.Time{}
 	}
 	return err
 }

@@ -26,7 +26,8 @@ type Guests interface {
 	// Pause pauses a guest (its processes stop, its memory stays); an
 	// error when it is not paused after.
 	Pause(ctx context.Context, id, why string) error
-	// Resume resumes a guest that Pause paused.
+	// Resume resumes a guest that Pause paused, and takes back its
+	// warning (a guest warned, not paused, just loses the warning).
 	Resume(ctx context.Context, id string) error
 	// Vacate stops a guest at once; a job with a restart policy goes
 	// back to the queue.
@@ -311,7 +312,7 @@ func (l *Lender) giveBack(ctx context.Context, guests []Guest, returned bool) {
 		l.mu.Unlock()
 	}
 	for _, g := range guests {
-		if !g.Paused {
+		if !g.Paused && !returned { // just lent again: a warned guest's warning goes too
 			continue
 		}
 		if err := l.guests.Resume(ctx, g.ID); err != nil {

@@ -221,3 +221,29 @@ func TestLenderReadsPolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestLenderWarningWithdrawn: on a machine lent always, the switch on
+// warns the guests, and off within the grace lends it again at once: the
+// warning is taken back, nobody paused, nothing held.
+func TestLenderWarningWithdrawn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		jobs := newFakeJobs(time.Now)
+		p := Policy{Mode: Always, AfterSeconds: 60, Yield: Pause, GraceSeconds: 60}
+		l := runLender(t, p, jobs, func(context.Context) (bool, string) { return false, "" })
+		synctest.Wait()
+		if !jobs.place("a", fakeGuest{owner: "m1"}) {
+			t.Fatal("no guest placed on a machine lent always")
+		}
+		l.SetUsing(true)
+		synctest.Wait()
+		if jobs.guests["a"].warnedAt.IsZero() {
+			t.Fatal("switch on: the guest was not warned")
+		}
+		time.Sleep(10 * time.Second)
+		l.SetUsing(false)
+		synctest.Wait()
+		if g := jobs.guests["a"]; !g.warnedAt.IsZero() || g.paused || len(jobs.heldBy()) != 0 {
+			t.Errorf("switch off within the grace: guest %+v, held %+v; want the warning gone, nothing paused or held", g, jobs.heldBy())
+		}
+	})
+}

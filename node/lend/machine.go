@@ -153,7 +153,7 @@ func (m *Machine) Step(in Input) Actions {
 	switch {
 	case ok && m.st.Phase == Lent:
 	case ok:
-		a.Return = m.st.Phase == Yielded || m.st.Phase == Kept // resume what an earlier run paused
+		a.Return = true // resume what was paused (an earlier run's too), take back a warning
 		m.set(Lent, in.Now, "")
 	case m.st.Phase == Lent || (m.st.Phase == Kept && in.Running > 0):
 		if in.Running > 0 {
