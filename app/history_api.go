@@ -48,6 +48,13 @@ type PoolSeries struct {
 	Busy        []float64 `json:"busy"`
 	IdleGranted []float64 `json:"idle_granted"`
 	Free        []float64 `json:"free"`
+	// ClusterHeld and ClusterFree count the Slurm clusters' GPUs, which
+	// no machine samples: held by jobs (labpool's, weighed as the report
+	// weighs them, and those outside labpool the cluster's queue shows
+	// running) and free, out of the GPUs the clusters' agents say they
+	// have (see clusterLayers).
+	ClusterHeld []float64 `json:"cluster_held"`
+	ClusterFree []float64 `json:"cluster_free"`
 }
 
 // SeriesQuery asks for a Series: Since seconds before Until (unix seconds;
@@ -177,6 +184,9 @@ func (r *Reader) PoolHistory(ctx context.Context, since int) (PoolSeries, error)
 	for i, p := range pts {
 		ps.Times[i] = p.Time.Unix()
 		ps.Busy[i], ps.IdleGranted[i], ps.Free[i] = finite(p.Busy), finite(p.IdleGranted), finite(max(0, p.Free))
+	}
+	if ps.ClusterHeld, ps.ClusterFree, err = r.clusterLayers(ctx, ids, ps.Times, t.Step, now); err != nil {
+		return PoolSeries{}, err
 	}
 	return ps, nil
 }

@@ -146,7 +146,7 @@ func TestPoolHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := PoolSeries{Tier: "1s", StepSeconds: 1, Times: []int64{t0.Unix() - 2, t0.Unix() - 1},
-		Busy: []float64{2, 2}, IdleGranted: []float64{1, 1}, Free: []float64{1, 1}}
+		Busy: []float64{2, 2}, IdleGranted: []float64{1, 1}, Free: []float64{1, 1}, ClusterHeld: []float64{0, 0}, ClusterFree: []float64{0, 0}}
 	if diff := cmp.Diff(want, ps); diff != "" {
 		t.Errorf("pool history (-want +got):\n%s", diff)
 	}

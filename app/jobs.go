@@ -40,6 +40,8 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 	}
 	names := map[string]string{}
 	online := map[string]bool{}
+	w := newWeights(nodes)
+	now := r.now()
 	for _, n := range nodes {
 		names[n.ID], online[n.ID] = n.Name, n.Online
 	}
@@ -62,6 +64,7 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 		j.Node = rec.Origin // a job is its origin's, whatever node the record names
 		v := Job{Job: j, NodeName: names[rec.Origin], Stale: !online[rec.Origin], ImageLoadedByName: loaderName(names, j.ImageLoadedBy)}
 		v.attribute(r.proofRule(rec, j, names), names)
+		v.weigh(w, now)
 		out = append(out, v)
 	}
 	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
@@ -200,7 +203,9 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		}
 		named = &n
 	}
-	return planAt(nodes, named, req.Spec, active, s.now(), s.self.ID), nil
+	p := planAt(nodes, named, req.Spec, active, s.now(), s.self.ID)
+	p.Suggestion = s.shareSuggestion(ctx, req.Spec, nodes)
+	return p, nil
 }
 
 // sessionGrace is how long a launch on a machine named while it looks
@@ -347,6 +352,9 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string) (bool, string) {
 	reason := ""
 	want := spec.GPUs
+	if spec.GPUShare > 0 {
+		want = 1 // a share is of one GPU (without its grants record, a free one)
+	}
 	switch {
 	case len(spec.GPUIDs) > 0:
 		for _, i := range spec.GPUIDs {
@@ -462,6 +470,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
+	s.rememberLaunch(ctx, j)
 	out := Job{Job: j, NodeName: p.NodeName, Placement: p.Reason}
 	out.attribute(ruleOf(j.VerifyOwner()), map[string]string{s.self.ID: s.self.Name})
 	if j.ImageLoadedBy != "" {
@@ -492,7 +501,9 @@ func (s *Service) JobView(ctx context.Context, ref string) (Job, error) {
 	if err != nil || full.ID != j.ID {
 		return j, nil // the replica's record, the command line withheld
 	}
+	gw, gs := j.GPUWeight, j.GPUSeconds
 	j.Job = full
+	j.GPUWeight, j.GPUSeconds = gw, gs // weighed as Jobs weighs them
 	return j, nil
 }
 

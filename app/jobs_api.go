@@ -43,6 +43,12 @@ type Job struct {
 	// Owner alone attributes nothing unproven.
 	ClaimedOwner string `json:"claimed_owner,omitempty"`
 	Stale        bool   `json:"stale"` // its node is offline: the state is last known
+	// GPUWeight is how many GPUs the job counts as holding: 1 a whole GPU,
+	// a share its fraction, a MIG instance its slices over its GPU's, a
+	// cluster job the cluster's GPUs it asked (see weights.of). GPUSeconds
+	// is then GPUWeight × its time held so far (to its end, or to now):
+	// the node's own figure counts whole GPUs only, and none of a cluster's.
+	GPUWeight float64 `json:"gpu_weight"`
 	// ImageLoadedByName names the member who loaded the job's image onto
 	// its machine (jobs.Job.ImageLoadedBy): the name the job ran resolved
 	// to no registry's image but to one that member brought.
@@ -66,6 +72,10 @@ type Plan struct {
 	NodePlan            // the machine it would run on; Node is "" when none fits, and Reason says why
 	Images   []string   `json:"images"` // image tags on that node
 	Nodes    []NodePlan `json:"nodes"`  // every machine of the pool, as a launch there would find it
+	// Suggestion, after a run of the same job on one whole GPU, is the
+	// share its measured peak would fit (a suggestion: nothing changes
+	// unless it is asked for).
+	Suggestion *jobs.ShareSuggestion `json:"share_suggestion,omitempty"`
 }
 
 // NodePlan is what a launch would find on one machine: whether it fits, why

@@ -21,6 +21,9 @@ type Reader struct {
 	now     func() time.Time
 	history *history.Store
 	owners  ownerChecks // job records' owner proofs checked (jobowner.go)
+	// reservations gives the reservation grants the report counts held
+	// but unused (report_reserve.go); nil: none.
+	reservations ReservationSource
 }
 
 // NewReader returns a reader of the replica in db, seen from self, with no

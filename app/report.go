@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/app/history"
@@ -45,6 +46,13 @@ type Report struct {
 	// Totals sums the rows; its EnergyTotalKWh is every GPU's energy over
 	// the window, granted or not.
 	Totals ReportRow `json:"totals"`
+	// Columns says which holder kinds each figure counts (ReportColumns).
+	Columns []ReportColumn `json:"columns"`
+	// Adjusted lists job records of the window the report counted less of
+	// than they claim, each with the rule that cut it (at most 100 of
+	// them; AdjustedCount counts them all).
+	Adjusted      []ReportAdjustment `json:"adjusted"`
+	AdjustedCount int                `json:"adjusted_count"`
 	// StepSeconds is the coarsest resolution of the samples the figures
 	// come from (1, 60, 900 or 10800): each part of the window is read from
 	// the finest history tier that holds it (the last hour at 1 s, the
@@ -70,6 +78,11 @@ type ReportRow struct {
 	// UnmeasuredHours is granted time with no sample (the machine was
 	// off, or its history is gone): neither used nor idle.
 	UnmeasuredHours float64 `json:"unmeasured_hours"`
+	// ReservedUnusedHours is GPU time reserved (alloc.Reservation grants)
+	// that the reservation's member's own jobs did not use on those GPUs:
+	// kept from everyone else, charged to the member, apart from
+	// GPUHoursGranted. By job, each reservation is a row of its own.
+	ReservedUnusedHours float64 `json:"reserved_unused_hours"`
 	// EnergyKWh is what the granted GPUs drew while granted.
 	EnergyKWh float64 `json:"energy_kwh"`
 	// EnergyTotalKWh is what the row's GPUs drew over the whole window,
@@ -79,6 +92,46 @@ type ReportRow struct {
 	// EnergySource says where the energy figures come from: "counter",
 	// "power", "mixed", or "" when there was nothing to measure.
 	EnergySource string `json:"energy_source"`
+}
+
+// Holder kinds the report's figures count (ReportColumn.Includes).
+const (
+	HoldsJobs         = "jobs"              // labpool jobs, whole GPUs
+	HoldsShares       = "shares (fraction)" // a GPU share counts its fraction
+	HoldsMIG          = "MIG (fraction)"    // a MIG instance counts its slices over its GPU's
+	HoldsClusterJobs  = "cluster jobs"      // Slurm jobs: their GPUs × time held
+	HoldsReservations = "reservations"      // reserved and not used by the member's own jobs
+)
+
+// ReportColumn says which holder kinds one figure of a ReportRow counts.
+type ReportColumn struct {
+	Field    string   `json:"field"`    // the ReportRow field, as JSON names it
+	Title    string   `json:"title"`    // as the CLI and the UI head it
+	Includes []string `json:"includes"` // holder kinds (Holds*)
+}
+
+// ReportColumns are the report's figures and what each counts.
+func ReportColumns() []ReportColumn {
+	held := []string{HoldsJobs, HoldsShares, HoldsMIG, HoldsClusterJobs}
+	return []ReportColumn{
+		{Field: "gpu_hours_granted", Title: "GPU-h", Includes: held},
+		{Field: "gpu_hours_used", Title: "used", Includes: held},
+		{Field: "reserved_unused_hours", Title: "reserved-unused", Includes: []string{HoldsReservations}},
+	}
+}
+
+// ReportLegend is a line that says what ReportColumns says: "GPU-h: jobs,
+// shares (fraction), MIG (fraction), cluster jobs; reserved-unused:
+// reservations".
+func ReportLegend(cols []ReportColumn) string {
+	var parts []string
+	for _, c := range cols {
+		if c.Field == "gpu_hours_used" {
+			continue // counts what GPU-h does, weighed by utilization
+		}
+		parts = append(parts, c.Title+": "+strings.Join(c.Includes, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // maxReportSeconds is the longest window a report covers: as far back as
@@ -107,6 +160,7 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	for _, n := range nodes {
 		names[n.ID] = n.Name // a machine's own name over its member name
 	}
+	in.weights = newWeights(nodes)
 	names[slurmOutside] = "Slurm jobs outside labpool"
 	in.Names = names
 	var slurmIdx map[string]jobs.Job // the cluster agents' jobs, read once when a hold needs them
@@ -135,8 +189,21 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 		return Report{}, err
 	}
 	endSilent(in.Jobs, heard, in.Until)
+	if r.reservations != nil {
+		var adj []ReportAdjustment
+		in.reserved, adj = reservedUnused(r.reservations.Reservations(in.Since, in.Until), unitPlaces(nodes, in.weights), in.Jobs, in.Since, in.Until)
+		in.adjusted = append(in.adjusted, adj...)
+	}
 	rep := computeReport(in)
+	rep.Columns = ReportColumns()
 	rep.StepSeconds = int(in.step / time.Second)
+	rep.AdjustedCount = len(in.adjusted)
+	rep.Adjusted = append([]ReportAdjustment{}, in.adjusted[:min(len(in.adjusted), maxAdjustments)]...)
+	for i := range rep.Adjusted {
+		if a := &rep.Adjusted[i]; a.Node != "" {
+			a.NodeName = in.name(a.Node)
+		}
+	}
 	return rep, nil
 }
 
@@ -169,7 +236,7 @@ func (r *Reader) reportNode(ctx context.Context, in *reportInput, node string, s
 		if json.Unmarshal(rec.Data, &j) != nil || j.ID == "" || j.Node != node {
 			continue // malformed, or a node speaking for another: skip it
 		}
-		if g, ok := grantOf(j); ok {
+		if g, ok := in.grantOf(j); ok {
 			g.Owner = verifiedOwner(j, r.proofRule(rec, j, in.Names))
 			in.Jobs = append(in.Jobs, g)
 		}
@@ -205,12 +272,18 @@ func endSilent(js []reportJob, heard map[string]agent.Sample, until time.Time) {
 }
 
 // grantOf is the grant a job record holds: from its start to its end (zero
-// while it runs). A job that never started held nothing.
-func grantOf(j jobs.Job) (reportJob, bool) {
-	if j.Started == nil || len(j.GPUIndexes) == 0 {
+// while it runs), weighed (weights.of). A job that never started held
+// nothing. A claim the weighing cut is kept in in.adjusted when the grant
+// reaches into the window.
+func (in *reportInput) grantOf(j jobs.Job) (reportJob, bool) {
+	if j.Started == nil || len(j.GPUIndexes) == 0 && j.Executor != "slurm" {
 		return reportJob{}, false
 	}
-	g := reportJob{ID: j.ID, Name: j.Name, Node: j.Node, Owner: j.Owner, GPUs: j.GPUIndexes, Start: *j.Started}
+	h := in.weights.of(j.Node, j)
+	if len(h.GPUs) == 0 && h.Cluster == 0 {
+		return reportJob{}, false
+	}
+	g := reportJob{ID: j.ID, Name: j.Name, Node: j.Node, Owner: j.Owner, GPUs: h.GPUs, Weights: h.Weights, Cluster: h.Cluster, Start: *j.Started}
 	switch {
 	case j.Finished != nil:
 		g.End = *j.Finished
@@ -219,6 +292,9 @@ func grantOf(j jobs.Job) (reportJob, bool) {
 	}
 	if g.Name == "" {
 		g.Name = shortID(j.ID)
+	}
+	if h.Adjust != nil && g.Start.Before(in.Until) && (g.End.IsZero() || g.End.After(in.Since)) {
+		in.adjusted = append(in.adjusted, *h.Adjust)
 	}
 	return g, true
 }

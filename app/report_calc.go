@@ -21,7 +21,13 @@ const joulesPerKWh = 3.6e6
 type reportJob struct {
 	ID, Name, Node, Owner string
 	GPUs                  []int
-	Start, End            time.Time
+	// Weights, parallel to GPUs, is the fraction of each held (a share, a
+	// MIG instance; see weights.of); nil: each whole.
+	Weights []float64
+	// Cluster is how many of a Slurm cluster's GPUs the job held: GPUs
+	// the report has no samples of (none of its agent's own).
+	Cluster    int
+	Start, End time.Time
 	// Holder is set on the grant a Slurm compute node saw ("slurm job
 	// 123", see SlurmHold): it stands in for the cluster agent's own.
 	Holder string
@@ -65,13 +71,25 @@ type reportInput struct {
 	Jobs         []reportJob
 	GPUs         []gpuUsage
 	Names        map[string]string // device ID -> name
-	step         time.Duration     // resolution of GPUs, for the reply
+	weights      weights           // how much of a GPU each record's grant counts
+	reserved     []unusedHold      // reservations' time held but unused
+	adjusted     []ReportAdjustment
+	step         time.Duration // resolution of GPUs, for the reply
 }
 
 // measure is what one GPU did over one span, in seconds and joules.
 type measure struct {
 	granted, measured, used, idle float64
 	counterJ, powerJ              float64
+}
+
+// scale is m weighed by w: a share of a GPU holds that share of its time,
+// its use and its energy.
+func (m measure) scale(w float64) measure {
+	if w == 1 {
+		return m
+	}
+	return measure{m.granted * w, m.measured * w, m.used * w, m.idle * w, m.counterJ * w, m.powerJ * w}
 }
 
 func (m *measure) add(o measure) {
@@ -205,16 +223,34 @@ func computeReport(in reportInput) Report {
 		if !b.After(a) {
 			continue
 		}
-		for _, idx := range j.GPUs {
+		if j.Cluster > 0 { // no sample: granted, unmeasured
+			m := measure{granted: seconds(a, b) * float64(j.Cluster)}
+			key, label := in.rowOf(j, clusterIndex)
+			acc(key, label).granted.add(m)
+			totals.granted.add(m)
+		}
+		for i, idx := range j.GPUs {
+			w := 1.0
+			if j.Weights != nil {
+				w = j.Weights[i]
+			}
+			if w <= 0 {
+				continue
+			}
 			u := series[gpuKey(j.Node, idx)]
 			if u == nil {
 				u = &gpuUsage{}
 			}
-			m := measureSpan(u, a, b)
+			m := measureSpan(u, a, b).scale(w)
 			key, label := in.rowOf(j, idx)
 			acc(key, label).granted.add(m)
 			totals.granted.add(m)
 		}
+	}
+	for _, h := range in.reserved {
+		key, label := in.reservedRow(h)
+		acc(key, label).reservedUnused += h.seconds
+		totals.reservedUnused += h.seconds
 	}
 	for i := range in.GPUs {
 		u := &in.GPUs[i]
@@ -255,9 +291,21 @@ func (in reportInput) rowOf(j reportJob, idx int) (key, label string) {
 	case ReportByNode:
 		return j.Node, in.name(j.Node)
 	case ReportByGPU:
+		if idx == clusterIndex {
+			return j.Node + ":cluster", in.name(j.Node) + ":cluster"
+		}
 		return gpuKey(j.Node, idx), in.name(j.Node) + ":" + strconv.Itoa(idx)
 	}
 	return j.ID, j.Name
+}
+
+// reservedRow is the key and label of the row h counts in: by member its
+// member's, by job the reservation's own ("reservation:ID").
+func (in reportInput) reservedRow(h unusedHold) (key, label string) {
+	if in.By == ReportByJob {
+		return "reservation:" + h.holder.ID, "reservation " + cmpOr(h.holder.Name, h.holder.ID)
+	}
+	return in.rowOf(reportJob{Node: h.node, Owner: h.holder.Member}, h.index)
 }
 
 func (in reportInput) name(id string) string {
@@ -273,6 +321,7 @@ func gpuKey(node string, idx int) string { return fmt.Sprintf("%s:%d", node, idx
 type reportAcc struct {
 	row            ReportRow
 	granted, whole measure
+	reservedUnused float64 // seconds
 }
 
 func (a *reportAcc) result() ReportRow {
@@ -282,6 +331,7 @@ func (a *reportAcc) result() ReportRow {
 	r.GPUHoursUsed = g.used / 3600
 	r.IdleGrantedHours = g.idle / 3600
 	r.UnmeasuredHours = max(0, g.granted-g.measured) / 3600
+	r.ReservedUnusedHours = a.reservedUnused / 3600
 	r.EnergyKWh = (g.counterJ + g.powerJ) / joulesPerKWh
 	r.EnergyTotalKWh = (a.whole.counterJ + a.whole.powerJ) / joulesPerKWh
 	r.EnergySource = energySource(g.counterJ+a.whole.counterJ, g.powerJ+a.whole.powerJ)

@@ -53,6 +53,35 @@ func TestForgedReservationHoldsNothing(t *testing.T) {
 	}
 }
 
+// TestReplicaReservationsForTheReport: with no source wired, the report
+// reads the reservations from the replica, as Reservations lists them:
+// the believed, accepted ones in the span, never a forged one.
+func TestReplicaReservationsForTheReport(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, selfID, "zeta", false)
+	putMember(t, db, alphaID, "alpha", false)
+	putMember(t, db, mikeID, "mike", false)
+	putNode(t, db, mikeID, NodeRecord{Info: agent.Info{ID: mikeID, Name: "mike", GPUs: []gpu.Info{{Index: 0, UUID: "GPU-mike-0"}}}})
+	putNode(t, db, alphaID, NodeRecord{Info: agent.Info{ID: alphaID, Name: "alpha"}})
+	svc := newService(t, db, Self{ID: selfID, Name: "zeta"}, nil, nil)
+	from := t0.Add(time.Hour)
+	own := reserve.Reservation{ID: "rsv-own", Seq: 1, Member: alphaID, Units: []string{"GPU-mike-0"}, From: from, Until: from.Add(time.Hour), State: reserve.Accepted}
+	gone := own
+	gone.ID, gone.State = "rsv-gone", reserve.Cancelled
+	forged := own
+	forged.ID = "rsv-forged"
+	putRecord(t, db, mikeID, KindReservation, own.ID, own.Until, mustJSON(t, own))
+	putRecord(t, db, mikeID, KindReservation, gone.ID, gone.Until, mustJSON(t, gone))
+	putRecord(t, db, alphaID, KindReservation, forged.ID, forged.Until, mustJSON(t, forged))
+	got := svc.Reader.reservations.Reservations(t0, t0.Add(24*time.Hour))
+	if len(got) != 1 || got[0].Holder.ID != "rsv-own" || got[0].Holder.Kind != alloc.Reservation {
+		t.Fatalf("the report's reservations = %+v; want rsv-own alone", got)
+	}
+	if none := svc.Reader.reservations.Reservations(from.Add(time.Hour), from.Add(2*time.Hour)); len(none) != 0 {
+		t.Errorf("after its span = %+v; want none", none)
+	}
+}
+
 // TestReservationStoreRoundTrip: the book's records come back after a
 // restart, also a cancelled one.
 func TestReservationStoreRoundTrip(t *testing.T) {

@@ -46,8 +46,8 @@ func (t *ReservationNotices) Update(rs []Reservation, self string, now time.Time
 	return out
 }
 
-// ReservationSource is the daemon as the notices read it (a web.Client).
-type ReservationSource interface {
+// ReservationNoticeSource is the daemon as the notices read it (a web.Client).
+type ReservationNoticeSource interface {
 	Self(ctx context.Context) (Self, error)
 	Reservations(ctx context.Context) ([]Reservation, error)
 }
@@ -59,7 +59,7 @@ const reservationPoll = 30 * time.Second
 // reservations that were refused or cancelled by someone else, until ctx
 // ends; those still to end when it starts are told too (a loss settled
 // while this machine slept is news).
-func RunReservationNotifications(ctx context.Context, src ReservationSource, n Notifier, log *slog.Logger) {
+func RunReservationNotifications(ctx context.Context, src ReservationNoticeSource, n Notifier, log *slog.Logger) {
 	if n == nil {
 		return
 	}

@@ -76,7 +76,11 @@ type Deps struct {
 	// launches carry no proof, and every reader shows their owner as
 	// unverified.
 	Signer LaunchSigner
-	Log    *slog.Logger // nil: discard
+	// Reservations gives the reservation grants the report counts as held
+	// but unused; nil: the pool's replica (the accepted reservations every
+	// machine published of its own GPUs).
+	Reservations ReservationSource
+	Log          *slog.Logger // nil: discard
 }
 
 // New returns the service built from d; it names the first required part
@@ -99,6 +103,10 @@ func New(d Deps) (*Service, error) {
 	}
 	r := NewReader(d.DB, d.Self)
 	r.live = d.Live
+	r.reservations = d.Reservations
+	if r.reservations == nil {
+		r.reservations = replicaReservations{r}
+	}
 	s := &Service{Reader: r, hub: NewHub(), pool: d.Pool, caller: d.Nodes, folders: d.Folders, copier: d.Copier, policy: d.Policy, signer: d.Signer}
 	s.tunnels = newTunnels(s, log)
 	return s, nil

@@ -23,9 +23,10 @@ func jobCmds(g *globals) []*cobra.Command {
 
 type runFlags struct {
 	node, minGPUMem, memory, shm, name, restart string
+	gpuMem, mig                                 string
 	gpus                                        int
 	gpuIDs                                      []string
-	cpus                                        float64
+	cpus, gpuShare                              float64
 	mounts, env                                 []string
 	ports                                       []int
 	queue, dryRun                               bool
@@ -115,6 +116,9 @@ What a job reaches:
 				if j.Placement != "" {
 					fmt.Fprintln(out, "placed: "+j.Placement)
 				}
+				if n := j.ShareNote(); n != "" {
+					fmt.Fprintln(out, "share: "+n)
+				}
 				fmt.Fprintln(out, j.ID)
 			})
 		},
@@ -131,6 +135,9 @@ func (f *runFlags) add(fl *pflag.FlagSet) {
 	fl.IntVar(&f.gpus, "gpus", 0, "number of GPUs")
 	fl.StringSliceVar(&f.gpuIDs, "gpu-ids", nil, "these GPU indexes, e.g. 0,3, or MIG instances by UUID (MIG-..., see labpool gpus)")
 	fl.StringVar(&f.minGPUMem, "min-gpu-mem", "", "each GPU with at least this much memory, e.g. 20GiB")
+	fl.Float64Var(&f.gpuShare, "gpu-share", 0, "a fraction of one GPU, e.g. 0.25 (MPS where the machine runs it; time-sliced and uncapped otherwise)")
+	fl.StringVar(&f.gpuMem, "gpu-mem", "", "with --gpu-share: cap the share's GPU memory, e.g. 20GiB")
+	fl.StringVar(&f.mig, "mig", "", "MIG instances of this profile, e.g. 3g.40gb (--gpus says how many; by UUID: --gpu-ids MIG-...)")
 	fl.Float64Var(&f.cpus, "cpus", 0, "CPU limit (cores)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit, e.g. 32g")
 	fl.StringVar(&f.shm, "shm", "", "size of /dev/shm, e.g. 8g")
@@ -148,7 +155,7 @@ func (f *runFlags) add(fl *pflag.FlagSet) {
 // (dash: where "--" was, -1 without one) for a command job.
 func (f *runFlags) spec(args []string, dash int) (jobs.Spec, error) {
 	s := jobs.Spec{Image: args[0], Cmd: args[1:], Name: f.name, GPUs: f.gpus,
-		CPUs: f.cpus, Env: f.env, Ports: f.ports, Queue: f.queue}
+		CPUs: f.cpus, Env: f.env, Ports: f.ports, Queue: f.queue, GPUShare: f.gpuShare, MIGProfile: f.mig}
 	s.Restart = f.restart
 	if f.gpus > 0 && len(f.gpuIDs) > 0 {
 		return s, errors.New("give --gpus or --gpu-ids, not both")
@@ -168,6 +175,7 @@ func (f *runFlags) spec(args []string, dash int) (jobs.Spec, error) {
 		out      func(int64)
 	}{
 		{"--min-gpu-mem", f.minGPUMem, func(n int64) { s.MinGPUMemBytes = uint64(n) }},
+		{"--gpu-mem", f.gpuMem, func(n int64) { s.GPUMemBytes = uint64(n) }},
 		{"--memory", f.memory, func(n int64) { s.MemoryBytes = n }},
 		{"--shm", f.shm, func(n int64) { s.ShmBytes = n }},
 	} {
@@ -271,6 +279,8 @@ func executorName(j app.Job) string {
 // cluster job asked of Slurm ("2", "2x4" on several nodes).
 func jobGPUs(j jobs.Job) string {
 	switch {
+	case len(j.GPUIndexes) > 0 && j.Spec.GPUShare > 0:
+		return fmt.Sprintf("%v %s", j.GPUIndexes, shareShort(j))
 	case len(j.GPUIndexes) > 0:
 		return fmt.Sprint(j.GPUIndexes)
 	case j.Spec.Nodes > 1 && j.Spec.GPUsPerNode > 0:
@@ -279,6 +289,15 @@ func jobGPUs(j jobs.Job) string {
 		return strconv.Itoa(j.Spec.GPUs)
 	}
 	return "[]"
+}
+
+// shareShort is a share in a table: "25% mps" or "25% uncapped".
+func shareShort(j jobs.Job) string {
+	mode := "uncapped"
+	if j.ShareMode == jobs.ShareMPS {
+		mode = "mps"
+	}
+	return fmt.Sprintf("%.0f%% %s", j.Spec.GPUShare*100, mode)
 }
 
 func shortJob(id string) string {

@@ -33,6 +33,9 @@ func writePlan(w io.Writer, p app.Plan) {
 	if len(p.Picked) > 0 {
 		fmt.Fprintf(w, "  GPUs %s\n", ints(p.Picked))
 	}
+	if p.Suggestion != nil {
+		fmt.Fprintln(w, "  last run "+p.Suggestion.Text)
+	}
 	if len(p.Nodes) < 2 {
 		return
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/csv"
 	"fmt"
@@ -23,10 +24,13 @@ func reportCmd(g *globals) *cobra.Command {
 		Use:   "report",
 		Short: "Where the pool's GPU hours and energy went: per member, machine, GPU or job",
 		Long: "Print GPU hours granted to jobs, used (weighed by utilization), idle while granted (under 5%),\n" +
-			"unmeasured (granted with no sample), and energy in kWh (from NVML's energy counter where the\n" +
-			"GPU has one, else power over time: the SOURCE column says which) over the last --since,\n" +
-			"grouped --by member, node, gpu or job. Every member may read it; it shows no job's\n" +
-			"environment or command.",
+			"unmeasured (granted with no sample), reserved but unused by the reserving member's jobs, and\n" +
+			"energy in kWh (from NVML's energy counter where the GPU has one, else power over time: the\n" +
+			"SOURCE column says which) over the last --since, grouped --by member, node, gpu or job.\n" +
+			"GPU hours count whole GPUs, GPU shares and MIG instances as their fraction of a GPU, and a\n" +
+			"Slurm cluster's jobs as their GPUs × time held; the legend under the table says so. A record\n" +
+			"claiming more than a GPU or a cluster has is cut to it, and listed with the rule.\n" +
+			"Every member may read it; it shows no job's environment or command.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			d, err := parseSince(since)
@@ -78,7 +82,7 @@ func readReport(ctx context.Context, r reader, req app.ReportRequest) (app.Repor
 	return rr.Report(ctx, req)
 }
 
-var reportHeader = []string{"GPU H GRANTED", "GPU H USED", "IDLE H", "UNMEASURED H", "KWH", "KWH ALL", "SOURCE"}
+var reportHeader = []string{"GPU H GRANTED", "GPU H USED", "IDLE H", "UNMEASURED H", "RESERVED UNUSED H", "KWH", "KWH ALL", "SOURCE"}
 
 func writeReport(w io.Writer, rep app.Report) error {
 	fmt.Fprintf(w, "%s to %s, by %s (samples of %ds)\n", rep.Since.Local().Format("2006-01-02 15:04"),
@@ -96,7 +100,19 @@ func writeReport(w io.Writer, rep app.Report) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rep.Columns) > 0 {
+		fmt.Fprintf(w, "Counted: %s.\n", app.ReportLegend(rep.Columns))
+	}
+	for _, a := range rep.Adjusted {
+		fmt.Fprintf(w, "Cut by rule %q: %s of %s: %s\n", a.Rule, a.Job, cmp.Or(a.NodeName, "the pool"), a.Detail)
+	}
+	if more := rep.AdjustedCount - len(rep.Adjusted); more > 0 {
+		fmt.Fprintf(w, "(%d more cut; --json lists the first %d)\n", more, len(rep.Adjusted))
+	}
+	return nil
 }
 
 func reportKeyHeader(by string) string {
@@ -116,7 +132,7 @@ func reportFigures(r app.ReportRow) []string {
 	if src == "" {
 		src = "-"
 	}
-	return []string{hours(r.GPUHoursGranted), hours(r.GPUHoursUsed), hours(r.IdleGrantedHours), hours(r.UnmeasuredHours),
+	return []string{hours(r.GPUHoursGranted), hours(r.GPUHoursUsed), hours(r.IdleGrantedHours), hours(r.UnmeasuredHours), hours(r.ReservedUnusedHours),
 		strconv.FormatFloat(r.EnergyKWh, 'f', 2, 64), strconv.FormatFloat(r.EnergyTotalKWh, 'f', 2, 64), src}
 }
 
@@ -127,11 +143,11 @@ func hours(h float64) string { return strconv.FormatFloat(h, 'f', 2, 64) }
 func writeReportCSV(w io.Writer, rep app.Report) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"key", "label", "gpu_hours_granted", "gpu_hours_used", "idle_granted_hours", "unmeasured_hours",
-		"energy_kwh", "energy_total_kwh", "energy_source"})
+		"energy_kwh", "energy_total_kwh", "energy_source", "reserved_unused_hours"})
 	for _, r := range append(rep.Rows, rep.Totals) {
 		f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 		cw.Write([]string{r.Key, cell(r.Label), f(r.GPUHoursGranted), f(r.GPUHoursUsed), f(r.IdleGrantedHours), f(r.UnmeasuredHours),
-			f(r.EnergyKWh), f(r.EnergyTotalKWh), r.EnergySource})
+			f(r.EnergyKWh), f(r.EnergyTotalKWh), r.EnergySource, f(r.ReservedUnusedHours)})
 	}
 	cw.Flush()
 	return cw.Error()

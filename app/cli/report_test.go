@@ -98,8 +98,13 @@ func TestReportFromReplica(t *testing.T) {
 	}
 
 	code, stdout, stderr = run(t, Hooks{}, "--data", dir, "report", "--since", "2h")
-	if code != ExitOK || !strings.Contains(stdout, "MEMBER") || !strings.Contains(stdout, "paula") || !strings.Contains(stdout, "total") {
+	if code != ExitOK || !strings.Contains(stdout, "MEMBER") || !strings.Contains(stdout, "paula") || !strings.Contains(stdout, "total") ||
+		!strings.Contains(stdout, "Counted: GPU-h: jobs, shares (fraction), MIG (fraction), cluster jobs; reserved-unused: reservations.") {
 		t.Errorf("report table: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = run(t, Hooks{}, "--data", dir, "report", "--since", "2h", "--json")
+	if code != ExitOK || !strings.Contains(stdout, `"includes": [`) || !strings.Contains(stdout, `"reservations"`) || !strings.Contains(stdout, `"cluster jobs"`) {
+		t.Errorf("report JSON lacks its columns: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
 
@@ -121,6 +126,25 @@ func TestWriteReport(t *testing.T) {
 	for _, w := range []string{"dgx1", "12.50", "6.25", "1.00", "3.46", "4.00", "counter"} {
 		if !strings.Contains(lines[2], w) {
 			t.Errorf("row %q lacks %q", lines[2], w)
+		}
+	}
+}
+
+// The table says which holder kinds its figures count, and lists the
+// records a rule cut.
+func TestWriteReportLegend(t *testing.T) {
+	rep := app.Report{By: app.ReportByMember, Columns: app.ReportColumns(), Totals: app.ReportRow{Label: "total", ReservedUnusedHours: 1.5},
+		Adjusted: []app.ReportAdjustment{{Node: "N1", NodeName: "hpc-login", Job: "job-1", Rule: app.RuleClusterGPUs, Detail: "8000 GPUs claimed, the cluster has 8"}}, AdjustedCount: 3}
+	var b bytes.Buffer
+	if err := writeReport(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"RESERVED UNUSED H", "1.50",
+		"Counted: GPU-h: jobs, shares (fraction), MIG (fraction), cluster jobs; reserved-unused: reservations.",
+		`Cut by rule "cluster job gpus at most the cluster's": job-1 of hpc-login: 8000 GPUs claimed, the cluster has 8`,
+		"(2 more cut"} {
+		if !strings.Contains(b.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, b.String())
 		}
 	}
 }

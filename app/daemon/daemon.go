@@ -32,6 +32,7 @@ import (
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/mps"
 	"github.com/labpool/labpool/node/reserve"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
@@ -119,6 +120,7 @@ type Daemon struct {
 	shares  *sharing.Publisher // this machine's shares and their records
 	copies  *copies.Receiver
 	rt      *containers.Runtime // nil without a reachable Docker engine
+	mps     *mps.Daemons        // the MPS daemons of GPU shares; nil: shares are time-sliced
 	alerts  *alerting.Alerting  // this machine's alert rules, evaluator and webhook
 	slurm   *slurmProcs         // the Slurm jobs on this machine's GPUs (slurmprocs.go)
 	rtErr   error
@@ -332,6 +334,9 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	}
 	g.Go(func() error { return d.tunnels.Run(ctx) })
 	g.Go(func() error { return d.jobs.Run(ctx) })
+	if d.mps != nil {
+		g.Go(func() error { return d.mps.Run(ctx) })
+	}
 	g.Go(func() error { return d.shares.Run(ctx) })
 	g.Go(func() error { return d.copies.Run(ctx) })
 	g.Go(func() error { return d.runEvictions(ctx) })

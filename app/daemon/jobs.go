@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/app"
@@ -17,6 +19,7 @@ import (
 	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/mps"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/transport"
@@ -98,6 +101,45 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	}
 }
 
+// openMPS starts the MPS control daemons' keeper of this machine's GPU
+// shares, where it can cap them: real GPUs, nvidia-cuda-mps-control, root
+// (each daemon gets a mount namespace of its own), and an engine that runs
+// jobs as the jobs' user (remap false: the daemons' directories are that
+// user's). nil: shares are time-sliced and uncapped, and the log says why.
+func (d *Daemon) openMPS(jobUser string, simulated, remap bool) *mps.Daemons {
+	why := ""
+	switch {
+	case simulated:
+		why = "the GPUs are simulated"
+	case remap:
+		why = "the container engine remaps users, and MPS serves one user's clients"
+	case os.Geteuid() != 0:
+		why = "MPS daemons need the agent to run as root (each gets a mount namespace of its own)"
+	}
+	cfg := mps.DefaultConfig(filepath.Join(d.cfg.DataDir, "mps"))
+	cfg.Log = d.log
+	if uid, gid, ok := numericUser(jobUser); ok {
+		cfg.UID, cfg.GID = uid, gid
+	}
+	m, err := mps.New(cfg)
+	if why == "" && err != nil {
+		why = err.Error()
+	}
+	if why != "" {
+		d.log.Info("GPU shares here are time-sliced and uncapped: " + why)
+		return nil
+	}
+	return m
+}
+
+// numericUser reads "uid:gid".
+func numericUser(s string) (int, int, bool) {
+	u, g, ok := strings.Cut(s, ":")
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	return uid, gid, ok && err1 == nil && err2 == nil && uid >= 0 && gid >= 0
+}
+
 // openExecutor picks what runs this machine's jobs: with --slurm, the
 // cluster; otherwise its Docker engine, and where none is reachable, the
 // cluster that answers here unless --slurm=false. nil: nothing (d.rtErr
@@ -113,7 +155,11 @@ func (d *Daemon) openExecutor(ctx context.Context) jobs.Executor {
 	cfg.Log = d.log
 	d.rt, d.rtErr = containers.Open(ctx, cfg)
 	if d.rtErr == nil {
-		return containers.NewExecutor(d.rt, containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv})
+		ecfg := containers.ExecutorConfig{SimulatedGPUs: d.cfg.SimulateGPUs > 0 || d.cfg.GPUsByEnv}
+		if d.mps = d.openMPS(cfg.JobUser, ecfg.SimulatedGPUs, d.rt.RemapsUsers()); d.mps != nil {
+			ecfg.MPS = d.mps
+		}
+		return containers.NewExecutor(d.rt, ecfg)
 	}
 	if d.cfg.Slurm == SlurmAuto {
 		if err := slurm.Detect(ctx, &slurm.CmdRunner{Timeout: probeSlurm}); err == nil {

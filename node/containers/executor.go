@@ -23,6 +23,7 @@ type Executor struct {
 
 	mu      sync.Mutex      // guards stopped
 	stopped map[string]bool // containers this executor was asked to stop: they end "cancelled"
+	swept   sync.Once       // the MPS daemons no adopted job uses, stopped after the first List
 }
 
 // ExecutorConfig tunes the executor.
@@ -31,6 +32,9 @@ type ExecutorConfig struct {
 	// reach the container as NVIDIA_VISIBLE_DEVICES only, with no device
 	// request, so demos and tests run on machines without a GPU.
 	SimulatedGPUs bool
+	// MPS, when set, caps GPU shares with MPS control daemons (node/mps);
+	// nil, or simulated GPUs: shares are time-sliced and uncapped.
+	MPS Sharer
 }
 
 var (
@@ -47,7 +51,7 @@ func NewExecutor(rt *Runtime, cfg ExecutorConfig) *Executor {
 // Capabilities implements jobs.Executor: Docker images, on this machine's
 // GPUs (the manager's ledger grants them), restarts on failure.
 func (e *Executor) Capabilities() jobs.Capabilities {
-	return jobs.Capabilities{Name: "docker", Images: []string{"docker"}, RemapsUsers: e.rt.RemapsUsers(), Restart: true}
+	return jobs.Capabilities{Name: "docker", Images: []string{"docker"}, RemapsUsers: e.rt.RemapsUsers(), Restart: true, MPS: e.shares()}
 }
 
 // ValidateTask implements jobs.Validator: the container options' rules.
@@ -60,8 +64,13 @@ func (e *Executor) Prune(ctx context.Context) error { return e.rt.PruneNetworks(
 // Start implements jobs.Executor: it creates and starts t's container; a
 // start that fails leaves no container.
 func (e *Executor) Start(ctx context.Context, t jobs.Task) (jobs.TaskStatus, error) {
-	c, err := e.rt.Run(ctx, e.launch(t))
+	l := e.launch(t)
+	if err := e.arrangeShare(ctx, t, &l); err != nil {
+		return jobs.TaskStatus{}, err
+	}
+	c, err := e.rt.Run(ctx, l)
 	if err != nil {
+		e.releaseShare(l.Labels)
 		return jobs.TaskStatus{}, err
 	}
 	return e.status(c), nil
@@ -99,12 +108,32 @@ func (e *Executor) Stop(ctx context.Context, handle string, grace time.Duration)
 	e.mu.Lock()
 	e.stopped[handle] = true
 	e.mu.Unlock()
-	return gone(e.rt.Stop(ctx, handle, grace))
+	if err := e.rt.Stop(ctx, handle, grace); err != nil {
+		return gone(err)
+	}
+	e.releaseEnded(ctx, handle)
+	return nil
+}
+
+// releaseEnded ends the MPS share of the container handle, if it ended
+// and held one.
+func (e *Executor) releaseEnded(ctx context.Context, handle string) {
+	if e.cfg.MPS == nil {
+		return
+	}
+	if c, err := e.rt.Inspect(ctx, handle); err == nil {
+		e.status(c)
+	}
 }
 
 // Remove implements jobs.Executor: it removes the container (killing it
 // if it runs) and its network; one already gone is no error.
 func (e *Executor) Remove(ctx context.Context, handle string) error {
+	if e.cfg.MPS != nil {
+		if c, err := e.rt.Inspect(ctx, handle); err == nil {
+			defer e.releaseShare(c.Labels)
+		}
+	}
 	err := e.rt.Remove(ctx, handle)
 	if IsGone(err) {
 		err = nil
@@ -135,7 +164,17 @@ func (e *Executor) List(ctx context.Context) ([]jobs.TaskStatus, error) {
 	}
 	out := make([]jobs.TaskStatus, 0, len(cs))
 	for _, c := range cs {
+		if c.Running || c.State == "restarting" {
+			e.adoptShare(ctx, c)
+		}
 		out = append(out, e.status(c))
+	}
+	if e.cfg.MPS != nil {
+		e.swept.Do(func() { // the first list adopts: the daemons left over go
+			if err := e.cfg.MPS.Sweep(ctx); err != nil {
+				e.rt.log.Warn("stop the MPS daemons no job uses", "err", err)
+			}
+		})
 	}
 	return out, nil
 }
@@ -209,6 +248,9 @@ func (e *Executor) status(c Container) jobs.TaskStatus {
 	}
 	if st.State == jobs.TaskRunning {
 		st.Finished = time.Time{}
+	}
+	if st.State.Ended() {
+		e.releaseShare(c.Labels) // a container restarting keeps its share
 	}
 	return st
 }

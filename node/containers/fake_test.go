@@ -26,6 +26,8 @@ type fakeDocker struct {
 	start   func(id string) error
 	nets    map[string]network.CreateOptions // created networks by name
 	imageID string                           // the image ID a container runs
+	state   *container.State                 // what Inspect says of a container's state (nil: never started)
+	listed  []container.Summary              // what ContainerList finds
 
 	containerEvents, netEvents chan events.Message // the Events streams (hostguard_linux_test.go)
 }
@@ -50,7 +52,7 @@ func (f *fakeDocker) NetworkInspect(_ context.Context, name string, _ network.In
 
 func (f *fakeDocker) ContainerList(context.Context, container.ListOptions) ([]container.Summary, error) {
 	f.calls = append(f.calls, "list")
-	return nil, nil
+	return f.listed, nil
 }
 
 func (f *fakeDocker) NetworkRemove(_ context.Context, id string) error {
@@ -76,7 +78,11 @@ func (f *fakeDocker) ContainerCreate(_ context.Context, cfg *container.Config, h
 
 func (f *fakeDocker) ContainerInspect(_ context.Context, id string) (container.InspectResponse, error) {
 	f.calls = append(f.calls, "inspect")
-	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, Image: f.imageID, State: &container.State{}, HostConfig: f.created},
+	st := f.state
+	if st == nil {
+		st = &container.State{}
+	}
+	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{ID: id, Image: f.imageID, State: st, HostConfig: f.created},
 		Config: &container.Config{Image: "img", Labels: f.labels}}, nil
 }
 

@@ -145,7 +145,7 @@ func (r *Runtime) configs(l Launch) (*container.Config, *container.HostConfig, e
 	if err != nil {
 		return nil, nil, err
 	}
-	user, root, err := r.user(l)
+	user, root, err := r.runAs(l)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -195,9 +195,15 @@ func (r *Runtime) hardened() *container.HostConfig {
 // /etc/passwd, which the job's author writes).
 var numericUser = regexp.MustCompile(`^[0-9]{1,10}:[0-9]{1,10}$`)
 
-// user is the user l runs as, and whether it is (or may be) root. Root is
+// user is the user l runs as ("uid:gid"; "" the image's own).
+func (r *Runtime) user(l Launch) (string, error) {
+	u, _, err := r.runAs(l)
+	return u, err
+}
+
+// runAs is the user l runs as, and whether it is (or may be) root. Root is
 // refused on an engine that does not remap users unless l.AllowRoot.
-func (r *Runtime) user(l Launch) (string, bool, error) {
+func (r *Runtime) runAs(l Launch) (string, bool, error) {
 	u := l.User
 	if u == "" && !r.remap && !l.AllowRoot {
 		u = r.cfg.JobUser

@@ -79,6 +79,9 @@ type Capabilities struct {
 	// Restart says that it restarts a failed task on its own
 	// (Spec.Restart "on-failure").
 	Restart bool `json:"restart,omitempty"`
+	// MPS says that it caps a task's GPU share with MPS (threads and
+	// memory); false, a share is time-sliced and uncapped.
+	MPS bool `json:"mps,omitempty"`
 }
 
 // Task is what an executor is asked to run: the portable part of a job,
@@ -92,11 +95,15 @@ type Task struct {
 	Env   []string // K=V
 	// GPUs are the UUIDs granted by the ledger (executors that do not
 	// schedule); a scheduling executor asks for Resources instead.
-	GPUs      []string
-	Resources Resources
-	Mounts    []TaskMount
-	Ports     []int             // ports of the task that tunnels reach (published nowhere)
-	Labels    map[string]string // labpool.* labels the executor stores with the task
+	GPUs []string
+	// GPUShare, in (0, 1), is the fraction of its one GPU the task holds
+	// (0: whole GPUs); GPUMemBytes caps that share's GPU memory (0: no cap).
+	GPUShare    float64
+	GPUMemBytes uint64
+	Resources   Resources
+	Mounts      []TaskMount
+	Ports       []int             // ports of the task that tunnels reach (published nowhere)
+	Labels      map[string]string // labpool.* labels the executor stores with the task
 	// Container holds the options only a container executor reads.
 	Container ContainerOptions
 }

@@ -4,256 +4,187 @@ import (
 	"context"
 	"errors"
 	"math"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
-var shareT0 = time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
-
-// shareLedger is a ledger of three GPUs at shareT0: GPU 0 and 1 whole
-// (80 GiB), GPU 2 in MIG mode with two 3g.40gb instances and one 1g.10gb.
-func shareLedger() (*Ledger, []gpu.Stats) {
-	gpus := fakeGPUs(3)
-	l := NewLedger()
-	l.clock = func() time.Time { return shareT0 }
-	l.SetTopology([]gpu.Info{
-		{Index: 0, UUID: gpus[0].UUID}, {Index: 1, UUID: gpus[1].UUID},
-		{Index: 2, UUID: gpus[2].UUID, MIG: &gpu.MIG{Supported: true, Enabled: true, Instances: []gpu.MIGInstance{
-			{UUID: "MIG-1", Name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", MemTotalBytes: 40 << 30},
-			{UUID: "MIG-2", Name: "NVIDIA H100 80GB HBM3 MIG 3g.40gb", MemTotalBytes: 40 << 30},
-			{UUID: "MIG-3", Name: "NVIDIA H100 80GB HBM3 MIG 1g.10gb", MemTotalBytes: 10 << 30},
-		}}},
-	})
-	return l, gpus
-}
-
-// grantStep is one Grant and what it should give: the units, or an error
-// saying err (refused: a *RefusedError; else a *BusyError).
-type grantStep struct {
-	job     string
-	req     Request
-	want    []string
-	err     string
-	refused bool
-}
-
-func TestLedgerGrantsThroughFit(t *testing.T) {
-	reservation := func(member string, from, until time.Duration, units ...string) alloc.Grant {
-		return alloc.Grant{Holder: alloc.Holder{Kind: alloc.Reservation, ID: "r-" + member, Member: member},
-			Units: units, From: shareT0.Add(from), Until: shareT0.Add(until)}
-	}
-	owner := alloc.Grant{Holder: alloc.Holder{Kind: alloc.Owner, ID: "owner", Member: "lender"}, Units: []string{"GPU-0000"}}
-	cases := []struct {
-		name  string
-		held  []alloc.Grant
-		steps []grantStep
+// TestValidateShare: a GPU share is a fraction of one GPU, alone; its
+// memory cap goes with it; a MIG profile looks like one. Each refusal
+// names its rule.
+func TestValidateShare(t *testing.T) {
+	img := func(s Spec) Spec { s.Image = "i"; return s }
+	tests := []struct {
+		name string
+		spec Spec
+		rule string // "": accepted
 	}{
-		{"shares pack onto one GPU", nil, []grantStep{
-			{job: "a", req: Request{Count: 1, Share: 0.5}, want: []string{"GPU-0000"}},
-			{job: "b", req: Request{Count: 1, Share: 0.25}, want: []string{"GPU-0000"}},
-			{job: "c", req: Request{Count: 1, Share: 0.5}, want: []string{"GPU-0001"}},
-			{job: "d", req: Request{Count: 1, Share: 0.25}, want: []string{"GPU-0000"}},
-		}},
-		{"shares of a GPU add up to at most 1", nil, []grantStep{
-			{job: "a", req: Request{Count: 1, Share: 0.6}, want: []string{"GPU-0000"}},
-			{job: "b", req: Request{Count: 1, Share: 0.6}, want: []string{"GPU-0001"}},
-			{job: "c", req: Request{Count: 1, Share: 0.6}, err: "GPUs 0, 1: 40% of it is free, less than the share asked"},
-		}},
-		{"share memory caps add up to at most the GPU's", nil, []grantStep{
-			{job: "a", req: Request{Count: 1, Share: 0.25, MemBytes: 60 << 30}, want: []string{"GPU-0000"}},
-			{job: "b", req: Request{Count: 1, Share: 0.25, MemBytes: 30 << 30}, want: []string{"GPU-0001"}},
-			{job: "c", req: Request{Count: 1, Share: 0.25, MemBytes: 60 << 30}, err: "GPU 0: 20480 MiB, less than asked; GPU 1: 51200 MiB, less than asked"},
-		}},
-		{"whole and shared never mix on a GPU", nil, []grantStep{
-			{job: "a", req: Request{Count: 1, Share: 0.5}, want: []string{"GPU-0000"}},
-			{job: "b", req: Request{Count: 2}, err: "GPU 0: shared (50% free), and a whole GPU was asked"},
-			{job: "b", req: Request{Count: 1}, want: []string{"GPU-0001"}},
-			{job: "c", req: Request{Count: 1, Share: 0.25}, want: []string{"GPU-0000"}},
-			{job: "d", req: Request{Indexes: []int{1}, Share: 0}, err: "GPU 1: job b"},
-		}},
-		{"MIG instances by profile, placed like GPUs", nil, []grantStep{
-			{job: "a", req: Request{Count: 1, Profile: "3g.40gb"}, want: []string{"MIG-1"}},
-			{job: "b", req: Request{Count: 1, Profile: "3g.40gb"}, want: []string{"MIG-2"}},
-			{job: "c", req: Request{Count: 1, Profile: "3g.40gb"}, err: "GPU 2: job a; GPU 2: job b"},
-			{job: "c", req: Request{Count: 1, Profile: "1g.10gb"}, want: []string{"MIG-3"}},
-			{job: "d", req: Request{Count: 3, Profile: "3g.40gb"}, err: "this machine has 2", refused: true},
-			{job: "d", req: Request{Count: 1, Profile: "7g.80gb"}, err: "this machine has 0", refused: true},
-			{job: "d", req: Request{Count: 3}, err: "GPU 2: MIG on"},
-		}},
-		{"MIG by UUID and by profile hold the same instances", nil, []grantStep{
-			{job: "a", req: Request{MIG: []string{"MIG-2"}}, want: []string{"MIG-2"}},
-			{job: "b", req: Request{Count: 2, Profile: "3g.40gb"}, err: "2 GPUs asked, 1 free: GPU 2: job a"},
-			{job: "b", req: Request{Count: 1, Profile: "3g.40gb"}, want: []string{"MIG-1"}},
-		}},
-		{"a reservation ahead passes its GPUs over for a job without a time limit", []alloc.Grant{reservation("bob", 2*time.Hour, 5*time.Hour, "GPU-0000")}, []grantStep{
-			{job: "a", req: Request{Count: 2, Owner: "alice"}, err: "GPU 0: reserved for bob from Thu 26 Nov 16:00 to Thu 19:00"},
-			{job: "a", req: Request{Count: 1, Owner: "alice"}, want: []string{"GPU-0001"}},
-		}},
-		{"a job that ends before the reservation starts gets its GPUs", []alloc.Grant{reservation("bob", 2*time.Hour, 5*time.Hour, "GPU-0000", "GPU-0001")}, []grantStep{
-			{job: "a", req: Request{Count: 1, Owner: "alice", Limit: 3 * time.Hour}, err: "reserved for bob"},
-			{job: "a", req: Request{Count: 2, Owner: "alice", Limit: time.Hour}, want: []string{"GPU-0000", "GPU-0001"}},
-		}},
-		{"a reservation's own member's jobs use it in its span", []alloc.Grant{reservation("bob", -time.Hour, 5*time.Hour, "GPU-0000", "GPU-0001")}, []grantStep{
-			{job: "a", req: Request{Count: 1, Owner: "alice", Limit: time.Minute}, err: "reserved for bob"},
-			{job: "b", req: Request{Count: 2, Owner: "bob"}, want: []string{"GPU-0000", "GPU-0001"}},
-		}},
-		// The owner holds GPU 0 back from guests, not from their own jobs
-		// (node/lend: the owner's grant covers every GPU while they are
-		// at the machine).
-		{"the lender's own use", []alloc.Grant{owner}, []grantStep{
-			{job: "a", req: Request{Count: 2, Owner: "alice"}, err: "GPU 0: its owner is using it"},
-			{job: "b", req: Request{Count: 1, Owner: "alice"}, want: []string{"GPU-0001"}},
-			{job: "c", req: Request{Count: 1, Share: 0.5}, err: "GPU 0: its owner is using it; GPU 1: job b"},
-			{job: "d", req: Request{Count: 1, Owner: "lender"}, want: []string{"GPU-0000"}},
-		}},
+		{"quarter", Spec{GPUShare: 0.25}, ""},
+		{"quarter with memory", Spec{GPUShare: 0.25, GPUMemBytes: 20 << 30}, ""},
+		{"share with gpus 1", Spec{GPUShare: 0.5, GPUs: 1}, ""},
+		{"over one", Spec{GPUShare: 1.5}, "gpu-share"},
+		{"exactly one", Spec{GPUShare: 1}, "gpu-share"},
+		{"negative", Spec{GPUShare: -0.25}, "gpu-share"},
+		{"NaN", Spec{GPUShare: math.NaN()}, "gpu-share"},
+		{"infinite", Spec{GPUShare: math.Inf(1)}, "gpu-share"},
+		{"too fine", Spec{GPUShare: 0.001}, "gpu-share"},
+		{"share of two GPUs", Spec{GPUShare: 0.5, GPUs: 2}, "gpu-share"},
+		{"share with indexes", Spec{GPUShare: 0.5, GPUIDs: []int{0}}, "gpu-share"},
+		{"share with MIG", Spec{GPUShare: 0.5, MIGIDs: []string{"MIG-a"}}, "gpu-share"},
+		{"share with MIG profile", Spec{GPUShare: 0.5, MIGProfile: "3g.40gb"}, "gpu-share"},
+		{"memory without share", Spec{GPUMemBytes: 8 << 30, GPUs: 1}, "gpu-mem"},
+		{"memory too small", Spec{GPUShare: 0.5, GPUMemBytes: 1 << 20}, "gpu-mem"},
+		{"memory absurd", Spec{GPUShare: 0.5, GPUMemBytes: MaxBytes + 1}, "gpu-mem"},
+		{"profile", Spec{MIGProfile: "3g.40gb"}, ""},
+		{"profile count", Spec{MIGProfile: "1g.10gb", GPUs: 2}, ""},
+		{"profile +me", Spec{MIGProfile: "1g.10gb+me"}, ""},
+		{"compute instance profile", Spec{MIGProfile: "1c.3g.40gb"}, ""},
+		{"profile garbage", Spec{MIGProfile: "3g.40gb; rm -rf"}, "mig-profile"},
+		{"profile no memory", Spec{MIGProfile: "3g"}, "mig-profile"},
+		{"profile with indexes", Spec{MIGProfile: "3g.40gb", GPUIDs: []int{0}}, "mig-profile"},
+		{"profile with MIG UUIDs", Spec{MIGProfile: "3g.40gb", MIGIDs: []string{"MIG-a"}}, "mig-profile"},
+		{"profile too long", Spec{MIGProfile: strings.Repeat("1", 40) + "g.10gb"}, "mig-profile"},
 	}
-	for _, tt := range cases {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l, gpus := shareLedger()
-			l.SetHeld("test", tt.held)
-			for i, s := range tt.steps {
-				got, err := l.Grant(s.job, s.req, gpus, nil)
-				var refused *RefusedError
-				var busy *BusyError
-				switch {
-				case s.err == "" && (err != nil || !slices.Equal(got, s.want)):
-					t.Fatalf("step %d (%s %+v): %v, %v; want %v", i, s.job, s.req, got, err, s.want)
-				case s.err != "" && (err == nil || !strings.Contains(err.Error(), s.err)):
-					t.Fatalf("step %d (%s %+v): %v, %v; want an error saying %q", i, s.job, s.req, got, err, s.err)
-				case s.err != "" && s.refused != errors.As(err, &refused):
-					t.Fatalf("step %d: %v; refused %v, want %v", i, err, !s.refused, s.refused)
-				case s.err != "" && !s.refused && !errors.As(err, &busy):
-					t.Fatalf("step %d: %v; want a *BusyError", i, err)
+			err := Validate(img(tt.spec), dockerCaps, nil, 2)
+			var refused *RefusedError
+			switch {
+			case tt.rule == "" && err != nil:
+				t.Fatalf("Validate = %v; want accepted", err)
+			case tt.rule != "" && (!errors.As(err, &refused) || refused.Rule != tt.rule):
+				t.Fatalf("Validate = %v; want refused by rule %q", err, tt.rule)
+			}
+		})
+	}
+}
+
+// TestValidateShareScheduled: a cluster places GPUs itself; a share or a
+// MIG profile names this machine's GPUs.
+func TestValidateShareScheduled(t *testing.T) {
+	for _, s := range []Spec{{Image: "i", GPUShare: 0.5}, {Image: "i", MIGProfile: "3g.40gb"}, {Image: "i", GPUs: 1, GPUMemBytes: 1 << 30}} {
+		var refused *RefusedError
+		if err := Validate(s, Capabilities{Name: "slurm", Schedules: true, Images: []string{"pyxis"}}, nil, 0); !errors.As(err, &refused) {
+			t.Errorf("Validate(%+v) on a cluster = %v; want refused", s, err)
+		}
+	}
+}
+
+// TestValidateShareMem: a share's memory cap above what the largest GPU
+// here has is refused, naming that GPU's memory.
+func TestValidateShareMem(t *testing.T) {
+	gpus := []gpu.Stats{{Index: 0, Name: "NVIDIA A100 40GB", MemTotalBytes: 40 << 30}, {Index: 1, Name: "NVIDIA H100", MemTotalBytes: 80 << 30}}
+	tests := []struct {
+		name string
+		spec Spec
+		gpus []gpu.Stats
+		rule string
+		want string // "": accepted; else a part of the error
+	}{
+		{"fits the largest", Spec{GPUShare: 0.5, GPUMemBytes: 60 << 30}, gpus, "", ""},
+		{"exactly the largest", Spec{GPUShare: 0.5, GPUMemBytes: 80 << 30}, gpus, "", ""},
+		{"over the largest", Spec{GPUShare: 0.5, GPUMemBytes: 96 << 30}, gpus, "gpu-mem", "(GPU 1, NVIDIA H100) has 80 GiB"},
+		{"no GPUs", Spec{GPUShare: 0.5}, nil, "gpu-share", "no GPU"},
+		{"no cap", Spec{GPUShare: 0.5}, gpus, "", ""},
+		{"not a share", Spec{GPUs: 1}, nil, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateShareMem(tt.spec, tt.gpus)
+			var refused *RefusedError
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("ValidateShareMem = %v; want accepted", err)
+			case tt.want != "" && (!errors.As(err, &refused) || refused.Rule != tt.rule || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("ValidateShareMem = %v; want refused by %s, naming %q", err, tt.rule, tt.want)
+			}
+		})
+	}
+}
+
+// TestShareNote: a time-sliced share says plainly that it is uncapped; an
+// MPS share says what is capped.
+func TestShareNote(t *testing.T) {
+	tests := []struct {
+		name string
+		job  Job
+		want []string
+	}{
+		{"whole GPU", Job{Spec: Spec{GPUs: 1}}, nil},
+		{"mps with cap", Job{Spec: Spec{GPUShare: 0.25, GPUMemBytes: 20 << 30}, ShareMode: ShareMPS}, []string{"25% MPS share", "capped at 20 GiB"}},
+		{"mps without cap", Job{Spec: Spec{GPUShare: 0.5}, ShareMode: ShareMPS}, []string{"50% MPS share", "not capped"}},
+		{"time-sliced", Job{Spec: Spec{GPUShare: 0.25, GPUMemBytes: 20 << 30}, ShareMode: ShareTimeSliced}, []string{"time-sliced", "uncapped"}},
+		{"unknown mode", Job{Spec: Spec{GPUShare: 0.25}}, []string{"uncapped"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.job.ShareNote()
+			if len(tt.want) == 0 && got != "" {
+				t.Fatalf("ShareNote = %q; want none", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("ShareNote = %q; want it to say %q", got, w)
 				}
 			}
 		})
 	}
 }
 
-// TestLedgerRecordsShare: the grant keeps the share and its memory cap,
-// and the published grants say them.
-func TestLedgerRecordsShare(t *testing.T) {
-	l, gpus := shareLedger()
-	if _, err := l.Grant("a", Request{Count: 1, Share: 0.25, MemBytes: 20 << 30, Owner: "alice", Name: "nb", Limit: time.Hour}, gpus, nil); err != nil {
-		t.Fatal(err)
+// TestShareMode: the executor's capability decides, and only a share has one.
+func TestShareMode(t *testing.T) {
+	if m := shareMode(Spec{GPUShare: 0.5}, Capabilities{MPS: true}); m != ShareMPS {
+		t.Errorf("shareMode with MPS = %q", m)
 	}
-	if share, mem := l.share("a"); share != 0.25 || mem != 20<<30 {
-		t.Errorf("share(a) = %v, %d; want 0.25, 20 GiB", share, mem)
+	if m := shareMode(Spec{GPUShare: 0.5}, Capabilities{}); m != ShareTimeSliced {
+		t.Errorf("shareMode without MPS = %q", m)
 	}
-	want := alloc.Grant{Holder: alloc.Holder{Kind: alloc.Job, ID: "a", Member: "alice", Name: "nb"}, Units: []string{"GPU-0000"},
-		Share: 0.25, MemBytes: 20 << 30, From: shareT0, Until: shareT0.Add(time.Hour)}
-	if gs := l.Grants(); len(gs) != 1 || !grantEqual(gs[0], want) {
-		t.Errorf("Grants() = %+v; want %+v", gs, want)
+	if m := shareMode(Spec{GPUs: 1}, Capabilities{MPS: true}); m != "" {
+		t.Errorf("shareMode of a whole GPU = %q", m)
 	}
 }
 
-func grantEqual(a, b alloc.Grant) bool {
-	return a.Holder == b.Holder && slices.Equal(a.Units, b.Units) && a.Share == b.Share && a.MemBytes == b.MemBytes &&
-		a.GPUs == b.GPUs && a.From.Equal(b.From) && a.Until.Equal(b.Until)
-}
-
-func TestValidateShare(t *testing.T) {
-	for _, s := range []Spec{
-		{Image: "i", GPUShare: 1.5},
-		{Image: "i", GPUShare: -0.25},
-		{Image: "i", GPUShare: math.NaN()},
-		{Image: "i", GPUShare: 0.5, GPUs: 2},
-		{Image: "i", GPUShare: 0.5, GPUIDs: []int{0}},
-		{Image: "i", GPUMemBytes: 8 << 30, GPUs: 1},
-		{Image: "i", GPUShare: 0.5, GPUMemBytes: 1 << 62},
-		{Image: "i", MIGProfile: "3g.40gb; rm -rf"},
-		{Image: "i", MIGProfile: "3g.40gb", MIGIDs: []string{migA}},
-		{Image: "i", MIGProfile: "3g.40gb", GPUs: maxMIG + 1},
-	} {
+// TestNoMPSEnv: a job may not set the MPS variables the agent sets from
+// its share (it would lift its own caps, or reach another daemon).
+func TestNoMPSEnv(t *testing.T) {
+	for _, e := range []string{"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=100", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=80G",
+		"CUDA_MPS_PIPE_DIRECTORY=/tmp/x", "cuda_mps_sm_partition=x", "CUDA_MPS_LOG_DIRECTORY=/x"} {
 		var refused *RefusedError
-		if err := Validate(s, dockerCaps, nil, 2); !errors.As(err, &refused) {
-			t.Errorf("Validate(share %v, mem %d, profile %q, GPUs %d) = %v; want refused", s.GPUShare, s.GPUMemBytes, s.MIGProfile, s.GPUs, err)
+		err := Validate(Spec{Image: "i", GPUShare: 0.25, Env: []string{e}}, dockerCaps, nil, 1)
+		if !errors.As(err, &refused) || refused.Rule != "no-mps-env" {
+			t.Errorf("env %s: Validate = %v; want refused by no-mps-env", e, err)
 		}
 	}
-	for _, s := range []Spec{
-		{Image: "i", GPUShare: 0.25, GPUMemBytes: 20 << 30},
-		{Image: "i", GPUShare: 1},
-		{Image: "i", MIGProfile: "3g.40gb", GPUs: 4},
-		{Image: "i", MIGProfile: "1g.12gb+me"},
-	} {
-		if err := Validate(s, dockerCaps, nil, 2); err != nil {
-			t.Errorf("Validate(share %v, profile %q, GPUs %d) = %v", s.GPUShare, s.MIGProfile, s.GPUs, err)
+	if err := Validate(Spec{Image: "i", GPUShare: 0.25, Env: []string{"CUDA_HOME=/usr/local/cuda"}}, dockerCaps, nil, 1); err != nil {
+		t.Errorf("CUDA_HOME refused: %v", err)
+	}
+}
+
+// TestSubmitShare: a share reaches the executor with its one GPU, its
+// fraction and its cap; the job says how it is enforced; a cap over the
+// GPUs' memory is refused before anything starts.
+func TestSubmitShare(t *testing.T) {
+	for _, mps := range []bool{false, true} {
+		rt := newFakeRuntime()
+		rt.caps.MPS = mps
+		m := newTestManager(t, rt, 2, &memStore{})
+		j, err := m.Submit(context.Background(), member("OWNER"), Spec{Image: "img", GPUShare: 0.25, GPUMemBytes: 20 << 30})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-}
-
-// TestShareReadopted: a job granted a share records it, and a restarted
-// agent that adopts the job again restores the share (not the whole GPU):
-// another share still fits beside it, and a whole GPU does not.
-func TestShareReadopted(t *testing.T) {
-	rt, st := newFakeRuntime(), &memStore{}
-	m := newTestManager(t, rt, 1, st)
-	ctx := context.Background()
-	j, err := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUShare: 0.5, GPUMemBytes: 20 << 30})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j.GPUShare != 0.5 || j.GPUMemBytes != 20<<30 || !slices.Equal(j.GPUs, []string{"GPU-0000"}) {
-		t.Fatalf("job holds %v, share %v, mem %d; want GPU-0000, 0.5, 20 GiB", j.GPUs, j.GPUShare, j.GPUMemBytes)
-	}
-	m2 := newTestManager(t, rt.again(), 1, st)
-	if g, ok := m2.Ledger().JobGrant(j.ID); !ok || g.Share != 0.5 || g.MemBytes != 20<<30 {
-		t.Fatalf("after re-adoption the ledger holds %+v, %v; want the share 0.5 with 20 GiB", g, ok)
-	}
-	if _, err := m2.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1}); err == nil || !strings.Contains(err.Error(), "shared (50% free)") {
-		t.Errorf("a whole GPU beside the adopted share: %v; want it refused as shared", err)
-	}
-	if k, err := m2.Submit(ctx, member("bob"), Spec{Image: "img", GPUShare: 0.5}); err != nil || k.GPUShare != 0.5 {
-		t.Errorf("a second half beside the adopted share: %+v, %v", k, err)
-	}
-}
-
-// TestAllocation: what the node publishes is its ledger's view: its
-// units, naming the node, a job's grant with its share, and a GPU used
-// outside labpool as an External grant.
-func TestAllocation(t *testing.T) {
-	gs := fakeGPUs(3)
-	gs[2].Processes = []gpu.Process{{PID: 7}}
-	m := startManager(t, newFakeRuntime(), fixedGPUs(gs), &memStore{}, nil)
-	j, err := m.Submit(context.Background(), member("alice"), Spec{Image: "img", GPUShare: 0.25})
-	if err != nil {
-		t.Fatal(err)
-	}
-	units, grants := m.Allocation()
-	if len(units) != 3 || units[0].Node != "NODE" || units[2].ID != "GPU-0002" {
-		t.Errorf("units %+v; want the 3 GPUs of NODE", units)
-	}
-	if len(grants) != 2 || grants[0].Holder.ID != j.ID || grants[0].Share != 0.25 || grants[0].Holder.Member != "alice" ||
-		grants[1].Holder.Kind != alloc.External || !slices.Equal(grants[1].Units, []string{"GPU-0002"}) {
-		t.Errorf("grants %+v; want alice's share, then GPU 2 outside labpool", grants)
-	}
-	d := alloc.Fit(units, grants, alloc.Request{Count: 2}, time.Now())
-	if d.Fits || d.Why() != "2 asked: GPU 0: shared (75% free), and a whole GPU was asked; GPU 2: a process outside labpool" {
-		t.Errorf("Fit on the published view: %+v, %q", d, d.Why())
-	}
-}
-
-// TestHeldChangeWakesQueue: when what others hold changes (SetHeld: a
-// lender takes the machine back or gives it, a reservation ends), the
-// manager tries its queue then, not at its next poll; and a job queued
-// behind the owner says so.
-func TestHeldChangeWakesQueue(t *testing.T) {
-	m := NewManager(DefaultConfig(), newFakeRuntime(), fixedGPUs(fakeGPUs(1)), nil, &memStore{}, testLog())
-	if len(m.kick) != 0 {
-		t.Fatal("a new manager's queue is kicked already")
-	}
-	m.Ledger().SetHeld("lend", nil)
-	if len(m.kick) != 1 {
-		t.Errorf("SetHeld did not wake the queue")
-	}
-	m.Ledger().SetHeld("lend", []alloc.Grant{{Holder: alloc.Holder{Kind: alloc.Owner, ID: "owner"}, Units: []string{"GPU-0000"}}})
-	_, err := m.ledger.Grant("j", Request{Count: 1}, m.gpus.GPUs(), nil)
-	if err == nil || !strings.Contains(err.Error(), "GPU 0: its owner is using it") {
-		t.Errorf("a grant behind the owner: %v; want it to say the owner uses GPU 0", err)
+		want := map[bool]string{false: ShareTimeSliced, true: ShareMPS}[mps]
+		if j.State != Running || len(j.GPUs) != 1 || j.ShareMode != want {
+			t.Fatalf("MPS %v: job %+v; want running on one GPU, share mode %s", mps, j, want)
+		}
+		l := rt.launches[len(rt.launches)-1]
+		if len(l.GPUs) != 1 || l.GPUShare != 0.25 || l.GPUMemBytes != 20<<30 {
+			t.Errorf("MPS %v: task GPUs %v share %v cap %d", mps, l.GPUs, l.GPUShare, l.GPUMemBytes)
+		}
+		_, err = m.Submit(context.Background(), member("OWNER"), Spec{Image: "img", GPUShare: 0.25, GPUMemBytes: 96 << 30})
+		var refused *RefusedError
+		if !errors.As(err, &refused) || refused.Rule != "gpu-mem" || !strings.Contains(err.Error(), "80 GiB") {
+			t.Errorf("MPS %v: a 96 GiB cap on 80 GiB GPUs: %v", mps, err)
+		}
 	}
 }

@@ -77,6 +77,9 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 	if err := Validate(spec, caps, v, len(gpus)); err != nil {
 		return Job{}, err
 	}
+	if err := ValidateShareMem(spec, gpus); err != nil && !caps.Schedules {
+		return Job{}, err
+	}
 	if err := m.resourcePolicy(caller, &spec); err != nil {
 		return Job{}, err
 	}
@@ -90,6 +93,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 	owner := caller.ID
 	j := newJob(m.cfg.Node, owner, id, spec)
 	j.Executor, j.OwnerProof = caps.Name, proof
+	j.ShareMode = shareMode(spec, caps)
 	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd}); err != nil {
 		return Job{}, fmt.Errorf("keep the job's environment and command line: %w", err)
 	}
@@ -283,7 +287,7 @@ func (m *Manager) task(j Job, mounts []TaskMount) (Task, error) {
 	s := j.Spec
 	return Task{
 		ID: j.ID, Name: j.Name, Owner: j.Owner, Image: s.Image, Cmd: slices.Clone(s.Cmd), Env: slices.Clone(s.Env),
-		GPUs: slices.Clone(j.GPUs), Mounts: mounts, Ports: specPorts(s),
+		GPUs: slices.Clone(j.GPUs), GPUShare: s.GPUShare, GPUMemBytes: s.GPUMemBytes, Mounts: mounts, Ports: specPorts(s),
 		Resources: Resources{CPUs: s.CPUs, MemoryBytes: s.MemoryBytes, GPUs: s.GPUs, Nodes: s.Nodes,
 			GPUsPerNode: s.GPUsPerNode, TimeLimit: time.Duration(s.TimeLimitSeconds) * time.Second, Partition: s.Partition},
 		Labels: map[string]string{

@@ -129,16 +129,20 @@ type Job struct {
 	Hosts    []string `json:"hosts,omitempty"`
 	// Outcome says how an ended job ended when its exit code does not:
 	// "cancelled", "timed_out", "oom", "node_fail".
-	Outcome    string      `json:"outcome,omitempty"`
-	Ports      map[int]int `json:"ports,omitempty"` // the ports a tunnel reaches: container port -> port dialed at the container (published nowhere)
-	Created    time.Time   `json:"created"`
-	Started    *time.Time  `json:"started"`
-	Finished   *time.Time  `json:"finished"`
-	ExitCode   *int        `json:"exit_code"`
-	Error      string      `json:"error,omitempty"` // why it failed or waits
-	GPUSeconds float64     `json:"gpu_seconds"`     // GPU-time used so far
-	SpecHash   string      `json:"spec_hash"`
-	Removed    bool        `json:"removed,omitempty"` // its container was removed; the record stays
+	Outcome  string      `json:"outcome,omitempty"`
+	Ports    map[int]int `json:"ports,omitempty"` // the ports a tunnel reaches: container port -> port dialed at the container (published nowhere)
+	Created  time.Time   `json:"created"`
+	Started  *time.Time  `json:"started"`
+	Finished *time.Time  `json:"finished"`
+	ExitCode *int        `json:"exit_code"`
+	Error    string      `json:"error,omitempty"` // why it failed or waits
+	// ShareMode says how a job with a GPU share (Spec.GPUShare) shares its
+	// GPU: ShareMPS, capped by an MPS control daemon, or ShareTimeSliced,
+	// capped by nothing (see ShareNote).
+	ShareMode  string  `json:"share_mode,omitempty"`
+	GPUSeconds float64 `json:"gpu_seconds"` // GPU-time used so far
+	SpecHash   string  `json:"spec_hash"`
+	Removed    bool    `json:"removed,omitempty"` // its container was removed; the record stays
 	// CmdWithheld says that Spec.Cmd was left out: only the job's owner,
 	// admins, owners and the machine's own user read the command line.
 	CmdWithheld bool `json:"cmd_withheld,omitempty"`

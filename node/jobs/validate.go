@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/labpool/labpool/node/mps"
 )
 
 // RefusedError is a request refused by a safety or sanity rule, or (when
@@ -77,11 +79,16 @@ func executorName(caps Capabilities) string {
 }
 
 // validateGPUEnv refuses variables that pick GPUs: GPUs are given by the
-// GPU ledger, or by the cluster's scheduler.
+// GPU ledger, or by the cluster's scheduler; and those of MPS, which the
+// agent sets for a GPU share (its daemon, threads, memory cap).
 func validateGPUEnv(env []string) error {
 	for _, e := range env {
-		if k, _, _ := strings.Cut(e, "="); strings.HasPrefix(strings.ToUpper(k), "NVIDIA_") {
+		k, _, _ := strings.Cut(e, "=")
+		if strings.HasPrefix(strings.ToUpper(k), "NVIDIA_") {
 			return refuse("no-gpu-env", "%s: the NVIDIA runtime reads it to pick GPUs; GPUs are given by the GPU ledger", k)
+		}
+		if mps.Reserved(k) {
+			return refuse("no-mps-env", "%s: MPS variables are the agent's, set from the job's GPU share (--gpu-share, --gpu-mem)", k)
 		}
 	}
 	return nil
@@ -268,6 +275,8 @@ func validateScheduled(s Spec) error {
 		return refuse("gpus", "%d GPUs is out of range (0 to 64 on one node)", s.GPUs)
 	case len(s.GPUIDs) > 0 || len(s.MIGIDs) > 0 || s.MinGPUMemBytes > 0 || s.MIGProfile != "" || s.GPUShare != 0 || s.GPUMemBytes != 0:
 		return refuse("gpus", "the cluster's scheduler places GPUs itself: ask for a count (GPU indexes, MIG instances and GPU memory name a machine's own GPUs)")
+	case s.GPUShare != 0 || s.GPUMemBytes > 0 || s.MIGProfile != "":
+		return refuse("gpu-share", "the cluster's scheduler places GPUs itself: GPU shares, their memory caps and MIG profiles are for a machine's own GPUs (ask for a count)")
 	}
 	return nil
 }

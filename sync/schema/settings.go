@@ -21,4 +21,5 @@ const (
 	SettingPolicy    = "policy"     // app/nodestore: who may launch here, and how much
 	SettingJobEnv    = "job-env:"   // app/nodestore: prefix; + job ID: the job's environment
 	SettingTransfers = "transfers"  // node/folders/copies: the copies under way
+	SettingLaunches  = "launches"   // app: this member's latest launches (node, job ID), for the plan's share suggestion
 )

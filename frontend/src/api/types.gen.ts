@@ -373,6 +373,7 @@ export interface Job {
   finished?: string | null
   exit_code?: number | null
   error?: string
+  share_mode?: string
   gpu_seconds: number
   spec_hash: string
   removed?: boolean
@@ -388,6 +389,7 @@ export interface Job {
   owner_unverified?: string
   claimed_owner?: string
   stale: boolean
+  gpu_weight: number
   image_loaded_by_name?: string
   placement?: string
 }
@@ -622,6 +624,7 @@ export interface Plan {
   cluster?: ClusterPlan | null
   images: string[] | null
   nodes: NodePlan[] | null
+  share_suggestion?: ShareSuggestion | null
 }
 
 /** app.PlanGPU */
@@ -699,6 +702,8 @@ export interface PoolSeries {
   busy: number[] | null
   idle_granted: number[] | null
   free: number[] | null
+  cluster_held: number[] | null
+  cluster_free: number[] | null
 }
 
 /** app.PoolStatus */
@@ -772,7 +777,26 @@ export interface Report {
   by: string
   rows: ReportRow[] | null
   totals: ReportRow
+  columns: ReportColumn[] | null
+  adjusted: ReportAdjustment[] | null
+  adjusted_count: number
   step_seconds: number
+}
+
+/** app.ReportAdjustment */
+export interface ReportAdjustment {
+  node: string
+  node_name: string
+  job: string
+  rule: string
+  detail: string
+}
+
+/** app.ReportColumn */
+export interface ReportColumn {
+  field: string
+  title: string
+  includes: string[] | null
 }
 
 /** app.ReportRow */
@@ -783,6 +807,7 @@ export interface ReportRow {
   gpu_hours_used: number
   idle_granted_hours: number
   unmeasured_hours: number
+  reserved_unused_hours: number
   energy_kwh: number
   energy_total_kwh: number
   energy_source: string
@@ -866,6 +891,15 @@ export interface ShareRequest {
   path: string
   rw: boolean
   members?: string[] | null
+}
+
+/** jobs.ShareSuggestion */
+export interface ShareSuggestion {
+  share: number
+  mem_bytes: number
+  peak_mem_bytes: number
+  peak_util_percent: number
+  text: string
 }
 
 /** jobs.Spec */

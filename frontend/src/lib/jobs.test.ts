@@ -11,6 +11,7 @@ import {
   formatRuntime,
   gpuHours,
   jobGPUSeconds,
+  gpuWeightText,
   mergeActive,
   onCluster,
   vanished,
@@ -23,6 +24,8 @@ import {
   splitCommand,
   stateText,
   visibleJobs,
+  type FormField,
+  type LaunchForm,
 } from './jobs.ts'
 
 const GiB = 2 ** 30
@@ -142,6 +145,35 @@ test('buildSpec', () => {
   assert.deepEqual(bad.spec, { image: 'x' }, 'fields in error are left out')
 })
 
+test('buildSpec share and MIG profile', () => {
+  const share = buildSpec({ ...emptyForm(1), image: 'x', gpuShare: '0.25', gpuMem: '20GiB' })
+  assert.deepEqual(share.errors, {})
+  assert.deepEqual(share.spec, { image: 'x', gpu_share: 0.25, gpu_mem_bytes: 20 * GiB }, 'a share is of one GPU: the count goes')
+
+  const mig = buildSpec({ ...emptyForm(2), image: 'x', mig: '3g.40gb' })
+  assert.deepEqual(mig.spec, { image: 'x', gpus: 2, mig_profile: '3g.40gb' })
+
+  const cases: [Partial<LaunchForm>, FormField][] = [
+    [{ gpuShare: '1.5' }, 'gpuShare'],
+    [{ gpuShare: '1' }, 'gpuShare'],
+    [{ gpuShare: '0' }, 'gpuShare'],
+    [{ gpuShare: 'half' }, 'gpuShare'],
+    [{ gpuMem: '8g' }, 'gpuMem'],
+    [{ mig: '3g' }, 'mig'],
+    [{ gpuShare: '0.5', mig: '3g.40gb' }, 'mig'],
+    [{ gpuShare: '0.5', gpuMode: 'pick', picked: [1] }, 'gpuShare'],
+  ]
+  for (const [form, field] of cases) {
+    const b = buildSpec({ ...emptyForm(1), image: 'x', ...form })
+    assert.ok(b.errors[field], `${JSON.stringify(form)}: want an error on ${field}`)
+    const key = { gpuShare: 'gpu_share', gpuMem: 'gpu_mem_bytes', mig: 'mig_profile' }[field as string] as keyof typeof b.spec
+    assert.equal(b.spec[key], undefined, `${JSON.stringify(form)}: the field in error is left out`)
+  }
+
+  const onCluster = buildSpec({ ...emptyForm(1), image: 'x', gpuShare: '0.5' }, true)
+  assert.equal(onCluster.spec.gpu_share, undefined, 'a cluster places whole GPUs')
+})
+
 test('sameImage', () => {
   assert.ok(sameImage('busybox', 'busybox:latest'))
   assert.ok(sameImage('docker.io/library/busybox:1', 'busybox:1'))
@@ -189,12 +221,19 @@ test('gpuHours and jobGPUSeconds', () => {
   assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_seconds: 9000 }, now), 9000)
   assert.equal(jobGPUSeconds({ ...base, state: 'exited' }, now), 100, 'ended: the record')
   assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: null }, now), 100)
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: null, gpu_weight: 2 }, now), 7200, 'a cluster job: its cluster GPUs')
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_indexes: [0], gpu_weight: 0.25 }, now), 900, 'a share: its fraction')
+  assert.equal(jobGPUSeconds({ ...base, state: 'running', gpu_weight: -4 }, now), 100, 'a negative weight counts nothing more')
+  assert.equal(gpuWeightText({ gpu_weight: 2 }), '2 GPUs × time held')
+  assert.equal(gpuWeightText({ gpu_weight: 1 }), '1 GPU × time held')
+  assert.equal(gpuWeightText({ gpu_weight: 3 / 7 }), '0.429 of a GPU × time held')
+  assert.equal(gpuWeightText({}), '')
 })
 
 function job(id: string, over: Partial<Job>): Job {
   return {
     id, name: id, node: 'N1', node_name: 'lab1', owner: 'O', owner_name: 'me', owner_verified: true, image: 'img', spec: { image: 'img' },
-    state: 'running', gpus: null, gpu_indexes: null, created: '2026-01-01T00:00:00Z', gpu_seconds: 0, stale: false,
+    state: 'running', gpus: null, gpu_indexes: null, created: '2026-01-01T00:00:00Z', gpu_seconds: 0, gpu_weight: 0, stale: false,
     ...over,
   }
 }

@@ -99,6 +99,10 @@ export interface LaunchForm {
   gpus: number
   picked: number[]
   minGPUMem: string
+  /** A fraction of one GPU ("0.25"), its memory cap ("20GiB"), or MIG instances by profile ("3g.40gb"). */
+  gpuShare: string
+  gpuMem: string
+  mig: string
   cpus: string
   memory: string
   shm: string
@@ -117,7 +121,7 @@ export interface LaunchForm {
 
 export function emptyForm(gpus = 0): LaunchForm {
   return {
-    image: '', gpuMode: 'count', gpus, picked: [], minGPUMem: '', cpus: '', memory: '', shm: '',
+    image: '', gpuMode: 'count', gpus, picked: [], minGPUMem: '', gpuShare: '', gpuMem: '', mig: '', cpus: '', memory: '', shm: '',
     folders: '', ports: '', env: '', cmd: '', name: '', restart: '', queue: false,
     partition: '', nodes: 1, time: '',
   }
@@ -167,13 +171,15 @@ export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors:
   } else if (f.picked.length) {
     spec.gpu_ids = [...f.picked].sort((a, b) => a - b)
   }
+  shareSpec(f, spec, errors)
   const sizes: [FormField, string, (n: number) => void][] = [
     ['minGPUMem', f.minGPUMem, (n) => (spec.min_gpu_mem_bytes = n)],
+    ['gpuMem', f.gpuMem, (n) => (spec.gpu_mem_bytes = n)],
     ['memory', f.memory, (n) => (spec.memory_bytes = n)],
     ['shm', f.shm, (n) => (spec.shm_bytes = n)],
   ]
   for (const [field, v, set] of sizes) {
-    if (!v.trim()) continue
+    if (!v.trim() || errors[field]) continue
     const n = parseSize(v)
     if (n === null) errors[field] = `"${v.trim()}": write a size like 512m, 32g or 20GiB`
     else if (n > 0) set(n)
@@ -201,10 +207,43 @@ export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors:
   return { spec, errors }
 }
 
+/** What a MIG profile looks like: 1g.10gb, 3g.40gb, 1g.10gb+me, 1c.3g.40gb (the node checks it again). */
+const migProfile = /^(?:[1-8]c\.)?[1-8]g\.[0-9]{1,4}gb(?:\+(?:me|gfx))?$/
+
+/**
+ * Puts the form's GPU share and MIG profile into spec: a share is of one
+ * GPU (the count then goes), a fraction from 0.01 up to below 1; its
+ * memory cap goes with it. The node decides where it fits.
+ */
+function shareSpec(f: LaunchForm, spec: Spec, errors: Partial<Record<FormField, string>>) {
+  const share = f.gpuShare.trim()
+  if (share) {
+    const v = Number(share)
+    if (!Number.isFinite(v) || v < 0.01 || v >= 1) errors.gpuShare = `"${share}": a share is a fraction of one GPU, from 0.01 up to below 1 (for a whole GPU, ask for 1 GPU)`
+    else if (f.gpuMode === 'pick' && f.picked.length) errors.gpuShare = 'a share is of one GPU that the machine picks: clear the picked GPUs'
+    else {
+      spec.gpu_share = v
+      delete spec.gpus
+      delete spec.gpu_ids
+    }
+  } else if (f.gpuMem.trim()) {
+    errors.gpuMem = 'a GPU memory cap goes with a share; for whole GPUs with at least this much memory, use Min GPU memory'
+  }
+  const mig = f.mig.trim()
+  if (mig) {
+    if (!migProfile.test(mig)) errors.mig = `"${mig}" is not a MIG profile (like 1g.10gb or 3g.40gb)`
+    else if (share) errors.mig = 'ask for a share or MIG instances, not both'
+    else spec.mig_profile = mig
+  }
+}
+
 /** Puts the form's cluster fields into spec, its errors into errors. */
 function clusterSpec(f: LaunchForm, spec: Spec, errors: Partial<Record<FormField, string>>) {
   delete spec.restart
   delete spec.queue // Slurm queues every job it cannot start now
+  delete spec.gpu_share // the cluster places GPUs itself: whole ones
+  delete spec.gpu_mem_bytes
+  delete spec.mig_profile
   if (f.partition) spec.partition = f.partition
   const nodes = Number(f.nodes)
   if (!Number.isInteger(nodes) || nodes < 1) errors.nodes = 'a whole number of nodes, 1 or more'
@@ -297,13 +336,29 @@ export function formatRuntime(seconds: number): string {
 }
 
 /**
- * GPU-seconds of a job: the node's count, or for a running job the wall time
- * times its GPUs when that is ahead (the record lags between updates).
+ * GPU-seconds of a job: the GPUs it counts as holding (gpu_weight: a share
+ * or a MIG instance its fraction, a cluster job the cluster GPUs it asked)
+ * times its time held, as the local API weighs it; for a running job the
+ * wall time times that weight when that is ahead (the figure lags between
+ * updates). A job from an API without gpu_weight counts its GPU indexes.
  */
-export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'gpu_seconds' | 'gpu_indexes'>, now: number): number {
+export function jobGPUSeconds(j: Pick<Job, 'state' | 'started' | 'finished' | 'gpu_seconds' | 'gpu_indexes'> & { gpu_weight?: number }, now: number): number {
   const recorded = Number.isFinite(j.gpu_seconds) ? Math.max(0, j.gpu_seconds) : 0
   if (j.state !== 'running') return recorded
-  return Math.max(recorded, runSeconds(j, now) * (j.gpu_indexes?.length ?? 0))
+  const weight = j.gpu_weight !== undefined && Number.isFinite(j.gpu_weight) ? Math.max(0, j.gpu_weight) : (j.gpu_indexes?.length ?? 0)
+  return Math.max(recorded, runSeconds(j, now) * weight)
+}
+
+/**
+ * What a job's GPU-hours count, for the cell's tooltip: "2 GPUs × time
+ * held", "0.25 of a GPU × time held" (a share, a MIG instance); "" when the
+ * API did not weigh it.
+ */
+export function gpuWeightText(j: { gpu_weight?: number }): string {
+  const w = j.gpu_weight
+  if (w === undefined || !Number.isFinite(w) || w <= 0) return ''
+  const n = Number.isInteger(w) ? String(w) : String(Math.round(w * 1000) / 1000)
+  return `${n} ${w < 1 ? 'of a GPU' : w === 1 ? 'GPU' : 'GPUs'} × time held`
 }
 
 /** GPU-hours, for people: "0.00", "1.25", "1,234". */

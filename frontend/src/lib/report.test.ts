@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { barWidths, csvField, formatHours, reportCSV, reportFileName, type ReportLike, type ReportRow } from './report.ts'
+import { barWidths, csvField, formatHours, reportCSV, reportFileName, reportLegend, type ReportLike, type ReportRow } from './report.ts'
 
 const row = (key: string, label: string, granted: number, used: number, idle: number, kwh: number): ReportRow => ({
   key,
@@ -12,6 +12,7 @@ const row = (key: string, label: string, granted: number, used: number, idle: nu
   energy_kwh: kwh,
   energy_total_kwh: kwh * 2,
   energy_source: kwh ? 'counter' : '',
+  reserved_unused_hours: 0,
 })
 
 test('csvField escapes and defuses formulas as the CLI does', () => {
@@ -36,10 +37,10 @@ test('reportCSV has the columns of labpool report --csv', () => {
   }
   assert.equal(
     reportCSV(r),
-    'key,label,gpu_hours_granted,gpu_hours_used,idle_granted_hours,unmeasured_hours,energy_kwh,energy_total_kwh,energy_source\n' +
-      'K7Q2,"alice, lab",10,6.5,2,0,1.25,2.5,counter\n' +
-      'ZZ9,bob,4,1,3,0,0,0,\n' +
-      ',total,14,7.5,5,0,1.25,2.5,counter\n',
+    'key,label,gpu_hours_granted,gpu_hours_used,idle_granted_hours,unmeasured_hours,energy_kwh,energy_total_kwh,energy_source,reserved_unused_hours\n' +
+      'K7Q2,"alice, lab",10,6.5,2,0,1.25,2.5,counter,0\n' +
+      'ZZ9,bob,4,1,3,0,0,0,,0\n' +
+      ',total,14,7.5,5,0,1.25,2.5,counter,0\n',
   )
   assert.equal(reportFileName(r), 'labpool-report-member-2026-11-17-2026-11-24.csv')
   assert.equal(reportCSV({ ...r, rows: null }).split('\n').length, 3)
@@ -61,4 +62,15 @@ test('barWidths and formatHours', () => {
   assert.equal(formatHours(1.234), '1.23')
   assert.equal(formatHours(42.25), '42.3')
   assert.equal(formatHours(1234.5), '1235')
+})
+
+test('reportLegend says what each figure counts, from the columns of the report', () => {
+  const held = ['jobs', 'shares (fraction)', 'MIG (fraction)', 'cluster jobs']
+  const columns = [
+    { field: 'gpu_hours_granted', title: 'GPU-h', includes: held },
+    { field: 'gpu_hours_used', title: 'used', includes: held },
+    { field: 'reserved_unused_hours', title: 'reserved-unused', includes: ['reservations'] },
+  ]
+  assert.equal(reportLegend(columns), 'GPU-h: jobs, shares (fraction), MIG (fraction), cluster jobs; reserved-unused: reservations')
+  assert.equal(reportLegend(null), '')
 })

@@ -1,7 +1,7 @@
 // Pure helpers of the report view: the CSV export (built here from the
 // report's JSON, the same as `labpool report --csv` prints) and the bar
 // lengths of its chart.
-import type { Report, ReportRow } from '../api/types.gen.ts'
+import type { Report, ReportColumn, ReportRow } from '../api/types.gen.ts'
 
 export type ReportLike = Pick<Report, 'by' | 'since' | 'until' | 'rows' | 'totals'>
 export type { ReportRow }
@@ -47,10 +47,14 @@ export function csvField(v: string | number): string {
   return /[",\r\n]|^ /.test(s) ? `"${s.replaceAll('"', '""')}"` : s
 }
 
-/** The report as CSV: a header, a line per row, then the totals (label "total"). */
+/**
+ * The report as CSV: a header, a line per row, then the totals (label
+ * "total"); reserved_unused_hours last, as the CLI writes it.
+ */
 export function reportCSV(r: ReportLike): string {
-  const head = ['key', 'label', ...figures, 'energy_source']
-  const line = (row: ReportRow) => [row.key, row.label, ...figures.map((c) => row[c] ?? 0), row.energy_source ?? ''].map(csvField).join(',')
+  const head = ['key', 'label', ...figures, 'energy_source', 'reserved_unused_hours']
+  const line = (row: ReportRow) =>
+    [row.key, row.label, ...figures.map((c) => row[c] ?? 0), row.energy_source ?? '', row.reserved_unused_hours ?? 0].map(csvField).join(',')
   const lines = [head.join(','), ...(r.rows ?? []).map(line), line({ ...r.totals, label: r.totals.label || 'total' })]
   return lines.join('\n') + '\n'
 }
@@ -87,4 +91,17 @@ export function formatHours(h: number): string {
   if (!Number.isFinite(h)) return '—'
   if (h === 0) return '0'
   return h < 10 ? h.toFixed(2) : h < 100 ? h.toFixed(1) : String(Math.round(h))
+}
+
+/**
+ * Which holder kinds the report's figures count, in a line, from the
+ * columns the report itself lists (as `labpool report` prints it): "GPU-h:
+ * jobs, shares (fraction), MIG (fraction), cluster jobs; reserved-unused:
+ * reservations". "used" counts what GPU-h does, so it is left out.
+ */
+export function reportLegend(columns: readonly ReportColumn[] | null | undefined): string {
+  return (columns ?? [])
+    .filter((c) => c.field !== 'gpu_hours_used')
+    .map((c) => `${c.title}: ${(c.includes ?? []).join(', ')}`)
+    .join('; ')
 }
