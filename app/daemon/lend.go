@@ -3,11 +3,13 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/lend"
+	"github.com/labpool/labpool/sync/schema"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -33,11 +35,31 @@ func (d *Daemon) runLend(ctx context.Context) error {
 	}
 	l := lend.New(cfg, d.jobs.Policy().Lend, jobs.LendGuests{M: d.jobs}, d.jobs.Ledger(),
 		d.jobs.OwnerGPUProcesses, lend.NewLogind().Signal)
-	d.svc.SetLending(l)
+	if v, ok, err := d.db.Setting(ctx, schema.SettingLendUsing); err != nil {
+		d.log.Warn("read the \"I'm using it\" switch: off until set", "err", err)
+	} else if ok && v == "true" {
+		l.SetUsing(true)
+	}
+	d.svc.SetLending(keptSwitch{l, d})
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return l.Run(ctx) })
 	g.Go(func() error { return d.publishLend(ctx, l) })
 	return g.Wait()
+}
+
+// keptSwitch is the lender with its "I'm using it" switch kept in the
+// local settings: an owner who said so is not lent out by a restart.
+type keptSwitch struct {
+	*lend.Lender
+	d *Daemon
+}
+
+// SetUsing implements app.Lending.
+func (k keptSwitch) SetUsing(on bool) {
+	k.Lender.SetUsing(on)
+	if err := k.d.db.SetSetting(context.Background(), schema.SettingLendUsing, strconv.FormatBool(on)); err != nil {
+		k.d.log.Warn("keep the \"I'm using it\" switch: it holds until the agent restarts", "err", err)
+	}
 }
 
 // publishLend writes the lend record whenever what the lender says

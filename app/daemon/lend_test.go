@@ -9,6 +9,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/lend"
+	"github.com/labpool/labpool/sync/schema"
 )
 
 // TestLendIsTheMachinesOwn is the attack: an owner of the pool (who may
@@ -108,5 +109,25 @@ func TestPublishLend(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("publishLend: %v", err)
+	}
+}
+
+// TestLendSwitchKept: the "I'm using it" switch is kept in the local
+// settings, so that an agent that restarts does not lend out a machine
+// whose owner said they use it.
+func TestLendSwitchKept(t *testing.T) {
+	d := openDaemon(t, "node")
+	l := lend.New(lend.DefaultConfig(), lend.DefaultPolicy(), nil, nil)
+	keptSwitch{l, d}.SetUsing(true)
+	v, ok, err := d.db.Setting(t.Context(), schema.SettingLendUsing)
+	if err != nil || !ok || v != "true" {
+		t.Fatalf("setting after the switch on: %q, %v, %v; want \"true\"", v, ok, err)
+	}
+	if !l.State().Using {
+		t.Error("the lender's switch is off")
+	}
+	keptSwitch{l, d}.SetUsing(false)
+	if v, _, _ := d.db.Setting(t.Context(), schema.SettingLendUsing); v != "false" {
+		t.Errorf("setting after the switch off: %q; want \"false\"", v)
 	}
 }
