@@ -19,6 +19,7 @@
 package app
 
 import (
+	"github.com/labpool/labpool/node/lend"
 	"time"
 
 	"github.com/labpool/labpool/node/gpu"
@@ -92,6 +93,9 @@ type Node struct {
 	// refused (AllocError says why).
 	Alloc      *Allocation `json:"alloc,omitempty"`
 	AllocError string      `json:"alloc_error,omitempty"`
+	// Lend is what the machine last said about its lending (node/lend):
+	// lent, or its owner's and why; nil where it said nothing.
+	Lend *lend.Status `json:"lend,omitempty"`
 }
 
 // NodeInfo is what changes rarely about a machine.

@@ -217,6 +217,14 @@ func RunAlertNotifications(ctx context.Context, src AlertSource, n Notifier, log
 		return
 	}
 	an := NewAlertNotifier(n, log)
+	var ln *LendNotifier // the user's jobs on lent machines, where the source says who the user is
+	if me, ok := src.(interface {
+		Self(context.Context) (Self, error)
+	}); ok {
+		if self, err := me.Self(ctx); err == nil {
+			ln = NewLendNotifier(n, self.ID, log)
+		}
+	}
 	names := map[string]string{}
 	for ctx.Err() == nil && !an.primed {
 		if as, err := src.Alerts(ctx, 0); err == nil {
@@ -231,6 +239,13 @@ func RunAlertNotifications(ctx context.Context, src AlertSource, n Notifier, log
 	}
 	for ctx.Err() == nil {
 		err := src.Events(ctx, func(name string, data json.RawMessage) {
+			if name == EventJobs && ln != nil {
+				var js []Job
+				if json.Unmarshal(data, &js) == nil {
+					ln.Update(ctx, js)
+				}
+				return
+			}
 			if name != EventAlerts {
 				return
 			}

@@ -42,6 +42,14 @@ type PolicyUpdate struct {
 	ReserveAheadSeconds *int64  `json:"reserve_ahead_seconds,omitempty"`
 	ReserveWarnSeconds  *int64  `json:"reserve_warn_seconds,omitempty"`
 	ReservePerMember    *int    `json:"reserve_per_member,omitempty"`
+	// The lend policy (lend.Policy): mode "never" | "always" | "idle",
+	// the owner's time away before guests run, what guests get after the
+	// grace ("pause" | "stop"), the grace, and the lend hours ("" any time).
+	Lend             *string `json:"lend,omitempty"`
+	LendAfterSeconds *int    `json:"lend_after_seconds,omitempty"`
+	Yield            *string `json:"yield,omitempty"`
+	GraceSeconds     *int    `json:"grace_seconds,omitempty"`
+	LendHours        *string `json:"lend_hours,omitempty"`
 }
 
 // IsZero says whether u changes nothing.
@@ -104,6 +112,11 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	if u.WebhookPrivate != nil {
 		p.WebhookPrivate = *u.WebhookPrivate
 	}
+	setIf(&p.Lend.Mode, u.Lend)
+	setIf(&p.Lend.AfterSeconds, u.LendAfterSeconds)
+	setIf(&p.Lend.Yield, u.Yield)
+	setIf(&p.Lend.GraceSeconds, u.GraceSeconds)
+	setIf(&p.Lend.Hours, u.LendHours)
 	p.SlurmUsers = mergeMap(p.SlurmUsers, u.SlurmUsers)
 	p.SlurmNodes = mergeMap(p.SlurmNodes, u.SlurmNodes)
 	setIf(&p.Reserve.Who, u.ReserveWho)

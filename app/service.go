@@ -58,6 +58,7 @@ type Service struct {
 	copier  Copier
 	policy  PolicyManager
 	signer  LaunchSigner // nil: launches carry no owner proof
+	lend    lending      // this machine's lender, once the daemon sets it
 }
 
 // Deps are the parts a Service is built from; all are required but Signer
@@ -201,6 +202,7 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 	if err := r.readAllocation(ctx, &n); err != nil {
 		return n, err
 	}
+	n.Lend = r.nodeLend(ctx, id)
 	if !ok {
 		return n, nil // no sample, or a bad one from a peer: no data, not an error
 	}

@@ -252,7 +252,7 @@ func writeJobs(w io.Writer, list []app.Job, now time.Time) error {
 		if j.Stale {
 			st += " (last known)"
 		}
-		st += reclaimNote(j.Job, now) + stopNote(j.Job, now)
+		st += reclaimNote(j.Job, now) + stopNote(j.Job, now) + jobLendNote(j.Job)
 		image, hosts := j.Image, "-"
 		if image == "" {
 			image = "(command)"

@@ -32,7 +32,7 @@ func writeNodes(w io.Writer, nodes []app.Node, now time.Time) error {
 		case len(n.GPUs) == 0 && n.GPUError != "":
 			gpus = "0 (" + n.GPUError + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ShortID, state(n), osArch(n.Info), cpu, mem, gpus, Ago(n.LastSeen, now))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Name, n.ShortID, state(n)+nodeLendNote(n.Lend, now), osArch(n.Info), cpu, mem, gpus, Ago(n.LastSeen, now))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -21,6 +21,7 @@ func policyCmd(g *globals) *cobra.Command {
 	var allowRoot, asJSON bool
 	var slurmUsers, slurmNodes []string
 	var rf reservePolicyFlags
+	var lf lendFlags
 	c := &cobra.Command{
 		Use:   "policy [--launch members|admins|nobody] [--max-gpus-per-member N] [--json]",
 		Short: "Show or set this machine's own say: who launches here, how many GPUs one member holds",
@@ -43,6 +44,13 @@ machine's alone (kept in its local settings, set only through its local socket):
                        192.168/16, 100.64/10, fc00::/7), e.g. a chat server on the lab's
                        network; refuse (the default). Loopback, link-local and cloud
                        metadata addresses are refused whatever the policy
+  --lend idle --lend-after 15m --yield pause --grace 10m --lend-hours "mon-fri 19:00-08:00"
+                       lend this machine to the pool's guests in the lend hours once you
+                       have been away 15 min (no GPU process of yours, your desktop idle,
+                       "I'm using it" off in the window); when you come back no new guest
+                       job starts, guests are warned, and after the grace they are paused
+                       (or stopped: --yield stop). --lend never: no guests; --lend always:
+                       guests in the lend hours whatever you do (the default, at any time)
   --slurm-user NAME=UNIXUSER   on a Slurm cluster's agent: member NAME's jobs run as
                        UNIXUSER (its own account); members without one run as the
                        agent's --slurm-job-user. NAME= removes NAME's (repeatable)
@@ -95,6 +103,9 @@ Requests beyond the policy are refused with the rule's name, e.g.
 			if err := rf.apply(fl, &u); err != nil {
 				return err
 			}
+			if err := lf.apply(fl, &u); err != nil {
+				return err
+			}
 			var err error
 			if u.SlurmUsers, err = pairsFlag("slurm-user", slurmUsers); err != nil {
 				return err
@@ -135,6 +146,7 @@ Requests beyond the policy are refused with the rule's name, e.g.
 	fl.StringArrayVar(&slurmUsers, "slurm-user", nil, "a member's Unix account on this Slurm cluster: NAME=UNIXUSER (NAME= removes it; repeatable)")
 	fl.StringArrayVar(&slurmNodes, "slurm-node", nil, "the machine that speaks for a compute node of this Slurm cluster: NODE=MACHINE (NODE= unpins it; repeatable)")
 	rf.flags(fl)
+	lf.add(fl)
 	fl.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -180,6 +192,7 @@ func writePolicy(w io.Writer, p app.Policy) error {
 	fmt.Fprintf(tw, "idle reclaim\t%s\n", idleReclaimText(p))
 	fmt.Fprintf(tw, "job network\t%s\n", jobNetworkText(p.JobNetwork))
 	fmt.Fprintf(tw, "webhook\t%s\n", webhookText(p))
+	fmt.Fprintf(tw, "lend\t%s\n", lendText(p.Lend))
 	for _, m := range sortedKeys(p.SlurmUsers) {
 		fmt.Fprintf(tw, "slurm user\t%s runs as %s\n", m, p.SlurmUsers[m])
 	}

@@ -253,6 +253,9 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(runFunc(d.svc.RunAlertEvents))
 	d.add(serviceViews{d.svc, cfg.ViewInterval})
 	d.add(d.svc.Tunnels())
+	if ex.Runtime != nil { // a machine that runs containers lends them to the pool as its policy says
+		d.add(openLend(ctx, self, db, jm.m, tel, d.svc, log))
+	}
 	ev := membership.NewEvictions(d.members, d.ep, cps, jm.m, log)
 	removed.set(ev)
 	d.add(ev)

@@ -16,6 +16,7 @@ import (
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/lend"
 )
 
 // fakeNode is the agent API of every node, answered in memory.
@@ -381,6 +382,17 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		},
 		"DELETE /api/v1/reservations/{id}": func(t *testing.T) {
 			roundTrip(t, func() (app.Reservation, error) { return c.Unreserve(ctx, "rsv-0123456789ab") }, func() (app.Reservation, error) { return svc.Unreserve(ctx, "rsv-0123456789ab") })
+		},
+		"GET /api/v1/lend": func(t *testing.T) {
+			svc.SetLending(nil) // a machine that runs no jobs lends nothing: not_found
+			roundTrip(t, func() (app.LendState, error) { return c.Lend(ctx) }, func() (app.LendState, error) { return svc.Lend(ctx) })
+			svc.SetLending(lend.New(lend.DefaultConfig(), lend.DefaultPolicy(), nil, nil))
+			roundTrip(t, func() (app.LendState, error) { return c.Lend(ctx) }, func() (app.LendState, error) { return svc.Lend(ctx) })
+		},
+		"PUT /api/v1/lend/using": func(t *testing.T) {
+			svc.SetLending(lend.New(lend.DefaultConfig(), lend.DefaultPolicy(), nil, nil))
+			u := app.LendUsing{Using: true}
+			roundTrip(t, func() (app.LendState, error) { return c.SetLendUsing(ctx, u) }, func() (app.LendState, error) { return svc.SetLendUsing(ctx, u) })
 		},
 		"GET /api/v1/policy": func(t *testing.T) {
 			roundTrip(t, func() (app.Policy, error) { return c.Policy(ctx) }, func() (app.Policy, error) { return svc.Policy(ctx) })

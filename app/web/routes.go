@@ -100,6 +100,8 @@ var Routes = []Route{
 
 	{"GET", "/api/v1/policy", call(none, noArg((*app.Service).Policy))},
 	{"PUT", "/api/v1/policy", call(body[app.PolicyUpdate], (*app.Service).SetPolicy)},
+	{"GET", "/api/v1/lend", call(none, noArg((*app.Service).Lend))},
+	{"PUT", "/api/v1/lend/using", call(body[app.LendUsing], (*app.Service).SetLendUsing)},
 }
 
 // call decodes a request with in, calls do and answers its result as JSON.

@@ -184,6 +184,9 @@ func index(grants []Grant, r Request, at time.Time) map[string]held {
 		if g.Holder.Same(r.Holder) && r.Holder.ID != "" {
 			continue
 		}
+		if g.Holder.Kind == Owner && g.Holder.Member != "" && g.Holder.Member == r.Holder.Member {
+			continue // the machine's own user's jobs run on what they hold back from guests
+		}
 		reservation := g.Holder.Kind == Reservation
 		if r.Holder.Kind == Reservation && !reservation {
 			continue // jobs on the units are told and stopped at its start

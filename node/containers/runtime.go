@@ -44,6 +44,8 @@ type dockerAPI interface {
 	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
 	ContainerStart(ctx context.Context, id string, options container.StartOptions) error
 	ContainerStop(ctx context.Context, id string, options container.StopOptions) error
+	ContainerPause(ctx context.Context, id string) error
+	ContainerUnpause(ctx context.Context, id string) error
 	ContainerRemove(ctx context.Context, id string, options container.RemoveOptions) error
 	ContainerInspect(ctx context.Context, id string) (container.InspectResponse, error)
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)

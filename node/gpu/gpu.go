@@ -147,6 +147,10 @@ type Process struct {
 	// Holder names the scheduler's job the process runs in, for people:
 	// "slurm job 123" (see Stats.Holder).
 	Holder string `json:"holder,omitempty"`
+	// Compute: a CUDA (compute) context, not only graphics (a desktop's
+	// display server or compositor draws on the GPU all day; a lent
+	// machine's owner at work runs compute).
+	Compute bool `json:"compute,omitempty"`
 }
 
 // Link is how one GPU reaches another GPU of the same machine, as

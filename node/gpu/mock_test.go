@@ -174,7 +174,7 @@ devices:
 		SMClockMHz: 1980, MemClockMHz: 1593, FanPercent: -1, PState: 0,
 		EnergyMJ: g.EnergyMJ, // the counter is read once a minute: TestMockEnergyCounter
 		Health:   gpu.HealthWarning, HealthReason: "throttled: hw_thermal_slowdown", Throttle: []string{"hw_thermal_slowdown"},
-		Processes: []gpu.Process{{PID: 4242, MemBytes: 20480 << 20}}}
+		Processes: []gpu.Process{{PID: 4242, MemBytes: 20480 << 20, Compute: true}}}
 	if fmt.Sprint(g) != fmt.Sprint(want) {
 		t.Errorf("gpu 1 after the overrides reads\n%+v; want\n%+v", g, want)
 	}

@@ -251,18 +251,19 @@ func readProcesses(r *readings, d Device) []Process {
 	if ps, ok := ask(r, "compute processes", d.GetComputeRunningProcesses); ok {
 		all = append(all, ps...)
 	}
+	compute := len(all)
 	if ps, ok := ask(r, "graphics processes", d.GetGraphicsRunningProcesses); ok {
 		all = append(all, ps...)
 	}
 	out := make([]Process, 0, len(all))
-	for _, p := range all {
+	for k, p := range all {
 		mem := p.UsedGpuMemory
 		if mem == math.MaxUint64 { // NVML_VALUE_NOT_AVAILABLE
 			mem = 0
 		}
 		i := slices.IndexFunc(out, func(q Process) bool { return q.PID == p.Pid })
 		if i < 0 {
-			out = append(out, Process{PID: p.Pid, MemBytes: mem})
+			out = append(out, Process{PID: p.Pid, MemBytes: mem, Compute: k < compute})
 		} else {
 			out[i].MemBytes = max(out[i].MemBytes, mem)
 		}

@@ -58,7 +58,7 @@ func TestSample(t *testing.T) {
 			d.Compute = []nvml.ProcessInfo{{Pid: 300, UsedGpuMemory: 1 << 30}, {Pid: 20, UsedGpuMemory: math.MaxUint64}}
 			d.Graphics = []nvml.ProcessInfo{{Pid: 300, UsedGpuMemory: 2 << 30}, {Pid: 7, UsedGpuMemory: 5 << 20}}
 		}, func(s *gpu.Stats) {
-			s.Processes = []gpu.Process{{PID: 7, MemBytes: 5 << 20}, {PID: 20}, {PID: 300, MemBytes: 2 << 30}}
+			s.Processes = []gpu.Process{{PID: 7, MemBytes: 5 << 20}, {PID: 20, Compute: true}, {PID: 300, MemBytes: 2 << 30, Compute: true}}
 		}},
 		{"power and clocks not supported", func(d *gputest.Device) {
 			for _, m := range []string{"GetPowerUsage", "GetEnforcedPowerLimit", "GetClockInfo", "GetPerformanceState"} {

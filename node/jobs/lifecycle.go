@@ -22,7 +22,7 @@ const evicted = "owner removed from the pool"
 // stoppedOnPurpose says whether a job's Error records a stop by a user or
 // an eviction: its non-zero exit is no failure.
 func stoppedOnPurpose(why string) bool {
-	return why == stoppedByUser || why == evicted || reclaimed(why) || strings.HasSuffix(why, reservedSuffix)
+	return why == stoppedByUser || why == evicted || reclaimed(why) || strings.HasSuffix(why, reservedSuffix) || lentOut(why)
 }
 
 // Stop stops a running job, or takes a queued one out of the queue (a job

@@ -122,6 +122,7 @@ type Manager struct {
 	jobs      map[string]*Job      // never shared with callers; Env included
 	launching map[string]bool      // IDs of proven launches under way (proven.go)
 	queue     map[string]bool      // IDs of the queued jobs
+	active    map[string]bool      // IDs of the starting and running jobs (the lender reads them each second)
 	served    map[string]time.Time // owner -> when a job of theirs last started
 	policy    Policy
 
@@ -143,7 +144,7 @@ func NewManager(cfg Config, ex Executor, gpus GPUState, folders FolderResolver, 
 	ledger.SetTopology(cfg.Devices)
 	ledger.edge = cfg.GrantEdge
 	m := &Manager{cfg: cfg, ex: ex, gpus: gpus, folders: folders, store: store, log: log,
-		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, launching: map[string]bool{}, queue: map[string]bool{}, served: map[string]time.Time{},
+		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, launching: map[string]bool{}, queue: map[string]bool{}, active: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
 	ledger.onHeld = m.wake // what others hold changed: a queued job may fit now
 	return m
@@ -203,6 +204,11 @@ func (m *Manager) setLocked(j Job) {
 		m.queue[j.ID] = true
 	} else {
 		delete(m.queue, j.ID)
+	}
+	if j.State == Starting || j.State == Running {
+		m.active[j.ID] = true
+	} else {
+		delete(m.active, j.ID)
 	}
 }
 

@@ -1,11 +1,13 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/labpool/labpool/node/lend"
 	reservation "github.com/labpool/labpool/node/reserve" // queue.go has a func reserve
 )
 
@@ -54,6 +56,9 @@ type Policy struct {
 	// (node/reserve); at a reservation's start the manager stops others'
 	// jobs on its GPUs, after telling them (reserved.go).
 	Reserve reservation.Policy `json:"reserve,omitzero"`
+	// Lend is when this machine is lent to the pool's guests and how it is
+	// taken back when its own user sits down (node/lend).
+	Lend lend.Policy `json:"lend"`
 }
 
 // maxSlurmMap bounds SlurmUsers and SlurmNodes.
@@ -92,7 +97,7 @@ func DefaultPolicy() Policy {
 		def = min(def, total/2)
 	}
 	return Policy{Launch: LaunchMembers, DefaultMemoryBytes: def, MaxMemoryBytes: total, LogMaxBytes: 64 << 20,
-		JobUser: DefaultJobUser, IdleBelowPercent: 5, JobNetwork: NetOutside}
+		JobUser: DefaultJobUser, IdleBelowPercent: 5, JobNetwork: NetOutside, Lend: lend.DefaultPolicy()}
 }
 
 var jobUser = regexp.MustCompile(`^[1-9][0-9]{0,9}:[1-9][0-9]{0,9}$`)
@@ -121,6 +126,13 @@ func (p Policy) Check() error {
 	}
 	if err := p.Reserve.Check(); err != nil {
 		return refuse("policy", "%v", err)
+	}
+	if err := p.Lend.Check(); err != nil {
+		var re *lend.RuleError
+		if errors.As(err, &re) {
+			return refuse(re.Rule, "%s", re.Detail)
+		}
+		return err
 	}
 	return p.checkSlurmMaps()
 }

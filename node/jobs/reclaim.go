@@ -78,7 +78,7 @@ func (m *Manager) reclaimStep(ctx context.Context, now time.Time, idle map[strin
 	elsewhere := m.idleElsewhere(now, p, list)
 	running := map[string]bool{}
 	for _, j := range list {
-		if j.State != Running || (len(j.GPUs) == 0 && elsewhere == nil) {
+		if j.State != Running || (len(j.GPUs) == 0 && elsewhere == nil) || (j.Lend != nil && j.Lend.Paused) { // paused by its lender: idle, not its fault
 			continue
 		}
 		running[j.ID] = true

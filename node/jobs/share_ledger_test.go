@@ -101,10 +101,14 @@ func TestLedgerGrantsThroughFit(t *testing.T) {
 			{job: "a", req: Request{Count: 1, Owner: "alice", Limit: time.Minute}, err: "reserved for bob"},
 			{job: "b", req: Request{Count: 2, Owner: "bob"}, want: []string{"GPU-0000", "GPU-0001"}},
 		}},
+		// The owner holds GPU 0 back from guests, not from their own jobs
+		// (node/lend: the owner's grant covers every GPU while they are
+		// at the machine).
 		{"the lender's own use", []alloc.Grant{owner}, []grantStep{
 			{job: "a", req: Request{Count: 2, Owner: "alice"}, err: "GPU 0: its owner is using it"},
-			{job: "a", req: Request{Count: 1, Owner: "lender"}, want: []string{"GPU-0001"}},
-			{job: "b", req: Request{Count: 1, Share: 0.5}, err: "GPU 0: its owner is using it; GPU 1: job a"},
+			{job: "b", req: Request{Count: 1, Owner: "alice"}, want: []string{"GPU-0001"}},
+			{job: "c", req: Request{Count: 1, Share: 0.5}, err: "GPU 0: its owner is using it; GPU 1: job b"},
+			{job: "d", req: Request{Count: 1, Owner: "lender"}, want: []string{"GPU-0000"}},
 		}},
 	}
 	for _, tt := range cases {

@@ -154,6 +154,9 @@ type Job struct {
 	// its owner sees ahead; nil: none).
 	StopAt  *time.Time `json:"stop_at,omitempty"`
 	StopWhy string     `json:"stop_why,omitempty"`
+	// Lend says what the lend policy of a machine lent to the pool did to
+	// this guest job: warned of when it yields, or paused (nil: nothing).
+	Lend *LendNote `json:"lend,omitempty"`
 	// OwnerProof is Owner's signature on the launch (Proof's wire form):
 	// every reader checks it before it names Owner as the job's (see
 	// VerifyOwner); "" on a record of an older node.

@@ -41,6 +41,7 @@ const (
 	// machine from the origin, and believes no GPU that is not the
 	// origin's own.
 	KindReservation = "reservation"
+	KindLend        = "lend" // key "": whether the machine is lent to the pool now, and why not
 )
 
 // HistoryPrefix starts the kind of every history record: the records a
@@ -86,6 +87,7 @@ var kinds = []Kind{
 	{KindSlurmHold, "app (SlurmWatch: the Slurm jobs on this compute node's GPUs)", 64, 4 << 10, 16384, nil},
 	{KindGrants, "app (GrantsPublisher: this machine's ledger, its units and grants)", 0, 256 << 10, 1, nil},
 	{KindReservation, "app/daemon (node/reserve: the reservations of this machine's GPUs)", 32, 16 << 10, 2048, nil},
+	{KindLend, "app/daemon (lend.go: this machine's lending, as its node/lend says)", 0, 4 << 10, 1, nil},
 }
 
 // Lookup returns kind name.

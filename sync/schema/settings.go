@@ -22,4 +22,5 @@ const (
 	SettingJobEnv    = "job-env:"   // app/nodestore: prefix; + job ID: the job's environment
 	SettingTransfers = "transfers"  // node/folders/copies: the copies under way
 	SettingLaunches  = "launches"   // app: this member's latest launches (node, job ID), for the plan's share suggestion
+	SettingLendUsing = "lend.using" // app/daemon: "true" while this machine's "I'm using it" switch is on
 )

@@ -19,6 +19,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/lend"
 	"github.com/labpool/labpool/node/reserve"
 	"github.com/labpool/labpool/node/slurm"
 )
@@ -42,6 +43,10 @@ var names = map[reflect.Type]string{
 	// them, apart from the pool's view (app.Reservation) and jobs.Policy.
 	reflect.TypeFor[reserve.Reservation](): "ReservationRecord",
 	reflect.TypeFor[reserve.Policy]():      "ReservePolicy",
+	// A machine's lending, apart from its job policy.
+	reflect.TypeFor[lend.Policy](): "LendPolicy",
+	reflect.TypeFor[lend.Status](): "LendStatus",
+	reflect.TypeFor[lend.State]():  "LendState",
 }
 
 // roots are the types of every route of web.Routes, then the extras.

@@ -381,6 +381,7 @@ export interface Job {
   reclaim_at?: string | null
   stop_at?: string | null
   stop_why?: string
+  lend?: LendNote | null
   owner_proof?: string
   node_name: string
   owner_name: string
@@ -418,6 +419,53 @@ export interface JoinRequest {
 export interface LaunchRequest {
   node?: string
   spec: Spec
+}
+
+/** jobs.LendNote */
+export interface LendNote {
+  at: string
+  paused?: boolean
+  yield: string
+  why: string
+}
+
+/** lend.Policy */
+export interface LendPolicy {
+  mode: string
+  after_seconds: number
+  yield: string
+  grace_seconds: number
+  hours?: string
+}
+
+/** lend.State */
+export interface LendState {
+  mode: string
+  phase: string
+  since: string
+  owner_seen?: string
+  deadline?: string
+  why?: string
+  yield?: string
+  hours?: string
+  using: boolean
+}
+
+/** lend.Status */
+export interface LendStatus {
+  mode: string
+  phase: string
+  since: string
+  owner_seen?: string
+  deadline?: string
+  why?: string
+  yield?: string
+  hours?: string
+}
+
+/** app.LendUsing */
+export interface LendUsing {
+  using: boolean
 }
 
 /** gpu.Link */
@@ -519,6 +567,7 @@ export interface Node {
   cluster_owners?: Record<string, string> | null
   alloc?: Allocation | null
   alloc_error?: string
+  lend?: LendStatus | null
 }
 
 /** app.NodeFailure */
@@ -613,6 +662,7 @@ export interface Policy {
   slurm_users?: Record<string, string> | null
   slurm_nodes?: Record<string, string> | null
   reserve?: ReservePolicy
+  lend: LendPolicy
 }
 
 /** app.PolicyUpdate */
@@ -637,6 +687,11 @@ export interface PolicyUpdate {
   reserve_ahead_seconds?: number | null
   reserve_warn_seconds?: number | null
   reserve_per_member?: number | null
+  lend?: string | null
+  lend_after_seconds?: number | null
+  yield?: string | null
+  grace_seconds?: number | null
+  lend_hours?: string | null
 }
 
 /** app.PoolSeries */
@@ -683,6 +738,7 @@ export interface Process {
   job: string
   owner: string
   holder?: string
+  compute?: boolean
 }
 
 /** copies.Progress */
