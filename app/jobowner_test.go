@@ -180,3 +180,26 @@ func proven(t *testing.T, s jobs.LaunchSigner, owner, node string, j jobs.Job) j
 	j.ID, j.Owner, j.OwnerProof = p.JobID(), owner, proof
 	return j
 }
+
+// TestPoolWideBindsPrivate: a launch queued pool-wide binds its
+// environment and command line to the signed spec with a salted digest,
+// whose salt neither the signature nor the replicated record carries.
+func TestPoolWideBindsPrivate(t *testing.T) {
+	spec := jobs.Spec{Image: "img", GPUs: 2, Queue: true, Env: []string{"TOKEN=s3cret"}, Cmd: []string{"python", "train.py"}}
+	a, b := poolWide(spec), poolWide(spec)
+	if !a.Anywhere || a.PrivateSalt == "" || a.PrivateSalt == b.PrivateSalt {
+		t.Fatalf("pool-wide spec: anywhere %v, salts %q %q; want anywhere and a fresh salt each", a.Anywhere, a.PrivateSalt, b.PrivateSalt)
+	}
+	if a.PrivateDigest != jobs.PrivateDigest(a.PrivateSalt, spec.Env, spec.Cmd) {
+		t.Errorf("digest does not bind the environment and command line")
+	}
+	if s := jobs.SignedSpec(a); s.PrivateSalt != "" || s.PrivateDigest != a.PrivateDigest {
+		t.Errorf("signed spec: salt %q digest %q; want no salt, the digest", s.PrivateSalt, s.PrivateDigest)
+	}
+	if pub := (jobs.Job{Spec: a}).Public(); pub.Spec.PrivateSalt != "" {
+		t.Errorf("the replicated record carries the salt")
+	}
+	if empty := poolWide(jobs.Spec{Image: "img", Queue: true}); empty.PrivateDigest != "" || empty.PrivateSalt != "" {
+		t.Errorf("nothing to bind: digest %q salt %q", empty.PrivateDigest, empty.PrivateSalt)
+	}
+}

@@ -133,6 +133,9 @@ func (r *Reader) Job(ctx context.Context, ref string) (Job, error) {
 	if len(exact) > 0 {
 		match = exact
 	}
+	if moved := slices.DeleteFunc(slices.Clone(match), func(j Job) bool { return j.State == jobs.Moved }); len(moved) > 0 {
+		match = moved // a job handed over is the one on the machine it went to
+	}
 	switch len(match) {
 	case 0:
 		return Job{}, fmt.Errorf("%w: no job %q", ErrNotFound, ref)
@@ -495,7 +498,11 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if !p.Fits {
 		return Job{}, &APIError{Status: http.StatusConflict, Code: "no_fit", Message: p.Reason}
 	}
-	j, err := s.launchOn(ctx, p.Node, req.Spec)
+	spec := req.Spec
+	if req.Node == "" && spec.Queue {
+		spec = poolWide(spec) // no machine named: it may start on whichever fits first
+	}
+	j, err := s.launchOn(ctx, p.Node, spec)
 	if err != nil {
 		return Job{}, err
 	}

@@ -88,6 +88,7 @@ func (d *Daemon) openJobs(ctx context.Context) {
 	if d.cluster != nil {
 		store = d.cluster.watchJobs(store)
 	}
+	d.poolQueue(&jcfg)
 	d.jobs = jobs.NewManager(jcfg, ex, telemetryGPUs{d.telem}, d.folders, store, d.log)
 	d.openHealth(ctx)
 	d.policy = nodestore.NewPolicy(d.db, d.jobs)

@@ -1,12 +1,15 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -504,4 +507,38 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// SendOffer posts o to the agent that hc reaches (pinned to the machine
+// offered the job) and returns its answer; an error is no answer.
+func SendOffer(ctx context.Context, hc *http.Client, o Offer) (OfferAnswer, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return OfferAnswer{}, fmt.Errorf("encode the offer of job %s: %w", o.Job.ID, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://node"+OfferPath(o.Job.ID), bytes.NewReader(b))
+	if err != nil {
+		return OfferAnswer{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return OfferAnswer{}, fmt.Errorf("offer job %s: %w", o.Job.ID, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSpec))
+	if err != nil {
+		return OfferAnswer{}, fmt.Errorf("read the answer to the offer of job %s: %w", o.Job.ID, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return OfferAnswer{}, fmt.Errorf("offer job %s: %s: %s", o.Job.ID, resp.Status, bytes.TrimSpace(body))
+	}
+	var ans OfferAnswer
+	if err := json.Unmarshal(body, &ans); err != nil {
+		return OfferAnswer{}, fmt.Errorf("decode the answer to the offer of job %s: %w", o.Job.ID, err)
+	}
+	if ans.Accepted && (ans.Job == nil || ans.Job.ID != o.Job.ID) {
+		return OfferAnswer{}, fmt.Errorf("offer job %s: an acceptance naming another job", o.Job.ID)
+	}
+	return ans, nil
 }

@@ -345,6 +345,10 @@ export interface Job {
   cmd_withheld?: boolean
   reclaim_at?: string | null
   owner_proof?: string
+  home?: string
+  fence?: number
+  offered_to?: string
+  moved_to?: string
   node_name: string
   owner_name: string
   owner_verified: boolean
@@ -734,11 +738,17 @@ export interface Spec {
   gpu_ids?: number[] | null
   mig_ids?: string[] | null
   min_gpu_mem_bytes?: number
+  mig_profile?: string
+  gpu_share?: number
+  gpu_mem_bytes?: number
   cpus?: number
   memory_bytes?: number
   mounts?: Mount[] | null
   ports?: number[] | null
   queue?: boolean
+  anywhere?: boolean
+  private_digest?: string
+  private_salt?: string
   partition?: string
   nodes?: number
   gpus_per_node?: number

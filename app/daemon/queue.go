@@ -1,0 +1,135 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/peer"
+)
+
+// The pool-wide queue's wiring (node/jobs/handover.go): which machines fit
+// a job queued here pool-wide, by the replica; the offer, over the pool's
+// transport; the role of a job's owner, by the pool's log; and each
+// member's decayed GPU-hours across the pool, by the replica's job records
+// whose owner proof verifies.
+
+// Bounds of the queue's reads of the replica and of one offer.
+const (
+	queueReadTimeout = 2 * time.Second
+	offerTimeout     = 10 * time.Second
+	usageEvery       = 30 * time.Second // how stale the fairness figures may be
+)
+
+// poolQueue sets the pool-wide queue's hooks in cfg.
+func (d *Daemon) poolQueue(cfg *jobs.Config) {
+	u := &usageCache{d: d}
+	cfg.Targets = d.queueTargets
+	cfg.Offer = d.offerJob
+	cfg.Role = d.memberRole
+	cfg.Usage = u.get
+}
+
+// queueTargets is the pool's other machines for spec, as the replica shows
+// them: the one the planner would pick first, then the others that fit,
+// then those that do not, each with what it lacks.
+func (d *Daemon) queueTargets(spec jobs.Spec) []jobs.Target {
+	if d.svc == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queueReadTimeout)
+	defer cancel()
+	spec.Queue = false // fits now, not "would wait"
+	p, err := d.svc.Plan(ctx, app.LaunchRequest{Spec: spec})
+	if err != nil {
+		d.log.Debug("plan a queued job across the pool", "err", err)
+		return nil
+	}
+	nodes, err := d.svc.Nodes(ctx)
+	if err != nil {
+		return nil
+	}
+	online := map[string]bool{}
+	for _, n := range nodes {
+		online[n.ID] = n.Online && !n.Self
+	}
+	var fit, rest []jobs.Target
+	for _, np := range p.Nodes {
+		if np.Node == d.id.ID.String() {
+			continue
+		}
+		t := jobs.Target{Node: np.Node, Name: np.NodeName, Fits: np.Fits && online[np.Node], Why: np.Reason}
+		if np.Cluster != nil {
+			t.Fits = t.Fits && np.Cluster.StartsNow
+		}
+		switch {
+		case !online[np.Node]:
+			t.Why = "is offline"
+		case len(t.Why) > 0 && t.Why[0] >= '0' && t.Why[0] <= '9':
+			t.Why = "has " + t.Why // "has 1 of 4 GPUs free that match"
+		}
+		switch {
+		case t.Fits && np.Node == p.NodePlan.Node:
+			fit = append([]jobs.Target{t}, fit...)
+		case t.Fits:
+			fit = append(fit, t)
+		default:
+			t.Why = strings.TrimSuffix(t.Why, "; the job will wait in the queue")
+			rest = append(rest, t)
+		}
+	}
+	return append(fit, rest...)
+}
+
+// offerJob sends a hand-over offer to node.
+func (d *Daemon) offerJob(ctx context.Context, node string, o jobs.Offer) (jobs.OfferAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, offerTimeout)
+	defer cancel()
+	hc, err := d.NodeClient(ctx, node)
+	if err != nil {
+		return jobs.OfferAnswer{}, err
+	}
+	return jobs.SendOffer(ctx, hc, o)
+}
+
+// memberRole is the role of the member id in the pool, "" for none.
+func (d *Daemon) memberRole(id string) string {
+	pid, err := peer.ParseID(id)
+	if err != nil {
+		return ""
+	}
+	role, _ := d.pool.Role(pid)
+	return string(role)
+}
+
+// usageCache keeps each member's decayed GPU-hours for usageEvery.
+type usageCache struct {
+	d  *Daemon
+	mu sync.Mutex // guards the fields below
+	at time.Time
+	by map[string]float64
+}
+
+func (u *usageCache) get() map[string]float64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.by != nil && time.Since(u.at) < usageEvery || u.d.svc == nil {
+		return u.by
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), queueReadTimeout)
+	defer cancel()
+	all, err := u.d.svc.Jobs(ctx, true)
+	if err != nil {
+		u.d.log.Debug("read the pool's jobs for the queue's fairness", "err", err)
+		return u.by
+	}
+	js := make([]jobs.Job, 0, len(all))
+	for _, j := range all {
+		js = append(js, j.Job) // Owner is empty where the owner proof does not verify
+	}
+	u.by, u.at = jobs.DecayedUsage(js, time.Now(), jobs.UsageHalfLife), time.Now()
+	return u.by
+}
