@@ -1,0 +1,142 @@
+package jobs
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// rewriteTo sends every request to a test server's address, as the pool's
+// transport sends "https://node/..." to the machine it is pinned to.
+type rewriteTo string
+
+func (addr rewriteTo) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host = "http", string(addr)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// runAgent runs m until the benchmark ends.
+func runAgent(b *testing.B, m *Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+}
+
+// BenchmarkQueuedStartsElsewhere: how long after a machine anywhere frees
+// the GPUs a job queued pool-wide on another machine asks for, that job
+// starts there. Two in-process agents (their Run loops, the handler, the
+// offer over real loopback HTTP): the home is full; X is full with the job
+// handed over before; X's job ends, and the next queued job starts on X.
+// The home sees X through a replica that X publishes every replicaEvery (0:
+// at once), as the telemetry stream does once a second. Before the
+// pool-wide queue the job never started on X: it waited for its home.
+func BenchmarkQueuedStartsElsewhere(b *testing.B) {
+	for _, tt := range []struct {
+		name         string
+		replicaEvery time.Duration
+	}{{"replica=1s", time.Second}, {"replica=instant", 0}} {
+		b.Run(tt.name, func(b *testing.B) { benchHandOver(b, tt.replicaEvery) })
+	}
+}
+
+func benchHandOver(b *testing.B, replicaEvery time.Duration) {
+	alice, aliceID := testSigner(1)
+	roles := map[string]string{aliceID: RoleMember, "HOME": RoleMember}
+	started := make(chan string, 16)
+	xrt := newFakeRuntime()
+	xrt.startFn = func(t Task) (TaskStatus, error) {
+		started <- t.Labels[LabelJob]
+		return TaskStatus{}, nil
+	}
+	cfg := DefaultConfig()
+	cfg.Node, cfg.Role = "X", func(id string) string { return roles[id] }
+	x := NewManager(cfg, xrt, fixedGPUs(fakeGPUs(2)), nil, &memStore{}, testLog())
+	runAgent(b, x)
+	srv := httptest.NewServer(Handler(x, func(*http.Request) Caller { return Caller{ID: "HOME", Role: RoleMember} }))
+	b.Cleanup(srv.Close)
+	hc := &http.Client{Transport: rewriteTo(srv.Listener.Addr().String())}
+
+	var free atomic.Int64 // X's free GPUs as the home's replica has them
+	publish := func() { free.Store(int64(2 - len(x.Ledger().Granted()))) }
+	if replicaEvery > 0 {
+		stop := make(chan struct{})
+		b.Cleanup(func() { close(stop) })
+		go func() {
+			tick := time.NewTicker(replicaEvery)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					publish()
+				}
+			}
+		}()
+	}
+	hcfg := DefaultConfig()
+	hcfg.Node = "HOME"
+	hcfg.Targets = func(spec Spec) []Target {
+		if replicaEvery == 0 {
+			publish()
+		}
+		f := int(free.Load())
+		return []Target{{Node: "X", Name: "X", Fits: f >= spec.GPUs, Why: "busy"}}
+	}
+	hcfg.Offer = func(ctx context.Context, _ string, o Offer) (OfferAnswer, error) { return SendOffer(ctx, hc, o) }
+	hrt := newFakeRuntime()
+	home := NewManager(hcfg, hrt, fixedGPUs(fakeGPUs(2)), nil, &memStore{}, testLog())
+	runAgent(b, home)
+	ctx := context.Background()
+	if _, err := home.Submit(ctx, Caller{ID: "HOME"}, Spec{Image: "own", GPUs: 2}); err != nil {
+		b.Fatal(err)
+	}
+	prev, err := x.Submit(ctx, Caller{ID: "X"}, Spec{Image: "own", GPUs: 2})
+	if err != nil {
+		b.Fatal(err)
+	}
+	<-started
+	for replicaEvery > 0 && free.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	phase := rand.New(rand.NewPCG(1, 2))
+	var took []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		spec := anywhereSpec(2)
+		spec.Name = "q"
+		proof, _ := alice.Prove("HOME", spec)
+		j, err := home.SubmitProven(ctx, member(aliceID), spec, proof)
+		if err != nil || j.State != Queued {
+			b.Fatalf("queue: %v %v", j.State, err)
+		}
+		for w, _ := home.Get(j.ID); !strings.HasPrefix(w.Error, "waits on"); w, _ = home.Get(j.ID) {
+			time.Sleep(time.Millisecond) // the home weighed the pool and found X full
+		}
+		time.Sleep(time.Duration(phase.IntN(1000)) * time.Millisecond) // X frees at any phase of the replica's and the queue's ticks
+		t0 := time.Now()
+		xrt.exit(prev.Container, 0) // X frees its GPUs
+		if id := <-started; id != j.ID {
+			b.Fatalf("X started %s, want %s", id, j.ID)
+		}
+		took = append(took, time.Since(t0))
+		for prev, err = x.Get(j.ID); err != nil || prev.State != Running; prev, err = x.Get(j.ID) {
+			time.Sleep(time.Millisecond)
+		}
+		for replicaEvery > 0 && free.Load() != 0 { // the replica shows X full again before the next round
+			time.Sleep(time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "median-ms")
+	b.ReportMetric(float64(took[len(took)*9/10].Milliseconds()), "p90-ms")
+}
