@@ -2,9 +2,9 @@ package jobs
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
