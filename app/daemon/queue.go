@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -21,16 +22,48 @@ import (
 const (
 	queueReadTimeout = 2 * time.Second
 	offerTimeout     = 10 * time.Second
-	usageEvery       = 30 * time.Second // how stale the fairness figures may be
+	usageEvery       = 30 * time.Second       // how stale the fairness figures may be
+	targetsEvery     = 400 * time.Millisecond // one plan serves every queued job of one shape for this long
+	maxTargetShapes  = 256
 )
 
 // poolQueue sets the pool-wide queue's hooks in cfg.
 func (d *Daemon) poolQueue(cfg *jobs.Config) {
 	u := &usageCache{d: d}
-	cfg.Targets = d.queueTargets
+	tc := &targetCache{d: d, by: map[string]targetEntry{}}
+	cfg.Targets = tc.get
 	cfg.Offer = d.offerJob
 	cfg.Role = d.memberRole
 	cfg.Usage = u.get
+}
+
+// targetCache keeps queueTargets' answer for each shape of request for
+// targetsEvery: a pass over many queued jobs plans each shape once.
+type targetCache struct {
+	d  *Daemon
+	mu sync.Mutex // guards by
+	by map[string]targetEntry
+}
+
+type targetEntry struct {
+	at time.Time
+	ts []jobs.Target
+}
+
+func (c *targetCache) get(spec jobs.Spec) []jobs.Target {
+	key := fmt.Sprint(spec.GPUs, spec.GPUIDs, spec.MIGIDs, spec.MIGProfile, spec.GPUShare, spec.GPUMemBytes, spec.MinGPUMemBytes,
+		spec.Partition, spec.Nodes, spec.GPUsPerNode, spec.TimeLimitSeconds, spec.Image == "", spec.Mounts)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.by[key]; ok && time.Since(e.at) < targetsEvery {
+		return e.ts
+	}
+	if len(c.by) >= maxTargetShapes {
+		clear(c.by)
+	}
+	ts := c.d.queueTargets(spec)
+	c.by[key] = targetEntry{time.Now(), ts}
+	return ts
 }
 
 // queueTargets is the pool's other machines for spec, as the replica shows

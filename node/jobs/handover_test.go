@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -340,4 +343,57 @@ func TestWaitSentence(t *testing.T) {
 	if got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+}
+
+// TestOfferRoute: the offer reaches the handler over HTTP through
+// SendOffer and comes back as the answer; an offer whose body names
+// another job than its path is no answer (the home asks again), and a
+// malformed one is refused before any check.
+func TestOfferRoute(t *testing.T) {
+	alice, aliceID := testSigner(1)
+	x := newMachine(t, "X", 2, map[string]string{aliceID: RoleMember})
+	srv := httptest.NewServer(Handler(x.m, func(*http.Request) Caller { return Caller{ID: "HOME", Role: RoleMember} }))
+	t.Cleanup(srv.Close)
+	hc := &http.Client{Transport: rewriteTo(srv.Listener.Addr().String())}
+	spec := anywhereSpec(1)
+	j := provenJob(t, alice, aliceID, "HOME", spec)
+	j.Spec = spec
+	ctx := context.Background()
+
+	resp, err := hc.Post("https://node"+OfferPath("0123456789abcdef"), "application/json", strings.NewReader(`{"job":{"id":"`+j.ID+`"},"fence":1}`))
+	if err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("offer for another job than its path: %v %v; want 400", resp.Status, err)
+	}
+	resp.Body.Close()
+	if _, err := SendOffer(ctx, hc, Offer{Job: Job{ID: "../x"}, Fence: 1}); err == nil {
+		t.Errorf("an offer of a job ID that is no path element got an answer")
+	}
+	ans, err := SendOffer(ctx, hc, Offer{Job: j, Fence: 1})
+	if err != nil || !ans.Accepted || ans.Job.Home != "HOME" || ans.Job.Spec.Env != nil {
+		t.Fatalf("offer over HTTP: %+v, %v; want accepted, the public record", ans, err)
+	}
+}
+
+// FuzzDecodeOffer: an offer's body, whatever it holds, decodes or is
+// refused, and a decoded one is checked without a panic.
+func FuzzDecodeOffer(f *testing.F) {
+	alice, aliceID := testSigner(1)
+	spec := anywhereSpec(1)
+	proof, _ := alice.Prove("HOME", spec)
+	p, _ := DecodeProof(proof)
+	good, _ := json.Marshal(Offer{Job: Job{ID: p.JobID(), Owner: aliceID, Spec: spec, OwnerProof: proof}, Fence: 1})
+	f.Add(good)
+	f.Add([]byte(`{"job":{"id":"x","spec":{"anywhere":true,"queue":true}},"fence":18446744073709551615}`))
+	f.Add([]byte(`{"fence":-1}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := DecodeOffer(b)
+		if err != nil {
+			var r *RefusedError
+			if !errors.As(err, &r) || r.Rule != RuleHandoverForm {
+				t.Fatalf("decode error %v does not name the rule", err)
+			}
+			return
+		}
+		checkOffer(Caller{ID: "HOME", Role: RoleMember}, o)
+	})
 }
