@@ -35,6 +35,7 @@ func (d *Daemon) poolQueue(cfg *jobs.Config) {
 	cfg.Offer = d.offerJob
 	cfg.Role = d.memberRole
 	cfg.Usage = u.get
+	cfg.PoolChanged, _ = d.db.Subscribe() // for the daemon's life: the replica closes with it
 }
 
 // targetCache keeps queueTargets' answer for each shape of request for

@@ -110,6 +110,10 @@ type Config struct {
 	// refused a job is not offered it again.
 	OfferPoll     time.Duration
 	RefuseBackoff time.Duration
+	// PoolChanged, when set, receives a value when the replica changed
+	// (another machine's telemetry or jobs): the jobs queued pool-wide are
+	// weighed again then, not at the next OfferPoll.
+	PoolChanged <-chan struct{}
 }
 
 // DefaultConfig returns the settings the agent uses.

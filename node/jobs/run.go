@@ -138,6 +138,7 @@ func (m *Manager) runOffers(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-m.offers:
+		case <-m.cfg.PoolChanged:
 		case <-poll.C:
 		}
 		m.handOver(ctx)
