@@ -67,8 +67,25 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 		v.attribute(r.proofRule(rec, j, names), names)
 		out = append(out, v)
 	}
+	out = withoutHandedOver(out)
 	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
 	return out, nil
+}
+
+// withoutHandedOver leaves out the home's record of a job offered to a
+// machine whose record of it is listed: between the machine's acceptance
+// and its home hearing of it, the job is shown once, where it runs.
+func withoutHandedOver(js []Job) []Job {
+	at := map[[3]string]bool{} // job ID, node, home: a record handed over from its home
+	for _, j := range js {
+		if j.Home != "" && j.Home != j.Node {
+			at[[3]string{j.ID, j.Node, j.Home}] = true
+		}
+	}
+	if len(at) == 0 {
+		return js
+	}
+	return slices.DeleteFunc(js, func(j Job) bool { return j.OfferedTo != "" && at[[3]string{j.ID, j.OfferedTo, j.Node}] })
 }
 
 // activeStates are the states of the jobs Jobs lists without all.
