@@ -397,3 +397,30 @@ func FuzzDecodeOffer(f *testing.F) {
 		checkOffer(Caller{ID: "HOME", Role: RoleMember}, o)
 	})
 }
+
+// TestHandOverToCluster: a Slurm cluster's agent is a machine like any
+// other: it takes a job queued pool-wide (its nodes run containers, with
+// pyxis), records it and hands it to its scheduler; the same offer again
+// submits nothing more.
+func TestHandOverToCluster(t *testing.T) {
+	alice, aliceID := testSigner(1)
+	roles := map[string]string{aliceID: RoleMember}
+	home, cluster := newMachine(t, "HOME", 2, roles), newMachine(t, "HPC", 0, roles)
+	cluster.rt.caps, cluster.rt.pending = slurmCaps, ""
+	cluster.rt.caps.Images = []string{"docker"}
+	cluster.m = cluster.open(roles)
+	link(home, cluster, nil)
+	j := queueOn(t, home, alice, aliceID, anywhereSpec(2))
+	home.m.handOver(context.Background())
+	if h, _ := home.m.Get(j.ID); h.State != Moved || h.MovedTo != "HPC" {
+		t.Fatalf("home: %s moved to %q; want moved to HPC", h.State, h.MovedTo)
+	}
+	got, err := cluster.m.Get(j.ID)
+	if err != nil || got.Container == "" || got.Home != "HOME" {
+		t.Fatalf("cluster's record: %+v, %v; want submitted, from HOME", got, err)
+	}
+	ans, _ := offerOver(context.Background(), cluster.m, "HOME", Offer{Job: *home.m.jobs[j.ID], Fence: 1})
+	if !ans.Accepted || cluster.rt.count("Start") != 1 {
+		t.Errorf("the same offer again: %+v, %d submissions; want the same answer, 1", ans, cluster.rt.count("Start"))
+	}
+}
