@@ -345,6 +345,7 @@ func (m *Manager) handOver(ctx context.Context) {
 	if m.cfg.Offer == nil || m.cfg.Targets == nil {
 		return
 	}
+	m.forgetUnqueued()
 	taken := map[string]bool{} // machines offered a job in this pass: the replica has not seen it yet
 	for _, j := range m.queued() {
 		if ctx.Err() != nil {
@@ -357,6 +358,23 @@ func (m *Manager) handOver(ctx context.Context) {
 			m.resolve(ctx, j)
 		default:
 			m.place(ctx, j, taken)
+		}
+	}
+}
+
+// forgetUnqueued drops what the hand-over keeps of jobs no longer queued
+// here (started, moved, stopped): its memory is that of the queue.
+func (m *Manager) forgetUnqueued() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id := range m.waitWhy {
+		if !m.queue[id] {
+			delete(m.waitWhy, id)
+		}
+	}
+	for id := range m.refusedAt {
+		if !m.queue[id] {
+			delete(m.refusedAt, id)
 		}
 	}
 }
@@ -393,10 +411,14 @@ func (m *Manager) place(ctx context.Context, j Job, taken map[string]bool) {
 // resolve sends j's outstanding offer (again) and records the answer.
 func (m *Manager) resolve(ctx context.Context, j Job) {
 	m.mu.Lock()
-	full := *m.jobs[j.ID] // with its environment, command line and salt
+	cur := m.jobs[j.ID]
+	var full Job // with its environment, command line and salt
+	if cur != nil {
+		full = *cur
+	}
 	m.mu.Unlock()
 	to, fence := j.OfferedTo, j.Fence
-	if full.OfferedTo != to || full.Fence != fence {
+	if cur == nil || full.OfferedTo != to || full.Fence != fence {
 		return
 	}
 	ans, err := m.cfg.Offer(ctx, to, Offer{Job: full, Fence: fence})
