@@ -23,7 +23,7 @@ const (
 	queueReadTimeout = 2 * time.Second
 	offerTimeout     = 10 * time.Second
 	usageEvery       = 30 * time.Second       // how stale the fairness figures may be
-	targetsEvery     = 400 * time.Millisecond // one plan serves every queued job of one shape for this long
+	targetsEvery     = 150 * time.Millisecond // one plan serves every queued job of one shape for this long
 	maxTargetShapes  = 256
 )
 
