@@ -163,3 +163,30 @@ func TestStopQueued(t *testing.T) {
 		t.Errorf("removed queued job: %s removed=%v", j.State, j.Removed)
 	}
 }
+
+// TestPoolWideFairness: the member who used fewer GPU-hours across the pool
+// starts first, though the other queued first and neither was served here.
+func TestPoolWideFairness(t *testing.T) {
+	rt := newFakeRuntime()
+	st := &memStore{}
+	cfg := DefaultConfig()
+	cfg.Node = "NODE"
+	cfg.Usage = func() map[string]float64 { return map[string]float64{"alice": 120, "bob": 3} }
+	m := NewManager(cfg, rt, fixedGPUs(fakeGPUs(1)), nil, st, testLog())
+	ctx := context.Background()
+	run, err := m.Submit(ctx, Caller{ID: "NODE"}, Spec{Image: "img", GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, _ := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1, Queue: true})
+	bob, _ := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true})
+	rt.exit(run.Container, 0)
+	m.refresh(ctx, run.ID, "")
+	m.startQueued(ctx)
+	if b, _ := m.Get(bob.ID); b.State != Running {
+		t.Errorf("bob's job is %s, want running: he used fewer GPU-hours across the pool", b.State)
+	}
+	if a, _ := m.Get(alice.ID); a.State != Queued {
+		t.Errorf("alice's job is %s, want queued", a.State)
+	}
+}
