@@ -287,6 +287,9 @@ func (m *Manager) takeOver(ctx context.Context, home string, o Offer) (Job, erro
 		})
 	}
 	_, err = m.update(j.ID, func(cur *Job) error {
+		if cur.State != Starting {
+			return ErrConflict // stopped while it launched
+		}
 		if caps.Schedules {
 			cur.Container = t.Handle
 			apply(cur, t, true)
@@ -297,7 +300,9 @@ func (m *Manager) takeOver(ctx context.Context, home string, o Offer) (Job, erro
 		return nil
 	})
 	if err != nil {
-		return Job{}, err
+		m.discard(ctx, t.Handle)
+		m.ledger.Release(j.ID)
+		return m.Get(j.ID) // it is here, stopped: the answer stands
 	}
 	return m.afterStart(ctx, j.ID)
 }

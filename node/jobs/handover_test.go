@@ -424,3 +424,28 @@ func TestHandOverToCluster(t *testing.T) {
 		t.Errorf("the same offer again: %+v, %d submissions; want the same answer, 1", ans, cluster.rt.count("Start"))
 	}
 }
+
+// TestHandOverStoppedWhileLaunching: the job's owner stops it on X while X
+// launches it: the new task is removed, its GPUs are free again, and the
+// answer says X holds the job (stopped): it is not offered again.
+func TestHandOverStoppedWhileLaunching(t *testing.T) {
+	alice, aliceID := testSigner(1)
+	x := newMachine(t, "X", 2, map[string]string{aliceID: RoleMember})
+	spec := anywhereSpec(2)
+	j := provenJob(t, alice, aliceID, "HOME", spec)
+	j.Spec = spec
+	ctx := context.Background()
+	x.rt.startFn = func(Task) (TaskStatus, error) {
+		if _, err := x.m.Stop(ctx, j.ID); err != nil {
+			t.Errorf("stop while launching: %v", err)
+		}
+		return TaskStatus{}, nil
+	}
+	ans, err := offerOver(ctx, x.m, "HOME", Offer{Job: j, Fence: 1})
+	if err != nil || !ans.Accepted || ans.Job.State != Exited {
+		t.Fatalf("answer %+v, %v; want accepted, the job exited", ans, err)
+	}
+	if x.rt.running() != 0 || len(x.m.Ledger().Granted()) != 0 {
+		t.Errorf("%d tasks run, %d GPUs granted after the stop; want none", x.rt.running(), len(x.m.Ledger().Granted()))
+	}
+}
