@@ -99,6 +99,8 @@ func (d *Daemon) queueTargets(spec jobs.Spec) []jobs.Target {
 		if np.Cluster != nil {
 			t.Fits = t.Fits && np.Cluster.StartsNow
 		}
+		t.Why, _, _ = strings.Cut(t.Why, " (busy: ") // the sentence names what each lacks, not the details
+		t.Why, _, _ = strings.Cut(t.Why, ": ")
 		switch {
 		case !online[np.Node]:
 			t.Why = "is offline"

@@ -449,3 +449,34 @@ func TestHandOverStoppedWhileLaunching(t *testing.T) {
 		t.Errorf("%d tasks run, %d GPUs granted after the stop; want none", x.rt.running(), len(x.m.Ledger().Granted()))
 	}
 }
+
+// TestWaitsSaysWhereAndWhy: a job queued pool-wide that fits nowhere says,
+// in its record's Error, where it waits, what holds the GPUs there (job and
+// owner by name) and what each other machine lacks.
+func TestWaitsSaysWhereAndWhy(t *testing.T) {
+	alice, aliceID := testSigner(1)
+	home := newMachine(t, "HOME", 2, map[string]string{})
+	home.m.cfg.MemberName = func(id string) string {
+		return map[string]string{"HOME": "dgx-h100", "bob": "bob", "X": "ws-a100"}[id]
+	}
+	ctx := context.Background()
+	if _, err := home.m.Submit(ctx, member("bob"), Spec{Name: "train", Image: "img", GPUs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	home.m.cfg.Targets = func(Spec) []Target { return []Target{{Node: "X", Name: "ws-a100", Why: "has 1 of 4 GPUs free"}} }
+	home.m.cfg.Offer = func(context.Context, string, Offer) (OfferAnswer, error) {
+		t.Fatal("offered to a machine that does not fit")
+		return OfferAnswer{}, nil
+	}
+	j := queueOn(t, home, alice, aliceID, anywhereSpec(2))
+	home.m.startQueued(ctx)
+	home.m.handOver(ctx)
+	got, _ := home.m.Get(j.ID)
+	want := "waits on dgx-h100 for 2 GPUs: 2 GPUs asked, 0 free: GPUs 0, 1: job train of bob; no other machine fits: ws-a100 has 1 of 4 GPUs free"
+	if got.Error != want {
+		t.Errorf("queued job says\n%q\nwant\n%q", got.Error, want)
+	}
+	if saved := home.st.job(j.ID); saved.Error != want {
+		t.Errorf("the replicated record says %q", saved.Error)
+	}
+}

@@ -172,8 +172,9 @@ func (m *Manager) nextQueued() (Job, bool) {
 		}
 		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
 		if err != nil {
+			why := m.explainBusy(err, nil).Error() // the holders by job and owner name
 			m.mu.Lock()
-			m.waitWhy[j.ID] = err.Error()
+			m.waitWhy[j.ID] = why
 			m.mu.Unlock()
 			if time.Since(j.Created) > m.cfg.StarveAfter {
 				for _, u := range reserve(j, gpus, m.ledger.Granted(), blocked) {
