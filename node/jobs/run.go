@@ -120,11 +120,6 @@ func (m *Manager) wake() {
 	}
 }
 
-// Wake tells the queue that the pool changed (another machine freed GPUs,
-// joined or left): the jobs queued here are weighed again at once. It
-// never blocks.
-func (m *Manager) Wake() { m.wake() }
-
 // runOffers hands over the jobs queued here pool-wide (handover.go) on
 // every wake and every OfferPoll, until ctx is cancelled.
 func (m *Manager) runOffers(ctx context.Context) {
