@@ -1,6 +1,8 @@
 package app
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 
@@ -39,7 +41,33 @@ type recordKey struct {
 // is its origin, and its spec); members names the pool's members, of whom
 // j.Owner must be one (not cached: members come and go).
 func (r *Reader) proofRule(rec store.Record, j jobs.Job, members map[string]string) string {
-	return r.owners.rule(rec, j, members)
+	rule := r.owners.rule(rec, j, members)
+	if rule == "" && j.Home != "" && j.Home != rec.Origin {
+		rule = r.handedRule(rec.Origin, j)
+	}
+	return rule
+}
+
+// RuleNotHanded is broken by the record of a job handed over (jobs.Job.Home)
+// whose home's own record does not say it offered or handed the job to the
+// record's origin: the owner proof is the home's to use, and a machine
+// that copied it from the home's record proves nothing.
+const RuleNotHanded = "handover: its home did not hand it over"
+
+// handedRule is RuleNotHanded when the record of job j by origin, handed
+// over from j.Home, is not backed by the home's record: it offered the job
+// to origin (an answer on its way) or moved it there. Read from the local
+// replica, never cached: the home's record may come after origin's.
+func (r *Reader) handedRule(origin string, j jobs.Job) string {
+	rec, ok, err := r.db.Latest(context.Background(), j.Home, KindJob, j.ID)
+	if err != nil || !ok {
+		return RuleNotHanded
+	}
+	var h jobs.Job
+	if json.Unmarshal(rec.Data, &h) != nil || h.ID != j.ID || (h.MovedTo != origin && h.OfferedTo != origin) {
+		return RuleNotHanded
+	}
+	return ""
 }
 
 // rule is Reader.proofRule with c's cache of signature checks.

@@ -180,3 +180,82 @@ func proven(t *testing.T, s jobs.LaunchSigner, owner, node string, j jobs.Job) j
 	j.ID, j.Owner, j.OwnerProof = p.JobID(), owner, proof
 	return j
 }
+
+// TestPoolWideBindsPrivate: a launch queued pool-wide binds its
+// environment and command line to the signed spec with a salted digest,
+// whose salt neither the signature nor the replicated record carries.
+func TestPoolWideBindsPrivate(t *testing.T) {
+	spec := jobs.Spec{Image: "img", GPUs: 2, Queue: true, Env: []string{"TOKEN=s3cret"}, Cmd: []string{"python", "train.py"}}
+	a, b := poolWide(spec), poolWide(spec)
+	if !a.Anywhere || a.PrivateSalt == "" || a.PrivateSalt == b.PrivateSalt {
+		t.Fatalf("pool-wide spec: anywhere %v, salts %q %q; want anywhere and a fresh salt each", a.Anywhere, a.PrivateSalt, b.PrivateSalt)
+	}
+	if a.PrivateDigest != jobs.PrivateDigest(a.PrivateSalt, spec.Env, spec.Cmd) {
+		t.Errorf("digest does not bind the environment and command line")
+	}
+	if s := jobs.SignedSpec(a); s.PrivateSalt != "" || s.PrivateDigest != a.PrivateDigest {
+		t.Errorf("signed spec: salt %q digest %q; want no salt, the digest", s.PrivateSalt, s.PrivateDigest)
+	}
+	if pub := (jobs.Job{Spec: a}).Public(); pub.Spec.PrivateSalt != "" {
+		t.Errorf("the replicated record carries the salt")
+	}
+	if empty := poolWide(jobs.Spec{Image: "img", Queue: true}); empty.PrivateDigest != "" || empty.PrivateSalt != "" {
+		t.Errorf("nothing to bind: digest %q salt %q", empty.PrivateDigest, empty.PrivateSalt)
+	}
+}
+
+// TestHandedOverOwner: a job alice queued pool-wide on alpha and alpha
+// handed to mike reads as alice's on mike, and is listed once; a record
+// that copies alice's proof from alpha's record without alpha having handed
+// the job over (a machine claiming her run, or a handed job whose home has
+// not said so yet) is not attributed to her. Between mike's acceptance and
+// alpha hearing of it, the job is listed once, on mike.
+func TestHandedOverOwner(t *testing.T) {
+	alice, aliceID := memberKey(1)
+	tests := []struct {
+		name   string
+		home   func(j *jobs.Job) // alpha's record of the job; nil: none
+		rule   string
+		listed int
+	}{
+		{"moved to mike", func(j *jobs.Job) { j.State, j.MovedTo = jobs.Moved, mikeID }, "", 2}, // --all: its home's record says "moved"
+		{"offered to mike, answer on its way", func(j *jobs.Job) { j.State, j.OfferedTo = jobs.Queued, mikeID }, "", 1},
+		{"home never offered it", func(j *jobs.Job) { j.State = jobs.Queued }, RuleNotHanded, 2},
+		{"moved elsewhere", func(j *jobs.Job) { j.State, j.MovedTo = jobs.Moved, selfID }, RuleNotHanded, 2},
+		{"no record of the home", nil, RuleNotHanded, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openDB(t)
+			putMember(t, db, selfID, "zeta", false)
+			putMember(t, db, mikeID, "mike", false)
+			putMember(t, db, alphaID, "alpha", false)
+			putMember(t, db, aliceID, "alice", false)
+			spec := jobs.Spec{Image: "pytorch:2", GPUs: 1, Queue: true, Anywhere: true}
+			home := provenRecord(t, alice, aliceID, alphaID, "sweep", spec)
+			there := home
+			there.Node, there.Home, there.Fence, there.State, there.Finished = mikeID, alphaID, 1, jobs.Running, nil
+			putRecord(t, db, mikeID, KindJob, there.ID, there.Created, mustJSON(t, there))
+			if tt.home != nil {
+				tt.home(&home)
+				putRecord(t, db, alphaID, KindJob, home.ID, home.Created, mustJSON(t, home))
+			}
+			r := NewReader(db, Self{ID: selfID, Name: "zeta"})
+			all, err := r.Jobs(context.Background(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(all) != tt.listed {
+				t.Errorf("listed %d records; want %d", len(all), tt.listed)
+			}
+			if j, err := r.Job(context.Background(), there.ID); tt.rule == "" && (err != nil || j.Node != mikeID) {
+				t.Errorf("job %s names %s, %v; want mike's record", there.ID, j.Node, err)
+			}
+			for _, j := range all {
+				if j.Node == mikeID && j.OwnerUnverified != tt.rule {
+					t.Errorf("mike's record: rule %q, owner %q; want rule %q", j.OwnerUnverified, j.OwnerName, tt.rule)
+				}
+			}
+		})
+	}
+}

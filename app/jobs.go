@@ -67,8 +67,25 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 		v.weigh(w, now)
 		out = append(out, v)
 	}
+	out = withoutHandedOver(out)
 	sort.SliceStable(out, func(i, k int) bool { return out[i].Created.After(out[k].Created) })
 	return out, nil
+}
+
+// withoutHandedOver leaves out the home's record of a job offered to a
+// machine whose record of it is listed: between the machine's acceptance
+// and its home hearing of it, the job is shown once, where it runs.
+func withoutHandedOver(js []Job) []Job {
+	at := map[[3]string]bool{} // job ID, node, home: a record handed over from its home
+	for _, j := range js {
+		if j.Home != "" && j.Home != j.Node {
+			at[[3]string{j.ID, j.Node, j.Home}] = true
+		}
+	}
+	if len(at) == 0 {
+		return js
+	}
+	return slices.DeleteFunc(js, func(j Job) bool { return j.OfferedTo != "" && at[[3]string{j.ID, j.OfferedTo, j.Node}] })
 }
 
 // activeStates are the states of the jobs Jobs lists without all.
@@ -132,6 +149,9 @@ func (r *Reader) Job(ctx context.Context, ref string) (Job, error) {
 	}
 	if len(exact) > 0 {
 		match = exact
+	}
+	if moved := slices.DeleteFunc(slices.Clone(match), func(j Job) bool { return j.State == jobs.Moved }); len(moved) > 0 {
+		match = moved // a job handed over is the one on the machine it went to
 	}
 	switch len(match) {
 	case 0:
@@ -466,7 +486,11 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	if !p.Fits {
 		return Job{}, &APIError{Status: http.StatusConflict, Code: "no_fit", Message: p.Reason}
 	}
-	j, err := s.launchOn(ctx, p.Node, req.Spec)
+	spec := req.Spec
+	if req.Node == "" && spec.Queue {
+		spec = poolWide(spec) // no machine named: it may start on whichever fits first
+	}
+	j, err := s.launchOn(ctx, p.Node, spec)
 	if err != nil {
 		return Job{}, err
 	}

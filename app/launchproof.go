@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 
 	"github.com/labpool/labpool/node/jobs"
@@ -31,4 +33,21 @@ func (s *Service) launchOn(ctx context.Context, node string, spec jobs.Spec) (jo
 	}
 	j.Node = node // the machine that answered runs it
 	return j, nil
+}
+
+// poolWide is spec queued pool-wide (jobs.Spec.Anywhere): the machine it
+// waits on may hand it over to the first machine of the pool that fits it.
+// Its environment and command line, which the owner proof does not cover,
+// are bound to the signed spec by a salted digest, so that no machine it
+// passes through can change what runs (jobs.PrivateDigest).
+func poolWide(spec jobs.Spec) jobs.Spec {
+	spec.Anywhere = true
+	salt := make([]byte, 16)
+	rand.Read(salt)
+	spec.PrivateSalt = base64.RawURLEncoding.EncodeToString(salt)
+	spec.PrivateDigest = jobs.PrivateDigest(spec.PrivateSalt, spec.Env, spec.Cmd)
+	if spec.PrivateDigest == "" {
+		spec.PrivateSalt = ""
+	}
+	return spec
 }

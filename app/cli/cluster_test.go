@@ -87,7 +87,8 @@ func TestJobState(t *testing.T) {
 		j    jobs.Job
 		want string
 	}{
-		{jobs.Job{State: jobs.Queued, Error: "Resources"}, "queued (Resources)"},
+		{jobs.Job{State: jobs.Queued, Executor: "slurm", Error: "Resources"}, "queued (Resources)"},
+		{jobs.Job{State: jobs.Queued, Error: "waits on dgx-h100 for 2 GPUs: GPUs 0, 1: job a of bob; no other machine fits: ws-a100 has 1 of 4 GPUs free"}, "queued"},
 		{jobs.Job{State: jobs.Queued}, "queued"},
 		{jobs.Job{State: jobs.Running}, "running"},
 		{jobs.Job{State: jobs.Exited, ExitCode: code(0)}, "exited 0"},
@@ -244,5 +245,21 @@ func TestWatchCluster(t *testing.T) {
 		if !strings.Contains(frame, want) {
 			t.Errorf("watch:\n%s\nlacks %q", frame, want)
 		}
+	}
+}
+
+// TestWriteJobsWaitReason: ps keeps STATE short for a job queued by
+// labpool and says where it waits and why on its own line.
+func TestWriteJobsWaitReason(t *testing.T) {
+	why := "waits on dgx-h100 for 2 GPUs: GPUs 0, 1, 2, 3: job train of bob; no other machine fits: ws-a100 has 1 of 4 GPUs free"
+	list := []app.Job{{Job: jobs.Job{ID: "q1", Name: "sweep", State: jobs.Queued, Error: why, Spec: jobs.Spec{GPUs: 2}, Image: "pytorch:24"},
+		NodeName: "dgx-h100", OwnerName: "ana"}}
+	var out bytes.Buffer
+	if err := writeJobs(&out, list, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 3 || !strings.Contains(lines[1], "queued ") || strings.Contains(lines[1], "waits on") || lines[2] != "  ↳ "+why {
+		t.Errorf("ps:\n%s\nwant STATE queued and the reason on the next line", out.String())
 	}
 }

@@ -262,6 +262,9 @@ func writeJobs(w io.Writer, list []app.Job, now time.Time) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortJob(j.ID), j.Name, executorName(j), st,
 			jobGPUs(j.Job), hosts, image, j.OwnerName, runtime(j.Job, now))
+		if why := waitReason(j.Job); why != "" {
+			fmt.Fprintf(tw, "  ↳ %s\n", why) // no tab: the columns keep their widths
+		}
 	}
 	return tw.Flush()
 }

@@ -61,10 +61,21 @@ func ints(xs []int) string {
 
 // jobState is where a job is, for people: "queued (Resources)", "running",
 // "exited 3", "cancelled", "timed out".
+// waitReason is where a job queued by labpool waits and why, in one
+// sentence (its own line under the job in ps: STATE stays short); "" for a
+// job queued by a cluster's scheduler, whose short reason ("Resources")
+// stays in STATE.
+func waitReason(j jobs.Job) string {
+	if j.State != jobs.Queued || j.Container != "" || (j.Executor != "" && j.Executor != "docker") {
+		return ""
+	}
+	return j.Error
+}
+
 func jobState(j jobs.Job) string {
 	switch j.State {
 	case jobs.Queued:
-		if j.Error != "" {
+		if j.Error != "" && waitReason(j) == "" {
 			return "queued (" + j.Error + ")"
 		}
 		return "queued"

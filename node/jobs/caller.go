@@ -95,7 +95,7 @@ func (m *Manager) View(c Caller, j Job) Job {
 // (the values of its environment) and to who may act on it (its command
 // line, where tokens often live): what every member reads.
 func (j Job) Public() Job {
-	j.Spec.Env = nil
+	j.Spec.Env, j.Spec.PrivateSalt = nil, ""
 	if len(j.Spec.Cmd) > 0 {
 		j.Spec.Cmd, j.CmdWithheld = nil, true
 	}

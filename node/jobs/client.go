@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -82,4 +83,17 @@ func (c Client) Access(ctx context.Context, id string) error {
 // ClearGPU lifts the quarantine of the machine's GPU index.
 func (c Client) ClearGPU(ctx context.Context, index int) (Quarantine, error) {
 	return routeClearGPU.Call(ctx, c.Conn, peerapi.Path(strconv.Itoa(index)), none{})
+}
+
+// Offer offers the machine the job o.Job, which this machine, its home,
+// hands over (handover.go), and returns its answer; an error is no answer.
+func (c Client) Offer(ctx context.Context, o Offer) (OfferAnswer, error) {
+	ans, err := routeHandover.Call(ctx, c.Conn, peerapi.Path(o.Job.ID), o)
+	if err != nil {
+		return OfferAnswer{}, fmt.Errorf("offer job %s: %w", o.Job.ID, err)
+	}
+	if ans.Accepted && (ans.Job == nil || ans.Job.ID != o.Job.ID) {
+		return OfferAnswer{}, fmt.Errorf("offer job %s: an acceptance naming another job", o.Job.ID)
+	}
+	return ans, nil
 }

@@ -26,6 +26,8 @@ func (m *Manager) Evict(ctx context.Context, owner string) (cancelled, stopped i
 		}
 		j, uerr := m.update(j.ID, func(j *Job) error {
 			switch {
+			case j.State == Queued && j.OfferedTo != "": // being handed over: the machine it goes to evicts it
+				return ErrConflict
 			case j.State == Queued && j.Container == "", j.State == Starting && j.Container == "":
 				// A launch from the queue in flight sees this and removes
 				// its new container (startClaimed).

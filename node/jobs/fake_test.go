@@ -407,7 +407,7 @@ func (s *memStore) SavePrivate(id string, p Private) error {
 	if p.Env == nil && p.Cmd == nil {
 		delete(s.private, id)
 	} else {
-		s.private[id] = Private{Env: slices.Clone(p.Env), Cmd: slices.Clone(p.Cmd)}
+		s.private[id] = Private{Env: slices.Clone(p.Env), Cmd: slices.Clone(p.Cmd), Salt: p.Salt}
 	}
 	return nil
 }

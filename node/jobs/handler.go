@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -33,6 +34,7 @@ func Handler(m *Manager, caller func(*http.Request) Caller) *peerapi.Mux {
 		routeTunnel.Spec:   h.tunnel,
 		routeAccess.Spec:   h.access,
 		routeClearGPU.Spec: h.clearGPU,
+		routeHandover.Spec: h.handover,
 	})
 }
 
@@ -186,6 +188,26 @@ func (h *handler) tunnel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ServeTunnel(w, r, addr)
+}
+
+// handover answers a job's home offering it the job (handover.go): an
+// OfferAnswer, accepted or refused with the rule; an error is no answer.
+func (h *handler) handover(w http.ResponseWriter, r *http.Request) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 2*maxSpec+1))
+	if err != nil {
+		reply(w, nil, fmt.Errorf("read the offer: %w", err))
+		return
+	}
+	o, err := DecodeOffer(b)
+	if err == nil && o.Job.ID != r.PathValue("id") {
+		err = refuse(RuleHandoverForm, "the offer names job %q, the path %q", o.Job.ID, r.PathValue("id"))
+	}
+	if err != nil {
+		reply(w, nil, err)
+		return
+	}
+	ans, err := h.m.AcceptOffer(r.Context(), h.caller(r), o)
+	reply(w, ans, err)
 }
 
 // Reply answers v as JSON, or err as {code, message} with the status its

@@ -32,6 +32,8 @@ func (m *Manager) Stop(ctx context.Context, id string) (Job, error) {
 	now := time.Now().UTC()
 	j, err := m.update(id, func(j *Job) error {
 		switch {
+		case j.State == Queued && j.OfferedTo != "":
+			return fmt.Errorf("%w: job %s is being handed over to %s; stop it there once it shows, or try again in a moment", ErrConflict, j.Name, short(j.OfferedTo))
 		case j.State == Queued && j.Container == "": // in this manager's own queue
 			j.State, j.Finished, j.Error = Exited, &now, "stopped while queued"
 		case j.State == Starting && j.Container == "":

@@ -52,8 +52,9 @@ type Store interface {
 // Private is what of a job's spec stays on its machine: the values of its
 // environment and its command line.
 type Private struct {
-	Env []string `json:"env,omitempty"`
-	Cmd []string `json:"cmd,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	Cmd  []string `json:"cmd,omitempty"`
+	Salt string   `json:"salt,omitempty"` // Spec.PrivateSalt
 }
 
 // Config tunes the manager.
@@ -90,12 +91,35 @@ type Config struct {
 	// job's compute nodes), nil where none is known. It must not block for
 	// long (reads of the local replica).
 	RemoteGPUs func(ctx context.Context, j Job) []GPUStats
+
+	// The pool-wide queue (handover.go). Targets, when set with Offer,
+	// returns the pool's other machines as the replica shows them for a
+	// job queued pool-wide, in the order the job would rather go to them
+	// (it must not block for long: reads of the local replica); Offer sends
+	// an offer to a machine and returns its answer (an error: no answer).
+	// Role names the role in the pool of a member (the owner of a job
+	// offered here), "" for none; nil refuses every offer. Usage returns
+	// each member's decayed GPU-hours across the pool (fairness.go); nil
+	// orders owners by this machine's turns alone.
+	Targets func(spec Spec) []Target
+	Offer   func(ctx context.Context, node string, o Offer) (OfferAnswer, error)
+	Role    func(id string) string
+	Usage   func() map[string]float64
+	// OfferPoll is how often the jobs queued pool-wide are weighed against
+	// the pool besides on Wake; RefuseBackoff how long a machine that
+	// refused a job is not offered it again.
+	OfferPoll     time.Duration
+	RefuseBackoff time.Duration
+	// PoolChanged, when set, receives a value when the replica changed
+	// (another machine's telemetry or jobs): the jobs queued pool-wide are
+	// weighed again then, not at the next OfferPoll.
+	PoolChanged <-chan struct{}
 }
 
 // DefaultConfig returns the settings the agent uses.
 func DefaultConfig() Config {
 	return Config{StopTimeout: 10 * time.Second, Resync: 10 * time.Second, QueuePoll: 2 * time.Second,
-		StarveAfter: 10 * time.Minute, MaxBackoff: 5 * time.Second}
+		StarveAfter: 10 * time.Minute, MaxBackoff: 5 * time.Second, OfferPoll: 500 * time.Millisecond, RefuseBackoff: 30 * time.Second}
 }
 
 // Manager runs this node's jobs: it validates, grants GPUs, queues,
@@ -112,19 +136,23 @@ type Manager struct {
 	ledger  *Ledger
 	health  gpuHealth     // quarantines kept and cleared (quarantine.go)
 	kick    chan struct{} // wakes the queue
+	offers  chan struct{} // wakes the hand-over of jobs queued pool-wide
 
 	// ops lets launches run side by side (read lock) but never while an
 	// adoption rebuilds the table and the ledger (write lock): an adoption
 	// must not see a container its job record does not list yet.
 	ops sync.RWMutex
 
-	mu        sync.Mutex           // guards jobs, queue, served, policy, launching
+	mu        sync.Mutex           // guards jobs, queue, served, policy, launching, refused, refusedAt, waitWhy
 	jobs      map[string]*Job      // never shared with callers; Env included
 	launching map[string]bool      // IDs of proven launches under way (proven.go)
 	queue     map[string]bool      // IDs of the queued jobs
 	active    map[string]bool      // IDs of the starting and running jobs (the lender reads them each second)
 	served    map[string]time.Time // owner -> when a job of theirs last started
 	policy    Policy
+	refused   map[string]uint64               // job -> the highest fence of an offer of it refused here
+	refusedAt map[string]map[string]time.Time // job -> machine -> when it refused an offer of it
+	waitWhy   map[string]string               // queued job -> what keeps it from this machine's GPUs
 
 	saveMu sync.Mutex // taken before mu is released: saves reach the Store in the order of the changes
 
@@ -140,11 +168,15 @@ func NewManager(cfg Config, ex Executor, gpus GPUState, folders FolderResolver, 
 	cfg.QueuePoll = orDefault(cfg.QueuePoll, def.QueuePoll)
 	cfg.StarveAfter = orDefault(cfg.StarveAfter, def.StarveAfter)
 	cfg.MaxBackoff = orDefault(cfg.MaxBackoff, def.MaxBackoff)
+	cfg.OfferPoll = orDefault(cfg.OfferPoll, def.OfferPoll)
+	cfg.RefuseBackoff = orDefault(cfg.RefuseBackoff, def.RefuseBackoff)
 	ledger := NewLedger()
 	ledger.SetTopology(cfg.Devices)
 	ledger.edge = cfg.GrantEdge
 	m := &Manager{cfg: cfg, ex: ex, gpus: gpus, folders: folders, store: store, log: log,
-		ledger: ledger, kick: make(chan struct{}, 1), jobs: map[string]*Job{}, launching: map[string]bool{}, queue: map[string]bool{}, active: map[string]bool{}, served: map[string]time.Time{},
+		ledger: ledger, kick: make(chan struct{}, 1), offers: make(chan struct{}, 1),
+		refused: map[string]uint64{}, refusedAt: map[string]map[string]time.Time{}, waitWhy: map[string]string{},
+		jobs: map[string]*Job{}, launching: map[string]bool{}, queue: map[string]bool{}, active: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
 	ledger.onHeld = m.wake // what others hold changed: a queued job may fit now
 	return m

@@ -88,7 +88,7 @@ func SpecDigest(s Spec) [32]byte {
 // its labels (LabelSpec), so that a record rebuilt from them still
 // verifies.
 func SignedSpec(s Spec) Spec {
-	s.Env, s.Cmd, s.MemoryBytes = nil, nil, 0
+	s.Env, s.Cmd, s.MemoryBytes, s.PrivateSalt = nil, nil, 0, ""
 	return s
 }
 
@@ -163,7 +163,9 @@ func (p Proof) Check(node string, spec Spec) error {
 // VerifyOwner says whether j's owner proof shows that j.Owner asked for
 // j: the key is j.Owner's, j's ID is the proof's, and the signature covers
 // j's node and spec. It says nothing of whether j.Owner is a member (the
-// reader knows the pool). Run it on a record whose Node is its origin.
+// reader knows the pool). Run it on a record whose Node is its origin. A
+// job handed over (Home set) verifies against its home, which the proof
+// names, and only where its owner queued it pool-wide (Spec.Anywhere).
 func (j Job) VerifyOwner() error {
 	p, err := DecodeProof(j.OwnerProof)
 	if err != nil {
@@ -175,7 +177,14 @@ func (j Job) VerifyOwner() error {
 	if p.JobID() != j.ID {
 		return &ProofError{Rule: RuleProofJob, Detail: "the proof names job " + p.JobID()}
 	}
-	return p.Check(j.Node, j.Spec)
+	node := j.Node
+	if j.Home != "" && j.Home != j.Node {
+		if !j.Spec.Anywhere {
+			return &ProofError{Rule: RuleProofSig, Detail: "handed over from " + short(j.Home) + ", but its owner pinned it there"}
+		}
+		node = j.Home
+	}
+	return p.Check(node, j.Spec)
 }
 
 // short is the first 9 characters of a device ID ("XXXX-XXXX").

@@ -11,8 +11,11 @@ import (
 
 // The queue's policy, in full:
 //
-//  1. Order. Owners with queued jobs take turns: the owner served longest
-//     ago (or never) goes first, ties broken by whose oldest queued job is
+//  1. Order. Owners with queued jobs take turns: the owner who used the
+//     fewest GPU-hours across the whole pool lately goes first
+//     (Config.Usage: decayed with a half-life of UsageHalfLife, from every
+//     machine's job records in the replica), then the owner served here
+//     longest ago (or never), ties broken by whose oldest queued job is
 //     older. Each owner offers their oldest job first. The order is
 //     round-robin: every owner's 1st job, then every owner's 2nd, and so on,
 //     so one member's long queue cannot starve the others.
@@ -27,8 +30,9 @@ import (
 // order is computed again.
 
 // queueOrder returns the queued jobs in the order they are offered GPUs.
-// served is when each owner last had a job started here.
-func queueOrder(queued []Job, served map[string]time.Time) []Job {
+// usage is each owner's decayed GPU-hours across the pool (nil: none
+// known), served when each owner last had a job started here.
+func queueOrder(queued []Job, usage map[string]float64, served map[string]time.Time) []Job {
 	byOwner := map[string][]Job{}
 	for _, j := range queued {
 		byOwner[j.Owner] = append(byOwner[j.Owner], j)
@@ -39,6 +43,12 @@ func queueOrder(queued []Job, served map[string]time.Time) []Job {
 		owners = append(owners, o)
 	}
 	slices.SortFunc(owners, func(a, b string) int {
+		if ua, ub := usage[a], usage[b]; ua != ub {
+			if ua < ub {
+				return -1
+			}
+			return 1
+		}
 		if c := served[a].Compare(served[b]); c != 0 {
 			return c
 		}
@@ -129,7 +139,11 @@ func (m *Manager) queued() []Job {
 	}
 	served := maps.Clone(m.served)
 	m.mu.Unlock()
-	return queueOrder(q, served)
+	var usage map[string]float64
+	if m.cfg.Usage != nil {
+		usage = m.cfg.Usage()
+	}
+	return queueOrder(q, usage, served)
 }
 
 // starving returns the queued jobs that waited past StarveAfter, in queue
@@ -137,7 +151,7 @@ func (m *Manager) queued() []Job {
 func (m *Manager) starving() []Job {
 	var out []Job
 	for _, j := range m.queued() {
-		if time.Since(j.Created) > m.cfg.StarveAfter {
+		if j.OfferedTo == "" && time.Since(j.Created) > m.cfg.StarveAfter {
 			out = append(out, j)
 		}
 	}
@@ -164,8 +178,15 @@ func (m *Manager) nextQueued() (Job, bool) {
 	gpus := m.gpus.GPUs()
 	blocked := m.external(gpus)
 	for _, j := range m.queued() {
+		if j.OfferedTo != "" {
+			continue // an offer is outstanding: it starts there or comes back
+		}
 		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
 		if err != nil {
+			why := m.explainBusy(err, nil).Error() // the holders by job and owner name
+			m.mu.Lock()
+			m.waitWhy[j.ID] = why
+			m.mu.Unlock()
 			if time.Since(j.Created) > m.cfg.StarveAfter {
 				for _, u := range reserve(j, gpus, m.ledger.Granted(), blocked) {
 					blocked[u] = true
@@ -174,8 +195,8 @@ func (m *Manager) nextQueued() (Job, bool) {
 			continue
 		}
 		claimed, err := m.update(j.ID, func(cur *Job) error {
-			if cur.State != Queued {
-				return ErrConflict // stopped or removed meanwhile
+			if cur.State != Queued || cur.OfferedTo != "" {
+				return ErrConflict // stopped, removed or offered meanwhile
 			}
 			cur.State, cur.GPUs, cur.GPUIndexes, cur.Error = Starting, uuids, m.ledger.Indexes(uuids, gpus), ""
 			cur.GPUShare, cur.GPUMemBytes = m.ledger.share(j.ID)

@@ -16,26 +16,58 @@ func TestQueueOrder(t *testing.T) {
 		name   string
 		queued []Job
 		served map[string]time.Time
+		usage  map[string]float64
 		want   string
 	}{
-		{"fifo one owner", []Job{job("a2", "a", 2), job("a1", "a", 1), job("a3", "a", 3)}, nil, "a1 a2 a3"},
+		{"fifo one owner", []Job{job("a2", "a", 2), job("a1", "a", 1), job("a3", "a", 3)}, nil, nil, "a1 a2 a3"},
 		{"round robin", []Job{job("a1", "a", 1), job("a2", "a", 2), job("a3", "a", 3), job("b1", "b", 4), job("c1", "c", 5), job("b2", "b", 6)},
-			nil, "a1 b1 c1 a2 b2 a3"},
+			nil, nil, "a1 b1 c1 a2 b2 a3"},
 		{"served last goes last", []Job{job("a1", "a", 1), job("b1", "b", 2)},
-			map[string]time.Time{"a": t0.Add(time.Hour)}, "b1 a1"},
+			map[string]time.Time{"a": t0.Add(time.Hour)}, nil, "b1 a1"},
 		{"never served first", []Job{job("a1", "a", 1), job("b1", "b", 2), job("c1", "c", 3)},
-			map[string]time.Time{"a": t0, "b": t0.Add(time.Minute)}, "c1 a1 b1"},
+			map[string]time.Time{"a": t0, "b": t0.Add(time.Minute)}, nil, "c1 a1 b1"},
+		// Pool-wide: b used more GPU-hours across the pool, so a goes
+		// first, though a was served here last.
+		{"less pool-wide use first", []Job{job("a1", "a", 1), job("b1", "b", 2), job("a2", "a", 3)},
+			map[string]time.Time{"a": t0.Add(time.Hour)}, map[string]float64{"b": 3.5, "a": 0.5}, "a1 b1 a2"},
+		{"usage before served", []Job{job("a1", "a", 1), job("b1", "b", 2)},
+			map[string]time.Time{"b": t0.Add(time.Hour)}, map[string]float64{"a": 10}, "b1 a1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ids []string
-			for _, j := range queueOrder(tt.queued, tt.served) {
+			for _, j := range queueOrder(tt.queued, tt.usage, tt.served) {
 				ids = append(ids, j.ID)
 			}
 			if got := strings.Join(ids, " "); got != tt.want {
 				t.Errorf("order %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestDecayedUsage: GPU-hours fade with a half-life from when a job ended;
+// a running job counts in full; a record with no proven owner counts for
+// nobody.
+func TestDecayedUsage(t *testing.T) {
+	now := time.Date(2026, 1, 15, 0, 0, 0, 0, time.UTC)
+	ended := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+	js := []Job{
+		{Owner: "a", GPUSeconds: 4 * 3600},                                 // running: 4
+		{Owner: "a", GPUSeconds: 8 * 3600, Finished: ended(UsageHalfLife)}, // a week ago: 4
+		{Owner: "b", GPUSeconds: 16 * 3600, Finished: ended(2 * UsageHalfLife)},
+		{Owner: "", GPUSeconds: 1000 * 3600}, // unverified: nobody's
+		{Owner: "c", GPUSeconds: -5},         // nonsense from a peer: nothing
+	}
+	got := DecayedUsage(js, now, UsageHalfLife)
+	want := map[string]float64{"a": 8, "b": 4}
+	if len(got) != len(want) {
+		t.Fatalf("usage %v, want %v", got, want)
+	}
+	for o, w := range want {
+		if d := got[o] - w; d > 1e-9 || d < -1e-9 {
+			t.Errorf("usage of %s = %v, want %v", o, got[o], w)
+		}
 	}
 }
 
@@ -129,5 +161,32 @@ func TestStopQueued(t *testing.T) {
 	}
 	if j, _ := m.Get(q2.ID); j.State != Exited || !j.Removed {
 		t.Errorf("removed queued job: %s removed=%v", j.State, j.Removed)
+	}
+}
+
+// TestPoolWideFairness: the member who used fewer GPU-hours across the pool
+// starts first, though the other queued first and neither was served here.
+func TestPoolWideFairness(t *testing.T) {
+	rt := newFakeRuntime()
+	st := &memStore{}
+	cfg := DefaultConfig()
+	cfg.Node = "NODE"
+	cfg.Usage = func() map[string]float64 { return map[string]float64{"alice": 120, "bob": 3} }
+	m := NewManager(cfg, rt, fixedGPUs(fakeGPUs(1)), nil, st, testLog())
+	ctx := context.Background()
+	run, err := m.Submit(ctx, Caller{ID: "NODE"}, Spec{Image: "img", GPUs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, _ := m.Submit(ctx, member("alice"), Spec{Image: "img", GPUs: 1, Queue: true})
+	bob, _ := m.Submit(ctx, member("bob"), Spec{Image: "img", GPUs: 1, Queue: true})
+	rt.exit(run.Container, 0)
+	m.refresh(ctx, run.ID, "")
+	m.startQueued(ctx)
+	if b, _ := m.Get(bob.ID); b.State != Running {
+		t.Errorf("bob's job is %s, want running: he used fewer GPU-hours across the pool", b.State)
+	}
+	if a, _ := m.Get(alice.ID); a.State != Queued {
+		t.Errorf("alice's job is %s, want queued", a.State)
 	}
 }

@@ -111,6 +111,15 @@ func TestRoundTripEveryRoute(t *testing.T) {
 				t.Errorf("after Remove, Get = %+v, %v; want it removed", got, err)
 			}
 		},
+		"POST /v1/jobs/{id}/handover": func(t *testing.T, c peerapi.Conn) {
+			// alice's machine is no job's home: the offer reaches the
+			// handler, whose answer refuses it naming a hand-over rule
+			// (handover_test.go offers real jobs).
+			ans, err := Client{c}.Offer(t.Context(), Offer{Job: Job{ID: "0123456789abcdef", Spec: Spec{Image: "img", Queue: true}}, Fence: 1})
+			if err != nil || ans.Accepted || !strings.HasPrefix(ans.Rule, "handover:") {
+				t.Errorf("Offer of no proven job = %+v, %v; want refused naming a hand-over rule", ans, err)
+			}
+		},
 		"POST /v1/gpus/{index}/clear": func(t *testing.T, c peerapi.Conn) {
 			_, err := Client{c}.ClearGPU(t.Context(), 0)
 			refused(t, err, "forbidden") // a member, not an owner

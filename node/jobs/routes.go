@@ -27,6 +27,9 @@ var (
 	routeTunnel   = peerapi.Add[peerapi.Stream, peerapi.Stream](Routes, "POST", "/v1/jobs/{id}/tunnel", peerapi.Members, "")
 	routeAccess   = peerapi.Add[none, none](Routes, "GET", "/v1/jobs/{id}/access", peerapi.Members, "")
 	routeClearGPU = peerapi.Add[none, Quarantine](Routes, "POST", "/v1/gpus/{index}/clear", peerapi.MachineOwners, RuleClearGPU)
+	// A job's home hands it over (handover.go): the handler checks the
+	// offer is the home's, as its owner proved it.
+	routeHandover = peerapi.Add[Offer, OfferAnswer](Routes, "POST", "/v1/jobs/{id}/handover", peerapi.Members, "")
 	routeStop     = peerapi.Add[none, Job](Routes, "POST", "/v1/jobs/{id}/stop", peerapi.Members, "")
 	routeRemove   = peerapi.Add[none, none](Routes, "DELETE", "/v1/jobs/{id}", peerapi.Members, "")
 )

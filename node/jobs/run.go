@@ -22,6 +22,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	if err := m.load(); err != nil {
 		m.log.Error("load job records", "err", err)
 	}
+	offers := make(chan struct{})
+	go func() { defer close(offers); m.runOffers(ctx) }()
+	defer func() { <-offers }()
 	backoff := 100 * time.Millisecond
 	lost := ""
 	for ctx.Err() == nil {
@@ -60,7 +63,7 @@ func (m *Manager) load() error {
 				if err != nil {
 					m.log.Warn("read a job's environment and command line", "job", j.ID, "err", err)
 				}
-				j.Spec.Env, j.Spec.Cmd, j.CmdWithheld = p.Env, p.Cmd, false
+				j.Spec.Env, j.Spec.Cmd, j.Spec.PrivateSalt, j.CmdWithheld = p.Env, p.Cmd, p.Salt, false
 			}
 			m.setLocked(j)
 		}
@@ -104,11 +107,36 @@ func (m *Manager) follow(ctx context.Context, lost string) (adopted bool, err er
 	}
 }
 
-// wake asks the Run loop to try the queue; it never blocks.
+// wake asks the Run loop to try the queue, and the hand-over to weigh the
+// jobs queued pool-wide; it never blocks.
 func (m *Manager) wake() {
 	select {
 	case m.kick <- struct{}{}:
 	default:
+	}
+	select {
+	case m.offers <- struct{}{}:
+	default:
+	}
+}
+
+// runOffers hands over the jobs queued here pool-wide (handover.go) on
+// every wake and every OfferPoll, until ctx is cancelled.
+func (m *Manager) runOffers(ctx context.Context) {
+	if m.cfg.Offer == nil || m.cfg.Targets == nil {
+		return
+	}
+	poll := beat.NewTicker(m.cfg.OfferPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.offers:
+		case <-m.cfg.PoolChanged:
+		case <-poll.C:
+		}
+		m.handOver(ctx)
 	}
 }
 

@@ -94,7 +94,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 	j := newJob(m.cfg.Node, owner, id, spec)
 	j.Executor, j.OwnerProof = caps.Name, proof
 	j.ShareMode = shareMode(spec, caps)
-	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd}); err != nil {
+	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd, Salt: spec.PrivateSalt}); err != nil {
 		return Job{}, fmt.Errorf("keep the job's environment and command line: %w", err)
 	}
 	if caps.Schedules {
@@ -167,6 +167,7 @@ func newID() string {
 // specHash identifies a spec; it is replicated, so it covers the names of
 // the environment's variables, not their values.
 func specHash(s Spec) string {
+	s.PrivateSalt = ""
 	for i, e := range s.Env {
 		if i == 0 {
 			s.Env = slices.Clone(s.Env)

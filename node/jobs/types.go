@@ -21,6 +21,10 @@ const (
 	Running  State = "running"
 	Exited   State = "exited" // ended with exit code 0, or stopped by a user
 	Failed   State = "failed" // ended with a non-zero code, or could not start
+	// Moved: a job queued here pool-wide and handed over to another
+	// machine (Job.MovedTo), whose own record of it is the job's from then
+	// on (see handover.go).
+	Moved State = "moved"
 )
 
 // Spec is what a user asks for. It arrives from the network: the manager
@@ -51,6 +55,19 @@ type Spec struct {
 	Mounts      []Mount `json:"mounts,omitempty"`
 	Ports       []int   `json:"ports,omitempty"` // ports of the job that tunnels reach (published nowhere on the node)
 	Queue       bool    `json:"queue,omitempty"` // wait for busy GPUs instead of failing
+	// Anywhere, with Queue, says that the owner queued the job pool-wide
+	// (no --node): the machine it waits on (its home) may hand it over to
+	// any machine of the pool that fits it first (handover.go). It is
+	// signed, so no machine moves a job its owner pinned to one.
+	Anywhere bool `json:"anywhere,omitempty"`
+	// PrivateDigest binds the environment and the command line, which the
+	// owner proof does not cover, to the signed spec of a job queued
+	// pool-wide: PrivateDigest(PrivateSalt, Env, Cmd) in hex; "" when both
+	// are empty. The machine a job is handed to checks it, so that the home
+	// cannot change what runs. PrivateSalt stays with Env and Cmd: never
+	// replicated, never signed.
+	PrivateDigest string `json:"private_digest,omitempty"`
+	PrivateSalt   string `json:"private_salt,omitempty"`
 
 	// Where a backend schedules itself (a Slurm cluster, see Capabilities):
 	// the partition ("" its default), the number of nodes and the GPUs on
@@ -161,6 +178,16 @@ type Job struct {
 	// every reader checks it before it names Owner as the job's (see
 	// VerifyOwner); "" on a record of an older node.
 	OwnerProof string `json:"owner_proof,omitempty"`
+	// Hand-over of a job queued pool-wide (handover.go). On its home:
+	// Fence is the fence of its current or next offer, OfferedTo the
+	// machine an offer is outstanding with (the job neither starts here
+	// nor is offered elsewhere meanwhile), MovedTo where it went (State
+	// Moved). On the machine it was handed to: Home is the machine that
+	// queued it, whose ID the owner proof names, and Fence the offer's.
+	Home      string `json:"home,omitempty"`
+	Fence     uint64 `json:"fence,omitempty"`
+	OfferedTo string `json:"offered_to,omitempty"`
+	MovedTo   string `json:"moved_to,omitempty"`
 }
 
 // Stats is a job's resource use now.

@@ -33,6 +33,12 @@ func refuse(rule, format string, a ...any) error {
 // imageRef is a loose check of a Docker image reference.
 var imageRef = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$`)
 
+// privateDigestForm is Spec.PrivateDigest's form (PrivateDigest); its salt
+// is at most maxPrivateSalt characters.
+var privateDigestForm = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+const maxPrivateSalt = 64
+
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Limits on a request's sizes.
@@ -61,6 +67,9 @@ func Validate(s Spec, caps Capabilities, v Validator, gpusOnNode int) error {
 	}
 	if err := validateGPUEnv(s.Env); err != nil {
 		return err
+	}
+	if len(s.PrivateSalt) > maxPrivateSalt || (s.PrivateDigest != "" && !privateDigestForm.MatchString(s.PrivateDigest)) {
+		return refuse(RuleHandoverPrivate, "the digest is 64 hex digits, its salt at most %d characters", maxPrivateSalt)
 	}
 	if err := validateShape(s, caps); err != nil {
 		return err

@@ -6,7 +6,7 @@ import type { Image, JobStats, LaunchRequest, Plan, Tunnel } from './types.gen.t
 
 export type { Image, JobStats, LaunchRequest, Mount, Plan, Spec, Tunnel } from './types.gen.ts'
 
-export type JobState = 'queued' | 'starting' | 'running' | 'exited' | 'failed'
+export type JobState = 'queued' | 'starting' | 'running' | 'exited' | 'failed' | 'moved'
 
 export interface Job extends Omit<Loose<G.Job, 'spec_hash'>, 'state'> {
   state: JobState

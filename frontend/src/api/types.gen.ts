@@ -383,6 +383,10 @@ export interface Job {
   stop_why?: string
   lend?: LendNote | null
   owner_proof?: string
+  home?: string
+  fence?: number
+  offered_to?: string
+  moved_to?: string
   node_name: string
   owner_name: string
   owner_verified: boolean
@@ -920,6 +924,9 @@ export interface Spec {
   mounts?: Mount[] | null
   ports?: number[] | null
   queue?: boolean
+  anywhere?: boolean
+  private_digest?: string
+  private_salt?: string
   partition?: string
   nodes?: number
   gpus_per_node?: number
