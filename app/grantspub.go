@@ -12,14 +12,19 @@ import (
 )
 
 // GrantsPublisher writes this machine's grants record (KindGrants) from
-// its ledger: at start, and within Every of each change.
+// its ledger: at start, at each change it is told of (Changed), and
+// within Every of any other (the units' memory, a GPU gone).
 type GrantsPublisher struct {
 	db     *store.DB
 	origin string
 	source func() ([]alloc.Unit, []alloc.Grant) // the ledger's view (jobs.Manager.Allocation)
 	log    *slog.Logger
 	Every  time.Duration
-	last   []byte // the data last written
+	// Changed, when set, receives a value when the ledger changed: the
+	// record is written at once, not at the next Every (a planner that
+	// reads a freed GPU as held refuses a launch that fits).
+	Changed <-chan struct{}
+	last    []byte // the data last written
 }
 
 // NewGrantsPublisher returns a publisher of origin's grants, read from
@@ -40,6 +45,7 @@ func (p *GrantsPublisher) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-p.Changed: // nil: never
 		}
 	}
 }

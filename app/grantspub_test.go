@@ -3,7 +3,11 @@ package app
 import (
 	"context"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/labpool/labpool/node/alloc"
 )
@@ -51,4 +55,38 @@ func TestGrantsPublisher(t *testing.T) {
 	if err != nil || len(a.Grants) != 1 {
 		t.Errorf("the record reads back as %+v, %v", a, err)
 	}
+}
+
+// TestGrantsPublishedOnChange: told of a change, the publisher writes the
+// record at once, not at its next tick (Every an hour here): a planner
+// reading a GPU freed a moment ago as held refuses a launch that fits.
+func TestGrantsPublishedOnChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openDB(t)
+		var mu sync.Mutex
+		view := Allocation{Units: []alloc.Unit{{ID: "g0", Kind: alloc.GPU, Node: selfID}}}
+		p := NewGrantsPublisher(db, selfID, func() ([]alloc.Unit, []alloc.Grant) {
+			mu.Lock()
+			defer mu.Unlock()
+			return view.Units, view.Grants
+		}, slog.New(slog.DiscardHandler))
+		p.Every = time.Hour
+		changed := make(chan struct{}, 1)
+		p.Changed = changed
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- p.Run(ctx) }()
+		synctest.Wait()
+		mu.Lock()
+		view.Grants = []alloc.Grant{{Holder: alloc.Holder{Kind: alloc.Job, ID: "j"}, Units: []string{"g0"}}}
+		mu.Unlock()
+		changed <- struct{}{}
+		synctest.Wait()
+		rec, ok, err := db.Latest(t.Context(), selfID, KindGrants, "")
+		if err != nil || !ok || !strings.Contains(string(rec.Data), `"id":"j"`) {
+			t.Errorf("after a change: %s, %v, %v; want the job's grant written at once", rec.Data, ok, err)
+		}
+		cancel()
+		<-done
+	})
 }

@@ -192,6 +192,7 @@ func (m *Manager) AcceptOffer(ctx context.Context, from Caller, o Offer) (OfferA
 		var be *BusyError
 		if errors.As(err, &r) || errors.As(err, &be) || errors.Is(err, ErrNoRuntime) {
 			m.rememberRefusal(id, o.Fence)
+			m.log.Info("refuse a job offered by its home", "job", id, "home", short(from.ID), "fence", o.Fence, "why", err)
 			return refusal(err), nil
 		}
 		return OfferAnswer{}, err
@@ -447,21 +448,33 @@ func (m *Manager) resolve(ctx context.Context, j Job) {
 		m.log.Info("queued job handed over", "job", j.ID, "to", short(to), "fence", fence)
 		return
 	}
+	backoff := m.cfg.RefuseBackoff
+	if ans.Rule == RuleHandoverFit {
+		// X's GPUs were not free yet: the stop that freed them in the
+		// replica may reach X's ledger a moment later.
+		backoff = min(backoff, fitBackoff)
+	}
 	m.mu.Lock()
 	if m.refusedAt[j.ID] == nil {
 		m.refusedAt[j.ID] = map[string]time.Time{}
 	}
-	m.refusedAt[j.ID][to] = time.Now()
+	m.refusedAt[j.ID][to] = time.Now().Add(backoff)
 	m.mu.Unlock()
 	m.log.Info("offer of a queued job refused: back in the queue", "job", j.ID, "to", short(to), "rule", ans.Rule, "why", ans.Detail)
 }
 
-// refusedBy says whether node refused job lately (Config.RefuseBackoff).
+// fitBackoff is how long a machine that refused a job because it did not
+// fit there then is not offered it again (other refusals:
+// Config.RefuseBackoff).
+const fitBackoff = 2 * time.Second
+
+// refusedBy says whether node refused job lately: refusedAt keeps until
+// when.
 func (m *Manager) refusedBy(job, node string, now time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	at, ok := m.refusedAt[job][node]
-	return ok && now.Sub(at) < m.cfg.RefuseBackoff
+	until, ok := m.refusedAt[job][node]
+	return ok && now.Before(until)
 }
 
 // nodeName names a machine for a person.

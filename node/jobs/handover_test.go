@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // machine is one agent of a test pool: a manager with no Run loop (the
@@ -332,6 +333,38 @@ func TestHandOverRefusedComesBack(t *testing.T) {
 	home.m.startQueued(ctx)
 	if h, _ := home.m.Get(j.ID); h.State != Running {
 		t.Errorf("job at home: %s, want running", h.State)
+	}
+}
+
+// TestRefusedForNowComesBackSoon: a machine that refused a job because
+// its GPUs were not free yet (the stop that freed them in the replica had
+// not reached its ledger) is offered the job again after fitBackoff, not
+// after the long backoff of a refusal that stands (an unknown owner).
+func TestRefusedForNowComesBackSoon(t *testing.T) {
+	alice, aliceID := testSigner(1)
+	roles := map[string]string{aliceID: RoleMember, "HOME": RoleMember, "X": RoleMember}
+	home, busy := newMachine(t, "HOME", 2, roles), newMachine(t, "X", 2, roles)
+	home.m.cfg.RefuseBackoff = time.Hour
+	if _, err := busy.m.Submit(context.Background(), Caller{ID: "X"}, Spec{Image: "img", GPUs: 2}); err != nil {
+		t.Fatal(err)
+	}
+	link(home, busy, nil)
+	j := queueOn(t, home, alice, aliceID, anywhereSpec(2))
+	home.m.handOver(context.Background())
+	now := time.Now()
+	if !home.m.refusedBy(j.ID, "X", now) || home.m.refusedBy(j.ID, "X", now.Add(fitBackoff+time.Second)) {
+		t.Errorf("after a refusal for GPUs not free yet: refused now %v, after %v %v; want true, then false",
+			home.m.refusedBy(j.ID, "X", now), fitBackoff+time.Second, home.m.refusedBy(j.ID, "X", now.Add(fitBackoff+time.Second)))
+	}
+
+	stranger, strangerID := testSigner(2) // X does not know this owner: that refusal stands
+	home2, x2 := newMachine(t, "HOME", 2, map[string]string{strangerID: RoleMember}), newMachine(t, "X", 2, map[string]string{})
+	home2.m.cfg.RefuseBackoff = time.Hour
+	link(home2, x2, nil)
+	k := queueOn(t, home2, stranger, strangerID, anywhereSpec(2))
+	home2.m.handOver(context.Background())
+	if !home2.m.refusedBy(k.ID, "X", time.Now().Add(fitBackoff+time.Second)) {
+		t.Errorf("a refusal of the owner is offered again after %v; want the long backoff", fitBackoff+time.Second)
 	}
 }
 

@@ -63,13 +63,16 @@ type Ledger struct {
 	// onHeld, when set, is called after SetHeld changed what others hold
 	// (the manager tries its queue: a grant given back may let a job in).
 	onHeld func()
+	// changed receives a value after any grant, release or SetHeld
+	// (Changes): whoever publishes the ledger writes it again.
+	changed chan struct{}
 	// clock is the time grants are decided at (tests set it).
 	clock func() time.Time
 }
 
 // NewLedger returns an empty ledger.
 func NewLedger() *Ledger {
-	return &Ledger{jobs: map[string]alloc.Grant{}, quarantined: map[string]Quarantine{}, clock: time.Now}
+	return &Ledger{jobs: map[string]alloc.Grant{}, quarantined: map[string]Quarantine{}, clock: time.Now, changed: make(chan struct{}, 1)}
 }
 
 // Grant gives job the GPUs (or MIG instances, or a share) that want asks
@@ -292,10 +295,26 @@ func (l *Ledger) Release(job string) {
 
 // tell passes the GPUs that changed hands to l.edge, if any.
 func (l *Ledger) tell(uuids []string) {
-	if l.edge != nil && len(uuids) > 0 {
+	if len(uuids) == 0 {
+		return
+	}
+	l.signal()
+	if l.edge != nil {
 		l.edge(uuids...)
 	}
 }
+
+// signal says on changed that the grants changed.
+func (l *Ledger) signal() {
+	select {
+	case l.changed <- struct{}{}:
+	default: // one pending says it all
+	}
+}
+
+// Changes receives a value after the grants changed (at most one
+// pending): a grant, a release, what others hold.
+func (l *Ledger) Changes() <-chan struct{} { return l.changed }
 
 // Granted returns who holds each GPU, GPU UUID -> job ID: of several
 // jobs holding shares of one GPU, the first in ID order. A granted MIG
@@ -436,6 +455,7 @@ func (l *Ledger) SetHeld(source string, gs []alloc.Grant) {
 	}
 	l.held[source] = slices.Clone(gs)
 	l.mu.Unlock()
+	l.signal()
 	if l.onHeld != nil {
 		l.onHeld() // never under l.mu
 	}

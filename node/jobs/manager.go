@@ -151,7 +151,7 @@ type Manager struct {
 	served    map[string]time.Time // owner -> when a job of theirs last started
 	policy    Policy
 	refused   map[string]uint64               // job -> the highest fence of an offer of it refused here
-	refusedAt map[string]map[string]time.Time // job -> machine -> when it refused an offer of it
+	refusedAt map[string]map[string]time.Time // job -> machine -> until when it is not offered the job again (it refused it)
 	waitWhy   map[string]string               // queued job -> what keeps it from this machine's GPUs
 
 	saveMu sync.Mutex // taken before mu is released: saves reach the Store in the order of the changes
