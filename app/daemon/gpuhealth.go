@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app/nodestore"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -22,11 +23,11 @@ func (d *Daemon) openHealth(ctx context.Context) {
 }
 
 // annotateGPUs completes each GPU sample (Telemetry's Annotate hook): the
-// job manager quarantines faulty GPUs and names jobs and owners; then the
-// Slurm jobs on a compute node's GPUs are named (slurmprocs.go).
-func (d *Daemon) annotateGPUs(taken time.Time, gs []gpu.Stats) {
+// job manager quarantines faulty GPUs and names in held the jobs and
+// owners; then the Slurm jobs on a compute node's GPUs (slurmprocs.go).
+func (d *Daemon) annotateGPUs(taken time.Time, gs []gpu.Stats, held *alloc.Holding) {
 	if d.jobs != nil {
-		d.jobs.AnnotateGPUs(taken, gs)
+		d.jobs.AnnotateGPUs(taken, gs, held)
 	}
-	d.annotateSlurm(taken, gs)
+	d.annotateSlurm(taken, gs, held)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
@@ -51,16 +52,17 @@ func (d *Daemon) openSlurmProcs(ctx context.Context) {
 	d.slurm.holds.Adopt(open)
 }
 
-// annotateSlurm names the Slurm jobs of one GPU sample's processes and
-// GPUs (after the job manager named its own), and warns of a Slurm job
-// idle past the idle reclaim policy: a compute node never stops one.
-func (d *Daemon) annotateSlurm(taken time.Time, gs []gpu.Stats) {
+// annotateSlurm names in held the Slurm jobs of one GPU sample's
+// processes and GPUs (after the job manager named its own), and warns of
+// a Slurm job idle past the idle reclaim policy: a compute node never
+// stops one.
+func (d *Daemon) annotateSlurm(taken time.Time, gs []gpu.Stats, held *alloc.Holding) {
 	s := d.slurm
 	if s == nil {
 		return
 	}
-	s.procs.Annotate(gs, s.jobs.Find)
-	for _, h := range s.holds.Observe(taken, gs) {
+	s.procs.Annotate(gs, held, s.jobs.Find)
+	for _, h := range s.holds.Observe(taken, gs, *held) {
 		d.saveHold(taken, h)
 	}
 	if taken.Sub(s.pruned) >= time.Hour {
@@ -73,7 +75,7 @@ func (d *Daemon) annotateSlurm(taken time.Time, gs []gpu.Stats) {
 		return
 	}
 	p := d.jobs.Policy()
-	for _, w := range s.idle.Observe(taken, gs, time.Duration(p.IdleReclaimSeconds)*time.Second, p.IdleBelowPercent) {
+	for _, w := range s.idle.Observe(taken, gs, *held, time.Duration(p.IdleReclaimSeconds)*time.Second, p.IdleBelowPercent) {
 		d.log.Warn("idle reclaim policy: a Slurm job's GPUs are idle; not stopped: a compute node does not stop Slurm jobs, its cluster does",
 			"holder", w.Holder, "job", w.Job, "owner", w.Owner, "gpus", w.GPUs, "idle_since", w.Since)
 	}

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/gpu"
+)
+
+// oldSample is a sample as an agent before the holder left gpu.Stats
+// wrote it (and as the history keeps it): GPU 0 held by a labpool job with
+// its process, GPU 1 by a Slurm job labpool launched, GPU 2 by a Slurm job
+// it did not, GPU 3 free with a process outside labpool.
+const oldSample = `{"time":"2026-03-01T12:00:00Z","host":{"cpu_percent":5},"gpus":[` +
+	`{"index":0,"uuid":"GPU-0","util_percent":80,"processes":[{"pid":7,"mem_bytes":1024,"job":"job-1","owner":"ALICE"}],"job":"job-1"},` +
+	`{"index":1,"uuid":"GPU-1","processes":[{"pid":8,"mem_bytes":0,"job":"job-2","owner":"BOB","holder":"slurm job 123"}],"job":"job-2","holder":"slurm job 123"},` +
+	`{"index":2,"uuid":"GPU-2","processes":[{"pid":9,"mem_bytes":0,"job":"","owner":"","holder":"slurm job 77"}],"job":"","holder":"slurm job 77"},` +
+	`{"index":3,"uuid":"GPU-3","processes":[{"pid":10,"mem_bytes":2048,"job":"","owner":""}],"job":""}]}`
+
+// TestDecodeOldSample: a sample an old agent sent, or the history kept,
+// still names its holders: read into Holding, its readings as they were.
+func TestDecodeOldSample(t *testing.T) {
+	var s Sample
+	if err := json.Unmarshal([]byte(oldSample), &s); err != nil {
+		t.Fatal(err)
+	}
+	s2 := alloc.Holder{Kind: alloc.SlurmJob, ID: "123", Name: "slurm job 123", Job: "job-2", Member: "BOB"}
+	s77 := alloc.Holder{Kind: alloc.SlurmJob, ID: "77", Name: "slurm job 77"}
+	want := alloc.Holding{
+		GPUs: map[string]alloc.Holder{"GPU-0": {Kind: alloc.Job, ID: "job-1"},
+			"GPU-1": {Kind: alloc.SlurmJob, ID: "123", Name: "slurm job 123", Job: "job-2"}, "GPU-2": s77},
+		Procs: map[uint32]alloc.Holder{7: {Kind: alloc.Job, ID: "job-1", Member: "ALICE"}, 8: s2, 9: s77},
+	}
+	if d := cmp.Diff(want, s.Holding); d != "" {
+		t.Errorf("holding of an old sample (-want +got):\n%s", d)
+	}
+	if len(s.GPUs) != 4 || s.GPUs[0].UtilPercent != 80 || s.GPUs[3].Processes[0] != (gpu.Process{PID: 10, MemBytes: 2048}) {
+		t.Errorf("readings of an old sample: %+v", s.GPUs)
+	}
+}
+
+// TestSampleRoundTrip: a new sample keeps its Holding through JSON, and
+// one whose data names a holding is never read the old way.
+func TestSampleRoundTrip(t *testing.T) {
+	in := Sample{GPUs: []gpu.Stats{{Index: 0, UUID: "GPU-0", Processes: []gpu.Process{{PID: 7}}}},
+		Holding: alloc.Holding{GPUs: map[string]alloc.Holder{"GPU-0": {Kind: alloc.Job, ID: "job-1", Member: "ALICE"}},
+			Procs: map[uint32]alloc.Holder{7: {Kind: alloc.Job, ID: "job-1", Member: "ALICE"}}}}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Sample
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(in.Holding, out.Holding); d != "" {
+		t.Errorf("holding after a round trip (-want +got):\n%s", d)
+	}
+	var free Sample
+	if err := json.Unmarshal([]byte(`{"gpus":[{"index":0,"uuid":"GPU-0","processes":[]}]}`), &free); err != nil || !free.Holding.Empty() {
+		t.Errorf("a sample of a free GPU: %+v, %v", free.Holding, err)
+	}
+}
+
+// FuzzDecodeSample: a peer's sample, whatever its bytes, decodes or fails
+// with an error, never a panic; one that decodes encodes and decodes again
+// to the same holding.
+func FuzzDecodeSample(f *testing.F) {
+	f.Add([]byte(oldSample))
+	f.Add([]byte(`{"gpus":[{"uuid":"GPU-0","job":"j"}],"holding":{"gpus":{"GPU-0":{"kind":"job","id":"j"}}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var s Sample
+		if json.Unmarshal(data, &s) != nil {
+			return
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again Sample
+		if err := json.Unmarshal(b, &again); err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if d := cmp.Diff(s.Holding, again.Holding, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("holding changed in a round trip (-first +second):\n%s", d)
+		}
+	})
+}
