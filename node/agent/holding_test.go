@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -88,4 +89,56 @@ func FuzzDecodeSample(f *testing.F) {
 			t.Errorf("holding changed in a round trip (-first +second):\n%s", d)
 		}
 	})
+}
+
+// BenchmarkDecodeSample reads one sample of 8 GPUs with 4 processes each,
+// all held: as a new agent writes it (holding beside the readings), as an
+// old one did (holders inside them), and, for comparison, the new one by
+// plain decoding without the old form's check.
+func BenchmarkDecodeSample(b *testing.B) {
+	var s Sample
+	var old struct {
+		GPUs []legacyGPU `json:"gpus"`
+	}
+	for i := range 8 {
+		uuid := fmt.Sprintf("GPU-%04d", i)
+		g := gpu.Stats{Index: i, UUID: uuid, UtilPercent: 50, Throttle: []string{}}
+		lg := legacyGPU{UUID: uuid, Job: "job-1"}
+		s.Holding.HoldGPU(uuid, alloc.Holder{Kind: alloc.Job, ID: "job-1"})
+		for k := range 4 {
+			pid := uint32(100 + 4*i + k)
+			g.Processes = append(g.Processes, gpu.Process{PID: pid, MemBytes: 1 << 30})
+			s.Holding.HoldProc(pid, alloc.Holder{Kind: alloc.Job, ID: "job-1", Member: "ALICE"})
+			lg.Processes = append(lg.Processes, struct {
+				PID    uint32 `json:"pid"`
+				Job    string `json:"job"`
+				Owner  string `json:"owner"`
+				Holder string `json:"holder"`
+			}{PID: pid, Job: "job-1", Owner: "ALICE"})
+		}
+		s.GPUs = append(s.GPUs, g)
+		old.GPUs = append(old.GPUs, lg)
+	}
+	newData, _ := json.Marshal(s)
+	oldData, _ := json.Marshal(old)
+	type plain Sample
+	for _, c := range []struct {
+		name string
+		data []byte
+		into func() any
+	}{
+		{"new", newData, func() any { return new(Sample) }},
+		{"old", oldData, func() any { return new(Sample) }},
+		{"new-plain", newData, func() any { return new(plain) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := json.Unmarshal(c.data, c.into()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(c.data)), "json-bytes")
+		})
+	}
 }
