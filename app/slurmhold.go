@@ -33,7 +33,7 @@ type SlurmHold struct {
 func (h SlurmHold) Key() string { return fmt.Sprintf("%s@%d", h.Holder, h.Start.Unix()) }
 
 // SlurmHolds follows the Slurm jobs holding a compute node's GPUs from one
-// annotated sample to the next (see slurm.Procs.Annotate) and says which
+// sample to the next (who holds them: slurm.Procs.Annotate) and says which
 // records to write. The sampling loop owns it: it is not safe for
 // concurrent use.
 type SlurmHolds struct {

@@ -36,7 +36,8 @@ type GPUReading struct {
 	JobName        string   // that job's name and its owner's, for messages ("" when unknown)
 	OwnerName      string
 	// Holder is who holds the GPU by a scheduler's word ("slurm job 123"),
-	// with Job when labpool launched it, alone when not (gpu.Stats.Holder).
+	// with Job when labpool launched it, alone when not (the sample's
+	// holding: alloc.Holder.Scheduler).
 	Holder string
 }
 
