@@ -60,6 +60,14 @@ func TestSampleRoundTrip(t *testing.T) {
 	if d := cmp.Diff(in.Holding, out.Holding); d != "" {
 		t.Errorf("holding after a round trip (-want +got):\n%s", d)
 	}
+	// A sample that names a holding is read by it alone: holders named
+	// inside its readings as well (an old field, forged or stale) are not.
+	var both Sample
+	err = json.Unmarshal([]byte(`{"gpus":[{"index":0,"uuid":"GPU-0","job":"forged","processes":[{"pid":7,"job":"forged","owner":"MALLORY"}]}],`+
+		`"holding":{"gpus":{"GPU-0":{"kind":"job","id":"job-1"}}}}`), &both)
+	if err != nil || both.Holding.GPU("GPU-0").ID != "job-1" || both.Holding.Proc(7).Held() {
+		t.Errorf("a sample with a holding and old fields: %+v, %v; want its holding alone", both.Holding, err)
+	}
 	var free Sample
 	if err := json.Unmarshal([]byte(`{"gpus":[{"index":0,"uuid":"GPU-0","processes":[]}]}`), &free); err != nil || !free.Holding.Empty() {
 		t.Errorf("a sample of a free GPU: %+v, %v", free.Holding, err)
