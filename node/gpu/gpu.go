@@ -76,7 +76,8 @@ type Info struct {
 	MIG      *MIG   `json:"mig,omitempty"`
 }
 
-// Stats is one reading of one GPU.
+// Stats is one reading of one GPU. It carries hardware only: who holds
+// the GPU and its processes travels beside it (agent.Sample.Holding).
 type Stats struct {
 	Index          int       `json:"index"`
 	UUID           string    `json:"uuid"`
@@ -128,7 +129,8 @@ const (
 	HealthLost        = "lost"        // NVML answers ERROR_GPU_IS_LOST
 )
 
-// Process is one process using a GPU.
+// Process is one process using a GPU, as NVML lists it (whose it is:
+// agent.Sample.Holding).
 type Process struct {
 	PID      uint32 `json:"pid"`
 	MemBytes uint64 `json:"mem_bytes"` // 0 when NVML cannot tell
