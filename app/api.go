@@ -137,6 +137,18 @@ type Disk struct {
 	TotalBytes uint64 `json:"total_bytes"`
 }
 
+// GPUProcess is one process using a GPU, for people: its reading and who
+// runs it (the sample's holding). Job and Owner are the labpool job and
+// its owner (member ID); Holder the Slurm job it runs in ("slurm job
+// 123"); all empty: outside labpool.
+type GPUProcess struct {
+	PID      uint32 `json:"pid"`
+	MemBytes uint64 `json:"mem_bytes"` // 0 when NVML cannot tell
+	Job      string `json:"job"`
+	Owner    string `json:"owner"`
+	Holder   string `json:"holder,omitempty"`
+}
+
 // GPU is one GPU of one node with its latest sample.
 type GPU struct {
 	Node           string  `json:"node"` // node ID
@@ -166,8 +178,9 @@ type GPU struct {
 	RetiredPending bool     `json:"retired_pending"`
 	Job            string   `json:"job"` // the job holding the GPU, "" when free
 	// Holder is who holds the GPU by a scheduler's word, for people:
-	// "slurm job 123" on a Slurm compute node (gpu.Stats.Holder), with Job
-	// when labpool launched that job through the cluster's agent.
+	// "slurm job 123" on a Slurm compute node, with Job when labpool
+	// launched that job through the cluster's agent. Both come from the
+	// sample's holding (agent.Sample.Holding), not from the reading.
 	Holder string `json:"holder,omitempty"`
 	// JobName, JobOwner and JobOwnerName name that job and the member who
 	// launched it (device ID and member name), once its record is here.
@@ -176,7 +189,7 @@ type GPU struct {
 	JobOwnerName string `json:"job_owner_name,omitempty"`
 	// ProcessList is the GPU's processes with their memory, job and owner
 	// (both empty: outside labpool); Processes is their count.
-	ProcessList []gpu.Process `json:"process_list"`
+	ProcessList []GPUProcess `json:"process_list"`
 	// PCIBusID, Links and MIG are what the node read at start: the GPU's
 	// PCI address, how it reaches the node's other GPUs (NVLink, PCIe) and
 	// its MIG mode and instances (nil: no MIG). See gpu.Info.

@@ -2,6 +2,7 @@ package app
 
 import (
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -17,7 +18,10 @@ func hostStats(s agent.Sample) *HostStats {
 	return h
 }
 
-func gpuView(n Node, g gpu.Stats) GPU {
+// gpuView is g as people see it, with who held it and its processes
+// (held).
+func gpuView(n Node, g gpu.Stats, held alloc.Holding) GPU {
+	h := held.GPU(g.UUID)
 	return GPU{
 		Node: n.ID, NodeName: n.Name, Index: g.Index, UUID: g.UUID, Name: g.Name,
 		UtilPercent: g.UtilPercent, MemUtilPercent: g.MemUtilPercent,
@@ -28,8 +32,18 @@ func gpuView(n Node, g gpu.Stats) GPU {
 		Processes: len(g.Processes),
 		Health:    g.Health, HealthReason: g.HealthReason, Throttle: orEmpty(g.Throttle), EnergyMJ: g.EnergyMJ,
 		XIDErrors: g.XIDErrors, ECCUncorrected: g.ECCUncorrected, RetiredPending: g.RetiredPending,
-		Job: g.Job, Holder: g.Holder, ProcessList: orEmpty(g.Processes),
+		Job: h.JobID(), Holder: h.Scheduler(), ProcessList: processViews(g.Processes, held),
 	}
+}
+
+// processViews are ps as people see them, each with who runs it (held).
+func processViews(ps []gpu.Process, held alloc.Holding) []GPUProcess {
+	out := make([]GPUProcess, len(ps))
+	for i, p := range ps {
+		h := held.Proc(p.PID)
+		out[i] = GPUProcess{PID: p.PID, MemBytes: p.MemBytes, Job: h.JobID(), Owner: h.Member, Holder: h.Scheduler()}
+	}
+	return out
 }
 
 // point reduces a sample to what the sparklines draw.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -131,11 +132,12 @@ func TestPoolHistory(t *testing.T) {
 	for _, id := range []string{selfID, mikeID, echoID} {
 		rec := history.NewRecorder(db, id, slog.New(slog.DiscardHandler))
 		recordSeconds(t, rec, t0.Add(-2*time.Second), t0, 2, func(s *agent.Sample) {
-			s.GPUs[0].UtilPercent = 50                        // busy
-			s.GPUs[1].UtilPercent, s.GPUs[1].Job = 0, "job-1" // idle but granted
-			s.GPUs[1].Processes = []gpu.Process{{PID: 42, Job: "job-1"}}
-			if id == mikeID {
-				s.GPUs[1].Job = "" // free
+			s.GPUs[0].UtilPercent = 50 // busy
+			s.GPUs[1].UtilPercent = 0  // idle but granted
+			s.GPUs[1].Processes = []gpu.Process{{PID: 42}}
+			s.Holding.HoldProc(42, alloc.Holder{Kind: alloc.Job, ID: "job-1"})
+			if id != mikeID { // mike's: free
+				s.Holding.HoldGPU(s.GPUs[1].UUID, alloc.Holder{Kind: alloc.Job, ID: "job-1"})
 			}
 		})
 	}

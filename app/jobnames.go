@@ -60,7 +60,7 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 }
 
 // slurmJob is the record of job id that a cluster's agent launched through
-// Slurm and a compute node's GPU names (gpu.Stats.Holder), reading the
+// Slurm and a compute node's GPU names (its sample's holding), reading the
 // cluster agents' jobs into *idx on first use; an empty Job when none.
 func (r *Reader) slurmJob(ctx context.Context, idx *map[string]jobs.Job, id string) (jobs.Job, error) {
 	if *idx == nil {

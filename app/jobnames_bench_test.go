@@ -9,6 +9,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -44,7 +45,7 @@ func BenchmarkNodesHeldGPUs(b *testing.B) {
 			tm := end.Add(-time.Duration(60-s) * time.Second)
 			sm := benchSample(tm, s)
 			for g := range sm.GPUs {
-				sm.GPUs[g].Job = held
+				sm.Holding.HoldGPU(sm.GPUs[g].UUID, alloc.Holder{Kind: alloc.Job, ID: held})
 			}
 			recs = append(recs, store.Record{Kind: history.KindSample1s, Key: fmt.Sprintf("%012d", tm.Unix()), Time: tm, Data: mustMarshal(b, sm)})
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -23,7 +24,9 @@ func TestGPUJobNames(t *testing.T) {
 	j1 := proven(t, olga, olgaID, alphaID, jobs.Job{Name: "train-bert", Spec: jobs.Spec{Image: "img"}})
 	j4 := jobs.Job{ID: "job-4", Name: "unproven", Owner: olgaID} // its node says olga's, with no proof
 	s := testSample(t0, 20, 4)
-	s.GPUs[0].Job, s.GPUs[1].Job, s.GPUs[2].Job, s.GPUs[3].Job = j1.ID, "job-2", "job-3", j4.ID
+	for i, job := range []string{j1.ID, "job-2", "job-3", j4.ID} {
+		s.Holding.HoldGPU(s.GPUs[i].UUID, alloc.Holder{Kind: alloc.Job, ID: job})
+	}
 	putSample(t, db, alphaID, history.KindSample1s, s)
 	putRecord(t, db, alphaID, KindJob, j1.ID, t0, mustJSON(t, j1))
 	putRecord(t, db, alphaID, KindJob, "job-3", t0, mustJSON(t, jobs.Job{ID: j1.ID, Name: "forged", Owner: alphaID}))

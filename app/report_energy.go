@@ -142,7 +142,8 @@ func (r *EnergyRecorder) Record(ctx context.Context, s agent.Sample) error {
 func holdersOf(s agent.Sample) string {
 	var b strings.Builder
 	for _, g := range s.GPUs {
-		fmt.Fprintf(&b, "%d=%s/%s;", g.Index, g.Job, g.Holder)
+		h := s.Holding.GPU(g.UUID)
+		fmt.Fprintf(&b, "%d=%s/%s;", g.Index, h.JobID(), h.Scheduler())
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -21,11 +22,11 @@ func TestEnergyRecorder(t *testing.T) {
 	r := NewEnergyRecorder(db, selfID, slog.New(slog.DiscardHandler))
 	base := t0.Truncate(time.Hour)
 	sample := func(at time.Time, mj uint64) agent.Sample {
-		return agent.Sample{Time: at, GPUs: []gpu.Stats{{Index: 0, EnergyMJ: mj}, {Index: 1}}}
+		return agent.Sample{Time: at, GPUs: []gpu.Stats{{Index: 0, UUID: "GPU-0", EnergyMJ: mj}, {Index: 1, UUID: "GPU-1"}}}
 	}
 	granted := func(at time.Time, mj uint64) agent.Sample {
 		s := sample(at, mj)
-		s.GPUs[0].Job = "job-1"
+		s.Holding.HoldGPU("GPU-0", alloc.Holder{Kind: alloc.Job, ID: "job-1"})
 		return s
 	}
 	for _, s := range []agent.Sample{

@@ -212,7 +212,7 @@ func (r *Reader) node(ctx context.Context, id, name string, sm agent.Sample, ok 
 		n.GPUError = sm.GPUError
 	}
 	for _, g := range sm.GPUs {
-		n.GPUs = append(n.GPUs, withTopology(gpuView(n, g), devices))
+		n.GPUs = append(n.GPUs, withTopology(gpuView(n, g, sm.Holding), devices))
 	}
 	return n, nil
 }

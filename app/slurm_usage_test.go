@@ -11,6 +11,7 @@ import (
 
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/slurm"
 )
@@ -60,18 +61,21 @@ func TestReportCountsSlurmJobs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		gs := []gpu.Stats{{Index: 0}, {Index: 1}, {Index: 2, UtilPercent: 100, Processes: []gpu.Process{{PID: 101}}}, {Index: 3}}
+		gs := []gpu.Stats{{Index: 0, UUID: "GPU-0"}, {Index: 1, UUID: "GPU-1"},
+			{Index: 2, UUID: "GPU-2", UtilPercent: 100, Processes: []gpu.Process{{PID: 101}}}, {Index: 3, UUID: "GPU-3"}}
 		if m.Before(start.Add(30 * time.Minute)) {
 			gs[0].Processes, gs[1].Processes = []gpu.Process{{PID: 100}}, []gpu.Process{{PID: 100}}
 		}
-		procs.Annotate(gs, index.Find)
-		if m.Equal(start) && (gs[0].Job != train.ID || gs[0].Holder != "slurm job 123" || gs[2].Job != "" || gs[2].Holder != "slurm job 77") {
-			t.Fatalf("annotated: %+v", gs)
+		var held alloc.Holding
+		procs.Annotate(gs, &held, index.Find)
+		if g0, g2 := held.GPU("GPU-0"), held.GPU("GPU-2"); m.Equal(start) &&
+			(g0.JobID() != train.ID || g0.Scheduler() != "slurm job 123" || g2.JobID() != "" || g2.Scheduler() != "slurm job 77") {
+			t.Fatalf("annotated: %+v", held)
 		}
-		for _, h := range holds.Observe(m, gs) {
+		for _, h := range holds.Observe(m, gs, held) {
 			putRecord(t, db, compID, KindSlurmHold, h.Key(), m, mustJSON(t, h))
 		}
-		p := history.FromSample(agent.Sample{Time: m, GPUs: gs})
+		p := history.FromSample(agent.Sample{Time: m, GPUs: gs, Holding: held})
 		p.N = 60
 		for i := range p.GPUs {
 			p.GPUs[i].N = 60
@@ -172,12 +176,20 @@ func TestReportSlurmHoldUnprovenOwner(t *testing.T) {
 
 func TestSlurmHoldsObserve(t *testing.T) {
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	held := func(gpus ...int) []gpu.Stats {
-		var gs []gpu.Stats
+	// held is a sample of gpus held by slurm job 5, which runs labpool's
+	// job ("": none).
+	type sample struct {
+		gs   []gpu.Stats
+		held alloc.Holding
+	}
+	held := func(job string, gpus ...int) sample {
+		var s sample
 		for _, i := range gpus {
-			gs = append(gs, gpu.Stats{Index: i, Holder: "slurm job 5"})
+			uuid := fmt.Sprintf("GPU-%d", i)
+			s.gs = append(s.gs, gpu.Stats{Index: i, UUID: uuid})
+			s.held.HoldGPU(uuid, alloc.Holder{Kind: alloc.SlurmJob, ID: "5", Name: "slurm job 5", Job: job})
 		}
-		return gs
+		return s
 	}
 	var hs SlurmHolds
 	type rec struct {
@@ -199,28 +211,28 @@ func TestSlurmHoldsObserve(t *testing.T) {
 	}
 	steps := []struct {
 		m    int
-		gs   []gpu.Stats
+		s    sample
 		want []rec
 	}{
-		{0, held(1, 0), []rec{{"[0 1]", 0, -1, ""}}},
-		{1, held(0, 1), nil},
-		{2, func() []gpu.Stats { gs := held(0, 1); gs[0].Job = "job-a"; return gs }(), []rec{{"[0 1]", 0, -1, "job-a"}}},
-		{3, func() []gpu.Stats { gs := held(0, 1, 2); gs[0].Job = "job-a"; return gs }(), []rec{{"[0 1]", 0, 3, "job-a"}, {"[0 1 2]", 3, -1, "job-a"}}},
-		{4, nil, []rec{{"[0 1 2]", 3, 4, "job-a"}}},
-		{5, nil, nil},
+		{0, held("", 1, 0), []rec{{"[0 1]", 0, -1, ""}}},
+		{1, held("", 0, 1), nil},
+		{2, held("job-a", 0, 1), []rec{{"[0 1]", 0, -1, "job-a"}}},
+		{3, held("job-a", 0, 1, 2), []rec{{"[0 1]", 0, 3, "job-a"}, {"[0 1 2]", 3, -1, "job-a"}}},
+		{4, sample{}, []rec{{"[0 1 2]", 3, 4, "job-a"}}},
+		{5, sample{}, nil},
 	}
 	for _, s := range steps {
-		if g := got(hs.Observe(at(s.m), s.gs)); fmt.Sprint(g) != fmt.Sprint(s.want) {
+		if g := got(hs.Observe(at(s.m), s.s.gs, s.s.held)); fmt.Sprint(g) != fmt.Sprint(s.want) {
 			t.Errorf("minute %d: %v; want %v", s.m, g, s.want)
 		}
 	}
 	// An earlier run's open record: continued while held, ended when not.
 	var again SlurmHolds
 	again.Adopt([]SlurmHold{{Holder: "slurm job 5", GPUs: []int{0}, Start: at(0)}})
-	if out := again.Observe(at(9), held(0)); len(out) != 0 {
-		t.Errorf("adopted and still held: %v", got(out))
+	if h := held("", 0); len(again.Observe(at(9), h.gs, h.held)) != 0 {
+		t.Errorf("adopted and still held: a record written")
 	}
-	if out := got(again.Observe(at(10), nil)); fmt.Sprint(out) != fmt.Sprint([]rec{{"[0]", 0, 10, ""}}) {
+	if out := got(again.Observe(at(10), nil, alloc.Holding{})); fmt.Sprint(out) != fmt.Sprint([]rec{{"[0]", 0, 10, ""}}) {
 		t.Errorf("adopted, then gone: %v", out)
 	}
 }

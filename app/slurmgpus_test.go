@@ -7,6 +7,7 @@ import (
 
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/store"
@@ -19,12 +20,16 @@ func putLive(t *testing.T, db *store.DB, origin string, gs []gpuSays) {
 	t.Helper()
 	s := agent.Sample{Time: idleNow}
 	for i, g := range gs {
-		procs := []gpu.Process{{PID: uint32(100 + i), MemBytes: uint64(i+1) << 30, Job: g.job, Holder: g.holder}}
+		procs := []gpu.Process{{PID: uint32(100 + i), MemBytes: uint64(i+1) << 30}}
+		h := slurmHolder(g.holder, g.job)
+		s.Holding.HoldProc(uint32(100+i), h)
 		if i == 0 {
-			procs = append(procs, gpu.Process{PID: 999, MemBytes: 5 << 30, Holder: "slurm job 9"})
+			procs = append(procs, gpu.Process{PID: 999, MemBytes: 5 << 30})
+			s.Holding.HoldProc(999, alloc.Holder{Kind: alloc.SlurmJob, ID: "9", Name: "slurm job 9"})
 		}
-		s.GPUs = append(s.GPUs, gpu.Stats{Index: i, UUID: "GPU-" + origin + string(rune('0'+i)), Holder: g.holder, Job: g.job,
-			UtilPercent: float64(10 * (i + 1)), Processes: procs})
+		uuid := "GPU-" + origin + string(rune('0'+i))
+		s.GPUs = append(s.GPUs, gpu.Stats{Index: i, UUID: uuid, UtilPercent: float64(10 * (i + 1)), Processes: procs})
+		holdGPU(&s, i, g.holder, g.job)
 	}
 	putRecord(t, db, origin, history.KindLive, "", idleNow, mustJSON(t, s))
 }
@@ -100,7 +105,7 @@ func TestSlurmGPUs(t *testing.T) {
 			if g.UUID != w.UUID || g.Index != w.Index || g.Host != w.Host || g.UtilPercent != w.UtilPercent || g.MemUsedBytes != w.MemUsedBytes {
 				t.Errorf("GPU %d: %+v, want %+v", i, g, w)
 			}
-			if len(g.Processes) != 1 || g.Processes[0].Job != idleJob.ID || g.Processes[0].MemBytes != w.MemUsedBytes {
+			if len(g.Processes) != 1 || g.Processes[0].PID != uint32(100+w.Index) || g.Processes[0].MemBytes != w.MemUsedBytes {
 				t.Errorf("GPU %d: processes %+v, want the job's one", i, g.Processes)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/sync/schema"
 )
@@ -20,7 +21,7 @@ const KindSlurmHold = schema.KindSlurmHold
 // SlurmHold is one Slurm job holding GPUs of the compute node that writes
 // it, over one stretch.
 type SlurmHold struct {
-	Holder string     `json:"holder"`          // "slurm job 123" (gpu.Stats.Holder)
+	Holder string     `json:"holder"`          // "slurm job 123" (alloc.Holder.Name)
 	Job    string     `json:"job,omitempty"`   // labpool's job, when labpool launched it
 	Owner  string     `json:"owner,omitempty"` // that job's owner (device ID)
 	GPUs   []int      `json:"gpus"`            // the GPUs it held, by index
@@ -32,7 +33,7 @@ type SlurmHold struct {
 func (h SlurmHold) Key() string { return fmt.Sprintf("%s@%d", h.Holder, h.Start.Unix()) }
 
 // SlurmHolds follows the Slurm jobs holding a compute node's GPUs from one
-// annotated sample to the next (see slurm.Procs.Annotate) and says which
+// sample to the next (who holds them: slurm.Procs.Annotate) and says which
 // records to write. The sampling loop owns it: it is not safe for
 // concurrent use.
 type SlurmHolds struct {
@@ -52,14 +53,15 @@ func (t *SlurmHolds) Adopt(hs []SlurmHold) {
 	}
 }
 
-// Observe returns the records to write after sample gs taken at now: a job
-// first seen, one whose GPUs changed (the old stretch ends, a new one
-// starts), one whose labpool job became known, one gone (ended at now).
-func (t *SlurmHolds) Observe(now time.Time, gs []gpu.Stats) []SlurmHold {
+// Observe returns the records to write after sample gs taken at now, held
+// as held says: a job first seen, one whose GPUs changed (the old stretch
+// ends, a new one starts), one whose labpool job became known, one gone
+// (ended at now).
+func (t *SlurmHolds) Observe(now time.Time, gs []gpu.Stats, held alloc.Holding) []SlurmHold {
 	if t.open == nil {
 		t.open = map[string]SlurmHold{}
 	}
-	cur := holdsOf(gs)
+	cur := holdsOf(gs, held)
 	var out []SlurmHold
 	for _, holder := range slices.Sorted(maps.Keys(t.open)) {
 		h := t.open[holder]
@@ -88,24 +90,26 @@ func (t *SlurmHolds) Observe(now time.Time, gs []gpu.Stats) []SlurmHold {
 	return out
 }
 
-// holdsOf is what each Slurm job holds in one sample: its GPUs, sorted,
-// and labpool's job and owner when known.
-func holdsOf(gs []gpu.Stats) map[string]SlurmHold {
+// holdsOf is what each Slurm job holds in one sample (who held what:
+// held): its GPUs, sorted, and labpool's job and owner when known.
+func holdsOf(gs []gpu.Stats, held alloc.Holding) map[string]SlurmHold {
 	cur := map[string]SlurmHold{}
 	for _, g := range gs {
-		if g.Holder == "" {
+		gh := held.GPU(g.UUID)
+		holder := gh.Scheduler()
+		if holder == "" {
 			continue
 		}
-		h := cur[g.Holder]
-		h.Holder = g.Holder
+		h := cur[holder]
+		h.Holder = holder
 		h.GPUs = append(h.GPUs, g.Index)
-		h.Job = cmpOr(h.Job, g.Job)
+		h.Job = cmpOr(h.Job, gh.JobID())
 		for _, p := range g.Processes {
-			if p.Holder == g.Holder && p.Job == h.Job {
-				h.Owner = cmpOr(h.Owner, p.Owner)
+			if ph := held.Proc(p.PID); ph.Scheduler() == holder && ph.JobID() == h.Job {
+				h.Owner = cmpOr(h.Owner, ph.Member)
 			}
 		}
-		cur[g.Holder] = h
+		cur[holder] = h
 	}
 	for k, h := range cur {
 		slices.Sort(h.GPUs)

@@ -158,7 +158,7 @@ func heldGPUs(s *agent.Sample, j jobs.Job) []gpu.Stats {
 	holder := slurm.HolderName(j.Container)
 	var held []gpu.Stats
 	for _, g := range s.GPUs {
-		if g.Holder == holder && g.Job == j.ID {
+		if h := s.Holding.GPU(g.UUID); h.Scheduler() == holder && h.JobID() == j.ID {
 			held = append(held, g)
 		}
 	}
@@ -194,7 +194,7 @@ func (x *SlurmIdle) gpusAt(ctx context.Context, now time.Time, j jobs.Job) []job
 		for _, g := range heldGPUs(&s, j) {
 			gs := jobs.GPUStats{UUID: g.UUID, Index: g.Index, Host: j.Hosts[i], UtilPercent: g.UtilPercent, Processes: []gpu.Process{}}
 			for _, p := range g.Processes {
-				if p.Holder == holder && p.Job == j.ID {
+				if h := s.Holding.Proc(p.PID); h.Scheduler() == holder && h.JobID() == j.ID {
 					gs.MemUsedBytes += p.MemBytes
 					gs.Processes = append(gs.Processes, p)
 				}

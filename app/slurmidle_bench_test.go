@@ -36,7 +36,8 @@ func BenchmarkSlurmIdle(b *testing.B) {
 			j := jobs.Job{ID: fmt.Sprintf("job-%d-%d", n, g), Executor: "slurm", Container: fmt.Sprint(1000 + n*8 + g), State: jobs.Running, Hosts: []string{name}}
 			js = append(js, j)
 			gs = append(gs, gpuSays{"slurm job " + j.Container, j.ID, 0})
-			s.GPUs = append(s.GPUs, gpu.Stats{Index: g, UUID: fmt.Sprintf("GPU-%s-%d", id, g), Holder: "slurm job " + j.Container, Job: j.ID, UtilPercent: 1})
+			s.GPUs = append(s.GPUs, gpu.Stats{Index: g, UUID: fmt.Sprintf("GPU-%s-%d", id, g), UtilPercent: 1})
+			holdGPU(&s, g, "slurm job "+j.Container, j.ID)
 		}
 		sample[id] = s
 		putGPUs(b, db, id, gs, func(_, _ int) float64 { return 1 })

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
@@ -37,6 +39,23 @@ type gpuSays struct {
 	util        float64
 }
 
+// slurmHolder is the Slurm job holder ("slurm job 123", "": none) that
+// runs labpool's job ("": none of labpool's).
+func slurmHolder(holder, job string) alloc.Holder {
+	if holder == "" {
+		return alloc.Holder{}
+	}
+	return alloc.Holder{Kind: alloc.SlurmJob, ID: strings.TrimPrefix(holder, "slurm job "), Name: holder, Job: job}
+}
+
+// holdGPU records in s that its GPU i is held by the Slurm job holder,
+// which runs labpool's job.
+func holdGPU(s *agent.Sample, i int, holder, job string) {
+	if h := slurmHolder(holder, job); h.Held() {
+		s.Holding.HoldGPU(s.GPUs[i].UUID, h)
+	}
+}
+
 // putHost stores machine origin's node record, with its host name.
 func putHost(t testing.TB, db *store.DB, origin, hostname string) {
 	t.Helper()
@@ -56,7 +75,8 @@ func putGPUs(t testing.TB, db *store.DB, origin string, gs []gpuSays, util func(
 	sample := func(tm time.Time, sec int) agent.Sample {
 		s := agent.Sample{Time: tm}
 		for i, g := range gs {
-			s.GPUs = append(s.GPUs, gpu.Stats{Index: i, UUID: "GPU-" + origin + string(rune('0'+i)), Holder: g.holder, Job: g.job, UtilPercent: util(sec, i)})
+			s.GPUs = append(s.GPUs, gpu.Stats{Index: i, UUID: "GPU-" + origin + string(rune('0'+i)), UtilPercent: util(sec, i)})
+			holdGPU(&s, i, g.holder, g.job)
 		}
 		return s
 	}
@@ -285,7 +305,8 @@ func TestSlurmIdleFollowsNewSamples(t *testing.T) {
 	second := func(origin string, tm time.Time, util float64) {
 		s := agent.Sample{Time: tm}
 		for i, g := range holding {
-			s.GPUs = append(s.GPUs, gpu.Stats{Index: i, Holder: g.holder, Job: g.job, UtilPercent: util})
+			s.GPUs = append(s.GPUs, gpu.Stats{Index: i, UUID: fmt.Sprint("GPU-", i), UtilPercent: util})
+			holdGPU(&s, i, g.holder, g.job)
 		}
 		putRecord(t, db, origin, history.KindSample1s, history.Key(tm), tm, history.Encode(history.FromSample(s)))
 	}

@@ -152,10 +152,10 @@ func TestGPUNamesSlurmJob(t *testing.T) {
 	db := slurmFixture(t)
 	putNode(t, db, compID, NodeRecord{Info: agent.Info{ID: compID, Name: "node1"}})
 	s := testSample(t0, 20, 4)
-	s.GPUs[0].Job, s.GPUs[0].Holder = trainJob().ID, "slurm job 123"
-	s.GPUs[1].Holder = "slurm job 77"
-	s.GPUs[2].Job, s.GPUs[2].Holder = "job-plain", "slurm job 123" // not a cluster agent's: no name
-	s.GPUs[3].Job, s.GPUs[3].Holder = "job-noproof", "slurm job 126"
+	holdGPU(&s, 0, "slurm job 123", trainJob().ID)
+	holdGPU(&s, 1, "slurm job 77", "")
+	holdGPU(&s, 2, "slurm job 123", "job-plain") // not a cluster agent's: no name
+	holdGPU(&s, 3, "slurm job 126", "job-noproof")
 	putSample(t, db, compID, history.KindSample1s, s)
 	svc := newService(t, db, Self{ID: selfID, ShortID: shortID(selfID), Name: "zeta"}, fakeLive{compID: true}, nil)
 	gpus, err := svc.GPUs(context.Background())

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app/history"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
@@ -74,20 +75,20 @@ func NewSlurmWatch(ctx context.Context, root string, db SlurmHoldStore, sj *Slur
 	return s
 }
 
-// Annotate names the Slurm jobs of one GPU sample's processes and GPUs
-// (after the job manager named its own), queues the holds that changed for
+// Annotate names in held the Slurm jobs of one GPU sample's processes and
+// GPUs (after the job manager named its own), queues the holds that changed for
 // Run to write, and warns of a Slurm job idle past the idle reclaim
 // policy: a compute node never stops one. It never waits for the store.
-func (s *SlurmWatch) Annotate(taken time.Time, gs []gpu.Stats) {
-	s.procs.Annotate(gs, s.jobs.Find)
-	hs := s.holds.Observe(taken, gs)
+func (s *SlurmWatch) Annotate(taken time.Time, gs []gpu.Stats, held *alloc.Holding) {
+	s.procs.Annotate(gs, held, s.jobs.Find)
+	hs := s.holds.Observe(taken, gs, *held)
 	prune := taken.Sub(s.pruned) >= time.Hour
 	if prune {
 		s.pruned = taken
 	}
 	s.out.add(taken, hs, prune)
 	p := s.policy()
-	for _, w := range s.idle.Observe(taken, gs, time.Duration(p.IdleReclaimSeconds)*time.Second, p.IdleBelowPercent) {
+	for _, w := range s.idle.Observe(taken, gs, *held, time.Duration(p.IdleReclaimSeconds)*time.Second, p.IdleBelowPercent) {
 		s.log.Warn("idle reclaim policy: a Slurm job's GPUs are idle; not stopped: a compute node does not stop Slurm jobs, its cluster does",
 			"holder", w.Holder, "job", w.Job, "owner", w.Owner, "gpus", w.GPUs, "idle_since", w.Since)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
@@ -61,10 +62,19 @@ func (s *slowStore) written() (calls int, keys []string) {
 	return s.calls, append([]string(nil), s.keys...)
 }
 
-// heldGPU is one GPU that a new Slurm job holds at each sample.
+// heldGPU is one GPU that a new Slurm job holds at each sample (as the
+// compute node's process table would say: annotate).
 type heldGPU struct {
 	mu    sync.Mutex // guards taken
 	taken []time.Time
+}
+
+// annotate names the GPU's holder in held: the Slurm job of the latest
+// sample.
+func (g *heldGPU) annotate(held *alloc.Holding) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held.HoldGPU("GPU-0", alloc.Holder{Kind: alloc.SlurmJob, Name: fmt.Sprintf("slurm job %d", len(g.taken))})
 }
 
 func (g *heldGPU) Devices() []gpu.Info { return []gpu.Info{{Index: 0, UUID: "GPU-0"}} }
@@ -73,7 +83,7 @@ func (g *heldGPU) Sample(context.Context) ([]gpu.Stats, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.taken = append(g.taken, time.Now())
-	return []gpu.Stats{{Index: 0, UUID: "GPU-0", Holder: fmt.Sprintf("slurm job %d", len(g.taken))}}, nil
+	return []gpu.Stats{{Index: 0, UUID: "GPU-0"}}, nil
 }
 
 // wantKeys is what the samples taken so far make the store hold, in order:
@@ -113,7 +123,10 @@ func TestTickDoesNotWaitOnSlowStore(t *testing.T) {
 		sp := NewSlurmWatch(t.Context(), t.TempDir(), st, NewSlurmJobs(db), "self", func() jobs.Policy { return jobs.Policy{} }, log)
 		gpus := &heldGPU{}
 		acfg := agent.DefaultConfig()
-		acfg.Annotate = sp.Annotate
+		acfg.Annotate = func(taken time.Time, gs []gpu.Stats, held *alloc.Holding) {
+			gpus.annotate(held)
+			sp.Annotate(taken, gs, held)
+		}
 		tel := agent.New(acfg, gpus, quietHost{}, log)
 		samples, unsubscribe := tel.Subscribe()
 		defer unsubscribe()
@@ -125,7 +138,7 @@ func TestTickDoesNotWaitOnSlowStore(t *testing.T) {
 		for i := range 10 {
 			select {
 			case s := <-samples:
-				if want := fmt.Sprintf("slurm job %d", i+1); len(s.GPUs) != 1 || s.GPUs[0].Holder != want {
+				if want := fmt.Sprintf("slurm job %d", i+1); len(s.GPUs) != 1 || s.Holding.GPU("GPU-0").Scheduler() != want {
 					t.Fatalf("sample %d: %+v; want its GPU held by %s", i, s.GPUs, want)
 				}
 			case <-time.After(2 * time.Second):

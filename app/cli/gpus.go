@@ -144,7 +144,7 @@ func jobLabel(g app.GPU) string {
 
 // processOwner says whose a GPU process is: "job NAME (owner)", or
 // "outside labpool".
-func processOwner(g app.GPU, p gpu.Process) string {
+func processOwner(g app.GPU, p app.GPUProcess) string {
 	switch {
 	case p.Job == "" && p.Holder != "":
 		return p.Holder // a Slurm job labpool did not launch

@@ -5,17 +5,16 @@ import (
 	"testing"
 
 	"github.com/labpool/labpool/app"
-	"github.com/labpool/labpool/node/gpu"
 )
 
 func TestWriteGPUsHealth(t *testing.T) {
 	gpus := []app.GPU{
 		{NodeName: "gpu1", Index: 0, Name: "NVIDIA H100 80GB HBM3", Health: "ok", Job: "7e82623a8db42109",
 			JobName: "train-bert", JobOwner: "PKPK-MOXV-" + strings.Repeat("A", 40), JobOwnerName: "alice",
-			ProcessList: []gpu.Process{{PID: 4242, MemBytes: 20 << 30, Job: "7e82623a8db42109", Owner: "PKPK-MOXV"}}},
+			ProcessList: []app.GPUProcess{{PID: 4242, MemBytes: 20 << 30, Job: "7e82623a8db42109", Owner: "PKPK-MOXV"}}},
 		{NodeName: "gpu1", Index: 2, Name: "NVIDIA H100 80GB HBM3", Health: "quarantined", HealthReason: "XID 79 (GPU has fallen off the bus)"},
 		{NodeName: "gpu1", Index: 3, Name: "NVIDIA H100 80GB HBM3", Health: "warning", HealthReason: "throttled: hw_thermal_slowdown",
-			ProcessList: []gpu.Process{{PID: 99, MemBytes: 1 << 30}}},
+			ProcessList: []app.GPUProcess{{PID: 99, MemBytes: 1 << 30}}},
 		{NodeName: "old", Index: 0, Name: "NVIDIA T4"}, // a daemon older than health
 		// A job whose record has not arrived: its short ID.
 		{NodeName: "old", Index: 1, Name: "NVIDIA T4", Job: "0123456789abcdef0123"},

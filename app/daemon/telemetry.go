@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/node/jobs"
@@ -42,9 +43,9 @@ func openTelemetry(cfg Config, self peer.ID, name string, gpus *gpu.Sampler, jm 
 	acfg := agent.DefaultConfig()
 	acfg.Interval = cfg.SampleInterval
 	acfg.ID, acfg.Name, acfg.Version = self.String(), name, cfg.Version
-	acfg.Annotate = func(taken time.Time, gs []gpu.Stats) {
-		jm.AnnotateGPUs(taken, gs)
-		sp.Annotate(taken, gs)
+	acfg.Annotate = func(taken time.Time, gs []gpu.Stats, held *alloc.Holding) {
+		jm.AnnotateGPUs(taken, gs, held)
+		sp.Annotate(taken, gs, held)
 	}
 	acfg.DevicesChanged = jm.Ledger().SetTopology
 	return agent.New(acfg, gpus, host.NewSampler(host.DefaultConfig()), log)

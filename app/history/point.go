@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 )
@@ -76,31 +77,28 @@ const (
 	stateIdleGranted
 )
 
-// gpuState says whether g is busy, idle but granted, or free.
-func gpuState(g gpu.Stats) int {
-	if g.UtilPercent >= BusyPercent || outsideProcess(g) {
+// gpuState says whether g is busy, idle but granted, or free, by who held
+// it and its processes (held).
+func gpuState(g gpu.Stats, held alloc.Holding) int {
+	if g.UtilPercent >= BusyPercent || outsideProcess(g, held) {
 		return stateBusy
 	}
-	if granted(g) {
-		return stateIdleGranted
+	if held.GPU(g.UUID).Held() {
+		return stateIdleGranted // a job holds it: one of labpool's, or a Slurm job on a compute node
 	}
 	return stateFree
 }
 
-// outsideProcess reports whether a process outside labpool (no job) uses
-// g; one in a Slurm job (Holder) is the job's, which holds the GPU.
-func outsideProcess(g gpu.Stats) bool {
+// outsideProcess reports whether a process outside labpool (held by no
+// one) uses g; one in a Slurm job is the job's, which holds the GPU.
+func outsideProcess(g gpu.Stats, held alloc.Holding) bool {
 	for _, p := range g.Processes {
-		if p.Job == "" && p.Holder == "" {
+		if !held.Proc(p.PID).Held() {
 			return true
 		}
 	}
 	return false
 }
-
-// granted reports whether a job holds g: one of labpool's, or a Slurm job
-// on a compute node (gpu.Stats.Holder).
-func granted(g gpu.Stats) bool { return g.Job != "" || g.Holder != "" }
 
 // FromSample is the point of one sample.
 func FromSample(s agent.Sample) Point {
@@ -111,7 +109,7 @@ func FromSample(s agent.Sample) Point {
 	for i, g := range s.GPUs {
 		gp := GPUPoint{Index: g.Index, N: 1, M: [nGPUMetrics]Agg{one(g.UtilPercent), one(g.MemUtilPercent),
 			one(float64(g.MemUsedBytes)), one(g.TempC), one(g.PowerW), one(float64(g.SMClockMHz)), one(float64(g.MemClockMHz))}}
-		switch gpuState(g) {
+		switch gpuState(g, s.Holding) {
 		case stateBusy:
 			gp.Busy = 1
 		case stateIdleGranted:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -96,13 +97,21 @@ func shapeOf(s agent.Sample) string {
 		fmt.Fprintf(&b, "%s:%d,", d.Mount, d.TotalBytes)
 	}
 	for _, g := range s.GPUs {
-		fmt.Fprintf(&b, "|%d %s %s %d %v %s %s %d %d %v %s %s %s", g.Index, g.UUID, g.Name, g.MemTotalBytes, g.PowerLimitW,
-			g.Health, g.HealthReason, g.XIDErrors, g.ECCUncorrected, g.RetiredPending, g.Job, g.Error, g.Holder)
+		fmt.Fprintf(&b, "|%d %s %s %d %v %s %s %d %d %v %s %s", g.Index, g.UUID, g.Name, g.MemTotalBytes, g.PowerLimitW,
+			g.Health, g.HealthReason, g.XIDErrors, g.ECCUncorrected, g.RetiredPending, holderShape(s.Holding.GPU(g.UUID)), g.Error)
 		for _, pr := range g.Processes {
-			fmt.Fprintf(&b, " %d/%s/%s/%s", pr.PID, pr.Job, pr.Owner, pr.Holder)
+			fmt.Fprintf(&b, " %d/%s", pr.PID, holderShape(s.Holding.Proc(pr.PID)))
 		}
 	}
 	return b.String()
+}
+
+// holderShape is h in shapeOf: its kind, IDs and member.
+func holderShape(h alloc.Holder) string {
+	if !h.Held() {
+		return ""
+	}
+	return string(h.Kind) + ":" + h.ID + ":" + h.Job + ":" + h.Member
 }
 
 func record(kind string, p Point) store.Record {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -243,9 +244,12 @@ func TestRecorderLive(t *testing.T) {
 	}{
 		{at(12, 0, 0), nil, at(12, 0, 0)},
 		{at(12, 0, 1), nil, at(12, 0, 0)}, // figures only
-		{at(12, 0, 2), func(s *agent.Sample) { s.GPUs[1].Job = "job-1" }, at(12, 0, 2)},
-		{at(12, 0, 3), func(s *agent.Sample) { s.GPUs[1].Job = "job-1"; s.Host.Load1 = 99 }, at(12, 0, 2)},
-		{at(12, 0, 32), func(s *agent.Sample) { s.GPUs[1].Job = "job-1" }, at(12, 0, 32)}, // LiveEvery
+		{at(12, 0, 2), func(s *agent.Sample) { s.Holding.HoldGPU(s.GPUs[1].UUID, alloc.Holder{Kind: alloc.Job, ID: "job-1"}) }, at(12, 0, 2)},
+		{at(12, 0, 3), func(s *agent.Sample) {
+			s.Holding.HoldGPU(s.GPUs[1].UUID, alloc.Holder{Kind: alloc.Job, ID: "job-1"})
+			s.Host.Load1 = 99
+		}, at(12, 0, 2)},
+		{at(12, 0, 32), func(s *agent.Sample) { s.Holding.HoldGPU(s.GPUs[1].UUID, alloc.Holder{Kind: alloc.Job, ID: "job-1"}) }, at(12, 0, 32)}, // LiveEvery
 		{at(12, 0, 33), func(s *agent.Sample) { s.GPUs = s.GPUs[:1] }, at(12, 0, 33)},
 	}
 	for _, st := range steps {

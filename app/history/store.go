@@ -181,12 +181,13 @@ func (s *Store) live(ctx context.Context, node string) (agent.Sample, bool) {
 }
 
 // withDetails gives s, a sample of figures only, what live says beyond
-// them: totals, names, processes, health, the GPU error.
+// them: totals, names, processes and who holds them, health, the GPU
+// error.
 func withDetails(s, live agent.Sample) agent.Sample {
 	if len(s.GPUs) > 0 && s.GPUs[0].UUID != "" {
 		return s // a full sample (an older version's 1 s record)
 	}
-	s.GPUError = live.GPUError
+	s.GPUError, s.Holding = live.GPUError, live.Holding
 	s.Host.Load1, s.Host.Load5, s.Host.Load15 = live.Host.Load1, live.Host.Load5, live.Host.Load15
 	s.Host.Disks = live.Host.Disks
 	s = withTotals(s, live)

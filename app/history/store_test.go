@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/gpu"
 )
 
 func TestTier(t *testing.T) {
@@ -70,5 +73,34 @@ func TestStoreLatestLiveOrNewer(t *testing.T) {
 	if !s.Time.Equal(newer.Time) || s.Host.CPUPercent != 9 || s.GPUs[1].UtilPercent != 10 || s.GPUs[1].UUID != "GPU-b" ||
 		s.GPUs[1].MemTotalBytes != 10_000 || s.Host.MemTotalBytes != 100_000 {
 		t.Errorf("Latest = %+v, want the newer 1 s figures with the live record's names and totals", s)
+	}
+}
+
+// TestStoreLatestKeepsHolding: a newer 1 s record (figures only) takes
+// who holds the GPUs and their processes from the live record, as it
+// takes its processes: the machine view names the job's process.
+func TestStoreLatestKeepsHolding(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	r := NewRecorder(db, selfID, slog.New(slog.DiscardHandler))
+	s := testSample(t0, 5, 2)
+	s.GPUs[1].Processes = []gpu.Process{{PID: 42, MemBytes: 1 << 30}}
+	job := alloc.Holder{Kind: alloc.Job, ID: "job-1", Member: "alice"}
+	s.Holding.HoldGPU(s.GPUs[1].UUID, job)
+	s.Holding.HoldProc(42, job)
+	if err := r.Record(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	newer := testSample(t0.Add(time.Second), 9, 2)
+	if _, err := db.Append(ctx, selfID, KindSample1s, Key(newer.Time), newer.Time, Encode(FromSample(newer))); err != nil {
+		t.Fatal(err)
+	}
+	got, err := NewStore(db).Latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := got[selfID]
+	if !l.Time.Equal(newer.Time) || l.Holding.GPU("GPU-b") != job || l.Holding.Proc(42) != job {
+		t.Errorf("Latest at %v holds %+v; want the newer figures with the live record's holding", l.Time, l.Holding)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -208,10 +209,12 @@ func TestPoolStates(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
 	s := testSample(at(12, 0, 0), 0, 4)
-	s.GPUs[0].UtilPercent = 50                                                        // busy
-	s.GPUs[1].UtilPercent, s.GPUs[1].Job = 1, "job-1"                                 // idle but granted
-	s.GPUs[2].UtilPercent, s.GPUs[2].Processes = 1, []gpu.Process{{PID: 7}}           // busy: a process outside labpool
-	s.GPUs[3].UtilPercent, s.GPUs[3].Processes = 0, []gpu.Process{{PID: 8, Job: "x"}} // free: a labpool process, no grant
+	s.GPUs[0].UtilPercent = 50 // busy
+	s.GPUs[1].UtilPercent = 1  // idle but granted
+	s.Holding.HoldGPU(s.GPUs[1].UUID, alloc.Holder{Kind: alloc.Job, ID: "job-1"})
+	s.GPUs[2].UtilPercent, s.GPUs[2].Processes = 1, []gpu.Process{{PID: 7}} // busy: a process outside labpool
+	s.GPUs[3].UtilPercent, s.GPUs[3].Processes = 0, []gpu.Process{{PID: 8}} // free: a labpool process, no grant
+	s.Holding.HoldProc(8, alloc.Holder{Kind: alloc.Job, ID: "x"})
 	s2 := s
 	s2.Time = at(12, 0, 1)
 	s2.GPUs = append([]gpu.Stats(nil), s.GPUs...)

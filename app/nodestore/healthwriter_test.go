@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -59,7 +60,7 @@ func TestQuarantineDoesNotWaitOnSlowStore(t *testing.T) {
 		annotated := make(chan struct{})
 		go func() {
 			for i, uuid := range []string{"GPU-0", "GPU-1"} {
-				m.AnnotateGPUs(time.Now(), []gpu.Stats{{Index: i, UUID: uuid, Health: gpu.HealthQuarantined, HealthReason: "xid 79"}})
+				m.AnnotateGPUs(time.Now(), []gpu.Stats{{Index: i, UUID: uuid, Health: gpu.HealthQuarantined, HealthReason: "xid 79"}}, &alloc.Holding{})
 				time.Sleep(time.Second)
 			}
 			close(annotated)

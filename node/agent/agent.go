@@ -18,6 +18,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 )
@@ -52,6 +53,9 @@ type Sample struct {
 	Host     host.Stats  `json:"host"`
 	GPUs     []gpu.Stats `json:"gpus"`
 	GPUError string      `json:"gpu_error,omitempty"` // why GPUs is empty or stale, e.g. "no NVIDIA GPU found"
+	// Holding is who holds the GPUs and their processes when the sample
+	// was taken: the readings carry hardware only (holding.go).
+	Holding alloc.Holding `json:"holding,omitzero"`
 }
 
 // Info is what changes rarely about this machine.
@@ -80,9 +84,10 @@ type Config struct {
 	// empty means gpu.ErrNoDriver's message.
 	GPUError string
 	// Annotate, when set, completes each GPU reading before it is
-	// published (the job manager: quarantines, the job holding each GPU,
-	// the job of each process). taken is when the sample began.
-	Annotate func(taken time.Time, gpus []gpu.Stats)
+	// published (the job manager: quarantines) and says in held who holds
+	// each GPU and process (Sample.Holding). taken is when the sample
+	// began.
+	Annotate func(taken time.Time, gpus []gpu.Stats, held *alloc.Holding)
 	// DevicesChanged, when set, hears every GPU (Info.GPUs) when they
 	// changed since the last sample: one appeared or was lost, MIG changed
 	// (a GPUSource with DevicesGeneration says so). It must not block.

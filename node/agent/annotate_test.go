@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/gpu/gputest"
 )
@@ -24,9 +25,10 @@ func TestAnnotate(t *testing.T) {
 		defer g.Close()
 		cfg := DefaultConfig()
 		var taken []time.Time
-		cfg.Annotate = func(at time.Time, gs []gpu.Stats) {
+		cfg.Annotate = func(at time.Time, gs []gpu.Stats, held *alloc.Holding) {
 			taken = append(taken, at)
-			gs[1].Job, gs[1].Health = "job-1", gpu.HealthQuarantined
+			gs[1].Health = gpu.HealthQuarantined
+			held.HoldGPU(gs[1].UUID, alloc.Holder{Kind: alloc.Job, ID: "job-1"})
 		}
 		tel := New(cfg, g, &fakeHost{}, discard())
 		stop := start(t, tel)
@@ -36,11 +38,11 @@ func TestAnnotate(t *testing.T) {
 		if !ok || len(taken) == 0 || !s.Time.Equal(taken[len(taken)-1]) {
 			t.Fatalf("Annotate called at %v; latest sample at %v (%v)", taken, s.Time, ok)
 		}
-		if s.GPUs[1].Job != "job-1" || s.GPUs[1].Health != gpu.HealthQuarantined || s.GPUs[0].Job != "" {
-			t.Errorf("published GPUs: %+v", s.GPUs)
+		if s.Holding.GPU(s.GPUs[1].UUID).JobID() != "job-1" || s.GPUs[1].Health != gpu.HealthQuarantined || s.Holding.GPU(s.GPUs[0].UUID).Held() {
+			t.Errorf("published GPUs: %+v, held %+v", s.GPUs, s.Holding)
 		}
 
-		cfg.Annotate = func(time.Time, []gpu.Stats) { t.Error("Annotate called without GPUs") }
+		cfg.Annotate = func(time.Time, []gpu.Stats, *alloc.Holding) { t.Error("Annotate called without GPUs") }
 		tel = New(cfg, nil, &fakeHost{}, discard())
 		stop = start(t, tel)
 		time.Sleep(10 * time.Millisecond)

@@ -139,7 +139,7 @@ func (t *Telemetry) tick(ctx context.Context) {
 	t.logChange("host", err)
 	s.GPUs, s.GPUError = t.sampleGPUs(ctx)
 	if t.cfg.Annotate != nil && len(s.GPUs) > 0 {
-		t.cfg.Annotate(s.Time, s.GPUs)
+		t.cfg.Annotate(s.Time, s.GPUs, &s.Holding)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -20,12 +21,11 @@ func TestIdleSlurmJobs(t *testing.T) {
 		rule := Rule{ID: RuleIdleGranted, Metric: MetricGrantedUtil, Op: "<", Threshold: 5, ForSeconds: 1800, Severity: Warning, Enabled: true}
 		r := newRigWith(t, namedInputs{&fakeInputs{grants: map[string]string{}}}, rule)
 		idle := func() agent.Sample {
+			s123 := alloc.Holder{Kind: alloc.SlurmJob, ID: "123", Name: "slurm job 123", Job: job}
 			return agent.Sample{Time: time.Now(), GPUs: []gpu.Stats{
-				{Index: 0, UUID: "GPU-0", Job: job, Holder: "slurm job 123"},
-				{Index: 1, UUID: "GPU-1", Job: job, Holder: "slurm job 123"},
-				{Index: 2, UUID: "GPU-2", Holder: "slurm job 77"},
-				{Index: 3, UUID: "GPU-3"},
-			}}
+				{Index: 0, UUID: "GPU-0"}, {Index: 1, UUID: "GPU-1"}, {Index: 2, UUID: "GPU-2"}, {Index: 3, UUID: "GPU-3"},
+			}, Holding: alloc.Holding{GPUs: map[string]alloc.Holder{"GPU-0": s123, "GPU-1": s123,
+				"GPU-2": {Kind: alloc.SlurmJob, ID: "77", Name: "slurm job 77"}}}}
 		}
 		r.feed(31*time.Minute, idle)
 		as := r.sink.all()

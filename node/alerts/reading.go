@@ -36,7 +36,8 @@ type GPUReading struct {
 	JobName        string   // that job's name and its owner's, for messages ("" when unknown)
 	OwnerName      string
 	// Holder is who holds the GPU by a scheduler's word ("slurm job 123"),
-	// with Job when labpool launched it, alone when not (gpu.Stats.Holder).
+	// with Job when labpool launched it, alone when not (the sample's
+	// holding: alloc.Holder.Scheduler).
 	Holder string
 }
 
@@ -103,9 +104,11 @@ func ReadingOf(s agent.Sample, grants map[string]string, folders []Folder) Readi
 	}
 	for _, g := range s.GPUs {
 		gr := GPUReading{Index: g.Index, UUID: g.UUID, TempC: g.TempC, UtilPercent: g.UtilPercent, PowerW: g.PowerW,
-			Health: g.Health, HealthReason: g.HealthReason, Throttle: g.Throttle, Job: grants[g.UUID], Holder: g.Holder}
+			Health: g.Health, HealthReason: g.HealthReason, Throttle: g.Throttle, Job: grants[g.UUID]}
+		h := s.Holding.GPU(g.UUID)
+		gr.Holder = h.Scheduler()
 		if gr.Job == "" {
-			gr.Job = g.Job
+			gr.Job = h.JobID()
 		}
 		if g.MemTotalBytes > 0 {
 			gr.MemUsedPercent = 100 * float64(g.MemUsedBytes) / float64(g.MemTotalBytes)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 )
@@ -18,8 +19,9 @@ func TestReadingOf(t *testing.T) {
 		GPUs: []gpu.Stats{
 			{Index: 0, UUID: "GPU-a", UtilPercent: 3, TempC: 88, PowerW: 300, MemUsedBytes: 40, MemTotalBytes: 80,
 				Health: gpu.HealthQuarantined, HealthReason: "XID 79", Throttle: []string{"hw_thermal_slowdown"}},
-			{Index: 1, UUID: "GPU-b", Job: "from-sample"},
-		}}
+			{Index: 1, UUID: "GPU-b"},
+		},
+		Holding: alloc.Holding{GPUs: map[string]alloc.Holder{"GPU-b": {Kind: alloc.Job, ID: "from-sample"}}}}
 	got := ReadingOf(s, map[string]string{"GPU-a": "job1"}, []Folder{{"big", "/data/sets"}, {"root", "/srv/x"}, {"d2", "/data2"}})
 	want := Reading{Time: now, CPUPercent: 12, MemPercent: 25,
 		GPUs: []GPUReading{

@@ -74,6 +74,9 @@ type Holder struct {
 	ID     string     `json:"id,omitempty"`     // job ID, reservation ID, Slurm job ID
 	Member string     `json:"member,omitempty"` // the member it is for (device ID)
 	Name   string     `json:"name,omitempty"`   // for people: job name, "slurm job 123"
+	// Job is the labpool job a Slurm job runs, when labpool launched it
+	// through a cluster's agent (Kind SlurmJob only).
+	Job string `json:"job,omitempty"`
 }
 
 // Same reports whether h and o are one holder.

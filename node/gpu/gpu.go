@@ -76,7 +76,8 @@ type Info struct {
 	MIG      *MIG   `json:"mig,omitempty"`
 }
 
-// Stats is one reading of one GPU.
+// Stats is one reading of one GPU. It carries hardware only: who holds
+// the GPU and its processes travels beside it (agent.Sample.Holding).
 type Stats struct {
 	Index          int       `json:"index"`
 	UUID           string    `json:"uuid"`
@@ -108,13 +109,6 @@ type Stats struct {
 	XIDErrors      uint64   `json:"xid_errors"`      // XID events seen since the sampler started
 	ECCUncorrected uint64   `json:"ecc_uncorrected"` // volatile uncorrectable ECC errors
 	RetiredPending bool     `json:"retired_pending"` // retired pages or remapped rows pending a reset
-	// Job is the labpool job holding the GPU ("" when free); the agent
-	// fills it from the ledger, the Sampler leaves it empty.
-	Job string `json:"job"`
-	// Holder names, for people, who holds the GPU by a scheduler's word
-	// outside this machine's ledger: "slurm job 123" on a Slurm compute
-	// node (with Job when labpool launched that job, alone when not).
-	Holder string `json:"holder,omitempty"`
 	// Error says which readings failed for a reason other than "not
 	// supported", e.g. "read temperature: GPU is lost"; empty when none did.
 	Error string `json:"error,omitempty"`
@@ -135,18 +129,11 @@ const (
 	HealthLost        = "lost"        // NVML answers ERROR_GPU_IS_LOST
 )
 
-// Process is one process using a GPU.
+// Process is one process using a GPU, as NVML lists it (whose it is:
+// agent.Sample.Holding).
 type Process struct {
 	PID      uint32 `json:"pid"`
 	MemBytes uint64 `json:"mem_bytes"` // 0 when NVML cannot tell
-	// Job and Owner are the labpool job and its owner (member ID) when the
-	// process runs in a labpool container; both empty: outside labpool.
-	// The agent fills them; the Sampler leaves them empty.
-	Job   string `json:"job"`
-	Owner string `json:"owner"`
-	// Holder names the scheduler's job the process runs in, for people:
-	// "slurm job 123" (see Stats.Holder).
-	Holder string `json:"holder,omitempty"`
 	// Compute: a CUDA (compute) context, not only graphics (a desktop's
 	// display server or compositor draws on the GPU all day; a lent
 	// machine's owner at work runs compute).

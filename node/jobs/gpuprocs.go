@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -44,34 +45,38 @@ func containerInCgroup(text string) string {
 	return ""
 }
 
-// mapProcesses names, for each GPU process, the labpool job whose
-// container it runs in and the job's owner; a process in no labpool
-// container keeps both empty ("outside labpool").
-func (m *Manager) mapProcesses(gs []gpu.Stats) {
-	type holder struct{ container, job, owner string }
-	var holders []holder
+// mapProcesses names in held, for each GPU process that runs in a labpool
+// job's container, the job and its owner; a process in no labpool
+// container stays unnamed ("outside labpool").
+func (m *Manager) mapProcesses(gs []gpu.Stats, held *alloc.Holding) {
+	var holders []alloc.Holder
+	var containers []string
 	for i := range gs {
-		for k := range gs[i].Processes {
-			p := &gs[i].Processes[k]
+		for _, p := range gs[i].Processes {
 			c := containerOfPID(p.PID)
 			if c == "" {
 				continue
 			}
-			if holders == nil {
-				holders = []holder{}
+			if containers == nil {
+				containers = []string{}
 				m.mu.Lock()
 				for _, j := range m.jobs {
 					if j.Container != "" {
-						holders = append(holders, holder{j.Container, j.ID, j.Owner})
+						containers = append(containers, j.Container)
+						holders = append(holders, alloc.Holder{Kind: alloc.Job, ID: j.ID, Member: j.Owner})
 					}
 				}
 				m.mu.Unlock()
 			}
-			for _, h := range holders {
-				if strings.HasPrefix(c, h.container) { // the engine's full ID, or a short one
-					p.Job, p.Owner = h.job, h.owner
+			for k, jc := range containers {
+				if inContainer(c, jc) {
+					held.HoldProc(p.PID, holders[k])
 				}
 			}
 		}
 	}
 }
+
+// inContainer reports whether container ID c (read from a process's
+// cgroup) is the job's container jc: the engine's full ID, or a short one.
+func inContainer(c, jc string) bool { return c != "" && jc != "" && strings.HasPrefix(c, jc) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/lend"
 )
 
@@ -186,12 +187,15 @@ func (m *Manager) requeue(ctx context.Context, id, why string) error {
 // the desktop's own signal is logind's.
 func (m *Manager) OwnerGPUProcesses(context.Context) (bool, string) {
 	granted := m.ledger.Granted()
-	for _, g := range m.gpus.GPUs() {
+	gs := m.gpus.GPUs()
+	var held alloc.Holding // the processes in labpool's containers
+	m.mapProcesses(gs, &held)
+	for _, g := range gs {
 		if granted[g.UUID] != "" {
 			continue
 		}
 		for _, p := range g.Processes {
-			if p.Compute && p.Job == "" {
+			if p.Compute && held.Proc(p.PID).ID == "" {
 				return true, "your GPU processes"
 			}
 		}

@@ -145,7 +145,7 @@ func (m *Manager) Stats(ctx context.Context, id string) (Stats, error) {
 		}
 		gs := GPUStats{UUID: g.UUID, Index: g.Index, UtilPercent: g.UtilPercent, Processes: []gpu.Process{}}
 		for _, p := range g.Processes {
-			if p.Job == j.ID || slices.Contains(u.PIDs, int(p.PID)) {
+			if slices.Contains(u.PIDs, int(p.PID)) || inContainer(containerOfPID(p.PID), j.Container) {
 				gs.MemUsedBytes += p.MemBytes
 				gs.Processes = append(gs.Processes, p)
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/gpu/gputest"
 )
@@ -61,9 +62,10 @@ func TestSubmitMIG(t *testing.T) {
 	}
 	// The sample names the job on the instance's GPU: its processes are the job's.
 	sample := slices.Clone(stats)
-	m.AnnotateGPUs(time.Now(), sample)
-	if sample[1].Job != j.ID || sample[0].Job != "" {
-		t.Errorf("annotated GPUs held by %q, %q; want GPU 1 by %s", sample[0].Job, sample[1].Job, j.ID)
+	var held alloc.Holding
+	m.AnnotateGPUs(time.Now(), sample, &held)
+	if held.GPU(sample[1].UUID).JobID() != j.ID || held.GPU(sample[0].UUID).Held() {
+		t.Errorf("annotated GPUs held by %+v, %+v; want GPU 1 by %s", held.GPU(sample[0].UUID), held.GPU(sample[1].UUID), j.ID)
 	}
 	l := rt.launches[0]
 	if !slices.Equal(l.GPUs, []string{migA}) {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -104,10 +105,11 @@ func (m *Manager) saveHealthLocked() {
 // finds critically faulty is quarantined (kept across restarts); a
 // quarantined one reads "quarantined" with its fault even when NVML no
 // longer reports it (an XID is reported once); each GPU names the job
-// holding it; each process names its job and owner, when it runs in a
-// labpool container. taken is when the sample was taken: one taken before
-// a quarantine was cleared does not quarantine the GPU again.
-func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
+// holding it in held; each process runs in a labpool container names its
+// job and owner there (the reading itself carries hardware only). taken
+// is when the sample was taken: one taken before a quarantine was cleared
+// does not quarantine the GPU again.
+func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats, held *alloc.Holding) {
 	granted := m.ledger.Granted()
 	m.health.mu.Lock()
 	cleared := maps.Clone(m.health.cleared)
@@ -115,7 +117,9 @@ func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
 	var added []Quarantine
 	for i := range gs {
 		g := &gs[i]
-		g.Job = granted[g.UUID]
+		if job := granted[g.UUID]; job != "" {
+			held.HoldGPU(g.UUID, alloc.Holder{Kind: alloc.Job, ID: job})
+		}
 		if g.Health == gpu.HealthQuarantined && !taken.Before(cleared[g.UUID]) {
 			q := Quarantine{UUID: g.UUID, Index: g.Index, Reason: g.HealthReason, Since: time.Now().UTC()}
 			if m.ledger.Quarantine(q) || m.ledger.Requarantine(q) {
@@ -125,10 +129,10 @@ func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
 			g.Health, g.HealthReason = gpu.HealthQuarantined, q.Reason
 		}
 	}
-	m.mapProcesses(gs)
+	m.mapProcesses(gs, held)
 	m.health.mu.Lock()
 	defer m.health.mu.Unlock()
-	m.logLostLocked(gs)
+	m.logLostLocked(gs, granted)
 	if len(added) == 0 {
 		return
 	}
@@ -139,8 +143,9 @@ func (m *Manager) AnnotateGPUs(taken time.Time, gs []gpu.Stats) {
 	m.saveHealthLocked()
 }
 
-// logLostLocked logs a GPU NVML lost, once; m.health.mu is held.
-func (m *Manager) logLostLocked(gs []gpu.Stats) {
+// logLostLocked logs a GPU NVML lost, once, with the job granted it;
+// m.health.mu is held.
+func (m *Manager) logLostLocked(gs []gpu.Stats, granted map[string]string) {
 	h := &m.health
 	for _, g := range gs {
 		if g.Health == gpu.HealthLost && !h.lost[g.Index] {
@@ -149,7 +154,7 @@ func (m *Manager) logLostLocked(gs []gpu.Stats) {
 			}
 			h.lost[g.Index] = true
 			m.log.Error("GPU lost: no new job gets it; the others keep reporting (a reboot may bring it back)",
-				"gpu", g.Index, "uuid", g.UUID, "reason", g.HealthReason, "job", g.Job)
+				"gpu", g.Index, "uuid", g.UUID, "reason", g.HealthReason, "job", granted[g.UUID])
 		}
 	}
 }

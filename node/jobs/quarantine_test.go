@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -118,7 +119,7 @@ func TestQuarantineLifecycle(t *testing.T) {
 
 	sample := fakeGPUs(2)
 	sample[1].Health, sample[1].HealthReason = gpu.HealthQuarantined, xid79
-	m.AnnotateGPUs(time.Now(), sample)
+	m.AnnotateGPUs(time.Now(), sample, &alloc.Holding{})
 	if q := hs.st.Quarantined["GPU-0001"]; q.Reason != xid79 || q.Index != 1 {
 		t.Fatalf("kept quarantines: %+v", hs.st.Quarantined)
 	}
@@ -126,15 +127,15 @@ func TestQuarantineLifecycle(t *testing.T) {
 	both := xid79 + "; uncorrectable ECC errors"
 	sample = fakeGPUs(2)
 	sample[1].Health, sample[1].HealthReason = gpu.HealthQuarantined, both
-	m.AnnotateGPUs(time.Now(), sample)
+	m.AnnotateGPUs(time.Now(), sample, &alloc.Holding{})
 	if q := hs.st.Quarantined["GPU-0001"]; q.Reason != both {
 		t.Fatalf("kept quarantine after a new fault: %+v", q)
 	}
 	sample[1].HealthReason = xid79 // the reason follows NVML's while NVML reports the fault
-	m.AnnotateGPUs(time.Now(), sample)
+	m.AnnotateGPUs(time.Now(), sample, &alloc.Holding{})
 	// The XID is reported once: the next sample reads ok from NVML.
 	sample = fakeGPUs(2)
-	m.AnnotateGPUs(time.Now(), sample)
+	m.AnnotateGPUs(time.Now(), sample, &alloc.Holding{})
 	if sample[1].Health != gpu.HealthQuarantined || sample[1].HealthReason != xid79 || sample[0].Health != "" {
 		t.Fatalf("after the XID: gpu 1 %q (%q), gpu 0 %q", sample[1].Health, sample[1].HealthReason, sample[0].Health)
 	}
@@ -190,11 +191,11 @@ func TestQuarantineLifecycle(t *testing.T) {
 	// after it with a (new) fault does.
 	stale := fakeGPUs(2)
 	stale[1].Health, stale[1].HealthReason = gpu.HealthQuarantined, xid79
-	m.AnnotateGPUs(before, stale)
+	m.AnnotateGPUs(before, stale, &alloc.Holding{})
 	if _, ok := m.Ledger().Quarantined("GPU-0001"); ok {
 		t.Error("a sample taken before the clear quarantined the GPU again")
 	}
-	m.AnnotateGPUs(time.Now(), stale)
+	m.AnnotateGPUs(time.Now(), stale, &alloc.Holding{})
 	if _, ok := m.Ledger().Quarantined("GPU-0001"); !ok {
 		t.Error("a new fault after the clear did not quarantine the GPU")
 	}
@@ -223,16 +224,17 @@ func TestAnnotateJobs(t *testing.T) {
 	gs := fakeGPUs(2)
 	gs[0].Processes = []gpu.Process{{PID: 100, MemBytes: 1 << 30}}
 	gs[1].Processes = []gpu.Process{{PID: 200, MemBytes: 2 << 30}, {PID: 300}}
-	m.AnnotateGPUs(time.Now(), gs)
-	if gs[0].Job != j.ID || gs[1].Job != "" {
-		t.Errorf("jobs holding the GPUs: %q, %q; want %q, none", gs[0].Job, gs[1].Job, j.ID)
+	var held alloc.Holding
+	m.AnnotateGPUs(time.Now(), gs, &held)
+	if held.GPU("GPU-0000").JobID() != j.ID || held.GPU("GPU-0001").Held() {
+		t.Errorf("holders of the GPUs: %+v, %+v; want %q, none", held.GPU("GPU-0000"), held.GPU("GPU-0001"), j.ID)
 	}
-	if p := gs[0].Processes[0]; p.Job != j.ID || p.Owner != "alice" {
-		t.Errorf("the job's process: %+v", p)
+	if h := held.Proc(100); h.JobID() != j.ID || h.Member != "alice" {
+		t.Errorf("the job's process: %+v", h)
 	}
 	for _, p := range gs[1].Processes {
-		if p.Job != "" || p.Owner != "" {
-			t.Errorf("a process outside labpool: %+v", p)
+		if h := held.Proc(p.PID); h.Held() {
+			t.Errorf("a process outside labpool: %d held by %+v", p.PID, h)
 		}
 	}
 }

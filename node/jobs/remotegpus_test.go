@@ -12,7 +12,7 @@ import (
 // after the executor's own figures; a manager whose executor runs the jobs
 // here never asks the hook.
 func TestStatsRemoteGPUs(t *testing.T) {
-	proc := gpu.Process{PID: 77, MemBytes: 3 << 30, Job: "x", Holder: "slurm job 1"}
+	proc := gpu.Process{PID: 77, MemBytes: 3 << 30}
 	remote := []GPUStats{{UUID: "GPU-n1-0", Index: 0, Host: "node1", UtilPercent: 80, MemUsedBytes: 3 << 30, Processes: []gpu.Process{proc}}}
 	var asked []string
 	hook := func(_ context.Context, j Job) []GPUStats {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -77,6 +78,9 @@ func lastXID(g *gpu.Stats) float64 {
 type Snapshot struct {
 	Hostname string
 	GPUs     []gpu.Stats
+	// Holding is who holds the GPUs and their processes (labels job and
+	// owner); the zero Holding: none is held.
+	Holding alloc.Holding
 	// Owner returns the owner (member ID) of a job of this machine, ""
 	// when unknown; nil: owners only from the GPUs' processes.
 	Owner func(job string) string
@@ -150,13 +154,14 @@ func writeLabpool(bw *bufio.Writer, s Snapshot, labels []string) {
 // labels are a GPU's labels, in dcgm-exporter's order, then the job, its
 // owner's member ID and the owner's name.
 func (s Snapshot) labels(g *gpu.Stats) string {
-	job, owner := g.Job, ""
+	job, owner := s.Holding.GPU(g.UUID).JobID(), ""
 	for _, p := range g.Processes {
-		if job == "" && p.Job != "" {
-			job = p.Job // a labpool job's process on a GPU the ledger did not grant it
+		h := s.Holding.Proc(p.PID)
+		if job == "" && h.JobID() != "" {
+			job = h.JobID() // a labpool job's process on a GPU the ledger did not grant it
 		}
-		if p.Job == job && p.Owner != "" {
-			owner = p.Owner
+		if h.JobID() == job && h.Member != "" {
+			owner = h.Member
 		}
 	}
 	if owner == "" && job != "" && s.Owner != nil {

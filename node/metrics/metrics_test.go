@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/metrics/metricstest"
 )
@@ -26,10 +27,19 @@ func testGPUs() []gpu.Stats {
 		{Index: 0, UUID: "GPU-aaaa", Name: "NVIDIA A100-SXM4-40GB", UtilPercent: 87, MemUtilPercent: 41.5,
 			MemUsedBytes: 10 << 30, MemTotalBytes: 40 << 30, TempC: 71, PowerW: 312.25, SMClockMHz: 1410, MemClockMHz: 1215,
 			Health: gpu.HealthWarning, HealthReason: "throttled: hw_thermal_slowdown", Throttle: []string{"hw_thermal_slowdown", "hw_thermal_slowdown"},
-			EnergyMJ: 123456789, Job: "job-1", Processes: []gpu.Process{{PID: 7, MemBytes: 1 << 30, Job: "job-1", Owner: "ALIC-AAAA"}}},
+			EnergyMJ: 123456789, Processes: []gpu.Process{{PID: 7, MemBytes: 1 << 30}}},
 		{Index: 1, UUID: "GPU-bbbb", Name: `Odd "name" \ here`, MemTotalBytes: 40 << 30, TempC: 35, PowerW: 60,
 			Health: gpu.HealthQuarantined, HealthReason: "XID 79 (GPU has fallen off the bus)", XIDErrors: 3, ECCUncorrected: 2, RetiredPending: true},
-		{Index: 2, UUID: "GPU-cccc", Name: "NVIDIA A100-SXM4-40GB", Health: gpu.HealthLost, HealthReason: "GPU is lost", Job: "job-2"},
+		{Index: 2, UUID: "GPU-cccc", Name: "NVIDIA A100-SXM4-40GB", Health: gpu.HealthLost, HealthReason: "GPU is lost"},
+	}
+}
+
+// testHolding is who holds testGPUs: job-1 GPU 0 and its process, job-2
+// the lost GPU 2.
+func testHolding() alloc.Holding {
+	return alloc.Holding{
+		GPUs:  map[string]alloc.Holder{"GPU-aaaa": {Kind: alloc.Job, ID: "job-1"}, "GPU-cccc": {Kind: alloc.Job, ID: "job-2"}},
+		Procs: map[uint32]alloc.Holder{7: {Kind: alloc.Job, ID: "job-1", Member: "ALIC-AAAA"}},
 	}
 }
 
@@ -112,7 +122,7 @@ func owners(job string) string {
 // GPU showing only its health, the energy counter only where supported.
 func TestWrite(t *testing.T) {
 	var b bytes.Buffer
-	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Owner: owners, Name: names}); err != nil {
+	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Holding: testHolding(), Owner: owners, Name: names}); err != nil {
 		t.Fatal(err)
 	}
 	got, want := strings.Split(b.String(), "\n"), strings.Split(wantText, "\n")
@@ -186,7 +196,7 @@ type fixedSource struct {
 func (f fixedSource) Latest() (agent.Sample, bool) { return f.s, f.ok }
 
 func TestServeHTTP(t *testing.T) {
-	srv, err := New(Config{Addr: "127.0.0.1:0", Hostname: "dgx1"}, fixedSource{agent.Sample{GPUs: testGPUs()}, true}, owners, names, nil)
+	srv, err := New(Config{Addr: "127.0.0.1:0", Hostname: "dgx1"}, fixedSource{agent.Sample{GPUs: testGPUs(), Holding: testHolding()}, true}, owners, names, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +236,7 @@ func TestRun(t *testing.T) {
 
 func TestPromtool(t *testing.T) {
 	var b bytes.Buffer
-	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Owner: owners, Name: names}); err != nil {
+	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Holding: testHolding(), Owner: owners, Name: names}); err != nil {
 		t.Fatal(err)
 	}
 	metricstest.Promtool(t, b.String())
@@ -249,7 +259,11 @@ func BenchmarkWrite(b *testing.B) {
 		g.Index, g.UUID = i, fmt.Sprintf("GPU-%04d", i)
 		gpus = append(gpus, g)
 	}
-	snap := Snapshot{Hostname: "dgx1", GPUs: gpus, Owner: owners, Name: names}
+	held := testHolding()
+	for _, g := range gpus {
+		held.HoldGPU(g.UUID, held.GPU("GPU-aaaa"))
+	}
+	snap := Snapshot{Hostname: "dgx1", GPUs: gpus, Holding: held, Owner: owners, Name: names}
 	var buf bytes.Buffer
 	b.ReportAllocs()
 	for b.Loop() {

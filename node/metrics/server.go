@@ -100,7 +100,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	snap := Snapshot{Hostname: s.cfg.Hostname, Owner: s.owner, Name: s.name}
 	if sm, ok := s.src.Latest(); ok {
-		snap.GPUs = sm.GPUs
+		snap.GPUs, snap.Holding = sm.GPUs, sm.Holding
 	}
 	var buf bytes.Buffer
 	if err := Write(&buf, snap); err != nil {

@@ -3,6 +3,7 @@ package slurm
 import (
 	"testing"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -23,13 +24,8 @@ func BenchmarkAnnotate(b *testing.B) {
 	find := func(string, string) (string, string, bool) { return "job-a", "alice", true }
 	b.ReportAllocs()
 	for b.Loop() {
-		for i := range gs {
-			gs[i].Job, gs[i].Holder = "", ""
-			for k := range gs[i].Processes {
-				gs[i].Processes[k] = gpu.Process{PID: gs[i].Processes[k].PID}
-			}
-		}
-		p.Annotate(gs, find)
+		var held alloc.Holding
+		p.Annotate(gs, &held, find)
 	}
 }
 

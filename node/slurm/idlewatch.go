@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -26,36 +27,38 @@ type IdleWarning struct {
 	Since      time.Time
 }
 
-// Observe looks at one annotated sample (Procs.Annotate) taken at now,
-// under a policy of limit (0: off) and below percent, and returns the
-// Slurm jobs to warn of now.
-func (w *IdleWatch) Observe(now time.Time, gs []gpu.Stats, limit time.Duration, below float64) []IdleWarning {
+// Observe looks at one sample taken at now and who held its GPUs (held,
+// where Procs.Annotate named the Slurm jobs), under a policy of limit (0:
+// off) and below percent, and returns the Slurm jobs to warn of now.
+func (w *IdleWatch) Observe(now time.Time, gs []gpu.Stats, held alloc.Holding, limit time.Duration, below float64) []IdleWarning {
 	if w.since == nil {
 		w.since, w.warned = map[string]time.Time{}, map[string]bool{}
 	}
-	held := map[string]*IdleWarning{}
+	byHolder := map[string]*IdleWarning{}
 	busy := map[string]bool{}
 	var order []string
 	for _, g := range gs {
-		if g.Holder == "" {
+		gh := held.GPU(g.UUID)
+		holder := gh.Scheduler()
+		if holder == "" {
 			continue
 		}
-		h, ok := held[g.Holder]
+		h, ok := byHolder[holder]
 		if !ok {
-			h = &IdleWarning{Holder: g.Holder, Job: g.Job}
-			held[g.Holder] = h
-			order = append(order, g.Holder)
+			h = &IdleWarning{Holder: holder, Job: gh.JobID()}
+			byHolder[holder] = h
+			order = append(order, holder)
 		}
 		h.GPUs = append(h.GPUs, g.Index)
-		busy[g.Holder] = busy[g.Holder] || g.UtilPercent >= below
+		busy[holder] = busy[holder] || g.UtilPercent >= below
 		for _, p := range g.Processes {
-			if p.Holder == g.Holder && p.Owner != "" {
-				h.Owner = p.Owner
+			if ph := held.Proc(p.PID); ph.Scheduler() == holder && ph.Member != "" {
+				h.Owner = ph.Member
 			}
 		}
 	}
 	for holder := range w.since {
-		if held[holder] == nil || busy[holder] || limit <= 0 {
+		if byHolder[holder] == nil || busy[holder] || limit <= 0 {
 			delete(w.since, holder)
 			delete(w.warned, holder)
 		}
@@ -72,7 +75,7 @@ func (w *IdleWatch) Observe(now time.Time, gs []gpu.Stats, limit time.Duration, 
 		}
 		if now.Sub(since) >= limit && !w.warned[holder] {
 			w.warned[holder] = true
-			h := held[holder]
+			h := byHolder[holder]
 			h.Since = since
 			slices.Sort(h.GPUs)
 			out = append(out, *h)

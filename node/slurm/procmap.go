@@ -1,6 +1,9 @@
 package slurm
 
-import "github.com/labpool/labpool/node/gpu"
+import (
+	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/gpu"
+)
 
 // JobFinder finds the labpool job record of Slurm job slurmID of cluster
 // (lower case): the job's ID and its owner (member ID). ok is false for a
@@ -10,37 +13,50 @@ type JobFinder func(cluster, slurmID string) (job, owner string, ok bool)
 // HolderName is how a GPU held by Slurm job id reads for people.
 func HolderName(id string) string { return "slurm job " + id }
 
-// Annotate maps the GPU processes of a compute node that run in Slurm jobs
-// to their jobs, after the job manager mapped its own containers' (a
-// process it named keeps its job): each such process names its Slurm job
-// (Holder) and, when labpool launched that job through a cluster's agent,
-// the labpool job and its owner, found by find; a GPU that the node's own
-// ledger does not hold names them too. A job of an unknown cluster is never
-// taken for a labpool job (rule "slurm job of a known cluster"): Slurm job
-// IDs repeat across clusters. Call it once per sample: it forgets the
-// processes gone since the last call.
-func (p *Procs) Annotate(gs []gpu.Stats, find JobFinder) {
+// Annotate names in held the Slurm jobs the GPU processes of a compute
+// node run in, after the job manager named its own containers' (a process
+// it named keeps its job): each such process is held by its Slurm job,
+// which names, when labpool launched it through a cluster's agent, the
+// labpool job and its owner, found by find; a GPU that the node's own
+// ledger does not hold is held by it too. A job of an unknown cluster is
+// never taken for a labpool job (rule "slurm job of a known cluster"):
+// Slurm job IDs repeat across clusters. Call it once per sample: it
+// forgets the processes gone since the last call.
+func (p *Procs) Annotate(gs []gpu.Stats, held *alloc.Holding, find JobFinder) {
 	defer p.Sweep()
-	for i := range gs {
-		g := &gs[i]
-		for k := range g.Processes {
-			pr := &g.Processes[k]
-			if pr.Job != "" {
+	for _, g := range gs {
+		for _, pr := range g.Processes {
+			h := held.Proc(pr.PID)
+			switch h.Kind {
+			case alloc.SlurmJob: // named on another GPU it uses too
+			case "":
+				var ok bool
+				if h, ok = p.holderOf(pr.PID, find); !ok {
+					continue
+				}
+				held.HoldProc(pr.PID, h)
+			default:
 				continue // in a container of this machine's jobs
 			}
-			cluster, id, ok := p.JobOf(int(pr.PID))
-			if !ok {
-				continue
-			}
-			pr.Holder = HolderName(id)
-			if cluster != "" {
-				if job, owner, ok := find(cluster, id); ok {
-					pr.Job, pr.Owner = job, owner
-				}
-			}
-			if g.Job == "" && g.Holder == "" {
-				g.Job, g.Holder = pr.Job, pr.Holder
+			if !held.GPU(g.UUID).Held() {
+				held.HoldGPU(g.UUID, h)
 			}
 		}
 	}
+}
+
+// holderOf is the Slurm job process pid runs in, naming labpool's job and
+// its owner where find knows them; ok is false outside any Slurm job.
+func (p *Procs) holderOf(pid uint32, find JobFinder) (alloc.Holder, bool) {
+	cluster, id, ok := p.JobOf(int(pid))
+	if !ok {
+		return alloc.Holder{}, false
+	}
+	h := alloc.Holder{Kind: alloc.SlurmJob, ID: id, Name: HolderName(id)}
+	if cluster != "" {
+		if job, owner, ok := find(cluster, id); ok {
+			h.Job, h.Member = job, owner
+		}
+	}
+	return h, true
 }

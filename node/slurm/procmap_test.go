@@ -1,9 +1,11 @@
 package slurm
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 )
 
@@ -24,24 +26,31 @@ func TestAnnotate(t *testing.T) {
 		return "", "", false
 	}
 	gs := []gpu.Stats{
-		{Index: 0, Processes: []gpu.Process{{PID: 100}, {PID: 102}}},
-		{Index: 1, Processes: []gpu.Process{{PID: 101}}},
-		{Index: 2, Job: "docker-job", Processes: []gpu.Process{{PID: 200, Job: "docker-job", Owner: "carol-id"}, {PID: 100}}},
-		{Index: 3, Processes: []gpu.Process{{PID: 103}}},
-		{Index: 4},
+		{Index: 0, UUID: "GPU-0", Processes: []gpu.Process{{PID: 100}, {PID: 102}}},
+		{Index: 1, UUID: "GPU-1", Processes: []gpu.Process{{PID: 101}}},
+		{Index: 2, UUID: "GPU-2", Processes: []gpu.Process{{PID: 200}, {PID: 100}}},
+		{Index: 3, UUID: "GPU-3", Processes: []gpu.Process{{PID: 103}}},
+		{Index: 4, UUID: "GPU-4"},
+		{Index: 5, UUID: "GPU-5", Processes: []gpu.Process{{PID: 101}}}, // job 4242 on two GPUs: both its
 	}
-	p.Annotate(gs, find)
-	want := []gpu.Stats{
-		{Index: 0, Job: "job-train", Holder: "slurm job 31337", Processes: []gpu.Process{
-			{PID: 100, Job: "job-train", Owner: "alice-id", Holder: "slurm job 31337"}, {PID: 102}}},
-		{Index: 1, Holder: "slurm job 4242", Processes: []gpu.Process{{PID: 101, Holder: "slurm job 4242"}}},
-		{Index: 2, Job: "docker-job", Processes: []gpu.Process{{PID: 200, Job: "docker-job", Owner: "carol-id"},
-			{PID: 100, Job: "job-train", Owner: "alice-id", Holder: "slurm job 31337"}}},
-		{Index: 3, Holder: "slurm job 8", Processes: []gpu.Process{{PID: 103, Holder: "slurm job 8"}}},
-		{Index: 4},
+	docker := alloc.Holder{Kind: alloc.Job, ID: "docker-job"}
+	held := alloc.Holding{GPUs: map[string]alloc.Holder{"GPU-2": docker},
+		Procs: map[uint32]alloc.Holder{200: {Kind: alloc.Job, ID: "docker-job", Member: "carol-id"}}}
+	before := slices.Clone(gs)
+	p.Annotate(gs, &held, find)
+	train := alloc.Holder{Kind: alloc.SlurmJob, ID: "31337", Name: "slurm job 31337", Job: "job-train", Member: "alice-id"}
+	s4242 := alloc.Holder{Kind: alloc.SlurmJob, ID: "4242", Name: "slurm job 4242"}
+	s8 := alloc.Holder{Kind: alloc.SlurmJob, ID: "8", Name: "slurm job 8"}
+	want := alloc.Holding{
+		GPUs: map[string]alloc.Holder{"GPU-0": train, "GPU-1": s4242, "GPU-2": docker, "GPU-3": s8, "GPU-5": s4242},
+		Procs: map[uint32]alloc.Holder{100: train, 101: s4242, 103: s8,
+			200: {Kind: alloc.Job, ID: "docker-job", Member: "carol-id"}},
 	}
-	if d := cmp.Diff(want, gs); d != "" {
+	if d := cmp.Diff(want, held); d != "" {
 		t.Errorf("Annotate (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(before, gs); d != "" {
+		t.Errorf("Annotate changed the hardware reading (-before +after):\n%s", d)
 	}
 }
 
@@ -52,10 +61,11 @@ func TestAnnotateUnknownCluster(t *testing.T) {
 	f.add(proc{pid: 100, cgroup: cgroupV2})
 	p := NewProcs(f.root, "") // no slurm.conf, no SLURM_CLUSTER_NAME
 	asked := false
-	gs := []gpu.Stats{{Processes: []gpu.Process{{PID: 100}}}}
-	p.Annotate(gs, func(string, string) (string, string, bool) { asked = true; return "j", "o", true })
-	if asked || gs[0].Job != "" || gs[0].Holder != "slurm job 31337" {
-		t.Errorf("unknown cluster: asked %v, GPU %+v; want the Slurm job named, no labpool job", asked, gs[0])
+	gs := []gpu.Stats{{UUID: "GPU-0", Processes: []gpu.Process{{PID: 100}}}}
+	var held alloc.Holding
+	p.Annotate(gs, &held, func(string, string) (string, string, bool) { asked = true; return "j", "o", true })
+	if h := held.GPU("GPU-0"); asked || h.JobID() != "" || h.Scheduler() != "slurm job 31337" {
+		t.Errorf("unknown cluster: asked %v, GPU held by %+v; want the Slurm job named, no labpool job", asked, h)
 	}
 }
 
@@ -67,7 +77,7 @@ func TestAnnotateConfClusterWins(t *testing.T) {
 	p := NewProcs(f.root, "HPC")
 	var asked string
 	gs := []gpu.Stats{{Processes: []gpu.Process{{PID: 100}}}}
-	p.Annotate(gs, func(cluster, id string) (string, string, bool) { asked = cluster + "/" + id; return "", "", false })
+	p.Annotate(gs, &alloc.Holding{}, func(cluster, id string) (string, string, bool) { asked = cluster + "/" + id; return "", "", false })
 	if asked != "hpc/31337" {
 		t.Errorf("asked for %q; want hpc/31337", asked)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/sync/store"
@@ -49,8 +50,10 @@ func Sample(tm time.Time, gpus int) agent.Sample {
 		s.GPUs = append(s.GPUs, gpu.Stats{Index: g, UUID: fmt.Sprintf("GPU-%08x-1111-2222-3333-444455556666", g), Name: "NVIDIA H100 80GB HBM3",
 			UtilPercent: u, MemUtilPercent: u / 2, MemUsedBytes: uint64(u * 8e8), MemTotalBytes: 80 << 30, TempC: 40 + u/3,
 			PowerW: 100 + u*6, PowerLimitW: 700, SMClockMHz: 1200 + int(u*7), MemClockMHz: 2619, FanPercent: -1, PState: 0,
-			Processes: []gpu.Process{{PID: 1000 + uint32(g), MemBytes: uint64(u * 8e8), Job: "j-1", Owner: "m-1"}}, Job: "j-1",
-			Health: "ok", Throttle: []string{}})
+			Processes: []gpu.Process{{PID: 1000 + uint32(g), MemBytes: uint64(u * 8e8)}},
+			Health:    "ok", Throttle: []string{}})
+		s.Holding.HoldGPU(s.GPUs[g].UUID, alloc.Holder{Kind: alloc.Job, ID: "j-1"})
+		s.Holding.HoldProc(1000+uint32(g), alloc.Holder{Kind: alloc.Job, ID: "j-1", Member: "m-1"})
 	}
 	return s
 }

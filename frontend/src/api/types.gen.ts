@@ -255,7 +255,7 @@ export interface GPU {
   job_name?: string
   job_owner?: string
   job_owner_name?: string
-  process_list: Process[] | null
+  process_list: GPUProcess[] | null
   pci_bus_id?: string
   links: Link[] | null
   mig?: MIG | null
@@ -271,6 +271,15 @@ export interface GPUClear {
   uuid: string
   reason: string
   since: string
+}
+
+/** app.GPUProcess */
+export interface GPUProcess {
+  pid: number
+  mem_bytes: number
+  job: string
+  owner: string
+  holder?: string
 }
 
 /** jobs.GPUStats */
@@ -306,6 +315,7 @@ export interface Holder {
   id?: string
   member?: string
   name?: string
+  job?: string
 }
 
 /** app.HostStats */
@@ -739,9 +749,6 @@ export interface ProbeResult {
 export interface Process {
   pid: number
   mem_bytes: number
-  job: string
-  owner: string
-  holder?: string
   compute?: boolean
 }
 
