@@ -2,11 +2,14 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/schema"
 )
 
 // TestGrantsRecordIsItsOriginsOwn: a machine's grants are read from its
@@ -103,4 +106,32 @@ func FuzzDecodeAllocation(f *testing.F) {
 		}
 		alloc.Fit(a.Units, a.Grants, alloc.Request{Count: 1}, t0)
 	})
+}
+
+// TestClusterGrantsRecordFits: the grants record of a cluster's machine
+// with a full queue (slurm.QueueCap running jobs with long names, over 16
+// partitions of all nodes) stays under the record's cap and the bounds a
+// reader holds it to: the agent's own record is never refused.
+func TestClusterGrantsRecordFits(t *testing.T) {
+	c := slurm.Cluster{Name: strings.Repeat("h", 64)}
+	var all []string
+	for i := range 64 {
+		n := slurm.Node{Name: fmt.Sprintf("node-%03d", i), State: "allocated", GPUs: []slurm.GPUCount{{Total: 8, Alloc: 8}}}
+		c.Nodes, all = append(c.Nodes, n), append(all, n.Name)
+	}
+	for i := range 16 {
+		c.Partitions = append(c.Partitions, slurm.Partition{Name: fmt.Sprintf("partition-%02d", i), Nodes: all})
+	}
+	for i := range slurm.QueueCap {
+		c.Queue = append(c.Queue, slurm.QueueJob{ID: fmt.Sprint(9000000 + i), User: strings.Repeat("u", 32), State: "RUNNING",
+			Nodes: all[i%64 : i%64+1], GPUs: 2})
+	}
+	units, grants := slurm.Allocation(c, selfID)
+	data := mustJSON(t, Allocation{Units: units, Grants: grants})
+	if err := schema.Check(KindGrants, "", len(data)); err != nil {
+		t.Fatalf("%d bytes: %v", len(data), err)
+	}
+	if _, err := decodeAllocation(selfID, data); err != nil {
+		t.Fatal(err)
+	}
 }

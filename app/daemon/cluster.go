@@ -15,6 +15,7 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/internal/beat"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/peer"
@@ -132,6 +133,18 @@ func (w jobWatch) SaveJob(j jobs.Job) error {
 		}
 	}
 	return err
+}
+
+// allocation is this machine's grants record: its ledger's units and
+// grants, and where it stands for a Slurm cluster, the cluster's GPUs and
+// the Slurm jobs holding them (slurm.Allocation, from the latest card).
+func (d *Daemon) allocation() ([]alloc.Unit, []alloc.Grant) {
+	units, grants := d.jobs.Allocation()
+	if c := d.cluster.get(); c != nil {
+		cu, cg := slurm.Allocation(*c, d.id.ID.String())
+		units, grants = append(units, cu...), append(grants, cg...)
+	}
+	return units, grants
 }
 
 // get returns the latest card (nil before the first read, and on a

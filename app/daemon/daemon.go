@@ -325,7 +325,7 @@ func (d *Daemon) run(ctx context.Context, ready func(*Daemon), extra func(contex
 	g.Go(func() error { return d.svc.Run(ctx, d.cfg.ViewInterval) })
 	g.Go(func() error { return d.runNodeRecord(ctx) })
 	if d.jobs != nil {
-		g.Go(func() error { return app.NewGrantsPublisher(d.db, d.id.ID.String(), d.jobs.Allocation, d.log).Run(ctx) })
+		g.Go(func() error { return app.NewGrantsPublisher(d.db, d.id.ID.String(), d.allocation, d.log).Run(ctx) })
 	}
 	if d.cluster != nil {
 		g.Go(func() error { return d.cluster.run(ctx) })

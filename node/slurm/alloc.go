@@ -1,0 +1,113 @@
+package slurm
+
+import (
+	"time"
+
+	"github.com/labpool/labpool/node/alloc"
+)
+
+// A Slurm cluster offers its GPUs to alloc.Fit as Cluster units: one for
+// the whole cluster (ClusterUnit) and one per partition (PartitionUnit),
+// each counting the GPUs on its nodes that take jobs. Who holds how many
+// of them are alloc.SlurmJob grants: one per running job per unit it has
+// GPUs in, and one for the GPUs sinfo says are allocated beyond the jobs
+// the queue read lists (a queue cut at QueueCap, a job of a reservation).
+// Fit then counts what is free (alloc.Free) and decides, here, in the
+// laptop's planner and in the grants record the cluster's agent publishes;
+// how a node's state, CPUs and memory serve a job stays Slurm's (Plan).
+
+// maxClusterGrants bounds the grants of one cluster (the grants record
+// has a cap): the jobs beyond it are counted in the units' "other jobs"
+// grants. A grant names no member: a job's comment is anyone's to write
+// on a cluster (the planner names owners where the job's record agrees).
+const maxClusterGrants = 512
+
+// ClusterUnit is the ID of the unit of all of c's GPUs.
+func ClusterUnit(c Cluster) string { return "slurm:" + c.Name }
+
+// PartitionUnit is the ID of the unit of partition's GPUs on c.
+func PartitionUnit(c Cluster, partition string) string { return "slurm:" + c.Name + "/" + partition }
+
+// Allocation is c's GPUs as alloc units offered by node (a device ID), and
+// the grants of the Slurm jobs that hold them, from c's last read.
+func Allocation(c Cluster, node string) ([]alloc.Unit, []alloc.Grant) {
+	return allocation(c, node, "")
+}
+
+// allocation is Allocation, of the unit only alone (a partition's; ""
+// every unit).
+func allocation(c Cluster, node, only string) ([]alloc.Unit, []alloc.Grant) {
+	usable := make(map[string][]int, len(c.Nodes)) // node name -> the units it is in, when it takes jobs
+	units := make([]alloc.Unit, 0, len(c.Partitions)+1)
+	held := make([]int, 0, len(c.Partitions)+1) // GPUs the jobs' grants hold, per unit
+	alloced := make([]int, 0, len(c.Partitions)+1)
+	ids := make([][]string, 0, len(c.Partitions)+1) // each unit's ID, as a grant's Units
+	add := func(id string, nodes []Node) {
+		if only != "" && id != only {
+			return
+		}
+		u := alloc.Unit{ID: id, Kind: alloc.Cluster, Node: node}
+		a := 0
+		for _, n := range nodes {
+			if !TakesJobs(n.State) {
+				continue
+			}
+			usable[n.Name] = append(usable[n.Name], len(units))
+			for _, g := range n.GPUs {
+				u.Count += g.Total
+				a += min(max(g.Alloc, 0), g.Total)
+			}
+		}
+		units, held, alloced, ids = append(units, u), append(held, 0), append(alloced, a), append(ids, []string{id})
+	}
+	add(ClusterUnit(c), c.Nodes)
+	for _, p := range c.Partitions {
+		if id := PartitionUnit(c, p.Name); only == "" || id == only {
+			add(id, partitionNodes(c, p))
+		}
+	}
+	grants := make([]alloc.Grant, 0, min(len(c.Queue)*len(units), maxClusterGrants)+len(units))
+	on := make([]int, len(units)) // of a job's nodes, those in each unit
+	for _, q := range c.Queue {
+		if q.GPUs <= 0 || !holdsGPUs(q.State) || len(q.Nodes) == 0 {
+			continue
+		}
+		clear(on)
+		for _, n := range q.Nodes {
+			for _, i := range usable[n] {
+				on[i]++
+			}
+		}
+		h := alloc.Holder{Kind: alloc.SlurmJob, ID: q.ID, Name: "slurm job " + q.ID + " of " + q.User}
+		for i := range units {
+			// Its GPUs split evenly over its nodes: Slurm's queue says no more.
+			n := q.GPUs * on[i] / len(q.Nodes)
+			if n == 0 || len(grants) >= maxClusterGrants {
+				continue
+			}
+			grants = append(grants, alloc.Grant{Holder: h, Units: ids[i], GPUs: n})
+			held[i] += n
+		}
+	}
+	for i := range units {
+		if rest := alloced[i] - held[i]; rest > 0 {
+			grants = append(grants, alloc.Grant{Holder: otherJobs, Units: ids[i], GPUs: rest})
+		}
+	}
+	return units, grants
+}
+
+// otherJobs holds the GPUs allocated to jobs the queue read does not list.
+var otherJobs = alloc.Holder{Kind: alloc.SlurmJob, ID: "other", Name: "Slurm jobs beyond the queue read"}
+
+func holdsGPUs(state string) bool { return state == "RUNNING" || state == "COMPLETING" }
+
+// freeIn is how many GPUs of unit id no job holds, as alloc.Free counts.
+func freeIn(units []alloc.Unit, grants []alloc.Grant, id string) int {
+	for _, u := range units {
+		if u.ID == id {
+			return alloc.Free(u, grants, time.Time{})
+		}
+	}
+	return 0
+}
