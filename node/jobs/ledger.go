@@ -119,6 +119,7 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 		g.From, g.Units = old.From, union(old.Units, g.Units)
 	}
 	l.jobs[job] = g
+	delete(l.kept, job) // what it kept while it starved is its grant now
 	for _, u := range d.Units {
 		chosen = append(chosen, u.ID)
 	}
