@@ -42,6 +42,10 @@ type PolicyUpdate struct {
 	ReserveAheadSeconds *int64  `json:"reserve_ahead_seconds,omitempty"`
 	ReserveWarnSeconds  *int64  `json:"reserve_warn_seconds,omitempty"`
 	ReservePerMember    *int    `json:"reserve_per_member,omitempty"`
+	// ReserveAtStart is what others' jobs on a reservation's GPUs get at
+	// its start: "stop", or "requeue" (a job with a restart policy goes
+	// back to the queue; the others are stopped).
+	ReserveAtStart *string `json:"reserve_at_start,omitempty"`
 }
 
 // IsZero says whether u changes nothing.
@@ -112,6 +116,7 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	setIf(&p.Reserve.AheadSeconds, u.ReserveAheadSeconds)
 	setIf(&p.Reserve.WarnSeconds, u.ReserveWarnSeconds)
 	setIf(&p.Reserve.PerMember, u.ReservePerMember)
+	setIf(&p.Reserve.AtStart, u.ReserveAtStart)
 	return p
 }
 
