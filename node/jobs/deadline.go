@@ -52,6 +52,9 @@ func (m *Manager) deadlineStep(ctx context.Context, now time.Time) {
 		case !now.Before(g.From.Add(-warn)) && (j.StopAt == nil || !j.StopAt.Equal(g.From)):
 			at := g.From.UTC()
 			why := reservedWhy(j, g, m.cfg.MemberName)
+			if requeue && j.Spec.Restart == "on-failure" {
+				why = requeuedPrefix + strings.TrimPrefix(why, "stopped: ")
+			}
 			m.setStopAt(j.ID, &at, why)
 			m.log.Info("job on reserved GPUs: it will be stopped at the reservation's start", "job", j.ID, "owner", j.Owner, "reservation", g.Holder.ID, "stop_at", at)
 		}

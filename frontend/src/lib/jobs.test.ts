@@ -295,6 +295,8 @@ test('stopNotice says when and why a job on reserved GPUs stops', () => {
   const now = Date.parse('2026-03-24T13:46:00Z')
   const j = { state: 'running' as const, stop_at: '2026-03-24T14:00:00Z', stop_why: 'stopped: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)' }
   assert.equal(stopNotice(j, now), 'stopped in 14 min: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)')
+  assert.equal(stopNotice({ ...j, stop_why: 'requeued: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)' }, now),
+    'requeued in 14 min: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)')
   assert.equal(stopNotice({ ...j, state: 'exited' as const }, now), '')
   assert.equal(stopNotice({ ...j, stop_at: null }, now), '')
 })

@@ -367,12 +367,14 @@ export function commandText(j: Pick<Job, 'cmd_withheld' | 'spec'>): string {
 /**
  * The notice of a running job that its machine stops when a reservation of
  * its GPUs for another member starts: "stopped in 14 min: its GPUs are
- * reserved for bob from …", or "" for none.
+ * reserved for bob from …" ("requeued in 14 min" where the machine's policy
+ * puts it back into the queue), or "" for none.
  */
 export function stopNotice(j: Pick<Job, 'state' | 'stop_at' | 'stop_why'>, now: number): string {
   if (j.state !== 'running' || !j.stop_at) return ''
   const at = Date.parse(j.stop_at)
   if (!Number.isFinite(at)) return ''
-  const why = (j.stop_why ?? '').replace(/^stopped: /, '')
-  return `stopped in ${formatDuration((at - now) / 1000)}${why ? `: ${why}` : ''}`
+  const requeued = (j.stop_why ?? '').startsWith('requeued: ')
+  const why = (j.stop_why ?? '').replace(/^(stopped|requeued): /, '')
+  return `${requeued ? 'requeued' : 'stopped'} in ${formatDuration((at - now) / 1000)}${why ? `: ${why}` : ''}`
 }
