@@ -184,6 +184,10 @@ func TestReservationRequeues(t *testing.T) {
 					Holder: alloc.Holder{Kind: alloc.Reservation, ID: "rsv-1", Member: "bob"},
 					Units:  held, From: start, Until: start.Add(3 * time.Hour)}})
 				old := r.get(t).Container
+				time.Sleep(50 * time.Minute)
+				if j, want := r.get(t), map[bool]string{true: "stopped: ", false: requeuedPrefix}[tt.stop]; !strings.HasPrefix(j.StopWhy, want) {
+					t.Errorf("told ahead %q; want it to start %q", j.StopWhy, want)
+				}
 				time.Sleep(time.Until(start) + 2*time.Second)
 				j := r.get(t)
 				switch {
