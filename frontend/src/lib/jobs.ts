@@ -109,9 +109,10 @@ export interface LaunchForm {
   name: string
   restart: '' | 'on-failure'
   queue: boolean
-  /** On a Slurm cluster: the partition ("" its default), the nodes (gpus is then per node) and the time limit as typed. */
+  /** On a Slurm cluster: the partition ("" its default) and the nodes (gpus is then per node). */
   partition: string
   nodes: number
+  /** The time limit as typed, on any machine ("" none). */
   time: string
 }
 
@@ -197,6 +198,12 @@ export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors:
   })
   if (f.restart) spec.restart = f.restart
   if (f.queue) spec.queue = true
+  if (f.time.trim()) {
+    // A container is stopped at its limit too, and the queue keeps it off reserved GPUs it would cross.
+    const t = parseTimeLimit(f.time)
+    if (t === null) errors.time = `"${f.time.trim()}": write 2h, 90m, 1-12:00:00 or 30:00`
+    else spec.time_limit_s = t
+  }
   if (cluster) clusterSpec(f, spec, errors)
   return { spec, errors }
 }
@@ -212,11 +219,6 @@ function clusterSpec(f: LaunchForm, spec: Spec, errors: Partial<Record<FormField
     spec.nodes = nodes
     if (spec.gpus) spec.gpus_per_node = spec.gpus
     delete spec.gpus
-  }
-  if (f.time.trim()) {
-    const t = parseTimeLimit(f.time)
-    if (t === null) errors.time = `"${f.time.trim()}": write 2h, 90m, 1-12:00:00 or 30:00`
-    else spec.time_limit_s = t
   }
 }
 
