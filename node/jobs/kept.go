@@ -37,16 +37,19 @@ func (l *Ledger) Rekeep(starving []Kept, gpus []gpu.Stats, external map[string]b
 		stats[g.UUID] = g
 	}
 	units, now := l.unitsLocked(gpus), l.clock()
+	grants := l.grantsLocked(external) // each job's keep joins them for the next
 	for _, k := range starving {
-		if g, ok := l.keepFor(k, units, gpus, stats, external); ok {
+		if g, ok := l.keepFor(k, units, grants, gpus, stats); ok {
 			g.From = now
 			l.kept[k.Job] = g
+			grants = append(grants, l.withInstances(g))
 		}
 	}
 }
 
-// keepFor is what k keeps of units now. l.mu is held.
-func (l *Ledger) keepFor(k Kept, units []alloc.Unit, gpus []gpu.Stats, stats map[string]gpu.Stats, external map[string]bool) (alloc.Grant, bool) {
+// keepFor is what k keeps of units now, given grants (those kept for
+// the jobs before it included). l.mu is held.
+func (l *Ledger) keepFor(k Kept, units []alloc.Unit, grants []alloc.Grant, gpus []gpu.Stats, stats map[string]gpu.Stats) (alloc.Grant, bool) {
 	if k.Want.want() == 0 || l.refuseFaulty(k.Job, k.Want, gpus) != nil {
 		return alloc.Grant{}, false
 	}
@@ -59,7 +62,6 @@ func (l *Ledger) keepFor(k Kept, units []alloc.Unit, gpus []gpu.Stats, stats map
 		r.Until = now.Add(k.Want.Limit)
 	}
 	holder := alloc.Holder{Kind: alloc.Queued, ID: k.Job, Member: k.Want.Owner, Name: k.Want.Name}
-	grants := l.grantsFor(k.Job, external)
 	d := alloc.Fit(units, grants, r, now)
 	switch {
 	case d.Fits:
@@ -76,10 +78,13 @@ func (l *Ledger) keepFor(k Kept, units []alloc.Unit, gpus []gpu.Stats, stats map
 				d.Units = append(d.Units, u)
 			}
 		}
-	default:
-		for r.Count--; r.Count > 0 && !d.Fits; r.Count-- {
-			d = alloc.Fit(units, grants, r, now)
+	case d.Free > 0:
+		r.Count = min(d.Free, r.Count-1) // as many as were free of those it looks at
+		if d = alloc.Fit(units, grants, r, now); !d.Fits {
+			d.Units = nil
 		}
+	default:
+		d.Units = nil
 	}
 	if len(d.Units) == 0 {
 		return alloc.Grant{}, false
