@@ -53,20 +53,22 @@ func planCluster(n Node, spec jobs.Spec, at time.Time) NodePlan {
 // machine's published grants record, or on its card where it publishes
 // no cluster units.
 func clusterFree(n Node, partition string, at time.Time) int {
-	units, grants := slurm.Allocation(*n.Cluster, n.ID)
-	if n.Alloc != nil && slices.ContainsFunc(n.Alloc.Units, func(u alloc.Unit) bool { return u.Kind == alloc.Cluster }) {
-		units, grants = n.Alloc.Units, n.Alloc.Grants
-	}
 	id := slurm.ClusterUnit(*n.Cluster)
 	if partition != "" {
 		id = slurm.PartitionUnit(*n.Cluster, partition)
 	}
-	for _, u := range units {
-		if u.ID == id {
-			return alloc.Free(u, grants, at)
+	if n.Alloc != nil && slices.ContainsFunc(n.Alloc.Units, func(u alloc.Unit) bool { return u.Kind == alloc.Cluster }) {
+		for _, u := range n.Alloc.Units {
+			if u.ID == id {
+				return alloc.Free(u, n.Alloc.Grants, at)
+			}
 		}
+		return 0
 	}
-	return 0
+	if partition == "" {
+		return slurm.FreeGPUs(*n.Cluster)
+	}
+	return slurm.PartitionFree(*n.Cluster, partition)
 }
 
 // notCluster says why spec, asking what only a cluster does, cannot run on

@@ -31,39 +31,51 @@ func PartitionUnit(c Cluster, partition string) string { return "slurm:" + c.Nam
 // Allocation is c's GPUs as alloc units offered by node (a device ID), and
 // the grants of the Slurm jobs that hold them, from c's last read.
 func Allocation(c Cluster, node string) ([]alloc.Unit, []alloc.Grant) {
-	return allocation(c, node, "")
+	return allocation(c, node, "", true)
+}
+
+// PartitionFree is how many GPUs of partition on c no Slurm job holds, as
+// alloc.Free counts them on Allocation.
+func PartitionFree(c Cluster, partition string) int {
+	id := PartitionUnit(c, partition)
+	units, grants := allocation(c, "", id, false)
+	return freeIn(units, grants, id)
 }
 
 // allocation is Allocation, of the unit only alone (a partition's; ""
-// every unit).
-func allocation(c Cluster, node, only string) ([]alloc.Unit, []alloc.Grant) {
-	usable := make(map[string][]int, len(c.Nodes)) // node name -> the units it is in, when it takes jobs
+// every unit), its holders named for people or not (named).
+func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc.Grant) {
+	index := make(map[string]int, len(c.Nodes)) // node name -> its index in c.Nodes
+	takes := make([]bool, len(c.Nodes))         // the node takes jobs
+	for i, n := range c.Nodes {
+		index[n.Name], takes[i] = i, TakesJobs(n.State)
+	}
 	units := make([]alloc.Unit, 0, len(c.Partitions)+1)
-	held := make([]int, 0, len(c.Partitions)+1) // GPUs the jobs' grants hold, per unit
+	in := make([][]bool, 0, len(c.Partitions)+1) // per unit, per node of c.Nodes: it counts there
+	held := make([]int, 0, len(c.Partitions)+1)  // GPUs the jobs' grants hold, per unit
 	alloced := make([]int, 0, len(c.Partitions)+1)
 	ids := make([][]string, 0, len(c.Partitions)+1) // each unit's ID, as a grant's Units
-	add := func(id string, nodes []Node) {
-		if only != "" && id != only {
-			return
-		}
+	add := func(id string, member func(Node) bool) {
 		u := alloc.Unit{ID: id, Kind: alloc.Cluster, Node: node}
-		a := 0
-		for _, n := range nodes {
-			if !TakesJobs(n.State) {
+		a, counts := 0, make([]bool, len(c.Nodes))
+		for i, n := range c.Nodes {
+			if !takes[i] || !member(n) {
 				continue
 			}
-			usable[n.Name] = append(usable[n.Name], len(units))
+			counts[i] = true
 			for _, g := range n.GPUs {
 				u.Count += g.Total
 				a += min(max(g.Alloc, 0), g.Total)
 			}
 		}
-		units, held, alloced, ids = append(units, u), append(held, 0), append(alloced, a), append(ids, []string{id})
+		units, in, held, alloced, ids = append(units, u), append(in, counts), append(held, 0), append(alloced, a), append(ids, []string{id})
 	}
-	add(ClusterUnit(c), c.Nodes)
+	if id := ClusterUnit(c); only == "" || id == only {
+		add(id, func(Node) bool { return true })
+	}
 	for _, p := range c.Partitions {
 		if id := PartitionUnit(c, p.Name); only == "" || id == only {
-			add(id, partitionNodes(c, p))
+			add(id, func(n Node) bool { return inPartition(n, p) })
 		}
 	}
 	grants := make([]alloc.Grant, 0, min(len(c.Queue)*len(units), maxClusterGrants)+len(units))
@@ -73,12 +85,18 @@ func allocation(c Cluster, node, only string) ([]alloc.Unit, []alloc.Grant) {
 			continue
 		}
 		clear(on)
-		for _, n := range q.Nodes {
-			for _, i := range usable[n] {
-				on[i]++
+		for _, name := range q.Nodes {
+			k, ok := index[name]
+			for i := range units {
+				if ok && in[i][k] {
+					on[i]++
+				}
 			}
 		}
-		h := alloc.Holder{Kind: alloc.SlurmJob, ID: q.ID, Name: "slurm job " + q.ID + " of " + q.User}
+		h := alloc.Holder{Kind: alloc.SlurmJob, ID: q.ID}
+		if named {
+			h.Name = "slurm job " + q.ID + " of " + q.User
+		}
 		for i := range units {
 			// Its GPUs split evenly over its nodes: Slurm's queue says no more.
 			n := q.GPUs * on[i] / len(q.Nodes)

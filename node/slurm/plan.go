@@ -81,11 +81,12 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 // ...)" ("" when none does).
 func fitPartition(c Cluster, part Partition, w want) (alloc.Decision, string) {
 	id := PartitionUnit(c, part.Name)
-	units, grants := allocation(c, "", id)
+	units, grants := allocation(c, "", id, false)
 	d := alloc.Fit(units, grants, alloc.Request{Count: w.nodes * w.gpus}, c.Read)
 	if d.Fits {
 		return d, ""
 	}
+	_, grants = allocation(c, "", id, true) // the holders, named for people
 	if len(d.Passed) == 1 {
 		d.Free = int(d.Passed[0].Free)
 	}
@@ -187,11 +188,17 @@ func partitionRefuses(part Partition, r jobs.Resources) string {
 func partitionNodes(c Cluster, part Partition) []Node {
 	var out []Node
 	for _, n := range c.Nodes {
-		if slices.Contains(n.Partitions, part.Name) || slices.Contains(part.Nodes, n.Name) {
+		if inPartition(n, part) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// inPartition says whether n is one of part's nodes (by its list or the
+// partition's).
+func inPartition(n Node, part Partition) bool {
+	return slices.Contains(n.Partitions, part.Name) || slices.Contains(part.Nodes, n.Name)
 }
 
 // pendingIn counts the jobs pending in partition.
