@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/schema"
 )
@@ -133,5 +135,46 @@ func TestClusterGrantsRecordFits(t *testing.T) {
 	}
 	if _, err := decodeAllocation(selfID, data); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClusterGrantsAreTheClustersOwn: the free GPUs a plan counts on a
+// cluster are those of the cluster machine's own grants record. Alpha
+// writes a record with the cluster's partition unit, all free, to draw
+// jobs there (or, holding it, to keep them away): the plan for the
+// cluster reads only the cluster's record, and alpha's unit is alpha's.
+func TestClusterGrantsAreTheClustersOwn(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, selfID, "zeta", false)
+	putMember(t, db, alphaID, "alpha", false)
+	putMember(t, db, hpcID, "hpc", false)
+	c := hpcCluster()
+	putNode(t, db, hpcID, NodeRecord{Info: agent.Info{ID: hpcID, Name: "hpc"}, Containers: true, Cluster: c})
+	units, grants := slurm.Allocation(*c, hpcID)
+	gpu := slurm.PartitionUnit(*c, "gpu")
+	grants = append(grants, alloc.Grant{Holder: alloc.Holder{Kind: alloc.SlurmJob, ID: "105"}, Units: []string{gpu}, GPUs: 3})
+	putRecord(t, db, hpcID, KindGrants, "", t0, mustJSON(t, Allocation{Units: units, Grants: grants}))
+	forged := Allocation{Units: []alloc.Unit{{ID: gpu, Kind: alloc.Cluster, Node: hpcID, Count: 64}}, Grants: []alloc.Grant{}}
+	putRecord(t, db, alphaID, KindGrants, "", t0, mustJSON(t, forged))
+	nodes, err := NewReader(db, Self{ID: selfID, Name: "zeta"}).Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hpc *Node
+	for i := range nodes {
+		switch nodes[i].ID {
+		case hpcID:
+			hpc = &nodes[i]
+		case alphaID:
+			if a := nodes[i].Alloc; a == nil || a.Units[0].Node != alphaID {
+				t.Errorf("alpha's record %+v; want its unit alpha's", a)
+			}
+		}
+	}
+	if hpc == nil || hpc.Cluster == nil {
+		t.Fatalf("no cluster machine among %d nodes", len(nodes))
+	}
+	if p := plan(nodes, hpc, jobs.Spec{Cmd: []string{"x"}, GPUs: 1}, nil); p.Free != 1 {
+		t.Errorf("the cluster's free GPUs: %d; want 1, by its own record (3 more held by job 105), whatever alpha wrote", p.Free)
 	}
 }
