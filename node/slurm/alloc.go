@@ -22,6 +22,10 @@ import (
 // on a cluster (the planner names owners where the job's record agrees).
 const maxClusterGrants = 512
 
+// maxCardGPUs bounds the GPUs a card may say one entry (a node's GPUs of a
+// type, a job) has: sums stay far from overflowing.
+const maxCardGPUs = 1 << 20
+
 // ClusterUnit is the ID of the unit of all of c's GPUs.
 func ClusterUnit(c Cluster) string { return "slurm:" + c.Name }
 
@@ -64,8 +68,9 @@ func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc
 			}
 			counts[i] = true
 			for _, g := range n.GPUs {
-				u.Count += g.Total
-				a += min(max(g.Alloc, 0), g.Total)
+				total := min(max(g.Total, 0), maxCardGPUs) // a card's counts come from the network
+				u.Count = min(u.Count+total, 1<<40)
+				a = min(a+min(max(g.Alloc, 0), total), 1<<40)
 			}
 		}
 		units, in, held, alloced, ids = append(units, u), append(in, counts), append(held, 0), append(alloced, a), append(ids, []string{id})
@@ -99,8 +104,8 @@ func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc
 		}
 		for i := range units {
 			// Its GPUs split evenly over its nodes: Slurm's queue says no more.
-			n := q.GPUs * on[i] / len(q.Nodes)
-			if n == 0 || len(grants) >= maxClusterGrants {
+			n := min(q.GPUs, maxCardGPUs) * on[i] / len(q.Nodes)
+			if n <= 0 || len(grants) >= maxClusterGrants {
 				continue
 			}
 			grants = append(grants, alloc.Grant{Holder: h, Units: ids[i], GPUs: n})

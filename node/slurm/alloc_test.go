@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -73,4 +74,38 @@ func TestPlanNamesHolders(t *testing.T) {
 	if p.StartsNow || p.Reason != want {
 		t.Errorf("Plan: now %v, %q;\nwant %q", p.StartsNow, p.Reason, want)
 	}
+}
+
+// FuzzAllocation: a cluster's card comes from its agent, over the network,
+// to every planner. Whatever it says, Allocation neither panics nor
+// writes a grant of no GPUs or a negative count (a reader refuses a
+// record with one: the cluster's own record would be refused whole), and
+// alloc.Free stays within a unit's count.
+func FuzzAllocation(f *testing.F) {
+	f.Add([]byte(`{"name":"hpc","partitions":[{"name":"gpu","nodes":["n1"]}],"nodes":[{"name":"n1","state":"mixed","gpus":[{"total":4,"alloc":2}]}],
+		"queue":[{"id":"1","state":"RUNNING","nodes":["n1"],"gpus":2}]}`))
+	f.Add([]byte(`{"nodes":[{"name":"n","state":"idle","gpus":[{"total":9223372036854775807,"alloc":-9223372036854775808},{"total":9223372036854775807}]}],
+		"queue":[{"id":"x","state":"RUNNING","nodes":["n","n","n"],"gpus":9223372036854775807}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Cluster
+		if json.Unmarshal(b, &c) != nil {
+			return
+		}
+		units, grants := Allocation(c, "dev")
+		for _, g := range grants {
+			if g.GPUs <= 0 || len(g.Units) != 1 {
+				t.Fatalf("grant %+v", g)
+			}
+		}
+		for _, u := range units {
+			if u.Count < 0 {
+				t.Fatalf("unit %+v", u)
+			}
+			if free := alloc.Free(u, grants, time.Time{}); free < 0 || free > u.Count {
+				t.Fatalf("unit %+v: %d free", u, free)
+			}
+		}
+		FreeGPUs(c)
+		UsableGPUs(c)
+	})
 }
