@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"slices"
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
@@ -47,7 +48,8 @@ func PartitionFree(c Cluster, partition string) int {
 }
 
 // allocation is Allocation, of the unit only alone (a partition's; ""
-// every unit), its holders named for people or not (named).
+// every unit), its jobs' grants each named for people (named), or, for
+// counting alone, gathered in one grant per unit that holds as many.
 func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc.Grant) {
 	index := make(map[string]int, len(c.Nodes)) // node name -> its index in c.Nodes
 	takes := make([]bool, len(c.Nodes))         // the node takes jobs
@@ -60,6 +62,9 @@ func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc
 	alloced := make([]int, 0, len(c.Partitions)+1)
 	ids := make([][]string, 0, len(c.Partitions)+1) // each unit's ID, as a grant's Units
 	add := func(id string, member func(Node) bool) {
+		if slices.ContainsFunc(units, func(u alloc.Unit) bool { return u.ID == id }) {
+			return // a partition named twice: one unit (a reader refuses a record listing one twice)
+		}
 		u := alloc.Unit{ID: id, Kind: alloc.Cluster, Node: node}
 		a, counts := 0, make([]bool, len(c.Nodes))
 		for i, n := range c.Nodes {
@@ -69,8 +74,8 @@ func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc
 			counts[i] = true
 			for _, g := range n.GPUs {
 				total := min(max(g.Total, 0), maxCardGPUs) // a card's counts come from the network
-				u.Count = min(u.Count+total, 1<<40)
-				a = min(a+min(max(g.Alloc, 0), total), 1<<40)
+				u.Count = min(u.Count+total, maxCardGPUs)
+				a = min(a+min(max(g.Alloc, 0), total), maxCardGPUs)
 			}
 		}
 		units, in, held, alloced, ids = append(units, u), append(in, counts), append(held, 0), append(alloced, a), append(ids, []string{id})
@@ -83,8 +88,13 @@ func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc
 			add(id, func(n Node) bool { return inPartition(n, p) })
 		}
 	}
-	grants := make([]alloc.Grant, 0, min(len(c.Queue)*len(units), maxClusterGrants)+len(units))
+	capacity := 2 * len(units)
+	if named {
+		capacity += min(len(c.Queue)*len(units), maxClusterGrants)
+	}
+	grants := make([]alloc.Grant, 0, capacity)
 	on := make([]int, len(units)) // of a job's nodes, those in each unit
+	made := 0                     // the jobs' grants, named or not (maxClusterGrants bounds them)
 	for _, q := range c.Queue {
 		if q.GPUs <= 0 || !holdsGPUs(q.State) || len(q.Nodes) == 0 {
 			continue
@@ -98,27 +108,33 @@ func allocation(c Cluster, node, only string, named bool) ([]alloc.Unit, []alloc
 				}
 			}
 		}
-		h := alloc.Holder{Kind: alloc.SlurmJob, ID: q.ID}
-		if named {
-			h.Name = "slurm job " + q.ID + " of " + q.User
-		}
 		for i := range units {
 			// Its GPUs split evenly over its nodes: Slurm's queue says no more.
 			n := min(q.GPUs, maxCardGPUs) * on[i] / len(q.Nodes)
-			if n <= 0 || len(grants) >= maxClusterGrants {
+			if n <= 0 || made >= maxClusterGrants {
 				continue
 			}
-			grants = append(grants, alloc.Grant{Holder: h, Units: ids[i], GPUs: n})
+			made++
 			held[i] += n
+			if named {
+				h := alloc.Holder{Kind: alloc.SlurmJob, ID: q.ID, Name: "slurm job " + q.ID + " of " + q.User}
+				grants = append(grants, alloc.Grant{Holder: h, Units: ids[i], GPUs: n})
+			}
 		}
 	}
 	for i := range units {
+		if held[i] > 0 && !named { // counted alike: Fit sees as many GPUs held
+			grants = append(grants, alloc.Grant{Holder: queueJobs, Units: ids[i], GPUs: min(held[i], maxCardGPUs)})
+		}
 		if rest := alloced[i] - held[i]; rest > 0 {
 			grants = append(grants, alloc.Grant{Holder: otherJobs, Units: ids[i], GPUs: rest})
 		}
 	}
 	return units, grants
 }
+
+// queueJobs holds, unnamed, the GPUs of the jobs the queue read lists.
+var queueJobs = alloc.Holder{Kind: alloc.SlurmJob, ID: "queue", Name: "Slurm jobs of the queue read"}
 
 // otherJobs holds the GPUs allocated to jobs the queue read does not list.
 var otherJobs = alloc.Holder{Kind: alloc.SlurmJob, ID: "other", Name: "Slurm jobs beyond the queue read"}

@@ -57,8 +57,8 @@ func TestAllocation(t *testing.T) {
 	if got := strings.Join(held, " "); got != "12:2 other:1" {
 		t.Errorf("grants on partition gpu: %s; want 12:2 other:1 (job 13 is on a drained node, 14 pending)", got)
 	}
-	if FreeGPUs(c) != 5 {
-		t.Errorf("FreeGPUs = %d; want 5", FreeGPUs(c))
+	if FreeGPUs(c) != 5 || PartitionFree(c, "gpu") != 5 || PartitionFree(c, "maint") != 4 {
+		t.Errorf("FreeGPUs = %d, partition gpu %d, maint %d; want 5, 5, 4", FreeGPUs(c), PartitionFree(c, "gpu"), PartitionFree(c, "maint"))
 	}
 }
 
@@ -86,12 +86,20 @@ func FuzzAllocation(f *testing.F) {
 		"queue":[{"id":"1","state":"RUNNING","nodes":["n1"],"gpus":2}]}`))
 	f.Add([]byte(`{"nodes":[{"name":"n","state":"idle","gpus":[{"total":9223372036854775807,"alloc":-9223372036854775808},{"total":9223372036854775807}]}],
 		"queue":[{"id":"x","state":"RUNNING","nodes":["n","n","n"],"gpus":9223372036854775807}]}`))
+	f.Add([]byte(`{"name":"h","partitions":[{"name":"gpu"},{"name":"gpu"}],"nodes":[{"name":"n","state":"idle","partitions":["gpu"],"gpus":[{"total":2}]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var c Cluster
 		if json.Unmarshal(b, &c) != nil {
 			return
 		}
 		units, grants := Allocation(c, "dev")
+		ids := map[string]bool{}
+		for _, u := range units {
+			if ids[u.ID] {
+				t.Fatalf("unit %q twice", u.ID)
+			}
+			ids[u.ID] = true
+		}
 		for _, g := range grants {
 			if g.GPUs <= 0 || len(g.Units) != 1 {
 				t.Fatalf("grant %+v", g)
@@ -105,7 +113,15 @@ func FuzzAllocation(f *testing.F) {
 				t.Fatalf("unit %+v: %d free", u, free)
 			}
 		}
-		FreeGPUs(c)
+		// Counting alone (the jobs' grants gathered) answers as the named record.
+		for _, p := range c.Partitions {
+			if got, want := PartitionFree(c, p.Name), freeIn(units, grants, PartitionUnit(c, p.Name)); got != want {
+				t.Fatalf("partition %q: %d free counted alone, %d by the record", p.Name, got, want)
+			}
+		}
+		if got, want := FreeGPUs(c), freeIn(units, grants, ClusterUnit(c)); got != want {
+			t.Fatalf("cluster: %d free counted alone, %d by the record", got, want)
+		}
 		UsableGPUs(c)
 	})
 }

@@ -143,8 +143,9 @@ func secs(s int64) time.Duration { return time.Duration(s) * time.Second }
 // whose state takes jobs (a drained node's GPUs are not free) that no
 // Slurm job holds, as alloc.Fit counts them on Allocation.
 func FreeGPUs(c Cluster) int {
-	units, grants := Allocation(c, "")
-	return freeIn(units, grants, ClusterUnit(c))
+	id := ClusterUnit(c)
+	units, grants := allocation(c, "", id, false)
+	return freeIn(units, grants, id)
 }
 
 // Usable is what of some GPUs of a cluster a job could get now: Free, not
@@ -165,7 +166,7 @@ type ClusterUsable struct {
 
 // UsableGPUs is c's Usable GPUs, over it and each of its partitions.
 func UsableGPUs(c Cluster) ClusterUsable {
-	units, grants := Allocation(c, "")
+	units, grants := allocation(c, "", "", false)
 	out := ClusterUsable{Usable: Usable{Free: freeIn(units, grants, ClusterUnit(c)), OutOfService: outOfService(c.Nodes)},
 		Partitions: make(map[string]Usable, len(c.Partitions))}
 	for _, p := range c.Partitions {
