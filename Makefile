@@ -364,6 +364,7 @@ FUZZERS := \
   ./node/slurm:FuzzExpandHostlist \
   ./node/slurm:FuzzParseComment \
   ./node/slurm:FuzzProcParsers \
+  ./node/slurm:FuzzAllocation \
   ./node/jobs:FuzzContainerInCgroup \
   ./node/host:FuzzProcfsParsers \
   ./sync/pool:FuzzSigningBytes \

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 )
@@ -22,11 +24,11 @@ func clusterResources(spec jobs.Spec) jobs.Resources {
 }
 
 // planCluster is what a launch of spec would find on the cluster machine n.
-func planCluster(n Node, spec jobs.Spec) NodePlan {
+func planCluster(n Node, spec jobs.Spec, at time.Time) NodePlan {
 	np := NodePlan{Node: n.ID, NodeName: n.Name, GPUs: []PlanGPU{}}
 	sp := slurm.Plan(*n.Cluster, clusterResources(spec))
 	np.Cluster = &sp
-	np.Free = slurm.FreeGPUs(*n.Cluster)
+	np.Free = clusterFree(n, sp.Partition, at)
 	switch {
 	case !n.Online:
 		np.Reason = n.Name + " is offline"
@@ -44,6 +46,29 @@ func planCluster(n Node, spec jobs.Spec) NodePlan {
 		np.Fits, np.Reason = sp.Fits, sp.Reason
 	}
 	return np
+}
+
+// clusterFree is how many GPUs of partition (the whole cluster when it
+// names none) no Slurm job holds, as alloc.Free counts on the cluster
+// machine's published grants record, or on its card where it publishes
+// no cluster units.
+func clusterFree(n Node, partition string, at time.Time) int {
+	id := slurm.ClusterUnit(*n.Cluster)
+	if partition != "" {
+		id = slurm.PartitionUnit(*n.Cluster, partition)
+	}
+	if n.Alloc != nil && slices.ContainsFunc(n.Alloc.Units, func(u alloc.Unit) bool { return u.Kind == alloc.Cluster }) {
+		for _, u := range n.Alloc.Units {
+			if u.ID == id {
+				return alloc.Free(u, n.Alloc.Grants, at)
+			}
+		}
+		return 0
+	}
+	if partition == "" {
+		return slurm.FreeGPUs(*n.Cluster)
+	}
+	return slurm.PartitionFree(*n.Cluster, partition)
 }
 
 // notCluster says why spec, asking what only a cluster does, cannot run on

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 )
@@ -178,5 +179,23 @@ func TestClusterQueueCapped(t *testing.T) {
 		if n.ID == hpcID && (len(n.Cluster.Queue) != slurm.QueueCap || n.Cluster.Queue[0].Owner != "") {
 			t.Errorf("queue of %d, first %+v; want %d, no owner without a record", len(n.Cluster.Queue), n.Cluster.Queue[0], slurm.QueueCap)
 		}
+	}
+}
+
+// TestPlanClusterFree: the free GPUs a cluster plan counts are alloc.Free
+// on the partition's unit: of the grants record the cluster's machine
+// publishes where it has one (the authority's view), else of its card.
+func TestPlanClusterFree(t *testing.T) {
+	spec := jobs.Spec{Cmd: []string{"x"}, GPUs: 1}
+	hpc := Node{ID: hpcID, Name: "hpc", Online: true, GPUs: []GPU{}, Cluster: hpcCluster()}
+	if p := plan([]Node{hpc}, &hpc, spec, nil); p.Free != 4 {
+		t.Errorf("from the card: %d free; want 4 (n1 3 of 4 allocated, n2 1 of 4)", p.Free)
+	}
+	units, grants := slurm.Allocation(*hpc.Cluster, hpcID)
+	grants = append(grants, alloc.Grant{Holder: alloc.Holder{Kind: alloc.SlurmJob, ID: "105", Name: "slurm job 105 of lab"},
+		Units: []string{slurm.PartitionUnit(*hpc.Cluster, "gpu")}, GPUs: 3})
+	hpc.Alloc = &Allocation{Units: units, Grants: grants}
+	if p := plan([]Node{hpc}, &hpc, spec, nil); p.Free != 1 {
+		t.Errorf("from the grants record: %d free; want 1 (3 more held by job 105)", p.Free)
 	}
 }

@@ -2,11 +2,16 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/schema"
 )
 
 // TestGrantsRecordIsItsOriginsOwn: a machine's grants are read from its
@@ -103,4 +108,73 @@ func FuzzDecodeAllocation(f *testing.F) {
 		}
 		alloc.Fit(a.Units, a.Grants, alloc.Request{Count: 1}, t0)
 	})
+}
+
+// TestClusterGrantsRecordFits: the grants record of a cluster's machine
+// with a full queue (slurm.QueueCap running jobs with long names, over 16
+// partitions of all nodes) stays under the record's cap and the bounds a
+// reader holds it to: the agent's own record is never refused.
+func TestClusterGrantsRecordFits(t *testing.T) {
+	c := slurm.Cluster{Name: strings.Repeat("h", 64)}
+	var all []string
+	for i := range 64 {
+		n := slurm.Node{Name: fmt.Sprintf("node-%03d", i), State: "allocated", GPUs: []slurm.GPUCount{{Total: 8, Alloc: 8}}}
+		c.Nodes, all = append(c.Nodes, n), append(all, n.Name)
+	}
+	for i := range 16 {
+		c.Partitions = append(c.Partitions, slurm.Partition{Name: fmt.Sprintf("partition-%02d", i), Nodes: all})
+	}
+	for i := range slurm.QueueCap {
+		c.Queue = append(c.Queue, slurm.QueueJob{ID: fmt.Sprint(9000000 + i), User: strings.Repeat("u", 32), State: "RUNNING",
+			Nodes: all[i%64 : i%64+1], GPUs: 2})
+	}
+	units, grants := slurm.Allocation(c, selfID)
+	data := mustJSON(t, Allocation{Units: units, Grants: grants})
+	if err := schema.Check(KindGrants, "", len(data)); err != nil {
+		t.Fatalf("%d bytes: %v", len(data), err)
+	}
+	if _, err := decodeAllocation(selfID, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClusterGrantsAreTheClustersOwn: the free GPUs a plan counts on a
+// cluster are those of the cluster machine's own grants record. Alpha
+// writes a record with the cluster's partition unit, all free, to draw
+// jobs there (or, holding it, to keep them away): the plan for the
+// cluster reads only the cluster's record, and alpha's unit is alpha's.
+func TestClusterGrantsAreTheClustersOwn(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, selfID, "zeta", false)
+	putMember(t, db, alphaID, "alpha", false)
+	putMember(t, db, hpcID, "hpc", false)
+	c := hpcCluster()
+	putNode(t, db, hpcID, NodeRecord{Info: agent.Info{ID: hpcID, Name: "hpc"}, Containers: true, Cluster: c})
+	units, grants := slurm.Allocation(*c, hpcID)
+	gpu := slurm.PartitionUnit(*c, "gpu")
+	grants = append(grants, alloc.Grant{Holder: alloc.Holder{Kind: alloc.SlurmJob, ID: "105"}, Units: []string{gpu}, GPUs: 3})
+	putRecord(t, db, hpcID, KindGrants, "", t0, mustJSON(t, Allocation{Units: units, Grants: grants}))
+	forged := Allocation{Units: []alloc.Unit{{ID: gpu, Kind: alloc.Cluster, Node: hpcID, Count: 64}}, Grants: []alloc.Grant{}}
+	putRecord(t, db, alphaID, KindGrants, "", t0, mustJSON(t, forged))
+	nodes, err := NewReader(db, Self{ID: selfID, Name: "zeta"}).Nodes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hpc *Node
+	for i := range nodes {
+		switch nodes[i].ID {
+		case hpcID:
+			hpc = &nodes[i]
+		case alphaID:
+			if a := nodes[i].Alloc; a == nil || a.Units[0].Node != alphaID {
+				t.Errorf("alpha's record %+v; want its unit alpha's", a)
+			}
+		}
+	}
+	if hpc == nil || hpc.Cluster == nil {
+		t.Fatalf("no cluster machine among %d nodes", len(nodes))
+	}
+	if p := plan(nodes, hpc, jobs.Spec{Cmd: []string{"x"}, GPUs: 1}, nil); p.Free != 1 {
+		t.Errorf("the cluster's free GPUs: %d; want 1, by its own record (3 more held by job 105), whatever alpha wrote", p.Free)
+	}
 }

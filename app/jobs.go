@@ -313,7 +313,7 @@ func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Tim
 // view (viewOf), as n's ledger would.
 func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) NodePlan {
 	if n.Cluster != nil {
-		return planCluster(n, spec)
+		return planCluster(n, spec, at)
 	}
 	if spec.GPUShare >= 1 && spec.GPUs == 0 {
 		spec.GPUs = 1 // a share of 1 is a whole GPU, as the machine grants it

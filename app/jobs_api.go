@@ -95,8 +95,9 @@ type NodePlan struct {
 	Placement string `json:"placement,omitempty"`
 	// Cluster is set where the machine is a Slurm cluster: what sbatch
 	// will be asked, whether the partition can ever run the job and
-	// whether it starts now or queues (Free then counts the cluster's free
-	// GPUs on nodes that take jobs, slurm.FreeGPUs; GPUs is empty).
+	// whether it starts now or queues (Free then counts the partition's
+	// GPUs on nodes that take jobs that no Slurm job holds, alloc.Free on
+	// the cluster machine's grants record; GPUs is empty).
 	Cluster *slurm.SubmitPlan `json:"cluster,omitempty"`
 }
 

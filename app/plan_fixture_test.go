@@ -3,18 +3,25 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/labpool/labpool/node/jobs"
 )
 
-// The UI's dev fixture (frontend/e2e/devjobs.mjs) answers the plan route
-// without a Service; its planPool must be this package's rule, not one of
-// its own. Both plan the same cases here, and the JSON must be the same.
+// The UI's dev server (frontend/e2e/devjobs.mjs) answers the plan route
+// by replaying plan()'s decisions recorded in devplans.json (TestDevPlans),
+// filling in its machines' live readings and its jobs' names. Here it
+// plans every recorded state of the dev pool with real jobs, for each
+// request recorded, and the same with an image, a command and a time
+// limit (fields the record's key leaves out), with and without a machine
+// named: its JSON must be plan()'s. A request not recorded is answered as
+// such, naming the record.
 func TestPlanFixtureAgrees(t *testing.T) {
 	nodeJS, err := exec.LookPath("node")
 	if err != nil {
@@ -27,52 +34,45 @@ func TestPlanFixtureAgrees(t *testing.T) {
 	if _, err := os.Stat(script); err != nil {
 		t.Skipf("no dev fixture: %v", err)
 	}
-	nodes, active := planPool()
-	nodes = append(nodes, Node{ID: "NOCT", Name: "noct", Online: true, ContainersError: "no Docker engine answers",
-		GPUs: []GPU{{Index: 0, UUID: "NOCT-gpu0", MemTotalBytes: 80 * gib}}})
-	nodes = append(nodes, Node{ID: "CPU", Name: "cpu", Online: true, Containers: true, Host: &HostStats{CPUPercent: 1}})
-	nodes = append(nodes, nvlinkNode("NV", 91))
-	cool := nvlinkNode("COOL", 0) // busier than NV, but no GPU throttling: 8 GPUs go here
-	for i := range cool.GPUs {
-		cool.GPUs[i].UtilPercent = 30
+	live := func(node string, slot byte) (string, string, string, string) {
+		return "job-" + node + "-" + string(slot), "train-" + node + "-" + string(slot), "OWNER" + string(slot), "member-" + string(slot)
 	}
-	nodes = append(nodes, cool)
-	nodes = append(nodes, Node{ID: "SPARK", Name: "spark", Online: true, Containers: true, GPUs: []GPU{{Index: 0, UUID: "SPARK-gpu0",
-		Name: "NVIDIA GB10", MemTotalBytes: 119 * gib, MemUsedBytes: 100 * gib, MemUnified: true}}})
 	type planCase struct {
+		Nodes []Node    `json:"nodes"`
+		Jobs  []Job     `json:"jobs"`
 		Named string    `json:"named"`
 		Spec  jobs.Spec `json:"spec"`
 	}
 	var cases []planCase
-	specs := []jobs.Spec{
-		{}, {Image: "x"}, {GPUs: 1}, {GPUs: 1, MinGPUMemBytes: 40 * gib}, {GPUs: 2}, {GPUs: 2, Queue: true},
-		{GPUs: 9}, {GPUIDs: []int{0}}, {GPUIDs: []int{1}}, {GPUIDs: []int{0, 1}, Queue: true}, {GPUIDs: []int{5}},
-		{MinGPUMemBytes: 20 * gib},
-	}
-	specs = append(specs, jobs.Spec{GPUs: 3}, jobs.Spec{GPUs: 4}, jobs.Spec{GPUs: 5}, jobs.Spec{GPUs: 8})
-	for _, named := range []string{"", "BIG", "SMALL", "OFF", "NOCT", "CPU", "NV", "SPARK"} {
-		for _, s := range specs {
-			cases = append(cases, planCase{Named: named, Spec: s})
-		}
-	}
-
 	var want []any
-	for _, c := range cases {
-		var named *Node
-		for i := range nodes {
-			if nodes[i].ID == c.Named {
-				named = &nodes[i]
+	for _, s := range devStates() {
+		nodes, active := devPool(s, live)
+		for _, spec := range devSpecs {
+			limited := spec
+			limited.Image, limited.Cmd, limited.TimeLimitSeconds = "labpool-test/busybox:1", []string{"sh"}, 7200
+			for _, sp := range []jobs.Spec{spec, limited} {
+				for _, named := range []int{-1, 0, 1, 2} {
+					c := planCase{Nodes: nodes, Jobs: active, Spec: sp}
+					var np *Node
+					if named >= 0 {
+						np, c.Named = &nodes[named], nodes[named].ID
+					}
+					cases = append(cases, c)
+					want = append(want, roundJSON(t, plan(nodes, np, sp, active)))
+				}
 			}
 		}
-		want = append(want, roundJSON(t, plan(nodes, named, c.Spec, active)))
 	}
+	// Not recorded: a share.
+	nodes, active := devPool(devStates()[0], live)
+	cases = append(cases, planCase{Nodes: nodes, Jobs: active, Spec: jobs.Spec{GPUShare: 0.5}})
 
-	in := mustJSON(t, map[string]any{"nodes": nodes, "jobs": active, "cases": cases})
+	in := mustJSON(t, cases)
 	const prog = `
 import { readFileSync } from 'node:fs'
 const { planPool } = await import(process.argv[1])
-const { nodes, jobs, cases } = JSON.parse(readFileSync(0, 'utf8'))
-const out = cases.map((c) => planPool(nodes, c.named ? nodes.find((n) => n.id === c.named) : null, c.spec, jobs))
+const cases = JSON.parse(readFileSync(0, 'utf8'))
+const out = cases.map((c) => planPool(c.nodes, c.named ? c.nodes.find((n) => n.id === c.named) : null, c.spec, c.jobs))
 process.stdout.write(JSON.stringify(out))
 `
 	cmd := exec.Command(nodeJS, "--input-type=module", "-e", prog, "file://"+script)
@@ -85,15 +85,21 @@ process.stdout.write(JSON.stringify(out))
 	}
 	var got []any
 	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("the fixture's plans: %v\n%s", err, out)
+		t.Fatalf("the fixture's plans: %v\n%.500s", err, out)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("the fixture answered %d plans for %d cases", len(got), len(want))
+	if len(got) != len(cases) {
+		t.Fatalf("the fixture answered %d plans for %d cases", len(got), len(cases))
 	}
-	for i := range cases {
-		if d := cmp.Diff(want[i], got[i]); d != "" {
-			t.Errorf("node %q, spec %+v: the fixture plans otherwise (-Go +fixture):\n%s", cases[i].Named, cases[i].Spec, d)
+	failed := 0
+	for i := range want {
+		if d := cmp.Diff(want[i], got[i]); d != "" && failed < 5 {
+			failed++
+			t.Errorf("named %q, spec %+v: the fixture plans otherwise (-Go +fixture):\n%s", cases[i].Named, cases[i].Spec, d)
 		}
+	}
+	last, _ := got[len(got)-1].(map[string]any)
+	if last["fits"] != false || !strings.Contains(fmt.Sprint(last["reason"]), `the dev server has no recorded plan of lab1:-- for {"gpu_share":0.5}`) {
+		t.Errorf("a request not recorded: %v; want it said plainly", last)
 	}
 }
 

@@ -193,6 +193,13 @@ func planPass(pg *PlanGPU, p alloc.Pass, active []Job) string {
 		j := activeJob(active, p.By)
 		pg.State, pg.Job, pg.JobName, pg.Owner, pg.OwnerName = GPUHeld, j.ID, j.Name, j.Owner, j.OwnerName
 		return planWhy(p, active)
+	case p.Reason == alloc.Kept:
+		j := activeJob(active, p.By) // named as the pool knows the queued job and its owner
+		if j.Name == "" {
+			j.Name = shortID(j.ID)
+		}
+		pg.State, pg.Reason = GPUBusy, "kept for queued job "+j.Name+" of "+j.OwnerName+", waiting the longest"
+		return pg.Reason
 	case p.Reason == alloc.Outside:
 		pg.State = GPUBusy
 		return "a process outside labpool"

@@ -90,3 +90,22 @@ func TestPlanMIGProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanKeptForStarvingJob: a machine's grants record holds a GPU as
+// kept for a queued job that waited the longest (alloc.Queued): the plan
+// says so, naming the job and its owner as the pool knows them, and a
+// new job does not fit there.
+func TestPlanKeptForStarvingJob(t *testing.T) {
+	at := time.Date(2026, 11, 26, 14, 0, 0, 0, time.UTC)
+	n := Node{ID: "A", Name: "a", Online: true, Containers: true, GPUs: []GPU{{Index: 0, UUID: "A-gpu0", MemTotalBytes: 80 * gib}}}
+	n.Alloc = &Allocation{Units: []alloc.Unit{{ID: "A-gpu0", Kind: alloc.GPU, Node: "A", Index: 0, MemBytes: 80 * gib}},
+		Grants: []alloc.Grant{{Holder: alloc.Holder{Kind: alloc.Queued, ID: "big1", Member: mikeID, Name: "big"}, Units: []string{"A-gpu0"}}}}
+	active := []Job{{Job: jobs.Job{ID: "big1", Name: "big", Node: "A", Owner: mikeID, State: jobs.Queued}, OwnerName: "mike"}}
+	p := planAt([]Node{n}, &n, jobs.Spec{GPUs: 1}, active, at, selfID)
+	if p.Fits || !strings.Contains(p.Reason, "GPU 0: kept for queued job big of mike, waiting the longest") {
+		t.Errorf("plan: fits %v, %q; want GPU 0 kept for mike's queued job big", p.Fits, p.Reason)
+	}
+	if g := p.GPUs[0]; g.State != GPUBusy || g.Status != "kept for queued job big of mike, waiting the longest" {
+		t.Errorf("GPU 0: %s %q", g.State, g.Status)
+	}
+}

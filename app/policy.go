@@ -50,6 +50,10 @@ type PolicyUpdate struct {
 	Yield            *string `json:"yield,omitempty"`
 	GraceSeconds     *int    `json:"grace_seconds,omitempty"`
 	LendHours        *string `json:"lend_hours,omitempty"`
+	// ReserveAtStart is what others' jobs on a reservation's GPUs get at
+	// its start: "stop", or "requeue" (a job with a restart policy goes
+	// back to the queue; the others are stopped).
+	ReserveAtStart *string `json:"reserve_at_start,omitempty"`
 }
 
 // IsZero says whether u changes nothing.
@@ -125,6 +129,7 @@ func (u PolicyUpdate) Apply(p Policy) Policy {
 	setIf(&p.Reserve.AheadSeconds, u.ReserveAheadSeconds)
 	setIf(&p.Reserve.WarnSeconds, u.ReserveWarnSeconds)
 	setIf(&p.Reserve.PerMember, u.ReservePerMember)
+	setIf(&p.Reserve.AtStart, u.ReserveAtStart)
 	return p
 }
 

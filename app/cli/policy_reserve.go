@@ -14,7 +14,7 @@ import (
 // reservePolicyFlags are the flags of `labpool policy` that set the
 // reservation policy.
 type reservePolicyFlags struct {
-	who                   string
+	who, atStart          string
 	maxGPUs, perMember    int
 	maxHours, ahead, warn string
 }
@@ -25,6 +25,7 @@ func (f *reservePolicyFlags) flags(fl *pflag.FlagSet) {
 	fl.IntVar(&f.perMember, "reserve-per-member", 0, "reservations to come one member may hold here (0 = the default, 8)")
 	fl.StringVar(&f.maxHours, "reserve-max-hours", "", "the longest reservation, e.g. 24h (0 = the default, 24h)")
 	fl.StringVar(&f.ahead, "reserve-ahead", "", "how far ahead a reservation may start, e.g. 30d or 720h (0 = the default, 30 days)")
+	fl.StringVar(&f.atStart, "reserve-at-start", "", "what others' jobs on a reservation's GPUs get at its start: stop, or requeue (a job with --restart on-failure goes back to the queue)")
 	fl.StringVar(&f.warn, "reserve-warn", "", "how long before a reservation's start others' jobs on its GPUs are told, e.g. 15m")
 }
 
@@ -35,6 +36,9 @@ func (f *reservePolicyFlags) apply(fl *pflag.FlagSet, u *app.PolicyUpdate) error
 	}
 	if fl.Changed("reserve-max-gpus") {
 		u.ReserveMaxGPUs = &f.maxGPUs
+	}
+	if fl.Changed("reserve-at-start") {
+		u.ReserveAtStart = &f.atStart
 	}
 	if fl.Changed("reserve-per-member") {
 		u.ReservePerMember = &f.perMember

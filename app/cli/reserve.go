@@ -158,12 +158,16 @@ func span(from, until time.Time) string {
 
 // stopNote is the notice of a running job that the machine stops when a
 // reservation of its GPUs for another member starts: " (stopped in 14m:
-// its GPUs are reserved for bob from ...)", or "" for none.
+// its GPUs are reserved for bob from ...)", "requeued in 14m" where the
+// policy puts it back into the queue, or "" for none.
 func stopNote(j jobs.Job, now time.Time) string {
 	if j.StopAt == nil || j.State != jobs.Running {
 		return ""
 	}
 	left := max(j.StopAt.Sub(now), 0).Round(time.Second)
-	why := strings.TrimPrefix(j.StopWhy, "stopped: ")
-	return fmt.Sprintf(" (stopped in %s: %s)", left, why)
+	verb, why := "stopped", strings.TrimPrefix(j.StopWhy, "stopped: ")
+	if w, ok := strings.CutPrefix(j.StopWhy, "requeued: "); ok {
+		verb, why = "requeued", w // the policy's --reserve-at-start requeue
+	}
+	return fmt.Sprintf(" (%s in %s: %s)", verb, left, why)
 }

@@ -64,6 +64,10 @@ func TestStopNote(t *testing.T) {
 	if got, want := stopNote(j, now), " (stopped in 14m0s: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1))"; got != want {
 		t.Errorf("stopNote = %q; want %q", got, want)
 	}
+	j.StopWhy = "requeued: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)"
+	if got, want := stopNote(j, now), " (requeued in 14m0s: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1))"; got != want {
+		t.Errorf("stopNote of a job the policy requeues = %q; want %q", got, want)
+	}
 	j.State = jobs.Exited
 	if got := stopNote(j, now); got != "" {
 		t.Errorf("stopNote of an ended job = %q", got)

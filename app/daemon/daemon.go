@@ -241,7 +241,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(tel.Sink(history.NewRecorder(db, self, log).Run))
 	d.add(tel.Sink(app.NewEnergyRecorder(db, self, log).Run))
 	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.Card, ex.Err, log))
-	grants := app.NewGrantsPublisher(db, self, jm.m.Allocation, log)
+	grants := app.NewGrantsPublisher(db, self, allocation(self, jm.m, ex.Card), log)
 	grants.Changed = jm.m.Ledger().Changes()
 	d.add(grants)
 	book := openReservations(self, db, jm.m, tel, log)

@@ -5,6 +5,7 @@
 // command `sh -c 'echo X; sleep N; exit C'` prints X, runs N seconds and
 // exits with C; anything else prints training-like lines until stopped.
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 
 const GiB = 1024 ** 3
 const folders = ['datasets', 'results', 'home']
@@ -25,240 +26,118 @@ const images = {
   ],
 }
 
-/**
- * The placement rule of app/jobs.go (plan and planFor) as the Service
- * answers POST /api/v1/jobs/plan: where spec runs among nodes (on named when
- * given), given the jobs of the pool, and each machine's GPUs as free,
- * small, held (by a running or starting job) or busy (a process outside
- * labpool). Not a rule of its own: app/plan_fixture_test.go runs both over
- * the same cases and wants the same JSON.
- */
-export function planPool(nodes, named, spec, jobs) {
-  const out = { images: [], nodes: [] }
-  let best = null
-  let bestLoad = 0
-  let leastLoad = 0
-  const reasons = []
-  for (const n of nodes) {
-    const np = planNode(n, spec, jobs)
-    out.nodes.push(np)
-    if (named || !n.online) continue
-    if (!np.fits) {
-      reasons.push(`${n.name}: ${np.reason}`)
-      continue
-    }
-    if (!best || load(n) < leastLoad) leastLoad = load(n)
-    if (!best || placedBetter(np, load(n), best, bestLoad)) {
-      best = np
-      bestLoad = load(n)
-    }
+// The plans the dev server answers are plan()'s own (app/jobs.go),
+// recorded by app/devplan_test.go in devplans.json for the dev pool's
+// machines in every state its scenarios reach and the requests the Launch
+// dialog and the e2e scripts send. No plan rule lives here: a state or a
+// request not recorded is answered as such (planPool's reason), never
+// guessed. `go test ./app -run TestDevPlans -update` records them again.
+const recorded = JSON.parse(readFileSync(new URL('./devplans.json', import.meta.url), 'utf8'))
+
+// The spec fields a recorded decision is keyed by, in order
+// (app/devplan_test.go devPlanFields).
+const PLAN_FIELDS = ['gpus', 'gpu_ids', 'mig_ids', 'mig_profile', 'gpu_share', 'gpu_mem_bytes', 'min_gpu_mem_bytes', 'partition', 'nodes', 'gpus_per_node', 'queue']
+
+function specKey(spec) {
+  const parts = []
+  for (const f of PLAN_FIELDS) {
+    const v = spec?.[f]
+    if (v === undefined || v === null || v === 0 || v === false || v === '' || (Array.isArray(v) && !v.length)) continue
+    parts.push(`${JSON.stringify(f)}:${JSON.stringify(v)}`)
   }
-  let pick
-  if (named) pick = planNode(named, spec, jobs)
-  else if (best && bestLoad > leastLoad)
-    pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs, cooler or better NVLinked than those of less loaded machines${weighed(best.placement)}` }
-  else if (best) pick = { ...best, reason: `${best.node_name} has ${best.free} free GPUs and is the least loaded that fits${weighed(best.placement)}` }
-  else pick = { node: '', node_name: '', fits: false, reason: `no machine fits: ${reasons.join('; ')}`, free: 0, gpus: [] }
-  const { _hot, _unlinked, ...shown } = pick
-  return { ...shown, ...out, nodes: out.nodes.map(({ _hot, _unlinked, ...np }) => np) }
+  return `{${parts.join(',')}}`
 }
 
-// app.placedBetter: fewer hot GPUs, then fewer pairs without NVLink, then less load.
-function placedBetter(a, aLoad, b, bLoad) {
-  if ((a._hot ?? 0) !== (b._hot ?? 0)) return (a._hot ?? 0) < (b._hot ?? 0)
-  if ((a._unlinked ?? 0) !== (b._unlinked ?? 0)) return (a._unlinked ?? 0) < (b._unlinked ?? 0)
-  return aLoad < bLoad
-}
-
-// app.planFor: whether spec fits on n, and the state of each of its GPUs.
-function planNode(n, spec, jobs) {
-  const p = { node: n.id, node_name: n.name, fits: false, reason: '', free: 0, gpus: [] }
+// The jobs holding n's GPUs, as slots: a letter per GPU in index order
+// ('-' none), the same letter for one job; and each slot's job.
+function slotsOf(n, jobs) {
   const holder = new Map()
-  for (const j of jobs) {
+  for (const j of jobs ?? []) {
     if (j.node === n.id && (j.state === 'running' || j.state === 'starting')) for (const u of j.gpus ?? []) holder.set(u, j)
   }
-  const busy = []
-  const free = new Set()
-  const cands = [] // the GPUs free that match, as placement weighs them
-  const gpus = n.gpus ?? []
-  for (const g of gpus) {
-    const pg = { index: g.index, uuid: g.uuid, name: g.name, mem_total_bytes: g.mem_total_bytes, mem_used_bytes: g.mem_used_bytes, ...(g.mem_unified ? { mem_unified: true } : {}), util_percent: g.util_percent, state: 'free' }
+  const bySlot = new Map()
+  let held = ''
+  for (const g of [...(n.gpus ?? [])].sort((a, b) => a.index - b.index)) {
     const j = holder.get(g.uuid)
-    if (j) {
-      Object.assign(pg, { state: 'held', job: j.id, job_name: j.name, owner: j.owner, owner_name: j.owner_name })
-      busy.push(`GPU ${g.index}: job ${j.name} of ${j.owner_name}`)
-    } else if (g.health === 'quarantined' || g.health === 'lost') {
-      Object.assign(pg, { state: 'faulty', reason: g.health + (g.health_reason ? `: ${g.health_reason}` : '') })
-      busy.push(`GPU ${g.index}: ${pg.reason}`)
-    } else if (g.mig?.enabled) {
-      Object.assign(pg, { state: 'busy', reason: 'MIG on (ask for its instances by profile or UUID: labpool gpus lists them)' })
-      busy.push(`GPU ${g.index}: ${pg.reason}`)
-    } else if (g.processes > 0) {
-      pg.state = 'busy'
-      busy.push(`GPU ${g.index}: a process outside labpool`)
-    } else if (gpuMemFor(g) < (spec.min_gpu_mem_bytes ?? 0)) {
-      pg.state = 'small'
+    if (!j) {
+      held += '-'
+      continue
     }
-    pg.status = { held: `${pg.job_name} · ${pg.owner_name}`, busy: pg.reason || 'in use outside labpool', faulty: pg.reason, small: `under ${bytesText(spec.min_gpu_mem_bytes ?? 0)}` }[pg.state] ?? 'free'
-    if (pg.state === 'free' || pg.state === 'small') {
-      free.add(g.index)
-      p.free++
-    }
-    if (pg.state === 'free') cands.push(g)
-    p.gpus.push(pg)
+    let slot = [...bySlot].find(([, x]) => x === j)?.[0]
+    if (!slot) bySlot.set((slot = 'abcdefgh'[bySlot.size]), j)
+    held += slot
   }
-  p.gpus.sort((a, b) => a.index - b.index)
-  if (!n.online) return { ...p, reason: `${n.name} is offline` }
-  const busyText = busy.length ? ` (busy: ${busy.join('; ')})` : ''
-  if (!n.containers) return { ...p, reason: 'cannot run containers' + (n.containers_error ? `: ${n.containers_error}` : '') }
-  const ids = spec.gpu_ids ?? []
-  const want = spec.gpus ?? 0
-  if (ids.length) {
-    for (const i of ids) {
-      const bad = p.gpus.find((g) => g.index === i && g.state === 'faulty')
-      if (bad) return { ...p, reason: `refused by rule "quarantined GPU": gpu ${i} ${bad.reason}` }
-      if (free.has(i)) continue
-      p.reason = `GPU ${i} is busy or absent${busyText}`
-      if (!spec.queue) return p
-    }
-  } else if (want > gpus.length) {
-    return { ...p, reason: `has ${gpus.length} GPUs, ${want} asked` }
-  } else if (want > 0) {
-    const fit = p.gpus.filter((g) => g.state === 'free').length
-    if (fit < want) {
-      p.reason = `${fit} of ${gpus.length} GPUs free that match${busyText}`
-      if (!spec.queue) return p
-      p.reason += '; the job will wait in the queue'
-    }
-  }
-  p.fits = true
-  if (!p.reason) p.reason = want === 0 && !ids.length ? `no GPU asked (${p.free} of ${gpus.length} free)` : `${p.free} of ${gpus.length} GPUs free`
-  if (want > 0 && !ids.length && cands.length >= want) {
-    const [picked, why] = place(cands, want)
-    p.picked = picked.map((g) => g.index)
-    const sc = score(picked)
-    p._hot = sc.hot
-    p._unlinked = sc.unlinked
-    p.placement = why
-    p.reason += weighed(why)
-  }
-  return p
+  return { key: `${n.name}${n.online ? '' : '(off)'}:${held}`, bySlot }
 }
 
-// n bytes as PlanGPU.Status writes them (app/planfit.go bytesText).
-function bytesText(n) {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB']
-  let i = 0
-  let v = n
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024
-    i++
-  }
-  if (i === 0) return `${Math.round(v)} B`
-  return `${v >= 100 ? v.toFixed(0) : v.toFixed(1)} ${units[i]}`
-}
-
-// What a placement weighed, as the reason's tail ("" when nothing).
-function weighed(placement) {
-  const i = (placement ?? '').indexOf('; ')
-  return i < 0 ? '' : placement.slice(i)
-}
-
-// node/jobs.Place: n of the free GPUs, avoiding hot or throttling ones, then
-// an NVLinked set (most links, nearest PCIe), then the coolest.
-const HOT_C = 85
-const MAX_SETS = 20000
-const PCIE = { PIX: 1, PXB: 2, PHB: 3, NODE: 4, SYS: 5, '': 5 }
-// gpuMemFor is jobs.GPUMemFor: all of a discrete GPU's memory, what the
-// system has free on a unified one (a GB10).
-function gpuMemFor(g) {
-  return g.mem_unified ? Math.max(0, g.mem_total_bytes - g.mem_used_bytes) : g.mem_total_bytes
-}
-
-function hot(g) {
-  const t = g.temp_c.toFixed(0)
-  if (g.health === 'warning') return g.health_reason ? `${g.health_reason} at ${t} °C` : `warning at ${t} °C`
-  if (g.temp_c >= HOT_C) return `hot at ${t} °C`
-  return ''
-}
-const link = (g, peer) => (g.links ?? []).find((l) => l.peer === peer) ?? { peer, nvlinks: 0, pcie: '' }
-function score(set) {
-  const s = { hot: 0, unlinked: 0, minLinks: -1, pcie: 0, temp: 0 }
-  set.forEach((g, a) => {
-    if (hot(g)) s.hot++
-    s.temp += g.temp_c
-    for (const h of set.slice(a + 1)) {
-      const l = link(g, h.index)
-      if (!l.nvlinks) s.unlinked++
-      if (s.minLinks < 0 || l.nvlinks < s.minLinks) s.minLinks = l.nvlinks
-      s.pcie += PCIE[l.pcie] ?? 5
-    }
-  })
-  return s
-}
-const less = (a, b) => a.hot - b.hot || a.unlinked - b.unlinked || b.minLinks - a.minLinks || a.pcie - b.pcie || a.temp - b.temp
-function binomial(n, k) {
-  let r = 1
-  for (let i = 0; i < k; i++) {
-    r = (r * (n - i)) / (i + 1)
-    if (r > MAX_SETS) return MAX_SETS + 1
-  }
-  return r
-}
-function* combinations(n, k) {
-  const idx = Array.from({ length: k }, (_, i) => i)
-  for (;;) {
-    yield idx
-    let i = k - 1
-    while (i >= 0 && idx[i] === n - k + i) i--
-    if (i < 0) return
-    idx[i]++
-    for (let j = i + 1; j < k; j++) idx[j] = idx[j - 1] + 1
-  }
-}
-function place(free, n) {
-  free = [...free].sort((a, b) => a.index - b.index)
-  let best = null
-  let bestScore = null
-  if (binomial(free.length, n) <= MAX_SETS) {
-    for (const idx of combinations(free.length, n)) {
-      const set = idx.map((i) => free[i])
-      const sc = score(set)
-      if (!best || less(sc, bestScore) < 0) [best, bestScore] = [set, sc]
-    }
-  } else {
-    best = [...free].sort((a, b) => (hot(a) ? 1 : 0) - (hot(b) ? 1 : 0) || a.temp_c - b.temp_c || a.index - b.index).slice(0, n)
-    best.sort((a, b) => a.index - b.index)
-    bestScore = score(best)
-  }
-  return [best, explain(free, best, bestScore)]
-}
-function explain(free, set, sc) {
-  const parts = [`GPUs ${set.map((g) => g.index).join(',')}`]
-  if (set.length > 1) {
-    const pairs = (set.length * (set.length - 1)) / 2
-    if (sc.unlinked === 0) parts.push(`every pair NVLinked (at least ${sc.minLinks} links)`)
-    else if (sc.unlinked < pairs) parts.push(`${sc.unlinked} pairs without NVLink (no free set has fewer)`)
-    else if (free.some((g) => (g.links ?? []).some((l) => l.nvlinks > 0))) parts.push('no NVLink between them (none of the free NVLinked GPUs would do)')
-  }
-  const avoided = []
-  const taken = []
-  for (const g of free) {
-    const why = hot(g)
-    if (!why) continue
-    ;(set.some((s) => s.index === g.index) ? taken : avoided).push(`GPU ${g.index} (${why})`)
-  }
-  if (avoided.length) parts.push(`avoided ${avoided.join(', ')}`)
-  if (taken.length) parts.push(`took ${taken.join(', ')}: no cooler GPU free`)
-  const hottest = Math.max(...set.map((g) => g.temp_c))
-  if (!avoided.length && !taken.length && set.length < free.length && free.some((g) => g.temp_c > hottest)) parts.push('the coolest')
-  return parts.join('; ')
-}
-
-// app.load: mean GPU utilization, or CPU without GPUs.
+// app.load: what orders machines that fit alike (the key of a pick).
 function load(n) {
   if (!n.gpus?.length) return n.host ? n.host.cpu_percent : 100
   return n.gpus.reduce((s, g) => s + g.util_percent, 0) / n.gpus.length
+}
+
+// The recorded tokens of a job's ID and names, made the live job's.
+function fill(text, node, bySlot) {
+  return (text ?? '').replace(/<<(id|job|oid|owner):([^:>]+):([a-h])>>/g, (all, what, n, slot) => {
+    const j = n === node ? bySlot.get(slot) : null
+    if (!j) return all
+    return { id: j.id, job: j.name, oid: j.owner, owner: j.owner_name }[what]
+  })
+}
+
+/** Names a missing recording plainly, as a plan that does not fit. */
+class Unrecorded extends Error {}
+
+// n's recorded plan for spec, with its live GPUs and jobs filled in.
+function planNode(n, spec, jobs, slotsByNode) {
+  const { key, bySlot } = slotsByNode.get(n.id)
+  const rec = recorded.nodes[`${key} ${specKey(spec)}`]
+  if (!rec) throw new Unrecorded(`the dev server has no recorded plan of ${key} for ${specKey(spec)} (app/devplan_test.go records them)`)
+  const fillAll = (t) => {
+    let out = fill(t, n.name, bySlot)
+    for (const [other, s] of slotsByNode) if (other !== n.id) out = fill(out, s.name, s.bySlot)
+    return out
+  }
+  const live = new Map((n.gpus ?? []).map((g) => [g.index, g]))
+  const gpus = rec.gpus.map((r) => {
+    const g = live.get(r.index)
+    const pg = { index: r.index, uuid: g.uuid, name: g.name, mem_total_bytes: g.mem_total_bytes, mem_used_bytes: g.mem_used_bytes, ...(g.mem_unified ? { mem_unified: true } : {}), util_percent: g.util_percent, state: r.state }
+    const j = r.slot ? bySlot.get(r.slot) : null
+    if (j) Object.assign(pg, { job: j.id, job_name: j.name, owner: j.owner, owner_name: j.owner_name })
+    if (r.reason) pg.reason = fillAll(r.reason)
+    pg.status = fillAll(r.status)
+    return pg
+  })
+  const p = { node: n.id, node_name: n.name, fits: rec.fits, reason: fillAll(rec.reason), free: rec.free, gpus }
+  if (rec.picked) p.picked = rec.picked
+  if (rec.placement) p.placement = rec.placement
+  return p
+}
+
+/**
+ * Answers POST /api/v1/jobs/plan as the Service would: where spec runs
+ * among nodes (on named when given), given the jobs of the pool, replaying
+ * plan()'s recorded decisions. A state or a request not recorded is a plan
+ * that does not fit, saying so.
+ */
+export function planPool(nodes, named, spec, jobs) {
+  const slotsByNode = new Map(nodes.map((n) => [n.id, { name: n.name, ...slotsOf(n, jobs) }]))
+  try {
+    const out = { images: [], nodes: nodes.map((n) => planNode(n, spec, jobs, slotsByNode)) }
+    if (named) return { ...out.nodes.find((np) => np.node === named.id), ...out }
+    const order = nodes.filter((n) => n.online).sort((a, b) => load(a) - load(b)).map((n) => n.name)
+    const poolKey = `${nodes.map((n) => slotsByNode.get(n.id).key).join(' ')} load:${order.join(',')} ${specKey(spec)}`
+    const pick = recorded.picks[poolKey]
+    if (!pick) throw new Unrecorded(`the dev server has no recorded pick for ${poolKey} (app/devplan_test.go records them)`)
+    let reason = pick.reason
+    for (const s of slotsByNode.values()) reason = fill(reason, s.name, s.bySlot)
+    const chosen = out.nodes.find((np) => np.node_name === pick.node)
+    if (!chosen) return { node: '', node_name: '', fits: false, reason, free: 0, gpus: [], ...out }
+    return { ...chosen, reason, ...out }
+  } catch (err) {
+    if (!(err instanceof Unrecorded)) throw err
+    return { node: '', node_name: '', fits: false, reason: err.message, free: 0, gpus: [], images: [], nodes: [] }
+  }
 }
 
 /**
@@ -275,13 +154,6 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
   const newID = () => randomBytes(16).toString('hex')
 
   const nodeOf = (ref) => nodes().find((n) => n.id === ref || n.name === ref)
-  const held = (nodeID) => {
-    const m = new Map()
-    for (const j of jobs) {
-      if (j.node === nodeID && (j.state === 'running' || j.state === 'starting')) for (const u of j.gpus) m.set(u, j)
-    }
-    return m
-  }
 
   function plan(req) {
     const spec = req.spec ?? {}
@@ -336,20 +208,16 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
     return view(j)
   }
 
-  // Starts j if its GPUs are free; a queued job keeps waiting otherwise.
+  // Starts j if its machine's recorded plan says its GPUs are free now
+  // (the same request, not queued); a queued job keeps waiting otherwise.
   function tryStart(j) {
     const n = nodeOf(j.node)
     if (!n?.online) return false
-    const holders = held(n.id)
-    const free = (n.gpus ?? []).filter((g) => !holders.has(g.uuid) && gpuMemFor(g) >= (j.spec.min_gpu_mem_bytes ?? 0))
-    let grant
-    if (j.spec.gpu_ids?.length) {
-      grant = j.spec.gpu_ids.map((i) => free.find((g) => g.index === i))
-      if (grant.some((g) => !g)) return false
-    } else {
-      if (free.length < (j.spec.gpus ?? 0)) return false
-      grant = free.slice(0, j.spec.gpus ?? 0)
-    }
+    const p = planPool(nodes(), n, { ...j.spec, queue: false }, jobs)
+    if (!p.fits) return false
+    const want = j.spec.gpu_ids?.length ? j.spec.gpu_ids : (p.picked ?? [])
+    const grant = want.map((i) => n.gpus.find((g) => g.index === i))
+    if (grant.some((g) => !g)) return false
     j.gpus = grant.map((g) => g.uuid)
     j.gpu_indexes = grant.map((g) => g.index)
     j.state = 'starting'

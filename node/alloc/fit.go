@@ -351,3 +351,22 @@ func addSat(a, b uint64) uint64 {
 	}
 	return a + b
 }
+
+// Free is how many of u's GPUs no grant in force at at holds (for a GPU or
+// a MIG instance: 1 or 0; shares held count as held): what Fit would give
+// a request for a count from u alone. Down units have none free.
+func Free(u Unit, grants []Grant, at time.Time) int {
+	if u.Down != "" {
+		return 0
+	}
+	h := index(grants, Request{}, at)[u.ID]
+	switch {
+	case h.whole != nil:
+		return 0
+	case u.Kind == Cluster:
+		return max(u.count()-h.gpus, 0)
+	case h.share > 0:
+		return 0
+	}
+	return 1
+}

@@ -128,3 +128,36 @@ func BenchmarkFit(b *testing.B) {
 		}
 	}
 }
+
+// TestFree: how many of a unit's GPUs no grant in force holds, as Fit
+// counts them: a cluster's GPUs less those its jobs hold; a GPU held
+// whole, shared, down, or free; a grant not yet (or no longer) in force
+// holds nothing.
+func TestFree(t *testing.T) {
+	cluster := Unit{ID: "slurm:hpc/gpu", Kind: Cluster, Count: 8}
+	slurmJob := func(id string, n int) Grant {
+		return Grant{Holder: Holder{Kind: SlurmJob, ID: id}, Units: []string{cluster.ID}, GPUs: n}
+	}
+	gpu := gpus("a", 1, 80<<30)[0]
+	tests := []struct {
+		name   string
+		u      Unit
+		grants []Grant
+		want   int
+	}{
+		{"a cluster, none held", cluster, nil, 8},
+		{"a cluster, two jobs", cluster, []Grant{slurmJob("1", 2), slurmJob("2", 3)}, 3},
+		{"a cluster, more held than it has", cluster, []Grant{slurmJob("1", 6), slurmJob("2", 6)}, 0},
+		{"a cluster down", Unit{ID: cluster.ID, Kind: Cluster, Count: 8, Down: "lost"}, nil, 0},
+		{"a GPU, free", gpu, nil, 1},
+		{"a GPU, held whole", gpu, []Grant{job("j", "m", gpu.ID)}, 0},
+		{"a GPU, shared", gpu, []Grant{{Holder: Holder{Kind: Job, ID: "s"}, Units: []string{gpu.ID}, Share: 0.25}}, 0},
+		{"a GPU, a grant from later", gpu, []Grant{{Holder: Holder{Kind: Job, ID: "j"}, Units: []string{gpu.ID}, From: t0.Add(time.Hour)}}, 1},
+		{"a GPU, a grant over", gpu, []Grant{{Holder: Holder{Kind: Job, ID: "j"}, Units: []string{gpu.ID}, Until: t0}}, 1},
+	}
+	for _, tt := range tests {
+		if got := Free(tt.u, tt.grants, t0); got != tt.want {
+			t.Errorf("%s: Free = %d; want %d", tt.name, got, tt.want)
+		}
+	}
+}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
+	reservation "github.com/labpool/labpool/node/reserve"
 )
 
 // reservedSuffix ends the Error of a job stopped at the start of a
@@ -27,6 +29,7 @@ func (m *Manager) deadlineStep(ctx context.Context, now time.Time) {
 		return
 	}
 	warn := m.Policy().Reserve.Warn()
+	requeue := m.Policy().Reserve.Effective().AtStart == reservation.AtStartRequeue
 	reservations := m.ledger.Held()["reservations"]
 	for _, j := range m.List() {
 		if j.State != Running || j.Started == nil {
@@ -42,11 +45,16 @@ func (m *Manager) deadlineStep(ctx context.Context, now time.Time) {
 			if j.StopAt != nil {
 				m.setStopAt(j.ID, nil, "") // the reservation was cancelled
 			}
+		case !now.Before(g.From) && requeue && j.Spec.Restart == "on-failure":
+			m.requeueFor(ctx, j, reservedWhy(j, g, m.cfg.MemberName))
 		case !now.Before(g.From):
 			m.stopFor(ctx, j, reservedWhy(j, g, m.cfg.MemberName)+" "+reservedSuffix)
 		case !now.Before(g.From.Add(-warn)) && (j.StopAt == nil || !j.StopAt.Equal(g.From)):
 			at := g.From.UTC()
 			why := reservedWhy(j, g, m.cfg.MemberName)
+			if requeue && j.Spec.Restart == "on-failure" {
+				why = requeuedPrefix + strings.TrimPrefix(why, "stopped: ")
+			}
 			m.setStopAt(j.ID, &at, why)
 			m.log.Info("job on reserved GPUs: it will be stopped at the reservation's start", "job", j.ID, "owner", j.Owner, "reservation", g.Holder.ID, "stop_at", at)
 		}
@@ -129,6 +137,43 @@ func (m *Manager) stopFor(ctx context.Context, j Job, why string) {
 	if err := m.refresh(ctx, j.ID, why); err != nil {
 		m.log.Warn("read the stopped job", "job", j.ID, "err", err)
 	}
+}
+
+// requeuedPrefix starts the Error of a job put back into the queue at the
+// start of a reservation of its GPUs.
+const requeuedPrefix = "requeued: "
+
+// requeueFor puts the running job j back into this machine's queue (a
+// job with a restart policy, at the start of a reservation of its GPUs,
+// the policy saying requeue): its record is queued again with no task
+// and no GPUs, its GPUs are released, and its task is stopped and
+// removed. The queue grants it again by alloc.Fit, which passes over the
+// reservation's GPUs until it ends. The queue does not run meanwhile
+// (m.ops): it never sees the job queued while it still holds its GPUs.
+func (m *Manager) requeueFor(ctx context.Context, j Job, why string) {
+	m.ops.Lock()
+	var handle string
+	_, err := m.update(j.ID, func(cur *Job) error {
+		if cur.State != Running || cur.Container != j.Container {
+			return ErrConflict
+		}
+		handle = cur.Container
+		cur.State, cur.Container, cur.Ports, cur.Started, cur.Finished = Queued, "", nil, nil, nil
+		cur.GPUs, cur.GPUIndexes, cur.GPUShare, cur.GPUMemBytes = nil, nil, 0, 0
+		cur.StopAt, cur.StopWhy, cur.ReclaimAt = nil, "", nil
+		cur.Error = requeuedPrefix + strings.TrimPrefix(why, "stopped: ")
+		return nil
+	})
+	if err == nil {
+		m.ledger.Release(j.ID)
+	}
+	m.ops.Unlock()
+	if err != nil {
+		return
+	}
+	m.log.Info("job on reserved GPUs put back into the queue", "job", j.ID, "owner", j.Owner, "why", why)
+	m.discard(ctx, handle)
+	m.wake()
 }
 
 // stopAtLimit stops j at its time limit.

@@ -2,12 +2,14 @@ package jobs
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
+	reservation "github.com/labpool/labpool/node/reserve"
 )
 
 // deadlineRig is a manager running its once-a-second loop over two fake
@@ -148,4 +150,73 @@ func TestReservationNoticeWithdrawn(t *testing.T) {
 			t.Fatalf("after the cancel: %s, stop at %v", j.State, j.StopAt)
 		}
 	})
+}
+
+// TestReservationRequeues: with the policy's "requeue", a job with a
+// restart policy on a reserved GPU goes back to the queue at the
+// reservation's start instead of being stopped; the queue grants it no
+// GPU of the reservation while it lasts: by index it waits until the
+// reservation ends, by count it restarts on another GPU. A job with no
+// restart policy is stopped as before.
+func TestReservationRequeues(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  Spec
+		other bool // restarts on GPU 1 at once; else waits for the end
+		stop  bool // no restart policy: stopped
+	}{
+		{"by index: waits for the end", Spec{Image: "img", GPUIDs: []int{0}, ContainerSpec: ContainerSpec{Restart: "on-failure"}}, false, false},
+		{"by count: another GPU", Spec{Image: "img", GPUs: 1, ContainerSpec: ContainerSpec{Restart: "on-failure"}}, true, false},
+		{"no restart policy: stopped", Spec{Image: "img", GPUIDs: []int{0}}, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newDeadlineRig(t, tt.spec)
+				p := r.m.Policy()
+				p.Reserve.AtStart = reservation.AtStartRequeue
+				if err := r.m.SetPolicy(p); err != nil {
+					t.Fatal(err)
+				}
+				held := r.get(t).GPUs
+				start := time.Now().Add(time.Hour)
+				r.m.Ledger().SetHeld("reservations", []alloc.Grant{{
+					Holder: alloc.Holder{Kind: alloc.Reservation, ID: "rsv-1", Member: "bob"},
+					Units:  held, From: start, Until: start.Add(3 * time.Hour)}})
+				old := r.get(t).Container
+				time.Sleep(50 * time.Minute)
+				if j, want := r.get(t), map[bool]string{true: "stopped: ", false: requeuedPrefix}[tt.stop]; !strings.HasPrefix(j.StopWhy, want) {
+					t.Errorf("told ahead %q; want it to start %q", j.StopWhy, want)
+				}
+				time.Sleep(time.Until(start) + 2*time.Second)
+				j := r.get(t)
+				switch {
+				case tt.stop:
+					if j.State != Exited || !strings.HasSuffix(j.Error, reservedSuffix) {
+						t.Fatalf("at the start: %s %q; want stopped", j.State, j.Error)
+					}
+					return
+				case tt.other:
+					if j.State != Running || j.Container == old || slices.Equal(j.GPUs, held) {
+						t.Fatalf("at the start: %s on %v (task %s); want running again on another GPU than %v", j.State, j.GPUs, j.Container, held)
+					}
+					return
+				}
+				if j.State != Queued || j.Container != "" || len(j.GPUs) != 0 || !strings.HasPrefix(j.Error, requeuedPrefix+"its GPUs are reserved for bob") {
+					t.Fatalf("at the start: %s %q on %v; want queued again, saying why", j.State, j.Error, j.GPUs)
+				}
+				if r.rt.count("Remove") == 0 || r.m.Ledger().Granted()[held[0]] != "" {
+					t.Errorf("the old task was not removed, or the GPU is still granted: %v", r.m.Ledger().Granted())
+				}
+				time.Sleep(2*time.Hour + 50*time.Minute)
+				if j := r.get(t); j.State != Queued {
+					t.Fatalf("inside the reservation: %s on %v; want still queued", j.State, j.GPUs)
+				}
+				time.Sleep(20 * time.Minute)
+				if j := r.get(t); j.State != Running || !slices.Equal(j.GPUs, held) {
+					t.Errorf("after the reservation: %s on %v; want running on %v", j.State, j.GPUs, held)
+				}
+			})
+		})
+	}
 }

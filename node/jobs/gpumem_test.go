@@ -61,8 +61,10 @@ func TestUnifiedPlacement(t *testing.T) {
 				t.Errorf("Grant error %q does not say %q", err, tt.errWords)
 			}
 			j := Job{ID: "q1", Spec: Spec{GPUs: 1, MinGPUMemBytes: tt.minGiB << 30}}
-			if r := reserve(j, []gpu.Stats{tt.g}, map[string]string{}, map[string]bool{}); (len(r) == 1) != tt.granted {
-				t.Errorf("queue reserve = %v, want reserved %v", r, tt.granted)
+			l := NewLedger()
+			l.Rekeep([]Kept{{Job: j.ID, Want: j.request()}}, []gpu.Stats{tt.g}, nil)
+			if kept := l.Grants(); (len(kept) == 1) != tt.granted {
+				t.Errorf("kept for the starving queued job: %+v, want kept %v", kept, tt.granted)
 			}
 		})
 	}

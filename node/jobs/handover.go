@@ -255,12 +255,15 @@ func (m *Manager) takeOver(ctx context.Context, home string, o Offer) (Job, erro
 		j.Created = o.Job.Created // it waited since then
 	}
 	if !caps.Schedules {
-		blocked, reserved := m.blocked(gpus)
-		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
+		external := m.external(gpus)
+		m.keepStarving(gpus, external) // a job starving here keeps its GPUs from a job handed over
+		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, external)
 		if err != nil {
-			return Job{}, m.explainBusy(err, reserved)
+			return Job{}, m.explainBusy(err)
 		}
 		j.GPUs, j.GPUIndexes = uuids, m.ledger.Indexes(uuids, gpus)
+		j.GPUShare, j.GPUMemBytes = m.ledger.share(j.ID)
+		j.ShareMode = shareMode(spec, caps)
 	}
 	if err := m.store.SavePrivate(j.ID, Private{Env: spec.Env, Cmd: spec.Cmd, Salt: spec.PrivateSalt}); err != nil {
 		m.ledger.Release(j.ID)

@@ -60,6 +60,9 @@ type Ledger struct {
 	edge func(uuids ...string)
 	// held is what others than jobs hold, by source (SetHeld).
 	held map[string][]alloc.Grant
+	// kept is what queued jobs that waited past StarveAfter keep, job ID
+	// -> an alloc.Queued grant (Rekeep).
+	kept map[string]alloc.Grant
 	// onHeld, when set, is called after SetHeld changed what others hold
 	// (the manager tries its queue: a grant given back may let a job in).
 	onHeld func()
@@ -110,7 +113,7 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	if want.Limit > 0 {
 		r.Until = now.Add(want.Limit)
 	}
-	d := alloc.Fit(l.unitsLocked(gpus), l.grantsLocked(external), r, now)
+	d := alloc.Fit(l.unitsLocked(gpus), l.grantsFor(job, external), r, now)
 	if !d.Fits {
 		return nil, l.busyError(d, n, total, stats)
 	}
@@ -119,6 +122,7 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 		g.From, g.Units = old.From, union(old.Units, g.Units)
 	}
 	l.jobs[job] = g
+	delete(l.kept, job) // what it kept while it starved is its grant now
 	for _, u := range d.Units {
 		chosen = append(chosen, u.ID)
 	}
@@ -281,7 +285,8 @@ func (l *Ledger) sharedBy(job, u string) float64 {
 	return sum
 }
 
-// Release frees the GPUs of job.
+// Release frees the GPUs of job, and what it kept as a starving queued
+// job.
 func (l *Ledger) Release(job string) {
 	var freed []string
 	defer func() { l.tell(freed) }() // after the unlock below
@@ -291,6 +296,7 @@ func (l *Ledger) Release(job string) {
 		freed = g.Units
 		delete(l.jobs, job)
 	}
+	delete(l.kept, job)
 }
 
 // tell passes the GPUs that changed hands to l.edge, if any.

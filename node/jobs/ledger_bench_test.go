@@ -37,3 +37,28 @@ func BenchmarkLedgerGrant(b *testing.B) {
 		l.Release("new")
 	}
 }
+
+// BenchmarkRekeep: what 200 starving queued jobs of 8 GPUs each keep on
+// an 8-GPU machine where 6 GPUs are held (the first keeps the 2 free ones,
+// the others nothing): the cost each submit, queue pass and grants record
+// pays for the starvation rule.
+func BenchmarkRekeep(b *testing.B) {
+	gpus := fakeGPUs(8)
+	l := NewLedger()
+	for i := range 6 {
+		if _, err := l.Grant(fmt.Sprint("whole", i), Request{Count: 1}, gpus, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var ks []Kept
+	for i := range 200 {
+		ks = append(ks, Kept{Job: fmt.Sprint("q", i), Want: Request{Count: 8, Owner: "bob"}})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Rekeep(ks, gpus, nil)
+	}
+	if kept := l.Grants()[6:]; len(kept) != 1 || len(kept[0].Units) != 2 {
+		b.Fatalf("kept %+v; want the first starving job to keep the 2 free GPUs", kept)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	"github.com/labpool/labpool/node/gpu"
 )
 
 // The queue's policy, in full:
@@ -22,9 +20,12 @@ import (
 //  2. Backfill. Jobs are offered free GPUs in that order; a job that does not
 //     fit yet is skipped, and a later, smaller job may start before it.
 //  3. No starvation. A job that has waited longer than Config.StarveAfter
-//     reserves the free GPUs it could use (up to the number it asks for);
-//     jobs after it in the order cannot take them, so GPUs accumulate for it
-//     as others end, and it starts when it has enough.
+//     keeps the free units it could use (up to what it asks for: GPUs, MIG
+//     instances of its profile, its share of a GPU) as an alloc.Queued
+//     grant in the ledger (Ledger.Rekeep, in queue order); no other job
+//     takes them, so they accumulate for it as others end, and it starts
+//     when it has enough. The grants record shows them, and a job refused
+//     them is told they are kept for it.
 //
 // One job starts per pass; after each start the owner's turn is over and the
 // order is computed again.
@@ -83,30 +84,6 @@ func cmpString(a, b string) int {
 		return 1
 	}
 	return 0
-}
-
-// reserve returns the free GPUs j could use, at most as many as it asks
-// for. granted is the ledger's grants; blocked names GPUs busy outside
-// labpool or reserved already.
-func reserve(j Job, gpus []gpu.Stats, granted map[string]string, blocked map[string]bool) []string {
-	req := j.request()
-	if len(req.MIG) > 0 || req.Profile != "" {
-		return nil // MIG instances are not kept for a job yet: whole GPUs would not serve it
-	}
-	var out []string
-	for _, g := range gpus {
-		if len(out) == req.want() {
-			break
-		}
-		if len(req.Indexes) > 0 && !slices.Contains(req.Indexes, g.Index) {
-			continue
-		}
-		if granted[g.UUID] != "" || blocked[g.UUID] || GPUMemFor(g.MemTotalBytes, g.MemUsedBytes, g.MemUnified) < req.MinMemBytes {
-			continue
-		}
-		out = append(out, g.UUID)
-	}
-	return out
 }
 
 // request is the GPUs j asks for.
@@ -176,22 +153,18 @@ func (m *Manager) startQueued(ctx context.Context) {
 // (queued -> starting).
 func (m *Manager) nextQueued() (Job, bool) {
 	gpus := m.gpus.GPUs()
-	blocked := m.external(gpus)
+	external := m.external(gpus)
+	m.keepStarving(gpus, external)
 	for _, j := range m.queued() {
 		if j.OfferedTo != "" {
 			continue // an offer is outstanding: it starts there or comes back
 		}
-		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
+		uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, external)
 		if err != nil {
-			why := m.explainBusy(err, nil).Error() // the holders by job and owner name
+			why := m.explainBusy(err).Error() // the holders by job and owner name
 			m.mu.Lock()
 			m.waitWhy[j.ID] = why
 			m.mu.Unlock()
-			if time.Since(j.Created) > m.cfg.StarveAfter {
-				for _, u := range reserve(j, gpus, m.ledger.Granted(), blocked) {
-					blocked[u] = true
-				}
-			}
 			continue
 		}
 		claimed, err := m.update(j.ID, func(cur *Job) error {

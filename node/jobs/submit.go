@@ -100,10 +100,11 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 	if caps.Schedules {
 		return m.submitScheduled(ctx, j, mounts)
 	}
-	blocked, reserved := m.blocked(gpus)
-	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, blocked)
+	external := m.external(gpus)
+	m.keepStarving(gpus, external)
+	uuids, err := m.ledger.Grant(j.ID, j.request(), gpus, external)
 	if err != nil {
-		err = m.explainBusy(err, reserved)
+		err = m.explainBusy(err)
 		var refused *RefusedError
 		if !spec.Queue || errors.As(err, &refused) { // a quarantined GPU asked by index: waiting would not help
 			m.store.SavePrivate(j.ID, Private{})
@@ -208,34 +209,15 @@ func (m *Manager) external(gpus []gpu.Stats) map[string]bool {
 	return out
 }
 
-// blocked returns the GPUs a new job may not take now: those busy outside
-// labpool, and those reserved (GPU -> job) for queued jobs that waited past
-// StarveAfter (see queue.go).
-func (m *Manager) blocked(gpus []gpu.Stats) (map[string]bool, map[string]string) {
-	out := m.external(gpus)
-	reserved := map[string]string{}
-	granted := m.ledger.Granted()
-	for _, j := range m.starving() {
-		for _, u := range reserve(j, gpus, granted, out) {
-			out[u], reserved[u] = true, j.ID
-		}
-	}
-	return out, reserved
-}
-
-// explainBusy completes a *BusyError: the owner of each job holding a GPU,
-// and the GPUs reserved for a queued job.
-func (m *Manager) explainBusy(err error, reserved map[string]string) error {
+// explainBusy completes a *BusyError: the owner and name of each job
+// holding a GPU or keeping it as a starving queued job.
+func (m *Manager) explainBusy(err error) error {
 	var be *BusyError
 	if !errors.As(err, &be) {
 		return err
 	}
 	m.mu.Lock()
 	for i, b := range be.Busy {
-		if r := reserved[b.UUID]; r != "" && b.External {
-			be.Busy[i].External, be.Busy[i].Reserved, be.Busy[i].Job = false, true, r
-			b.Job = r
-		}
 		if j := m.jobs[b.Job]; j != nil {
 			be.Busy[i].Owner, be.Busy[i].JobName = j.Owner, j.Name
 		}

@@ -52,11 +52,11 @@ func (l *Ledger) down(g gpu.Stats) string {
 var externalHolder = alloc.Holder{Kind: alloc.External, ID: "outside labpool", Name: "a process outside labpool"}
 
 // grantsLocked is every grant here, for alloc.Fit: the jobs' (in ID
-// order), what SetHeld gave (by source), and the GPUs external names as
+// order), what starving queued jobs keep (Rekeep), what SetHeld gave (by source), and the GPUs external names as
 // held outside labpool. A grant of a whole GPU in MIG mode holds its
 // instances too. l.mu is held.
 func (l *Ledger) grantsLocked(external map[string]bool) []alloc.Grant {
-	n := len(l.jobs) + 1
+	n := len(l.jobs) + len(l.kept) + 1
 	for _, gs := range l.held {
 		n += len(gs)
 	}
@@ -64,6 +64,7 @@ func (l *Ledger) grantsLocked(external map[string]bool) []alloc.Grant {
 	for _, id := range slices.Sorted(maps.Keys(l.jobs)) {
 		out = append(out, l.withInstances(l.jobs[id]))
 	}
+	out = append(out, l.keptLocked()...)
 	for _, src := range slices.Sorted(maps.Keys(l.held)) {
 		for _, g := range l.held[src] {
 			out = append(out, l.withInstances(g))
@@ -117,6 +118,7 @@ func (l *Ledger) holds(job, u string) bool {
 func (m *Manager) Allocation() ([]alloc.Unit, []alloc.Grant) {
 	gpus := m.gpus.GPUs()
 	ext := m.external(gpus)
+	m.keepStarving(gpus, ext)
 	m.ledger.mu.Lock()
 	defer m.ledger.mu.Unlock()
 	units := m.ledger.unitsLocked(gpus)

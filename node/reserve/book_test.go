@@ -347,7 +347,7 @@ func TestPolicyCheck(t *testing.T) {
 	}{
 		{reserve.Policy{}, true},
 		{reserve.Policy{Who: "admins", MaxGPUs: 4, MaxSeconds: 3600, AtStart: "stop"}, true},
-		{reserve.Policy{AtStart: "requeue"}, false},
+		{reserve.Policy{AtStart: "requeue"}, true},
 		{reserve.Policy{Who: "everyone"}, false},
 		{reserve.Policy{MaxGPUs: -1}, false},
 		{reserve.Policy{MaxSeconds: reserve.MaxSpan + 1}, false},

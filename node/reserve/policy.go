@@ -12,10 +12,14 @@ const (
 	WhoNobody  = "nobody"  // nobody but this machine's own user
 )
 
-// What happens at a reservation's start to others' jobs on its GPUs: they
-// are stopped (the only choice so far; "requeue" is to come with the
-// pool's queue).
-const AtStartStop = "stop"
+// What happens at a reservation's start to others' jobs on its GPUs:
+// they are stopped; or, requeue, a job with a restart policy goes back to
+// its machine's queue (the others are stopped), and the queue grants it
+// no GPU of the reservation while it lasts (alloc.Fit passes them over).
+const (
+	AtStartStop    = "stop"
+	AtStartRequeue = "requeue"
+)
 
 // Policy is this machine's own say over reservations of its GPUs, kept in
 // its local settings with the rest of its policy (jobs.Policy.Reserve).
@@ -25,7 +29,7 @@ type Policy struct {
 	MaxGPUs      int    `json:"max_gpus,omitempty"`      // GPUs per reservation; 0: all of the machine's
 	MaxSeconds   int64  `json:"max_seconds,omitempty"`   // the longest reservation; 0: 24 h
 	AheadSeconds int64  `json:"ahead_seconds,omitempty"` // how far ahead one may start; 0: 30 days
-	AtStart      string `json:"at_start,omitempty"`      // AtStartStop ("")
+	AtStart      string `json:"at_start,omitempty"`      // AtStartStop ("") or AtStartRequeue
 	WarnSeconds  int64  `json:"warn_seconds,omitempty"`  // how long before the start others' jobs are told; 0: 15 min
 	// PerMember bounds the reservations to come of one member (the
 	// machine's own user's are not counted); 0: 8.
@@ -91,8 +95,8 @@ func (p Policy) Check() error {
 		return fmt.Errorf("reserve max hours %ds: up to a year", p.MaxSeconds)
 	case p.AheadSeconds < 0 || p.AheadSeconds > MaxSpan:
 		return fmt.Errorf("reserve ahead %ds: up to a year", p.AheadSeconds)
-	case p.AtStart != "" && p.AtStart != AtStartStop:
-		return fmt.Errorf("reserve at start %q: use stop", p.AtStart)
+	case p.AtStart != "" && p.AtStart != AtStartStop && p.AtStart != AtStartRequeue:
+		return fmt.Errorf("reserve at start %q: use stop or requeue", p.AtStart)
 	case p.WarnSeconds < 0 || p.WarnSeconds > 24*3600:
 		return fmt.Errorf("reserve warning %ds: up to a day", p.WarnSeconds)
 	case p.PerMember < 0 || p.PerMember > MaxActive:

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -48,10 +49,15 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 		return p
 	}
 	p.Fits = true
+	d, held := fitPartition(c, part, w)
 	switch {
 	case part.State != "" && !strings.EqualFold(part.State, "up"):
 		p.Nodes = ever
 		p.Reason = fmt.Sprintf("partition %s is %s: the job waits in Slurm's queue until it is up", part.Name, part.State)
+	case !d.Fits:
+		p.Nodes = ever
+		p.Reason = fmt.Sprintf("will wait in Slurm's queue: partition %s has %d of the %s asked free%s; %s can run it",
+			part.Name, d.Free, plural(d.Want, "GPU"), held, withStates(members, ever))
 	case len(now) >= w.nodes:
 		p.StartsNow, p.Nodes = true, now
 		p.Reason = fmt.Sprintf("can start now: %s free on %s", w, eachOf(now, w.nodes))
@@ -67,6 +73,41 @@ func Plan(c Cluster, r jobs.Resources) SubmitPlan {
 			len(now), w.nodes, w, withStates(members, ever))
 	}
 	return p
+}
+
+// fitPartition asks alloc.Fit whether part has the GPUs w asks, over all
+// its nodes, free (Allocation: who holds how many), and names the first
+// three Slurm jobs holding them: " (held by slurm job 12 of alice: 2,
+// ...)" ("" when none does).
+func fitPartition(c Cluster, part Partition, w want) (alloc.Decision, string) {
+	id := PartitionUnit(c, part.Name)
+	units, grants := allocation(c, "", id, false)
+	d := alloc.Fit(units, grants, alloc.Request{Count: w.nodes * w.gpus}, c.Read)
+	if d.Fits {
+		return d, ""
+	}
+	_, grants = allocation(c, "", id, true) // the holders, named for people
+	if len(d.Passed) == 1 {
+		d.Free = int(d.Passed[0].Free)
+	}
+	var names []string
+	more := 0
+	for _, g := range grants {
+		switch {
+		case !slices.Contains(g.Units, id):
+		case len(names) == 3:
+			more++
+		default:
+			names = append(names, fmt.Sprintf("%s: %d", g.Holder.Name, g.GPUs))
+		}
+	}
+	if more > 0 {
+		names = append(names, fmt.Sprintf("%d more", more))
+	}
+	if len(names) == 0 {
+		return d, ""
+	}
+	return d, " (held by " + strings.Join(names, ", ") + ")"
 }
 
 // eachOf names the nodes that each have what a job asks: "node1", "node1
@@ -147,11 +188,17 @@ func partitionRefuses(part Partition, r jobs.Resources) string {
 func partitionNodes(c Cluster, part Partition) []Node {
 	var out []Node
 	for _, n := range c.Nodes {
-		if slices.Contains(n.Partitions, part.Name) || slices.Contains(part.Nodes, n.Name) {
+		if inPartition(n, part) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// inPartition says whether n is one of part's nodes (by its list or the
+// partition's).
+func inPartition(n Node, part Partition) bool {
+	return slices.Contains(n.Partitions, part.Name) || slices.Contains(part.Nodes, n.Name)
 }
 
 // pendingIn counts the jobs pending in partition.

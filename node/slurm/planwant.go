@@ -139,13 +139,19 @@ func mbText(mb int64) string {
 
 func secs(s int64) time.Duration { return time.Duration(s) * time.Second }
 
-// FreeGPUs counts the GPUs of c that a job could get now: not allocated,
-// on nodes whose state takes jobs (a drained node's GPUs are not free).
-func FreeGPUs(c Cluster) int { return usable(c.Nodes).Free }
+// FreeGPUs counts the GPUs of c that a job could get now: those on nodes
+// whose state takes jobs (a drained node's GPUs are not free) that no
+// Slurm job holds, as alloc.Fit counts them on Allocation.
+func FreeGPUs(c Cluster) int {
+	id := ClusterUnit(c)
+	units, grants := allocation(c, "", id, false)
+	return freeIn(units, grants, id)
+}
 
 // Usable is what of some GPUs of a cluster a job could get now: Free, not
-// allocated on nodes that take jobs; OutOfService, by GRES type ("gpu"
-// for untyped), those on nodes that take none (down, drained).
+// held by a Slurm job on nodes that take jobs (alloc.Free); OutOfService,
+// by GRES type ("gpu" for untyped), those on nodes that take none (down,
+// drained).
 type Usable struct {
 	Free         int            `json:"free"`
 	OutOfService map[string]int `json:"out_of_service"`
@@ -160,27 +166,29 @@ type ClusterUsable struct {
 
 // UsableGPUs is c's Usable GPUs, over it and each of its partitions.
 func UsableGPUs(c Cluster) ClusterUsable {
-	out := ClusterUsable{Usable: usable(c.Nodes), Partitions: make(map[string]Usable, len(c.Partitions))}
+	units, grants := allocation(c, "", "", false)
+	out := ClusterUsable{Usable: Usable{Free: freeIn(units, grants, ClusterUnit(c)), OutOfService: outOfService(c.Nodes)},
+		Partitions: make(map[string]Usable, len(c.Partitions))}
 	for _, p := range c.Partitions {
-		out.Partitions[p.Name] = usable(partitionNodes(c, p))
+		out.Partitions[p.Name] = Usable{Free: freeIn(units, grants, PartitionUnit(c, p.Name)), OutOfService: outOfService(partitionNodes(c, p))}
 	}
 	return out
 }
 
-func usable(nodes []Node) Usable {
-	u := Usable{OutOfService: map[string]int{}}
+// outOfService counts the GPUs of nodes that take no jobs, by type.
+func outOfService(nodes []Node) map[string]int {
+	out := map[string]int{}
 	for _, n := range nodes {
+		if TakesJobs(n.State) {
+			continue
+		}
 		for _, g := range n.GPUs {
-			if TakesJobs(n.State) {
-				u.Free += g.Free()
-				continue
-			}
 			t := g.Type
 			if t == "" {
 				t = "gpu"
 			}
-			u.OutOfService[t] += g.Total
+			out[t] += g.Total
 		}
 	}
-	return u
+	return out
 }

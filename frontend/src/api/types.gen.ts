@@ -706,6 +706,7 @@ export interface PolicyUpdate {
   yield?: string | null
   grace_seconds?: number | null
   lend_hours?: string | null
+  reserve_at_start?: string | null
 }
 
 /** app.PoolSeries */

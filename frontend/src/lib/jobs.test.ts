@@ -289,6 +289,13 @@ test('defaultGPUs: 1 where the pool or the chosen machine has a GPU, else 0', ()
   assert.equal(emptyForm(defaultGPUs([dgx])).gpus, 1)
 })
 
+test('buildSpec: a container has a time limit too', () => {
+  assert.deepEqual(buildSpec({ ...emptyForm(1), image: 'x', time: '2h', queue: true }).spec, { image: 'x', gpus: 1, queue: true, time_limit_s: 7200 })
+  assert.deepEqual(buildSpec({ ...emptyForm(), image: 'x', time: '1-00:00:00' }).spec, { image: 'x', time_limit_s: 86400 })
+  assert.match(buildSpec({ ...emptyForm(), image: 'x', time: 'soon' }).errors.time ?? '', /write 2h, 90m/)
+  assert.equal(buildSpec({ ...emptyForm(), image: 'x' }).spec.time_limit_s, undefined)
+})
+
 test('buildSpec on a Slurm cluster: partition, nodes with GPUs per node, time limit', () => {
   const f = { ...emptyForm(2), cmd: 'srun hostname', partition: 'gpu', nodes: 2, time: '1-12:00:00', queue: true }
   const { spec, errors } = buildSpec(f, true)
@@ -334,6 +341,8 @@ test('stopNotice says when and why a job on reserved GPUs stops', () => {
   const now = Date.parse('2026-03-24T13:46:00Z')
   const j = { state: 'running' as const, stop_at: '2026-03-24T14:00:00Z', stop_why: 'stopped: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)' }
   assert.equal(stopNotice(j, now), 'stopped in 14 min: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)')
+  assert.equal(stopNotice({ ...j, stop_why: 'requeued: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)' }, now),
+    'requeued in 14 min: its GPUs are reserved for bob from Tue 24 Mar 14:00 UTC (rsv-1)')
   assert.equal(stopNotice({ ...j, state: 'exited' as const }, now), '')
   assert.equal(stopNotice({ ...j, stop_at: null }, now), '')
 })

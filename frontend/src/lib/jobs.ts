@@ -113,9 +113,10 @@ export interface LaunchForm {
   name: string
   restart: '' | 'on-failure'
   queue: boolean
-  /** On a Slurm cluster: the partition ("" its default), the nodes (gpus is then per node) and the time limit as typed. */
+  /** On a Slurm cluster: the partition ("" its default) and the nodes (gpus is then per node). */
   partition: string
   nodes: number
+  /** The time limit as typed, on any machine ("" none). */
   time: string
 }
 
@@ -203,6 +204,12 @@ export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors:
   })
   if (f.restart) spec.restart = f.restart
   if (f.queue) spec.queue = true
+  if (f.time.trim()) {
+    // A container is stopped at its limit too, and the queue keeps it off reserved GPUs it would cross.
+    const t = parseTimeLimit(f.time)
+    if (t === null) errors.time = `"${f.time.trim()}": write 2h, 90m, 1-12:00:00 or 30:00`
+    else spec.time_limit_s = t
+  }
   if (cluster) clusterSpec(f, spec, errors)
   return { spec, errors }
 }
@@ -251,11 +258,6 @@ function clusterSpec(f: LaunchForm, spec: Spec, errors: Partial<Record<FormField
     spec.nodes = nodes
     if (spec.gpus) spec.gpus_per_node = spec.gpus
     delete spec.gpus
-  }
-  if (f.time.trim()) {
-    const t = parseTimeLimit(f.time)
-    if (t === null) errors.time = `"${f.time.trim()}": write 2h, 90m, 1-12:00:00 or 30:00`
-    else spec.time_limit_s = t
   }
 }
 
@@ -422,12 +424,14 @@ export function commandText(j: Pick<Job, 'cmd_withheld' | 'spec'>): string {
 /**
  * The notice of a running job that its machine stops when a reservation of
  * its GPUs for another member starts: "stopped in 14 min: its GPUs are
- * reserved for bob from …", or "" for none.
+ * reserved for bob from …" ("requeued in 14 min" where the machine's policy
+ * puts it back into the queue), or "" for none.
  */
 export function stopNotice(j: Pick<Job, 'state' | 'stop_at' | 'stop_why'>, now: number): string {
   if (j.state !== 'running' || !j.stop_at) return ''
   const at = Date.parse(j.stop_at)
   if (!Number.isFinite(at)) return ''
-  const why = (j.stop_why ?? '').replace(/^stopped: /, '')
-  return `stopped in ${formatDuration((at - now) / 1000)}${why ? `: ${why}` : ''}`
+  const requeued = (j.stop_why ?? '').startsWith('requeued: ')
+  const why = (j.stop_why ?? '').replace(/^(stopped|requeued): /, '')
+  return `${requeued ? 'requeued' : 'stopped'} in ${formatDuration((at - now) / 1000)}${why ? `: ${why}` : ''}`
 }
