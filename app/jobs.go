@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/containers"
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
@@ -321,6 +322,10 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 		}
 		return p
 	}
+	if err := shareMemFits(n, spec); err != nil {
+		p.Reason = err.Error()
+		return p
+	}
 	busyText := ""
 	if len(busy) > 0 {
 		busyText = " (busy: " + strings.Join(busy, "; ") + ")"
@@ -608,4 +613,18 @@ func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
 	}
 	n, err := s.NodeByRef(ctx, ref)
 	return n.ID, err
+}
+
+// shareMemFits refuses a share whose memory cap is over n's largest GPU's
+// memory, naming the rule as n's ledger does (jobs.ValidateShareMem): no
+// GPU there could ever hold it, which is not "busy".
+func shareMemFits(n Node, spec jobs.Spec) error {
+	if spec.GPUShare <= 0 || spec.GPUShare >= 1 || len(n.GPUs) == 0 {
+		return nil
+	}
+	stats := make([]gpu.Stats, 0, len(n.GPUs))
+	for _, g := range n.GPUs {
+		stats = append(stats, gpu.Stats{Index: g.Index, Name: g.Name, MemTotalBytes: g.MemTotalBytes})
+	}
+	return jobs.ValidateShareMem(spec, stats)
 }
