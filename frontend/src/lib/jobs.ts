@@ -146,8 +146,9 @@ export function defaultGPUs(nodes: Pick<Node, 'id' | 'online' | 'containers' | '
 /**
  * Turns the form into a Spec. Fields that do not parse are left out of the
  * spec and reported in errors, by field, so the plan can follow the rest.
- * On a Slurm cluster (cluster set) the partition, nodes and time limit go
- * in too, and with several nodes the GPU count is per node.
+ * The time limit goes in for a container and a Slurm job alike. On a Slurm
+ * cluster (cluster set) the partition and nodes go in too, and with several
+ * nodes the GPU count is per node.
  */
 export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors: Partial<Record<FormField, string>> } {
   const spec: Spec = { image: f.image.trim() }
@@ -203,6 +204,13 @@ export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors:
   })
   if (f.restart) spec.restart = f.restart
   if (f.queue) spec.queue = true
+  if (f.time.trim()) {
+    // A container's too: it is stopped then, and no queue starts it across
+    // a reservation of its GPUs.
+    const t = parseTimeLimit(f.time)
+    if (t === null) errors.time = `"${f.time.trim()}": write 2h, 90m, 1-12:00:00 or 30:00`
+    else spec.time_limit_s = t
+  }
   if (cluster) clusterSpec(f, spec, errors)
   return { spec, errors }
 }
@@ -251,11 +259,6 @@ function clusterSpec(f: LaunchForm, spec: Spec, errors: Partial<Record<FormField
     spec.nodes = nodes
     if (spec.gpus) spec.gpus_per_node = spec.gpus
     delete spec.gpus
-  }
-  if (f.time.trim()) {
-    const t = parseTimeLimit(f.time)
-    if (t === null) errors.time = `"${f.time.trim()}": write 2h, 90m, 1-12:00:00 or 30:00`
-    else spec.time_limit_s = t
   }
 }
 
