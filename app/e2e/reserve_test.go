@@ -25,8 +25,8 @@ import (
 // the start, is refused naming the reservation (and --dry-run says why),
 // while a 30-minute run on both GPUs, ending before the start, starts. A
 // reservation c forges in its own records, naming gpu1's other GPU, is
-// listed as not believed and holds nothing: a 2-hour run on one GPU takes
-// that GPU. gpu1 restarts and still holds the reservation.
+// listed as not believed and holds nothing: a 2-hour run of gpu1's own
+// user on one GPU takes that GPU (b's own jobs may use b's reserved GPU). gpu1 restarts and still holds the reservation.
 func TestReserveAcrossMachines(t *testing.T) {
 	l := newLAN(t, "gpu1", "b", "c")
 	gpu1, b, c := l.host("gpu1"), l.host("b"), l.host("c")
@@ -140,11 +140,13 @@ func TestReserveAcrossMachines(t *testing.T) {
 		}
 		return fmt.Errorf("not listed yet: %+v", rs)
 	})
-	// It holds nothing: a 2-hour job on one GPU (the reserved one is out)
-	// takes the GPU it names.
+	// It holds nothing: a 2-hour job of a third member (gpu1's own user:
+	// neither b, whose reservation's GPU is out, nor c) takes the GPU the
+	// forged record names.
 	waitFor(t, 30*time.Second, "c sees gpu1 live again", func() error { return liveNodes(c, "gpu1") })
-	id = lastLine(mustCLI(t, b, "run", "--gpus", "1", "--time", "2h", "--name", "past-forged", img, "sleep", "600"))
-	j = waitJob(t, b, id, func(j app.Job) bool { return j.State == "running" })
+	id = lastLine(mustCLI(t, gpu1, "run", "--gpus", "1", "--time", "2h", "--name", "past-forged", img, "sleep", "600"))
+	j = waitJob(t, gpu1, id, func(j app.Job) bool { return j.State == "running" })
+	t.Logf("the 2-hour job holds GPUs %v %v (time limit %ds); reserved %v, forged %v", j.GPUIndexes, j.GPUs, j.Spec.TimeLimitSeconds, res.Units, other)
 	if !slices.Equal(j.GPUs, other) {
 		t.Errorf("the 2-hour job holds %v; want %v, the GPU only the forged record names", j.GPUs, other)
 	}
