@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +14,12 @@ import (
 )
 
 // TestReserveUI opens, in a real Chromium, `labpool web` on a laptop wired
-// to an agent with two simulated GPUs, one of them reserved by the laptop
-// an hour ahead: the machine view's reservation strip shows that
+// to an agent with two simulated GPUs, one of them reserved by the agent's
+// own user an hour ahead: the machine view's reservation strip shows that
 // reservation with its label whole (a 3-hour block is 2% of the week), and
 // the Launch dialog takes a share, a memory cap and a time
-// limit, and its plan places them on the agent. The screenshots are kept in
+// limit, and its plan places them on the agent; both GPUs with no time
+// limit do not fit (the plan names the reservation), for 30 minutes they do. The screenshots are kept in
 // $LABPOOL_SHOTS when set (reservation-strip.png, machine-view.png,
 // launch-share.png).
 func TestReserveUI(t *testing.T) {
@@ -40,7 +42,21 @@ func TestReserveUI(t *testing.T) {
 	waitFor(t, 20*time.Second, "the agent live on the laptop", func() error { return liveNodes(laptop, "gpu1") })
 	waitUnits(t, laptop, "gpu1", 2)
 	from := time.Now().Add(time.Hour).Truncate(time.Minute)
-	mustCLI(t, laptop, "reserve", "gpu1", "--gpu-ids", "1", "--from", from.Format(time.RFC3339), "--for", "3h")
+	// gpu1's own user reserves: the laptop's member may not use it (a
+	// member's own reservation lets that member's jobs in).
+	mustCLI(t, gpu1, "reserve", "gpu1", "--gpu-ids", "1", "--from", from.Format(time.RFC3339), "--for", "3h")
+	waitFor(t, 20*time.Second, "the laptop reads the reservation in gpu1's grants", func() error {
+		n, err := nodeByName(laptop, "gpu1")
+		if err != nil {
+			return err
+		}
+		for _, g := range n.Alloc.Grants {
+			if strings.HasPrefix(g.Holder.ID, "rsv-") {
+				return nil
+			}
+		}
+		return fmt.Errorf("gpu1's grants as the laptop reads them: %+v", n.Alloc.Grants)
+	})
 	rs, err := reservationsJSON(laptop)
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("the laptop lists %+v (%v); want its reservation", rs, err)
@@ -70,6 +86,8 @@ func TestReserveUI(t *testing.T) {
 			Clipped bool   `json:"clipped"`
 		} `json:"block"`
 		Plan          string            `json:"plan"`
+		Reserved      string            `json:"reserved"`
+		Before        string            `json:"before"`
 		Fields        map[string]*field `json:"fields"`
 		ConsoleErrors []string          `json:"consoleErrors"`
 	}
@@ -88,6 +106,13 @@ func TestReserveUI(t *testing.T) {
 	}
 	if !strings.Contains(res.Plan, "gpu1") {
 		t.Errorf("the plan reads %q; want it on gpu1", res.Plan)
+	}
+	t.Logf("both GPUs, no time limit: %q; for 30 minutes: %q", res.Reserved, res.Before)
+	if !strings.Contains(res.Reserved, "reserved for") || strings.Contains(res.Reserved, "Runs on") {
+		t.Errorf("both GPUs with no time limit: the plan reads %q; want it not to fit, naming the reservation", res.Reserved)
+	}
+	if !strings.Contains(res.Before, "Runs on gpu1") {
+		t.Errorf("both GPUs for 30 minutes: the plan reads %q; want it on gpu1", res.Before)
 	}
 	for _, k := range []string{"share", "mem", "mig", "time"} {
 		if f := res.Fields[k]; f == nil || !f.Visible {

@@ -9,9 +9,12 @@
 // reservation, saves DIR/reservation-strip.png (the strip) and
 // DIR/machine-view.png (the page); then opens the Launch dialog on --node,
 // asks for a 0.5 share capped at 20GiB for 30m, waits for the plan to name
-// the machine and saves DIR/launch-share.png (the dialog). Prints one JSON
-// line: { ok, block: { text, title, clipped }, plan, fields: { share, mem, mig,
-// time }, consoleErrors }; exit 1 names the failing stage.
+// the machine and saves DIR/launch-share.png (the dialog); then asks for
+// both GPUs with no time limit (DIR/launch-reserved.png: the plan names the
+// reservation) and for 30 minutes (DIR/launch-before.png: it fits). Prints
+// one JSON line: { ok, block: { text, title, clipped }, plan, fields: {
+// share, mem, mig, time }, reserved, before, consoleErrors }; exit 1 names
+// the failing stage.
 import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
 
 async function main() {
@@ -63,7 +66,7 @@ async function main() {
     await page.getByTestId('launch-share').fill('0.5')
     await page.getByTestId('launch-share-mem').fill('20GiB')
     const time = page.getByTestId('launch-time')
-    if (await time.count()) await time.fill('30m')
+    await time.fill('30m')
     stages.enter('plan')
     const plan = page.getByTestId('launch-plan')
     await plan.filter({ hasText: opts.node }).waitFor()
@@ -74,6 +77,22 @@ async function main() {
       result.fields[k] = (await f.count()) ? { visible: await f.isVisible(), value: await f.inputValue() } : null
     }
     await dialog.screenshot({ path: `${opts.shots}/launch-share.png` })
+
+    // Both GPUs with no time limit cross the reservation: the plan says so;
+    // with 30 minutes, ending before it, they fit.
+    stages.enter('reserved')
+    await page.getByTestId('launch-share').fill('')
+    await page.getByTestId('launch-share-mem').fill('')
+    await page.getByTestId('launch-gpus').fill('2')
+    await time.fill('')
+    await plan.filter({ hasText: 'reserved' }).waitFor()
+    result.reserved = (await plan.innerText()).replace(/\s+/g, ' ').trim()
+    await dialog.screenshot({ path: `${opts.shots}/launch-reserved.png` })
+    stages.enter('before the reservation')
+    await time.fill('30m')
+    await plan.filter({ hasText: 'Runs on' }).waitFor()
+    result.before = (await plan.innerText()).replace(/\s+/g, ' ').trim()
+    await dialog.screenshot({ path: `${opts.shots}/launch-before.png` })
     result.consoleErrors = browser.consoleErrors
     result.ok = true
   } catch (err) {
