@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -102,20 +103,27 @@ func sharesPlaced(t *testing.T, laptop, gpu1 *host) {
 	if n := strings.Count(ps, "50% uncapped"); n != 3 {
 		t.Errorf("ps says \"50%% uncapped\" %d times; want once per half:\n%s", n, ps)
 	}
-	shared := js[0].GPUs[0]
-	waitFor(t, 20*time.Second, "gpu1's grants record with both holders of the shared GPU", func() error {
+	// gpu1's grants record, which gpus reads too, names both holders of the
+	// shared GPU and the third's of the other.
+	waitFor(t, 20*time.Second, "gpu1's grants record with every holder", func() error {
 		n, err := nodeByName(laptop, "gpu1")
 		if err != nil {
 			return err
 		}
-		holders := map[string]float64{}
-		for _, g := range n.Alloc.Grants {
-			if slices.Contains(g.Units, shared) {
-				holders[g.Holder.ID] = g.Share
+		for _, u := range []string{js[0].GPUs[0], js[2].GPUs[0]} {
+			holders := map[string]float64{}
+			for _, g := range n.Alloc.Grants {
+				if slices.Contains(g.Units, u) {
+					holders[g.Holder.ID] = g.Share
+				}
 			}
-		}
-		if len(holders) != 2 || holders[ids[0]] != 0.5 || holders[ids[1]] != 0.5 {
-			return fmt.Errorf("grants of %s: %v", shared, holders)
+			want := map[string]float64{ids[2]: 0.5}
+			if u == js[0].GPUs[0] {
+				want = map[string]float64{ids[0]: 0.5, ids[1]: 0.5}
+			}
+			if !maps.Equal(holders, want) {
+				return fmt.Errorf("grants of %s: %v; want %v", u, holders, want)
+			}
 		}
 		return nil
 	})
