@@ -202,6 +202,9 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		named = &n
 	}
 	p := planAt(nodes, named, req.Spec, active, s.now(), s.self.ID)
+	if names, err := memberNames(ctx, s.db); err == nil {
+		nameReservers(&p, names) // the IDs stand without names
+	}
 	p.Suggestion = s.shareSuggestion(ctx, req.Spec, nodes)
 	return p, nil
 }
