@@ -92,8 +92,8 @@ func TestReserveAcrossMachines(t *testing.T) {
 		if code == 0 && !slices.Contains(args, "--dry-run") {
 			t.Errorf("%v started; want refused: GPU %v is reserved from %s", args, res.GPUs, from)
 		}
-		if !strings.Contains(out+errOut, "reserved for") {
-			t.Errorf("%v said %s%s; want the reservation named", args, out, errOut)
+		if !strings.Contains(out+errOut, "reserved for b from") {
+			t.Errorf("%v said %s%s; want the reservation named, with its member", args, out, errOut)
 		}
 	}
 

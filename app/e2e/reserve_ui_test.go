@@ -108,7 +108,7 @@ func TestReserveUI(t *testing.T) {
 		t.Errorf("the plan reads %q; want it on gpu1", res.Plan)
 	}
 	t.Logf("both GPUs, no time limit: %q; for 30 minutes: %q", res.Reserved, res.Before)
-	if !strings.Contains(res.Reserved, "reserved for") || strings.Contains(res.Reserved, "Runs on") {
+	if !strings.Contains(res.Reserved, "reserved for gpu1 from") || strings.Contains(res.Reserved, "Runs on") {
 		t.Errorf("both GPUs with no time limit: the plan reads %q; want it not to fit, naming the reservation", res.Reserved)
 	}
 	if !strings.Contains(res.Before, "Runs on gpu1") {
