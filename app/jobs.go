@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/containers"
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/store"
 	"github.com/labpool/labpool/sync/transport"
@@ -224,6 +225,9 @@ func (s *Service) Plan(ctx context.Context, req LaunchRequest) (Plan, error) {
 		named = &n
 	}
 	p := planAt(nodes, named, req.Spec, active, s.now(), s.self.ID)
+	if names, err := memberNames(ctx, s.db); err == nil {
+		nameReservers(&p, names) // the IDs stand without names
+	}
 	p.Suggestion = s.shareSuggestion(ctx, req.Spec, nodes)
 	return p, nil
 }
@@ -342,6 +346,10 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 		if n.ContainersError != "" {
 			p.Reason += ": " + n.ContainersError
 		}
+		return p
+	}
+	if err := shareMemFits(n, spec); err != nil {
+		p.Reason = err.Error()
 		return p
 	}
 	busyText := ""
@@ -637,4 +645,18 @@ func (s *Service) nodeOrSelf(ctx context.Context, ref string) (string, error) {
 	}
 	n, err := s.NodeByRef(ctx, ref)
 	return n.ID, err
+}
+
+// shareMemFits refuses a share whose memory cap is over n's largest GPU's
+// memory, naming the rule as n's ledger does (jobs.ValidateShareMem): no
+// GPU there could ever hold it, which is not "busy".
+func shareMemFits(n Node, spec jobs.Spec) error {
+	if spec.GPUShare <= 0 || spec.GPUShare >= 1 || len(n.GPUs) == 0 {
+		return nil
+	}
+	stats := make([]gpu.Stats, 0, len(n.GPUs))
+	for _, g := range n.GPUs {
+		stats = append(stats, gpu.Stats{Index: g.Index, Name: g.Name, MemTotalBytes: g.MemTotalBytes})
+	}
+	return jobs.ValidateShareMem(spec, stats)
 }

@@ -208,6 +208,9 @@ func planPass(pg *PlanGPU, p alloc.Pass, active []Job) string {
 		return ""
 	}
 	pg.State, pg.Reason = GPUBusy, p.Why() // shared, reserved, the owner's, kept
+	if p.Reason == alloc.Reserved {
+		pg.Owner = p.By.Member // who it is reserved for: the plan names them (nameReservers)
+	}
 	return pg.Reason
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,7 +22,7 @@ then the GPUs of each Slurm cluster in the pool by type and node (allocated of
 total). --json lists the machines' GPUs; a cluster's are in labpool nodes
 --json (cluster.gpus, cluster.nodes[].gpus).`}
 	return listVerb(g, c, readGPUs, func(w io.Writer, l gpuListing) error {
-		if err := writeGPUs(w, l.gpus); err != nil {
+		if err := writeGPUsShared(w, l.gpus, shareHolders(l.nodes)); err != nil {
 			return err
 		}
 		return writeClusterGPUs(w, l.nodes)
@@ -86,13 +87,17 @@ Only owners of the pool and the machine's own user may.`,
 	return c
 }
 
-func writeGPUs(w io.Writer, gpus []app.GPU) error {
+func writeGPUs(w io.Writer, gpus []app.GPU) error { return writeGPUsShared(w, gpus, nil) }
+
+// writeGPUsShared is writeGPUs where shared names the holders of each
+// shared GPU (by UUID, see shareHolders), said in place of its one job.
+func writeGPUsShared(w io.Writer, gpus []app.GPU, shared map[string]string) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tGPU\tNAME\tUTIL\tMEMORY\tTEMP\tPOWER\tHEALTH\tJOB")
 	for _, g := range gpus {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f%%\t%s\t%.0f°C\t%.0f/%.0f W\t%s\t%s\n", g.NodeName, g.Index, g.Name,
 			g.UtilPercent, gpuMemory(g), g.TempC, g.PowerW, g.PowerLimitW,
-			health(g.Health, g.HealthReason), jobLabel(g))
+			health(g.Health, g.HealthReason), cmp.Or(shared[g.UUID], jobLabel(g)))
 		for _, p := range g.ProcessList {
 			fmt.Fprintf(tw, "\t\t  pid %d\t\t%s\t\t\t\t%s\n", p.PID, Bytes(p.MemBytes), processOwner(g, p))
 		}

@@ -308,6 +308,14 @@ test('buildSpec on a Slurm cluster: partition, nodes with GPUs per node, time li
   assert.equal(buildSpec({ ...emptyForm(1), image: 'x', partition: 'gpu', nodes: 3, time: '2h' }).spec.partition, undefined, 'a pool machine gets no cluster fields')
 })
 
+test('buildSpec gives a container its time limit too', () => {
+  const { spec, errors } = buildSpec({ ...emptyForm(1), image: 'x', gpuShare: '0.5', time: '30m' })
+  assert.deepEqual(errors, {})
+  assert.equal(spec.time_limit_s, 1800)
+  assert.equal(spec.gpu_share, 0.5)
+  assert.ok(buildSpec({ ...emptyForm(1), image: 'x', time: 'soon' }).errors.time, 'a time that does not parse is named')
+})
+
 test('defaultGPUs counts a cluster GPUs when it is chosen', () => {
   const hpc = { id: 'H', online: true, containers: false, gpus: [], cluster: { gpus: [{ type: 'a100', total: 8, alloc: 8 }] } as never }
   assert.equal(defaultGPUs([hpc], 'H'), 1)

@@ -147,8 +147,9 @@ export function defaultGPUs(nodes: Pick<Node, 'id' | 'online' | 'containers' | '
 /**
  * Turns the form into a Spec. Fields that do not parse are left out of the
  * spec and reported in errors, by field, so the plan can follow the rest.
- * On a Slurm cluster (cluster set) the partition, nodes and time limit go
- * in too, and with several nodes the GPU count is per node.
+ * The time limit goes in for a container and a Slurm job alike. On a Slurm
+ * cluster (cluster set) the partition and nodes go in too, and with several
+ * nodes the GPU count is per node.
  */
 export function buildSpec(f: LaunchForm, cluster = false): { spec: Spec; errors: Partial<Record<FormField, string>> } {
   const spec: Spec = { image: f.image.trim() }

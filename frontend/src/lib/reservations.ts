@@ -17,10 +17,15 @@ export interface Reserved {
 
 export interface Block {
   id: string
-  /** Offset and width on the strip, in percent. */
+  /** Offset and width on the strip, in percent: the reservation's span. */
   left: number
   width: number
-  /** The block's row: reservations that overlap in time go on separate rows. */
+  /**
+   * The room the block takes on its row, in percent: its span, or more
+   * where its label needs it (a 3-hour reservation is 2% of a week).
+   */
+  space: number
+  /** The block's row: reservations whose room overlaps go on separate rows. */
   row: number
   label: string
   title: string
@@ -34,6 +39,9 @@ export interface Strip {
 }
 
 const dayMs = 24 * 3600 * 1000
+
+/** The room a block's label takes, in percent of the strip ("alice · GPU 0,1"). */
+export const labelPct = 10
 
 /** The local midnight at or before t (ms). */
 export function startOfDay(t: number): number {
@@ -61,19 +69,23 @@ export function strip(rs: Reserved[], node: string, now: number, days = 7): Stri
     .map((r) => ({ r, from: Date.parse(r.from), until: Date.parse(r.until) }))
     .filter((x) => Number.isFinite(x.from) && Number.isFinite(x.until) && x.until > start && x.from < end)
     .sort((a, b) => a.from - b.from)
-  const rowEnds: number[] = []
+  const rowEnds: number[] = [] // in percent of the strip: the room taken
   const blocks = mine.map(({ r, from, until }) => {
-    let row = rowEnds.findIndex((e) => e <= from)
+    const left = pct(from)
+    const width = Math.max(pct(until) - left, 0.5)
+    const space = Math.min(Math.max(width, labelPct), 100 - left)
+    let row = rowEnds.findIndex((e) => e <= left)
     if (row < 0) row = rowEnds.push(0) - 1
-    rowEnds[row] = until
+    rowEnds[row] = left + Math.max(width, labelPct)
     const who = r.member_name || r.member.slice(0, 9)
     const gpus = (r.gpus ?? []).join(',')
     const when = `${new Date(from).toLocaleString()} – ${new Date(until).toLocaleString()}`
     const refused = r.state === 'refused'
     return {
       id: r.id,
-      left: pct(from),
-      width: Math.max(pct(until) - pct(from), 0.5),
+      left,
+      width,
+      space: Math.max(space, width),
       row,
       label: `${who} · GPU ${gpus}`,
       title: `${r.id}: GPU ${gpus} for ${who}, ${when}${refused ? ` (refused: ${r.reason ?? ''})` : ''}`,
