@@ -262,7 +262,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	if cfg.Metrics != "" {
 		d.add(newMetrics(cfg, tel, jm.m, d.members.MemberName, log))
 	}
-	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, cps, al, book, log)
+	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, shares, cps, al, book, log)
 	d.add(peerServer{d.ep, d.peerAPI})
 	return d, nil
 }

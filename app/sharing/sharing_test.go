@@ -186,7 +186,7 @@ func TestShareTakenBackWhenRefused(t *testing.T) {
 	for i := range many {
 		many[i] = strings.Repeat(string(rune('A'+i)), 52)
 	}
-	if _, err := p.SetMembers(ctx, "a", many); !errors.Is(err, app.ErrForbidden) {
+	if _, err := p.SetMembers(ctx, "a", folders.MembersChange{Set: many}); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("members past the quota = %v; want forbidden", err)
 	}
 	s, err := p.reg.Get("a")

@@ -27,6 +27,10 @@ type Share struct {
 	Path      string   `json:"path"` // absolute directory here; never sent to members
 	ReadWrite bool     `json:"rw"`
 	Members   []string `json:"members,omitempty"` // device IDs allowed; empty: every member
+	// Sharer is the device that shared it (this machine's, for a share
+	// made here): with the pool's owners and admins, it may change Members
+	// from any machine.
+	Sharer string `json:"sharer,omitempty"`
 	// Transient shares exist for one copy from a local path: never saved,
 	// never listed to the pool, never mounted, and gone once unused for
 	// Config.TransientIdle. A transient share's Path may be a file: the
