@@ -205,6 +205,12 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	fcfg := folders.DefaultConfig()
 	fcfg.Self, fcfg.DataDir = self, cfg.DataDir
+	fcfg.JobUser = func() string { // a share's folder user, where root owns it: the jobs policy's job user
+		if m, ok := jobsLate.get(); ok {
+			return m.Policy().JobUser
+		}
+		return ""
+	}
 	reg, err := folders.OpenWith(fcfg, nodestore.NewShares(db))
 	if err != nil {
 		return nil, err
