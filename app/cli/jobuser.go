@@ -39,7 +39,7 @@ func shareRWNote(w io.Writer, path, name string) {
 		return
 	}
 	if uid == 0 {
-		fmt.Fprintf(w, "note: %s belongs to root, so a job that mounts %s read-write, and a copy into it, write as the machine's job user (uid 65534, nobody, by default):"+
+		fmt.Fprintf(w, "note: %s belongs to root, so a job that mounts %s read-write writes as the machine's job user (uid 65534, nobody, by default), and so does a copy into it:"+
 			" the folder's group is now that user's, group-writable (chown the folder to a user for jobs and copies to write as that user)\n", path, name)
 		return
 	}
