@@ -136,3 +136,45 @@ func TestChangeMembersTakenBack(t *testing.T) {
 		t.Errorf("members are %v after a refused record", s.Members)
 	}
 }
+
+// FuzzChangeMembers: whatever body a member sends, the holder answers
+// without failing, and a list it accepts holds at most MaxMembers
+// non-empty device IDs, each once, none of them unknown to the pool; a
+// body it refuses changes nothing.
+func FuzzChangeMembers(f *testing.F) {
+	f.Add(`{"add":["A"]}`)
+	f.Add(`{"set":["A","A","B"]}`)
+	f.Add(`{"remove":["A"]}`)
+	f.Add(`{"every":true,"add":["B"]}`)
+	f.Add(`{"add":[""]}`)
+	f.Add(`{"sharer":"A"}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		p := newPool(t)
+		alice := newDevice(t)
+		p.roles[alice.id], p.roles["A"], p.roles["B"] = "member", "member", "member"
+		privateShare(t, p, alice, true)
+		req, _ := http.NewRequest("PATCH", "https://node/v1/folders/private/members", strings.NewReader(body))
+		resp, err := p.client(p.self.id).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		s, _ := p.reg.Get("private")
+		if resp.StatusCode/100 != 2 {
+			if !slices.Equal(s.Members, []string{alice.id}) {
+				t.Errorf("refused (%s) but the list is %v", resp.Status, s.Members)
+			}
+			return
+		}
+		if len(s.Members) > MaxMembers {
+			t.Errorf("%d members", len(s.Members))
+		}
+		seen := map[string]bool{}
+		for _, id := range s.Members {
+			if id == "" || seen[id] || p.roles[id] == "" {
+				t.Errorf("members %v: an empty, repeated or unknown device", s.Members)
+			}
+			seen[id] = true
+		}
+	})
+}
