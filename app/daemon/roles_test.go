@@ -325,7 +325,7 @@ func clientFrom(t *testing.T, id *peer.Identity, ip string, want peer.ID, addr s
 }
 
 // openDaemon opens a daemon named name on loopback, not yet serving.
-func openDaemon(t *testing.T, name string) *Daemon {
+func openDaemon(t testing.TB, name string) *Daemon {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.Listen, cfg.Name, cfg.QUICOnly = t.TempDir(), "127.0.0.1:0", name, true
@@ -339,7 +339,7 @@ func openDaemon(t *testing.T, name string) *Daemon {
 
 // openServing opens a daemon that serves its peer handler until the test
 // ends.
-func openServing(t *testing.T, name string) *Daemon {
+func openServing(t testing.TB, name string) *Daemon {
 	t.Helper()
 	d := openDaemon(t, name)
 	ctx, cancel := context.WithCancel(context.Background())
