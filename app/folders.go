@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/labpool/labpool/node/folders/copies"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/labpool/labpool/node/folders"
@@ -41,19 +42,25 @@ type ShareRequest struct {
 	Members   []string `json:"members,omitempty"`
 }
 
-// FolderMembersRequest sets who may use a folder of this machine: member
-// names, short IDs or device IDs; none means every member.
+// FolderMembersRequest changes who may use a folder: Members replaces
+// the list, Add and Remove edit it, and none of them means every member
+// (member names, short IDs or device IDs). Node names the machine that
+// holds it ("" or this machine's: here); its holder checks that this
+// device may (an owner, an admin or the folder's sharer).
 type FolderMembersRequest struct {
+	Node    string   `json:"node,omitempty"`
 	Name    string   `json:"name"`
 	Members []string `json:"members"`
+	Add     []string `json:"add,omitempty"`
+	Remove  []string `json:"remove,omitempty"`
 }
 
 // FolderManager shares this machine's folders (implemented by the daemon).
 type FolderManager interface {
 	Share(ctx context.Context, req ShareRequest) (Folder, error)
-	// SetMembers changes who may use a share (device IDs; none: every
-	// member), keeping its path and mode.
-	SetMembers(ctx context.Context, name string, members []string) (Folder, error)
+	// SetMembers changes who may use a share of this machine (device
+	// IDs), keeping its path and mode.
+	SetMembers(ctx context.Context, name string, ch folders.MembersChange) (Folder, error)
 	Unshare(ctx context.Context, name string) error
 }
 
@@ -112,23 +119,83 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 	return f, err
 }
 
-// SetFolderMembers changes who may use a folder of this machine; the
-// names and short IDs are resolved to device IDs first (see
-// ResolveMembers), and none means every member.
+// SetFolderMembers changes who may use a folder, on the machine that
+// holds it: the names and short IDs are resolved to device IDs first (see
+// ResolveMembers). A folder named on a machine that does not hold it is
+// refused naming where it is.
 func (s *Service) SetFolderMembers(ctx context.Context, req FolderMembersRequest) (Folder, error) {
-	var ps PoolStatus
-	if len(req.Members) > 0 {
-		var err error
-		if ps, err = s.pool.Status(ctx); err != nil {
-			return Folder{}, fmt.Errorf("read the pool's members: %w", err)
+	ps, err := s.pool.Status(ctx)
+	if err != nil {
+		return Folder{}, fmt.Errorf("read the pool's members: %w", err)
+	}
+	var ch folders.MembersChange
+	for _, l := range []struct {
+		in  []string
+		out *[]string
+	}{{req.Members, &ch.Set}, {req.Add, &ch.Add}, {req.Remove, &ch.Remove}} {
+		if len(l.in) == 0 {
+			continue
 		}
-		if req.Members, err = ResolveMembers(ps.Members, req.Members); err != nil {
+		if *l.out, err = ResolveMembers(ps.Members, l.in); err != nil {
 			return Folder{}, fmt.Errorf("members of %s: %w", req.Name, err)
 		}
 	}
-	f, err := s.folders.SetMembers(ctx, req.Name, req.Members)
+	ch.Every = len(ch.Set) == 0 && len(ch.Add) == 0 && len(ch.Remove) == 0
+	node := s.self.ID
+	if req.Node != "" {
+		n, err := s.NodeByRef(ctx, req.Node)
+		if err != nil {
+			return Folder{}, err
+		}
+		node = n.ID
+	}
+	if err := s.folderIsOn(ctx, node, req.Name); err != nil {
+		return Folder{}, err
+	}
+	var f Folder
+	if node == s.self.ID {
+		f, err = s.folders.SetMembers(ctx, req.Name, ch)
+	} else {
+		var info folders.Info
+		info, err = folders.Client{Conn: s.Peer(node)}.ChangeMembers(ctx, req.Name, ch)
+		f = Folder{Node: node, Name: info.Name, Mode: info.Mode, SizeBytes: info.SizeBytes, Files: info.Files,
+			AtLeast: info.AtLeast, Members: info.Members}
+		if n, nerr := s.NodeByRef(ctx, node); nerr == nil {
+			f.NodeName = n.Name
+		}
+	}
+	if err != nil {
+		return Folder{}, err
+	}
 	f.MemberNames = MemberNames(ps.Members, f.Members)
-	return f, err
+	return f, nil
+}
+
+// folderIsOn refuses a folder that the replica lists on other machines
+// than node and not on node, naming where it is; a folder the replica
+// lists nowhere is left to node to answer for.
+func (s *Service) folderIsOn(ctx context.Context, node, name string) error {
+	all, err := s.Folders(ctx)
+	if err != nil {
+		return err
+	}
+	var at []string
+	for _, f := range all {
+		if f.Name != name {
+			continue
+		}
+		if f.Node == node {
+			return nil
+		}
+		at = append(at, f.NodeName)
+	}
+	switch {
+	case len(at) == 1:
+		return fmt.Errorf("%w: %s is on %s: labpool share %s:%s …", ErrNotFound, name, at[0], at[0], name)
+	case len(at) > 1:
+		return fmt.Errorf("%w: %s is on %s: name one, as in labpool share %s:%s …", ErrNotFound, name, strings.Join(at, ", "), at[0], name)
+	}
+	return nil
 }
 
 // Unshare stops sharing a folder of this machine.

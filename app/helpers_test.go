@@ -10,6 +10,7 @@ import (
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/agent"
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/host"
 	"github.com/labpool/labpool/sync/store"
@@ -116,7 +117,7 @@ func (stubDaemon) SetRole(context.Context, string, string) error            { re
 func (stubDaemon) NodeClient(context.Context, string) (*http.Client, error) { return nil, errStub }
 func (stubDaemon) Share(context.Context, ShareRequest) (Folder, error)      { return Folder{}, errStub }
 func (stubDaemon) Unshare(context.Context, string) error                    { return errStub }
-func (stubDaemon) SetMembers(context.Context, string, []string) (Folder, error) {
+func (stubDaemon) SetMembers(context.Context, string, folders.MembersChange) (Folder, error) {
 	return Folder{}, errStub
 }
 func (stubDaemon) Copy(context.Context, CopyRequest) (Transfer, error) { return Transfer{}, errStub }

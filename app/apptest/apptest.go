@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -65,7 +66,7 @@ func (noDaemon) Share(context.Context, app.ShareRequest) (app.Folder, error) {
 }
 func (noDaemon) Unshare(context.Context, string) error { return app.ErrReadOnly }
 
-func (noDaemon) SetMembers(context.Context, string, []string) (app.Folder, error) {
+func (noDaemon) SetMembers(context.Context, string, folders.MembersChange) (app.Folder, error) {
 	return app.Folder{}, app.ErrReadOnly
 }
 func (noDaemon) Copy(context.Context, app.CopyRequest) (app.Transfer, error) {

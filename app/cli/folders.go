@@ -20,29 +20,43 @@ func folderCmds(g *globals) []*cobra.Command {
 
 func shareCmd(g *globals) *cobra.Command {
 	var rw, everyone bool
-	var members []string
+	var members, add, remove []string
 	var asJSON *bool
 	c := &cobra.Command{
-		Use:   "share NAME [PATH]",
+		Use:   "share [NODE:]NAME [PATH]",
 		Short: "Share a directory of this machine with the pool (read-only unless --rw); without PATH, change who may use the share NAME",
 		Long: `Share a directory of this machine with the pool, read-only unless --rw, with
 every member or only those --members names (member names, short IDs or
 device IDs; resolved now, and refused if unknown or ambiguous).
 
-Without PATH, change who may use the share NAME of this machine:
+Without PATH, change who may use the share NAME of this machine, or of
+the machine NODE from any machine (the pool's owners and admins and the
+folder's sharer may; NODE checks):
   labpool share data --members alice,bob
+  labpool share ws-a100:datasets --add-members carol
+  labpool share ws-a100:datasets --remove-members bob
   labpool share data --every-member`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if rw || everyone == (len(members) > 0) {
-					return usageError{fmt.Errorf("share %s without PATH changes its members: give --members or --every-member (and no --rw)", args[0])}
+				changes := 0
+				for _, on := range []bool{everyone, len(members) > 0, len(add)+len(remove) > 0} {
+					if on {
+						changes++
+					}
+				}
+				if rw || changes != 1 {
+					return usageError{fmt.Errorf("share %s without PATH changes its members: give --members, --add-members/--remove-members or --every-member (one of them, and no --rw)", args[0])}
+				}
+				node, name := "", args[0]
+				if n, f, ok := strings.Cut(args[0], ":"); ok {
+					node, name = n, f
 				}
 				c, err := connect(cmd.Context(), g)
 				if err != nil {
 					return err
 				}
-				f, err := c.SetFolderMembers(cmd.Context(), app.FolderMembersRequest{Name: args[0], Members: members})
+				f, err := c.SetFolderMembers(cmd.Context(), app.FolderMembersRequest{Node: node, Name: name, Members: members, Add: add, Remove: remove})
 				if err != nil {
 					return err
 				}
@@ -50,6 +64,9 @@ Without PATH, change who may use the share NAME of this machine:
 			}
 			if everyone && len(members) > 0 {
 				return usageError{fmt.Errorf("--members or --every-member: not both")}
+			}
+			if len(add)+len(remove) > 0 || strings.Contains(args[0], ":") {
+				return usageError{fmt.Errorf("share NAME PATH shares a directory of this machine: --add-members, --remove-members and NODE: change an existing share (no PATH)")}
 			}
 			path, err := filepath.Abs(args[1])
 			if err != nil {
@@ -73,6 +90,8 @@ Without PATH, change who may use the share NAME of this machine:
 	}
 	c.Flags().BoolVar(&rw, "rw", false, "let members write")
 	c.Flags().StringSliceVar(&members, "members", nil, "only these members: names, short IDs or device IDs (default: every member)")
+	c.Flags().StringSliceVar(&add, "add-members", nil, "without PATH: add these members to the share's list")
+	c.Flags().StringSliceVar(&remove, "remove-members", nil, "without PATH: remove these members from the share's list")
 	c.Flags().BoolVar(&everyone, "every-member", false, "without PATH: let every member use the share again")
 	asJSON = jsonFlag(c)
 	return c

@@ -39,8 +39,8 @@ func shareRWNote(w io.Writer, path, name string) {
 		return
 	}
 	if uid == 0 {
-		fmt.Fprintf(w, "note: %s belongs to root, so a job that mounts %s read-write writes as uid 65534 (nobody):"+
-			" its files there belong to nobody, and it can write only where nobody may (chown the folder to a user for jobs to write as that user)\n", path, name)
+		fmt.Fprintf(w, "note: %s belongs to root, so a job that mounts %s read-write writes as the machine's job user (uid 65534, nobody, by default), and so does a copy into it:"+
+			" the folder's group is now that user's, group-writable (chown the folder to a user for jobs and copies to write as that user)\n", path, name)
 		return
 	}
 	fmt.Fprintf(w, "note: a job that mounts %s read-write writes as %s's owner (uid %d):"+

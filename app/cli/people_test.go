@@ -57,7 +57,11 @@ func (f *fakeAPI) handler() http.Handler {
 		var req app.FolderMembersRequest
 		json.NewDecoder(r.Body).Decode(&req)
 		f.mu.Lock()
-		f.got = append(f.got, "members "+r.PathValue("name")+" "+strings.Join(req.Members, ","))
+		ask := "members " + r.PathValue("name") + " " + strings.Join(req.Members, ",")
+		if req.Node != "" || len(req.Add)+len(req.Remove) > 0 {
+			ask += " node=" + req.Node + " +" + strings.Join(req.Add, ",") + " -" + strings.Join(req.Remove, ",")
+		}
+		f.got = append(f.got, ask)
 		f.mu.Unlock()
 		folder := app.Folder{Node: selfID, NodeName: "self", Name: r.PathValue("name"), Mode: "ro"}
 		if len(req.Members) > 0 {
@@ -148,12 +152,19 @@ func TestShareChangesMembers(t *testing.T) {
 	if code != ExitOK || out != "self:data is for every member\n" {
 		t.Errorf("share data --every-member: exit %d %q %q", code, out, errOut)
 	}
-	for _, args := range [][]string{{"share", "data"}, {"share", "data", "--rw", "--members", "alice"}, {"share", "data", "--every-member", "--members", "alice"}} {
+	// From any machine, on the one that holds it, adding and removing.
+	code, out, errOut = run(t, Hooks{}, "--data", dir, "share", "ws-a100:datasets", "--add-members", "alice,carol", "--remove-members", "bob")
+	if code != ExitOK || out != "self:datasets is for every member\n" {
+		t.Errorf("share ws-a100:datasets --add-members …: exit %d %q %q", code, out, errOut)
+	}
+	for _, args := range [][]string{{"share", "data"}, {"share", "data", "--rw", "--members", "alice"}, {"share", "data", "--every-member", "--members", "alice"},
+		{"share", "data", "--members", "alice", "--add-members", "bob"}, {"share", "data", "--every-member", "--remove-members", "bob"},
+		{"share", "ws-a100:data", "/tmp", "--rw"}, {"share", "data", "/tmp", "--add-members", "bob"}} {
 		if code, _, errOut := run(t, Hooks{}, append([]string{"--data", dir}, args...)...); code != ExitUsage {
 			t.Errorf("%v: exit %d %q, want a usage error", args, code, errOut)
 		}
 	}
-	if got := strings.Join(f.got, "|"); got != "members data alice|members data " {
+	if got := strings.Join(f.got, "|"); got != "members data alice|members data |members datasets  node=ws-a100 +alice,carol -bob" {
 		t.Errorf("asked %q", got)
 	}
 }

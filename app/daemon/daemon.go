@@ -205,6 +205,12 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	}
 	fcfg := folders.DefaultConfig()
 	fcfg.Self, fcfg.DataDir = self, cfg.DataDir
+	fcfg.JobUser = func() string { // a share's folder user, where root owns it: the jobs policy's job user
+		if m, ok := jobsLate.get(); ok {
+			return m.Policy().JobUser
+		}
+		return ""
+	}
 	reg, err := folders.OpenWith(fcfg, nodestore.NewShares(db))
 	if err != nil {
 		return nil, err
@@ -264,7 +270,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	if cfg.Metrics != "" {
 		d.add(newMetrics(cfg, tel, jm.m, d.members.MemberName, log))
 	}
-	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, cps, al, book, log)
+	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, shares, cps, al, book, log)
 	d.add(peerServer{d.ep, d.peerAPI})
 	return d, nil
 }

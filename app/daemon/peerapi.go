@@ -8,6 +8,7 @@ import (
 	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/membership"
+	"github.com/labpool/labpool/app/sharing"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/node/containers"
@@ -34,7 +35,7 @@ func (p peerServer) Run(ctx context.Context) error { return p.ep.Serve(ctx, p.h)
 // each request is checked against the role of the device the transport
 // proved.
 func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members *membership.Membership, peers *replica.Peers,
-	tel *agent.Telemetry, jm *jobs.Manager, ex *agent.Executor, reg *folders.Registry, cps *copies.Receiver, al *alerting.Alerting,
+	tel *agent.Telemetry, jm *jobs.Manager, ex *agent.Executor, reg *folders.Registry, shares *sharing.Publisher, cps *copies.Receiver, al *alerting.Alerting,
 	book *reserve.Book, log *slog.Logger) http.Handler {
 	rs := replica.NewServer(db, ep.ID().String(), log)
 	rs.Pool = pm.Records
@@ -51,7 +52,7 @@ func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members
 		Join:      agent.Route{Method: http.MethodPost, Path: pool.JoinPath, Handler: transport.RateLimited(ep.Refusals(), pm.JoinHandler())},
 		Jobs:      jobs.Handler(jm, jobCaller),
 		Images:    containers.ImageHandler(ex.Runtime, jm, jobCaller),
-		Folders:   folders.Handler(reg, folders.Access{Caller: members.FolderCaller, Role: members.FolderRole}),
+		Folders:   folders.Handler(reg, folders.Access{Caller: members.FolderCaller, Role: members.FolderRole, Changed: shares.Changed}),
 		Transfers: cps.Handler(members.FolderCaller),
 		Alerts:    alerts.Handler(al.Machine(), al.Caller),
 		Reserve:   reserve.Handler(book, reserveCaller(pm)),

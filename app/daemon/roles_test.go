@@ -77,12 +77,13 @@ var routeAsks = map[string][]routeAsk{
 		{query: url.Values{"ref": {"registry.example:5000/busybox:1"}}},
 		{query: url.Values{"ref": {"registry.example:5000/busybox:1"}, "force": {"1"}}, want: &[6]string{allowed, noTags, noTags, noLaunch, atDoor, atDoor}},
 	},
-	"POST /v1/transfers":         {{body: "{}"}},
-	"PUT /v1/alerts/rules/{id}":  {{args: []string{"gpu-hot"}, body: "{}"}},
-	"POST /v1/alerts/mute":       {{body: "{}"}},
-	"PUT /v1/alerts/pins/{rule}": {{body: `{"pinned":true}`}},
-	"PUT /v1/alerts/webhook":     {{body: `{"url":""}`}},
-	"POST /v1/reservations":      {{body: `{"gpus":1,"from":"2099-01-01T00:00:00Z","seconds":60}`}},
+	"POST /v1/transfers":               {{body: "{}"}},
+	"PATCH /v1/folders/{name}/members": {{body: `{"every":true}`}},
+	"PUT /v1/alerts/rules/{id}":        {{args: []string{"gpu-hot"}, body: "{}"}},
+	"POST /v1/alerts/mute":             {{body: "{}"}},
+	"PUT /v1/alerts/pins/{rule}":       {{body: `{"pinned":true}`}},
+	"PUT /v1/alerts/webhook":           {{body: `{"url":""}`}},
+	"POST /v1/reservations":            {{body: `{"gpus":1,"from":"2099-01-01T00:00:00Z","seconds":60}`}},
 }
 
 // byWho is what each role gets of a call whose table says who may make it
@@ -90,12 +91,13 @@ var routeAsks = map[string][]routeAsk{
 func byWho(who peerapi.Who, rule string) ([6]string, bool) {
 	a, r := allowed, rule
 	rows := map[peerapi.Who][4]string{
-		peerapi.Members:       {a, a, a, a},
-		peerapi.NonViewers:    {a, a, a, r},
-		peerapi.Admins:        {a, a, r, r},
-		peerapi.MachineOwners: {a, r, r, r}, // the test's devices are not the machine's own user
-		peerapi.MachineUser:   {r, r, r, r},
-		peerapi.GrantHolders:  {r, r, r, r},
+		peerapi.Members:        {a, a, a, a},
+		peerapi.NonViewers:     {a, a, a, r},
+		peerapi.Admins:         {a, a, r, r},
+		peerapi.AdminsOrSharer: {a, a, r, r}, // the test's devices shared no folder of the node
+		peerapi.MachineOwners:  {a, r, r, r}, // the test's devices are not the machine's own user
+		peerapi.MachineUser:    {r, r, r, r},
+		peerapi.GrantHolders:   {r, r, r, r},
 	}
 	if who == peerapi.Anyone {
 		return [6]string{a, a, a, a, a, a}, true
@@ -323,7 +325,7 @@ func clientFrom(t *testing.T, id *peer.Identity, ip string, want peer.ID, addr s
 }
 
 // openDaemon opens a daemon named name on loopback, not yet serving.
-func openDaemon(t *testing.T, name string) *Daemon {
+func openDaemon(t testing.TB, name string) *Daemon {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DataDir, cfg.Listen, cfg.Name, cfg.QUICOnly = t.TempDir(), "127.0.0.1:0", name, true
@@ -337,7 +339,7 @@ func openDaemon(t *testing.T, name string) *Daemon {
 
 // openServing opens a daemon that serves its peer handler until the test
 // ends.
-func openServing(t *testing.T, name string) *Daemon {
+func openServing(t testing.TB, name string) *Daemon {
 	t.Helper()
 	d := openDaemon(t, name)
 	ctx, cancel := context.WithCancel(context.Background())

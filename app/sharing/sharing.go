@@ -57,7 +57,8 @@ func (p *Publisher) Share(ctx context.Context, req app.ShareRequest) (app.Folder
 		return app.Folder{}, fmt.Errorf("%w: viewers share nothing: ask an admin to make this machine a member to share folders", app.ErrForbidden)
 	}
 	prev, prevErr := p.reg.Get(req.Name) // what the name shared before, if anything
-	s, err := p.reg.Add(folders.Share{Name: req.Name, Path: req.Path, ReadWrite: req.ReadWrite, Members: req.Members})
+	s, err := p.reg.Add(folders.Share{Name: req.Name, Path: req.Path, ReadWrite: req.ReadWrite, Members: req.Members,
+		Sharer: p.cfg.Self.String()})
 	switch {
 	case errors.Is(err, folders.ErrRefusedPath):
 		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrForbidden, err)
@@ -93,13 +94,30 @@ func (p *Publisher) takeBack(name string, prev folders.Share, had bool) {
 	}
 }
 
-// SetMembers implements app.FolderManager.
-func (p *Publisher) SetMembers(ctx context.Context, name string, members []string) (app.Folder, error) {
-	s, err := p.reg.Get(name)
-	if err != nil {
+// SetMembers implements app.FolderManager: this machine's own user
+// changes a share's members as a member asking from another machine does
+// (folders.ChangeMembers), its record published.
+func (p *Publisher) SetMembers(ctx context.Context, name string, ch folders.MembersChange) (app.Folder, error) {
+	// The app resolved the names against the pool's members already.
+	info, err := folders.ChangeMembers(ctx, p.reg, folders.Access{Changed: p.publish}, folders.Caller{ID: p.cfg.Self.String()}, name, ch)
+	switch {
+	case errors.Is(err, schema.ErrRefused):
+		return app.Folder{}, fmt.Errorf("%w: the replica refuses the record of %q: %v", app.ErrForbidden, name, err)
+	case errors.Is(err, folders.ErrNoShare):
 		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrNotFound, err)
+	case errors.Is(err, folders.ErrBadMembers):
+		return app.Folder{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
+	case err != nil:
+		return app.Folder{}, err
 	}
-	return p.Share(ctx, app.ShareRequest{Name: s.Name, Path: s.Path, ReadWrite: s.ReadWrite, Members: members})
+	return app.Folder{Node: p.cfg.Self.String(), NodeName: p.cfg.Name, Name: info.Name, Mode: info.Mode,
+		SizeBytes: info.SizeBytes, Files: info.Files, AtLeast: info.AtLeast, Members: info.Members}, nil
+}
+
+// Changed publishes the record of a share whose members changed on the
+// request of another machine (folders.Access.Changed).
+func (p *Publisher) Changed(ctx context.Context, s folders.Share) (folders.Info, error) {
+	return p.publish(ctx, s)
 }
 
 // Unshare implements app.FolderManager.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,7 +187,7 @@ func TestShareTakenBackWhenRefused(t *testing.T) {
 	for i := range many {
 		many[i] = strings.Repeat(string(rune('A'+i)), 52)
 	}
-	if _, err := p.SetMembers(ctx, "a", many); !errors.Is(err, app.ErrForbidden) {
+	if _, err := p.SetMembers(ctx, "a", folders.MembersChange{Set: many}); !errors.Is(err, app.ErrForbidden) {
 		t.Fatalf("members past the quota = %v; want forbidden", err)
 	}
 	s, err := p.reg.Get("a")
@@ -195,5 +196,32 @@ func TestShareTakenBackWhenRefused(t *testing.T) {
 	}
 	if info, _ := record(t, db, "a"); len(info.Members) != 0 {
 		t.Errorf("a's record names members %v", info.Members)
+	}
+}
+
+// TestRemoteMembersChangePublished: a change of a share's members asked
+// from another machine (the peer handler's folders.ChangeMembers over
+// Publisher.Changed) is in the share's record at once, and the share keeps
+// its sharer, this machine.
+func TestRemoteMembersChangePublished(t *testing.T) {
+	ctx := context.Background()
+	p, db := setup(t, pool.RoleMember)
+	admin, bob := peer.NewID([]byte("admin")), peer.NewID([]byte("bob"))
+	if _, err := p.Share(ctx, app.ShareRequest{Name: "datasets", Path: dataDir(t, 1), Members: []string{self.String()}}); err != nil {
+		t.Fatal(err)
+	}
+	a := folders.Access{Role: func(string) string { return folders.RoleMember }, Changed: p.Changed}
+	info, err := folders.ChangeMembers(ctx, p.reg, a, folders.Caller{ID: admin.String(), Role: folders.RoleAdmin}, "datasets",
+		folders.MembersChange{Add: []string{bob.String()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{self.String(), bob.String()}
+	slices.Sort(want)
+	if rec, _ := record(t, db, "datasets"); !slices.Equal(rec.Members, want) || !slices.Equal(info.Members, want) {
+		t.Errorf("the record lists %v, the reply %v; want %v", rec.Members, info.Members, want)
+	}
+	if s, _ := p.reg.Get("datasets"); s.Sharer != self.String() {
+		t.Errorf("the share's sharer is %q; want this machine", s.Sharer)
 	}
 }

@@ -22,7 +22,7 @@ func (c *Client) Share(ctx context.Context, req app.ShareRequest) (app.Folder, e
 	return f, c.do(ctx, http.MethodPost, "/api/v1/folders", req, &f)
 }
 
-// SetFolderMembers changes who may use a folder of the daemon's machine.
+// SetFolderMembers changes who may use a folder, on the machine that holds it (req.Node).
 func (c *Client) SetFolderMembers(ctx context.Context, req app.FolderMembersRequest) (app.Folder, error) {
 	var f app.Folder
 	return f, c.do(ctx, http.MethodPut, "/api/v1/folders/"+url.PathEscape(req.Name)+"/members", req, &f)

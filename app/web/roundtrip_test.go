@@ -15,6 +15,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/node/containers"
+	"github.com/labpool/labpool/node/folders"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/lend"
 )
@@ -59,11 +60,11 @@ type fakeFolders struct{}
 func (fakeFolders) Share(_ context.Context, r app.ShareRequest) (app.Folder, error) {
 	return app.Folder{Name: r.Name, Node: selfID}, nil
 }
-func (fakeFolders) SetMembers(_ context.Context, name string, members []string) (app.Folder, error) {
+func (fakeFolders) SetMembers(_ context.Context, name string, ch folders.MembersChange) (app.Folder, error) {
 	if name != "data" {
 		return app.Folder{}, app.ErrNotFound
 	}
-	return app.Folder{Name: name, Node: selfID, Members: members}, nil
+	return app.Folder{Name: name, Node: selfID, Members: ch.Set}, nil
 }
 func (fakeFolders) Unshare(_ context.Context, name string) error {
 	if name != "data" {

@@ -71,6 +71,9 @@ type Opened struct {
 	Share Share
 	file  string // a one-file share: the file's name in Root, its only item
 	grant *Grant // the grant the request came with, if any
+	// Owner is the folder user what a copy writes into it is given to
+	// (FolderUser); set when it is opened to receive a copy.
+	Owner *Owner
 }
 
 // Close closes the root.
@@ -217,5 +220,15 @@ func (r *Registry) OpenReceiving(dst string, who Caller, g Grant) (*Opened, erro
 	case r.cfg.Self != "" && g.Receiver != r.cfg.Self:
 		return nil, fmt.Errorf("%w: it names another receiver", ErrGrant)
 	}
-	return r.OpenFor(dst, who, Write)
+	o, err := r.OpenFor(dst, who, Write)
+	if err != nil {
+		return nil, err
+	}
+	own, err := FolderUser(o.Root.Name(), r.jobUser())
+	if err != nil {
+		o.Close()
+		return nil, fmt.Errorf("receive into %s: %w", dst, err)
+	}
+	o.Owner = &own
+	return o, nil
 }

@@ -1,6 +1,7 @@
 package folders
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +39,13 @@ type Access struct {
 	// Caller is the device proven by TLS and its role in the pool.
 	Caller func(*http.Request) Caller
 	// Role is a device's role in the pool ("" = not a member), for the
-	// member who signed a copy's grant.
+	// member who signed a copy's grant and the devices a change of a
+	// share's members names.
 	Role func(id string) string
+	// Changed tells the pool of a share whose members changed (its
+	// replicated record); an error takes the change back. Nil: nothing to
+	// tell.
+	Changed func(ctx context.Context, s Share) (Info, error)
 }
 
 // Handler serves this machine's shares to the pool. Browsing (ls and the
@@ -49,13 +55,14 @@ type Access struct {
 func Handler(r *Registry, a Access) *peerapi.Mux {
 	h := &handler{r: r, a: a}
 	return Routes.Mux(map[peerapi.Spec]http.HandlerFunc{
-		routeList.Spec:   h.list,
-		routeLs.Spec:     h.ls,
-		routeWalk.Spec:   h.reading(h.walk),
-		routeSums.Spec:   h.reading(h.sums),
-		routeRead.Spec:   h.reading(h.read),
-		routeBlocks.Spec: h.reading(h.blocks),
-		routeBundle.Spec: h.reading(h.bundle),
+		routeList.Spec:    h.list,
+		routeLs.Spec:      h.ls,
+		routeWalk.Spec:    h.reading(h.walk),
+		routeSums.Spec:    h.reading(h.sums),
+		routeRead.Spec:    h.reading(h.read),
+		routeBlocks.Spec:  h.reading(h.blocks),
+		routeBundle.Spec:  h.reading(h.bundle),
+		routeMembers.Spec: h.members,
 	})
 }
 
@@ -203,17 +210,59 @@ func (h *handler) bundle(w http.ResponseWriter, req *http.Request, o *Opened) {
 	writeBundle(o.Root, body.Paths, o.Path, w)
 }
 
+// members serves a change of a share's members asked from another
+// machine: the registry checks who asks, by the device TLS proved.
+func (h *handler) members(w http.ResponseWriter, req *http.Request) {
+	var ch MembersChange
+	dec := json.NewDecoder(io.LimitReader(req.Body, 64<<10))
+	dec.DisallowUnknownFields() // a claim the body makes (a sharer) is no field: refused, not ignored
+	if err := dec.Decode(&ch); err != nil {
+		reply(w, nil, fmt.Errorf("%w: decode the change: %v", ErrBadMembers, err))
+		return
+	}
+	info, err := ChangeMembers(req.Context(), h.r, h.a, h.a.Caller(req), req.PathValue("name"), ch)
+	reply(w, info, err)
+}
+
+// ChangeMembers changes the members of the share name for who, checks
+// that every device it adds is a member of the pool, and tells the pool
+// (a.Changed), taking the change back if the pool cannot be told. The
+// peer call and this machine's own user both change members through it.
+func ChangeMembers(ctx context.Context, r *Registry, a Access, who Caller, name string, ch MembersChange) (Info, error) {
+	known := func(string) bool { return true }
+	if a.Role != nil {
+		known = func(id string) bool { return a.Role(id) != "" }
+	}
+	prev, s, err := r.ChangeMembers(name, who, ch, known)
+	if err != nil {
+		return Info{}, err
+	}
+	info := Info{Name: s.Name, Mode: s.Mode(), Members: s.Members}
+	if a.Changed != nil {
+		if info, err = a.Changed(ctx, s); err != nil {
+			if rerr := r.Restore(prev); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			return Info{}, fmt.Errorf("change the members of %s: %w", name, err)
+		}
+	}
+	return info, nil
+}
+
 func reply(w http.ResponseWriter, v any, err error) {
 	if err != nil {
 		status, code := http.StatusInternalServerError, "failed"
 		switch {
 		case errors.Is(err, ErrBadPath):
 			status, code = http.StatusBadRequest, "bad_path"
+		case errors.Is(err, ErrBadMembers):
+			status, code = http.StatusBadRequest, "invalid"
 		case errors.Is(err, ErrNoShare), errors.Is(err, ErrNotMember):
 			status, code = http.StatusNotFound, "no_share" // a non-member learns nothing more
 		case errors.Is(err, ErrReadOnly):
 			status, code = http.StatusForbidden, "read_only"
-		case errors.Is(err, ErrGrant), errors.Is(err, ErrViewer), errors.Is(err, ErrNoRole), errors.Is(err, ErrRefusedPath):
+		case errors.Is(err, ErrGrant), errors.Is(err, ErrViewer), errors.Is(err, ErrNoRole), errors.Is(err, ErrRefusedPath),
+			errors.Is(err, ErrMembers):
 			status, code = http.StatusForbidden, "forbidden"
 		case errors.Is(err, fs.ErrNotExist):
 			status, code = http.StatusNotFound, "not_found"

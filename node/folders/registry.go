@@ -27,6 +27,10 @@ type Share struct {
 	Path      string   `json:"path"` // absolute directory here; never sent to members
 	ReadWrite bool     `json:"rw"`
 	Members   []string `json:"members,omitempty"` // device IDs allowed; empty: every member
+	// Sharer is the device that shared it (this machine's, for a share
+	// made here): with the pool's owners and admins, it may change Members
+	// from any machine.
+	Sharer string `json:"sharer,omitempty"`
 	// Transient shares exist for one copy from a local path: never saved,
 	// never listed to the pool, never mounted, and gone once unused for
 	// Config.TransientIdle. A transient share's Path may be a file: the
@@ -57,6 +61,10 @@ type Config struct {
 	MaxGrants int
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// JobUser is the machine's job user, "uid:gid" (the jobs policy's;
+	// nil or "": DefaultJobUser), the folder user of a share whose
+	// directory belongs to root (FolderUser).
+	JobUser func() string
 }
 
 // DefaultConfig returns the settings of a daemon's registry, without Self
@@ -129,6 +137,15 @@ func (r *Registry) Add(s Share) (Share, error) {
 	if _, err := r.refused.check(abs); err != nil {
 		return Share{}, err
 	}
+	if s.ReadWrite && !s.Transient && fi.IsDir() {
+		o, err := FolderUser(abs, r.jobUser())
+		if err == nil {
+			err = giveRootDir(abs, o)
+		}
+		if err != nil {
+			return Share{}, fmt.Errorf("share %s read-write: %w", s.Name, err)
+		}
+	}
 	s.Path = abs
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -142,6 +159,13 @@ func (r *Registry) Add(s Share) (Share, error) {
 		return s, nil // nothing saved changes
 	}
 	return s, r.saveLocked()
+}
+
+func (r *Registry) jobUser() string {
+	if r.cfg.JobUser == nil {
+		return ""
+	}
+	return r.cfg.JobUser()
 }
 
 // Remove stops sharing name.

@@ -44,6 +44,13 @@ func TestRoundTripEveryRoute(t *testing.T) {
 				t.Errorf("List = %+v, %v", got, err)
 			}
 		},
+		"PATCH /v1/folders/{name}/members": func(t *testing.T, c peerapi.Conn) {
+			bob := newDevice(t)
+			p.roles[bob.id] = "member"
+			if _, err := (Client{c}).ChangeMembers(ctx, "private", MembersChange{Add: []string{bob.id}}); err == nil || !strings.Contains(err.Error(), RuleMembers) {
+				t.Errorf("ChangeMembers by a member who did not share it = %v; want a refusal naming %q", err, RuleMembers)
+			}
+		},
 		"GET /v1/folders/{name}/ls": func(t *testing.T, c peerapi.Conn) {
 			got, err := Client{c}.Ls(ctx, "private", "")
 			var names []string

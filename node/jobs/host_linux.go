@@ -10,12 +10,3 @@ func hostMemory() int64 {
 	}
 	return int64(si.Totalram) * int64(si.Unit)
 }
-
-// fileOwner is the owner of a file.
-func fileOwner(path string) (uid, gid uint32, ok bool) {
-	var st syscall.Stat_t
-	if syscall.Stat(path, &st) != nil {
-		return 0, 0, false
-	}
-	return st.Uid, st.Gid, true
-}

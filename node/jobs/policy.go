@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"github.com/labpool/labpool/node/folders"
 	"regexp"
 	"slices"
 	"strings"
@@ -233,13 +234,16 @@ func (m *Manager) runAs(spec Spec, binds []TaskMount, caps Capabilities) (user s
 	user = p.JobUser
 	owners := map[string]bool{}
 	for _, b := range binds {
-		if uid, gid, ok := fileOwner(b.HostPath); ok && !b.ReadOnly && uid != 0 {
-			g := fmt.Sprint(gid)
-			if gid == 0 {
-				_, g, _ = strings.Cut(p.JobUser, ":")
+		if b.ReadOnly {
+			continue
+		}
+		// The folder's user (folders.FolderUser, the rule copies into it
+		// follow too); a root-owned folder's is the job user itself.
+		if o, err := folders.FolderUser(b.HostPath, p.JobUser); err == nil {
+			if u := fmt.Sprintf("%d:%d", o.UID, o.GID); u != p.JobUser {
+				user = u
+				owners[u] = true
 			}
-			user = fmt.Sprintf("%d:%s", uid, g)
-			owners[user] = true
 		}
 	}
 	if len(owners) > 1 {

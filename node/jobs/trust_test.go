@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -299,6 +300,10 @@ func TestJobUser(t *testing.T) {
 	}
 	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d", ReadWrite: true}}}); err != nil || rt.lastLaunch().Container.User != "1000:1001" {
 		t.Errorf("share owner: %v %q", err, rt.lastLaunch().Container.User)
+	}
+	// The one rule: the job's user is the folder user copies write as.
+	if o, err := folders.FolderUser(dir, m.Policy().JobUser); err != nil || rt.lastLaunch().Container.User != fmt.Sprintf("%d:%d", o.UID, o.GID) {
+		t.Errorf("the job runs as %q; the folder user is %+v, %v", rt.lastLaunch().Container.User, o, err)
 	}
 	if _, err := m.Submit(ctx, member("bob"), Spec{Image: "img", Mounts: []Mount{{Folder: "data", Target: "/d"}}}); err != nil || rt.lastLaunch().Container.User != "65534:65534" {
 		t.Errorf("read-only share: %v %q", err, rt.lastLaunch().Container.User)

@@ -56,6 +56,9 @@ const (
 	NonViewers Who = "non-viewers"
 	// Admins: the pool's owners and admins.
 	Admins Who = "admins"
+	// AdminsOrSharer: the pool's owners and admins, and the member who
+	// shared the folder the call names (its holder checks which).
+	AdminsOrSharer Who = "admins or the sharer"
 	// MachineOwners: the pool's owners and this machine's own user.
 	MachineOwners Who = "machine owners"
 	// MachineUser: this machine's own user alone (a device of the pool

@@ -156,7 +156,8 @@ export function httpTransport(win?: DesktopWindow): Transport {
     ...httpPool(request),
     folders: async () => (await request<Folder[] | null>('GET', '/folders')) ?? [],
     share: (name, path, readWrite, members) => request<Folder>('POST', '/folders', { name, path, rw: readWrite, members }),
-    setFolderMembers: (name, members) => request<Folder>('PUT', `/folders/${enc(name)}/members`, { name, members }),
+    setFolderMembers: (node, name, change) =>
+      request<Folder>('PUT', `/folders/${enc(name)}/members`, { node, name, members: change.members ?? [], add: change.add ?? [], remove: change.remove ?? [] }),
     unshare: (name) => request<void>('DELETE', `/folders/${enc(name)}`),
     ls: async (node, folder, path) =>
       (await request<Entry[] | null>('GET', `/ls?node=${enc(node)}&folder=${enc(folder)}&path=${enc(path)}`)) ?? [],

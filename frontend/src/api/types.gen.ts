@@ -221,8 +221,11 @@ export interface Folder {
 
 /** app.FolderMembersRequest */
 export interface FolderMembersRequest {
+  node?: string
   name: string
   members: string[] | null
+  add?: string[] | null
+  remove?: string[] | null
 }
 
 /** app.GPU */

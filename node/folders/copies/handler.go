@@ -79,7 +79,7 @@ func (r *Receiver) receive(ctx context.Context, tr request, who folders.Caller) 
 	}
 	t := r.newTransfer(tr.Label)
 	src := folders.HTTPSource{Client: hc, Folder: tr.SrcFolder, Grant: tr.Grant}
-	pull := &Pull{Src: src, SrcPath: tr.SrcPath, SrcName: tr.SrcName, Dst: dst.Root, DstPath: tr.DstPath}
+	pull := &Pull{Src: src, SrcPath: tr.SrcPath, SrcName: tr.SrcName, Dst: dst.Root, DstPath: tr.DstPath, Owner: dst.Owner}
 	started, err := r.start(ctx, t, pull, who.ID, tr.SrcNode, func(ctx context.Context) {
 		dst.Close()
 		if pull.Changed() && r.deps.Changed != nil {

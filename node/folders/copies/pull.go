@@ -57,6 +57,10 @@ type Pull struct {
 	Stall      time.Duration  // a stream silent this long is asked again (default DefaultStall; see roam.go)
 	Lost       time.Duration  // how long a source not heard is asked again (default DefaultLost)
 	OnProgress func(Progress) // called often; must not block
+	// Owner, when set, is the folder user of a share Dst is: what the copy
+	// wrote is given to it (folders.FolderUser), so that the jobs that
+	// mount the share read-write, which run as that user, can change it.
+	Owner *folders.Owner
 
 	progress struct {
 		sync.Mutex
@@ -133,6 +137,11 @@ func (p *Pull) Run(ctx context.Context) (Progress, error) {
 		name := join(final, d.Rel)
 		p.Dst.Chmod(name, d.Mode)
 		p.Dst.Chtimes(name, d.MTime, d.MTime)
+	}
+	if p.Owner != nil {
+		if err := folders.ChownTree(p.Dst, final, *p.Owner); err != nil {
+			return p.snapshot(), err
+		}
 	}
 	return p.snapshot(), nil
 }
