@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -65,8 +66,7 @@ func (p *SocketProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.Header.Del("Cookie")
 	resp, err := p.Daemon.RoundTrip(out)
 	if err != nil {
-		WriteError(w, &app.APIError{Status: http.StatusBadGateway, Code: "unreachable",
-			Message: "cannot reach the labpool daemon: " + err.Error()})
+		WriteError(w, &app.APIError{Status: http.StatusBadGateway, Code: "unreachable", Message: unreachable(err)})
 		return
 	}
 	defer resp.Body.Close()
@@ -77,6 +77,20 @@ func (p *SocketProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	CopyReply(w, resp)
+}
+
+// DaemonStopped is what the page reads when no daemon listens on the socket.
+const DaemonStopped = "The labpool daemon on this machine is not running."
+
+// unreachable says in a plain sentence why the daemon did not answer: the
+// socket's dial error ("dial unix …: connect: no such file or directory")
+// means no daemon runs, which is what the user needs to know.
+func unreachable(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return DaemonStopped
+	}
+	return "cannot reach the labpool daemon: " + err.Error()
 }
 
 // CopyReply copies resp's body to w as it arrives: a reply without a length

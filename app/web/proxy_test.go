@@ -119,6 +119,11 @@ func TestSocketProxyUnreachable(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != http.StatusBadGateway || e.Code != "unreachable" {
 		t.Errorf("no daemon: %d %s, want 502 unreachable", w.Code, w.Body)
 	}
+	// The page shows the message as it is: a plain sentence, not the
+	// socket's dial error.
+	if e.Message != web.DaemonStopped || strings.Contains(e.Message, "dial") {
+		t.Errorf("no daemon: message %q, want %q", e.Message, web.DaemonStopped)
+	}
 }
 
 // TestSocketProxyRelay hands 200 replies to Relay and copies the others.

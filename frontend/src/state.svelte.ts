@@ -41,6 +41,10 @@ export class Dashboard {
   /** True while the cards come from the browser's cache of an earlier visit. */
   fromCache = $state(false)
   streamUp = $state(false)
+  /** Whether this page can start the stopped daemon (the desktop window). */
+  canStart = $state(false)
+  starting = $state(false)
+  startError = $state('')
 
   private t: Transport
   private lastEvent = 0
@@ -110,6 +114,29 @@ export class Dashboard {
     }
   }
 
+  private async checkCanStart() {
+    try {
+      this.canStart = await this.t.canStartDaemon()
+    } catch {
+      this.canStart = false
+    }
+  }
+
+  /** Starts this machine's daemon again (the window's Start button). */
+  async startDaemon(): Promise<void> {
+    if (this.starting) return
+    this.starting = true
+    this.startError = ''
+    try {
+      await this.t.startDaemon()
+      await Promise.all([this.poll(), this.refreshSelf(), this.refreshPool()])
+    } catch (err) {
+      this.startError = toApiError(err).message
+    } finally {
+      this.starting = false
+    }
+  }
+
   private tick() {
     this.now = Date.now()
     if (this.now - this.lastEvent >= pollAfterMs && this.now - this.lastPoll >= pollAfterMs) void this.poll()
@@ -134,7 +161,10 @@ export class Dashboard {
     const e = toApiError(err)
     // Only a failure to reach the daemon makes the whole page stale; other
     // errors (e.g. not in a pool) belong to the action that caused them.
-    if (e.unreachable) this.daemonError = e.message
+    if (e.unreachable) {
+      if (!this.daemonError) void this.checkCanStart()
+      this.daemonError = e.message
+    }
     else if (e.status >= 500) this.daemonError = `The labpool daemon reported an error: ${e.message}`
   }
 

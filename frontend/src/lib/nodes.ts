@@ -43,3 +43,19 @@ export function osArch(info: Pick<NodeInfo, 'goos' | 'arch'>): string {
   const name = ({ darwin: 'macOS', windows: 'Windows' } as Record<string, string>)[info.goos] ?? info.goos
   return info.arch ? `${name}/${info.arch}` : name
 }
+
+/** The header's count of machines. While the daemon is unreachable the
+ * cards are last known, so no machine is counted online: the count says
+ * how many machines were last known instead of "5/5 online". */
+export function poolSummary(
+  nodes: readonly Node[],
+  daemonStale: boolean,
+  gpus: number,
+): { online: number; total: number; gpus: number; lastKnown: boolean } {
+  return {
+    online: daemonStale ? 0 : nodes.filter((n) => n.online).length,
+    total: nodes.length,
+    gpus,
+    lastKnown: daemonStale,
+  }
+}
