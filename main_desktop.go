@@ -54,6 +54,7 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 		// The agent this window started (or attached to) may be stopped
 		// later (`labpool agent stop`, a crash): the page offers to start
 		// it again. The system agent is the service manager's to start.
+		wcfg.DataDir = cfg.DataDir
 		wcfg.StartDaemon = func(ctx context.Context) error {
 			if answers(ctx, socket) {
 				return nil

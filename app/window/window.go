@@ -63,6 +63,9 @@ type Config struct {
 	// the window started when it opened); nil when the window cannot (the
 	// system agent, run by the service manager).
 	StartDaemon func(ctx context.Context) error
+	// DataDir, when not "", is the daemon's data directory: while the
+	// daemon is stopped the page shows its replica's last known pool.
+	DataDir string
 }
 
 // DefaultConfig returns the window's settings.
@@ -105,6 +108,9 @@ func New(socket string, cfg Config) *Window {
 func newWindow(daemon http.RoundTripper, cfg Config) *Window {
 	w := &Window{cfg: cfg, selfTested: make(chan struct{})}
 	w.proxy = &web.SocketProxy{Daemon: daemon, Relay: w.relay}
+	if cfg.DataDir != "" {
+		w.proxy.LastKnown = web.LastKnown(cfg.DataDir)
+	}
 	return w
 }
 

@@ -11,7 +11,7 @@ import {
   type Self,
   type Transport,
 } from './api/index.ts'
-import { allPeersOffline, normalizeNode, sortNodes } from './lib/nodes.ts'
+import { allPeersOffline, daemonStoppedMessage, fromStoppedDaemon, normalizeNode, sortNodes } from './lib/nodes.ts'
 import { mergeWindow, toPoint, windowSeconds, type Point } from './lib/series.ts'
 
 const pollAfterMs = 2000 // poll when no pool:nodes event arrived for this long
@@ -172,6 +172,17 @@ export class Dashboard {
     const now = Date.now()
     if (fromEvent) this.lastEvent = now
     const wasOnline = new Map(this.nodes.map((n) => [n.id, n.online]))
+    if (fromStoppedDaemon(list)) {
+      // The replica's last known pool, served while the daemon is stopped:
+      // shown offline, and the page keeps saying the daemon is stopped.
+      this.nodes = sortNodes(list.map(normalizeNode))
+      if (!this.daemonError) {
+        this.daemonError = daemonStoppedMessage
+        void this.checkCanStart()
+      }
+      this.fromCache = false
+      return
+    }
     this.nodes = sortNodes(list.map(normalizeNode))
     this.lastUpdate = now
     this.daemonError = null

@@ -59,3 +59,14 @@ export function poolSummary(
     lastKnown: daemonStale,
   }
 }
+
+/** What the page says while this machine's daemon is stopped (the proxy's
+ * words, web.DaemonStopped). */
+export const daemonStoppedMessage = 'The labpool daemon on this machine is not running.'
+
+/** Whether a node list is the replica's last known pool, which the window
+ * and `labpool web` serve while the daemon is stopped (web.LastKnown): this
+ * machine itself is offline there, which a running daemon never says. */
+export function fromStoppedDaemon(nodes: readonly Node[]): boolean {
+  return nodes.some((n) => n.self && !n.online)
+}
