@@ -246,3 +246,26 @@ func TestWatchCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterRead: the card's time is its last change (slurm.Card writes it
+// again only when a read changes something), so a live cluster read every
+// 5 s whose figures last changed 6 minutes ago is not "read 6m ago".
+func TestClusterRead(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 6, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		read   time.Time
+		online bool
+		want   string
+	}{
+		{"live, unchanged", now.Add(-6 * time.Minute), true, "unchanged for 6m"},
+		{"live, just changed", now, true, "read just now"},
+		{"offline", now.Add(-6 * time.Minute), false, "last known, read 6m ago or later"},
+		{"never read", time.Time{}, true, "not read yet"},
+	}
+	for _, tt := range tests {
+		if got := clusterRead(tt.read, tt.online, now); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
