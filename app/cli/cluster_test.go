@@ -96,6 +96,9 @@ func TestJobState(t *testing.T) {
 		{jobs.Job{State: jobs.Failed, Outcome: "timed_out", ExitCode: code(0)}, "timed out"},
 		{jobs.Job{State: jobs.Failed, Outcome: "oom"}, "killed: out of memory"},
 		{jobs.Job{State: jobs.Failed, Error: "no such image"}, "failed: no such image"},
+		// --restart on-failure: the engine's restarts show.
+		{jobs.Job{State: jobs.Running, Restarts: 2}, "running, restarted 2×"},
+		{jobs.Job{State: jobs.Failed, ExitCode: code(1), Restarts: 5}, "exited 1, restarted 5×"},
 	}
 	for _, tt := range tests {
 		if got := jobState(tt.j); got != tt.want {

@@ -60,8 +60,17 @@ func ints(xs []int) string {
 }
 
 // jobState is where a job is, for people: "queued (Resources)", "running",
-// "exited 3", "cancelled", "timed out".
+// "exited 3", "cancelled", "timed out"; a job whose container the engine
+// restarted (--restart on-failure) says how often: "running, restarted 2×".
 func jobState(j jobs.Job) string {
+	if j.State == jobs.Queued || j.Restarts <= 0 {
+		return endState(j)
+	}
+	return fmt.Sprintf("%s, restarted %d×", endState(j), j.Restarts)
+}
+
+// endState is jobState without the restarts.
+func endState(j jobs.Job) string {
 	switch j.State {
 	case jobs.Queued:
 		if j.Error != "" {

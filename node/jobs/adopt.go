@@ -268,6 +268,7 @@ func apply(j *Job, t TaskStatus, schedules bool) {
 	if len(t.Hosts) > 0 {
 		j.Hosts = t.Hosts
 	}
+	j.Restarts = max(j.Restarts, t.Restarts)
 	switch {
 	case t.State == TaskRunning:
 		j.State, j.Finished, j.ExitCode, j.Outcome = Running, nil, nil, ""

@@ -156,3 +156,26 @@ func TestRestartDuringStop(t *testing.T) {
 		t.Errorf("after the restart: %s outcome %q error %q; want exited, cancelled", got.State, got.Outcome, got.Error)
 	}
 }
+
+// TestApplyRestarts: a job with --restart on-failure counts the engine's
+// restarts of its task, and the count never goes down (a record adopted
+// again, a task read before a restart's event).
+func TestApplyRestarts(t *testing.T) {
+	tests := []struct {
+		name     string
+		had, saw int
+		want     int
+	}{
+		{"first restart", 0, 1, 1},
+		{"more", 1, 3, 3},
+		{"an older reading", 3, 2, 3},
+		{"never restarted", 0, 0, 0},
+	}
+	for _, tt := range tests {
+		j := Job{State: Running, Restarts: tt.had}
+		apply(&j, TaskStatus{State: TaskRunning, Restarts: tt.saw}, false)
+		if j.Restarts != tt.want {
+			t.Errorf("%s: restarts %d, want %d", tt.name, j.Restarts, tt.want)
+		}
+	}
+}
