@@ -145,7 +145,7 @@ func (f *runFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.memory, "memory", "", "memory limit, e.g. 32g")
 	fl.StringVar(&f.shm, "shm", "", "size of /dev/shm, e.g. 8g")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "shared folder FOLDER:/path[:rw] (repeatable)")
-	fl.IntSliceVar(&f.ports, "port", nil, "container port to publish on the machine's loopback (repeatable)")
+	fl.IntSliceVar(&f.ports, "port", nil, "container port that `labpool open` may reach (repeatable); it is published nowhere: the job's network alone reaches it")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "environment K=V (repeatable)")
 	fl.StringVar(&f.name, "name", "", "job name")
 	fl.StringVar(&f.restart, "restart", "", "restart policy: no or on-failure")
@@ -460,7 +460,7 @@ func openCmd(g *globals) *cobra.Command {
 	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "open JOB PORT",
-		Short: "Forward a job's container port to 127.0.0.1 here and print the URL",
+		Short: "Forward a job's container port to a loopback address here (127.0.0.2, or ::1 on macOS; never 127.0.0.1, the web UI's) and print the URL",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			port, err := strconv.Atoi(args[1])

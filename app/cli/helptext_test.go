@@ -1,0 +1,22 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/labpool/labpool/app"
+)
+
+// TestHelpSaysWhatHappens: the help of `open` names the address its
+// tunnels listen on (never 127.0.0.1, the web UI's), and `run --port`
+// does not promise a port published on loopback: it is published nowhere.
+func TestHelpSaysWhatHappens(t *testing.T) {
+	_, out, _ := run(t, Hooks{}, "open", "--help")
+	if !strings.Contains(out, "127.0.0.2") || strings.Contains(out, "to 127.0.0.1 here") || !app.IsTunnelHost("127.0.0.2") {
+		t.Errorf("open --help:\n%s\nwant the tunnels' address, 127.0.0.2", out)
+	}
+	_, out, _ = run(t, Hooks{}, "run", "--help")
+	if strings.Contains(out, "publish on the machine's loopback") || !strings.Contains(out, "published nowhere") {
+		t.Errorf("run --help:\n%s\nwant --port said to publish nothing", out)
+	}
+}
