@@ -20,3 +20,12 @@ func TestHelpSaysWhatHappens(t *testing.T) {
 		t.Errorf("run --help:\n%s\nwant --port said to publish nothing", out)
 	}
 }
+
+// TestFilesCount: one file is "1 file", not "1 files".
+func TestFilesCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0 files", 1: "1 file", 2: "2 files"} {
+		if got := files(n); got != want {
+			t.Errorf("files(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
