@@ -186,7 +186,7 @@ func cpCmd(g *globals) *cobra.Command {
 				if !quiet && t.Progress.Bytes > 0 {
 					if bar == nil {
 						bar = progressbar.NewOptions64(t.Progress.Bytes, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
-							progressbar.OptionShowBytes(true), progressbar.OptionSetDescription("copying"),
+							progressbar.OptionShowBytes(true), progressbar.OptionUseIECUnits(true), progressbar.OptionSetDescription("copying"),
 							progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
 					}
 					bar.Set64(t.Progress.Done)
