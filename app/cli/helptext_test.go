@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/node/jobs"
 )
 
 // TestHelpSaysWhatHappens: the help of `open` names the address its
@@ -27,5 +28,14 @@ func TestFilesCount(t *testing.T) {
 		if got := files(n); got != want {
 			t.Errorf("files(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestStoppedLine: stopping a queued Slurm job says "cancelled", as ps
+// does, not the bare state "exited".
+func TestStoppedLine(t *testing.T) {
+	j := app.Job{Job: jobs.Job{Name: "bert", State: jobs.Exited, Outcome: "cancelled"}, NodeName: "hpc"}
+	if got, want := stoppedLine(j), "bert on hpc: cancelled"; got != want {
+		t.Errorf("stop prints %q, want %q", got, want)
 	}
 }

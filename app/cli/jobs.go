@@ -378,11 +378,17 @@ func stopCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.OutOrStdout(), *asJSON, j, func(w io.Writer) { fmt.Fprintf(w, "%s on %s: %s\n", j.Name, j.NodeName, j.State) })
+			return emit(cmd.OutOrStdout(), *asJSON, j, func(w io.Writer) { fmt.Fprintln(w, stoppedLine(j)) })
 		},
 	}
 	asJSON = jsonFlag(c)
 	return c
+}
+
+// stoppedLine says how a stopped job stands, as ps does: a queued Slurm
+// job cancelled in the cluster's queue is "cancelled", not "exited".
+func stoppedLine(j app.Job) string {
+	return fmt.Sprintf("%s on %s: %s", j.Name, j.NodeName, jobState(j.Job))
 }
 
 // removed is what rm --json prints.
