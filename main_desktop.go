@@ -50,6 +50,19 @@ func runWindow(assets fs.FS, log *slog.Logger) int {
 		return cli.ExitFailure
 	}
 	wcfg := window.DefaultConfig()
+	if sys := systemSocket(); sys == "" || socket != sys {
+		// The agent this window started (or attached to) may be stopped
+		// later (`labpool agent stop`, a crash): the page offers to start
+		// it again. The system agent is the service manager's to start.
+		wcfg.DataDir = cfg.DataDir
+		wcfg.StartDaemon = func(ctx context.Context) error {
+			if answers(ctx, socket) {
+				return nil
+			}
+			_, err := startAgent(ctx, cfg, socket)
+			return err
+		}
+	}
 	wcfg.SelfTest = os.Getenv("LABPOOL_SELFTEST")
 	wcfg.SelfTestJob = os.Getenv("LABPOOL_SELFTEST_JOB")
 	wcfg.SelfTestAlert = os.Getenv("LABPOOL_SELFTEST_ALERT") != ""

@@ -312,6 +312,16 @@ func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Tim
 	return p
 }
 
+// noContainers says why n runs no containers. Every node record says
+// whether its machine runs them (and why not), so a machine with none has
+// not been heard from yet: it joined moments ago, its record on its way.
+func noContainers(n Node) string {
+	if n.ContainersError != "" {
+		return "cannot run containers: " + n.ContainersError
+	}
+	return "has not said yet whether it can run containers (it joined moments ago: its node record has not arrived); try again in a few seconds"
+}
+
 // planFor says whether spec fits on n at at, given the active jobs of the
 // pool, and the state of each of n's GPUs: alloc.Fit decides, on n's
 // view (viewOf), as n's ledger would.
@@ -342,10 +352,7 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 		return p
 	}
 	if !n.Containers {
-		p.Reason = "cannot run containers"
-		if n.ContainersError != "" {
-			p.Reason += ": " + n.ContainersError
-		}
+		p.Reason = noContainers(n)
 		return p
 	}
 	if err := shareMemFits(n, spec); err != nil {

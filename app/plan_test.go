@@ -162,3 +162,24 @@ func TestPlanFaultyGPU(t *testing.T) {
 		t.Errorf("free = %d, want 0 (GPU 1 is busy outside labpool, GPU 0 quarantined)", p.Nodes[0].Free)
 	}
 }
+
+// TestPlanJustJoined: a machine whose node record has not arrived yet
+// (it joined moments ago) is not said to be unable to run containers,
+// which blamed a healthy machine on the first run after a join.
+func TestPlanJustJoined(t *testing.T) {
+	nodes := []Node{
+		{ID: "NEW", Name: "new", Online: true, GPUs: []GPU{{Node: "NEW", Index: 0, UUID: "NEW-gpu0", MemTotalBytes: 80 * gib}}},
+		{ID: "LAP", Name: "laptop", Online: true, ContainersError: "its Docker engine is not reachable"},
+	}
+	p := plan(nodes, nil, jobs.Spec{GPUs: 1}, nil)
+	reasons := map[string]string{}
+	for _, np := range p.Nodes {
+		reasons[np.NodeName] = np.Reason
+	}
+	if r := reasons["new"]; strings.HasPrefix(r, "cannot run containers") || !strings.Contains(r, "try again") {
+		t.Errorf("just joined: %q; want that it has not said yet, and to try again", r)
+	}
+	if r := reasons["laptop"]; r != "cannot run containers: its Docker engine is not reachable" {
+		t.Errorf("laptop: %q; want its own reason", r)
+	}
+}

@@ -187,10 +187,45 @@ func (r *Reader) spanPoints(ctx context.Context, node string, tier int, from, to
 	if err != nil || len(before) == 0 || len(before[len(before)-1].pts) == 0 {
 		return []tierPoints{{pts, res.Step}}, err
 	}
+	before, cut = beganWith(before, pts, cut)
+	if len(before) == 0 {
+		return []tierPoints{{pts, res.Step}}, nil
+	}
 	for len(pts) > 0 && pts[0].Time.Before(cut) {
 		pts = pts[1:]
 	}
 	return append(before, tierPoints{pts, res.Step}), nil
+}
+
+// beganWith drops the coarser point that would stand in for the start of
+// pts where it holds no sample that pts do not: the machine's history
+// begins with pts (it joined, or its agent first ran, within that point's
+// step), so nothing is missing before them. Without this, a machine that
+// joined 20 minutes into a one-hour report had its 3 h point stand in for
+// the hour, its 1 s samples cut away. It returns the coarser parts left
+// and where pts take over.
+func beganWith(before []tierPoints, pts []meanPoint, cut time.Time) ([]tierPoints, time.Time) {
+	last := &before[len(before)-1]
+	lp := last.pts[len(last.pts)-1]
+	stepEnd := lp.Time.Add(last.step)
+	if !stepEnd.After(pts[0].Time) {
+		return before, cut // it ends before pts begin: a gap, not a start
+	}
+	fine := 0
+	for _, p := range pts {
+		if !p.Time.Before(stepEnd) {
+			break
+		}
+		fine += p.N
+	}
+	if lp.N > fine {
+		return before, cut // it holds samples from before pts begin
+	}
+	last.pts = last.pts[:len(last.pts)-1]
+	if len(last.pts) == 0 {
+		before = before[:len(before)-1]
+	}
+	return before, lp.Time
 }
 
 // withLive ends each GPU's counter readings with its node's latest sample

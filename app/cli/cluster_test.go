@@ -97,6 +97,9 @@ func TestJobState(t *testing.T) {
 		{jobs.Job{State: jobs.Failed, Outcome: "timed_out", ExitCode: code(0)}, "timed out"},
 		{jobs.Job{State: jobs.Failed, Outcome: "oom"}, "killed: out of memory"},
 		{jobs.Job{State: jobs.Failed, Error: "no such image"}, "failed: no such image"},
+		// --restart on-failure: the engine's restarts show.
+		{jobs.Job{State: jobs.Running, Restarts: 2}, "running, restarted 2×"},
+		{jobs.Job{State: jobs.Failed, ExitCode: code(1), Restarts: 5}, "exited 1, restarted 5×"},
 	}
 	for _, tt := range tests {
 		if got := jobState(tt.j); got != tt.want {
@@ -261,5 +264,28 @@ func TestWriteJobsWaitReason(t *testing.T) {
 	lines := strings.Split(out.String(), "\n")
 	if len(lines) < 3 || !strings.Contains(lines[1], "queued ") || strings.Contains(lines[1], "waits on") || lines[2] != "  ↳ "+why {
 		t.Errorf("ps:\n%s\nwant STATE queued and the reason on the next line", out.String())
+	}
+}
+
+// TestClusterRead: the card's time is its last change (slurm.Card writes it
+// again only when a read changes something), so a live cluster read every
+// 5 s whose figures last changed 6 minutes ago is not "read 6m ago".
+func TestClusterRead(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 6, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		read   time.Time
+		online bool
+		want   string
+	}{
+		{"live, unchanged", now.Add(-6 * time.Minute), true, "unchanged for 6m"},
+		{"live, just changed", now, true, "read just now"},
+		{"offline", now.Add(-6 * time.Minute), false, "last known, read 6m ago or later"},
+		{"never read", time.Time{}, true, "not read yet"},
+	}
+	for _, tt := range tests {
+		if got := clusterRead(tt.read, tt.online, now); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -34,7 +34,7 @@ func writeCluster(w io.Writer, n app.Node, now time.Time) error {
 	if c.Version != "" {
 		fmt.Fprintf(w, " (Slurm %s)", c.Version)
 	}
-	fmt.Fprintf(w, ", read %s; %s\n", Ago(c.Read, now), containersText(c.Containers))
+	fmt.Fprintf(w, ", %s; %s\n", clusterRead(c.Read, n.Online, now), containersText(c.Containers))
 	if c.Error != "" {
 		fmt.Fprintf(w, "  last read failed: %s (the figures are the last good ones)\n", c.Error)
 	}
@@ -142,4 +142,21 @@ func clusterGPUs(c *slurm.Cluster) string {
 		total += g.Total
 	}
 	return fmt.Sprintf("%d (%d free, Slurm: %d nodes)", total, slurm.FreeGPUs(*c), len(c.Nodes))
+}
+
+// clusterRead says when a cluster's figures were read. The card is written
+// again only when a read changes something (slurm.Card), so on a live
+// cluster its time is the last change, not the last read ("read 6m ago" on
+// a cluster read every 5 s); offline, the figures are from then at least.
+func clusterRead(read time.Time, online bool, now time.Time) string {
+	switch ago := Ago(read, now); {
+	case read.IsZero():
+		return "not read yet"
+	case !online:
+		return "last known, read " + ago + " or later"
+	case ago == "now":
+		return "read just now"
+	default:
+		return "unchanged for " + strings.TrimSuffix(ago, " ago")
+	}
 }

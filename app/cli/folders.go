@@ -84,7 +84,7 @@ folder's sharer may; NODE checks):
 				shareRWNote(cmd.ErrOrStderr(), path, f.Name)
 			}
 			return emit(cmd.OutOrStdout(), *asJSON, f, func(w io.Writer) {
-				fmt.Fprintf(w, "Shared %s (%s, %d files, %s) as %s:%s, for %s\n", path, f.Mode, f.Files, Bytes(uint64(f.SizeBytes)), f.NodeName, f.Name, whoMay(f))
+				fmt.Fprintf(w, "Shared %s (%s, %s, %s) as %s:%s, for %s\n", path, f.Mode, files(f.Files), Bytes(uint64(f.SizeBytes)), f.NodeName, f.Name, whoMay(f))
 			})
 		},
 	}
@@ -205,7 +205,7 @@ func cpCmd(g *globals) *cobra.Command {
 				if !quiet && t.Progress.Bytes > 0 {
 					if bar == nil {
 						bar = progressbar.NewOptions64(t.Progress.Bytes, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
-							progressbar.OptionShowBytes(true), progressbar.OptionSetDescription("copying"),
+							progressbar.OptionShowBytes(true), progressbar.OptionUseIECUnits(true), progressbar.OptionSetDescription("copying"),
 							progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
 					}
 					bar.Set64(t.Progress.Done)
@@ -232,11 +232,19 @@ func cpCmd(g *globals) *cobra.Command {
 				secs = t.Finished.Sub(t.Started)
 			}
 			return emit(cmd.OutOrStdout(), *asJSON, t, func(w io.Writer) {
-				fmt.Fprintf(w, "Copied %d files, %s (%s sent) in %s\n", p.Files, Bytes(uint64(p.Bytes)), Bytes(uint64(p.Sent)), secs.Round(time.Millisecond))
+				fmt.Fprintf(w, "Copied %s, %s (%s sent) in %s\n", files(int(p.Files)), Bytes(uint64(p.Bytes)), Bytes(uint64(p.Sent)), secs.Round(time.Millisecond))
 			})
 		},
 	}
 	c.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress bar")
 	asJSON = jsonFlag(c)
 	return c
+}
+
+// files is a count of files in words: "1 file", "3 files".
+func files(n int) string {
+	if n == 1 {
+		return "1 file"
+	}
+	return fmt.Sprintf("%d files", n)
 }

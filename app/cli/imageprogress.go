@@ -35,7 +35,7 @@ func newLoadBars(w io.Writer, name string, size int64) *loadBars {
 
 func (b *loadBars) bar(total int64, what string) *progressbar.ProgressBar {
 	return progressbar.NewOptions64(total, progressbar.OptionSetWriter(b.w), progressbar.OptionShowBytes(true),
-		progressbar.OptionSetDescription(what), progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionUseIECUnits(true), progressbar.OptionSetDescription(what), progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(b.w) }))
 }
 

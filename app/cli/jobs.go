@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/web"
 	"github.com/labpool/labpool/internal/openstat"
+	"github.com/labpool/labpool/node/containers"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -142,7 +145,7 @@ func (f *runFlags) add(fl *pflag.FlagSet) {
 	fl.StringVar(&f.memory, "memory", "", "memory limit, e.g. 32g")
 	fl.StringVar(&f.shm, "shm", "", "size of /dev/shm, e.g. 8g")
 	fl.StringArrayVar(&f.mounts, "mount", nil, "shared folder FOLDER:/path[:rw] (repeatable)")
-	fl.IntSliceVar(&f.ports, "port", nil, "container port to publish on the machine's loopback (repeatable)")
+	fl.IntSliceVar(&f.ports, "port", nil, "container port that `labpool open` may reach (repeatable); it is published nowhere: the job's network alone reaches it")
 	fl.StringArrayVarP(&f.env, "env", "e", nil, "environment K=V (repeatable)")
 	fl.StringVar(&f.name, "name", "", "job name")
 	fl.StringVar(&f.restart, "restart", "", "restart policy: no or on-failure")
@@ -378,11 +381,17 @@ func stopCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.OutOrStdout(), *asJSON, j, func(w io.Writer) { fmt.Fprintf(w, "%s on %s: %s\n", j.Name, j.NodeName, j.State) })
+			return emit(cmd.OutOrStdout(), *asJSON, j, func(w io.Writer) { fmt.Fprintln(w, stoppedLine(j)) })
 		},
 	}
 	asJSON = jsonFlag(c)
 	return c
+}
+
+// stoppedLine says how a stopped job stands, as ps does: a queued Slurm
+// job cancelled in the cluster's queue is "cancelled", not "exited".
+func stoppedLine(j app.Job) string {
+	return fmt.Sprintf("%s on %s: %s", j.Name, j.NodeName, jobState(j.Job))
 }
 
 // removed is what rm --json prints.
@@ -460,7 +469,7 @@ func openCmd(g *globals) *cobra.Command {
 	var asJSON *bool
 	c := &cobra.Command{
 		Use:   "open JOB PORT",
-		Short: "Forward a job's container port to 127.0.0.1 here and print the URL",
+		Short: "Forward a job's container port to a loopback address here (127.0.0.2, or ::1 on macOS; never 127.0.0.1, the web UI's) and print the URL",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			port, err := strconv.Atoi(args[1])
@@ -494,6 +503,20 @@ func imagesCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if node == "" {
+				// A laptop runs no containers: list the images of the
+				// machines that do, as the Launch dialog does.
+				pool, ok, err := poolImages(cmd.Context(), c, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				if ok && asJSON {
+					return printJSON(cmd.OutOrStdout(), pool)
+				}
+				if ok {
+					return writePoolImages(cmd.OutOrStdout(), pool)
+				}
+			}
 			imgs, err := c.Images(cmd.Context(), node)
 			if err != nil {
 				return err
@@ -517,9 +540,80 @@ func imagesCmd(g *globals) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	c.Flags().StringVar(&node, "node", "", "machine (default: this one)")
+	c.Flags().StringVar(&node, "node", "", "machine (default: this one, or, where it runs no containers, every machine that does)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// machineImages are the images of one machine of the pool.
+type machineImages struct {
+	Node     string             `json:"node"`
+	NodeName string             `json:"node_name"`
+	Images   []containers.Image `json:"images"`
+	Error    string             `json:"error,omitempty"` // why they could not be listed
+}
+
+// poolImages lists, when this machine runs no containers, the images of
+// each online machine that does (ok). It says so on stderr first.
+func poolImages(ctx context.Context, c *web.Client, stderr io.Writer) ([]machineImages, bool, error) {
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	var self *app.Node
+	for i := range nodes {
+		if nodes[i].Self {
+			self = &nodes[i]
+		}
+	}
+	if self == nil || self.Containers {
+		return nil, false, nil
+	}
+	var out []machineImages
+	for _, n := range nodes {
+		if n.Self || !n.Online || !n.Containers || n.Cluster != nil {
+			continue
+		}
+		m := machineImages{Node: n.ID, NodeName: n.Name}
+		imgs, err := c.Images(ctx, n.ID)
+		if err != nil {
+			m.Error = err.Error()
+		}
+		m.Images = imgs
+		out = append(out, m)
+	}
+	why := "this machine runs no containers"
+	if self.ContainersError != "" {
+		why += " (" + self.ContainersError + ")"
+	}
+	if len(out) == 0 {
+		return nil, false, fmt.Errorf("%s, and no online machine of the pool does", why)
+	}
+	fmt.Fprintf(stderr, "labpool: %s: listing the images of the machines that run them (--node picks one)\n", why)
+	return out, true, nil
+}
+
+func writePoolImages(w io.Writer, pool []machineImages) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MACHINE\tIMAGE\tID\tSIZE\tCREATED\tLOADED BY")
+	for _, m := range pool {
+		if m.Error != "" {
+			fmt.Fprintf(tw, "%s\t(%s)\t\t\t\t\n", m.NodeName, m.Error)
+			continue
+		}
+		for _, im := range m.Images {
+			tags := strings.Join(im.Tags, ",")
+			if tags == "" {
+				tags = "<none>"
+			}
+			by := im.LoadedByName
+			if by == "" {
+				by = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.NodeName, tags, shortJob(strings.TrimPrefix(im.ID, "sha256:")), Bytes(uint64(im.Size)), Ago(im.Created, time.Now()), by)
+		}
+	}
+	return tw.Flush()
 }
 
 func imageCmd(g *globals) *cobra.Command {

@@ -59,8 +59,6 @@ func ints(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// jobState is where a job is, for people: "queued (Resources)", "running",
-// "exited 3", "cancelled", "timed out".
 // waitReason is where a job queued by labpool waits and why, in one
 // sentence (its own line under the job in ps: STATE stays short); "" for a
 // job queued by a cluster's scheduler, whose short reason ("Resources")
@@ -72,7 +70,18 @@ func waitReason(j jobs.Job) string {
 	return j.Error
 }
 
+// jobState is where a job is, for people: "queued (Resources)", "running",
+// "exited 3", "cancelled", "timed out"; a job whose container the engine
+// restarted (--restart on-failure) says how often: "running, restarted 2×".
 func jobState(j jobs.Job) string {
+	if j.State == jobs.Queued || j.Restarts <= 0 {
+		return endState(j)
+	}
+	return fmt.Sprintf("%s, restarted %d×", endState(j), j.Restarts)
+}
+
+// endState is jobState without the restarts.
+func endState(j jobs.Job) string {
 	switch j.State {
 	case jobs.Queued:
 		if j.Error != "" && waitReason(j) == "" {

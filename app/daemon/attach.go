@@ -74,13 +74,13 @@ func runWeb(ctx context.Context, cfg Config, addr string, assets fs.FS, log *slo
 	if err != nil {
 		return err
 	}
-	sock := Socket(cfg.DataDir)
+	sock, dataDir := Socket(cfg.DataDir), cfg.DataDir
 	if cfg.AttachSocket != "" {
-		sock = cfg.AttachSocket
+		sock, dataDir = cfg.AttachSocket, "" // the system agent's replica is not ours to open
 	}
 	if answers(ctx, sock) {
 		log.Info("serving the web UI for the running daemon", "addr", l.Addr().String(), "socket", sock)
-		srv := &http.Server{Handler: web.Guard(web.AttachedHandler(sock, assets), door.Guard),
+		srv := &http.Server{Handler: web.Guard(web.AttachedHandler(sock, dataDir, assets), door.Guard),
 			ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 		fmt.Fprintln(out, door.URL)
 		return serveUntil(ctx, srv, l)

@@ -65,9 +65,15 @@ func CheckLoopback(addr string) error {
 }
 
 // AttachedHandler serves assets and proxies /api/ to the daemon's socket.
-func AttachedHandler(sock string, assets fs.FS) http.Handler {
+// dataDir, when not "", is that daemon's: while it is stopped the page
+// shows its replica's last known pool (LastKnown).
+func AttachedHandler(sock, dataDir string, assets fs.FS) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/api/", NewSocketProxy(sock))
+	proxy := NewSocketProxy(sock)
+	if dataDir != "" {
+		proxy = NewSocketProxyOf(sock, dataDir)
+	}
+	mux.Handle("/api/", proxy)
 	mux.Handle("/", http.FileServerFS(assets))
 	return mux
 }

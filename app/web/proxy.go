@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,11 +40,21 @@ type SocketProxy struct {
 	// CopyReply, once the status and headers are written; it returns when
 	// it is done with resp.
 	Relay func(w http.ResponseWriter, r *http.Request, resp *http.Response)
+	// LastKnown, when set, answers GET /api/v1/nodes while no daemon
+	// listens on the socket (see LastKnown).
+	LastKnown http.Handler
 }
 
 // NewSocketProxy returns the proxy to the daemon listening on socket.
 func NewSocketProxy(socket string) *SocketProxy {
 	return &SocketProxy{Daemon: SocketTransport(socket)}
+}
+
+// NewSocketProxyOf returns the proxy to the daemon of dataDir listening on
+// socket, which shows the replica's last known pool while that daemon is
+// stopped.
+func NewSocketProxyOf(socket, dataDir string) *SocketProxy {
+	return &SocketProxy{Daemon: SocketTransport(socket), LastKnown: LastKnown(dataDir)}
 }
 
 // ServeHTTP passes r to the daemon; r's context bounds the call.
@@ -64,9 +75,12 @@ func (p *SocketProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out.Header.Del("Authorization")
 	out.Header.Del("Cookie")
 	resp, err := p.Daemon.RoundTrip(out)
+	if err != nil && p.LastKnown != nil && stopped(err) && r.Method == http.MethodGet && r.URL.Path == "/api/v1/nodes" {
+		p.LastKnown.ServeHTTP(w, r)
+		return
+	}
 	if err != nil {
-		WriteError(w, &app.APIError{Status: http.StatusBadGateway, Code: "unreachable",
-			Message: "cannot reach the labpool daemon: " + err.Error()})
+		WriteError(w, &app.APIError{Status: http.StatusBadGateway, Code: "unreachable", Message: unreachable(err)})
 		return
 	}
 	defer resp.Body.Close()
@@ -77,6 +91,26 @@ func (p *SocketProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	CopyReply(w, resp)
+}
+
+// DaemonStopped is what the page reads when no daemon listens on the socket.
+const DaemonStopped = "The labpool daemon on this machine is not running."
+
+// unreachable says in a plain sentence why the daemon did not answer: the
+// socket's dial error ("dial unix …: connect: no such file or directory")
+// means no daemon runs, which is what the user needs to know.
+func unreachable(err error) string {
+	if stopped(err) {
+		return DaemonStopped
+	}
+	return "cannot reach the labpool daemon: " + err.Error()
+}
+
+// stopped reports whether err is the socket's refusal to be dialled: no
+// daemon listens.
+func stopped(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // CopyReply copies resp's body to w as it arrives: a reply without a length

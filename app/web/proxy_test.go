@@ -119,6 +119,11 @@ func TestSocketProxyUnreachable(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != http.StatusBadGateway || e.Code != "unreachable" {
 		t.Errorf("no daemon: %d %s, want 502 unreachable", w.Code, w.Body)
 	}
+	// The page shows the message as it is: a plain sentence, not the
+	// socket's dial error.
+	if e.Message != web.DaemonStopped || strings.Contains(e.Message, "dial") {
+		t.Errorf("no daemon: message %q, want %q", e.Message, web.DaemonStopped)
+	}
 }
 
 // TestSocketProxyRelay hands 200 replies to Relay and copies the others.
@@ -144,5 +149,52 @@ func TestSocketProxyRelay(t *testing.T) {
 		if w.Body.String() != want {
 			t.Errorf("%s: %d %q, want %q", path, w.Code, w.Body, want)
 		}
+	}
+}
+
+// TestSocketProxyLastKnown: with the daemon stopped, the page's node list
+// is the replica's last known pool (as `labpool nodes` prints it), every
+// machine offline and stale; with no replica it stays 502 "unreachable".
+func TestSocketProxyLastKnown(t *testing.T) {
+	dataDir := t.TempDir()
+	db, self := newReplicaAt(t, filepath.Join(dataDir, "replica.db"))
+	ctx := t.Context()
+	if err := db.SetSetting(ctx, app.SettingSelfID, self.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.SetSetting(ctx, app.SettingSelfName, self.Name); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "stopped.sock")
+
+	p := web.NewSocketProxyOf(sock, dataDir)
+	w := httptest.NewRecorder()
+	p.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/nodes", nil))
+	var nodes []app.Node
+	if err := json.Unmarshal(w.Body.Bytes(), &nodes); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("nodes with the daemon stopped: %d %s, want 200 and the last known pool", w.Code, w.Body)
+	}
+	if len(nodes) != 2 {
+		t.Errorf("last known pool: %d machines, want 2 (self and peer)", len(nodes))
+	}
+	for _, n := range nodes {
+		if n.Online || !n.Stale {
+			t.Errorf("%s: online %v stale %v, want offline and stale", n.Name, n.Online, n.Stale)
+		}
+	}
+
+	// Other calls still say the daemon is stopped.
+	w = httptest.NewRecorder()
+	p.ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/pool", nil))
+	if w.Code != http.StatusBadGateway {
+		t.Errorf("pool with the daemon stopped: %d %s, want 502", w.Code, w.Body)
+	}
+
+	// No replica: nothing known, the page reads the stopped daemon.
+	w = httptest.NewRecorder()
+	web.NewSocketProxyOf(sock, t.TempDir()).ServeHTTP(w, httptest.NewRequest("GET", "/api/v1/nodes", nil))
+	var e app.Error
+	if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || w.Code != http.StatusBadGateway || e.Message != web.DaemonStopped {
+		t.Errorf("no replica: %d %s, want 502 %q", w.Code, w.Body, web.DaemonStopped)
 	}
 }

@@ -108,7 +108,13 @@ func newService(t *testing.T, pool app.PoolManager) *app.Service {
 // with a node record and a sample of one GPU, and this machine's identity.
 func newReplica(t *testing.T) (*store.DB, app.Self) {
 	t.Helper()
-	db := apptest.OpenReplica(t, filepath.Join(t.TempDir(), "replica.db"))
+	return newReplicaAt(t, filepath.Join(t.TempDir(), "replica.db"))
+}
+
+// newReplicaAt is newReplica at path.
+func newReplicaAt(t *testing.T, path string) (*store.DB, app.Self) {
+	t.Helper()
+	db := apptest.OpenReplica(t, path)
 	now := time.Now().UTC().Truncate(time.Second)
 	var machines []apptest.Machine
 	for i, id := range []string{selfID, peerID} {

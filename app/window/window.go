@@ -59,6 +59,13 @@ type Config struct {
 	// report; SelfTestLinger how long the window stays open after it (for a
 	// screenshot).
 	SelfTestWait, SelfTestLinger time.Duration
+	// StartDaemon starts this machine's daemon again (the background agent
+	// the window started when it opened); nil when the window cannot (the
+	// system agent, run by the service manager).
+	StartDaemon func(ctx context.Context) error
+	// DataDir, when not "", is the daemon's data directory: while the
+	// daemon is stopped the page shows its replica's last known pool.
+	DataDir string
 }
 
 // DefaultConfig returns the window's settings.
@@ -76,6 +83,10 @@ type Page interface {
 // SelfTestPath is where the page asks whether to run its self-test (GET,
 // answered {"enabled": bool, "job": name}) and sends its report (POST, JSON).
 const SelfTestPath = "/window/selftest"
+
+// DaemonPath is where the page asks whether the window can start the
+// daemon (GET, answered {"can_start": bool}) and asks it to (POST).
+const DaemonPath = "/window/daemon"
 
 // eventsPath is the local API's event stream, coalesced for the page.
 const eventsPath = "/api/v1/events"
@@ -97,6 +108,9 @@ func New(socket string, cfg Config) *Window {
 func newWindow(daemon http.RoundTripper, cfg Config) *Window {
 	w := &Window{cfg: cfg, selfTested: make(chan struct{})}
 	w.proxy = &web.SocketProxy{Daemon: daemon, Relay: w.relay}
+	if cfg.DataDir != "" {
+		w.proxy.LastKnown = web.LastKnown(cfg.DataDir)
+	}
 	return w
 }
 
@@ -145,6 +159,8 @@ func (w *Window) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == SelfTestPath:
 		w.selfTest(rw, r)
+	case r.URL.Path == DaemonPath:
+		w.daemon(rw, r)
 	case strings.HasPrefix(r.URL.Path, "/api/"):
 		w.call(rw, r)
 	default:
@@ -215,6 +231,40 @@ func (w *Window) selfTest(rw http.ResponseWriter, r *http.Request) {
 	default:
 		web.WriteError(rw, &app.APIError{Status: http.StatusMethodNotAllowed, Code: "invalid",
 			Message: r.Method + " " + SelfTestPath + ": GET or POST"})
+	}
+}
+
+// daemon tells the page whether the window can start the daemon, and
+// starts it when asked. Starting one that already answers is harmless: the
+// starter waits for the socket to answer.
+func (w *Window) daemon(rw http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet:
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(struct {
+			CanStart bool `json:"can_start"`
+		}{w.cfg.StartDaemon != nil})
+	case http.MethodPost:
+		if w.cfg.StartDaemon == nil {
+			web.WriteError(rw, &app.APIError{Status: http.StatusConflict, Code: "invalid",
+				Message: "this machine's labpool agent is a system service: start it with the service manager"})
+			return
+		}
+		ctx, done, ok := w.calls.start(r.Context())
+		if !ok {
+			web.WriteError(rw, &app.APIError{Status: http.StatusServiceUnavailable, Code: "unreachable", Message: ErrClosed.Error()})
+			return
+		}
+		defer done()
+		if err := w.cfg.StartDaemon(ctx); err != nil {
+			web.WriteError(rw, &app.APIError{Status: http.StatusInternalServerError, Code: "error",
+				Message: "starting the labpool daemon: " + err.Error()})
+			return
+		}
+		rw.WriteHeader(http.StatusNoContent)
+	default:
+		web.WriteError(rw, &app.APIError{Status: http.StatusMethodNotAllowed, Code: "invalid",
+			Message: r.Method + " " + DaemonPath + ": GET or POST"})
 	}
 }
 

@@ -457,3 +457,50 @@ func TestDaemonUnreachable(t *testing.T) {
 		t.Errorf("a page that is not a file: %d", p.status)
 	}
 }
+
+// TestStartDaemon: with the daemon stopped the page can ask the window to
+// start it again where the window can (the background agent it started),
+// and is told it cannot where the agent is a system service.
+func TestStartDaemon(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "nobody.sock")
+	tests := []struct {
+		name      string
+		start     func(ctx context.Context) error
+		canStart  bool
+		postCode  int
+		wantCalls int
+	}{
+		{name: "background agent", start: func(context.Context) error { return nil }, canStart: true, postCode: http.StatusNoContent, wantCalls: 1},
+		{name: "system agent", canStart: false, postCode: http.StatusConflict},
+		{name: "start fails", start: func(context.Context) error { return fmt.Errorf("no agent binary") }, canStart: true, postCode: http.StatusInternalServerError, wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			cfg := DefaultConfig()
+			if tt.start != nil {
+				cfg.StartDaemon = func(ctx context.Context) error { calls++; return tt.start(ctx) }
+			}
+			w := New(sock, cfg)
+			p := newPage()
+			w.ServeHTTP(p, httptest.NewRequest("GET", DaemonPath, nil))
+			var got struct {
+				CanStart bool `json:"can_start"`
+			}
+			if err := json.Unmarshal([]byte(p.text()), &got); err != nil || got.CanStart != tt.canStart {
+				t.Errorf("GET %s: %s, want can_start %v", DaemonPath, p.text(), tt.canStart)
+			}
+			p = newPage()
+			w.ServeHTTP(p, httptest.NewRequest("POST", DaemonPath, nil))
+			if p.status != tt.postCode || calls != tt.wantCalls {
+				t.Errorf("POST %s: %d %s (%d starts), want %d (%d starts)", DaemonPath, p.status, p.text(), calls, tt.postCode, tt.wantCalls)
+			}
+			if tt.postCode >= 400 {
+				var e app.Error
+				if err := json.Unmarshal([]byte(p.text()), &e); err != nil || e.Message == "" {
+					t.Errorf("POST %s refused without a message: %s", DaemonPath, p.text())
+				}
+			}
+		})
+	}
+}

@@ -11,7 +11,7 @@ import {
   type Self,
   type Transport,
 } from './api/index.ts'
-import { allPeersOffline, normalizeNode, sortNodes } from './lib/nodes.ts'
+import { allPeersOffline, daemonStoppedMessage, fromStoppedDaemon, normalizeNode, sortNodes } from './lib/nodes.ts'
 import { mergeWindow, toPoint, windowSeconds, type Point } from './lib/series.ts'
 
 const pollAfterMs = 2000 // poll when no pool:nodes event arrived for this long
@@ -41,6 +41,10 @@ export class Dashboard {
   /** True while the cards come from the browser's cache of an earlier visit. */
   fromCache = $state(false)
   streamUp = $state(false)
+  /** Whether this page can start the stopped daemon (the desktop window). */
+  canStart = $state(false)
+  starting = $state(false)
+  startError = $state('')
 
   private t: Transport
   private lastEvent = 0
@@ -110,6 +114,29 @@ export class Dashboard {
     }
   }
 
+  private async checkCanStart() {
+    try {
+      this.canStart = await this.t.canStartDaemon()
+    } catch {
+      this.canStart = false
+    }
+  }
+
+  /** Starts this machine's daemon again (the window's Start button). */
+  async startDaemon(): Promise<void> {
+    if (this.starting) return
+    this.starting = true
+    this.startError = ''
+    try {
+      await this.t.startDaemon()
+      await Promise.all([this.poll(), this.refreshSelf(), this.refreshPool()])
+    } catch (err) {
+      this.startError = toApiError(err).message
+    } finally {
+      this.starting = false
+    }
+  }
+
   private tick() {
     this.now = Date.now()
     if (this.now - this.lastEvent >= pollAfterMs && this.now - this.lastPoll >= pollAfterMs) void this.poll()
@@ -134,7 +161,10 @@ export class Dashboard {
     const e = toApiError(err)
     // Only a failure to reach the daemon makes the whole page stale; other
     // errors (e.g. not in a pool) belong to the action that caused them.
-    if (e.unreachable) this.daemonError = e.message
+    if (e.unreachable) {
+      if (!this.daemonError) void this.checkCanStart()
+      this.daemonError = e.message
+    }
     else if (e.status >= 500) this.daemonError = `The labpool daemon reported an error: ${e.message}`
   }
 
@@ -142,6 +172,17 @@ export class Dashboard {
     const now = Date.now()
     if (fromEvent) this.lastEvent = now
     const wasOnline = new Map(this.nodes.map((n) => [n.id, n.online]))
+    if (fromStoppedDaemon(list)) {
+      // The replica's last known pool, served while the daemon is stopped:
+      // shown offline, and the page keeps saying the daemon is stopped.
+      this.nodes = sortNodes(list.map(normalizeNode))
+      if (!this.daemonError) {
+        this.daemonError = daemonStoppedMessage
+        void this.checkCanStart()
+      }
+      this.fromCache = false
+      return
+    }
     this.nodes = sortNodes(list.map(normalizeNode))
     this.lastUpdate = now
     this.daemonError = null

@@ -166,9 +166,16 @@ func (e *Evaluator) Restore(active []Alert) {
 				c.GPU = &gpus[i]
 			}
 			c.GPUs, c.Folded, c.Was = nil, nil, ""
+			// The condition's own message: fold adds the folded ones'
+			// again as their conditions fire again.
+			c.Message, _, _ = strings.Cut(c.Message, alsoSep)
+			held, ok := heldOf(a.Message)
+			if !ok {
+				held = heldFor(r, r.For())
+			}
 			k := condKey{a.Rule, sub}
 			e.conds[k] = &cond{since: a.FiredAt, alert: &c, identity: id, metric: r.Metric, op: r.Op,
-				condition: condition(r), held: heldFor(r, r.For())}
+				condition: condition(r), held: held}
 			key = incidentKey(k, e.conds[k])
 			in.see(k, e.conds[k])
 		}
@@ -186,6 +193,22 @@ func (e *Evaluator) Restore(active []Alert) {
 		in.alert.ID, in.alert.FiredAt, in.alert.Folded = a.ID, a.FiredAt, a.Folded
 		e.incidents[key] = in
 	}
+}
+
+// heldOf is the " for 8m25s" that an idle incident's message ends with
+// (describeIdle): how long the job had held its GPUs idle when it fired,
+// which a restart keeps.
+func heldOf(msg string) (string, bool) {
+	const word = " utilization"
+	i := strings.LastIndex(msg, word+" for ")
+	if i < 0 {
+		return "", false
+	}
+	held := msg[i+len(word):]
+	if _, err := time.ParseDuration(strings.TrimPrefix(held, " for ")); err != nil {
+		return "", false
+	}
+	return held, true
 }
 
 // condition is r's condition for people: "over 85 °C".

@@ -99,6 +99,9 @@ func gpuIndex(g *int) int {
 	return *g
 }
 
+// alsoSep opens the folded conditions' messages in an incident's message.
+const alsoSep = "; also "
+
 // fold is the alert of one incident from its firing conditions (at least
 // one), worst first.
 func fold(key string, cs []*cond, muted bool) Alert {
@@ -124,7 +127,7 @@ func fold(key string, cs []*cond, muted bool) Alert {
 		}
 	}
 	if len(also) > 0 {
-		a.Message += "; also " + strings.Join(also, "; ")
+		a.Message += alsoSep + strings.Join(also, "; ")
 	}
 	return a
 }

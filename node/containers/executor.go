@@ -226,7 +226,8 @@ func gone(err error) error {
 // status is what the manager reads of container c.
 func (e *Executor) status(c Container) jobs.TaskStatus {
 	st := jobs.TaskStatus{Handle: c.ID, JobID: c.Labels[LabelJob], Labels: c.Labels, Image: c.Image, ImageLoadedBy: e.loadedBy(c),
-		ExitCode: c.ExitCode, Started: c.Started, Finished: c.Finished, OOM: c.OOMKilled, Addr: c.Addr, Ports: c.Ports}
+		ExitCode: c.ExitCode, Started: c.Started, Finished: c.Finished, OOM: c.OOMKilled, Addr: c.Addr, Ports: c.Ports,
+		Restarts: c.Restarts}
 	e.mu.Lock()
 	stopped := e.stopped[c.ID]
 	e.mu.Unlock()

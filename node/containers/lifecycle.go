@@ -95,7 +95,7 @@ func (r *Runtime) inspect(ctx context.Context, id string) (Container, error) {
 func fromInspect(ins container.InspectResponse) Container {
 	c := Container{ID: ins.ID, Name: strings.TrimPrefix(ins.Name, "/"), Ports: map[int]int{}}
 	if ins.ContainerJSONBase != nil {
-		c.ImageID = ins.Image
+		c.ImageID, c.Restarts = ins.Image, ins.RestartCount
 	}
 	if ins.Config != nil {
 		c.Image, c.Labels = ins.Config.Image, ins.Config.Labels

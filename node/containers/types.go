@@ -74,6 +74,8 @@ type Container struct {
 	Started       time.Time // zero if never started
 	Finished      time.Time // zero if still running
 	OOMKilled     bool
+	// Restarts is how often the engine restarted it (a restart policy).
+	Restarts int
 	// Addr is where the agent reaches the container's ports: its address
 	// on its own network ("" when it does not run), or 127.0.0.1 for a
 	// container an older agent published there.

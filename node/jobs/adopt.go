@@ -133,7 +133,16 @@ func (m *Manager) adoptOne(ctx context.Context, id string, t TaskStatus, lost st
 		// A record rebuilt from labels: the owner's spec says the share.
 		j.GPUShare, j.GPUMemBytes = j.Spec.GPUShare, j.Spec.GPUMemBytes
 	}
+	prev := j
 	apply(&j, t, schedules)
+	if ok && keepsEnd(prev, t) {
+		// An ended job's history stays as recorded: the executor may no
+		// longer know how its task ended (the Docker executor remembers
+		// in memory which containers it stopped, so a stopped one reads
+		// as exited 143 to a restarted agent).
+		j.State, j.Outcome, j.ExitCode, j.Error, j.Finished, j.GPUSeconds =
+			prev.State, prev.Outcome, prev.ExitCode, prev.Error, prev.Finished, prev.GPUSeconds
+	}
 	if t.State == TaskPending && !schedules {
 		// The agent stopped between create and start: the job never ran.
 		m.discard(ctx, t.Handle)
@@ -153,6 +162,16 @@ func (m *Manager) adoptOne(ctx context.Context, id string, t TaskStatus, lost st
 	m.setLocked(j)
 	m.saveLocked(j)
 	return j
+}
+
+// keepsEnd says whether rec, a job's record, already holds the end of
+// task t: the job ended and the task has not run since (a container that
+// restarted and ended again has a later end).
+func keepsEnd(rec Job, t TaskStatus) bool {
+	if (rec.State != Exited && rec.State != Failed) || rec.Finished == nil || !t.State.Ended() {
+		return false
+	}
+	return t.Finished.IsZero() || !t.Finished.UTC().After(*rec.Finished)
 }
 
 // recordFromLabels rebuilds the record of a task that has none (its record
@@ -249,6 +268,7 @@ func apply(j *Job, t TaskStatus, schedules bool) {
 	if len(t.Hosts) > 0 {
 		j.Hosts = t.Hosts
 	}
+	j.Restarts = max(j.Restarts, t.Restarts)
 	switch {
 	case t.State == TaskRunning:
 		j.State, j.Finished, j.ExitCode, j.Outcome = Running, nil, nil, ""
@@ -293,6 +313,11 @@ func ended(j *Job, t TaskStatus) {
 	if strings.HasPrefix(j.Error, limitPrefix) { // stopped here at its time limit (deadline.go)
 		j.State, j.Outcome = Failed, "timed_out"
 		return
+	}
+	if stoppedOnPurpose(j.Error) && j.Outcome == "" {
+		// Stopped by labpool (a user, an eviction, a reclaim): cancelled,
+		// whether or not the executor still knows it stopped the task.
+		j.Outcome = "cancelled"
 	}
 	if (code == 0 && t.State == TaskExited && !t.OOM) || stoppedOnPurpose(j.Error) {
 		return

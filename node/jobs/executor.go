@@ -172,6 +172,7 @@ type TaskStatus struct {
 	Started       time.Time // zero if it never started
 	Finished      time.Time // zero while it runs
 	OOM           bool      // killed for memory
+	Restarts      int       // how often the backend restarted it on its own (Capabilities.Restart)
 	// Addr is where the agent dials the task's ports (a container's
 	// address, the compute node a Slurm job runs on); Ports maps each task
 	// port to the port dialed there.

@@ -181,7 +181,7 @@ func (m *Manager) ClearGPU(ctx context.Context, c Caller, index int) (Quarantine
 	defer h.mu.Unlock()
 	q, ok := m.ledger.Quarantined(uuid)
 	if !ok {
-		return Quarantine{}, fmt.Errorf("gpu %d is not quarantined: %w", index, ErrConflict)
+		return Quarantine{}, notQuarantined(index)
 	}
 	if h.clearer != nil {
 		a, err := h.clearer.Clear(ctx, uuid)
@@ -224,3 +224,16 @@ func (h *handler) clearGPU(w http.ResponseWriter, r *http.Request) {
 	q, err := h.m.ClearGPU(r.Context(), h.caller(r), i)
 	reply(w, q, err)
 }
+
+// notQuarantinedError is ClearGPU's answer for a GPU that is healthy: a
+// conflict (errors.Is ErrConflict) that says so, not in a job's words
+// ("not possible in the job's state").
+type notQuarantinedError struct{ index int }
+
+func notQuarantined(index int) error { return notQuarantinedError{index} }
+
+func (e notQuarantinedError) Error() string {
+	return fmt.Sprintf("gpu %d is not quarantined: there is nothing to clear", e.index)
+}
+
+func (e notQuarantinedError) Unwrap() error { return ErrConflict }

@@ -170,8 +170,9 @@ func TestQuarantineLifecycle(t *testing.T) {
 			t.Errorf("%+v clears a quarantine: %v", c, err)
 		}
 	}
-	if _, err := m.ClearGPU(t.Context(), Caller{ID: "own", Role: RoleOwner}, 0); !errors.Is(err, ErrConflict) {
-		t.Errorf("clearing a GPU that is not quarantined: %v", err)
+	if _, err := m.ClearGPU(t.Context(), Caller{ID: "own", Role: RoleOwner}, 0); !errors.Is(err, ErrConflict) ||
+		strings.Contains(err.Error(), "job") || !strings.Contains(err.Error(), "not quarantined") {
+		t.Errorf("clearing a GPU that is not quarantined: %v; want a conflict that says so, not in a job's words", err)
 	}
 	if _, err := m.ClearGPU(t.Context(), Caller{ID: "own", Role: RoleOwner}, 9); !errors.Is(err, ErrNotFound) {
 		t.Errorf("clearing gpu 9 of 2: %v", err)

@@ -146,7 +146,10 @@ type Job struct {
 	Hosts    []string `json:"hosts,omitempty"`
 	// Outcome says how an ended job ended when its exit code does not:
 	// "cancelled", "timed_out", "oom", "node_fail".
-	Outcome  string      `json:"outcome,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	// Restarts is how often the backend restarted the job's task on its
+	// own (Spec.Restart "on-failure"); it never goes down.
+	Restarts int         `json:"restarts,omitempty"`
 	Ports    map[int]int `json:"ports,omitempty"` // the ports a tunnel reaches: container port -> port dialed at the container (published nowhere)
 	Created  time.Time   `json:"created"`
 	Started  *time.Time  `json:"started"`

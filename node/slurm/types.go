@@ -77,7 +77,7 @@ type Cluster struct {
 	// Containers says how images run here: "pyxis", "apptainer"; empty:
 	// command jobs only.
 	Containers []string  `json:"containers,omitempty"`
-	Read       time.Time `json:"read"`            // when it was read
+	Read       time.Time `json:"read"`            // when these figures were read; a later read that changes nothing keeps it (Card.set)
 	Error      string    `json:"error,omitempty"` // why the last read failed (the figures are the last good ones)
 }
 

@@ -134,6 +134,7 @@ export interface DesktopWindow {
 
 /** The window's self-test, served by app/window beside the API. */
 const selfTestURL = '/window/selftest'
+const daemonURL = '/window/daemon'
 
 export function httpTransport(win?: DesktopWindow): Transport {
   const stream = new EventStream()
@@ -169,6 +170,11 @@ export function httpTransport(win?: DesktopWindow): Transport {
       return c.enabled ? { job: c.job ?? '', alert: c.alert ?? false } : null
     },
     selfTestReport: (report) => call<void>('POST', selfTestURL, JSON.parse(report)),
+    canStartDaemon: async () => {
+      if (!win) return false // a browser cannot start this machine's daemon
+      return (await call<{ can_start: boolean }>('GET', daemonURL)).can_start
+    },
+    startDaemon: () => call<void>('POST', daemonURL),
     on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe {
       return stream.subscribe(name, (d) => cb(d as EventPayloads[E]))
     },

@@ -29,6 +29,11 @@ export interface Transport extends JobsTransport, FoldersTransport, PoolTranspor
   selfTest(): Promise<SelfTestConfig | null>
   /** Sends the self-test's report (JSON) to the window. */
   selfTestReport(report: string): Promise<void>
+  /** Whether the page can start this machine's stopped daemon (the desktop
+   * window over the agent it started; never a browser). */
+  canStartDaemon(): Promise<boolean>
+  /** Starts this machine's daemon again; resolves once it answers. */
+  startDaemon(): Promise<void>
   /** Subscribes to one event; the returned function unsubscribes. */
   on<E extends EventName>(name: E, cb: (data: EventPayloads[E]) => void): Unsubscribe
   /** Reports whether the event stream is connected. */

@@ -380,6 +380,7 @@ export interface Job {
   executor?: string
   hosts?: string[] | null
   outcome?: string
+  restarts?: number
   ports?: Record<string, number> | null
   created: string
   started?: string | null

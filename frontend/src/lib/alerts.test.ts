@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { describeRule, durationText, isActive, parseDuration, splitAlerts } from './alerts.ts'
+import { defaultRuleNode, describeRule, durationText, isActive, parseDuration, splitAlerts } from './alerts.ts'
 
 const alert = (id: string, fired: string, cleared: string | null, severity = 'warning', muted = false) => ({
   id,
@@ -41,4 +41,14 @@ test('durations', () => {
   assert.equal(parseDuration(' 2 min '), 120)
   assert.equal(parseDuration('1.5h'), 5400)
   assert.equal(parseDuration('soon'), null)
+})
+
+test('defaultRuleNode opens the rule editor on a machine with GPUs, not on a GPU-less laptop', () => {
+  const laptop = { id: 'lap', gpus: [] }
+  const dgx = { id: 'dgx', gpus: [{}] }
+  const hpc = { id: 'hpc', gpus: [], cluster: {} }
+  assert.equal(defaultRuleNode([laptop, hpc, dgx], 'lap'), 'dgx')
+  assert.equal(defaultRuleNode([dgx, { id: 'ws', gpus: [{}] }], 'ws'), 'ws')
+  assert.equal(defaultRuleNode([laptop], 'lap'), 'lap') // nothing else: its own machine rules
+  assert.equal(defaultRuleNode([], 'lap'), '')
 })

@@ -63,3 +63,17 @@ export function parseDuration(text: string): number | null {
   const mult = unit.startsWith('h') ? 3600 : unit.startsWith('m') ? 60 : 1
   return Math.round(n * mult)
 }
+
+/** The machine whose rules the editor opens on: this one when it has
+ * GPUs (most rules are about GPUs), else the first machine that has them
+ * (a laptop's editor opened on itself, GPU rules with nothing to watch),
+ * else this one. nodes are those whose rules may be read. */
+export function defaultRuleNode(
+  nodes: readonly { id: string; gpus?: readonly unknown[] | null; cluster?: unknown }[],
+  selfID: string,
+): string {
+  const withGPUs = (n: (typeof nodes)[number]) => (n.gpus ?? []).length > 0 && !n.cluster
+  const self = nodes.find((n) => n.id === selfID)
+  if (self && withGPUs(self)) return self.id
+  return (nodes.find(withGPUs) ?? self ?? nodes[0])?.id ?? ''
+}

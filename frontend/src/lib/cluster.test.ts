@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Cluster, ClusterQueueJob } from '../api/types.ts'
-import { formatTimeLimit, gpuSum, gpuText, parseTimeLimit, partitionLabel, pendingReason, queueOwner, queueShown, runtimeNote, stateTone, timeLimitHint } from './cluster.ts'
+import { formatTimeLimit, gpuSum, gpuText, parseTimeLimit, partitionLabel, pendingReason, queueOwner, queueShown, readText, runtimeNote, stateTone, timeLimitHint } from './cluster.ts'
 
 test('gpuSum and gpuText sum and word GPUs by type', () => {
   const gs = [
@@ -75,4 +75,15 @@ test('timeLimitHint says what an empty time limit gives, in a few characters', (
   assert.equal(timeLimitHint({ max_time_s: 172800 }), 'max 2-00:00:00')
   assert.equal(timeLimitHint({}), 'none · e.g. 2h')
   assert.equal(timeLimitHint(null), 'none · e.g. 2h')
+})
+
+test('readText says the card\'s time is its last change, not its last read', () => {
+  const now = Date.parse('2026-11-28T10:06:00Z')
+  const c = { read: '2026-11-28T10:00:00Z' }
+  // A live cluster read every 5 s whose figures last changed 6 min ago.
+  assert.equal(readText(c, true, now), 'unchanged for 6 min')
+  assert.doesNotMatch(readText(c, true, now), /^read 6/)
+  assert.equal(readText(c, false, now), 'last known, read 6 min ago or later')
+  assert.equal(readText({ read: '2026-11-28T10:06:00Z' }, true, now), 'read just now')
+  assert.equal(readText({ read: '' }, true, now), 'not read yet')
 })

@@ -3,6 +3,7 @@
 // agent reads the figures; the Service's plan (slurm.Plan) decides whether
 // a job fits and counts the GPUs free (Node.cluster_usable); these only
 // word and order what they say.
+import { formatAgo, formatDuration, isZeroTime } from './format.ts'
 import type { Cluster, ClusterGPUs, ClusterPartition, ClusterQueueJob, Node } from '../api/types.ts'
 
 /** GPUs of some counts, summed: total, allocated and free. */
@@ -128,4 +129,18 @@ export function formatTimeLimit(seconds: number): string {
   const days = Math.floor(t / 86400)
   const hms = `${Math.floor((t % 86400) / 3600)}:${pad(Math.floor((t % 3600) / 60))}:${pad(t % 60)}`
   return days > 0 ? `${days}-${pad(Math.floor((t % 86400) / 3600))}:${pad(Math.floor((t % 3600) / 60))}:${pad(t % 60)}` : hms
+}
+
+/**
+ * When the card's figures were read, said truthfully: the card is written
+ * again only when a read changes something (slurm.Card keeps the time of
+ * the reading that changed it), so on a live cluster polled every few
+ * seconds its time is the last change, not the last read. Offline, the
+ * figures are the last known ones, from that time at the latest.
+ */
+export function readText(c: Pick<Cluster, 'read'>, online: boolean, now: number): string {
+  if (isZeroTime(c.read)) return 'not read yet'
+  if (!online) return `last known, read ${formatAgo(c.read, now)} or later`
+  const for_ = (now - Date.parse(c.read)) / 1000
+  return for_ < 1 ? 'read just now' : `unchanged for ${formatDuration(for_)}`
 }

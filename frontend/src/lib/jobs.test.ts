@@ -327,6 +327,9 @@ test('stateText says how a job ended and why it waits', () => {
   assert.equal(stateText({ state: 'failed', exit_code: 3 }), 'exited 3')
   assert.equal(stateText({ state: 'exited', outcome: 'cancelled', exit_code: 0 }), 'cancelled')
   assert.equal(stateText({ state: 'failed', outcome: 'timed_out' }), 'timed out')
+  // --restart on-failure: the engine's restarts show.
+  assert.equal(stateText({ state: 'running', restarts: 2 }), 'running, restarted 2×')
+  assert.equal(stateText({ state: 'failed', exit_code: 1, restarts: 5 }), 'exited 1, restarted 5×')
 })
 
 test('exitText gives a cancelled or timed-out job no exit code of 0', () => {

@@ -267,7 +267,13 @@ function clusterSpec(f: LaunchForm, spec: Spec, errors: Partial<Record<FormField
  * one waits: "queued (Resources)", "exited 3", "cancelled", "timed out".
  * Mirrors the CLI's ps.
  */
-export function stateText(j: Pick<Job, 'state' | 'outcome' | 'exit_code' | 'error'>): string {
+export function stateText(j: Pick<Job, 'state' | 'outcome' | 'exit_code' | 'error'> & { restarts?: number }): string {
+  const s = endText(j)
+  // A container the engine restarted (--restart on-failure) says how often.
+  return j.state !== 'queued' && j.restarts && j.restarts > 0 ? `${s}, restarted ${j.restarts}×` : s
+}
+
+function endText(j: Pick<Job, 'state' | 'outcome' | 'exit_code' | 'error'>): string {
   switch (j.state) {
     case 'queued':
       return j.error ? `queued (${j.error})` : 'queued'

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Node } from '../api/types.ts'
-import { allPeersOffline, normalizeNode, osArch, shortID, sortNodes } from './nodes.ts'
+import { allPeersOffline, fromStoppedDaemon, normalizeNode, osArch, poolSummary, shortID, sortNodes } from './nodes.ts'
 
 function node(p: Partial<Node>): Node {
   return {
@@ -104,4 +104,19 @@ test('osArch names the OS and architecture as people say them', () => {
     const n = node({})
     assert.equal(osArch({ ...n.info, goos, arch }), want, `${goos}/${arch}`)
   }
+})
+
+test('poolSummary counts no machine online while the daemon is unreachable', () => {
+  const nodes = [node({ id: 'a', self: true }), node({ id: 'b' }), node({ id: 'c', online: false })]
+  assert.deepEqual(poolSummary(nodes, false, 4), { online: 2, total: 3, gpus: 4, lastKnown: false })
+  // The cards are last known: "2/3 online" would claim a liveness nobody saw.
+  assert.deepEqual(poolSummary(nodes, true, 4), { online: 0, total: 3, gpus: 4, lastKnown: true })
+})
+
+test('fromStoppedDaemon tells the replica\'s last known pool from a live one', () => {
+  const live = [node({ id: 'a', self: true }), node({ id: 'b', online: false })]
+  assert.equal(fromStoppedDaemon(live), false)
+  const lastKnown = [node({ id: 'a', self: true, online: false, stale: true }), node({ id: 'b', online: false, stale: true })]
+  assert.equal(fromStoppedDaemon(lastKnown), true)
+  assert.equal(fromStoppedDaemon([]), false)
 })

@@ -43,3 +43,30 @@ export function osArch(info: Pick<NodeInfo, 'goos' | 'arch'>): string {
   const name = ({ darwin: 'macOS', windows: 'Windows' } as Record<string, string>)[info.goos] ?? info.goos
   return info.arch ? `${name}/${info.arch}` : name
 }
+
+/** The header's count of machines. While the daemon is unreachable the
+ * cards are last known, so no machine is counted online: the count says
+ * how many machines were last known instead of "5/5 online". */
+export function poolSummary(
+  nodes: readonly Node[],
+  daemonStale: boolean,
+  gpus: number,
+): { online: number; total: number; gpus: number; lastKnown: boolean } {
+  return {
+    online: daemonStale ? 0 : nodes.filter((n) => n.online).length,
+    total: nodes.length,
+    gpus,
+    lastKnown: daemonStale,
+  }
+}
+
+/** What the page says while this machine's daemon is stopped (the proxy's
+ * words, web.DaemonStopped). */
+export const daemonStoppedMessage = 'The labpool daemon on this machine is not running.'
+
+/** Whether a node list is the replica's last known pool, which the window
+ * and `labpool web` serve while the daemon is stopped (web.LastKnown): this
+ * machine itself is offline there, which a running daemon never says. */
+export function fromStoppedDaemon(nodes: readonly Node[]): boolean {
+  return nodes.some((n) => n.self && !n.online)
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { migOf, topologyMatrix } from './topology.ts'
+import { migOf, placementNote, topologyMatrix } from './topology.ts'
 
 const link = (peer: number, nvlinks: number, pcie: string) => ({ peer, nvlinks, pcie })
 
@@ -48,4 +48,19 @@ test('migOf lists modes and the instances of GPUs in MIG mode', () => {
     { gpu: 2, mode: 'on' },
   ])
   assert.deepEqual(got.instances, [{ gpu: 2, uuid: 'MIG-a', name: 'NVIDIA A100 MIG 3g.20gb', memBytes: 20, gi: 1, ci: 0 }])
+})
+
+test('placementNote promises NVLinked placement only where there is NVLink', () => {
+  const pcieOnly = topologyMatrix([
+    { index: 0, links: [{ peer: 1, nvlinks: 0, pcie: 'SYS' }] },
+    { index: 1, links: [{ peer: 0, nvlinks: 0, pcie: 'SYS' }] },
+  ])
+  assert.ok(pcieOnly)
+  assert.doesNotMatch(placementNote(pcieOnly), /NVLinked/)
+  const nv = topologyMatrix([
+    { index: 0, links: [{ peer: 1, nvlinks: 12, pcie: 'SYS' }] },
+    { index: 1, links: [{ peer: 0, nvlinks: 12, pcie: 'SYS' }] },
+  ])
+  assert.ok(nv)
+  assert.match(placementNote(nv), /NVLinked/)
 })

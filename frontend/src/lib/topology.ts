@@ -63,6 +63,13 @@ export function topologyMatrix(gpus: readonly object[]): Matrix | null {
   return { gpus: idx, rows }
 }
 
+/** What the matrix means for placement: NVLinked sets where the machine
+ * has NVLink; on a PCIe-only machine, no promise of NVLink. */
+export function placementNote(m: Matrix): string {
+  if (m.rows.some((r) => r.some((c) => c.nvlink))) return 'A multi-GPU job is placed on an NVLinked set of cool GPUs.'
+  return 'No NVLink on this machine: the GPUs of a multi-GPU job talk over PCIe.'
+}
+
 /** Each GPU's MIG mode (those with MIG only) and the instances of those in MIG mode. */
 export function migOf(gpus: readonly object[]): { modes: MigMode[]; instances: MigRow[] } {
   const modes: MigMode[] = []

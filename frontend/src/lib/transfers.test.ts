@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { addSample, averageRate, timeLeft, windowRate, type Sample } from './transfers.ts'
+import { addSample, averageRate, timeLeft, transferRate, windowRate, type Sample } from './transfers.ts'
 
 test('addSample keeps a window', () => {
   let w: Sample[] = []
@@ -44,4 +44,19 @@ test('timeLeft', () => {
   assert.equal(timeLeft(0, 0, 100), null)
   assert.equal(timeLeft(1000, 0, 0), null)
   assert.equal(timeLeft(1000, 0, null), null)
+})
+
+test('transferRate shows no rate on a running copy\'s first tick', () => {
+  const now = Date.parse('2026-11-28T10:00:00.020Z')
+  // Started 20 ms ago by the receiver's clock, 512 GiB done already
+  // (the copy found them in place, or the clocks differ).
+  const t = { state: 'running', started: '2026-11-28T10:00:00Z', finished: null, progress: { done: 512 * 2 ** 30, bytes: 2 ** 40, sent: 2 ** 30 } } as never
+  const first = addSample([], { at: now, done: 512 * 2 ** 30 })
+  assert.equal(transferRate(t, first, now), null)
+  const second = addSample(first, { at: now + 1000, done: 512 * 2 ** 30 + 100 * 2 ** 20 })
+  assert.equal(transferRate(t, second, now + 1000), 100 * 2 ** 20)
+  const done = { state: 'done', started: '2026-11-28T10:00:00Z', finished: '2026-11-28T10:00:10Z', progress: { done: 10, bytes: 10, sent: 10 } } as never
+  assert.equal(transferRate(done, [], now), 1)
+  const lookedOnly = { state: 'done', started: '2026-11-28T10:00:00Z', finished: '2026-11-28T10:00:10Z', progress: { done: 10, bytes: 10, sent: 0 } } as never
+  assert.equal(transferRate(lookedOnly, [], now), null)
 })

@@ -53,3 +53,16 @@ export function timeLeft(bytes: number, done: number, bps: number | null): numbe
   if (!(bytes > 0) || bps == null || !(bps > 0)) return null
   return Math.max(0, bytes - done) / bps
 }
+
+/**
+ * The rate the copy bar shows: a running copy's, measured over the samples
+ * this page took (null until it has two: its first tick once divided the
+ * bytes done before the page looked by the few milliseconds since the
+ * receiving machine's clock said it started, "24 TB/s"); an ended copy's
+ * mean, when it sent anything (one that found everything in place only
+ * looked).
+ */
+export function transferRate(t: Pick<Transfer, 'state' | 'started' | 'finished' | 'progress'>, window: readonly Sample[], now: number): number | null {
+  if (t.state === 'running') return windowRate(window)
+  return t.progress.sent > 0 ? averageRate(t, now) : null
+}
