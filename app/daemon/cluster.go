@@ -8,7 +8,6 @@ import (
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/agent"
-	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/peer"
@@ -51,23 +50,5 @@ func clusterProof(self peer.ID, sessions func(peer.ID) []netip.Addr, card *slurm
 			}
 			return ""
 		},
-	}
-}
-
-// allocation is this machine's grants record: its ledger's units and
-// grants, and where it stands for a Slurm cluster (card not nil), the
-// cluster's GPUs and the Slurm jobs holding them (slurm.Allocation, from
-// the latest card).
-func allocation(self string, jm *jobs.Manager, card *slurm.Card) func() ([]alloc.Unit, []alloc.Grant) {
-	return func() ([]alloc.Unit, []alloc.Grant) {
-		units, grants := jm.Allocation()
-		if card == nil {
-			return units, grants
-		}
-		if c := card.Get(); c != nil {
-			cu, cg := slurm.Allocation(*c, self)
-			units, grants = append(units, cu...), append(grants, cg...)
-		}
-		return units, grants
 	}
 }

@@ -236,7 +236,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		d.add(ex.MPS)
 	}
 	jm := openJobs(ctx, cfg, self, db, ex, gpus, reg, telemetryGPUs{&sampled}, d.members.MemberName,
-		clusterProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), &poolQueue{self, db, pm, &service, log}, log)
+		clusterProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), app.NewPoolQueue(self, db, pm, service.get, log), log)
 	jobsLate.set(jm.m)
 	d.add(jm)
 	sp := app.NewSlurmWatch(ctx, app.ProcRoot, db, app.NewSlurmJobs(db), self, policy, log)
@@ -247,10 +247,10 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(tel.Sink(history.NewRecorder(db, self, log).Run))
 	d.add(tel.Sink(app.NewEnergyRecorder(db, self, log).Run))
 	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.Card, ex.Err, log))
-	grants := app.NewGrantsPublisher(db, self, allocation(self, jm.m, ex.Card), log)
+	grants := app.NewGrantsPublisher(db, self, app.MachineAllocation(self, jm.m, ex.Card), log)
 	grants.Changed = jm.m.Ledger().Changes()
 	d.add(grants)
-	book := openReservations(self, db, jm.m, tel, log)
+	book := app.OpenReservations(self, db, jm.m, tel.Info, log)
 	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
 	d.add(tel.Sink(al.Run))
 	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,
@@ -262,7 +262,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(serviceViews{d.svc, cfg.ViewInterval})
 	d.add(d.svc.Tunnels())
 	if ex.Runtime != nil { // a machine that runs containers lends them to the pool as its policy says
-		d.add(openLend(ctx, self, db, jm.m, tel, d.svc, log))
+		d.add(app.OpenLend(ctx, self, db, jm.m, tel.Info, d.svc, log))
 	}
 	ev := membership.NewEvictions(d.members, d.ep, cps, jm.m, log)
 	removed.set(ev)
