@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/membership"
 	"github.com/labpool/labpool/app/nodestore"
@@ -251,7 +252,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	grants.Changed = jm.m.Ledger().Changes()
 	d.add(grants)
 	book := app.OpenReservations(self, db, jm.m, tel.Info, log)
-	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
+	al := alerting.OpenMachine(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
 	d.add(tel.Sink(al.Run))
 	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,
 		Copier: app.CopierOf(cps), Policy: nodestore.NewPolicy(db, jm.m), Signer: app.DeviceSigner{ID: d.id}, Log: log}); err != nil {
