@@ -237,7 +237,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		d.add(ex.MPS)
 	}
 	jm := openJobs(ctx, cfg, self, db, ex, gpus, reg, telemetryGPUs{&sampled}, d.members.MemberName,
-		clusterProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), app.NewPoolQueue(self, db, pm, service.get, log), log)
+		app.NewSlurmProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), app.NewPoolQueue(self, db, pm, service.get, log), log)
 	jobsLate.set(jm.m)
 	d.add(jm)
 	sp := app.NewSlurmWatch(ctx, app.ProcRoot, db, app.NewSlurmJobs(db), self, policy, log)
