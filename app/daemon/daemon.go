@@ -6,14 +6,18 @@
 // the identity and the replica's store, the QUIC endpoint, the replica's
 // followers, discovery, the pool, the GPUs, the shared folders and their
 // publisher, the copies, the executor (Docker or a Slurm cluster, with the
-// cluster's card), the job manager, the Slurm view of a compute node, the
-// telemetry and what reads its samples, the node record, the alerts, the
-// service, the evictions of removed devices, the metrics and the peer API.
+// cluster's card), the job manager with the pool-wide queue, the Slurm
+// view of a compute node, the telemetry and what reads its samples, the
+// node record, the grants record, the reservations' book, the alerts, the
+// service, the lender, the evictions of removed devices, the metrics and
+// the peer API.
 // Each part is a small type with a constructor that takes the parts it
 // needs, and a Run (until ctx ends) or a Close or both, in the package that
 // owns its concept (discovery.Presence, membership.Evictions,
-// app.SlurmWatch, app.NodePublisher, slurm.Card, agent.OpenExecutor...)
-// or, where it is only wiring, in a file of its own here; run
+// app.SlurmWatch, app.NodePublisher, app.NewPoolQueue, app.OpenLend,
+// app.OpenReservations, alerting.OpenMachine, slurm.Card,
+// agent.OpenExecutor...) or, where it only maps this package's Config onto
+// its owner's, in a file of its own here; run
 // runs them all under one errgroup and close closes them in reverse. A
 // part that is absent on this machine (metrics without --metrics, the card
 // without a cluster, the GPUs without a driver) is absent from the list;
