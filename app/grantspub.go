@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/node/slurm"
 	"github.com/labpool/labpool/sync/schema"
 	"github.com/labpool/labpool/sync/store"
 )
@@ -31,6 +33,33 @@ type GrantsPublisher struct {
 // source.
 func NewGrantsPublisher(db *store.DB, origin string, source func() ([]alloc.Unit, []alloc.Grant), log *slog.Logger) *GrantsPublisher {
 	return &GrantsPublisher{db: db, origin: origin, source: source, log: log, Every: 2 * time.Second}
+}
+
+// NewMachineGrants returns the publisher of the machine self's grants
+// record: its job manager's ledger's units and grants, written at once
+// when the ledger changes, and where it stands for a Slurm cluster (card
+// not nil), the cluster's GPUs and the Slurm jobs holding them
+// (slurm.Allocation, from the latest card).
+func NewMachineGrants(db *store.DB, self string, jm *jobs.Manager, card *slurm.Card, log *slog.Logger) *GrantsPublisher {
+	p := NewGrantsPublisher(db, self, machineAllocation(self, jm, card), log)
+	p.Changed = jm.Ledger().Changes()
+	return p
+}
+
+// machineAllocation is the machine self's units and grants: its ledger's,
+// and its cluster's where card is not nil.
+func machineAllocation(self string, jm *jobs.Manager, card *slurm.Card) func() ([]alloc.Unit, []alloc.Grant) {
+	return func() ([]alloc.Unit, []alloc.Grant) {
+		units, grants := jm.Allocation()
+		if card == nil {
+			return units, grants
+		}
+		if c := card.Get(); c != nil {
+			cu, cg := slurm.Allocation(*c, self)
+			units, grants = append(units, cu...), append(grants, cg...)
+		}
+		return units, grants
+	}
 }
 
 // Run publishes until ctx is cancelled.

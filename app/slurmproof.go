@@ -2,11 +2,15 @@ package app
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/slurm"
+	"github.com/labpool/labpool/sync/peer"
 )
 
 // SlurmProof is how a cluster's agent proves that a pool machine is the
@@ -114,4 +118,34 @@ func (p SlurmProof) proven(claimants []string, ips []netip.Addr) (string, bool) 
 		}
 	}
 	return found, n == 1
+}
+
+// NewSlurmProof is how the agent self proves a machine is a compute node
+// of the cluster it stands for: the device its owner enrolled for the node
+// (policy --slurm-node), and the nodes' NodeAddr from its card (nil: it
+// stands for none), resolved here where it is a name, against the IPs its
+// own live sessions with the machine come from (sessions:
+// transport.Endpoint.SessionIPs).
+func NewSlurmProof(self peer.ID, sessions func(peer.ID) []netip.Addr, card *slurm.Card, policy func() jobs.Policy) SlurmProof {
+	return SlurmProof{
+		Nodes: card.Nodes,
+		Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
+			return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		},
+		Sessions: func(id string) []netip.Addr {
+			pid, err := peer.ParseID(id)
+			if err != nil || pid == self {
+				return nil // this machine holds no session with itself
+			}
+			return sessions(pid)
+		},
+		Enrolled: func(node string) string {
+			for name, id := range policy().SlurmNodes {
+				if strings.EqualFold(name, node) {
+					return id
+				}
+			}
+			return ""
+		},
+	}
 }

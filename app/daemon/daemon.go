@@ -6,14 +6,18 @@
 // the identity and the replica's store, the QUIC endpoint, the replica's
 // followers, discovery, the pool, the GPUs, the shared folders and their
 // publisher, the copies, the executor (Docker or a Slurm cluster, with the
-// cluster's card), the job manager, the Slurm view of a compute node, the
-// telemetry and what reads its samples, the node record, the alerts, the
-// service, the evictions of removed devices, the metrics and the peer API.
+// cluster's card), the job manager with the pool-wide queue, the Slurm
+// view of a compute node, the telemetry and what reads its samples, the
+// node record, the grants record, the reservations' book, the alerts, the
+// service, the lender, the evictions of removed devices, the metrics and
+// the peer API.
 // Each part is a small type with a constructor that takes the parts it
 // needs, and a Run (until ctx ends) or a Close or both, in the package that
 // owns its concept (discovery.Presence, membership.Evictions,
-// app.SlurmWatch, app.NodePublisher, slurm.Card, agent.OpenExecutor...)
-// or, where it is only wiring, in a file of its own here; run
+// app.SlurmWatch, app.NodePublisher, app.NewPoolQueue, app.OpenLend,
+// app.OpenReservations, alerting.OpenMachine, slurm.Card,
+// agent.OpenExecutor...) or, where it only maps this package's Config onto
+// its owner's, in a file of its own here; run
 // runs them all under one errgroup and close closes them in reverse. A
 // part that is absent on this machine (metrics without --metrics, the card
 // without a cluster, the GPUs without a driver) is absent from the list;
@@ -41,6 +45,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
+	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/membership"
 	"github.com/labpool/labpool/app/nodestore"
@@ -236,7 +241,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		d.add(ex.MPS)
 	}
 	jm := openJobs(ctx, cfg, self, db, ex, gpus, reg, telemetryGPUs{&sampled}, d.members.MemberName,
-		clusterProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), &poolQueue{self, db, pm, &service, log}, log)
+		app.NewSlurmProof(d.id.ID, d.ep.SessionIPs, ex.Card, policy), app.NewPoolQueue(self, db, pm, service.get, log), log)
 	jobsLate.set(jm.m)
 	d.add(jm)
 	sp := app.NewSlurmWatch(ctx, app.ProcRoot, db, app.NewSlurmJobs(db), self, policy, log)
@@ -247,11 +252,9 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(tel.Sink(history.NewRecorder(db, self, log).Run))
 	d.add(tel.Sink(app.NewEnergyRecorder(db, self, log).Run))
 	d.add(app.NewNodePublisher(self, db, tel.Info, d.ep.Addr().Port, cfg.Ifaces, ex.Card, ex.Err, log))
-	grants := app.NewGrantsPublisher(db, self, allocation(self, jm.m, ex.Card), log)
-	grants.Changed = jm.m.Ledger().Changes()
-	d.add(grants)
-	book := openReservations(self, db, jm.m, tel, log)
-	al := openAlerts(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
+	d.add(app.NewMachineGrants(db, self, jm.m, ex.Card, log))
+	book := app.OpenReservations(self, db, jm.m, tel.Info, log)
+	al := alerting.OpenMachine(ctx, d.id.ID, d.name, db, pm, peers.Peers, jm.m, sp, reg, serviceMembers{&service}, policy, log)
 	d.add(tel.Sink(al.Run))
 	if d.svc, err = app.New(app.Deps{DB: db, Self: d.self(), Live: peers, Pool: d.members, Nodes: nodes, Folders: shares,
 		Copier: app.CopierOf(cps), Policy: nodestore.NewPolicy(db, jm.m), Signer: app.DeviceSigner{ID: d.id}, Log: log}); err != nil {
@@ -262,7 +265,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	d.add(serviceViews{d.svc, cfg.ViewInterval})
 	d.add(d.svc.Tunnels())
 	if ex.Runtime != nil { // a machine that runs containers lends them to the pool as its policy says
-		d.add(openLend(ctx, self, db, jm.m, tel, d.svc, log))
+		d.add(app.OpenLend(ctx, self, db, jm.m, tel.Info, d.svc, log))
 	}
 	ev := membership.NewEvictions(d.members, d.ep, cps, jm.m, log)
 	removed.set(ev)

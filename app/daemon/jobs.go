@@ -58,7 +58,7 @@ type jobsPart struct {
 // compute nodes' samples, and stats shows their GPUs as those nodes report
 // them (proof says which machines are its compute nodes).
 func openJobs(ctx context.Context, cfg Config, self string, db *store.DB, ex *agent.Executor, gpus *gpu.Sampler, reg *folders.Registry,
-	state jobs.GPUState, memberName func(string) string, proof app.SlurmProof, queue *poolQueue, log *slog.Logger) jobsPart {
+	state jobs.GPUState, memberName func(string) string, proof app.SlurmProof, queue *app.PoolQueue, log *slog.Logger) jobsPart {
 	jcfg := jobs.DefaultConfig()
 	jcfg.Node = self
 	jcfg.MemberName = memberName
@@ -72,7 +72,7 @@ func openJobs(ctx context.Context, cfg Config, self string, db *store.DB, ex *ag
 	slurmGPUs := app.NewSlurmIdle(db, proof)
 	jcfg.RemoteIdle = slurmGPUs.Idle
 	jcfg.RemoteGPUs = slurmGPUs.GPUs
-	queue.configure(&jcfg)
+	queue.Configure(&jcfg)
 	var st jobs.Store = nodestore.NewJobs(db, self)
 	if ex.Card != nil {
 		st = ex.Card.WatchJobs(st)

@@ -2,17 +2,13 @@ package daemon
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/lend"
-	"github.com/labpool/labpool/sync/schema"
-	"github.com/labpool/labpool/sync/store"
 )
 
 // TestLendIsTheMachinesOwn is the attack: an owner of the pool (who may
@@ -84,66 +80,3 @@ func TestLendIsTheMachinesOwn(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
-
-// TestPublishLend: the daemon publishes what its lender says as its lend
-// record, and stops when its context ends.
-func TestPublishLend(t *testing.T) {
-	pol := lend.DefaultPolicy()
-	pol.Mode = lend.Never
-	d := &lendPart{l: lend.New(lend.DefaultConfig(), pol, nil, nil), self: "node", db: testStore(t), log: slog.New(slog.DiscardHandler)}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- d.publish(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		rec, found, err := d.db.Latest(t.Context(), d.self, app.KindLend, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if found {
-			if !strings.Contains(string(rec.Data), `"mode":"never"`) || !strings.Contains(string(rec.Data), `"phase":"kept"`) {
-				t.Errorf("lend record %s; want mode never, kept", rec.Data)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no lend record within 5 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("publish: %v", err)
-	}
-}
-
-// TestLendSwitchKept: the "I'm using it" switch is kept in the local
-// settings, so that an agent that restarts does not lend out a machine
-// whose owner said they use it.
-func TestLendSwitchKept(t *testing.T) {
-	l := lend.New(lend.DefaultConfig(), lend.DefaultPolicy(), nil, nil)
-	d := &lendPart{l: l, self: "node", db: testStore(t), log: slog.New(slog.DiscardHandler)}
-	keptSwitch{d}.SetUsing(true)
-	v, ok, err := d.db.Setting(t.Context(), schema.SettingLendUsing)
-	if err != nil || !ok || v != "true" {
-		t.Fatalf("setting after the switch on: %q, %v, %v; want \"true\"", v, ok, err)
-	}
-	if !l.State().Using {
-		t.Error("the lender's switch is off")
-	}
-	keptSwitch{d}.SetUsing(false)
-	if v, _, _ := d.db.Setting(t.Context(), schema.SettingLendUsing); v != "false" {
-		t.Errorf("setting after the switch off: %q; want \"false\"", v)
-	}
-}
-
-// testStore is a replica store of the test's own.
-func testStore(t *testing.T) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "replica.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}

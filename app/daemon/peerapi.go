@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/alerting"
 	"github.com/labpool/labpool/app/history"
 	"github.com/labpool/labpool/app/membership"
@@ -55,7 +56,7 @@ func peerHandler(db *store.DB, ep *transport.Endpoint, pm *pool.Manager, members
 		Folders:   folders.Handler(reg, folders.Access{Caller: members.FolderCaller, Role: members.FolderRole, Changed: shares.Changed}),
 		Transfers: cps.Handler(members.FolderCaller),
 		Alerts:    alerts.Handler(al.Machine(), al.Caller),
-		Reserve:   reserve.Handler(book, reserveCaller(pm)),
+		Reserve:   reserve.Handler(book, app.ReserveCaller(pm)),
 		Authorize: func(open []string, h http.Handler) http.Handler {
 			return members.TellRemoved(ep.Refusals(), transport.AuthorizeLimited(ep.Refusals(), members.IsMember, open, h))
 		},

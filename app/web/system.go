@@ -6,8 +6,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 )
 
 // SystemSocket is where a machine's system agent (the labpool package's
@@ -34,6 +36,24 @@ type Admins struct {
 	UID       uint32 // the agent's own user
 	GID       uint32 // the group's id
 	GroupName string // the group's name, for the refusal
+}
+
+// LookupAdmins looks group ("": AdminGroup) up, with this process's user:
+// the system agent does not start without it, for a socket no one but root
+// could use would hide the mistake.
+func LookupAdmins(group string) (Admins, error) {
+	if group == "" {
+		group = AdminGroup
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		return Admins{}, fmt.Errorf("look up the admin group %q (the labpool package makes it; or groupadd --system %s): %w", group, group, err)
+	}
+	gid, err := strconv.ParseUint(g.Gid, 10, 32)
+	if err != nil {
+		return Admins{}, fmt.Errorf("look up the admin group %q: gid %q: %w", group, g.Gid, err)
+	}
+	return Admins{UID: uint32(os.Geteuid()), GID: uint32(gid), GroupName: group}, nil
 }
 
 // Admits reports whether p administers the machine.

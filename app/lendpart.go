@@ -1,4 +1,4 @@
-package daemon
+package app
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/node/lend"
@@ -16,32 +15,34 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// lendPart lends this machine to the pool as its policy says (node/lend):
+// LendPart lends this machine to the pool as its policy says (node/lend):
 // the owner-present signals are the owner's own GPU processes, logind's
 // idle hint of the desktop, and the window's "I'm using it" switch; the
 // guests are the job manager's, the owner's grant goes into its ledger.
-// What the lender says is published as this machine's lend record.
-type lendPart struct {
+// What the lender says is published as this machine's lend record
+// (KindLend).
+type LendPart struct {
 	l    *lend.Lender
 	self string
 	db   *store.DB
 	log  *slog.Logger
 }
 
-// openLend builds the lender, with the switch as the local settings keep
-// it, and hands it to the service (the local API's switch).
-func openLend(ctx context.Context, self string, db *store.DB, jm *jobs.Manager, tel *agent.Telemetry, svc *app.Service, log *slog.Logger) *lendPart {
+// OpenLend builds the lender of the machine self over its job manager and
+// its GPUs (info: the latest telemetry's), with the switch as the local
+// settings keep it, and hands it to the service (the local API's switch).
+func OpenLend(ctx context.Context, self string, db *store.DB, jm *jobs.Manager, info func() agent.Info, svc *Service, log *slog.Logger) *LendPart {
 	cfg := lend.DefaultConfig()
 	cfg.Node, cfg.Log = self, log
 	cfg.Policy = func() lend.Policy { return jm.Policy().Lend }
 	cfg.GPUs = func() []string {
 		var uuids []string
-		for _, g := range tel.Info().GPUs {
+		for _, g := range info().GPUs {
 			uuids = append(uuids, g.UUID)
 		}
 		return uuids
 	}
-	p := &lendPart{self: self, db: db, log: log,
+	p := &LendPart{self: self, db: db, log: log,
 		l: lend.New(cfg, jm.Policy().Lend, jobs.LendGuests{M: jm}, jm.Ledger(), jm.OwnerGPUProcesses, lend.NewLogind().Signal)}
 	if v, ok, err := db.Setting(ctx, schema.SettingLendUsing); err != nil {
 		log.Warn("read the \"I'm using it\" switch: off until set", "err", err)
@@ -52,7 +53,8 @@ func openLend(ctx context.Context, self string, db *store.DB, jm *jobs.Manager, 
 	return p
 }
 
-func (p *lendPart) Run(ctx context.Context) error {
+// Run runs the lender and publishes its record until ctx is cancelled.
+func (p *LendPart) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.l.Run(ctx) })
 	g.Go(func() error { return p.publish(ctx) })
@@ -61,9 +63,9 @@ func (p *lendPart) Run(ctx context.Context) error {
 
 // keptSwitch is the lender with its "I'm using it" switch kept in the
 // local settings: an owner who said so is not lent out by a restart.
-type keptSwitch struct{ *lendPart }
+type keptSwitch struct{ *LendPart }
 
-// SetUsing implements app.Lending.
+// SetUsing implements Lending.
 func (k keptSwitch) SetUsing(on bool) {
 	k.l.SetUsing(on)
 	if err := k.db.SetSetting(context.Background(), schema.SettingLendUsing, strconv.FormatBool(on)); err != nil {
@@ -71,19 +73,19 @@ func (k keptSwitch) SetUsing(on bool) {
 	}
 }
 
-// State implements app.Lending.
+// State implements Lending.
 func (k keptSwitch) State() lend.State { return k.l.State() }
 
 // publish writes the lend record whenever what the lender says changes
 // (looked at every second).
-func (p *lendPart) publish(ctx context.Context) error {
+func (p *LendPart) publish(ctx context.Context) error {
 	var last []byte
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		data, err := json.Marshal(p.l.State().Status.Public())
 		if err == nil && string(data) != string(last) {
-			if _, err := p.db.Append(ctx, p.self, app.KindLend, "", time.Now(), data); err != nil {
+			if _, err := p.db.Append(ctx, p.self, KindLend, "", time.Now(), data); err != nil {
 				p.log.Warn("write the lend record", "err", err)
 			} else {
 				last = data

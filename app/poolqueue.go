@@ -1,25 +1,19 @@
-package daemon
+package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
 	"github.com/labpool/labpool/sync/store"
 )
-
-// The pool-wide queue's wiring (node/jobs/handover.go): which machines fit
-// a job queued here pool-wide, by the replica; the offer, over the pool's
-// transport; the role of a job's owner, by the pool's log; and each
-// member's decayed GPU-hours across the pool, by the replica's job records
-// whose owner proof verifies.
 
 // Bounds of the queue's reads of the replica and of one offer.
 const (
@@ -30,19 +24,30 @@ const (
 	maxTargetShapes  = 256
 )
 
-// poolQueue is what the job manager asks of the pool for its jobs queued
-// pool-wide: the service (built after the jobs, so bound late) plans and
-// reads the replica and calls the other machines; the pool says roles.
-type poolQueue struct {
+// PoolQueue is the pool-wide queue's wiring (node/jobs/handover.go): what
+// the job manager asks of the pool for its jobs queued pool-wide. Which
+// machines fit a job, by the replica; the offer, over the pool's
+// transport; the role of a job's owner, by the pool's log; and each
+// member's decayed GPU-hours across the pool, by the replica's job records
+// whose owner proof verifies. The service plans and reads the replica and
+// calls the other machines; it is built after the jobs, so the queue asks
+// for it (svc) and does nothing before it is there.
+type PoolQueue struct {
 	self string
 	db   *store.DB
 	pm   *pool.Manager
-	svc  *late[*app.Service]
+	svc  func() (*Service, bool)
 	log  *slog.Logger
 }
 
-// configure sets the pool-wide queue's hooks in cfg.
-func (q *poolQueue) configure(cfg *jobs.Config) {
+// NewPoolQueue returns the pool-wide queue of the machine self: svc
+// returns the service once it is built, and false before.
+func NewPoolQueue(self string, db *store.DB, pm *pool.Manager, svc func() (*Service, bool), log *slog.Logger) *PoolQueue {
+	return &PoolQueue{self: self, db: db, pm: pm, svc: svc, log: log}
+}
+
+// Configure sets the pool-wide queue's hooks in cfg.
+func (q *PoolQueue) Configure(cfg *jobs.Config) {
 	u := &usageCache{q: q}
 	tc := &targetCache{q: q, by: map[string]targetEntry{}}
 	cfg.Targets = tc.get
@@ -55,7 +60,7 @@ func (q *poolQueue) configure(cfg *jobs.Config) {
 // targetCache keeps queueTargets' answer for each shape of request for
 // targetsEvery: a pass over many queued jobs plans each shape once.
 type targetCache struct {
-	q  *poolQueue
+	q  *PoolQueue
 	mu sync.Mutex // guards by
 	by map[string]targetEntry
 }
@@ -84,15 +89,15 @@ func (c *targetCache) get(spec jobs.Spec) []jobs.Target {
 // queueTargets is the pool's other machines for spec, as the replica shows
 // them: the one the planner would pick first, then the others that fit,
 // then those that do not, each with what it lacks.
-func (q *poolQueue) queueTargets(spec jobs.Spec) []jobs.Target {
-	svc, ok := q.svc.get()
+func (q *PoolQueue) queueTargets(spec jobs.Spec) []jobs.Target {
+	svc, ok := q.svc()
 	if !ok {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), queueReadTimeout)
 	defer cancel()
 	spec.Queue = false // fits now, not "would wait"
-	p, err := svc.Plan(ctx, app.LaunchRequest{Spec: spec})
+	p, err := svc.Plan(ctx, LaunchRequest{Spec: spec})
 	if err != nil {
 		q.log.Debug("plan a queued job across the pool", "err", err)
 		return nil
@@ -136,10 +141,10 @@ func (q *poolQueue) queueTargets(spec jobs.Spec) []jobs.Target {
 }
 
 // offerJob sends a hand-over offer to node.
-func (q *poolQueue) offerJob(ctx context.Context, node string, o jobs.Offer) (jobs.OfferAnswer, error) {
-	svc, ok := q.svc.get()
+func (q *PoolQueue) offerJob(ctx context.Context, node string, o jobs.Offer) (jobs.OfferAnswer, error) {
+	svc, ok := q.svc()
 	if !ok {
-		return jobs.OfferAnswer{}, errNoService
+		return jobs.OfferAnswer{}, errQueueNoService
 	}
 	ctx, cancel := context.WithTimeout(ctx, offerTimeout)
 	defer cancel()
@@ -147,7 +152,7 @@ func (q *poolQueue) offerJob(ctx context.Context, node string, o jobs.Offer) (jo
 }
 
 // memberRole is the role of the member id in the pool, "" for none.
-func (q *poolQueue) memberRole(id string) string {
+func (q *PoolQueue) memberRole(id string) string {
 	pid, err := peer.ParseID(id)
 	if err != nil {
 		return ""
@@ -158,7 +163,7 @@ func (q *poolQueue) memberRole(id string) string {
 
 // usageCache keeps each member's decayed GPU-hours for usageEvery.
 type usageCache struct {
-	q  *poolQueue
+	q  *PoolQueue
 	mu sync.Mutex // guards the fields below
 	at time.Time
 	by map[string]float64
@@ -167,7 +172,7 @@ type usageCache struct {
 func (u *usageCache) get() map[string]float64 {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	svc, ok := u.q.svc.get()
+	svc, ok := u.q.svc()
 	if u.by != nil && time.Since(u.at) < usageEvery || !ok {
 		return u.by
 	}
@@ -185,3 +190,6 @@ func (u *usageCache) get() map[string]float64 {
 	u.by, u.at = jobs.DecayedUsage(js, time.Now(), jobs.UsageHalfLife), time.Now()
 	return u.by
 }
+
+// errQueueNoService is the offer's answer before the service is built.
+var errQueueNoService = errors.New("offer a queued job: the service is not built yet")

@@ -1,10 +1,9 @@
-package daemon
+package app
 
 import (
 	"log/slog"
 	"net/http"
 
-	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/agent"
 	"github.com/labpool/labpool/node/alloc"
 	"github.com/labpool/labpool/node/jobs"
@@ -14,15 +13,17 @@ import (
 	"github.com/labpool/labpool/sync/transport"
 )
 
-// openReservations builds the book of this machine's reservations over
-// its own records, after the jobs: the ledger holds what the book holds
-// (SetHeld "reservations"), from the records loaded at start on.
-func openReservations(self string, db *store.DB, jm *jobs.Manager, tel *agent.Telemetry, log *slog.Logger) *reserve.Book {
+// OpenReservations builds the book of the machine self's reservations
+// over its own records (ReservationStore), after its job manager: the
+// ledger holds what the book holds (SetHeld "reservations"), from the
+// records loaded at start on. The book places reservations on the GPUs of
+// the latest telemetry (info).
+func OpenReservations(self string, db *store.DB, jm *jobs.Manager, info func() agent.Info, log *slog.Logger) *reserve.Book {
 	b := reserve.NewBook(reserve.Config{
 		Node:    self,
-		Units:   func() []alloc.Unit { return gpuUnits(self, tel) },
+		Units:   func() []alloc.Unit { return gpuUnits(self, info()) },
 		Policy:  func() reserve.Policy { return jm.Policy().Reserve },
-		Store:   app.ReservationStore{DB: db, Self: self},
+		Store:   ReservationStore{DB: db, Self: self},
 		Log:     log,
 		Changed: func(gs []alloc.Grant) { jm.Ledger().SetHeld("reservations", gs) },
 		Lost: func(r reserve.Reservation) {
@@ -36,19 +37,19 @@ func openReservations(self string, db *store.DB, jm *jobs.Manager, tel *agent.Te
 	return b
 }
 
-// gpuUnits are this machine's GPUs as the book places reservations on
-// them.
-func gpuUnits(self string, tel *agent.Telemetry) []alloc.Unit {
+// gpuUnits are the machine self's GPUs in info as the book places
+// reservations on them.
+func gpuUnits(self string, info agent.Info) []alloc.Unit {
 	var out []alloc.Unit
-	for _, g := range tel.Info().GPUs {
+	for _, g := range info.GPUs {
 		out = append(out, alloc.Unit{ID: g.UUID, Kind: alloc.GPU, Node: self, Index: g.Index, MemBytes: g.MemTotalBytes})
 	}
 	return out
 }
 
-// reserveCaller is who asks the reservations API: the device the
-// transport proved, with its role in the pool.
-func reserveCaller(pm *pool.Manager) func(*http.Request) reserve.Caller {
+// ReserveCaller is who asks the reservations' peer API (reserve.Handler):
+// the device the transport proved, with its role in the pool.
+func ReserveCaller(pm *pool.Manager) func(*http.Request) reserve.Caller {
 	return func(r *http.Request) reserve.Caller {
 		id, _ := transport.PeerID(r)
 		role, _ := pm.Role(id)

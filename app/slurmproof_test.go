@@ -1,4 +1,4 @@
-package daemon
+package app
 
 import (
 	"context"
@@ -21,15 +21,15 @@ func TestSlurmProof(t *testing.T) {
 	}
 	noSessions := func(peer.ID) []netip.Addr { panic("asked the endpoint") }
 	noPolicy := func() jobs.Policy { return jobs.Policy{} }
-	if got := clusterProof(id.ID, noSessions, nil, noPolicy).Nodes(); got != nil {
+	if got := NewSlurmProof(id.ID, noSessions, nil, noPolicy).Nodes(); got != nil {
 		t.Errorf("nodes with no cluster = %v", got)
 	}
 	card := slurm.NewCard(oneNode{}, time.Hour)
-	if got := clusterProof(id.ID, noSessions, card, noPolicy).Nodes(); got != nil {
+	if got := NewSlurmProof(id.ID, noSessions, card, noPolicy).Nodes(); got != nil {
 		t.Errorf("nodes before the first read = %v", got)
 	}
 	readOnce(t, card)
-	p := clusterProof(id.ID, noSessions, card, noPolicy)
+	p := NewSlurmProof(id.ID, noSessions, card, noPolicy)
 	if got := p.Nodes(); len(got) != 1 || got[0].Addr != "10.0.1.1" {
 		t.Errorf("nodes = %v; want node1 at 10.0.1.1", got)
 	}
@@ -42,7 +42,7 @@ func TestSlurmProof(t *testing.T) {
 		t.Errorf("enrolled for node1 with no policy = %q", got)
 	}
 	enrolled := func() jobs.Policy { return jobs.Policy{SlurmNodes: map[string]string{"Node1": id.ID.String()}} }
-	if got := clusterProof(id.ID, noSessions, card, enrolled).Enrolled("node1"); got != id.ID.String() {
+	if got := NewSlurmProof(id.ID, noSessions, card, enrolled).Enrolled("node1"); got != id.ID.String() {
 		t.Errorf("enrolled for node1 = %q; want the device the policy names (case aside)", got)
 	}
 }
