@@ -397,6 +397,7 @@ func (l *Ledger) refuseFaulty(job string, want Request, gpus []gpu.Stats) error 
 // Quarantine keeps q.UUID from new jobs; it reports whether the GPU was not
 // quarantined already (a job holding it keeps it until it ends).
 func (l *Ledger) Quarantine(q Quarantine) bool {
+	defer l.signal() // after the unlock: the published units say which GPUs are down
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if _, ok := l.quarantined[q.UUID]; ok {
@@ -410,6 +411,7 @@ func (l *Ledger) Quarantine(q Quarantine) bool {
 // another one (an XID after the ECC errors it came with, say); it reports
 // whether the reason changed. The quarantine keeps its start.
 func (l *Ledger) Requarantine(q Quarantine) bool {
+	defer l.signal() // after the unlock: the published units say which GPUs are down
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	old, ok := l.quarantined[q.UUID]
@@ -424,6 +426,7 @@ func (l *Ledger) Requarantine(q Quarantine) bool {
 // Unquarantine lets new jobs have the GPU again; it returns the quarantine
 // lifted, and false when there was none.
 func (l *Ledger) Unquarantine(uuid string) (Quarantine, bool) {
+	defer l.signal() // after the unlock: the published units say which GPUs are down
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	q, ok := l.quarantined[uuid]

@@ -270,3 +270,32 @@ func TestContainerInCgroup(t *testing.T) {
 		}
 	}
 }
+
+// TestQuarantineSaysLedgerChanged: quarantining and clearing a GPU tell
+// Changes, so the published units say at once which GPUs are down (a
+// planner reading a cleared GPU as quarantined refused a launch).
+func TestQuarantineSaysLedgerChanged(t *testing.T) {
+	l := NewLedger()
+	drained := func() bool {
+		select {
+		case <-l.Changes():
+			return true
+		default:
+			return false
+		}
+	}
+	q := Quarantine{UUID: "GPU-2", Index: 2, Reason: "XID 79"}
+	for _, step := range []struct {
+		name string
+		do   func()
+	}{
+		{"quarantine", func() { l.Quarantine(q) }},
+		{"requarantine", func() { q.Reason = "XID 48"; l.Requarantine(q) }},
+		{"clear", func() { l.Unquarantine("GPU-2") }},
+	} {
+		step.do()
+		if !drained() {
+			t.Errorf("%s: Changes said nothing", step.name)
+		}
+	}
+}
