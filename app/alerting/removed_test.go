@@ -9,6 +9,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/app/internal/replicatest"
 	"github.com/labpool/labpool/node/alerts"
+	"github.com/labpool/labpool/node/jobs"
 	"github.com/labpool/labpool/sync/pool"
 )
 
@@ -106,4 +107,21 @@ func aboutOthers(as []alerts.Alert, self string) int {
 		}
 	}
 	return n
+}
+
+// TestJobNamesRemovedOwner: an idle-allocation alert about a job of a
+// member removed since names them, marked "(removed)"; a device the pool
+// never admitted gets no name (the message shows a short ID).
+func TestJobNamesRemovedOwner(t *testing.T) {
+	db := replicatest.Open(t)
+	self, bob, stranger := id("self"), id("bob-laptop"), id("stranger")
+	p := fakePool{members: []pool.MemberState{{ID: self.String(), Name: "self"}, {ID: bob.String(), Name: "bob-laptop", Removed: true}}}
+	in := NewInputs(self.String(), db, func() map[string]string { return nil }, nil, p, online{})
+	owners := map[string]string{"job-1": bob.String(), "job-2": stranger.String()}
+	in.SetJobs(func(id string) (jobs.Job, error) { return jobs.Job{ID: id, Name: "train", Owner: owners[id]}, nil })
+	for job, want := range map[string]string{"job-1": "bob-laptop" + app.RemovedMark, "job-2": ""} {
+		if _, owner := in.JobNames(job); owner != want {
+			t.Errorf("JobNames(%s) owner %q, want %q", job, owner, want)
+		}
+	}
 }
