@@ -18,8 +18,8 @@ import (
 // remove bob-laptop). Everywhere people read who ran what (the jobs list
 // and its JSON, the GPU a job holds, the report by member) bob's jobs and
 // hours keep his name, marked "(removed)", and stay his (verified): not
-// his device's short ID, not "(unverified)". A device the pool never
-// admitted is still no member.
+// his device's short ID, not "(unverified)"; readmitted, they are his
+// again, unmarked. A device the pool never admitted is still no member.
 func TestRemovedMemberKeepsName(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
@@ -135,4 +135,11 @@ func TestRemovedMemberKeepsName(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("removed", func(t *testing.T) { check(t, "bob-laptop"+RemovedMark) })
+
+	// pool readmit bob-laptop: the log's readmission, a later version; his
+	// jobs and hours are his again, unmarked.
+	if _, err := db.PutMember(ctx, store.MemberRow{ID: bobID, Name: "bob-laptop", Version: 3, AddedAt: t0, AddedBy: selfID}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("readmitted", func(t *testing.T) { check(t, "bob-laptop") })
 }
