@@ -307,6 +307,9 @@ func (p *Peers) follow(ctx context.Context, f *follower) {
 			return
 		}
 		p.log.Debug("replication session ended", "peer", f.id, "err", err)
+		if errors.Is(err, errTold) {
+			p.readRemoved(ctx) // the records told may have removed it: wait as removed at once
+		}
 		if p.waitRemoved(ctx) {
 			backoff = p.cfg.MinBackoff
 			continue
@@ -336,6 +339,18 @@ func (p *Peers) isRemoved() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.removed
+}
+
+// readRemoved reads from the member set whether this device was removed,
+// ahead of the next reconcile.
+func (p *Peers) readRemoved(ctx context.Context) {
+	members, err := p.db.Members(ctx)
+	if err != nil {
+		return // the next reconcile reads it
+	}
+	p.mu.Lock()
+	p.removed = selfRemoved(members, p.self.String())
+	p.mu.Unlock()
 }
 
 // waitRemoved waits RemovedRetry when this device is removed, and
@@ -402,7 +417,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 				return err
 			}
 		}
-		return fmt.Errorf("replication stream: %s", told.Message)
+		return fmt.Errorf("replication stream: %s: %w", told.Message, errTold)
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -486,6 +501,9 @@ const wakeAfter = 100 * time.Millisecond
 
 // errWoken ends a session whose dial a new address hint cut short.
 var errWoken = errors.New("dialling again: a new address was hinted")
+
+// errTold ends a session the member refused as this device was removed.
+var errTold = errors.New("told it was removed")
 
 // errResync ends a session so that the next one fetches what a full disk
 // made Put skip.

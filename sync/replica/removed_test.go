@@ -55,6 +55,9 @@ func TestToldRemoved(t *testing.T) {
 		t.Errorf("OnPool got %v; want the records of the refusal", rec)
 	}
 	n := calls.Load()
+	if n != 1 {
+		t.Errorf("%d requests before it waited; want 1: told once, it asks again only after RemovedRetry", n)
+	}
 	// The member set changes no more: a reconcile (every Reconcile) must
 	// start no other follower.
 	p.mu.Lock()
