@@ -258,7 +258,7 @@ func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
 	// Removed from the pool: the members refuse this device, telling it the
 	// pool's records; it asks each again only every RemovedRetry (follow),
 	// so that a readmission reaches it.
-	p.removed = selfRemoved(members, p.self.String())
+	p.setRemovedLocked(selfRemoved(members, p.self.String()))
 	for _, m := range members {
 		if m.ID == p.self.String() {
 			continue
@@ -300,6 +300,9 @@ func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
 func (p *Peers) follow(ctx context.Context, f *follower) {
 	backoff := p.cfg.MinBackoff
 	for ctx.Err() == nil {
+		if p.isRemoved() && !p.waitRemoved(ctx) {
+			return
+		}
 		start := time.Now()
 		err := p.session(ctx, f)
 		p.setOnline(f, false)
@@ -310,9 +313,9 @@ func (p *Peers) follow(ctx context.Context, f *follower) {
 		if errors.Is(err, errTold) {
 			p.readRemoved(ctx) // the records told may have removed it: wait as removed at once
 		}
-		if p.waitRemoved(ctx) {
+		if p.isRemoved() {
 			backoff = p.cfg.MinBackoff
-			continue
+			continue // the next ask waits RemovedRetry
 		}
 		if errors.Is(err, errWoken) {
 			backoff = p.cfg.MinBackoff
@@ -349,26 +352,41 @@ func (p *Peers) readRemoved(ctx context.Context) {
 		return // the next reconcile reads it
 	}
 	p.mu.Lock()
-	p.removed = selfRemoved(members, p.self.String())
+	p.setRemovedLocked(selfRemoved(members, p.self.String()))
 	p.mu.Unlock()
 }
 
-// waitRemoved waits RemovedRetry when this device is removed, and
-// reports whether it waited: nothing wakes it sooner (hints and new
-// addresses do not make a removed device ask more often).
-func (p *Peers) waitRemoved(ctx context.Context) bool {
-	if !p.isRemoved() {
-		return false
+// setRemovedLocked records whether this device is removed. When that
+// changes, every follower stops (its session ends at once: a removed
+// device calls nobody until its next ask) and the next reconcile starts
+// them again, asking once every RemovedRetry while removed, following at
+// once when readmitted. p.mu is held.
+func (p *Peers) setRemovedLocked(removed bool) {
+	if removed != p.removed {
+		for _, f := range p.peers {
+			if f.cancel != nil {
+				f.cancel()
+				f.cancel = nil
+			}
+		}
 	}
+	p.removed = removed
+}
+
+// waitRemoved waits RemovedRetry, the time between a removed device's
+// asks, and reports whether ctx is still live: nothing wakes it sooner
+// (hints and new addresses do not make a removed device ask more often).
+func (p *Peers) waitRemoved(ctx context.Context) bool {
 	wait := p.cfg.RemovedRetry
 	if wait <= 0 {
 		wait = DefaultRemovedRetry
 	}
 	select {
 	case <-ctx.Done():
+		return false
 	case <-time.After(wait):
+		return true
 	}
-	return true
 }
 
 func (p *Peers) addrs(f *follower) []string {
