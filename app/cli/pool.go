@@ -97,7 +97,7 @@ func writeMembers(w io.Writer, ps app.PoolStatus) error {
 		return nil
 	}
 	if r := ps.Removed; r != nil {
-		fmt.Fprintf(w, "This machine was removed from the pool by %s at %s: its members refuse it, and it shows none of their machines. Join another pool with `labpool pool join CODE`, or make one with `labpool pool create`.\n",
+		fmt.Fprintf(w, "This machine was removed from the pool by %s at %s: its members refuse it, and it shows none of their machines. An owner or admin of the pool can take it back with `labpool pool readmit NAME` on their machine; or join another pool with `labpool pool join CODE`, or make one with `labpool pool create`.\n",
 			r.ByName, r.At.Local().Format(time.DateTime))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
