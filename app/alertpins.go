@@ -46,7 +46,7 @@ func (s *Service) AlertMutes(ctx context.Context, node string) (AlertMutes, erro
 	if err != nil {
 		return AlertMutes{}, err
 	}
-	_, names, err := s.nodeIDs(ctx)
+	names, err := s.peopleNames(ctx, nil)
 	if err != nil {
 		return AlertMutes{}, err
 	}

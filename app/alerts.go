@@ -107,6 +107,9 @@ const alertWindow = 7 * 24 * time.Hour
 // a machine's only when that machine wrote it: one a machine wrote about
 // another is left out, but for a "machine offline" alert this machine
 // recorded (every member records its own), marked with it as Observer.
+// Only the machines of the pool now are listed (nodeIDs): a machine
+// removed from its pool lists its own alerts about itself, none of the
+// old pool's, whose last records may still say they fire.
 func (r *Reader) Alerts(ctx context.Context, seconds int) ([]Alert, error) {
 	if seconds < 0 {
 		return nil, fmt.Errorf("%w: since must not be negative", ErrInvalid)
@@ -116,7 +119,7 @@ func (r *Reader) Alerts(ctx context.Context, seconds int) ([]Alert, error) {
 		window = time.Duration(seconds) * time.Second
 	}
 	from := r.now().Add(-window)
-	origins, err := r.db.Origins(ctx)
+	origins, names, err := r.nodeIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +134,7 @@ func (r *Reader) Alerts(ctx context.Context, seconds int) ([]Alert, error) {
 			if json.Unmarshal(rec.Data, &a) != nil || a.ID == "" {
 				continue
 			}
-			if !shownAs(a, o, r.self.ID) {
+			if _, inPool := names[a.Node]; !inPool || !shownAs(a, o, r.self.ID) {
 				continue
 			}
 			a.Observer = ""

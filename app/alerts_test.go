@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/alerts"
+	"github.com/labpool/labpool/sync/store"
 )
 
 // rolePool is a pool in which this machine holds role.
@@ -161,4 +162,51 @@ func TestAlertEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	next("a1")
+}
+
+// TestRemovedMachineForgetsPoolAlerts: a machine removed from its pool
+// lists its own alerts about itself and nothing of the old pool's: not
+// the alerts alpha recorded (still active in its last records), not the
+// machine-offline alerts it raised itself about alpha, fired or cleared.
+// A member lists them all, as before.
+func TestRemovedMachineForgetsPoolAlerts(t *testing.T) {
+	db := openDB(t)
+	putMember(t, db, selfID, "zeta", false)
+	putMember(t, db, alphaID, "alpha", false)
+	svc := newService(t, db, Self{ID: selfID, Name: "zeta"}, nil, nil)
+	svc.now = func() time.Time { return t0 }
+	zero := 0
+	cleared := t0.Add(-time.Minute)
+	for _, a := range []struct {
+		origin string
+		a      Alert
+	}{
+		{selfID, Alert{ID: "hot-self", Node: selfID, Rule: alerts.RuleGPUTemp, GPU: &zero, FiredAt: t0.Add(-time.Hour)}},
+		{alphaID, Alert{ID: "idle-alpha", Node: alphaID, Rule: alerts.RuleIdleGranted, GPU: &zero, FiredAt: t0.Add(-time.Hour)}},
+		{selfID, Alert{ID: "alpha-offline", Node: alphaID, Rule: alerts.RuleOffline, FiredAt: t0.Add(-2 * time.Minute)}},
+		{selfID, Alert{ID: "alpha-offline-before", Node: alphaID, Rule: alerts.RuleOffline, FiredAt: t0.Add(-3 * time.Hour), ClearedAt: &cleared}},
+	} {
+		putAlert(t, svc, a.origin, a.a)
+	}
+	list := func() string {
+		got, err := svc.Alerts(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, a := range got {
+			out = append(out, a.ID)
+		}
+		return strings.Join(out, " ")
+	}
+	if got, want := list(), "alpha-offline hot-self idle-alpha alpha-offline-before"; got != want {
+		t.Errorf("a member lists %s, want %s", got, want)
+	}
+	// pool remove zeta: its log's tombstone.
+	if _, err := db.PutMember(context.Background(), store.MemberRow{ID: selfID, Name: "zeta", Version: 2, Removed: true, AddedAt: t0, AddedBy: alphaID}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := list(), "hot-self"; got != want {
+		t.Errorf("removed, it lists %s, want %s (its own alerts about itself only)", got, want)
+	}
 }

@@ -113,6 +113,7 @@ func (stubDaemon) Join(context.Context, JoinRequest) (PoolStatus, error) {
 func (stubDaemon) Remove(context.Context, string) error                     { return errStub }
 func (stubDaemon) Probe(context.Context, string) (ProbeResult, error)       { return ProbeResult{}, errStub }
 func (stubDaemon) RevokeInvite(context.Context, string) error               { return errStub }
+func (stubDaemon) Readmit(context.Context, string) error                    { return errStub }
 func (stubDaemon) SetRole(context.Context, string, string) error            { return errStub }
 func (stubDaemon) NodeClient(context.Context, string) (*http.Client, error) { return nil, errStub }
 func (stubDaemon) Share(context.Context, ShareRequest) (Folder, error)      { return Folder{}, errStub }

@@ -16,9 +16,9 @@ func (r *Reader) nameJobs(ctx context.Context, nodes []Node) error {
 		slurmIdx map[string]jobs.Job // the cluster agents' Slurm jobs, read once when a GPU needs them
 		err      error
 	)
-	names := make(map[string]string, len(nodes))
-	for _, n := range nodes {
-		names[n.ID] = n.Name
+	names, err := r.peopleNames(ctx, nodes) // owners: those removed since keep their name
+	if err != nil {
+		return err
 	}
 	for ni := range nodes {
 		n := &nodes[ni]

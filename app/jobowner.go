@@ -16,7 +16,9 @@ import (
 const UnverifiedOwner = "(unverified)"
 
 // RuleOwnerNotMember is broken by a job whose proof is the signature of a
-// device that is no member of the pool (any more).
+// device the pool never admitted. A member removed since stays the owner
+// of the jobs their device signed, named "NAME (removed)": only their own
+// key makes such a proof, and a job they launched keeps its history.
 const RuleOwnerNotMember = "owner proof: not a member"
 
 // maxOwnerChecks bounds the cache of checked records; past it the cache
@@ -38,8 +40,9 @@ type recordKey struct {
 
 // proofRule is the rule j's owner proof breaks ("" when none), j read from
 // rec: the proof must be of j.Owner, for j (the job's ID, its node, which
-// is its origin, and its spec); members names the pool's members, of whom
-// j.Owner must be one (not cached: members come and go).
+// is its origin, and its spec); members names the devices the pool has
+// admitted (memberNames), of whom j.Owner must be one (not cached:
+// members come).
 func (r *Reader) proofRule(rec store.Record, j jobs.Job, members map[string]string) string {
 	rule := r.owners.rule(rec, j, members)
 	if rule == "" && j.Home != "" && j.Home != rec.Origin {

@@ -46,6 +46,10 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 	for _, n := range nodes {
 		names[n.ID], online[n.ID] = n.Name, n.Online
 	}
+	people, err := r.peopleNames(ctx, nodes) // owners: those removed since keep their name
+	if err != nil {
+		return nil, err
+	}
 	recs, err := r.jobRecords(ctx, nodes, all)
 	if err != nil {
 		return nil, err
@@ -63,8 +67,8 @@ func (r *Reader) Jobs(ctx context.Context, all bool) ([]Job, error) {
 			continue
 		}
 		j.Node = rec.Origin // a job is its origin's, whatever node the record names
-		v := Job{Job: j, NodeName: names[rec.Origin], Stale: !online[rec.Origin], ImageLoadedByName: loaderName(names, j.ImageLoadedBy)}
-		v.attribute(r.proofRule(rec, j, names), names)
+		v := Job{Job: j, NodeName: names[rec.Origin], Stale: !online[rec.Origin], ImageLoadedByName: loaderName(people, j.ImageLoadedBy)}
+		v.attribute(r.proofRule(rec, j, people), people)
 		v.weigh(w, now)
 		out = append(out, v)
 	}
@@ -513,7 +517,7 @@ func (s *Service) Launch(ctx context.Context, req LaunchRequest) (Job, error) {
 	out := Job{Job: j, NodeName: p.NodeName, Placement: p.Reason}
 	out.attribute(ruleOf(j.VerifyOwner()), map[string]string{s.self.ID: s.self.Name})
 	if j.ImageLoadedBy != "" {
-		_, names, _ := s.nodeIDs(ctx) // no names: the short ID
+		names, _ := s.peopleNames(ctx, nil) // no names: the short ID
 		out.ImageLoadedByName = loaderName(names, j.ImageLoadedBy)
 	}
 	return out, nil
@@ -610,7 +614,7 @@ func (s *Service) Images(ctx context.Context, node string) ([]containers.Image, 
 		return nil, err
 	}
 	imgs = orEmpty(imgs)
-	_, names, err := s.nodeIDs(ctx)
+	names, err := s.peopleNames(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,62 @@
 package app
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"strings"
+
+	"github.com/labpool/labpool/sync/store"
 )
+
+// RemovedMark follows the name of a member removed from the pool wherever
+// it is shown: the jobs and GPU-hours of someone who left keep their name
+// ("bob (removed)"), not a device ID.
+const RemovedMark = " (removed)"
+
+// memberLabel is how a member is named to people: its name, marked when
+// it was removed; the short ID of a member without a name.
+func memberLabel(id, name string, removed bool) string {
+	if name == "" {
+		name = shortID(id)
+	}
+	if removed {
+		name += RemovedMark
+	}
+	return name
+}
+
+// memberNames names every device the pool has admitted (device ID ->
+// name), those removed since too, their names marked RemovedMark: the
+// membership log keeps a removed member's record, and their jobs, hours
+// and reservations keep their name. A device the pool never admitted is
+// not in it.
+func memberNames(ctx context.Context, db *store.DB) (map[string]string, error) {
+	ms, err := db.Members(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read members: %w", err)
+	}
+	out := make(map[string]string, len(ms))
+	for _, m := range ms {
+		out[m.ID] = memberLabel(m.ID, m.Name, m.Removed)
+	}
+	return out, nil
+}
+
+// peopleNames is memberNames with this machine's own name and the names
+// nodes give themselves in their records over their member names (as the
+// pool's views show machines).
+func (r *Reader) peopleNames(ctx context.Context, nodes []Node) (map[string]string, error) {
+	names, err := memberNames(ctx, r.db)
+	if err != nil {
+		return nil, err
+	}
+	names[r.self.ID] = cmp.Or(r.self.Name, names[r.self.ID], shortID(r.self.ID))
+	for _, n := range nodes {
+		names[n.ID] = n.Name
+	}
+	return names, nil
+}
 
 // ResolveMembers turns what a person typed for a folder's members (a
 // member's name, a full device ID, or a unique prefix of one such as the
@@ -87,14 +140,15 @@ func candidates(members []Member) string {
 }
 
 // MemberNames names the devices ids for a person, in order: a member's
-// name, or the short ID of a device the pool does not list.
+// name (marked RemovedMark once removed), or the short ID of a device
+// the pool does not list.
 func MemberNames(members []Member, ids []string) []string {
 	if len(ids) == 0 {
 		return nil
 	}
 	names := make(map[string]string, len(members))
 	for _, m := range members {
-		names[idKey(m.ID)] = m.Name
+		names[idKey(m.ID)] = memberLabel(m.ID, m.Name, m.Removed)
 	}
 	out := make([]string, len(ids))
 	for i, id := range ids {

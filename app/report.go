@@ -157,8 +157,12 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	if err != nil {
 		return Report{}, err
 	}
-	for _, n := range nodes {
-		names[n.ID] = n.Name // a machine's own name over its member name
+	people, err := r.peopleNames(ctx, nodes) // owners: those removed since keep their name
+	if err != nil {
+		return Report{}, err
+	}
+	for id, name := range people {
+		names[id] = name // a machine's own name over its member name
 	}
 	in.weights = newWeights(nodes)
 	names[slurmOutside] = "Slurm jobs outside labpool"

@@ -39,6 +39,7 @@ type PoolManager interface {
 	Create(ctx context.Context) (JoinCode, error)
 	Join(ctx context.Context, req JoinRequest) (PoolStatus, error)
 	Remove(ctx context.Context, id string) error
+	Readmit(ctx context.Context, id string) error
 	Probe(ctx context.Context, addr string) (ProbeResult, error)
 	CreateInvite(ctx context.Context, req InviteRequest) (NewInvite, error)
 	RevokeInvite(ctx context.Context, id string) error
@@ -335,6 +336,12 @@ func (s *Service) JoinPool(ctx context.Context, req JoinRequest) (PoolStatus, er
 // RemoveMember removes a device from the pool.
 func (s *Service) RemoveMember(ctx context.Context, id string) error {
 	return s.pool.Remove(ctx, id)
+}
+
+// ReadmitMember takes back a device removed from the pool (owners and
+// admins): a member again under its name, its jobs and hours its own.
+func (s *Service) ReadmitMember(ctx context.Context, id string) error {
+	return s.pool.Readmit(ctx, id)
 }
 
 // Probe reports what the machine at addr answers to this one.

@@ -319,6 +319,7 @@ func (f *fakePool) CreateInvite(_ context.Context, r InviteRequest) (NewInvite, 
 	return NewInvite{Invite: Invite{ID: "i1", Role: r.Role}, Code: "c"}, f.err
 }
 func (f *fakePool) RevokeInvite(context.Context, string) error    { return f.err }
+func (f *fakePool) Readmit(context.Context, string) error         { return f.err }
 func (f *fakePool) SetRole(context.Context, string, string) error { return f.err }
 func (f *fakePool) Probe(_ context.Context, addr string) (ProbeResult, error) {
 	return ProbeResult{Addr: addr}, f.err

@@ -155,19 +155,3 @@ func clusterAgents(ctx context.Context, db *store.DB) (map[string]string, error)
 	}
 	return out, nil
 }
-
-// memberNames are the pool's members in db (device ID -> name), removed
-// ones left out.
-func memberNames(ctx context.Context, db *store.DB) (map[string]string, error) {
-	ms, err := db.Members(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read members: %w", err)
-	}
-	out := make(map[string]string, len(ms))
-	for _, m := range ms {
-		if !m.Removed {
-			out[m.ID] = m.Name
-		}
-	}
-	return out, nil
-}

@@ -9,6 +9,7 @@ import (
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/node/folders"
+	"github.com/labpool/labpool/sync/pool"
 	"github.com/labpool/labpool/sync/store"
 )
 
@@ -58,10 +59,12 @@ func (in *Inputs) Folders() []alerts.Folder {
 }
 
 // Peers implements alerts.Inputs: the other members that have GPUs (a
-// laptop asleep is no alert).
+// laptop asleep is no alert). A machine removed from its pool watches
+// none: the old pool's machines are no longer its concern, and the
+// alerts it raised about them clear at its next evaluation.
 func (in *Inputs) Peers() []alerts.PeerReading {
 	st, ok := in.pool.Snapshot()
-	if !ok {
+	if !ok || !activeIn(st, in.self) {
 		return nil
 	}
 	var out []alerts.PeerReading
@@ -90,4 +93,14 @@ func (in *Inputs) gpuMachine(node string) bool {
 	}
 	in.gpus[node] = gpuNode{has: has, at: time.Now()}
 	return has
+}
+
+// activeIn says whether id is a member of st that was not removed.
+func activeIn(st pool.State, id string) bool {
+	for _, m := range st.Members {
+		if m.ID == id {
+			return !m.Removed
+		}
+	}
+	return false
 }

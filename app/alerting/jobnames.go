@@ -3,6 +3,7 @@ package alerting
 import (
 	"sync"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/node/jobs"
 )
@@ -49,12 +50,18 @@ func (in *Inputs) JobNames(job string) (name, owner string) {
 	return j.Name, owner
 }
 
-// memberName is the member name of device id, "" when not a member.
+// memberName is the member name of device id, marked app.RemovedMark
+// when it was removed since; "" when the pool never admitted it.
 func (in *Inputs) memberName(id string) string {
 	if in.pool == nil || id == "" {
 		return ""
 	}
 	st, _ := in.pool.Snapshot()
+	for _, m := range st.Members {
+		if m.ID == id && m.Removed {
+			return m.Name + app.RemovedMark
+		}
+	}
 	return st.MemberName(id)
 }
 

@@ -57,6 +57,7 @@ func (noDaemon) CreateInvite(context.Context, app.InviteRequest) (app.NewInvite,
 	return app.NewInvite{}, app.ErrReadOnly
 }
 func (noDaemon) RevokeInvite(context.Context, string) error    { return app.ErrReadOnly }
+func (noDaemon) Readmit(context.Context, string) error         { return app.ErrReadOnly }
 func (noDaemon) SetRole(context.Context, string, string) error { return app.ErrReadOnly }
 func (noDaemon) NodeClient(context.Context, string) (*http.Client, error) {
 	return nil, app.ErrReadOnly

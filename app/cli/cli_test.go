@@ -114,6 +114,7 @@ func (f *fakePool) CreateInvite(_ context.Context, r app.InviteRequest) (app.New
 }
 
 func (f *fakePool) RevokeInvite(context.Context, string) error { return nil }
+func (f *fakePool) Readmit(context.Context, string) error      { return nil }
 
 func (f *fakePool) SetRole(context.Context, string, string) error { return nil }
 

@@ -15,7 +15,7 @@ import (
 
 func poolCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "pool", Short: "Create, join and edit the pool"}
-	c.AddCommand(poolCreateCmd(g), poolJoinCmd(g), poolMembersCmd(g), poolRemoveCmd(g),
+	c.AddCommand(poolCreateCmd(g), poolJoinCmd(g), poolMembersCmd(g), poolRemoveCmd(g), poolReadmitCmd(g),
 		poolInviteCmd(g), poolInvitesCmd(g), poolRevokeCmd(g), poolRoleCmd(g))
 	return c
 }
@@ -97,7 +97,7 @@ func writeMembers(w io.Writer, ps app.PoolStatus) error {
 		return nil
 	}
 	if r := ps.Removed; r != nil {
-		fmt.Fprintf(w, "This machine was removed from the pool by %s at %s: its members refuse it, and it shows none of their machines. Join another pool with `labpool pool join CODE`, or make one with `labpool pool create`.\n",
+		fmt.Fprintf(w, "This machine was removed from the pool by %s at %s: its members refuse it, and it shows none of their machines. An owner or admin of the pool can take it back with `labpool pool readmit NAME` on their machine; or join another pool with `labpool pool join CODE`, or make one with `labpool pool create`.\n",
 			r.ByName, r.At.Local().Format(time.DateTime))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -115,6 +115,17 @@ func writeMembers(w io.Writer, ps app.PoolStatus) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.Name, m.Role, m.AddedAt.Local().Format(time.DateTime), state)
 	}
 	return tw.Flush()
+}
+
+func poolReadmitCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "readmit NAME",
+		Short: "Take back a device removed from the pool, with its role, name and history: its machine learns of it on its own (admins and owners)",
+		Args:  cobra.ExactArgs(1),
+	}
+	return actVerb(g, c, func(ctx context.Context, c *web.Client, args []string) (string, error) {
+		return fmt.Sprintf("Readmitted %s to the pool.", args[0]), c.ReadmitMember(ctx, args[0])
+	})
 }
 
 func poolRemoveCmd(g *globals) *cobra.Command {

@@ -47,7 +47,7 @@ func NewEvictions(m *Membership, ep Disconnector, cps CopyCanceller, jobs Evicto
 func (e *Evictions) Removed(id peer.ID) {
 	if id == e.members.self {
 		r, _ := e.members.pm.RemovalOf(id.String())
-		e.log.Warn("this machine was removed from the pool: the members refuse it from now on, and it calls none of them",
+		e.log.Warn("this machine was removed from the pool: the members refuse it from now on, and it asks them again only once a minute, until an owner or admin readmits it",
 			"by", e.members.NameOf(r.By), "at", r.At.UTC().Format(time.RFC3339))
 		return // its own jobs and copies here are its own
 	}

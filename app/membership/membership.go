@@ -157,6 +157,11 @@ func (p *Membership) Remove(ctx context.Context, who string) error {
 	return poolError(p.pm.Remove(ctx, who))
 }
 
+// Readmit implements app.PoolManager.
+func (p *Membership) Readmit(ctx context.Context, who string) error {
+	return poolError(p.pm.Readmit(ctx, who))
+}
+
 // poolError turns the pool's refusals into the local API's errors; the
 // message names the rule.
 func poolError(err error) error {

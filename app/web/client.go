@@ -91,6 +91,11 @@ func (c *Client) RemoveMember(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/pool/members/"+url.PathEscape(id), nil, nil)
 }
 
+// ReadmitMember takes back a device removed from the pool.
+func (c *Client) ReadmitMember(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/pool/members/"+url.PathEscape(id)+"/readmit", nil, nil)
+}
+
 // Invites lists the pool's invites.
 func (c *Client) Invites(ctx context.Context) ([]app.Invite, error) {
 	var v []app.Invite

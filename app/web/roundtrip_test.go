@@ -153,6 +153,12 @@ func TestRoundTripEveryRoute(t *testing.T) {
 			}
 			return nil
 		},
+		readmit: func(id string) error {
+			if id != peerID {
+				return &app.APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "only admins and owners readmit"}
+			}
+			return nil
+		},
 		probe: func(addr string) (app.ProbeResult, error) { return app.ProbeResult{Addr: addr, ID: peerID}, nil },
 	}
 	svc, err := app.New(app.Deps{DB: db, Self: self, Live: allOnline{}, Pool: pool, Nodes: fakeNode{},
@@ -205,6 +211,10 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		"DELETE /api/v1/pool/members/{id}": func(t *testing.T) {
 			roundTrip(t, noValue(func() error { return c.RemoveMember(ctx, peerID) }), noValue(func() error { return svc.RemoveMember(ctx, peerID) }))
 			roundTrip(t, noValue(func() error { return c.RemoveMember(ctx, "nobody") }), noValue(func() error { return svc.RemoveMember(ctx, "nobody") }))
+		},
+		"POST /api/v1/pool/members/{id}/readmit": func(t *testing.T) {
+			roundTrip(t, noValue(func() error { return c.ReadmitMember(ctx, peerID) }), noValue(func() error { return svc.ReadmitMember(ctx, peerID) }))
+			roundTrip(t, noValue(func() error { return c.ReadmitMember(ctx, "nobody") }), noValue(func() error { return svc.ReadmitMember(ctx, "nobody") }))
 		},
 		"PUT /api/v1/pool/members/{id}/role": func(t *testing.T) {
 			roundTrip(t, noValue(func() error { return c.SetRole(ctx, peerID, "admin") }), noValue(func() error { return svc.SetRole(ctx, peerID, "admin") }))

@@ -55,6 +55,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/pool/create", call(none, noArg((*app.Service).CreatePool))},
 	{"POST", "/api/v1/pool/join", call(body[app.JoinRequest], (*app.Service).JoinPool)},
 	{"DELETE", "/api/v1/pool/members/{id}", empty(pathValue("id"), (*app.Service).RemoveMember)},
+	{"POST", "/api/v1/pool/members/{id}/readmit", empty(pathValue("id"), (*app.Service).ReadmitMember)},
 	{"PUT", "/api/v1/pool/members/{id}/role", empty(roleArgs, setRole)},
 	{"GET", "/api/v1/pool/invites", call(none, noArg((*app.Service).Invites))},
 	{"POST", "/api/v1/pool/invites", call(body[app.InviteRequest], (*app.Service).CreateInvite)},

@@ -30,14 +30,15 @@ const selfID, peerID = apptest.SelfID, apptest.PeerID
 // fakePool is an app.PoolManager of func fields; a nil field answers a
 // zero value.
 type fakePool struct {
-	status func() (app.PoolStatus, error)
-	create func() (app.JoinCode, error)
-	join   func(app.JoinRequest) (app.PoolStatus, error)
-	remove func(id string) error
-	probe  func(addr string) (app.ProbeResult, error)
-	invite func(app.InviteRequest) (app.NewInvite, error)
-	revoke func(id string) error
-	role   func(id, role string) error
+	status  func() (app.PoolStatus, error)
+	create  func() (app.JoinCode, error)
+	join    func(app.JoinRequest) (app.PoolStatus, error)
+	remove  func(id string) error
+	readmit func(id string) error
+	probe   func(addr string) (app.ProbeResult, error)
+	invite  func(app.InviteRequest) (app.NewInvite, error)
+	revoke  func(id string) error
+	role    func(id, role string) error
 }
 
 func (f *fakePool) CreateInvite(_ context.Context, r app.InviteRequest) (app.NewInvite, error) {
@@ -87,6 +88,13 @@ func (f *fakePool) Remove(_ context.Context, id string) error {
 		return nil
 	}
 	return f.remove(id)
+}
+
+func (f *fakePool) Readmit(_ context.Context, id string) error {
+	if f.readmit == nil {
+		return nil
+	}
+	return f.readmit(id)
 }
 
 func (f *fakePool) Probe(_ context.Context, addr string) (app.ProbeResult, error) {

@@ -165,6 +165,12 @@ export function createPool({ machines, online, role = '', shownRole = '' }) {
       if (m.creator) throw forbidden("the pool's creator stays an owner")
       m.role = r
     },
+    readmit(id) {
+      const m = members.find((x) => x.id === id)
+      if (!m || !m.removed) throw new Refused(404, 'not_found', `no removed device ${id}`)
+      mustManage(m.role)
+      m.removed = false
+    },
     remove(id) {
       const m = target(id)
       if (m.creator) throw forbidden("the pool's creator cannot be removed")
@@ -193,6 +199,7 @@ export function createPool({ machines, online, role = '', shownRole = '' }) {
     if (req.method === 'POST' && p === '/pool/invites') return reply(async () => routes.createInvite(await readJSON())), true
     if (req.method === 'DELETE' && (x = id(/^\/pool\/invites\/([^/]+)$/))) return reply(() => routes.revokeInvite(x)), true
     if (req.method === 'PUT' && (x = id(/^\/pool\/members\/([^/]+)\/role$/))) return reply(async () => routes.setRole(x, await readJSON())), true
+    if (req.method === 'POST' && (x = id(/^\/pool\/members\/([^/]+)\/readmit$/))) return reply(() => routes.readmit(x)), true
     if (req.method === 'DELETE' && (x = id(/^\/pool\/members\/([^/]+)$/))) return reply(() => routes.remove(x)), true
     return false
   }

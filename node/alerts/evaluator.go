@@ -224,7 +224,7 @@ func (e *Evaluator) subjectOf(a Alert) string {
 	case a.Folder != "":
 		return "folder:" + a.Folder
 	case a.Node != e.node:
-		return "peer:" + a.Node
+		return peerSubject + a.Node
 	}
 	return "host"
 }
@@ -274,7 +274,10 @@ func (e *Evaluator) Evaluate(rd Reading) {
 		if !ok || !r.Enabled {
 			r = Rule{ID: k.rule} // gone: clear at once
 		}
-		e.falseLocked(r, k, c, now, !ok || !r.Enabled)
+		// A machine no longer among the peers left the pool (or this one
+		// did): nothing will say it is back, so its condition ends at once.
+		gone := strings.HasPrefix(k.subject, peerSubject)
+		e.falseLocked(r, k, c, now, !ok || !r.Enabled || gone)
 	}
 	out := e.incidentsLocked(now)
 	e.mu.Unlock()

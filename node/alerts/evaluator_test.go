@@ -470,3 +470,37 @@ func TestDefaultRulesCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestPeerGoneClearsAtOnce: an offline machine that leaves the peers (it
+// was removed from the pool, or this machine was) has its alert cleared
+// at the next sample, not after the hold that a machine coming back
+// waits: nothing will say it is back. One still listed and offline keeps
+// its alert.
+func TestPeerGoneClearsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		r.in.peers = []PeerReading{{Node: "PEER-BBBB", Name: "gpu2", Offline: true}, {Node: "PEER-CCCC", Name: "gpu3", Offline: true}}
+		empty := func() agent.Sample { return agent.Sample{Time: time.Now()} }
+		r.feed(61*time.Second, empty)
+		if f, _ := r.sink.count(RuleOffline); f != 2 {
+			t.Fatalf("%d offline alerts fired, want 2", f)
+		}
+		r.in.mu.Lock()
+		r.in.peers = r.in.peers[1:] // PEER-BBBB left
+		r.in.mu.Unlock()
+		r.feed(time.Second, empty)
+		var cleared []string
+		for _, a := range r.sink.all() {
+			if a.Rule == RuleOffline && !a.Active() {
+				cleared = append(cleared, a.Node)
+			}
+		}
+		if len(cleared) != 1 || cleared[0] != "PEER-BBBB" {
+			t.Errorf("cleared at the next sample: %v; want [PEER-BBBB] (PEER-CCCC is still a peer, offline)", cleared)
+		}
+		r.feed(2*time.Minute, empty)
+		if f, c := r.sink.count(RuleOffline); f != 2 || c != 1 {
+			t.Errorf("2 minutes later: %d fired, %d cleared; want 2 and 1 (nothing raised about PEER-BBBB again)", f, c)
+		}
+	})
+}

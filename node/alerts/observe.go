@@ -22,6 +22,10 @@ type obs struct {
 	reasons   []string // throttle reasons, health reason
 }
 
+// peerSubject starts the subject of an observation of another machine
+// (Reading.Peers): "peer:" and its device ID.
+const peerSubject = "peer:"
+
 // observe returns the subjects rule r sees in reading rd.
 func observe(r Rule, rd Reading) []obs {
 	var out []obs
@@ -46,7 +50,7 @@ func observe(r Rule, rd Reading) []obs {
 			if p.Offline {
 				v = 1
 			}
-			out = append(out, obs{subject: "peer:" + p.Node, node: p.Node, name: p.Name, value: v})
+			out = append(out, obs{subject: peerSubject + p.Node, node: p.Node, name: p.Name, value: v})
 		}
 	}
 	return out

@@ -18,7 +18,11 @@ type Reading struct {
 	Folders    []FolderReading
 	CPUPercent float64
 	MemPercent float64
-	Peers      []PeerReading // for MetricOffline; empty on a machine that observes none
+	// Peers are the machines of the pool this one watches, for
+	// MetricOffline: empty on a machine that observes none (one in no
+	// pool, or removed from it). An alert about a machine no longer
+	// listed clears at once.
+	Peers []PeerReading
 }
 
 // GPUReading is one GPU of a sample.

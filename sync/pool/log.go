@@ -665,6 +665,13 @@ func (l *Log) NewRemove(key ed25519.PrivateKey, subject string, now time.Time) (
 	return l.newRecord(key, r, now)
 }
 
+// NewReadmit makes and signs, with key, an owner's or admin's, the record
+// that takes back device subject, removed, as role: a member again under
+// its name. It returns the rule that refuses it, if any.
+func (l *Log) NewReadmit(key ed25519.PrivateKey, subject string, role Role, now time.Time) (Record, error) {
+	return l.newRecord(key, Record{Kind: KindReadmit, Subject: subject, Role: role}, now)
+}
+
 // NewRules makes and signs, with key, an owner's, the record from which on
 // only admins and owners sign admissions: every machine refuses a member's
 // admission that extends it, and holds without effect one concurrent with

@@ -434,7 +434,13 @@ func (m *Manager) commit(ctx context.Context, recs []Record) error {
 	}
 	var newlyGone []string
 	left := false
-	for id := range m.removed() {
+	removed := m.removed()
+	for id := range m.gone {
+		if !removed[id] {
+			delete(m.gone, id) // readmitted: a later removal is reported again
+		}
+	}
+	for id := range removed {
 		if !m.gone[id] {
 			m.gone[id] = true
 			newlyGone = append(newlyGone, id)
@@ -771,13 +777,33 @@ func (m *Manager) Remove(ctx context.Context, who string) error {
 	})
 }
 
+// Readmit takes back a device removed from the pool (its device ID, a
+// prefix of it, or its name), with the role it had: a member again under
+// its name, its history its own. Owners and admins readmit, as they remove.
+func (m *Manager) Readmit(ctx context.Context, who string) error {
+	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		ms, err := findDevice(l, who, true)
+		if err != nil {
+			return nil, err
+		}
+		r, err := l.NewReadmit(m.key, ms.ID, ms.Role, now)
+		return []Record{r}, err
+	})
+}
+
 // findMember resolves who (device ID, unique prefix, or name) among the
 // active members.
 func findMember(l *Log, who string) (MemberState, error) {
+	return findDevice(l, who, false)
+}
+
+// findDevice resolves who (device ID, unique prefix, or name) among the
+// active members, or among the removed ones with removed.
+func findDevice(l *Log, who string, removed bool) (MemberState, error) {
 	who = strings.TrimSpace(who)
 	var match []MemberState
 	for _, ms := range l.Members() {
-		if ms.Removed {
+		if ms.Removed != removed {
 			continue
 		}
 		if ms.ID == who {
@@ -787,10 +813,12 @@ func findMember(l *Log, who string) (MemberState, error) {
 			match = append(match, ms)
 		}
 	}
-	switch len(match) {
-	case 0:
+	switch {
+	case len(match) == 0 && removed:
+		return MemberState{}, fmt.Errorf("%w %q removed from the pool", ErrNoMember, who)
+	case len(match) == 0:
 		return MemberState{}, fmt.Errorf("%w %q in the pool", ErrNoMember, who)
-	case 1:
+	case len(match) == 1:
 		return match[0], nil
 	}
 	return MemberState{}, fmt.Errorf("%q %w (%d): give more of the device ID", who, ErrAmbiguous, len(match))

@@ -531,3 +531,76 @@ func TestForgedRemovalForgetsNothing(t *testing.T) {
 		t.Error("a member's forged removal made the laptop forget the owner's records")
 	}
 }
+
+// TestReadmitBringsBack: an owner removes the student's device and
+// readmits it; told the pool's records (as a member's stream brings them
+// once it answers the device again), the device is a member again under
+// its name and role, its own records kept, and it reaches the owner.
+// Removed again, the hook is called again and the device told who removed
+// it this time. A member's readmission is refused naming the rule.
+func TestReadmitBringsBack(t *testing.T) {
+	owner := newDevice(t, "lab1", nil)
+	create(t, owner)
+	student := newDevice(t, "student", nil)
+	if err := student.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	peerDev := newDevice(t, "peer", nil)
+	if err := peerDev.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); err != nil {
+		t.Fatal(err)
+	}
+	tell(t, owner, peerDev)
+	if _, err := student.db.Append(ctxT(t), student.id.ID.String(), "node", "", time.Now(), []byte(`{"name":"student"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.m.Remove(ctxT(t), "student"); err != nil {
+		t.Fatal(err)
+	}
+	tell(t, owner, student)
+	tell(t, owner, peerDev)
+	if _, ok := student.m.Role(student.id.ID); ok {
+		t.Fatal("the student's device does not know it was removed")
+	}
+	if err := peerDev.m.Readmit(ctxT(t), "student"); !errors.Is(err, pool.ErrOutOfRole) || !strings.Contains(err.Error(), "only admins and owners readmit") {
+		t.Errorf("a member's readmission = %v; want it refused naming the rule", err)
+	}
+	if err := owner.m.Readmit(ctxT(t), "student"); err != nil {
+		t.Fatalf("readmit: %v", err)
+	}
+	if got := reach(t, student, owner); got != http.StatusOK {
+		t.Errorf("the readmitted device got %d from the owner; want 200", got)
+	}
+	tell(t, owner, student)
+	role, ok := student.m.Role(student.id.ID)
+	st, _ := student.m.Snapshot()
+	if !ok || role != pool.RoleMember || st.MemberName(student.id.ID.String()) != "student" {
+		t.Errorf("after the readmission: role %q (member %v), name %q; want a member named student", role, ok, st.MemberName(student.id.ID.String()))
+	}
+	if !origins(t, student)[student.id.ID.String()] {
+		t.Error("the readmitted device lost its own records")
+	}
+	rows, err := student.db.Members(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.ID == student.id.ID.String() && r.Removed {
+			t.Error("its replica's member table still says it was removed")
+		}
+	}
+	// Removed again: the hook is called again, and the removal told is
+	// the new one.
+	first, _ := owner.m.RemovalOf(student.id.ID.String())
+	owner.mu.Lock()
+	owner.removed = nil
+	owner.mu.Unlock()
+	if err := owner.m.Remove(ctxT(t), "student"); err != nil {
+		t.Fatal(err)
+	}
+	if !owner.wasRemoved(student.id.ID) {
+		t.Error("the Removed hook was not called for the second removal")
+	}
+	if again, ok := owner.m.RemovalOf(student.id.ID.String()); !ok || !again.At.After(first.At) {
+		t.Errorf("the removal told after a readmission: %+v (%v); want the second, after %v", again, ok, first.At)
+	}
+}

@@ -110,6 +110,7 @@ const (
 	KindInvite  Kind = "invite"  // an owner or admin makes an invite
 	KindRevoke  Kind = "revoke"  // an invite ends, for good
 	KindRules   Kind = "rules"   // an owner makes admins and owners the only admitters
+	KindReadmit Kind = "readmit" // an owner or admin takes a removed device back, under its name
 )
 
 // Record is one signed change to the pool. Records are replicated by every
@@ -117,9 +118,9 @@ const (
 type Record struct {
 	Pool    ID     `json:"pool"`
 	Kind    Kind   `json:"kind"`
-	Subject string `json:"subject"`           // device ID (genesis, join, role, remove; rules: its signer) or invite ID (invite, revoke)
+	Subject string `json:"subject"`           // device ID (genesis, join, role, remove, readmit; rules: its signer) or invite ID (invite, revoke)
 	Version uint64 `json:"v"`                 // hybrid clock in unix ms: max(now, highest version known + 1)
-	Role    Role   `json:"role,omitempty"`    // genesis (owner), role, invite; join: the invite's, or "" for whatever it grants; rules: admin, the least role that admits
+	Role    Role   `json:"role,omitempty"`    // genesis (owner), role, invite, readmit (the role it comes back with); join: the invite's, or "" for whatever it grants; rules: admin, the least role that admits
 	Name    string `json:"name,omitempty"`    // genesis, join: the device's name
 	Key     []byte `json:"key,omitempty"`     // genesis, join: the subject's Ed25519 public key; invite: the invite's
 	Salt    []byte `json:"salt,omitempty"`    // genesis: 16 random bytes that make the pool ID

@@ -52,6 +52,8 @@ func fuzzRecords(f *fixture) []pool.Record {
 		joinRecord(f, f.codes[pool.RoleMember], "new1"),
 		f.record("member", pool.Record{Kind: pool.KindRemove, Subject: f.id("admin")}),
 		rulesRecord(f, "owner2"),
+		f.record("owner2", pool.Record{Kind: pool.KindReadmit, Subject: f.id("viewer"), Role: pool.RoleViewer}), // of a member: refused
+		f.record("member", pool.Record{Kind: pool.KindReadmit, Subject: f.id("admin"), Role: pool.RoleMember}),
 		f.l.Records()[0],
 	}
 }

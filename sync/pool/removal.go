@@ -9,8 +9,9 @@ type Removal struct {
 }
 
 // RemovalOf returns the record that removed id from the pool (the earliest
-// that took effect), if the log holds one: what a removed device is told (the record is signed, so the
-// device checks it as it checks any relayed record).
+// that took effect since its last readmission), if the log holds one: what
+// a removed device is told (the record is signed, so the device checks it
+// as it checks any relayed record).
 func (m *Manager) RemovalOf(id string) (Removal, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -20,11 +21,17 @@ func (m *Manager) RemovalOf(id string) (Removal, bool) {
 	var out Removal
 	found := false
 	void := m.log.Superseded()
+	var back uint64 // the version of its latest readmission that took effect
+	for _, r := range m.log.Records() {
+		if _, ok := void[r.Hash()]; !ok && r.Kind == KindReadmit && r.Subject == id {
+			back = max(back, r.Version)
+		}
+	}
 	for _, r := range m.log.Records() {
 		if _, ok := void[r.Hash()]; ok {
 			continue // held without effect: it removed no one
 		}
-		if r.Kind == KindRemove && r.Subject == id {
+		if r.Kind == KindRemove && r.Subject == id && r.Version > back {
 			at := time.UnixMilli(int64(r.Version))
 			if !found || at.Before(out.At) {
 				out, found = Removal{By: r.Signer, At: at}, true

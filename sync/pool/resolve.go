@@ -39,7 +39,7 @@ func newState() *state {
 //     stand.
 //  3. Every record concurrent with a standing restriction of its signer
 //     (or, for an admission, of its admitter, its invite or the invite's
-//     maker) is void: a restricted device or invite acts only through
+//     maker; for a readmission, a removal of its subject) is void: a restricted device or invite acts only through
 //     records that extend its restriction, and those are refused at
 //     acceptance.
 //  4. The others take effect in order, each checked again against the
@@ -145,6 +145,10 @@ func restricts(d, e *entry, invites map[string]*entry) bool {
 		if d.r.Subject == e.r.Signer {
 			return true
 		}
+		if e.r.Kind == KindReadmit {
+			// A removal its readmission did not see stands.
+			return d.r.Kind == KindRemove && d.r.Subject == e.r.Subject
+		}
 		if e.r.Kind != KindJoin {
 			return false
 		}
@@ -193,6 +197,8 @@ func (st *state) effect(e *entry) string {
 		return ""
 	case KindRules:
 		return st.setRules(e)
+	case KindReadmit:
+		return st.readmit(e)
 	}
 	m, ok := st.members[r.Subject]
 	if !ok {
@@ -223,6 +229,25 @@ func (st *state) effect(e *entry) string {
 	}
 	m.Role, m.setBy, m.Version = role, e.idx, max(m.Version, r.Version)
 	st.revokeInvitesOf(r.Subject, role, false)
+	return ""
+}
+
+// readmit applies a readmission: the removed device is a member again,
+// with the role the record gives it, its name, key and the time it first
+// joined (its history is its own). The invites it made stay revoked.
+func (st *state) readmit(e *entry) string {
+	r := &e.r
+	m, ok := st.members[r.Subject]
+	if !ok {
+		return "its subject's admission has no effect"
+	}
+	if !m.Removed {
+		return "" // readmitted twice, concurrently: a member once
+	}
+	if why := st.authority(r.Signer, func(s Role) bool { return canManage(s, m.Role) && canManage(s, r.Role) }); why != "" {
+		return why
+	}
+	m.Removed, m.Role, m.setBy, m.Version = false, r.Role, e.idx, max(m.Version, r.Version)
 	return ""
 }
 

@@ -39,6 +39,8 @@ func (st *state) judge(r *Record, pool ID) (demotes bool, err error) {
 		return false, st.checkInvite(r, s)
 	case KindRules:
 		return false, st.checkRules(s)
+	case KindReadmit:
+		return false, st.checkReadmit(r, s)
 	default: // KindRevoke: checkShape knows no other
 		return false, st.checkRevoke(r, s)
 	}
@@ -190,6 +192,25 @@ func (st *state) checkRemove(r *Record, s *MemberState) error {
 	return manageRule(s.Role, m.Role, "remove")
 }
 
+// checkReadmit applies the rules of a readmission signed by s: an owner
+// or admin takes back a device removed in the state the record extends,
+// one it may manage, with a role it may give.
+func (st *state) checkReadmit(r *Record, s *MemberState) error {
+	m, ok := st.members[r.Subject]
+	switch {
+	case !ok:
+		return refuse(ErrNoMember, "device %s is not in the pool: only a removed device is readmitted", short(r.Subject))
+	case !m.Removed:
+		return refuse(ErrReplayed, "device %s is a member: only a removed device is readmitted", short(r.Subject))
+	case s.Role.rank() < RoleAdmin.rank():
+		return refuse(ErrOutOfRole, "only admins and owners readmit, and device %s is %s", short(r.Signer), s.Role.article())
+	}
+	if err := manageRule(s.Role, m.Role, "readmit"); err != nil {
+		return err
+	}
+	return manageRule(s.Role, r.Role, "make a device")
+}
+
 // canManage reports whether a device of role by may change or remove a
 // device of role target, or give that role: owners anyone (but the
 // creator, a rule of its own), admins members and viewers.
@@ -231,6 +252,8 @@ func (r *Record) checkShape() error {
 	case KindRevoke:
 		want = shape{subject: inviteSubject}
 	case KindRules:
+		want = shape{subject: deviceSubject, role: true}
+	case KindReadmit:
 		want = shape{subject: deviceSubject, role: true}
 	default:
 		return refuse(ErrMalformed, "unknown kind %q", r.Kind)
@@ -282,7 +305,7 @@ func (s shape) mismatch(r *Record) string {
 		return "proof of wrong size"
 	case r.Kind == KindGenesis && len(r.Prev) != 0:
 		return "a genesis extends nothing"
-	case r.Kind == KindRules && len(r.Prev) == 0:
+	case (r.Kind == KindRules || r.Kind == KindReadmit) && len(r.Prev) == 0:
 		return "it names no state"
 	case len(r.Sig) != ed25519.SignatureSize:
 		return "signature of wrong size"

@@ -34,12 +34,22 @@ type Config struct {
 	// Silence ends a session that received no frame (not even a
 	// heartbeat) for this long: the peer's process is hung or gone.
 	Silence time.Duration
+	// RemovedRetry is how often a device removed from the pool asks each
+	// of its old pool's members again (each refuses it, telling it the
+	// pool's records), so that a readmission reaches it with nobody
+	// touching it. 0 is DefaultRemovedRetry.
+	RemovedRetry time.Duration
 }
+
+// DefaultRemovedRetry is how often a removed device asks again: a
+// readmitted device is back within it, and a removed one costs each
+// member a refused request per minute.
+const DefaultRemovedRetry = time.Minute
 
 // DefaultConfig returns the settings the daemon uses.
 func DefaultConfig() Config {
 	return Config{Reconcile: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second,
-		Silence: 2500 * time.Millisecond}
+		Silence: 2500 * time.Millisecond, RemovedRetry: DefaultRemovedRetry}
 }
 
 // Peers follows the stream of every member but this node.
@@ -60,8 +70,9 @@ type Peers struct {
 	// says it may be reached at; nil learns no address from records.
 	Published func(data []byte) []string
 
-	mu      sync.Mutex // guards peers, pending, learnt and each follower's book
+	mu      sync.Mutex // guards peers, pending, learnt, removed and each follower's book
 	peers   map[string]*follower
+	removed bool                    // the member set says this device was removed: it asks every RemovedRetry
 	pending map[string]*pendingHint // hints for devices without a follower
 	learnt  chan struct{}           // closed (and replaced) when an address is learnt
 	// published is what each member's node record says, relayGen counts
@@ -244,17 +255,10 @@ func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if selfRemoved(members, p.self.String()) {
-		// Removed from the pool: the members refuse this device, so it
-		// calls none of them (their followers stop; none starts).
-		for _, f := range p.peers {
-			if f.cancel != nil {
-				f.cancel()
-				f.cancel = nil
-			}
-		}
-		return nil
-	}
+	// Removed from the pool: the members refuse this device, telling it the
+	// pool's records; it asks each again only every RemovedRetry (follow),
+	// so that a readmission reaches it.
+	p.setRemovedLocked(selfRemoved(members, p.self.String()))
 	for _, m := range members {
 		if m.ID == p.self.String() {
 			continue
@@ -291,10 +295,14 @@ func (p *Peers) reconcile(ctx context.Context, wg *sync.WaitGroup) error {
 	return nil
 }
 
-// follow keeps one member's stream open, reconnecting with backoff.
+// follow keeps one member's stream open, reconnecting with backoff; while
+// this device is removed from the pool, it asks once every RemovedRetry.
 func (p *Peers) follow(ctx context.Context, f *follower) {
 	backoff := p.cfg.MinBackoff
 	for ctx.Err() == nil {
+		if p.isRemoved() && !p.waitRemoved(ctx) {
+			return
+		}
 		start := time.Now()
 		err := p.session(ctx, f)
 		p.setOnline(f, false)
@@ -302,6 +310,13 @@ func (p *Peers) follow(ctx context.Context, f *follower) {
 			return
 		}
 		p.log.Debug("replication session ended", "peer", f.id, "err", err)
+		if errors.Is(err, errTold) {
+			p.readRemoved(ctx) // the records told may have removed it: wait as removed at once
+		}
+		if p.isRemoved() {
+			backoff = p.cfg.MinBackoff
+			continue // the next ask waits RemovedRetry
+		}
 		if errors.Is(err, errWoken) {
 			backoff = p.cfg.MinBackoff
 			continue
@@ -318,6 +333,59 @@ func (p *Peers) follow(ctx context.Context, f *follower) {
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, p.cfg.MaxBackoff)
+	}
+}
+
+// isRemoved says whether the member set last read says this device was
+// removed.
+func (p *Peers) isRemoved() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.removed
+}
+
+// readRemoved reads from the member set whether this device was removed,
+// ahead of the next reconcile.
+func (p *Peers) readRemoved(ctx context.Context) {
+	members, err := p.db.Members(ctx)
+	if err != nil {
+		return // the next reconcile reads it
+	}
+	p.mu.Lock()
+	p.setRemovedLocked(selfRemoved(members, p.self.String()))
+	p.mu.Unlock()
+}
+
+// setRemovedLocked records whether this device is removed. When that
+// changes, every follower stops (its session ends at once: a removed
+// device calls nobody until its next ask) and the next reconcile starts
+// them again, asking once every RemovedRetry while removed, following at
+// once when readmitted. p.mu is held.
+func (p *Peers) setRemovedLocked(removed bool) {
+	if removed != p.removed {
+		for _, f := range p.peers {
+			if f.cancel != nil {
+				f.cancel()
+				f.cancel = nil
+			}
+		}
+	}
+	p.removed = removed
+}
+
+// waitRemoved waits RemovedRetry, the time between a removed device's
+// asks, and reports whether ctx is still live: nothing wakes it sooner
+// (hints and new addresses do not make a removed device ask more often).
+func (p *Peers) waitRemoved(ctx context.Context) bool {
+	wait := p.cfg.RemovedRetry
+	if wait <= 0 {
+		wait = DefaultRemovedRetry
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(wait):
+		return true
 	}
 }
 
@@ -367,7 +435,7 @@ func (p *Peers) session(ctx context.Context, f *follower) error {
 				return err
 			}
 		}
-		return fmt.Errorf("replication stream: %s", told.Message)
+		return fmt.Errorf("replication stream: %s: %w", told.Message, errTold)
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -451,6 +519,9 @@ const wakeAfter = 100 * time.Millisecond
 
 // errWoken ends a session whose dial a new address hint cut short.
 var errWoken = errors.New("dialling again: a new address was hinted")
+
+// errTold ends a session the member refused as this device was removed.
+var errTold = errors.New("told it was removed")
 
 // errResync ends a session so that the next one fetches what a full disk
 // made Put skip.

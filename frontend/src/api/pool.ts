@@ -9,6 +9,8 @@ export interface PoolTransport {
   createInvite(req: InviteRequest): Promise<NewInvite>
   revokeInvite(id: string): Promise<void>
   setRole(id: string, role: Role): Promise<void>
+  /** Takes back a removed device, with its role, name and history (owners and admins). */
+  readmit(id: string): Promise<void>
 }
 
 /** The HTTP transport's JSON request helper (http.ts). */
@@ -23,5 +25,6 @@ export function httpPool(request: RequestFunc): PoolTransport {
     createInvite: (req) => request<NewInvite>('POST', '/pool/invites', req),
     revokeInvite: (id) => request<void>('DELETE', `/pool/invites/${enc(id)}`),
     setRole: (id, role) => request<void>('PUT', `/pool/members/${enc(id)}/role`, { role }),
+    readmit: (id) => request<void>('POST', `/pool/members/${enc(id)}/readmit`),
   }
 }

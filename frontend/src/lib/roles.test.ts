@@ -7,6 +7,7 @@ import {
   inviteRolesOffered,
   mayActOnJob,
   mayChangeRole,
+  mayReadmit,
   mayRemove,
   mayRevoke,
   memberState,
@@ -45,6 +46,18 @@ test('who may change roles and remove', () => {
     assert.equal(mayChangeRole(tt.can, tt.m), tt.change, `${tt.name}: change`)
     assert.equal(mayRemove(tt.can, tt.m), tt.remove, `${tt.name}: remove`)
   }
+})
+
+test('who may readmit a removed device', () => {
+  const tests: { name: string; can: Can; m: Member; want: boolean }[] = [
+    { name: 'owner on removed member', can: owner, m: m({ removed: true }), want: true },
+    { name: 'owner on removed admin', can: owner, m: m({ role: 'admin', removed: true }), want: true },
+    { name: 'admin on removed viewer', can: admin, m: m({ role: 'viewer', removed: true }), want: true },
+    { name: 'admin on removed admin', can: admin, m: m({ role: 'admin', removed: true }), want: false },
+    { name: 'member on removed member', can: member, m: m({ removed: true }), want: false },
+    { name: 'owner on a member', can: owner, m: m({}), want: false },
+  ]
+  for (const tt of tests) assert.equal(mayReadmit(tt.can, tt.m), tt.want, tt.name)
 })
 
 test('roles offered', () => {

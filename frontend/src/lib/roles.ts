@@ -41,6 +41,11 @@ export function mayRemove(can: Can, m: Member): boolean {
   return !m.removed && !m.creator && !m.self && mayManage(can, m.role)
 }
 
+/** Whether m, removed, may be readmitted here (with the role it had): by an owner, or an admin for a member or viewer. */
+export function mayReadmit(can: Can, m: Member): boolean {
+  return !!m.removed && !m.self && mayManage(can, m.role)
+}
+
 /** The roles this machine may give a member. */
 export function rolesOffered(can: Can): Role[] {
   if (can.manage_admins) return roles
