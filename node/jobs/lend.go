@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/node/alloc"
+	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/lend"
 )
 
@@ -187,15 +188,29 @@ func (m *Manager) requeue(ctx context.Context, id, why string) error {
 // the desktop's own signal is logind's.
 func (m *Manager) OwnerGPUProcesses(context.Context) (bool, string) {
 	granted := m.ledger.Granted()
-	gs := m.gpus.GPUs()
-	var held alloc.Holding // the processes in labpool's containers
-	m.mapProcesses(gs, &held)
-	for _, g := range gs {
+	var candidates []gpu.Stats // compute processes on GPUs granted to no job
+	for _, g := range m.gpus.GPUs() {
 		if granted[g.UUID] != "" {
 			continue
 		}
+		var compute []gpu.Process
 		for _, p := range g.Processes {
-			if p.Compute && held.Proc(p.PID).ID == "" {
+			if p.Compute {
+				compute = append(compute, p)
+			}
+		}
+		if len(compute) > 0 {
+			candidates = append(candidates, gpu.Stats{UUID: g.UUID, Processes: compute})
+		}
+	}
+	if len(candidates) == 0 {
+		return false, "" // no process's cgroup to read this second
+	}
+	var held alloc.Holding // those in labpool's containers
+	m.mapProcesses(candidates, &held)
+	for _, g := range candidates {
+		for _, p := range g.Processes {
+			if held.Proc(p.PID).ID == "" {
 				return true, "your GPU processes"
 			}
 		}
