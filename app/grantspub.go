@@ -17,8 +17,7 @@ import (
 // its ledger: at start, at each change it is told of (Changed), and
 // within Every of any other (the units' memory, a GPU gone).
 type GrantsPublisher struct {
-	db     *store.DB
-	origin string
+	rec    latestRecord
 	source func() ([]alloc.Unit, []alloc.Grant) // the ledger's view (jobs.Manager.Allocation)
 	log    *slog.Logger
 	Every  time.Duration
@@ -26,13 +25,12 @@ type GrantsPublisher struct {
 	// record is written at once, not at the next Every (a planner that
 	// reads a freed GPU as held refuses a launch that fits).
 	Changed <-chan struct{}
-	last    []byte // the data last written
 }
 
 // NewGrantsPublisher returns a publisher of origin's grants, read from
 // source.
 func NewGrantsPublisher(db *store.DB, origin string, source func() ([]alloc.Unit, []alloc.Grant), log *slog.Logger) *GrantsPublisher {
-	return &GrantsPublisher{db: db, origin: origin, source: source, log: log, Every: 2 * time.Second}
+	return &GrantsPublisher{rec: latestRecord{db: db, origin: origin, kind: KindGrants}, source: source, log: log, Every: 2 * time.Second}
 }
 
 // NewMachineGrants returns the publisher of the machine self's grants
@@ -92,15 +90,12 @@ func (p *GrantsPublisher) publish(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if string(data) == string(p.last) {
+	if p.rec.unchanged(data) {
 		return nil
 	}
 	if err := schema.Check(KindGrants, "", len(data)); err != nil {
 		return err // no record cut short: one that lies is worse than none
 	}
-	if _, err := p.db.Append(ctx, p.origin, KindGrants, "", now, data); err != nil {
-		return err
-	}
-	p.last = data
-	return nil
+	_, err = p.rec.write(ctx, now, data)
+	return err
 }

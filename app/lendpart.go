@@ -79,16 +79,13 @@ func (k keptSwitch) State() lend.State { return k.l.State() }
 // publish writes the lend record whenever what the lender says changes
 // (looked at every second).
 func (p *LendPart) publish(ctx context.Context) error {
-	var last []byte
+	rec := latestRecord{db: p.db, origin: p.self, kind: KindLend}
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		data, err := json.Marshal(p.l.State().Status.Public())
-		if err == nil && string(data) != string(last) {
-			if _, err := p.db.Append(ctx, p.self, KindLend, "", time.Now(), data); err != nil {
+		if data, err := json.Marshal(p.l.State().Status.Public()); err == nil {
+			if _, err := rec.write(ctx, time.Now(), data); err != nil {
 				p.log.Warn("write the lend record", "err", err)
-			} else {
-				last = data
 			}
 		}
 		select {

@@ -41,7 +41,7 @@ func NewNodePublisher(self string, db *store.DB, info func() agent.Info, port in
 
 // Run publishes the record until ctx is cancelled.
 func (p *NodePublisher) Run(ctx context.Context) error {
-	var last []byte
+	rec := latestRecord{db: p.db, origin: p.self, kind: KindNode}
 	t := beat.NewTicker(15 * time.Second)
 	defer t.Stop()
 	var cardChanged <-chan struct{} // nil: no cluster
@@ -49,20 +49,16 @@ func (p *NodePublisher) Run(ctx context.Context) error {
 		cardChanged = p.card.Changed()
 	}
 	for {
-		rec := NodeRecord{Info: p.info(), Addresses: addresses(p.port, p.ifaces), Containers: p.runs == nil,
+		nr := NodeRecord{Info: p.info(), Addresses: addresses(p.port, p.ifaces), Containers: p.runs == nil,
 			Cluster: p.card.Get()}
 		if p.runs != nil {
-			rec.ContainersError = p.runs.Error()
+			nr.ContainersError = p.runs.Error()
 		}
-		data, err := MarshalNodeRecord(rec)
+		data, err := MarshalNodeRecord(nr)
 		if err != nil {
 			p.log.Warn("encode node record", "err", err)
-		} else if string(data) != string(last) {
-			if _, err := p.db.Append(ctx, p.self, KindNode, "", time.Now(), data); err != nil {
-				p.log.Warn("write node record", "err", err)
-			} else {
-				last = data
-			}
+		} else if _, err := rec.write(ctx, time.Now(), data); err != nil {
+			p.log.Warn("write node record", "err", err)
 		}
 		select {
 		case <-ctx.Done():
