@@ -72,8 +72,18 @@ func loadOrCreateKey(dir string) (ed25519.PrivateKey, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return key, err
 		}
+		if keyMissingHook != nil {
+			keyMissingHook()
+		}
 		if _, err := os.Stat(filepath.Join(dir, CertFile)); err == nil {
-			return nil, fmt.Errorf("load %s: missing while %s exists: %w", path, CertFile, ErrCorrupt)
+			// Every writer links the key before it writes the certificate,
+			// so a concurrent first load may have written both since the
+			// read above: read the key once more before calling it lost.
+			key, err := loadKey(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("load %s: missing while %s exists: %w", path, CertFile, ErrCorrupt)
+			}
+			return key, err
 		}
 		created, err := createKey(path)
 		if errors.Is(err, fs.ErrExist) {
@@ -82,6 +92,10 @@ func loadOrCreateKey(dir string) (ed25519.PrivateKey, error) {
 		return created, err
 	}
 }
+
+// keyMissingHook, set by tests only, runs between finding no key and
+// looking for the certificate: where a concurrent first load can finish.
+var keyMissingHook func()
 
 func loadKey(path string) (ed25519.PrivateKey, error) {
 	der, err := readPEM(path, "PRIVATE KEY")
