@@ -99,7 +99,7 @@ func appInvite(inv pool.InviteState, now time.Time) app.Invite {
 
 // Create implements app.PoolManager: a new pool and its first invite.
 func (p *Membership) Create(ctx context.Context) (app.JoinCode, error) {
-	inv, code, err := p.pm.Create(ctx)
+	inv, code, err := p.pm.Create(ctx, "")
 	if err != nil {
 		return app.JoinCode{}, poolError(err)
 	}
@@ -112,7 +112,7 @@ func (p *Membership) Join(ctx context.Context, req app.JoinRequest) (app.PoolSta
 	if err != nil {
 		return app.PoolStatus{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	if err := p.pm.Join(ctx, code, req.Addr); err != nil {
+	if err := p.pm.Join(ctx, code, req.Addr, ""); err != nil {
 		return app.PoolStatus{}, poolError(err)
 	}
 	return p.Status(ctx)

@@ -22,12 +22,12 @@ import (
 func TestJoinThroughAMemberMachine(t *testing.T) {
 	owner, member := newDevice(t, "lab1", nil), newDevice(t, "gpu2", nil)
 	code := create(t, owner)
-	if err := member.m.Join(ctxT(t), code, owner.addr()); err != nil {
+	if err := member.m.Join(ctxT(t), code, owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	tell(t, owner, member)
 	j := newDevice(t, "laptop", func(string) []string { return []string{member.addr(), owner.addr()} })
-	if err := j.m.Join(ctxT(t), code, ""); err != nil {
+	if err := j.m.Join(ctxT(t), code, "", ""); err != nil {
 		t.Fatalf("Join through a member's machine then the owner's: %v", err)
 	}
 	st, _ := j.m.Snapshot()
@@ -37,7 +37,7 @@ func TestJoinThroughAMemberMachine(t *testing.T) {
 		}
 	}
 	k := newDevice(t, "k", func(string) []string { return []string{member.addr()} })
-	if err := k.m.Join(ctxT(t), code, ""); !errors.Is(err, pool.ErrNotAdmitter) {
+	if err := k.m.Join(ctxT(t), code, "", ""); !errors.Is(err, pool.ErrNotAdmitter) {
 		t.Errorf("Join through a member's machine alone = %v; want ErrNotAdmitter", err)
 	}
 	if _, ok := member.m.Role(k.id.ID); ok {
@@ -49,7 +49,7 @@ func TestJoinThroughAMemberMachine(t *testing.T) {
 // otherwise, never for unlimited joins; the pool's first one says its uses.
 func TestInviteDefaults(t *testing.T) {
 	owner := newDevice(t, "lab1", nil)
-	first, _, err := owner.m.Create(ctxT(t))
+	first, _, err := owner.m.Create(ctxT(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestJoinerRefusesExpiredAdmission(t *testing.T) {
 	behind := func(c *pool.ManagerConfig) { c.Now = func() time.Time { return time.Now().Add(-3 * time.Hour) } }
 	owner, evil := newDevice(t, "lab1", nil, behind), newDevice(t, "evil", nil)
 	create(t, owner)
-	if err := evil.m.Join(ctxT(t), invite(t, owner, pool.RoleAdmin, 1, 5*time.Hour), owner.addr()); err != nil {
+	if err := evil.m.Join(ctxT(t), invite(t, owner, pool.RoleAdmin, 1, 5*time.Hour), owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	code := invite(t, owner, pool.RoleMember, 1, time.Hour) // expired 2 h ago by every clock but the owner's
@@ -96,7 +96,7 @@ func TestJoinerRefusesExpiredAdmission(t *testing.T) {
 		json.NewEncoder(w).Encode(pool.JoinResponse{PoolID: code.Pool.String(), Records: append(raws, b), Name: "evil"})
 	})
 	j := newDevice(t, "laptop", nil)
-	err := j.m.Join(ctxT(t), code, addr)
+	err := j.m.Join(ctxT(t), code, addr, "")
 	if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("Join on an admission of an expired invite = %v; want ErrInvite, naming the expiry", err)
 	}
@@ -162,11 +162,11 @@ func signAdmission(t *testing.T, d *device, req pool.JoinRequest, version func(p
 func TestMemberSignedAdmissionRefused(t *testing.T) {
 	owner, member := newDevice(t, "lab1", nil), newDevice(t, "gpu2", nil)
 	code := create(t, owner)
-	if err := member.m.Join(ctxT(t), code, owner.addr()); err != nil {
+	if err := member.m.Join(ctxT(t), code, owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	_, puppetKey, _ := ed25519.GenerateKey(nil)
-	req, err := pool.NewJoinRequest(code, puppetKey.Public().(ed25519.PublicKey), "puppet")
+	req, err := pool.NewJoinRequest(code, puppetKey.Public().(ed25519.PublicKey), "puppet", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func randomRecord(rng *rand.Rand, f *fixture, a *actor, actors []*actor, codes [
 		name := fmt.Sprintf("new%d", *newcomers)
 		f.keys[name] = f.newKey(name)
 		code := codes[rng.IntN(len(codes))]
-		req, rerr := pool.NewJoinRequest(code, pubOf(f.keys[name]), name)
+		req, rerr := pool.NewJoinRequest(code, pubOf(f.keys[name]), name, "")
 		if rerr != nil {
 			return r, nil, false
 		}

@@ -34,7 +34,7 @@ func ownerManager(t testing.TB) (*Manager, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.Create(context.Background()); err != nil {
+	if _, _, err := m.Create(context.Background(), ""); err != nil {
 		t.Fatal(err)
 	}
 	return m, dir

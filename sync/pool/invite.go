@@ -36,9 +36,10 @@ func InviteID(pub ed25519.PublicKey) string {
 // InviteState is an invite as the log knows it.
 type InviteState struct {
 	ID        string
-	Role      Role // the role it grants
-	Uses      int  // joins it allows, 0 = unlimited
-	Used      int  // joins it made
+	Role      Role   // the role it grants (one adding a device to a person: the person's, when made)
+	Person    string // the person whose device it admits; "" for a new person
+	Uses      int    // joins it allows, 0 = unlimited
+	Used      int    // joins it made
 	Expires   time.Time
 	Revoked   bool // revoked, or its creator was removed or lost the right to make it
 	CreatedBy string
@@ -66,6 +67,22 @@ func (i InviteState) State(now time.Time) string {
 // uses joins (0 = unlimited) until expires, and returns the record and the
 // code to hand out. It returns the rule that refuses it, if any.
 func (l *Log) NewInvite(key ed25519.PrivateKey, role Role, uses int, expires, now time.Time) (Record, Code, error) {
+	return l.newInvite(key, role, "", uses, expires, now)
+}
+
+// NewDeviceInvite makes and signs, with key, an invite that adds a device
+// to person (its ID), with the person's role, good for uses joins until
+// expires; it returns the record and the code for the new device. It
+// returns the rule that refuses it, if any.
+func (l *Log) NewDeviceInvite(key ed25519.PrivateKey, person string, uses int, expires, now time.Time) (Record, Code, error) {
+	p := l.state().activeDevice(person)
+	if p == nil {
+		return Record{}, Code{}, fmt.Errorf("make invite: %w", refuse(ErrNoMember, "person %s has no device in the pool", short(person)))
+	}
+	return l.newInvite(key, p.Role, person, uses, expires, now)
+}
+
+func (l *Log) newInvite(key ed25519.PrivateKey, role Role, person string, uses int, expires, now time.Time) (Record, Code, error) {
 	signer, err := signerID(key)
 	if err != nil {
 		return Record{}, Code{}, fmt.Errorf("make invite: %w", err)
@@ -77,7 +94,7 @@ func (l *Log) NewInvite(key ed25519.PrivateKey, role Role, uses int, expires, no
 	pub := InviteKey(code.Secret).Public().(ed25519.PublicKey)
 	r := Record{
 		Pool: l.pool, Kind: KindInvite, Subject: InviteID(pub), Version: l.NextVersion(now),
-		Role: role, Key: bytes.Clone(pub), Uses: uses, Expires: expires.UnixMilli(), Signer: signer, Prev: l.Heads(),
+		Role: role, Person: person, Key: bytes.Clone(pub), Uses: uses, Expires: expires.UnixMilli(), Signer: signer, Prev: l.Heads(),
 	}
 	r.Sig = ed25519.Sign(key, r.SigningBytes())
 	if err := l.Check(r, now); err != nil {
@@ -141,8 +158,8 @@ func (l *Log) Admit(key ed25519.PrivateKey, req JoinRequest, joinerPub ed25519.P
 	}
 	r := Record{
 		Pool: l.pool, Kind: KindJoin, Subject: peer.NewID(joinerPub).String(), Version: l.NextVersion(now),
-		Role: inv.Role, Name: req.Name, Key: bytes.Clone(joinerPub), Invite: req.Invite, Signer: signer,
-		Prev: l.Heads(), Proof: bytes.Clone(req.Proof),
+		Role: inv.Role, Name: req.Name, As: req.As, Person: inv.Person, Key: bytes.Clone(joinerPub), Invite: req.Invite,
+		Signer: signer, Prev: l.Heads(), Proof: bytes.Clone(req.Proof),
 	}
 	r.Sig = ed25519.Sign(key, r.SigningBytes())
 	if err := l.Check(r, now); err != nil {
@@ -156,6 +173,9 @@ func (st *state) checkInvite(r *Record, s *MemberState) error {
 	if _, ok := st.invites[r.Subject]; ok {
 		return refuse(ErrReplayed, "invite %s exists", r.Subject)
 	}
+	if r.Person != "" {
+		return st.checkDeviceInvite(r, s)
+	}
 	return grantRule(s.Role, r.Role, "make")
 }
 
@@ -167,6 +187,8 @@ func (st *state) checkRevoke(r *Record, s *MemberState) error {
 		return refuse(ErrUnknownInvite, "invite %s", r.Subject)
 	case inv.revokeHeld:
 		return refuse(ErrInvite, "invite %s is already revoked", r.Subject)
+	case inv.Person != "":
+		return st.addDeviceRule(s, inv.Person, "revoke an invite that adds a device to")
 	}
 	return grantRule(s.Role, inv.Role, "revoke")
 }

@@ -45,11 +45,12 @@ const (
 // that it holds a code. The member it asks judges the invite now and signs
 // the admission (NewJoinRequest, Log.Admit).
 type JoinRequest struct {
-	PoolID string `json:"pool_id"` // the pool the joiner means, to tell "other pool" from "wrong code"
-	Name   string `json:"name"`    // the joiner's device name
-	Key    []byte `json:"key"`     // the joiner's Ed25519 public key: that of its TLS certificate
-	Invite string `json:"invite"`  // the invite of its code
-	Proof  []byte `json:"proof"`   // the invite key's signature over JoinProofBytes
+	PoolID string `json:"pool_id"`      // the pool the joiner means, to tell "other pool" from "wrong code"
+	Name   string `json:"name"`         // the joiner's device name
+	As     string `json:"as,omitempty"` // the name of the person it makes ("": its device name)
+	Key    []byte `json:"key"`          // the joiner's Ed25519 public key: that of its TLS certificate
+	Invite string `json:"invite"`       // the invite of its code
+	Proof  []byte `json:"proof"`        // the invite key's signature over JoinProofBytes
 }
 
 // JoinResponse is the answer of a member that admitted the joiner.
@@ -143,7 +144,7 @@ func (m *Manager) admit(r *http.Request) (JoinResponse, int, string, error) {
 // Join joins the pool of code: through the member at addr, or through
 // every machine announcing the pool on the local network. It reports a
 // wrong code only after every address it found refused it.
-func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
+func (m *Manager) Join(ctx context.Context, code Code, addr, as string) error {
 	if cur, ok := m.PoolID(); ok {
 		_, member := m.Role(m.Self())
 		if cur != code.Pool && member {
@@ -169,7 +170,7 @@ func (m *Manager) Join(ctx context.Context, code Code, addr string) error {
 			if out.tried[a] {
 				continue
 			}
-			if err := m.joinPatiently(ctx, code, a, deadline); out.add(a, err) {
+			if err := m.joinPatiently(ctx, code, a, as, deadline); out.add(a, err) {
 				return nil
 			}
 		}
@@ -270,9 +271,9 @@ func (m *Manager) find(ctx context.Context, poolID, addr string, deadline time.T
 // joinPatiently runs the join with the machine at addr, again while that
 // machine refuses the handshake (it takes a limited number from new devices
 // a second: many joining at once wait their turn), until deadline.
-func (m *Manager) joinPatiently(ctx context.Context, code Code, addr string, deadline time.Time) error {
+func (m *Manager) joinPatiently(ctx context.Context, code Code, addr, as string, deadline time.Time) error {
 	for {
-		err := m.joinAt(ctx, code, addr)
+		err := m.joinAt(ctx, code, addr, as)
 		if !transport.Refused(err) {
 			return err
 		}
@@ -290,7 +291,7 @@ func (m *Manager) joinPatiently(ctx context.Context, code Code, addr string, dea
 
 // joinAt runs the join with the machine at addr and, once its answer is
 // checked back to the pool's creator, enters the pool.
-func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
+func (m *Manager) joinAt(ctx context.Context, code Code, addr, as string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := m.cfg.Dial(ctx, addr)
@@ -298,7 +299,7 @@ func (m *Manager) joinAt(ctx context.Context, code Code, addr string) error {
 		return err
 	}
 	defer conn.Close()
-	req, err := NewJoinRequest(code, m.key.Public().(ed25519.PublicKey), m.cfg.Name())
+	req, err := NewJoinRequest(code, m.key.Public().(ed25519.PublicKey), m.cfg.Name(), as)
 	if err != nil {
 		return err
 	}

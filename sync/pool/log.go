@@ -71,13 +71,16 @@ type entry struct {
 type MemberState struct {
 	ID      string
 	Name    string
-	Role    Role
+	Role    Role // its person's
 	Removed bool
-	Invite  string // the invite it joined with, "" for the creator
-	AddedAt time.Time
-	AddedBy string // the device that made that invite (the creator: itself)
-	Version uint64 // of its latest record
-	Key     []byte // its Ed25519 public key
+	// Person is the ID of the person whose device it is (the device ID of
+	// that person's first device); PersonName the person's name.
+	Person, PersonName string
+	Invite             string // the invite it joined with, "" for the creator
+	AddedAt            time.Time
+	AddedBy            string // the device that made that invite (the creator: itself)
+	Version            uint64 // of its latest record
+	Key                []byte // its Ed25519 public key
 	// AdmittedBy is the member that signed its admission ("" for the
 	// creator and legacy joins).
 	AdmittedBy string
@@ -590,11 +593,12 @@ func (l *Log) Records() []Record {
 
 // Member returns the device with ID id (its text form), removed or not.
 func (l *Log) Member(id string) (MemberState, bool) {
-	m, ok := l.state().members[id]
+	st := l.state()
+	m, ok := st.members[id]
 	if !ok {
 		return MemberState{}, false
 	}
-	return *m, true
+	return st.member(m), true
 }
 
 // Members returns every device, removed ones included, sorted by ID.
@@ -602,7 +606,7 @@ func (l *Log) Members() []MemberState {
 	st := l.state()
 	all := make([]MemberState, 0, len(st.members))
 	for _, m := range st.members {
-		all = append(all, *m)
+		all = append(all, st.member(m))
 	}
 	slices.SortFunc(all, func(a, b MemberState) int { return strings.Compare(a.ID, b.ID) })
 	return all
@@ -741,4 +745,13 @@ func (b *bitset) or(o bitset) {
 	for i, w := range o {
 		(*b)[i] |= w
 	}
+}
+
+// member returns a copy of m with its person's name.
+func (st *state) member(m *MemberState) MemberState {
+	c := *m
+	if p, ok := st.persons[m.Person]; ok {
+		c.PersonName = p.name
+	}
+	return c
 }

@@ -221,7 +221,7 @@ func joinRecord(f *fixture, code pool.Code, name string) pool.Record {
 // admission makes, without checking it, the admission of device name with
 // code, signed by device by at time at.
 func admission(f *fixture, by string, code pool.Code, name string, at time.Time) pool.Record {
-	req, err := pool.NewJoinRequest(code, pubOf(f.keys[name]), name)
+	req, err := pool.NewJoinRequest(code, pubOf(f.keys[name]), name, "")
 	if err != nil {
 		f.tb.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func TestAdmit(t *testing.T) {
 	f := newFixture(t, false)
 	r, code := f.invite("creator", pool.RoleMember, 1, time.Minute)
 	f.apply(r)
-	req, err := pool.NewJoinRequest(code, pubOf(f.keys["stranger"]), "stranger")
+	req, err := pool.NewJoinRequest(code, pubOf(f.keys["stranger"]), "stranger", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +365,7 @@ func TestAdmit(t *testing.T) {
 		t.Errorf("Member = %+v, %v; want admitted by the admin", m, ok)
 	}
 	f.keys["new1"] = f.newKey("new1")
-	req2, _ := pool.NewJoinRequest(code, pubOf(f.keys["new1"]), "new1")
+	req2, _ := pool.NewJoinRequest(code, pubOf(f.keys["new1"]), "new1", "")
 	if _, err := f.l.Admit(f.keys["admin"], req2, pubOf(f.keys["new1"]), f.now); !errors.Is(err, pool.ErrInvite) {
 		t.Errorf("Admit past the invite's uses = %v; want ErrInvite", err)
 	}
@@ -393,7 +393,7 @@ func TestVerify(t *testing.T) {
 	})
 	t.Run("genesis swapped for the attacker's", func(t *testing.T) {
 		_, key, _ := ed25519.GenerateKey(nil)
-		g, _ := pool.NewGenesis(key, "evil", epoch)
+		g, _ := pool.NewGenesis(key, "evil", "", epoch)
 		recs := append([]pool.Record{g}, f.l.Records()[1:]...)
 		if _, err := pool.Verify(f.l.Pool(), recs, f.now); !errors.Is(err, pool.ErrForged) {
 			t.Errorf("Verify = %v; want ErrForged", err)
@@ -613,7 +613,7 @@ func TestLogAttacksOfTheAudit(t *testing.T) {
 		revoke := f.record("creator", pool.Record{Kind: pool.KindRevoke, Subject: inviteOf(f.codes[pool.RoleMember])})
 		f.apply(revoke)
 		f.keys["late"] = f.newKey("late")
-		req, _ := pool.NewJoinRequest(f.codes[pool.RoleMember], pubOf(f.keys["late"]), "late")
+		req, _ := pool.NewJoinRequest(f.codes[pool.RoleMember], pubOf(f.keys["late"]), "late", "")
 		if _, err := f.l.Admit(f.keys["admin"], req, pubOf(f.keys["late"]), f.now); !errors.Is(err, pool.ErrInvite) {
 			t.Fatalf("Admit after revocation = %v; want ErrInvite", err)
 		}

@@ -302,9 +302,10 @@ func (m *Manager) resum() {
 	m.sum = h.Sum64()
 }
 
-// Create makes a new pool with this device as its creator and owner, and
+// Create makes a new pool with this device as its creator and the first
+// device of its owner, the person named as ("" for the device's name), and
 // its first invite (role member, DefaultInviteTTL, CreateInviteUses).
-func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
+func (m *Manager) Create(ctx context.Context, as string) (InviteState, Code, error) {
 	m.mu.Lock()
 	if m.log != nil {
 		id := m.log.Pool()
@@ -317,7 +318,7 @@ func (m *Manager) Create(ctx context.Context) (InviteState, Code, error) {
 		m.forgetLogLocked()
 	}
 	now := m.cfg.Now()
-	g, err := NewGenesis(m.key, m.cfg.Name(), now)
+	g, err := NewGenesis(m.key, m.cfg.Name(), as, now)
 	if err != nil {
 		m.mu.Unlock()
 		return InviteState{}, Code{}, err
@@ -735,60 +736,104 @@ func findInvite(l *Log, s string) (string, error) {
 	return "", fmt.Errorf("invite %q: %w: give more of its ID", s, ErrAmbiguous)
 }
 
-// SetRole gives a member (its device ID, a prefix of it, or its name) role.
+// SetRole gives a person (their name, or a device of theirs: its ID, a
+// prefix of it, or its name) role, on every one of their devices.
 func (m *Manager) SetRole(ctx context.Context, who string, role Role) error {
 	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
-		ms, err := findMember(l, who)
+		devs, err := findTarget(l, who, false)
 		if err != nil {
 			return nil, err
 		}
-		if ms.Role == role {
+		if devs[0].Role == role {
 			return nil, nil
 		}
-		r, err := l.NewRole(m.key, ms.ID, role, now)
+		r, err := l.NewRole(m.key, devs[0].ID, role, now)
 		return []Record{r}, err
 	})
 }
 
-// Remove removes a member everywhere and revokes the invite it joined with.
+// Remove removes a person (their name: every device of theirs) or one
+// device (its ID, a prefix of it, or its name) everywhere, and revokes the
+// invite each device joined with.
 func (m *Manager) Remove(ctx context.Context, who string) error {
 	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
-		ms, err := findMember(l, who)
+		devs, person, err := findTargetOf(l, who, false)
 		if err != nil {
 			return nil, err
 		}
-		if ms.ID == m.Self().String() {
-			return nil, errors.New("this machine cannot remove itself")
-		}
-		r, err := l.NewRemove(m.key, ms.ID, now)
-		if err != nil {
-			return nil, err
-		}
-		recs := []Record{r}
-		if inv, ok := l.Invite(ms.Invite); ok && !inv.Revoked {
-			rv, err := l.NewRevoke(m.key, inv.ID, now)
-			if err == nil {
-				recs = append(recs, rv)
-			} else {
-				m.cfg.Log.Warn("cannot revoke the invite of a removed member", "invite", inv.ID, "err", err)
+		for _, ms := range devs {
+			if ms.ID == m.Self().String() {
+				return nil, fmt.Errorf("this machine cannot remove itself (it is a device of %q)", ms.PersonName)
 			}
 		}
-		return recs, nil
+		if person {
+			r, err := l.NewRemovePerson(m.key, devs[0].ID, now)
+			return []Record{r}, err
+		}
+		return signEach(l, now, devs, func(c *Log, ms MemberState) ([]Record, error) {
+			r, err := c.NewRemove(m.key, ms.ID, now)
+			if err != nil {
+				return nil, err
+			}
+			recs := []Record{r}
+			if inv, ok := c.Invite(ms.Invite); ok && !inv.Revoked {
+				if _, err := c.Apply(r, now); err != nil {
+					return nil, err
+				}
+				rv, err := c.NewRevoke(m.key, inv.ID, now)
+				if err == nil {
+					recs = append(recs, rv)
+				} else {
+					m.cfg.Log.Warn("cannot revoke the invite of a removed member", "invite", inv.ID, "err", err)
+				}
+			}
+			return recs, nil
+		})
 	})
 }
 
-// Readmit takes back a device removed from the pool (its device ID, a
-// prefix of it, or its name), with the role it had: a member again under
-// its name, its history its own. Owners and admins readmit, as they remove.
+// Readmit takes back a person removed from the pool (their name: every
+// removed device of theirs) or one removed device (its ID, a prefix of it,
+// or its name), with the role they had: in the pool again under their
+// name, their history their own. Owners and admins readmit, as they remove.
 func (m *Manager) Readmit(ctx context.Context, who string) error {
 	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
-		ms, err := findDevice(l, who, true)
+		devs, err := findTarget(l, who, true)
 		if err != nil {
 			return nil, err
 		}
-		r, err := l.NewReadmit(m.key, ms.ID, ms.Role, now)
-		return []Record{r}, err
+		return signEach(l, now, devs, func(c *Log, ms MemberState) ([]Record, error) {
+			role := ms.Role
+			if p := c.state().activeDevice(ms.Person); p != nil {
+				role = p.Role
+			}
+			r, err := c.NewReadmit(m.key, ms.ID, role, now)
+			return []Record{r}, err
+		})
 	})
+}
+
+// signEach makes the records of each device in turn, each set on a copy
+// of l that holds those before it, so that each extends the last.
+func signEach(l *Log, now time.Time, devs []MemberState, make func(c *Log, ms MemberState) ([]Record, error)) ([]Record, error) {
+	c := l.Clone()
+	var all []Record
+	for _, ms := range devs {
+		recs, err := make(c, ms)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			if c.Has(r.Hash()) {
+				continue
+			}
+			if _, err := c.Apply(r, now); err != nil {
+				return nil, err
+			}
+		}
+		all = append(all, recs...)
+	}
+	return all, nil
 }
 
 // findMember resolves who (device ID, unique prefix, or name) among the

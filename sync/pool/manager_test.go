@@ -139,7 +139,7 @@ func reach(t *testing.T, from, to *device) int {
 
 func create(t *testing.T, d *device) pool.Code {
 	t.Helper()
-	_, code, err := d.m.Create(ctxT(t))
+	_, code, err := d.m.Create(ctxT(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,13 +166,13 @@ func TestJoinWithInvite(t *testing.T) {
 	if got := reach(t, laptop, owner); got != http.StatusForbidden {
 		t.Fatalf("a stranger got %d on a members-only path; want 403", got)
 	}
-	if err := laptop.m.Join(ctxT(t), code, owner.addr()); err != nil {
+	if err := laptop.m.Join(ctxT(t), code, owner.addr(), ""); err != nil {
 		t.Fatalf("Join: %v", err)
 	}
 	if got := reach(t, laptop, owner); got != http.StatusOK {
 		t.Errorf("a member got %d; want 200", got)
 	}
-	if err := laptop.m.Join(ctxT(t), invite(t, owner, pool.RoleViewer, 0, time.Hour), owner.addr()); err != nil {
+	if err := laptop.m.Join(ctxT(t), invite(t, owner, pool.RoleViewer, 0, time.Hour), owner.addr(), ""); err != nil {
 		t.Errorf("a member joining again: %v; want nil (it is in)", err)
 	}
 	if r := roleOf(owner, laptop); r != pool.RoleMember {
@@ -212,16 +212,16 @@ func TestJoinRefusals(t *testing.T) {
 
 	t.Run("wrong code", func(t *testing.T) {
 		j := newDevice(t, "j", nil)
-		if err := j.m.Join(ctxT(t), wrong, owner.addr()); !errors.Is(err, pool.ErrWrongCode) {
+		if err := j.m.Join(ctxT(t), wrong, owner.addr(), ""); !errors.Is(err, pool.ErrWrongCode) {
 			t.Errorf("Join with a wrong code = %v; want ErrWrongCode", err)
 		}
 	})
 	t.Run("used up", func(t *testing.T) {
 		code := invite(t, owner, pool.RoleMember, 1, time.Hour)
-		if err := newDevice(t, "j1", nil).m.Join(ctxT(t), code, owner.addr()); err != nil {
+		if err := newDevice(t, "j1", nil).m.Join(ctxT(t), code, owner.addr(), ""); err != nil {
 			t.Fatal(err)
 		}
-		err := newDevice(t, "j2", nil).m.Join(ctxT(t), code, owner.addr())
+		err := newDevice(t, "j2", nil).m.Join(ctxT(t), code, owner.addr(), "")
 		if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "used up") {
 			t.Errorf("a second join with a one-use code = %v; want it refused as used up", err)
 		}
@@ -234,7 +234,7 @@ func TestJoinRefusals(t *testing.T) {
 		if err := owner.m.Revoke(ctxT(t), inv.ID); err != nil {
 			t.Fatal(err)
 		}
-		err = newDevice(t, "j3", nil).m.Join(ctxT(t), code, owner.addr())
+		err = newDevice(t, "j3", nil).m.Join(ctxT(t), code, owner.addr(), "")
 		if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "revoked") {
 			t.Errorf("a join with a revoked code = %v; want it refused as revoked", err)
 		}
@@ -242,7 +242,7 @@ func TestJoinRefusals(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		code := invite(t, owner, pool.RoleMember, 0, time.Millisecond)
 		time.Sleep(20 * time.Millisecond)
-		err := newDevice(t, "j4", nil).m.Join(ctxT(t), code, owner.addr())
+		err := newDevice(t, "j4", nil).m.Join(ctxT(t), code, owner.addr(), "")
 		if !errors.Is(err, pool.ErrInvite) || !strings.Contains(err.Error(), "expired") {
 			t.Errorf("a join with an expired code = %v; want it refused as expired", err)
 		}
@@ -265,7 +265,7 @@ func TestJoinTriesEveryAddress(t *testing.T) {
 	liar := newDevice(t, "liar", nil)
 	create(t, liar) // in another pool: it refuses the code
 	j := newDevice(t, "laptop", func(string) []string { return []string{liar.addr(), owner.addr()} })
-	if err := j.m.Join(ctxT(t), code, ""); err != nil {
+	if err := j.m.Join(ctxT(t), code, "", ""); err != nil {
 		t.Fatalf("Join through a stranger then the member: %v", err)
 	}
 	if _, ok := j.m.Role(owner.id.ID); !ok {
@@ -281,12 +281,12 @@ func TestJoinTriesEveryAddress(t *testing.T) {
 		}
 		return []string{claims, owner.addr()}
 	})
-	if err := late.m.Join(ctxT(t), code, ""); err != nil {
+	if err := late.m.Join(ctxT(t), code, "", ""); err != nil {
 		t.Fatalf("Join past a stranger claiming the invite ended, the member found later: %v", err)
 	}
 	// Where every address refuses, the answer is a wrong code.
 	k := newDevice(t, "k", func(string) []string { return []string{liar.addr()} })
-	if err := k.m.Join(ctxT(t), code, ""); err == nil {
+	if err := k.m.Join(ctxT(t), code, "", ""); err == nil {
 		t.Error("a join through a stranger alone succeeded")
 	}
 }
@@ -321,7 +321,7 @@ func TestRemovedCannotRejoin(t *testing.T) {
 	create(t, owner)
 	code := invite(t, owner, pool.RoleMember, 0, time.Hour)
 	student := newDevice(t, "student", nil)
-	if err := student.m.Join(ctxT(t), code, owner.addr()); err != nil {
+	if err := student.m.Join(ctxT(t), code, owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := owner.m.Remove(ctxT(t), student.id.ID.String()); err != nil {
@@ -333,11 +333,11 @@ func TestRemovedCannotRejoin(t *testing.T) {
 	if got := reach(t, student, owner); got != http.StatusForbidden {
 		t.Errorf("a removed member got %d; want 403", got)
 	}
-	if err := newDevice(t, "student-again", nil).m.Join(ctxT(t), code, owner.addr()); !errors.Is(err, pool.ErrInvite) {
+	if err := newDevice(t, "student-again", nil).m.Join(ctxT(t), code, owner.addr(), ""); !errors.Is(err, pool.ErrInvite) {
 		t.Errorf("a new identity joining with the removed member's code = %v; want it refused (revoked)", err)
 	}
 	// The same device with its own data directory, with a fresh code.
-	if err := student.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); !errors.Is(err, pool.ErrRemoved) {
+	if err := student.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr(), ""); !errors.Is(err, pool.ErrRemoved) {
 		waitRemoved(t, student)
 	}
 	// The same device, from a fresh data directory holding its key, with a fresh code.
@@ -351,7 +351,7 @@ func TestRemovedCannotRejoin(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := invite(t, owner, pool.RoleMember, 0, time.Hour)
-	if err := same.Join(ctxT(t), fresh, owner.addr()); !errors.Is(err, pool.ErrRemoved) {
+	if err := same.Join(ctxT(t), fresh, owner.addr(), ""); !errors.Is(err, pool.ErrRemoved) {
 		t.Errorf("a removed device joining again with a fresh code = %v; want ErrRemoved", err)
 	}
 }
@@ -361,10 +361,10 @@ func TestRemovedCannotRejoin(t *testing.T) {
 func TestRelayedForgeryDropped(t *testing.T) {
 	owner, admin, mallory := newDevice(t, "lab1", nil), newDevice(t, "admin", nil), newDevice(t, "mallory", nil)
 	create(t, owner)
-	if err := admin.m.Join(ctxT(t), invite(t, owner, pool.RoleAdmin, 1, time.Hour), owner.addr()); err != nil {
+	if err := admin.m.Join(ctxT(t), invite(t, owner, pool.RoleAdmin, 1, time.Hour), owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := mallory.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 1, time.Hour), owner.addr()); err != nil {
+	if err := mallory.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 1, time.Hour), owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	// Mallory signs a removal of the admin with its own key, bypassing its
@@ -403,7 +403,7 @@ func TestRelayedForgeryDropped(t *testing.T) {
 // a member that has cut it off, so a join must not claim success.
 func waitRemoved(t *testing.T, d *device) {
 	t.Helper()
-	if err := d.m.Join(ctxT(t), pool.Code{Pool: mustPool(t, d)}, ""); errors.Is(err, pool.ErrRemoved) {
+	if err := d.m.Join(ctxT(t), pool.Code{Pool: mustPool(t, d)}, "", ""); errors.Is(err, pool.ErrRemoved) {
 		return
 	}
 	if _, ok := d.m.Role(d.id.ID); ok {
@@ -452,7 +452,7 @@ func TestLeavingForgetsThePoolsRecords(t *testing.T) {
 	owner := newDevice(t, "lab1", nil)
 	create(t, owner)
 	laptop := newDevice(t, "laptop", nil)
-	if err := laptop.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); err != nil {
+	if err := laptop.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := laptop.db.Append(ctxT(t), laptop.id.ID.String(), "node", "", time.Now(), []byte(`{"name":"laptop"}`)); err != nil {
@@ -479,7 +479,7 @@ func TestLeavingForgetsThePoolsRecords(t *testing.T) {
 
 	replicated(t, laptop, owner.id.ID, 2) // in flight as it left
 	other := newDevice(t, "lab2", nil)
-	if err := laptop.m.Join(ctxT(t), create(t, other), other.addr()); err != nil {
+	if err := laptop.m.Join(ctxT(t), create(t, other), other.addr(), ""); err != nil {
 		t.Fatalf("join another pool after leaving: %v", err)
 	}
 	if got := origins(t, laptop); got[owner.id.ID.String()] || !got[laptop.id.ID.String()] {
@@ -493,7 +493,7 @@ func TestLeavingForgetsThePoolsRecords(t *testing.T) {
 	}
 	tell(t, other, laptop)
 	replicated(t, laptop, other.id.ID, 2)
-	if _, _, err := laptop.m.Create(ctxT(t)); err != nil {
+	if _, _, err := laptop.m.Create(ctxT(t), ""); err != nil {
 		t.Fatalf("create a pool after being removed: %v", err)
 	}
 	if got := origins(t, laptop); got[other.id.ID.String()] || !got[laptop.id.ID.String()] {
@@ -508,7 +508,7 @@ func TestForgedRemovalForgetsNothing(t *testing.T) {
 	owner, laptop, mallory := newDevice(t, "lab1", nil), newDevice(t, "laptop", nil), newDevice(t, "mallory", nil)
 	create(t, owner)
 	for _, d := range []*device{laptop, mallory} {
-		if err := d.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 1, time.Hour), owner.addr()); err != nil {
+		if err := d.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 1, time.Hour), owner.addr(), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -542,11 +542,11 @@ func TestReadmitBringsBack(t *testing.T) {
 	owner := newDevice(t, "lab1", nil)
 	create(t, owner)
 	student := newDevice(t, "student", nil)
-	if err := student.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); err != nil {
+	if err := student.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	peerDev := newDevice(t, "peer", nil)
-	if err := peerDev.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr()); err != nil {
+	if err := peerDev.m.Join(ctxT(t), invite(t, owner, pool.RoleMember, 0, time.Hour), owner.addr(), ""); err != nil {
 		t.Fatal(err)
 	}
 	tell(t, owner, peerDev)

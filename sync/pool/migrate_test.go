@@ -91,7 +91,7 @@ func TestMigrateLandedPool(t *testing.T) {
 		t.Fatalf("a joiner cannot verify the migrated log: %v", err)
 	}
 	_, dan, _ := ed25519.GenerateKey(nil)
-	req, err := pool.NewJoinRequest(code, dan.Public().(ed25519.PublicKey), "dan")
+	req, err := pool.NewJoinRequest(code, dan.Public().(ed25519.PublicKey), "dan", "")
 	if err != nil {
 		t.Fatal(err)
 	}

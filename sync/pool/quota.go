@@ -81,7 +81,11 @@ func (l *Log) checkAdmissionQuota(w waiting, past *state) error {
 func (st *state) clone() *state {
 	c := &state{creator: st.creator, members: make(map[string]*MemberState, len(st.members)),
 		invites: make(map[string]*InviteState, len(st.invites)), void: maps.Clone(st.void),
-		rules: st.rules, ruled: slices.Clone(st.ruled)}
+		rules: st.rules, ruled: slices.Clone(st.ruled), persons: make(map[string]*personState, len(st.persons))}
+	for id, p := range st.persons {
+		cp := *p
+		c.persons[id] = &cp
+	}
 	for id, m := range st.members {
 		cp := *m
 		c.members[id] = &cp

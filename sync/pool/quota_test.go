@@ -132,7 +132,7 @@ func TestExpiredInviteAdmitsNobody(t *testing.T) {
 func TestOnlyAdminsAdmit(t *testing.T) {
 	f := newFixture(t, false)
 	f.keys["new"] = f.newKey("new")
-	req, err := pool.NewJoinRequest(f.codes[pool.RoleViewer], pubOf(f.keys["new"]), "new")
+	req, err := pool.NewJoinRequest(f.codes[pool.RoleViewer], pubOf(f.keys["new"]), "new", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,7 @@ const MaxSkew = 10 * time.Minute
 const (
 	recordLabel    = "labpool pool record v1"
 	recordLabelV2  = "labpool pool record v2: prev, proof"
+	personLabel    = "labpool pool record v3: as, person"
 	joinProofLabel = "labpool join proof v1"
 	poolIDLabel    = "labpool pool id v1\x00"
 	inviteKeyLabel = "labpool invite key v1\x00"
@@ -111,6 +112,7 @@ const (
 	KindRevoke  Kind = "revoke"  // an invite ends, for good
 	KindRules   Kind = "rules"   // an owner makes admins and owners the only admitters
 	KindReadmit Kind = "readmit" // an owner or admin takes a removed device back, under its name
+	KindMerge   Kind = "merge"   // an owner makes two people one: the subject's person joins Person
 )
 
 // Record is one signed change to the pool. Records are replicated by every
@@ -118,10 +120,18 @@ const (
 type Record struct {
 	Pool    ID     `json:"pool"`
 	Kind    Kind   `json:"kind"`
-	Subject string `json:"subject"`           // device ID (genesis, join, role, remove, readmit; rules: its signer) or invite ID (invite, revoke)
-	Version uint64 `json:"v"`                 // hybrid clock in unix ms: max(now, highest version known + 1)
-	Role    Role   `json:"role,omitempty"`    // genesis (owner), role, invite, readmit (the role it comes back with); join: the invite's, or "" for whatever it grants; rules: admin, the least role that admits
-	Name    string `json:"name,omitempty"`    // genesis, join: the device's name
+	Subject string `json:"subject"`        // device ID (genesis, join, role, remove, readmit; rules: its signer) or invite ID (invite, revoke)
+	Version uint64 `json:"v"`              // hybrid clock in unix ms: max(now, highest version known + 1)
+	Role    Role   `json:"role,omitempty"` // genesis (owner), role, invite, readmit (the role it comes back with); join: the invite's, or "" for whatever it grants; rules: admin, the least role that admits
+	Name    string `json:"name,omitempty"` // genesis, join: the device's name
+	// As is the name of the person a genesis or join makes ("" for the
+	// device's name): a device that does not join an existing person is
+	// the first device of a person of its own.
+	As string `json:"as,omitempty"`
+	// Person is a person's ID, the device ID of its first device: invite,
+	// the person whose device it admits ("" for a new person); join, its
+	// invite's; merge, the person the subject's person becomes.
+	Person  string `json:"person,omitempty"`
 	Key     []byte `json:"key,omitempty"`     // genesis, join: the subject's Ed25519 public key; invite: the invite's
 	Salt    []byte `json:"salt,omitempty"`    // genesis: 16 random bytes that make the pool ID
 	Invite  string `json:"invite,omitempty"`  // join: the invite used; remove: the invite the device joined with
@@ -143,18 +153,25 @@ func (r Record) Linked() bool { return len(r.Prev) > 0 || len(r.Proof) > 0 }
 
 // SigningBytes returns what the signature covers: a domain label and every
 // field but Sig, each length-prefixed, so two different records never
-// share their signing bytes.
+// share their signing bytes. A record of a person (As or Person set)
+// extends them with both under a label of its own, so the records of
+// before people sign the same bytes as they did.
 func (r Record) SigningBytes() []byte {
 	b := r.legacySigningBytes()
-	if !r.Linked() {
-		return b
+	if r.Linked() {
+		b = appendField(b, recordLabelV2)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Prev)))
+		for _, p := range r.Prev {
+			b = appendField(b, p)
+		}
+		b = appendField(b, r.Proof)
 	}
-	b = appendField(b, recordLabelV2)
-	b = binary.BigEndian.AppendUint32(b, uint32(len(r.Prev)))
-	for _, p := range r.Prev {
-		b = appendField(b, p)
+	if r.As != "" || r.Person != "" {
+		b = appendField(b, personLabel)
+		b = appendField(b, r.As)
+		b = appendField(b, r.Person)
 	}
-	return appendField(b, r.Proof)
+	return b
 }
 
 // legacySigningBytes are the signing bytes of the legacy format, which a
@@ -220,9 +237,13 @@ func (id *ID) UnmarshalText(b []byte) error {
 }
 
 // NewGenesis makes the record that creates a pool: the device of key, named
-// name, is its creator and first owner. The new pool's ID is the record's Pool.
-func NewGenesis(key ed25519.PrivateKey, name string, now time.Time) (Record, error) {
+// name, is its creator and the first device of its first owner, the person
+// named as ("" for the device's name). The new pool's ID is the record's Pool.
+func NewGenesis(key ed25519.PrivateKey, name, as string, now time.Time) (Record, error) {
 	if err := checkName(name); err != nil {
+		return Record{}, fmt.Errorf("make genesis: %w", err)
+	}
+	if err := checkPersonName(as); err != nil {
 		return Record{}, fmt.Errorf("make genesis: %w", err)
 	}
 	signer, err := signerID(key)
@@ -236,7 +257,7 @@ func NewGenesis(key ed25519.PrivateKey, name string, now time.Time) (Record, err
 	id, _ := peer.ParseID(signer)
 	r := Record{
 		Pool: PoolIDFor(id, salt), Kind: KindGenesis, Subject: signer, Version: unixMS(now),
-		Role: RoleOwner, Name: name, Key: bytes.Clone(key.Public().(ed25519.PublicKey)), Salt: salt,
+		Role: RoleOwner, Name: name, As: as, Key: bytes.Clone(key.Public().(ed25519.PublicKey)), Salt: salt,
 		Signer: signer,
 	}
 	r.Sig = ed25519.Sign(key, r.SigningBytes())
@@ -246,31 +267,41 @@ func NewGenesis(key ed25519.PrivateKey, name string, now time.Time) (Record, err
 // JoinProofBytes returns what a joiner signs with the invite key of its
 // code, so that the member admitting it can show every other member that
 // the device held the code: the pool, the device, its name and key, the
-// invite.
-func JoinProofBytes(pool ID, subject, name string, key []byte, invite string) []byte {
+// invite, and the name of the person it makes (only when it names one, so
+// proofs of before people verify as they did).
+func JoinProofBytes(pool ID, subject, name string, key []byte, invite, as string) []byte {
 	b := appendField(nil, joinProofLabel)
 	b = append(b, pool[:]...)
 	b = appendField(b, subject)
 	b = appendField(b, name)
 	b = appendField(b, key)
-	return appendField(b, invite)
+	b = appendField(b, invite)
+	if as != "" {
+		b = appendField(b, personLabel)
+		b = appendField(b, as)
+	}
+	return b
 }
 
 // NewJoinRequest makes what the device of joinerPub, named name, sends a
 // member to be admitted with code: its key and the proof, signed with the
-// invite's key, that it holds the code.
-func NewJoinRequest(code Code, joinerPub ed25519.PublicKey, name string) (JoinRequest, error) {
+// invite's key, that it holds the code. as names the person it makes ("":
+// the device's name); a code that adds a device to a person ignores it.
+func NewJoinRequest(code Code, joinerPub ed25519.PublicKey, name, as string) (JoinRequest, error) {
 	if len(joinerPub) != ed25519.PublicKeySize {
 		return JoinRequest{}, fmt.Errorf("make join request: public key of %d bytes: %w", len(joinerPub), ErrMalformed)
 	}
 	if err := checkName(name); err != nil {
 		return JoinRequest{}, fmt.Errorf("make join request: %w", err)
 	}
+	if err := checkPersonName(as); err != nil {
+		return JoinRequest{}, fmt.Errorf("make join request: %w", err)
+	}
 	key := InviteKey(code.Secret)
 	invite := InviteID(key.Public().(ed25519.PublicKey))
 	subject := peer.NewID(joinerPub).String()
-	proof := ed25519.Sign(key, JoinProofBytes(code.Pool, subject, name, joinerPub, invite))
-	return JoinRequest{PoolID: code.Pool.String(), Name: name, Key: bytes.Clone(joinerPub), Invite: invite, Proof: proof}, nil
+	proof := ed25519.Sign(key, JoinProofBytes(code.Pool, subject, name, joinerPub, invite, as))
+	return JoinRequest{PoolID: code.Pool.String(), Name: name, As: as, Key: bytes.Clone(joinerPub), Invite: invite, Proof: proof}, nil
 }
 
 // NewLegacyJoin makes a join of the legacy format: signed by the invite's

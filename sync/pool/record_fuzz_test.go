@@ -157,13 +157,13 @@ func FuzzInviteCode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r, err := pool.NewJoinRequest(code, joiner, "j")
+		r, err := pool.NewJoinRequest(code, joiner, "j", "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		pub := pubOf(pool.InviteKey(code.Secret))
 		subject := peer.NewID(joiner).String()
-		if r.Invite != pool.InviteID(pub) || !ed25519.Verify(pub, pool.JoinProofBytes(code.Pool, subject, "j", joiner, r.Invite), r.Proof) {
+		if r.Invite != pool.InviteID(pub) || !ed25519.Verify(pub, pool.JoinProofBytes(code.Pool, subject, "j", joiner, r.Invite, ""), r.Proof) {
 			t.Fatalf("join request of code %s: %+v", code, r)
 		}
 	})
@@ -223,7 +223,7 @@ func BenchmarkVerifyRecord(b *testing.B) {
 func FuzzAdmit(f *testing.F) {
 	fx := newFixture(f, true)
 	joiner := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{3}, ed25519.SeedSize))
-	good, _ := pool.NewJoinRequest(fx.codes[pool.RoleViewer], pubOf(joiner), "joiner")
+	good, _ := pool.NewJoinRequest(fx.codes[pool.RoleViewer], pubOf(joiner), "joiner", "")
 	for _, req := range []pool.JoinRequest{good, {PoolID: good.PoolID, Name: "x", Key: good.Key, Invite: good.Invite}, {}} {
 		b, _ := json.Marshal(req)
 		f.Add(b)

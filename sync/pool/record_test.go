@@ -66,7 +66,7 @@ func (f *fixture) newKey(name string) ed25519.PrivateKey {
 
 func (f *fixture) genesis() pool.Record {
 	if !f.seeded {
-		g, err := pool.NewGenesis(f.keys["creator"], "creator", f.now)
+		g, err := pool.NewGenesis(f.keys["creator"], "creator", "", f.now)
 		if err != nil {
 			f.tb.Fatal(err)
 		}
@@ -110,7 +110,7 @@ func (f *fixture) join(name string, code pool.Code) pool.Record {
 func (f *fixture) admit(by, name string, code pool.Code) pool.Record {
 	f.tb.Helper()
 	f.tick()
-	req, err := pool.NewJoinRequest(code, pubOf(f.keys[name]), name)
+	req, err := pool.NewJoinRequest(code, pubOf(f.keys[name]), name, "")
 	if err != nil {
 		f.tb.Fatalf("join request of %s: %v", name, err)
 	}
@@ -224,7 +224,7 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 
 func TestPoolIDForBindsCreator(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(nil)
-	g, err := pool.NewGenesis(key, "lab1", epoch)
+	g, err := pool.NewGenesis(key, "lab1", "", epoch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 type state struct {
 	creator string
 	members map[string]*MemberState
+	persons map[string]*personState
 	invites map[string]*InviteState
 	void    map[[32]byte]string // records held without effect, and why
 	// rules is the rules record in effect (the first to take effect): no
@@ -23,7 +24,7 @@ type state struct {
 }
 
 func newState() *state {
-	return &state{members: map[string]*MemberState{}, invites: map[string]*InviteState{}, void: map[[32]byte]string{}}
+	return &state{members: map[string]*MemberState{}, persons: map[string]*personState{}, invites: map[string]*InviteState{}, void: map[[32]byte]string{}}
 }
 
 // resolve returns the membership that the entries of set make, set being
@@ -71,6 +72,7 @@ func (l *Log) resolve(set bitset) *state {
 		return len(ord)
 	}
 	st := newState()
+	sc := scope{invites: invites, person: personOf(ord, invites)}
 	var restrictions []*entry
 	for _, e := range ord {
 		if restrictive(e) {
@@ -85,14 +87,14 @@ func (l *Log) resolve(set bitset) *state {
 	})
 	var standing []*entry
 	for _, d := range restrictions {
-		if by := restrictedBy(standing, d, invites); by != nil {
+		if by := restrictedBy(standing, d, sc); by != nil {
 			st.void[d.h] = voidWhy(by)
 			continue
 		}
 		standing = append(standing, d)
 	}
 	for _, d := range standing {
-		if d.r.Kind == KindRules && restrictedBy(standing, d, invites) == nil {
+		if d.r.Kind == KindRules && restrictedBy(standing, d, sc) == nil {
 			st.ruled = append(st.ruled, d) // step 3 leaves it be
 		}
 	}
@@ -100,7 +102,7 @@ func (l *Log) resolve(set bitset) *state {
 		if _, ok := st.void[e.h]; ok {
 			continue
 		}
-		if by := restrictedBy(standing, e, invites); by != nil {
+		if by := restrictedBy(standing, e, sc); by != nil {
 			st.void[e.h] = voidWhy(by)
 			continue
 		}
@@ -116,33 +118,48 @@ func voidWhy(by *entry) string {
 	return fmt.Sprintf("concurrent with record %x (%s of %s), which it does not extend", by.h[:4], by.r.Kind, short(by.r.Subject))
 }
 
-// restrictive reports whether e takes a right away: a removal, a demotion,
-// a revocation, the rule that members admit nobody.
+// restrictive reports whether e takes a right away: a removal, a demotion
+// (by a role change or a merge), a revocation, the rule that members admit
+// nobody.
 func restrictive(e *entry) bool {
-	return e.r.Kind == KindRemove || e.r.Kind == KindRevoke || e.r.Kind == KindRules || (e.r.Kind == KindRole && e.demotes)
+	return e.r.Kind == KindRemove || e.r.Kind == KindRevoke || e.r.Kind == KindRules ||
+		((e.r.Kind == KindRole || e.r.Kind == KindMerge) && e.demotes)
+}
+
+// scope is what resolve knows of a set of records before it applies them:
+// its invites by ID, and the person of each device.
+type scope struct {
+	invites map[string]*entry
+	person  func(device string) string
 }
 
 // restrictedBy returns the first of standing that is concurrent with e and
 // takes away a right e acts by, or nil.
-func restrictedBy(standing []*entry, e *entry, invites map[string]*entry) *entry {
-	if e.r.Kind == KindRemove && e.r.Signer == e.r.Subject {
+func restrictedBy(standing []*entry, e *entry, sc scope) *entry {
+	if e.r.Kind == KindRemove && (e.r.Signer == e.r.Subject || (e.r.Person != "" && sc.person(e.r.Signer) == sc.person(e.r.Subject))) {
 		return nil // leaving needs no right
 	}
 	for _, d := range standing {
 		if d == e || !concurrent(d, e) {
 			continue
 		}
-		if restricts(d, e, invites) {
+		if restricts(d, e, sc) {
 			return d
 		}
 	}
 	return nil
 }
 
-func restricts(d, e *entry, invites map[string]*entry) bool {
+// restricts reports whether standing restriction d takes a right that e,
+// concurrent with it, acts by. A removal restricts its device; a demotion
+// (a role change or merge) every device of its person.
+func restricts(d, e *entry, sc scope) bool {
 	switch d.r.Kind {
-	case KindRemove, KindRole:
-		if d.r.Subject == e.r.Signer {
+	case KindRemove, KindRole, KindMerge:
+		if d.r.Kind == KindRemove && d.r.Person != "" {
+			return restrictsPerson(d, e, sc)
+		}
+		if d.r.Subject == e.r.Signer || (d.r.Kind != KindRemove && sc.person(d.r.Subject) == sc.person(e.r.Signer)) {
 			return true
 		}
 		if e.r.Kind == KindReadmit {
@@ -152,11 +169,19 @@ func restricts(d, e *entry, invites map[string]*entry) bool {
 		if e.r.Kind != KindJoin {
 			return false
 		}
-		inv, ok := invites[e.r.Invite]
-		if !ok || inv.r.Signer != d.r.Subject {
+		inv, ok := sc.invites[e.r.Invite]
+		if !ok {
 			return false
 		}
-		return d.r.Kind == KindRemove || !canGrant(d.r.Role, inv.r.Role)
+		switch {
+		case d.r.Kind == KindRemove:
+			return inv.r.Signer == d.r.Subject
+		case sc.person(inv.r.Signer) != sc.person(d.r.Subject):
+			return false
+		case inv.r.Person != "" && sc.person(inv.r.Person) == sc.person(d.r.Subject):
+			return false // a person adds their own devices whatever their role
+		}
+		return d.r.Kind == KindMerge || !canGrant(d.r.Role, inv.r.Role)
 	case KindRevoke:
 		return e.r.Kind == KindJoin && e.r.Invite == d.r.Subject
 	}
@@ -171,18 +196,25 @@ func (st *state) effect(e *entry) string {
 	switch r.Kind {
 	case KindGenesis:
 		st.creator = r.Subject
-		st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: RoleOwner,
+		st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: RoleOwner, Person: st.newPerson(r),
 			AddedAt: at, AddedBy: r.Subject, Version: r.Version, Key: r.Key, setBy: -1}
 		return ""
 	case KindJoin:
 		return st.join(e, at)
 	case KindInvite:
-		if why := st.authority(r.Signer, func(s Role) bool { return canGrant(s, r.Role) }); why != "" {
+		why := ""
+		if r.Person != "" {
+			why = st.deviceInviteEffect(r)
+		} else {
+			why = st.authority(r.Signer, func(s Role) bool { return canGrant(s, r.Role) })
+		}
+		if why != "" {
 			return why
 		}
 		if _, ok := st.invites[r.Subject]; !ok {
 			st.invites[r.Subject] = &InviteState{ID: r.Subject, Role: r.Role, Uses: r.Uses,
-				Expires: time.UnixMilli(r.Expires), CreatedBy: r.Signer, CreatedAt: at, Key: r.Key, Version: r.Version}
+				Expires: time.UnixMilli(r.Expires), CreatedBy: r.Signer, CreatedAt: at, Key: r.Key, Version: r.Version,
+				Person: r.Person}
 		}
 		return ""
 	case KindRevoke:
@@ -190,8 +222,15 @@ func (st *state) effect(e *entry) string {
 		if !ok {
 			return "its invite has no effect"
 		}
-		if why := st.authority(r.Signer, func(s Role) bool { return canGrant(s, inv.Role) }); why != "" {
+		if why := st.authority(r.Signer, func(s Role) bool { return canGrant(s, inv.Role) }); why != "" && inv.Person == "" {
 			return why
+		} else if inv.Person != "" {
+			if why := st.authority(r.Signer, func(Role) bool { return true }); why != "" {
+				return why
+			}
+			if err := st.addDeviceRule(st.members[r.Signer], inv.Person, "revoke an invite that adds a device to"); err != nil {
+				return err.Error()
+			}
 		}
 		inv.Revoked, inv.revokeHeld, inv.Version = true, true, max(inv.Version, r.Version)
 		return ""
@@ -199,6 +238,8 @@ func (st *state) effect(e *entry) string {
 		return st.setRules(e)
 	case KindReadmit:
 		return st.readmit(e)
+	case KindMerge:
+		return st.merge(e)
 	}
 	m, ok := st.members[r.Subject]
 	if !ok {
@@ -206,6 +247,9 @@ func (st *state) effect(e *entry) string {
 	}
 	if m.Removed {
 		return "" // removed already: nothing changes
+	}
+	if r.Kind == KindRemove && r.Person != "" {
+		return st.removePerson(e, m)
 	}
 	if r.Kind == KindRemove {
 		if r.Signer != r.Subject {
@@ -227,8 +271,8 @@ func (st *state) effect(e *entry) string {
 	if m.setBy >= 0 && m.setBy != e.idx && !e.anc.has(m.setBy) && m.Role.rank() < role.rank() {
 		role = m.Role // concurrent role changes: the lower role holds
 	}
-	m.Role, m.setBy, m.Version = role, e.idx, max(m.Version, r.Version)
-	st.revokeInvitesOf(r.Subject, role, false)
+	m.Version = max(m.Version, r.Version)
+	st.setPersonRole(m.Person, role, e.idx)
 	return ""
 }
 
@@ -247,7 +291,12 @@ func (st *state) readmit(e *entry) string {
 	if why := st.authority(r.Signer, func(s Role) bool { return canManage(s, m.Role) && canManage(s, r.Role) }); why != "" {
 		return why
 	}
-	m.Removed, m.Role, m.setBy, m.Version = false, r.Role, e.idx, max(m.Version, r.Version)
+	m.Removed, m.Version = false, max(m.Version, r.Version)
+	if p := st.activeDevice(m.Person); p != nil && p != m {
+		m.Role, m.setBy = p.Role, p.setBy // back to a person in the pool: the person's role
+		return ""
+	}
+	st.setPersonRole(m.Person, r.Role, e.idx)
 	return ""
 }
 
@@ -273,13 +322,17 @@ func (st *state) join(e *entry, at time.Time) string {
 		}
 		return "" // admitted twice, concurrently: a member once
 	}
+	person, role, setBy, why := st.joinPerson(r, inv)
+	if why != "" {
+		return why
+	}
 	inv.Used++
 	admitter := ""
 	if r.Linked() {
 		admitter = r.Signer
 	}
-	st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: inv.Role, Invite: r.Invite,
-		AddedAt: at, AddedBy: inv.CreatedBy, Version: r.Version, Key: r.Key, AdmittedBy: admitter, setBy: -1}
+	st.members[r.Subject] = &MemberState{ID: r.Subject, Name: r.Name, Role: role, Person: person, Invite: r.Invite,
+		AddedAt: at, AddedBy: inv.CreatedBy, Version: r.Version, Key: r.Key, AdmittedBy: admitter, setBy: setBy}
 	return ""
 }
 

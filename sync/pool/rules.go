@@ -41,6 +41,8 @@ func (st *state) judge(r *Record, pool ID) (demotes bool, err error) {
 		return false, st.checkRules(s)
 	case KindReadmit:
 		return false, st.checkReadmit(r, s)
+	case KindMerge:
+		return st.checkMerge(r, s)
 	default: // KindRevoke: checkShape knows no other
 		return false, st.checkRevoke(r, s)
 	}
@@ -110,7 +112,10 @@ func (st *state) checkAdmission(r *Record, pool ID) error {
 	if !ok {
 		return refuse(ErrUnknownInvite, "invite %s", r.Invite)
 	}
-	if !ed25519.Verify(inv.Key, JoinProofBytes(pool, r.Subject, r.Name, r.Key, r.Invite), r.Proof) {
+	if err := checkJoinPerson(r, inv); err != nil {
+		return err
+	}
+	if !ed25519.Verify(inv.Key, JoinProofBytes(pool, r.Subject, r.Name, r.Key, r.Invite, r.As), r.Proof) {
 		return refuse(ErrForged, "the device's proof of invite %s does not verify", r.Invite)
 	}
 	if err := st.checkNewDevice(r); err != nil {
@@ -166,7 +171,7 @@ func (st *state) checkRole(r *Record, s *MemberState) (*MemberState, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.Subject == st.creator {
+	if c := st.members[st.creator]; r.Subject == st.creator || (c != nil && m.Person == c.Person) {
 		return nil, refuse(ErrOutOfRole, "nobody changes the role of the pool's creator")
 	}
 	if err := manageRule(s.Role, m.Role, "change the role of"); err != nil {
@@ -180,6 +185,9 @@ func (st *state) checkRemove(r *Record, s *MemberState) error {
 	m, err := st.subject(r)
 	if err != nil {
 		return err
+	}
+	if r.Person != "" {
+		return st.checkRemovePerson(r, s, m)
 	}
 	switch {
 	case r.Subject == st.creator:
@@ -207,6 +215,10 @@ func (st *state) checkReadmit(r *Record, s *MemberState) error {
 	}
 	if err := manageRule(s.Role, m.Role, "readmit"); err != nil {
 		return err
+	}
+	if p := st.activeDevice(m.Person); p != nil && r.Role != p.Role {
+		return refuse(ErrMalformed, "device %s comes back to %s, who is %s: a device has its person's role, not %s",
+			short(r.Subject), st.personLabel(m.Person), p.Role.article(), r.Role)
 	}
 	return manageRule(s.Role, r.Role, "make a device")
 }
@@ -240,21 +252,24 @@ func (r *Record) checkShape() error {
 	var want shape
 	switch r.Kind {
 	case KindGenesis:
-		want = shape{subject: deviceSubject, role: true, name: true, key: true, salt: true}
+		want = shape{subject: deviceSubject, role: true, name: true, key: true, salt: true, as: true}
 	case KindJoin:
-		want = shape{subject: deviceSubject, role: r.Role != "" || r.Linked(), name: true, key: true, invite: true, proof: r.Linked()}
+		want = shape{subject: deviceSubject, role: r.Role != "" || r.Linked(), name: true, key: true, invite: true, proof: r.Linked(),
+			as: r.Linked(), person: r.Linked()}
 	case KindRole:
 		want = shape{subject: deviceSubject, role: true}
 	case KindRemove:
-		want = shape{subject: deviceSubject, invite: r.Invite != ""}
+		want = shape{subject: deviceSubject, invite: r.Invite != "", person: r.Linked() && r.Invite == ""}
 	case KindInvite:
-		want = shape{subject: inviteSubject, role: true, key: true, uses: true, expires: true}
+		want = shape{subject: inviteSubject, role: true, key: true, uses: true, expires: true, person: r.Linked()}
 	case KindRevoke:
 		want = shape{subject: inviteSubject}
 	case KindRules:
 		want = shape{subject: deviceSubject, role: true}
 	case KindReadmit:
 		want = shape{subject: deviceSubject, role: true}
+	case KindMerge:
+		want = shape{subject: deviceSubject, person: true, personNeeded: true}
 	default:
 		return refuse(ErrMalformed, "unknown kind %q", r.Kind)
 	}
@@ -276,6 +291,8 @@ type shape struct {
 	subject                                      subjectKind
 	role, name, key, salt, invite, uses, expires bool
 	proof                                        bool
+	as, person                                   bool // may carry As, Person
+	personNeeded                                 bool // must carry Person
 }
 
 // mismatch returns what is wrong with r for shape s, or "".
@@ -303,9 +320,13 @@ func (s shape) mismatch(r *Record) string {
 		return "expiry out of range"
 	case s.proof != (len(r.Proof) != 0), s.proof && len(r.Proof) != ed25519.SignatureSize:
 		return "proof of wrong size"
+	case !s.as && r.As != "", s.as && checkPersonName(r.As) != nil:
+		return "person's name " + quoteField(r.As)
+	case !s.person && r.Person != "", r.Person != "" && !isDeviceID(r.Person), s.personNeeded && r.Person == "":
+		return "person " + quoteField(r.Person)
 	case r.Kind == KindGenesis && len(r.Prev) != 0:
 		return "a genesis extends nothing"
-	case (r.Kind == KindRules || r.Kind == KindReadmit) && len(r.Prev) == 0:
+	case (r.Kind == KindRules || r.Kind == KindReadmit || r.Kind == KindMerge) && len(r.Prev) == 0:
 		return "it names no state"
 	case len(r.Sig) != ed25519.SignatureSize:
 		return "signature of wrong size"

@@ -22,7 +22,7 @@ func TestOwnerSetsRulesOfAnOldPool(t *testing.T) {
 	memberID, memberDB := identityAndStore(t)
 	key := id.Cert.PrivateKey.(ed25519.PrivateKey)
 	now := time.Now()
-	g, err := NewGenesis(key, "lab1", now)
+	g, err := NewGenesis(key, "lab1", "", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestOwnerSetsRulesOfAnOldPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	memberPub := memberID.Cert.PrivateKey.(ed25519.PrivateKey).Public().(ed25519.PublicKey)
-	req, err := NewJoinRequest(code, memberPub, "gpu2")
+	req, err := NewJoinRequest(code, memberPub, "gpu2", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,3 +52,15 @@ func checkName(name string) error {
 	}
 	return nil
 }
+
+// checkPersonName refuses a person's name that checkName refuses, or one
+// with spaces around it ("" is no name: the device's stands).
+func checkPersonName(as string) error {
+	if strings.TrimSpace(as) != as {
+		return fmt.Errorf("person's name %q has spaces around it: %w", as, ErrBadMessage)
+	}
+	if err := checkName(as); err != nil {
+		return fmt.Errorf("person's %w", err)
+	}
+	return nil
+}

@@ -57,7 +57,7 @@ func main() {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m, err := pool.NewManager(ctx, pool.ManagerConfig{Identity: ids[0], Name: func() string { return names[0] }, DB: db, Now: now, Log: logger})
 	check(err)
-	_, _, err = m.Create(ctx)
+	_, _, err = m.Create(ctx, "")
 	check(err)
 	key := ids[0].Cert.PrivateKey.(ed25519.PrivateKey)
 	join := func(i int, role pool.Role) {

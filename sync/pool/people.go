@@ -1,0 +1,147 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// AddDeviceTTL is how long a code that adds a device to a person lasts.
+const AddDeviceTTL = time.Hour
+
+// AddDevice makes an invite that adds one device to person who (a
+// person's name or ID, or a device of theirs; "" for this device's person),
+// for one join within ttl (0: AddDeviceTTL). The device joins with the
+// person's role. A person adds their own devices; an admin or owner adds
+// those of people they may manage.
+func (m *Manager) AddDevice(ctx context.Context, who string, ttl time.Duration) (InviteState, Code, error) {
+	if ttl <= 0 {
+		ttl = AddDeviceTTL
+	}
+	var code Code
+	var id string
+	err := m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		person, err := m.personOf(l, who)
+		if err != nil {
+			return nil, err
+		}
+		created := time.UnixMilli(int64(l.NextVersion(now)))
+		r, c, err := l.NewDeviceInvite(m.key, person, 1, created.Add(ttl), now)
+		code, id = c, r.Subject
+		return []Record{r}, err
+	})
+	if err != nil {
+		return InviteState{}, Code{}, err
+	}
+	m.mu.Lock()
+	inv, _ := m.log.Invite(id)
+	m.mu.Unlock()
+	return inv, code, nil
+}
+
+// personOf resolves who to a person's ID: "" is this device's person.
+func (m *Manager) personOf(l *Log, who string) (string, error) {
+	if strings.TrimSpace(who) == "" {
+		me, ok := l.Member(m.Self().String())
+		if !ok || me.Removed {
+			return "", ErrNotInPool
+		}
+		return me.Person, nil
+	}
+	devs, err := findTarget(l, who, false)
+	if err != nil {
+		return "", err
+	}
+	return devs[0].Person, nil
+}
+
+// Merge makes the person of who one with the person of into (each a
+// person's name or ID, or a device of theirs): who's devices become
+// into's, with into's name and role. Owners merge.
+func (m *Manager) Merge(ctx context.Context, who, into string) error {
+	return m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+		from, err := findTarget(l, who, false)
+		if err != nil {
+			return nil, err
+		}
+		to, err := findTarget(l, into, false)
+		if err != nil {
+			return nil, err
+		}
+		r, err := l.NewMerge(m.key, from[0].ID, to[0].Person, now)
+		return []Record{r}, err
+	})
+}
+
+// Persons returns the people of the pool, each with their devices.
+func (m *Manager) Persons() []Person {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.log == nil {
+		return nil
+	}
+	return m.log.Persons()
+}
+
+// findTarget resolves who among the devices in the pool (or, with removed,
+// those removed from it): a device's full ID names that device; a person's
+// name or ID names all of that person's devices; else a device's name or
+// a unique prefix of its ID names that device. A person of one device is
+// named by the device's name too, as a pool of before people names it.
+func findTarget(l *Log, who string, removed bool) ([]MemberState, error) {
+	devs, _, err := findTargetOf(l, who, removed)
+	return devs, err
+}
+
+// findTargetOf is findTarget, and whether who named a person.
+func findTargetOf(l *Log, who string, removed bool) ([]MemberState, bool, error) {
+	who = strings.TrimSpace(who)
+	if ms, ok := l.Member(who); ok && ms.Removed == removed {
+		return []MemberState{ms}, false, nil
+	}
+	var people []Person
+	for _, p := range l.Persons() {
+		if who != "" && strings.EqualFold(p.Name, who) {
+			people = append(people, p)
+		}
+	}
+	for _, p := range people {
+		if ids := pick(p, removed); len(people) == 1 && len(ids) > 0 {
+			return devicesIn(l, ids), true, nil
+		}
+	}
+	if len(people) > 1 {
+		return nil, false, fmt.Errorf("%q %w (%d people): give a device's name or ID", who, ErrAmbiguous, len(people))
+	}
+	ms, err := findDevice(l, who, removed)
+	if err != nil {
+		if len(people) == 1 && errors.Is(err, ErrNoMember) {
+			if removed {
+				return nil, false, fmt.Errorf("%w: %q has no device removed from the pool", ErrNoMember, who)
+			}
+			return nil, false, fmt.Errorf("%w: %q has no device in the pool", ErrNoMember, who)
+		}
+		return nil, false, err
+	}
+	return []MemberState{ms}, false, nil
+}
+
+// pick returns p's devices in the pool, or with removed its removed ones.
+func pick(p Person, removed bool) []string {
+	if removed {
+		return p.Removed
+	}
+	return p.Devices
+}
+
+func devicesIn(l *Log, ids []string) []MemberState {
+	out := make([]MemberState, 0, len(ids))
+	for _, id := range ids {
+		if ms, ok := l.Member(id); ok {
+			out = append(out, ms)
+		}
+	}
+	return out
+}
