@@ -54,7 +54,7 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-func newDevice(t *testing.T, name string, candidates func(string) []string, opts ...func(*pool.ManagerConfig)) *device {
+func newDevice(t testing.TB, name string, candidates func(string) []string, opts ...func(*pool.ManagerConfig)) *device {
 	t.Helper()
 	dir := t.TempDir()
 	id, err := peer.LoadOrCreate(dir)
@@ -120,7 +120,7 @@ func (d *device) wasRemoved(id peer.ID) bool {
 	return false
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx

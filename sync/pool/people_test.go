@@ -84,7 +84,7 @@ func TestAddDeviceQuickStart(t *testing.T) {
 }
 
 // syncLogs gives to the records from holds, as replication would.
-func syncLogs(t *testing.T, from, to *device) {
+func syncLogs(t testing.TB, from, to *device) {
 	t.Helper()
 	raws, _ := from.m.Records()
 	if err := to.m.Receive(ctxT(t), from.id.ID, raws); err != nil {

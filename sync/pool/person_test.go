@@ -315,3 +315,36 @@ func mustPerson(f *fixture, name string) string {
 	}
 	return m.Person
 }
+
+// TestDeviceInviteAfterRoleChange: a person's own invite for a device of
+// theirs stays usable when their role changes (the device comes in with
+// the new role); an admin's invite for another person's device ends when
+// the admin is demoted, as their other invites do.
+func TestDeviceInviteAfterRoleChange(t *testing.T) {
+	f := newFixture(t, false)
+	f.tick()
+	own, ownCode, err := f.l.NewDeviceInvite(f.keys["member"], mustPerson(f, "member"), 1, f.now.Add(time.Hour), f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(own)
+	f.tick()
+	other, _, err := f.l.NewDeviceInvite(f.keys["admin"], mustPerson(f, "viewer"), 1, f.now.Add(time.Hour), f.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(other)
+	f.apply(f.role("creator", "member", pool.RoleViewer))
+	f.apply(f.role("creator", "admin", pool.RoleMember))
+	if inv, _ := f.l.Invite(own.Subject); inv.Revoked {
+		t.Errorf("the member's invite for their own device was revoked by their role change")
+	}
+	if inv, _ := f.l.Invite(other.Subject); !inv.Revoked {
+		t.Errorf("the demoted admin's invite for the viewer's device is still usable")
+	}
+	f.keys["member-ws"] = f.newKey("member-ws")
+	f.apply(f.join("member-ws", ownCode))
+	if m, _ := f.l.Member(f.id("member-ws")); m.Role != pool.RoleViewer {
+		t.Errorf("the new device is %s; want viewer, its person's role now", m.Role)
+	}
+}

@@ -222,15 +222,8 @@ func (st *state) effect(e *entry) string {
 		if !ok {
 			return "its invite has no effect"
 		}
-		if why := st.authority(r.Signer, func(s Role) bool { return canGrant(s, inv.Role) }); why != "" && inv.Person == "" {
+		if why := st.mayRevoke(r.Signer, inv); why != "" {
 			return why
-		} else if inv.Person != "" {
-			if why := st.authority(r.Signer, func(Role) bool { return true }); why != "" {
-				return why
-			}
-			if err := st.addDeviceRule(st.members[r.Signer], inv.Person, "revoke an invite that adds a device to"); err != nil {
-				return err.Error()
-			}
 		}
 		inv.Revoked, inv.revokeHeld, inv.Version = true, true, max(inv.Version, r.Version)
 		return ""
@@ -356,10 +349,38 @@ func (st *state) authority(signer string, ok func(Role) bool) string {
 // device demoted or removed cannot come back through its own invites.
 func (st *state) revokeInvitesOf(id string, role Role, removed bool) {
 	for _, inv := range st.invites {
-		if inv.CreatedBy == id && (removed || !canGrant(role, inv.Role)) {
+		if inv.CreatedBy == id && (removed || !st.mayStillInvite(id, role, inv)) {
 			inv.Revoked = true
 		}
 	}
+}
+
+// mayStillInvite reports whether device id, now of role, may still have
+// made inv: an invite for a role it grants, or one adding a device to its
+// own person or to a person it may manage.
+func (st *state) mayStillInvite(id string, role Role, inv *InviteState) bool {
+	if inv.Person == "" {
+		return canGrant(role, inv.Role)
+	}
+	if m := st.members[id]; m != nil && m.Person == inv.Person {
+		return true
+	}
+	p := st.activeDevice(inv.Person)
+	return p != nil && role.rank() >= RoleAdmin.rank() && canManage(role, p.Role)
+}
+
+// mayRevoke returns why signer may not revoke inv, or "".
+func (st *state) mayRevoke(signer string, inv *InviteState) string {
+	if inv.Person == "" {
+		return st.authority(signer, func(s Role) bool { return canGrant(s, inv.Role) })
+	}
+	if why := st.authority(signer, func(Role) bool { return true }); why != "" {
+		return why
+	}
+	if err := st.addDeviceRule(st.members[signer], inv.Person, "revoke an invite that adds a device to"); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // setRules applies a rules record: from it on, only admins and owners sign
