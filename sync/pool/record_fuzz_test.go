@@ -54,6 +54,9 @@ func fuzzRecords(f *fixture) []pool.Record {
 		rulesRecord(f, "owner2"),
 		f.record("owner2", pool.Record{Kind: pool.KindReadmit, Subject: f.id("viewer"), Role: pool.RoleViewer}), // of a member: refused
 		f.record("member", pool.Record{Kind: pool.KindReadmit, Subject: f.id("admin"), Role: pool.RoleMember}),
+		f.record("owner2", pool.Record{Kind: pool.Kind("merge"), Subject: f.id("viewer"), Person: f.id("member")}),
+		f.record("admin", pool.Record{Kind: pool.KindRemove, Subject: f.id("viewer"), Person: f.id("viewer")}),
+		f.record("member", pool.Record{Kind: pool.KindRemove, Subject: f.id("member"), Person: f.id("member")}),
 		f.l.Records()[0],
 	}
 }
@@ -134,11 +137,12 @@ func FuzzVerifyLog(f *testing.F) {
 // FuzzSigningBytes checks that two records with the same signing bytes are
 // the same record: no field's bytes can be moved into another's.
 func FuzzSigningBytes(f *testing.F) {
-	f.Add("role", "ab", "c", []byte{1}, uint64(1), "role", "a", "bc", []byte{1}, uint64(1))
-	f.Fuzz(func(t *testing.T, k1, s1, n1 string, key1 []byte, v1 uint64, k2, s2, n2 string, key2 []byte, v2 uint64) {
-		a := pool.Record{Kind: pool.Kind(k1), Subject: s1, Name: n1, Key: key1, Version: v1, Signer: n1}
-		b := pool.Record{Kind: pool.Kind(k2), Subject: s2, Name: n2, Key: key2, Version: v2, Signer: n2}
-		same := k1 == k2 && s1 == s2 && n1 == n2 && bytes.Equal(key1, key2) && v1 == v2
+	f.Add("role", "ab", "c", []byte{1}, uint64(1), "", "", "role", "a", "bc", []byte{1}, uint64(1), "", "")
+	f.Add("join", "ab", "c", []byte{1}, uint64(1), "al", "", "join", "ab", "c", []byte{1}, uint64(1), "", "al")
+	f.Fuzz(func(t *testing.T, k1, s1, n1 string, key1 []byte, v1 uint64, as1, p1 string, k2, s2, n2 string, key2 []byte, v2 uint64, as2, p2 string) {
+		a := pool.Record{Kind: pool.Kind(k1), Subject: s1, Name: n1, Key: key1, Version: v1, Signer: n1, As: as1, Person: p1}
+		b := pool.Record{Kind: pool.Kind(k2), Subject: s2, Name: n2, Key: key2, Version: v2, Signer: n2, As: as2, Person: p2}
+		same := k1 == k2 && s1 == s2 && n1 == n2 && bytes.Equal(key1, key2) && v1 == v2 && as1 == as2 && p1 == p2
 		if bytes.Equal(a.SigningBytes(), b.SigningBytes()) != same {
 			t.Fatalf("SigningBytes equal = %v for %+v and %+v", !same, a, b)
 		}

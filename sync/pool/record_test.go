@@ -182,6 +182,9 @@ func TestRecordSigningBytesIsInjective(t *testing.T) {
 		"signer":        func(r *pool.Record) { r.Signer = "t" },
 		"name to role":  func(r *pool.Record) { r.Role, r.Name = "memberc", "" },
 		"empty subject": func(r *pool.Record) { r.Subject, r.Kind = "", "roleab" },
+		"as":            func(r *pool.Record) { r.As = "c" },
+		"person":        func(r *pool.Record) { r.Person = "c" },
+		"name to as":    func(r *pool.Record) { r.Name, r.As = "", "c" },
 	}
 	for name, change := range variants {
 		t.Run(name, func(t *testing.T) {
