@@ -53,6 +53,7 @@ func (q *PoolQueue) Configure(cfg *jobs.Config) {
 	cfg.Targets = tc.get
 	cfg.Offer = q.offerJob
 	cfg.Role = q.memberRole
+	cfg.PersonOf = q.personOf
 	cfg.Usage = u.get
 	cfg.PoolChanged, _ = q.db.Subscribe() // for the daemon's life: the replica closes with it
 }
@@ -161,6 +162,10 @@ func (q *PoolQueue) memberRole(id string) string {
 	return string(role)
 }
 
+// personOf is the person whose device id is, "" when the pool knows none:
+// a person's devices act on each other's jobs and share one turn.
+func (q *PoolQueue) personOf(id string) string { return q.pm.PersonOf(id) }
+
 // usageCache keeps each member's decayed GPU-hours for usageEvery.
 type usageCache struct {
 	q  *PoolQueue
@@ -187,7 +192,7 @@ func (u *usageCache) get() map[string]float64 {
 	for _, j := range all {
 		js = append(js, j.Job) // Owner is empty where the owner proof does not verify
 	}
-	u.by, u.at = jobs.DecayedUsage(js, time.Now(), jobs.UsageHalfLife), time.Now()
+	u.by, u.at = jobs.DecayedUsage(js, time.Now(), jobs.UsageHalfLife, u.q.personOf), time.Now()
 	return u.by
 }
 

@@ -41,9 +41,26 @@ func (m *Manager) manages(c Caller) bool {
 	return m.local(c) || c.Role == RoleOwner || c.Role == RoleAdmin
 }
 
-// sees says whether c may read j's secrets (its Env values): its owner, or
-// this machine's own user.
-func (m *Manager) sees(c Caller, j Job) bool { return j.Owner == c.ID || m.local(c) }
+// sees says whether c may read j's secrets (its Env values): its owner (a
+// device of the person who launched it), or this machine's own user.
+func (m *Manager) sees(c Caller, j Job) bool { return m.owns(c.ID, j) || m.local(c) }
+
+// person returns the person whose device id is: id itself where the pool
+// knows no person for it.
+func (m *Manager) person(id string) string {
+	if m.cfg.PersonOf != nil && id != "" {
+		if p := m.cfg.PersonOf(id); p != "" {
+			return p
+		}
+	}
+	return id
+}
+
+// owns says whether device id owns j: it launched j, or it is a device of
+// the person whose device did.
+func (m *Manager) owns(id string, j Job) bool {
+	return id != "" && (j.Owner == id || (j.Owner != "" && m.person(j.Owner) == m.person(id)))
+}
 
 // forbid is a refusal by an authorization or policy rule (HTTP 403).
 func forbid(rule, format string, a ...any) error {
@@ -72,7 +89,7 @@ func (m *Manager) Authorize(c Caller, id string) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	if j.Owner != c.ID && !m.manages(c) {
+	if !m.owns(c.ID, j) && !m.manages(c) {
 		return Job{}, forbid("only a job's owner, admins and owners act on it", "job %s belongs to %s", j.Name, j.Owner)
 	}
 	return j, nil

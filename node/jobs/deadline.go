@@ -39,7 +39,7 @@ func (m *Manager) deadlineStep(ctx context.Context, now time.Time) {
 			m.stopAtLimit(ctx, j)
 			continue
 		}
-		g, ok := nextReservation(j, reservations, now)
+		g, ok := nextReservation(j, reservations, now, m.person)
 		switch {
 		case !ok:
 			if j.StopAt != nil {
@@ -73,13 +73,13 @@ func timeLimit(j Job) *time.Time {
 // nextReservation is the earliest reservation for another member than j's
 // owner, on one of j's GPUs, that is in force now or starts before j's
 // time limit ends it.
-func nextReservation(j Job, gs []alloc.Grant, now time.Time) (alloc.Grant, bool) {
+func nextReservation(j Job, gs []alloc.Grant, now time.Time, person func(string) string) (alloc.Grant, bool) {
 	var best alloc.Grant
 	found := false
 	limit := timeLimit(j)
 	for _, g := range gs {
 		switch {
-		case g.Holder.Kind != alloc.Reservation || g.Holder.Member == j.Owner:
+		case g.Holder.Kind != alloc.Reservation || person(g.Holder.Member) == person(j.Owner):
 		case !g.Until.IsZero() && !g.Until.After(now):
 		case limit != nil && !limit.After(g.From):
 		case !slices.ContainsFunc(j.GPUs, func(u string) bool { return slices.Contains(g.Units, u) }):

@@ -293,7 +293,7 @@ func (m *Manager) takeOver(ctx context.Context, home string, o Offer) (Job, erro
 			return nil
 		}
 		setRunning(cur, t)
-		m.served[cur.Owner] = *cur.Started
+		m.served[m.person(cur.Owner)] = *cur.Started
 		return nil
 	})
 	if err != nil {

@@ -62,7 +62,7 @@ func (l *Ledger) keepFor(k Kept, units []alloc.Unit, grants []alloc.Grant, gpus 
 		r.Until = now.Add(k.Want.Limit)
 	}
 	holder := alloc.Holder{Kind: alloc.Queued, ID: k.Job, Member: k.Want.Owner, Name: k.Want.Name}
-	d := alloc.Fit(units, grants, r, now)
+	d := l.fit(units, grants, r, now)
 	switch {
 	case d.Fits:
 	case r.Share > 0:
@@ -80,7 +80,7 @@ func (l *Ledger) keepFor(k Kept, units []alloc.Unit, grants []alloc.Grant, gpus 
 		}
 	case d.Free > 0:
 		r.Count = min(d.Free, r.Count-1) // as many as were free of those it looks at
-		if d = alloc.Fit(units, grants, r, now); !d.Fits {
+		if d = l.fit(units, grants, r, now); !d.Fits {
 			d.Units = nil
 		}
 	default:
@@ -133,4 +133,23 @@ func (m *Manager) keepStarving(gpus []gpu.Stats, external map[string]bool) {
 		ks = append(ks, Kept{Job: j.ID, Want: j.request()})
 	}
 	m.ledger.Rekeep(ks, gpus, external)
+}
+
+// fit is alloc.Fit over holders named by their person (Ledger.person):
+// the grants of a person's devices are one member's to Fit.
+func (l *Ledger) fit(units []alloc.Unit, grants []alloc.Grant, r alloc.Request, now time.Time) alloc.Decision {
+	if l.person == nil {
+		return alloc.Fit(units, grants, r, now)
+	}
+	byPerson := make([]alloc.Grant, len(grants))
+	for i, g := range grants {
+		if g.Holder.Member != "" {
+			g.Holder.Member = l.person(g.Holder.Member)
+		}
+		byPerson[i] = g
+	}
+	if r.Holder.Member != "" {
+		r.Holder.Member = l.person(r.Holder.Member)
+	}
+	return alloc.Fit(units, byPerson, r, now)
 }

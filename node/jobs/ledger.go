@@ -71,6 +71,10 @@ type Ledger struct {
 	changed chan struct{}
 	// clock is the time grants are decided at (tests set it).
 	clock func() time.Time
+	// person, when set, maps a device to its person: Fit sees a holder's
+	// person, so that what a reservation or an owner keeps for a person
+	// is theirs from any of their devices.
+	person func(string) string
 }
 
 // NewLedger returns an empty ledger.
@@ -113,7 +117,7 @@ func (l *Ledger) Grant(job string, want Request, gpus []gpu.Stats, external map[
 	if want.Limit > 0 {
 		r.Until = now.Add(want.Limit)
 	}
-	d := alloc.Fit(l.unitsLocked(gpus), l.grantsFor(job, external), r, now)
+	d := l.fit(l.unitsLocked(gpus), l.grantsFor(job, external), r, now)
 	if !d.Fits {
 		return nil, l.busyError(d, n, total, stats)
 	}

@@ -69,6 +69,11 @@ type Config struct {
 	// when unknown; messages fall back to the short ID. It must not block
 	// for long (a read of the local replica).
 	MemberName func(id string) string
+	// PersonOf (may be nil: each device a person of its own) returns the
+	// person whose device id is, "" when unknown: a person's devices act
+	// on each other's jobs, share one GPU limit and one turn in the queue.
+	// It must not block for long (a read of the local replica).
+	PersonOf func(id string) string
 	// Devices are this machine's GPUs as read at start: placement weighs
 	// their NVLink and PCIe links (Place).
 	Devices []gpu.Info
@@ -179,6 +184,7 @@ func NewManager(cfg Config, ex Executor, gpus GPUState, folders FolderResolver, 
 		jobs: map[string]*Job{}, launching: map[string]bool{}, queue: map[string]bool{}, active: map[string]bool{}, served: map[string]time.Time{},
 		policy: DefaultPolicy()}
 	ledger.onHeld = m.wake // what others hold changed: a queued job may fit now
+	ledger.person = m.person
 	return m
 }
 

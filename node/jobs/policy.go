@@ -198,15 +198,16 @@ func (m *Manager) resourcePolicy(c Caller, spec *Spec) error {
 	return nil
 }
 
-// gpusHeld is how many GPUs owner's queued, starting and running jobs here
-// hold or ask for.
+// gpusHeld is how many GPUs the queued, starting and running jobs here of
+// owner's person (all their devices) hold or ask for.
 func (m *Manager) gpusHeld(owner string) int {
+	person := m.person(owner)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
 	for _, j := range m.jobs {
 		switch {
-		case j.Owner != owner:
+		case m.person(j.Owner) != person:
 		case j.State == Queued:
 			n += j.request().want()
 		case j.State == Starting || j.State == Running:

@@ -31,12 +31,15 @@ import (
 // order is computed again.
 
 // queueOrder returns the queued jobs in the order they are offered GPUs.
-// usage is each owner's decayed GPU-hours across the pool (nil: none
-// known), served when each owner last had a job started here.
-func queueOrder(queued []Job, usage map[string]float64, served map[string]time.Time) []Job {
+// usage is each person's decayed GPU-hours across the pool (nil: none
+// known), served when each person last had a job started here; person
+// maps the device that launched a job to its person (all of a person's
+// devices take one turn).
+func queueOrder(queued []Job, usage map[string]float64, served map[string]time.Time, person func(string) string) []Job {
 	byOwner := map[string][]Job{}
 	for _, j := range queued {
-		byOwner[j.Owner] = append(byOwner[j.Owner], j)
+		o := person(j.Owner)
+		byOwner[o] = append(byOwner[o], j)
 	}
 	owners := make([]string, 0, len(byOwner))
 	for o, js := range byOwner {
@@ -120,7 +123,7 @@ func (m *Manager) queued() []Job {
 	if m.cfg.Usage != nil {
 		usage = m.cfg.Usage()
 	}
-	return queueOrder(q, usage, served)
+	return queueOrder(q, usage, served, m.person)
 }
 
 // starving returns the queued jobs that waited past StarveAfter, in queue
@@ -213,7 +216,7 @@ func (m *Manager) startClaimed(ctx context.Context, j Job) {
 			return ErrConflict
 		}
 		setRunning(cur, c)
-		m.served[cur.Owner] = *cur.Started
+		m.served[m.person(cur.Owner)] = *cur.Started
 		return nil
 	})
 	if err != nil {

@@ -36,7 +36,7 @@ func TestQueueOrder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ids []string
-			for _, j := range queueOrder(tt.queued, tt.usage, tt.served) {
+			for _, j := range queueOrder(tt.queued, tt.usage, tt.served, func(id string) string { return id }) {
 				ids = append(ids, j.ID)
 			}
 			if got := strings.Join(ids, " "); got != tt.want {
@@ -59,7 +59,7 @@ func TestDecayedUsage(t *testing.T) {
 		{Owner: "", GPUSeconds: 1000 * 3600}, // unverified: nobody's
 		{Owner: "c", GPUSeconds: -5},         // nonsense from a peer: nothing
 	}
-	got := DecayedUsage(js, now, UsageHalfLife)
+	got := DecayedUsage(js, now, UsageHalfLife, nil)
 	want := map[string]float64{"a": 8, "b": 4}
 	if len(got) != len(want) {
 		t.Fatalf("usage %v, want %v", got, want)

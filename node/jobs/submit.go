@@ -127,7 +127,7 @@ func (m *Manager) submitAs(ctx context.Context, caller Caller, spec Spec, id, pr
 	}
 	setRunning(&j, t)
 	m.mu.Lock()
-	m.served[owner] = *j.Started
+	m.served[m.person(owner)] = *j.Started
 	m.setLocked(j)
 	m.saveLocked(j)
 	m.log.Info("job started", "job", j.ID, "name", j.Name, "owner", owner, "gpus", j.GPUIndexes, "task", shortContainer(t.Handle))

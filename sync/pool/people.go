@@ -75,6 +75,21 @@ func (m *Manager) Merge(ctx context.Context, who, into string) error {
 	})
 }
 
+// PersonOf returns the person (ID) whose device id is, removed or not;
+// "" when the pool does not know the device.
+func (m *Manager) PersonOf(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.log == nil {
+		return ""
+	}
+	ms, ok := m.log.Member(id)
+	if !ok {
+		return ""
+	}
+	return ms.Person
+}
+
 // Persons returns the people of the pool, each with their devices.
 func (m *Manager) Persons() []Person {
 	m.mu.Lock()
