@@ -20,12 +20,13 @@ import (
 // the latest telemetry (info).
 func OpenReservations(self string, db *store.DB, jm *jobs.Manager, info func() agent.Info, log *slog.Logger) *reserve.Book {
 	b := reserve.NewBook(reserve.Config{
-		Node:    self,
-		Units:   func() []alloc.Unit { return gpuUnits(self, info()) },
-		Policy:  func() reserve.Policy { return jm.Policy().Reserve },
-		Store:   ReservationStore{DB: db, Self: self},
-		Log:     log,
-		Changed: func(gs []alloc.Grant) { jm.Ledger().SetHeld("reservations", gs) },
+		Node:       self,
+		Units:      func() []alloc.Unit { return gpuUnits(self, info()) },
+		Policy:     func() reserve.Policy { return jm.Policy().Reserve },
+		Store:      ReservationStore{DB: db, Self: self},
+		Log:        log,
+		Changed:    func(gs []alloc.Grant) { jm.Ledger().SetHeld("reservations", gs) },
+		SamePerson: jm.SamePerson,
 		Lost: func(r reserve.Reservation) {
 			log.Warn("a reservation lost to an earlier one; its record says so to its member",
 				"reservation", r.ID, "member", r.Member, "reason", r.Reason)

@@ -40,6 +40,11 @@ type Config struct {
 	// or to come whenever they change (jobs.Ledger.SetHeld). It must not
 	// block.
 	Changed func([]alloc.Grant)
+	// SamePerson (nil: devices are people of their own) says whether two
+	// devices are of one person: a person reserves for themselves, cancels
+	// what they reserved and counts against the policy's per-member limit
+	// from any of their devices.
+	SamePerson func(a, b string) bool
 	// Lost, when set, is told of a reservation that lost to another (a
 	// conflict found on restore), so that its member hears of it. It must
 	// not block.
@@ -188,6 +193,14 @@ func (b *Book) Reserve(c Caller, req Request) (Reservation, error) {
 // local says whether c is this machine's own user.
 func (b *Book) local(c Caller) bool { return c.ID != "" && c.ID == b.cfg.Node }
 
+// same says whether devices a and b are of one person.
+func (b *Book) same(a, c string) bool {
+	if b.cfg.SamePerson != nil {
+		return b.cfg.SamePerson(a, c)
+	}
+	return a != "" && a == c
+}
+
 // manages says whether c may act on anyone's reservation here.
 func (b *Book) manages(c Caller) bool { return b.local(c) || c.Role == "owner" || c.Role == "admin" }
 
@@ -206,7 +219,7 @@ func (b *Book) mayReserve(c Caller, req *Request, p Policy) error {
 		return forbid(RuleWho, "this machine's policy lets nobody but its own user reserve its GPUs")
 	case p.Who == WhoAdmins && !b.manages(c):
 		return forbid(RuleWho, "this machine's policy lets only admins and owners reserve its GPUs")
-	case req.Member != c.ID && !b.manages(c):
+	case !b.same(req.Member, c.ID) && !b.manages(c):
 		return forbid(RuleOther, "only admins, owners and the machine's own user reserve for another member")
 	}
 	return nil
@@ -256,7 +269,7 @@ func (b *Book) roomLocked(c Caller, member string, p Policy, now time.Time) erro
 	for _, r := range b.rs {
 		if r.Active(now) {
 			n++
-			if r.Member == member {
+			if b.same(r.Member, member) {
 				mine++
 			}
 		}
@@ -343,7 +356,7 @@ func (b *Book) Cancel(c Caller, id string) (Reservation, error) {
 	if !ok {
 		return Reservation{}, &Error{Rule: RuleNotFound, Detail: fmt.Sprintf("%.40q is none of this machine's reservations", id), NotFound: true}
 	}
-	if r.Member != c.ID && r.By != c.ID && !b.manages(c) {
+	if !b.same(r.Member, c.ID) && !b.same(r.By, c.ID) && !b.manages(c) {
 		return Reservation{}, forbid(RuleCancel, "reservation %s is %s's: only they, admins, owners and the machine's own user cancel it", r.ID, r.Member)
 	}
 	if r.State != Accepted {

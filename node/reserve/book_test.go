@@ -54,7 +54,15 @@ var (
 	admin  = reserve.Caller{ID: "ADMIN", Role: "admin"}
 	viewer = reserve.Caller{ID: "VIEW", Role: "viewer"}
 	local  = reserve.Caller{ID: node}
+	// aliceLaptop is another device of alice's.
+	aliceLaptop = reserve.Caller{ID: "ALICE-LAPTOP", Role: "member"}
 )
+
+// samePerson says ALICE and ALICE-LAPTOP are one person.
+func samePerson(a, b string) bool {
+	person := func(id string) string { return strings.TrimSuffix(id, "-LAPTOP") }
+	return a != "" && person(a) == person(b)
+}
 
 func gpus(n int) []alloc.Unit {
 	var us []alloc.Unit
@@ -83,7 +91,8 @@ func newFixture(t *testing.T, p reserve.Policy) *fixture {
 func (f *fixture) open() *reserve.Book {
 	b := reserve.NewBook(reserve.Config{Node: node, Units: func() []alloc.Unit { return gpus(4) },
 		Policy: func() reserve.Policy { return f.policy }, Now: func() time.Time { return t0 }, Store: f.store,
-		Changed: func(g []alloc.Grant) { f.held = g }, Lost: func(r reserve.Reservation) { f.lost = append(f.lost, r) }})
+		SamePerson: samePerson,
+		Changed:    func(g []alloc.Grant) { f.held = g }, Lost: func(r reserve.Reservation) { f.lost = append(f.lost, r) }})
 	if err := b.Load(); err != nil {
 		panic(err)
 	}
@@ -222,6 +231,7 @@ func TestCancel(t *testing.T) {
 		ok   bool
 	}{
 		{"its member", alice, true},
+		{"another device of its member", aliceLaptop, true},
 		{"another member", bob, false},
 		{"a viewer", viewer, false},
 		{"an admin", admin, true},
