@@ -58,7 +58,9 @@ func (m *Manager) person(id string) string {
 
 // SamePerson says whether devices a and b are of one person (or are one
 // device), as the pool knows them (Config.PersonOf).
-func (m *Manager) SamePerson(a, b string) bool { return a != "" && (a == b || m.person(a) == m.person(b)) }
+func (m *Manager) SamePerson(a, b string) bool {
+	return a != "" && (a == b || m.person(a) == m.person(b))
+}
 
 // owns says whether device id owns j: it launched j, or it is a device of
 // the person whose device did.
