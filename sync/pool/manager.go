@@ -685,13 +685,20 @@ func (m *Manager) Invite(ctx context.Context, role Role, uses int, ttl time.Dura
 	if uses < 0 || uses > MaxInviteUses {
 		return InviteState{}, Code{}, fmt.Errorf("make invite: uses must be 1 to %d, not %d", MaxInviteUses, uses)
 	}
+	return m.signInvite(ctx, ttl, func(l *Log, expires, now time.Time) (Record, Code, error) {
+		return l.NewInvite(m.key, role, uses, expires, now)
+	})
+}
+
+// signInvite signs the invite make makes, expiring ttl after its version
+// (its CreatedAt: a record signed in the millisecond of the one before it
+// is dated a millisecond on), and returns it with its code.
+func (m *Manager) signInvite(ctx context.Context, ttl time.Duration, make func(l *Log, expires, now time.Time) (Record, Code, error)) (InviteState, Code, error) {
 	var code Code
 	var id string
 	err := m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
-		// ttl from the invite's version, its CreatedAt: a record signed in
-		// the millisecond of the one before it is dated a millisecond on.
 		created := time.UnixMilli(int64(l.NextVersion(now)))
-		r, c, err := l.NewInvite(m.key, role, uses, created.Add(ttl), now)
+		r, c, err := make(l, created.Add(ttl), now)
 		code, id = c, r.Subject
 		return []Record{r}, err
 	})

@@ -20,25 +20,13 @@ func (m *Manager) AddDevice(ctx context.Context, who string, ttl time.Duration) 
 	if ttl <= 0 {
 		ttl = AddDeviceTTL
 	}
-	var code Code
-	var id string
-	err := m.sign(ctx, func(l *Log, now time.Time) ([]Record, error) {
+	return m.signInvite(ctx, ttl, func(l *Log, expires, now time.Time) (Record, Code, error) {
 		person, err := m.personOf(l, who)
 		if err != nil {
-			return nil, err
+			return Record{}, Code{}, err
 		}
-		created := time.UnixMilli(int64(l.NextVersion(now)))
-		r, c, err := l.NewDeviceInvite(m.key, person, 1, created.Add(ttl), now)
-		code, id = c, r.Subject
-		return []Record{r}, err
+		return l.NewDeviceInvite(m.key, person, 1, expires, now)
 	})
-	if err != nil {
-		return InviteState{}, Code{}, err
-	}
-	m.mu.Lock()
-	inv, _ := m.log.Invite(id)
-	m.mu.Unlock()
-	return inv, code, nil
 }
 
 // personOf resolves who to a person's ID: "" is this device's person.

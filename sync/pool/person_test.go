@@ -1,9 +1,7 @@
 package pool_test
 
 import (
-	"errors"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -149,12 +147,7 @@ func TestPersonAttacks(t *testing.T) {
 		inv.Person = person(f, of)
 		return signed(inv, f.keys[by])
 	}
-	tests := []struct {
-		name string
-		make func(f *fixture) pool.Record
-		want error
-		rule string
-	}{
+	tests := []refusal{
 		{"a member adds a device to the creator", func(f *fixture) pool.Record {
 			return deviceInvite(f, "member", "creator", pool.RoleOwner)
 		}, pool.ErrOutOfRole, "only a person's own devices, or an admin or owner who may manage an owner, add a device to them"},
@@ -236,27 +229,7 @@ func TestPersonAttacks(t *testing.T) {
 			return readmit(f, "creator", "member-ws", pool.RoleAdmin)
 		}, pool.ErrMalformed, "a device has its person's role"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, false)
-			r := tt.make(f)
-			before := summary(f.l)
-			members := f.l.Members()
-			_, err := f.l.Apply(r, f.now)
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Apply = %v; want it accepted", err)
-				}
-				return
-			}
-			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.rule) {
-				t.Fatalf("Apply = %v; want %v naming %q", err, tt.want, tt.rule)
-			}
-			if summary(f.l) != before || !reflect.DeepEqual(f.l.Members(), members) {
-				t.Errorf("the refused record changed the log")
-			}
-		})
-	}
+	runRefusals(t, tests, nil)
 }
 
 // TestRemovePersonAllDevices: removing a person removes every device of

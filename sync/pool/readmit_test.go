@@ -49,12 +49,7 @@ func TestReadmit(t *testing.T) {
 // TestReadmitAttacks: each readmission an attacker would try is refused
 // with its sentinel, naming the rule, and leaves the log as it was.
 func TestReadmitAttacks(t *testing.T) {
-	tests := []struct {
-		name string
-		make func(f *fixture) pool.Record
-		want error
-		rule string
-	}{
+	tests := []refusal{
 		{"a member readmits", func(f *fixture) pool.Record {
 			return readmit(f, "member", "viewer", pool.RoleViewer)
 		}, pool.ErrOutOfRole, "only admins and owners readmit"},
@@ -100,10 +95,28 @@ func TestReadmitAttacks(t *testing.T) {
 			return signed(r, f.keys["creator"])
 		}, pool.ErrFuture, "ahead of the clock"},
 	}
+	runRefusals(t, tests, func(f *fixture) { f.apply(f.remove("admin", "viewer")) })
+}
+
+// refusal is a record an attacker makes against a fixture, and the
+// sentinel and rule its refusal names (want nil: it is accepted).
+type refusal struct {
+	name string
+	make func(f *fixture) pool.Record
+	want error
+	rule string
+}
+
+// runRefusals applies each record of tests to a new fixture (after setup):
+// each is refused with its sentinel, naming its rule, and leaves the log
+// as it was, or is accepted where it wants no error.
+func runRefusals(t *testing.T, tests []refusal, setup func(f *fixture)) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, false)
-			f.apply(f.remove("admin", "viewer"))
+			if setup != nil {
+				setup(f)
+			}
 			r := tt.make(f)
 			before := summary(f.l)
 			members := f.l.Members()
