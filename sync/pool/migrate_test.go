@@ -21,32 +21,9 @@ import (
 // membership is the same, new records link onto the legacy ones, a device
 // joins by admission, and a join of the legacy format is refused from then on.
 func TestMigrateLandedPool(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("testdata/landed")); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 25, 11, 0, 0, 0, time.UTC)
-	ids := map[string]*peer.Identity{}
-	for _, n := range []string{"gpu-box", "ada", "bea", "cy"} {
-		id, err := peer.LoadOrCreate(filepath.Join(dir, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[n] = id
-	}
-	open := func() (*pool.Manager, *store.DB) {
-		db, err := store.Open(filepath.Join(dir, "replica.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := pool.NewManager(ctx, pool.ManagerConfig{Identity: ids["gpu-box"], DB: db, Now: func() time.Time { return clock },
-			Log: slog.New(slog.DiscardHandler), Dial: nil})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m, db
-	}
+	ids, open := openCopy(t, "testdata/landed", []string{"gpu-box", "ada", "bea", "cy"}, func() time.Time { return clock })
 	m, db := open()
 	roles := func(m *pool.Manager) map[string]string {
 		st, ok := m.Snapshot()
@@ -123,6 +100,37 @@ func TestMigrateLandedPool(t *testing.T) {
 	want = map[string]string{"gpu-box": "owner", "ada": "admin", "bea": "viewer", "cy": "member removed", "dan": "member"}
 	if got := roles(m); !equalMaps(got, want) {
 		t.Errorf("members after a restart = %v; want %v", got, want)
+	}
+}
+
+// openCopy copies the data directories and replica of src (a pool as an
+// earlier labpool wrote it) and returns the devices' identities, by name,
+// and a function that opens the replica with the first device's manager.
+func openCopy(t *testing.T, src string, names []string, now func() time.Time) (map[string]*peer.Identity, func() (*pool.Manager, *store.DB)) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]*peer.Identity{}
+	for _, n := range names {
+		id, err := peer.LoadOrCreate(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[n] = id
+	}
+	return ids, func() (*pool.Manager, *store.DB) {
+		db, err := store.Open(filepath.Join(dir, "replica.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := pool.NewManager(context.Background(), pool.ManagerConfig{Identity: ids[names[0]], DB: db, Now: now,
+			Log: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, db
 	}
 }
 

@@ -3,16 +3,11 @@ package pool_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/labpool/labpool/sync/peer"
 	"github.com/labpool/labpool/sync/pool"
-	"github.com/labpool/labpool/sync/store"
 )
 
 // TestAddDeviceQuickStart is the quick start of a lab: alice creates the
@@ -110,32 +105,9 @@ func equalInts(a, b map[string]int) bool {
 // nothing accepted is lost; an owner merges two people into one; a person
 // adds a device; all of it survives a restart.
 func TestMigrateLinkedPool(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.CopyFS(dir, os.DirFS("testdata/linked")); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	clock := time.Date(2026, 11, 27, 11, 0, 0, 0, time.UTC)
-	ids := map[string]*peer.Identity{}
-	for _, n := range []string{"dgx", "alice-laptop", "bob-laptop", "bob-ws", "carol"} {
-		id, err := peer.LoadOrCreate(filepath.Join(dir, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[n] = id
-	}
-	open := func() (*pool.Manager, *store.DB) {
-		db, err := store.Open(filepath.Join(dir, "replica.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := pool.NewManager(ctx, pool.ManagerConfig{Identity: ids["dgx"], DB: db, Now: func() time.Time { return clock },
-			Log: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m, db
-	}
+	_, open := openCopy(t, "testdata/linked", []string{"dgx", "alice-laptop", "bob-laptop", "bob-ws", "carol"}, func() time.Time { return clock })
 	people := func(m *pool.Manager) map[string]string {
 		out := map[string]string{}
 		for _, p := range m.Persons() {
