@@ -103,11 +103,6 @@ export function expiryRelative(expires: string, now: number): string {
   return diff >= 0 ? `in ${formatDuration(diff)}` : `${formatDuration(-diff)} ago`
 }
 
-/** An absolute time for people, in the viewer's time zone: "15 Jun, 10:32". */
-export function formatWhen(t: string): string {
-  if (isZeroTime(t)) return ''
-  return new Date(t).toLocaleString('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' })
-}
 
 /**
  * Why this machine cannot launch jobs, or "" when it can (or when the
