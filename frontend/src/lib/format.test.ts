@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { formatAgo, formatBytes, formatClock, formatDate, formatDay, formatDuration, formatPercent, formatRate, formatSpan, formatTick, formatWhen, percentOf, type TimeLike, type WhenOptions } from './format.ts'
+import { formatAgo, formatBytes, formatClock, formatDate, formatDay, formatDuration, formatPercent, formatRate, formatSpan, formatTick, formatWhen, noun, percentOf, plural, type TimeLike, type WhenOptions } from './format.ts'
 
 test('formatBytes', () => {
   const cases: [number | null | undefined, string][] = [
@@ -115,4 +115,21 @@ test('formatDate and formatTick', () => {
   assert.equal(formatTick(t, 60), '10:32')
   assert.equal(formatTick(t, 3600), '10:32')
   assert.equal(formatTick(t, 86400, { now }), '15 Jun')
+})
+
+test('plural: one noun for one, the plural for every other count', () => {
+  const cases: [number, string, string | undefined, string][] = [
+    [0, 'file', undefined, '0 files'],
+    [1, 'file', undefined, '1 file'],
+    [2, 'file', undefined, '2 files'],
+    [1, 'use', undefined, '1 use'],
+    [5, 'use', undefined, '5 uses'],
+    [1, 'process', 'processes', '1 process'],
+    [3, 'process', 'processes', '3 processes'],
+    [1.5, 'GPU', undefined, '1.5 GPUs'],
+    [-1, 'day', undefined, '-1 days'],
+  ]
+  for (const [n, one, many, want] of cases) assert.equal(plural(n, one, many), want, `plural(${n}, ${one})`)
+  assert.equal(noun(1, 'machine'), 'machine')
+  assert.equal(noun(7, 'machine'), 'machines')
 })

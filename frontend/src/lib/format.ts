@@ -133,6 +133,20 @@ export function formatDay(t: TimeLike): string {
   return d ? `${dayNames[d.getDay()]} ${d.getDate()}` : '—'
 }
 
+/**
+ * The noun for n of it: noun(1, 'file') is "file", noun(3, 'file') "files";
+ * many where the plural is not one + "s" (noun(2, 'process', 'processes')).
+ * The one home of plurals, so that the UI never says "1 uses".
+ */
+export function noun(n: number, one: string, many = `${one}s`): string {
+  return n === 1 ? one : many
+}
+
+/** n and its noun: plural(1, 'file') is "1 file", plural(0, 'file') "0 files". */
+export function plural(n: number, one: string, many?: string): string {
+  return `${n} ${noun(n, one, many)}`
+}
+
 /** Formats a percentage with no decimals, clamped to 0..100: "37%". */
 export function formatPercent(p: number | null | undefined): string {
   if (p == null || !Number.isFinite(p)) return '—'
