@@ -213,8 +213,10 @@ async function api(req, res, url) {
   }
   // Reservations are each machine's to decide: the fixture holds none.
   if (req.method === 'GET' && p === '/reservations') return json(res, 200, [])
-  // Nor does it raise alerts.
+  // Nor does it raise alerts; every machine has the built-in rules
+  // (node/alerts DefaultRules), to read.
   if (req.method === 'GET' && p === '/alerts') return json(res, 200, [])
+  if (req.method === 'GET' && p === '/alerts/rules') return json(res, 200, defaultRules)
   if (await pool.handle(req, res, p, { json, fail, body, answer })) return
   if (await jobs.handle(req, res, url, p, { json, fail, body, answer })) return
   if (req.method === 'GET' && p === '/events') {
@@ -226,6 +228,15 @@ async function api(req, res, url) {
   }
   return fail(res, 404, 'not_found', `no route ${req.method} ${p}`)
 }
+
+const defaultRules = [
+  { id: 'gpu-temp', metric: 'temp_c', op: '>', threshold: 85, for_seconds: 120, severity: 'critical', enabled: true },
+  { id: 'gpu-idle-allocation', metric: 'granted_util_percent', op: '<', threshold: 5, for_seconds: 1800, severity: 'warning', enabled: true },
+  { id: 'folder-disk-full', metric: 'folder_disk_percent', op: '>', threshold: 90, for_seconds: 60, severity: 'warning', enabled: true },
+  { id: 'gpu-health', metric: 'health', op: '>=', threshold: 1, for_seconds: 0, severity: 'critical', enabled: true },
+  { id: 'gpu-throttle', metric: 'throttle', op: '>', threshold: 0, for_seconds: 300, severity: 'warning', enabled: true },
+  { id: 'machine-offline', metric: 'offline', op: '>', threshold: 0, for_seconds: 60, severity: 'warning', enabled: true },
+]
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml', '.png': 'image/png' }
 

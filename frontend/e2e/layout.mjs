@@ -17,57 +17,16 @@
 // layout-logs.png (what the viewport shows). Prints one JSON line; on
 // failure ok is false, with the stage and the reason, and the exit status
 // is 1.
-import { spawn } from 'node:child_process'
 import { mkdtempSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { finish, firstLine, openBrowser, parseArgs, stageClock } from './browser.mjs'
+import { finish, firstLine, openBrowser, parseArgs, stageClock, startDevServer } from './browser.mjs'
 
 const W = 1280
 const H = 800
 // Longer than the card leaves a name beside its ID and badge before: a
 // workstation named as labs name them.
 const LONG = 'alice-workstation-a100x8-lab'
-
-/** A free TCP port on 127.0.0.1. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.on('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address()
-      s.close(() => resolve(port))
-    })
-  })
-}
-
-/** Starts the dev server and resolves with its URL and a stop function once it listens. */
-async function startDevServer(timeoutMs) {
-  const port = await freePort()
-  const script = fileURLToPath(new URL('./devserver.mjs', import.meta.url))
-  const child = spawn(process.execPath, [script, '--port', String(port), '--self-name', LONG, '--offline-after', '0'], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the dev server did not start in ${timeoutMs} ms: ${out}`)), timeoutMs)
-    const seen = (b) => {
-      out += b
-      const m = out.match(/dev fixture on (http:\/\/\S+)/)
-      if (m) {
-        clearTimeout(timer)
-        resolve(m[1])
-      }
-    }
-    child.stdout.on('data', seen)
-    child.stderr.on('data', (b) => (out += b))
-    child.on('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`the dev server exited (${code}): ${out}`))
-    })
-  })
-  return { url, stop: () => child.kill() }
-}
 
 /** Where el lies, and whether its text is cut (clipped by its own box or an ancestor's). */
 const boxOf = (el) => {
@@ -107,7 +66,7 @@ async function main() {
     result.shots.push(path)
   }
   try {
-    if (!opts.url) server = await startDevServer(ms)
+    if (!opts.url) server = await startDevServer(['--self-name', LONG, '--offline-after', '0'], ms)
     const url = opts.url ?? server.url
     result.url = url
     const api = (p, init) => fetch(new URL(`api/v1${p}`, url), init).then((r) => (r.ok ? r.json() : Promise.reject(new Error(`${p}: ${r.status}`))))
