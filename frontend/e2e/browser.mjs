@@ -4,15 +4,19 @@
 // again:
 //
 //   import { parseArgs, openBrowser, firstLine } from './browser.mjs'
+//   (and startDevServer, for a script that runs against e2e/devserver.mjs)
 //   const opts = parseArgs(process.argv.slice(2), {
 //     flags: { '--url': 'url', '--gpus': ['gpus', 'number'], '--offline': ['offline', 'bool'] },
 //     required: ['--url'],
 //   })
 //   const browser = await openBrowser(opts, { name: 'mine' })
 //   try { await browser.page.goto(opts.url) } finally { await browser.close() }
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
 
 /**
@@ -123,4 +127,45 @@ export async function finish(result, browser) {
   await browser?.close()
   console.log(JSON.stringify(result))
   return result.ok ? 0 : 1
+}
+
+/** A free TCP port on 127.0.0.1. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.on('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address()
+      s.close(() => resolve(port))
+    })
+  })
+}
+
+/**
+ * Starts the dev server (e2e/devserver.mjs) with args on a free port and
+ * resolves, once it listens, with its URL and stop(), which ends it.
+ */
+export async function startDevServer(args = [], timeoutMs = 30000) {
+  const port = await freePort()
+  const script = fileURLToPath(new URL('./devserver.mjs', import.meta.url))
+  const child = spawn(process.execPath, [script, '--port', String(port), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the dev server did not start in ${timeoutMs} ms: ${out}`)), timeoutMs)
+    const seen = (b) => {
+      out += b
+      const m = out.match(/dev fixture on (http:\/\/\S+)/)
+      if (m) {
+        clearTimeout(timer)
+        resolve(m[1])
+      }
+    }
+    child.stdout.on('data', seen)
+    child.stderr.on('data', (b) => (out += b))
+    child.on('exit', (code) => {
+      clearTimeout(timer)
+      reject(new Error(`the dev server exited (${code}): ${out}`))
+    })
+  })
+  return { url, stop: () => child.kill() }
 }

@@ -338,15 +338,15 @@ export function createJobs({ nodes, self, emit, seed = true, port, role = () => 
     }
     const t = now()
     const g = (n, i) => n.gpus[i].uuid
-    const r1 = mk({ name: 'finetune-llama-8b', node: lab1.id, node_name: 'lab1', state: 'running', gpus: [g(lab1, 1)], gpu_indexes: [1], created: iso(t - 7450e3), started: iso(t - 7440e3), spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', cmd: ['python', 'train.py', '--model', 'llama-3-8b'], gpus: 1, memory_bytes: 96 * GiB, shm_bytes: 16 * GiB, mounts: [{ folder: 'datasets', target: '/data' }] } })
+    const r1 = mk({ name: 'finetune-llama-8b', node: lab1.id, node_name: lab1.name, state: 'running', gpus: [g(lab1, 1)], gpu_indexes: [1], created: iso(t - 7450e3), started: iso(t - 7440e3), spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', cmd: ['python', 'train.py', '--model', 'llama-3-8b'], gpus: 1, memory_bytes: 96 * GiB, shm_bytes: 16 * GiB, mounts: [{ folder: 'datasets', target: '/data' }] } })
     run(Object.assign(r1, { state: 'starting' }))
     r1.started = iso(t - 7440e3)
-    const r3 = mk({ name: 'sdxl-lora', node: lab3.id, node_name: 'lab3', owner: 'BOB', owner_name: 'bob-desktop', state: 'running', gpus: [g(lab3, 0)], gpu_indexes: [0], ports: { 8888: 40123 }, created: iso(t - 1900e3), started: iso(t - 1890e3), spec: { image: 'jupyter/scipy-notebook:2024-05-27', gpus: 1, ports: [8888] } })
+    const r3 = mk({ name: 'sdxl-lora', node: lab3.id, node_name: lab3.name, owner: 'BOB', owner_name: 'bob-desktop', state: 'running', gpus: [g(lab3, 0)], gpu_indexes: [0], ports: { 8888: 40123 }, created: iso(t - 1900e3), started: iso(t - 1890e3), spec: { image: 'jupyter/scipy-notebook:2024-05-27', gpus: 1, ports: [8888] } })
     run(Object.assign(r3, { state: 'starting' }))
     r3.started = iso(t - 1890e3)
-    mk({ name: 'big-sweep', node: lab1.id, node_name: 'lab1', owner: 'BOB', owner_name: 'bob-desktop', state: 'queued', created: iso(t - 600e3), error: 'waiting for GPUs: 1 of 2 GPUs free that match (busy: GPU 1: job finetune-llama-8b of alice-laptop)', spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', cmd: ['python', 'sweep.py'], gpus: 2, queue: true } })
-    mk({ name: 'eval-mmlu', node: lab1.id, node_name: 'lab1', state: 'exited', gpus: [g(lab1, 0), g(lab1, 1)], gpu_indexes: [0, 1], created: iso(t - 90000e3), started: iso(t - 89990e3), finished: iso(t - 80000e3), exit_code: 0, gpu_seconds: 19980, spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', gpus: 2 } })
-    mk({ name: 'bad-lr', node: lab3.id, node_name: 'lab3', owner: 'BOB', owner_name: 'bob-desktop', state: 'failed', gpus: [g(lab3, 0)], gpu_indexes: [0], created: iso(t - 40000e3), started: iso(t - 39990e3), finished: iso(t - 39000e3), exit_code: 1, error: 'exit code 1', gpu_seconds: 990, spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', gpus: 1 } })
+    mk({ name: 'big-sweep', node: lab1.id, node_name: lab1.name, owner: 'BOB', owner_name: 'bob-desktop', state: 'queued', created: iso(t - 600e3), error: 'waiting for GPUs: 1 of 2 GPUs free that match (busy: GPU 1: job finetune-llama-8b of alice-laptop)', spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', cmd: ['python', 'sweep.py'], gpus: 2, queue: true } })
+    mk({ name: 'eval-mmlu', node: lab1.id, node_name: lab1.name, state: 'exited', gpus: [g(lab1, 0), g(lab1, 1)], gpu_indexes: [0, 1], created: iso(t - 90000e3), started: iso(t - 89990e3), finished: iso(t - 80000e3), exit_code: 0, gpu_seconds: 19980, spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', gpus: 2 } })
+    mk({ name: 'bad-lr', node: lab3.id, node_name: lab3.name, owner: 'BOB', owner_name: 'bob-desktop', state: 'failed', gpus: [g(lab3, 0)], gpu_indexes: [0], created: iso(t - 40000e3), started: iso(t - 39990e3), finished: iso(t - 39000e3), exit_code: 1, error: 'exit code 1', gpu_seconds: 990, spec: { image: 'nvcr.io/nvidia/pytorch:24.05-py3', gpus: 1 } })
     jobs.sort((a, b) => Date.parse(b.created) - Date.parse(a.created))
   }
   if (seed) seedJobs()

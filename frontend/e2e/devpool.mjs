@@ -121,9 +121,11 @@ export function createPool({ machines, online, role = '', shownRole = '' }) {
         members = [member(selfID, machines[0].name, 'owner', { creator: true, added_at: iso(now()) })]
         invites = []
       }
+      // As the daemon: the first active invite, else a new one, unlimited for 24 h.
       const first = invites.find((i) => inviteView(i).state === 'active')
-      const code = first ? [...codes].find(([, id]) => id === first.id)[0] : invite('member', 0, 0, 86400).code
-      return { pool_id: poolID, code }
+      if (first) return { pool_id: poolID, invite: inviteView(first), code: [...codes].find(([, id]) => id === first.id)[0] }
+      const { inv, code } = invite('member', 0, 0, 86400)
+      return { pool_id: poolID, invite: inviteView(inv), code }
     },
     join(req) {
       if (!req.code) throw new Refused(400, 'invalid', 'invalid: a join code is required')

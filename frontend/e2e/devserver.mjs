@@ -10,12 +10,15 @@
 //   node e2e/devserver.mjs [--port 8787] [--offline-after 25] [--down-after 0]
 //                          [--no-events] [--hostile] [--no-jobs]
 //                          [--role owner|admin|member|viewer] [--shown-role ROLE]
+//                          [--self-name NAME]
 //
 // --role R: start in a pool where this machine is R (with an owner, an admin
 //   or owner, members, a viewer, a removed member and invites in every state);
 //   without it, start outside a pool (Create makes this machine the owner).
 // --shown-role R: report R to the UI while enforcing --role (a stale view,
 //   to see a refusal's message in the UI).
+// --self-name NAME: this machine (lab1) is named NAME (a long name, to see
+//   that it is shown whole beside its "this machine" badge).
 // --no-jobs: start without the sample jobs (launching still works).
 // --down-after N: the API answers 503 after N seconds (daemon unreachable).
 // --no-events: no SSE events, so the UI must fall back to polling.
@@ -41,6 +44,7 @@ const hostile = flag('--hostile')
 const noJobs = flag('--no-jobs')
 const role = opt('--role', '')
 const shownRole = opt('--shown-role', '')
+const selfName = opt('--self-name', 'lab1')
 for (const r of [role, shownRole]) {
   if (r && !['owner', 'admin', 'member', 'viewer'].includes(r)) throw new Error(`--role ${r}: want owner, admin, member or viewer`)
 }
@@ -57,8 +61,8 @@ const gpu = (node, name, index, model, memGiB, limit) => ({
 
 const machines = [
   {
-    id: 'K7Q2MX4PAB3CDEF5GHIJ6KLMN7OPQR2STUV3WXYZ4ABCDE5FGHI', short_id: 'K7Q2-MX4P', name: 'lab1', self: true,
-    info: { hostname: 'lab1', os: 'Ubuntu 24.04', kernel: '6.8.0-45-generic', cpu_model: 'AMD EPYC 7313 16-Core', cores: 32, mem_total_bytes: 256 * GiB, version: '0.1.0', started_at: new Date(started - 86400e3).toISOString() },
+    id: 'K7Q2MX4PAB3CDEF5GHIJ6KLMN7OPQR2STUV3WXYZ4ABCDE5FGHI', short_id: 'K7Q2-MX4P', name: selfName, self: true,
+    info: { hostname: selfName, os: 'Ubuntu 24.04', kernel: '6.8.0-45-generic', cpu_model: 'AMD EPYC 7313 16-Core', cores: 32, mem_total_bytes: 256 * GiB, version: '0.1.0', started_at: new Date(started - 86400e3).toISOString() },
     memTotal: 256 * GiB,
     disks: [{ mount: '/', used_bytes: 310 * GiB, total_bytes: 900 * GiB }, { mount: '/data', used_bytes: 5.1 * 1024 * GiB, total_bytes: 7.3 * 1024 * GiB }],
     gpus: ['NVIDIA A100-SXM4-80GB', 'NVIDIA A100-SXM4-80GB'], gpuMem: 80, gpuLimit: 400,
@@ -146,7 +150,7 @@ function nodeView(s, now) {
 }
 
 const pool = createPool({ machines, online: (id) => online(machines.find((m) => m.id === id), Date.now()), role, shownRole })
-const self = { id: machines[0].id, short_id: machines[0].short_id, name: 'lab1', version: '0.1.0-dev', api_version: 1, data_dir: '(dev fixture)', listen: '127.0.0.1:' + port }
+const self = { id: machines[0].id, short_id: machines[0].short_id, name: selfName, version: '0.1.0-dev', api_version: 1, data_dir: '(dev fixture)', listen: '127.0.0.1:' + port }
 
 const clients = new Set()
 const emit = (name, data) => {
@@ -209,6 +213,10 @@ async function api(req, res, url) {
   }
   // Reservations are each machine's to decide: the fixture holds none.
   if (req.method === 'GET' && p === '/reservations') return json(res, 200, [])
+  // Nor does it raise alerts; every machine has the built-in rules
+  // (node/alerts DefaultRules), to read.
+  if (req.method === 'GET' && p === '/alerts') return json(res, 200, [])
+  if (req.method === 'GET' && p === '/alerts/rules') return json(res, 200, defaultRules)
   if (await pool.handle(req, res, p, { json, fail, body, answer })) return
   if (await jobs.handle(req, res, url, p, { json, fail, body, answer })) return
   if (req.method === 'GET' && p === '/events') {
@@ -220,6 +228,15 @@ async function api(req, res, url) {
   }
   return fail(res, 404, 'not_found', `no route ${req.method} ${p}`)
 }
+
+const defaultRules = [
+  { id: 'gpu-temp', metric: 'temp_c', op: '>', threshold: 85, for_seconds: 120, severity: 'critical', enabled: true },
+  { id: 'gpu-idle-allocation', metric: 'granted_util_percent', op: '<', threshold: 5, for_seconds: 1800, severity: 'warning', enabled: true },
+  { id: 'folder-disk-full', metric: 'folder_disk_percent', op: '>', threshold: 90, for_seconds: 60, severity: 'warning', enabled: true },
+  { id: 'gpu-health', metric: 'health', op: '>=', threshold: 1, for_seconds: 0, severity: 'critical', enabled: true },
+  { id: 'gpu-throttle', metric: 'throttle', op: '>', threshold: 0, for_seconds: 300, severity: 'warning', enabled: true },
+  { id: 'machine-offline', metric: 'offline', op: '>', threshold: 0, for_seconds: 60, severity: 'warning', enabled: true },
+]
 
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml', '.png': 'image/png' }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { defaultRuleNode, describeRule, durationText, isActive, parseDuration, splitAlerts } from './alerts.ts'
+import { defaultRuleNode, describeRule, durationText, gpuRulesNote, isActive, isGPURule, parseDuration, splitAlerts } from './alerts.ts'
 
 const alert = (id: string, fired: string, cleared: string | null, severity = 'warning', muted = false) => ({
   id,
@@ -51,4 +51,21 @@ test('defaultRuleNode opens the rule editor on a machine with GPUs, not on a GPU
   assert.equal(defaultRuleNode([dgx, { id: 'ws', gpus: [{}] }], 'ws'), 'ws')
   assert.equal(defaultRuleNode([laptop], 'lap'), 'lap') // nothing else: its own machine rules
   assert.equal(defaultRuleNode([], 'lap'), '')
+})
+
+test('gpuRulesNote: a machine without GPUs says its GPU rules watch nothing there', () => {
+  assert.equal(
+    gpuRulesNote({ name: 'alice-laptop', gpus: [], gpu_error: 'no NVIDIA GPU found' }),
+    'alice-laptop has no GPU (no NVIDIA GPU found): its GPU rules, dimmed, have nothing to watch there. A change to them is still set on every machine of the pool.',
+  )
+  assert.match(gpuRulesNote({ name: 'lap', gpus: null }), /^lap has no GPU: /)
+  assert.equal(gpuRulesNote({ name: 'dgx', gpus: [{}] }), '')
+  assert.equal(gpuRulesNote({ name: 'hpc', gpus: [], cluster: {} }), '') // a cluster's GPUs are its nodes'
+  assert.equal(gpuRulesNote(undefined), '')
+  // The built-in rules (node/alerts DefaultRules): which ones watch GPUs.
+  const rules: [string, boolean][] = [
+    ['temp_c', true], ['granted_util_percent', true], ['health', true], ['throttle', true], ['util_percent', true], ['mem_used_percent', true], ['power_w', true],
+    ['folder_disk_percent', false], ['offline', false], ['cpu_percent', false], ['host_mem_percent', false],
+  ]
+  for (const [metric, gpu] of rules) assert.equal(isGPURule({ metric }), gpu, metric)
 })

@@ -77,3 +77,22 @@ export function defaultRuleNode(
   if (self && withGPUs(self)) return self.id
   return (nodes.find(withGPUs) ?? self ?? nodes[0])?.id ?? ''
 }
+
+/** The metrics about GPUs (node/alerts: MetricTemp, MetricGrantedUtil,
+ * MetricUtil, MetricMemUsed, MetricPower, MetricHealth, MetricThrottle). */
+const gpuMetrics = new Set(['temp_c', 'granted_util_percent', 'util_percent', 'mem_used_percent', 'power_w', 'health', 'throttle'])
+
+/** Whether a rule watches GPUs (and so nothing on a machine without). */
+export const isGPURule = (r: { metric: string }) => gpuMetrics.has(r.metric)
+
+/**
+ * Why the GPU rules of the machine the editor shows watch nothing there
+ * (a laptop without GPUs), or "" when it has GPUs or is a Slurm cluster
+ * (whose GPUs are its nodes'). The rules stay editable: a change is set on
+ * every machine of the pool.
+ */
+export function gpuRulesNote(node: { name: string; gpus?: readonly unknown[] | null; gpu_error?: string; cluster?: unknown } | undefined): string {
+  if (!node || node.cluster || (node.gpus ?? []).length > 0) return ''
+  const why = node.gpu_error ? ` (${node.gpu_error})` : ''
+  return `${node.name} has no GPU${why}: its GPU rules, dimmed, have nothing to watch there. A change to them is still set on every machine of the pool.`
+}

@@ -3,6 +3,7 @@
 // the window's memory of which view was chosen.
 import type { GPU, Node } from '../api/types.ts'
 import { isCluster } from './cluster.ts'
+import { plural } from './format.ts'
 
 /** One row of the dense view: a GPU, and its machine on the machine's first row. */
 export interface DenseRow {
@@ -33,7 +34,7 @@ export function migText(g: Pick<GPU, 'mig'>): string {
   if (m.pending) return m.enabled ? 'MIG off pending' : 'MIG on pending'
   if (!m.enabled) return ''
   const n = (m.instances ?? []).length
-  return n ? `MIG · ${n} instance${n === 1 ? '' : 's'}` : 'MIG'
+  return n ? `MIG · ${plural(n, 'instance')}` : 'MIG'
 }
 
 export type DashboardView = 'cards' | 'dense'

@@ -2,17 +2,14 @@
 // says the same in the CLI). The UI decides nothing here: it shows what
 // the machine's lender published.
 import type { Job, LendStatus } from '../api/types.gen.ts'
+import { formatClock } from './format.ts'
 
 /** Whether the machine does more than lend always, at any time (as before lending). */
 export function lendManaged(s: LendStatus | null | undefined): s is LendStatus {
   return !!s && (s.mode !== 'always' || !!s.hours || s.phase !== 'lent')
 }
 
-function clock(iso: string | undefined): string {
-  if (!iso) return '—'
-  const d = new Date(iso)
-  return `${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`
-}
+const clock = (iso: string | undefined) => formatClock(iso)
 
 function minutes(ms: number): string {
   const m = Math.floor(ms / 60000)

@@ -1,5 +1,6 @@
 // The calendar strip of a machine's reservations: where each block sits on
 // a strip of the next days. Pure, so that it is tested without a DOM.
+import { formatDay, formatSpan } from './format.ts'
 
 /** What the strip needs of a reservation. */
 export interface Reserved {
@@ -62,7 +63,7 @@ export function strip(rs: Reserved[], node: string, now: number, days = 7): Stri
   const pct = (t: number) => (100 * (Math.min(Math.max(t, start), end) - start)) / span
   const dayTicks: Strip['days'] = []
   for (let d = start; d < end; d = startOfDay(d + dayMs + dayMs / 2)) {
-    dayTicks.push({ left: pct(d), label: new Date(d).toLocaleDateString(undefined, { weekday: 'short', day: 'numeric' }) })
+    dayTicks.push({ left: pct(d), label: formatDay(d) })
   }
   const mine = rs
     .filter((r) => r.node === node && !r.problem && (r.state === 'accepted' || r.state === 'refused'))
@@ -79,7 +80,7 @@ export function strip(rs: Reserved[], node: string, now: number, days = 7): Stri
     rowEnds[row] = left + Math.max(width, labelPct)
     const who = r.member_name || r.member.slice(0, 9)
     const gpus = (r.gpus ?? []).join(',')
-    const when = `${new Date(from).toLocaleString()} – ${new Date(until).toLocaleString()}`
+    const when = formatSpan(from, until)
     const refused = r.state === 'refused'
     return {
       id: r.id,

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Can, Invite, Member, PoolStatus } from '../api/types.ts'
+import { formatWhen } from './format.ts'
 import {
   canOf,
   expiryRelative,
   inviteRolesOffered,
+  inviteTerms,
   mayActOnJob,
   mayChangeRole,
   mayReadmit,
@@ -100,6 +102,20 @@ test('invite labels', () => {
   assert.equal(expiryRelative('2025-06-16T09:00:00Z', now), 'in 23 h')
   assert.equal(expiryRelative('2025-06-15T08:00:00Z', now), '2 h ago')
   assert.equal(expiryRelative('0001-01-01T00:00:00Z', now), 'never')
+})
+
+test('a join code says what it allows: how many machines, as what, until when', () => {
+  const now = Date.parse('2025-06-15T10:00:00Z')
+  const expires = '2025-06-16T10:00:00Z'
+  const at = formatWhen(expires, { now }) // local time: the case holds in any zone
+  const cases: [Partial<Invite>, string][] = [
+    [{ uses: 1, uses_left: 1, expires }, `1 machine can join with it, as member, until ${at} (in 1 d).`],
+    [{ uses: 3, used: 1, uses_left: 2, role: 'admin', expires }, `2 machines can join with it, as admin, until ${at} (in 1 d).`],
+    // pool create's first code: unlimited for 24 h, which it says.
+    [{ uses: 0, uses_left: -1, role: 'owner', expires }, `Any number of machines can join with it, as owner, until ${at} (in 1 d). Revoke it in Members once everyone has joined.`],
+    [{ uses: 1, uses_left: 1, expires: '0001-01-01T00:00:00Z' }, '1 machine can join with it, as member, and it does not expire.'],
+  ]
+  for (const [over, want] of cases) assert.equal(inviteTerms(inv(over), now), want)
 })
 
 test('short IDs', () => {

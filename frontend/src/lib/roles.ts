@@ -2,7 +2,7 @@
 // Members view, and how invites read. The daemon decides; these only decide
 // which buttons to show (a refusal from the daemon is still shown as-is).
 import type { Can, Invite, Member, PoolStatus, Role } from '../api/types.ts'
-import { formatDuration, isZeroTime } from './format.ts'
+import { formatDuration, formatWhen, isZeroTime, plural } from './format.ts'
 
 export const roles: Role[] = ['owner', 'admin', 'member', 'viewer']
 
@@ -96,6 +96,20 @@ export function usesLeftLabel(inv: Invite): string {
   return `${inv.uses_left} of ${inv.uses} left`
 }
 
+/**
+ * What a join code allows, said when it is shown (as `pool create` and
+ * `pool invite` print it): "1 machine can join with it, as member, until 29
+ * Nov, 06:52 (in 24 h)." An unlimited code says so, and to revoke it once
+ * everyone has joined.
+ */
+export function inviteTerms(inv: Pick<Invite, 'uses' | 'uses_left' | 'expires'> & { role?: string }, now: number): string {
+  const unlimited = inv.uses_left < 0 || inv.uses <= 0
+  const who = unlimited ? 'Any number of machines' : plural(inv.uses_left, 'machine')
+  const until = isZeroTime(inv.expires) ? ', and it does not expire' : `, until ${formatWhen(inv.expires, { now })} (${expiryRelative(inv.expires, now)})`
+  const role = inv.role ? `, as ${inv.role}` : ''
+  return `${who} can join with it${role}${until}.${unlimited ? ' Revoke it in Members once everyone has joined.' : ''}`
+}
+
 /** When an invite ends, relative to now (ms): "in 23 h", "2 h ago", "never". */
 export function expiryRelative(expires: string, now: number): string {
   if (isZeroTime(expires)) return 'never'
@@ -103,11 +117,6 @@ export function expiryRelative(expires: string, now: number): string {
   return diff >= 0 ? `in ${formatDuration(diff)}` : `${formatDuration(-diff)} ago`
 }
 
-/** An absolute time for people, in the viewer's time zone: "15 Jun, 10:32". */
-export function formatWhen(t: string): string {
-  if (isZeroTime(t)) return ''
-  return new Date(t).toLocaleString('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' })
-}
 
 /**
  * Why this machine cannot launch jobs, or "" when it can (or when the
