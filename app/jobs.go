@@ -273,16 +273,16 @@ func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Tim
 	var best *NodePlan
 	var bestLoad, leastLoad float64
 	var bestWeight placeWeight
-	var reasons []string
+	var refused []refusal
 	for _, n := range nodes {
 		np := planFor(n, spec, active, at, who)
 		p.Nodes = append(p.Nodes, np)
 		switch {
 		case named != nil || !n.Online:
 		case n.Cluster != nil && !asksCluster(spec):
-			reasons = append(reasons, n.Name+": a Slurm cluster, picked only when named (--node "+n.Name+") or for a partition, a time limit or several nodes")
+			refused = append(refused, refusal{name: n.Name, why: "a Slurm cluster, picked only when named (--node " + n.Name + ") or for a partition, a time limit or several nodes"})
 		case !np.Fits:
-			reasons = append(reasons, n.Name+": "+np.Reason)
+			refused = append(refused, refusalOf(n, np))
 		default:
 			if best == nil || load(n) < leastLoad {
 				leastLoad = load(n)
@@ -311,7 +311,7 @@ func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Tim
 			p.Reason += "; " + weighed
 		}
 	default:
-		p.NodePlan = NodePlan{Reason: "no machine fits: " + strings.Join(reasons, "; "), GPUs: []PlanGPU{}}
+		p.NodePlan = NodePlan{Reason: noFitReason(refused), GPUs: []PlanGPU{}}
 	}
 	return p
 }
