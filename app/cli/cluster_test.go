@@ -225,9 +225,11 @@ func TestRunDryRunCluster(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(stdout, want) {
 		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want it to start with:\n%s", code, stdout, stderr, want)
 	}
-	code, stdout, _ = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--nodes", "2", "--gpus-per-node", "8", "--dry-run", "--", "x")
-	if code != ExitOK || !strings.Contains(stdout, "does not fit on hpc: only 1 node of partition gpu has 8 GPUs and 1 CPU; 2 asked") {
-		t.Errorf("exit %d, stdout:\n%s; want the partition never fits", code, stdout)
+	// A plan that does not fit is printed, and the dry-run exits 1.
+	code, stdout, stderr = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--nodes", "2", "--gpus-per-node", "8", "--dry-run", "--", "x")
+	if code != ExitFailure || !strings.Contains(stdout, "does not fit on hpc: only 1 node of partition gpu has 8 GPUs and 1 CPU; 2 asked") ||
+		!strings.Contains(stderr, "it does not fit now") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want the partition never fits, exit 1", code, stdout, stderr)
 	}
 	code, stdout, _ = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--gpus", "1", "--dry-run", "--json", "--", "x")
 	var p app.Plan

@@ -44,7 +44,9 @@ func runCmd(g *globals) *cobra.Command {
 		Short: "Launch a container on free GPUs of the pool, or a job on a Slurm cluster; prints the job ID last",
 		Long: `Launch a container on free GPUs of the pool, or a job on a Slurm cluster;
 prints the job ID last. --dry-run prints the plan instead: where it would run
-and why (on a cluster, what sbatch will be asked and whether it starts now).
+and why (on a cluster, what sbatch will be asked and whether it starts now);
+with --node, of that machine alone. A dry-run whose job does not fit prints
+its plan and exits 1, as a launch refused does.
 
 On a Slurm cluster (a machine whose agent runs with --slurm, see labpool
 nodes): --partition, --gpus N on one node or --nodes N --gpus-per-node G,
@@ -90,14 +92,25 @@ What a job reaches:
 			if err != nil {
 				return err
 			}
+			req := app.LaunchRequest{Node: f.node, Spec: spec}
 			if f.dryRun {
-				p, err := c.Plan(cmd.Context(), app.LaunchRequest{Node: f.node, Spec: spec})
+				p, err := c.Plan(cmd.Context(), req)
 				if err != nil {
 					return err
 				}
-				return emit(cmd.OutOrStdout(), *asJSON, p, func(out io.Writer) { writePlan(out, p) })
+				if f.node != "" {
+					p.Nodes = onlyNode(p.Nodes, p.Node) // the machine named, not every other one refused
+				}
+				if err := emit(cmd.OutOrStdout(), *asJSON, p, func(out io.Writer) { writePlan(out, p) }); err != nil || p.Fits {
+					return err
+				}
+				return errors.New(noFitHint(cmd.Context(), c, req, "it does not fit now (the plan above says why)", true))
 			}
-			j, err := c.Launch(cmd.Context(), app.LaunchRequest{Node: f.node, Spec: spec})
+			j, err := c.Launch(cmd.Context(), req)
+			var refused *app.APIError
+			if errors.As(err, &refused) && refused.Code == "no_fit" {
+				return errors.New(noFitHint(cmd.Context(), c, req, refused.Message, false))
+			}
 			if err != nil {
 				return err
 			}

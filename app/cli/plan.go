@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -11,11 +12,13 @@ import (
 )
 
 // writePlan writes what `run --dry-run` found: where the job would run and
-// why, what a cluster's sbatch would be asked, and what each machine has.
+// why, what a cluster's sbatch would be asked, and what each machine has;
+// or, where no machine fits, why not, a line per machine.
 func writePlan(w io.Writer, p app.Plan) {
 	switch {
 	case p.Node == "":
-		fmt.Fprintln(w, "fits nowhere: "+p.Reason)
+		fmt.Fprintln(w, p.Reason) // "no machine fits:", then a line per machine
+		return
 	case !p.Fits:
 		fmt.Fprintf(w, "does not fit on %s: %s\n", p.NodeName, p.Reason)
 	default:
@@ -112,4 +115,43 @@ func endState(j jobs.Job) string {
 		return string(j.State) + ": " + j.Error
 	}
 	return string(j.State)
+}
+
+// onlyNode is the plans of nodes for the machine id alone: a plan for a
+// machine named lists no other.
+func onlyNode(nodes []app.NodePlan, id string) []app.NodePlan {
+	for _, np := range nodes {
+		if np.Node == id {
+			return []app.NodePlan{np}
+		}
+	}
+	return nil
+}
+
+// planner plans a launch (the daemon's web.Client).
+type planner interface {
+	Plan(ctx context.Context, req app.LaunchRequest) (app.Plan, error)
+}
+
+// noFitHint is why req fits nowhere (msg), then what to do: add --queue
+// where the job would wait for busy GPUs with it (the daemon's plan with
+// --queue says so), or know that it would not help; a launch is told of
+// --dry-run too.
+func noFitHint(ctx context.Context, pl planner, req app.LaunchRequest, msg string, dryRun bool) string {
+	seeAll := "; labpool run --dry-run shows each machine"
+	if dryRun {
+		seeAll = ""
+	}
+	if req.Spec.Queue {
+		return msg + "\nno machine has what it asks, even once its GPUs are free" + seeAll
+	}
+	req.Spec.Queue = true
+	p, err := pl.Plan(ctx, req)
+	switch {
+	case err != nil:
+		return msg
+	case p.Fits:
+		return msg + "\nadd --queue to wait for busy GPUs: it would wait on " + p.NodeName
+	}
+	return msg + "\n--queue would not help: no machine has what it asks, even once its GPUs are free" + seeAll
 }
