@@ -118,7 +118,7 @@ func TestWriteJobsCluster(t *testing.T) {
 			NodeName: "hpc", OwnerName: "ana"},
 	}
 	var out bytes.Buffer
-	if err := writeJobs(&out, list, now); err != nil {
+	if err := writeJobs(&out, list, now, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"HOSTS", "hpc (slurm)  running", "2x4", "gpu01,gpu02", "(command)", "queued (Resources)", "pytorch:24"} {
@@ -260,7 +260,7 @@ func TestWriteJobsWaitReason(t *testing.T) {
 	list := []app.Job{{Job: jobs.Job{ID: "q1", Name: "sweep", State: jobs.Queued, Error: why, Spec: jobs.Spec{GPUs: 2}, Image: "pytorch:24"},
 		NodeName: "dgx-h100", OwnerName: "ana"}}
 	var out bytes.Buffer
-	if err := writeJobs(&out, list, time.Now()); err != nil {
+	if err := writeJobs(&out, list, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")

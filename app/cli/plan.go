@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
@@ -62,15 +63,42 @@ func ints(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// waitReason is where a job queued by labpool waits and why, in one
-// sentence (its own line under the job in ps: STATE stays short); "" for a
-// job queued by a cluster's scheduler, whose short reason ("Resources")
-// stays in STATE.
+// stateReasonMax is the longest reason a queued job's STATE holds
+// ("queued (Resources)"); a longer one goes on its own line (waitReason).
+const stateReasonMax = 24
+
+// waitReason is where a queued job waits and why, in one sentence, for a
+// line of its own under the job in ps (STATE stays short): a job queued by
+// labpool, or one whose scheduler's reason is long; "" for a job queued by
+// a cluster's scheduler whose short reason ("Resources") stays in STATE.
 func waitReason(j jobs.Job) string {
-	if j.State != jobs.Queued || j.Container != "" || (j.Executor != "" && j.Executor != "docker") {
+	if j.State != jobs.Queued || j.Error == "" {
 		return ""
 	}
+	if j.Executor != "" && j.Executor != "docker" && utf8.RuneCountInString(stateReason(j)) <= stateReasonMax {
+		return "" // "queued (Resources)", or "queued" where the scheduler gave no reason
+	}
 	return j.Error
+}
+
+// stateReason is a cluster-queued job's reason as STATE gives it: the
+// scheduler's own word ("Resources").
+func stateReason(j jobs.Job) string {
+	if j.Error == "queued by the cluster's scheduler" {
+		return ""
+	}
+	if r, ok := strings.CutPrefix(j.Error, "queued by the cluster's scheduler: "); ok {
+		return r
+	}
+	return j.Error
+}
+
+// cutText is s cut to at most n characters, ending in "…" where it was cut.
+func cutText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // jobState is where a job is, for people: "queued (Resources)", "running",
@@ -87,8 +115,8 @@ func jobState(j jobs.Job) string {
 func endState(j jobs.Job) string {
 	switch j.State {
 	case jobs.Queued:
-		if j.Error != "" && waitReason(j) == "" {
-			return "queued (" + j.Error + ")"
+		if r := stateReason(j); r != "" && waitReason(j) == "" {
+			return "queued (" + r + ")"
 		}
 		return "queued"
 	case jobs.Exited, jobs.Failed:
