@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -200,15 +199,13 @@ func cpCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var bar *progressbar.ProgressBar
+			var bar *copyBar
 			for {
 				if !quiet && t.Progress.Bytes > 0 {
 					if bar == nil {
-						bar = progressbar.NewOptions64(t.Progress.Bytes, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
-							progressbar.OptionShowBytes(true), progressbar.OptionUseIECUnits(true), progressbar.OptionSetDescription("copying"),
-							progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
+						bar = newCopyBar(cmd.ErrOrStderr(), t.Progress.Bytes)
 					}
-					bar.Set64(t.Progress.Done)
+					bar.set(t.Progress.Done, time.Now())
 				}
 				if t.State != "running" {
 					break
@@ -220,8 +217,7 @@ func cpCmd(g *globals) *cobra.Command {
 				}
 			}
 			if bar != nil {
-				bar.Finish()
-				fmt.Fprintln(cmd.ErrOrStderr())
+				bar.finish(cmd.ErrOrStderr())
 			}
 			if t.State == "failed" {
 				return fmt.Errorf("copy %s to %s: %s", args[0], args[1], t.Error)
