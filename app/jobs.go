@@ -300,13 +300,13 @@ func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Tim
 		p.Reason = best.NodeName + ": " + best.Reason
 	case best != nil && bestLoad > leastLoad:
 		p.NodePlan = *best
-		p.Reason = fmt.Sprintf("%s has %d free GPUs, cooler or better NVLinked than those of less loaded machines", best.NodeName, best.Free)
+		p.Reason = fmt.Sprintf("%s has %s, cooler or better NVLinked than those of less loaded machines", best.NodeName, count(best.Free, "free GPU"))
 		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
 	case best != nil:
 		p.NodePlan = *best
-		p.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, best.Free)
+		p.Reason = fmt.Sprintf("%s has %s and is the least loaded that fits", best.NodeName, count(best.Free, "free GPU"))
 		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
@@ -409,7 +409,7 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 			}
 		}
 	case want > len(n.GPUs):
-		return false, fmt.Sprintf("has %d GPUs, %d asked", len(n.GPUs), want)
+		return false, fmt.Sprintf("has %s, %d asked", count(len(n.GPUs), "GPU"), want)
 	case want > 0:
 		fit := 0
 		for _, g := range p.GPUs {
@@ -418,7 +418,7 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 			}
 		}
 		if fit < want {
-			reason = fmt.Sprintf("%d of %d GPUs free that match%s", fit, len(n.GPUs), busyText)
+			reason = fmt.Sprintf("%d of %s free that match%s", fit, count(len(n.GPUs), "GPU"), busyText)
 			if !spec.Queue {
 				return false, reason
 			}
@@ -430,7 +430,7 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 	case want == 0 && len(spec.GPUIDs) == 0:
 		reason = fmt.Sprintf("no GPU asked (%d of %d free)", p.Free, len(n.GPUs))
 	default:
-		reason = fmt.Sprintf("%d of %d GPUs free", p.Free, len(n.GPUs))
+		reason = fmt.Sprintf("%d of %s free", p.Free, count(len(n.GPUs), "GPU"))
 	}
 	return true, reason
 }

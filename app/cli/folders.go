@@ -238,9 +238,13 @@ func cpCmd(g *globals) *cobra.Command {
 }
 
 // files is a count of files in words: "1 file", "3 files".
-func files(n int) string {
+func files(n int) string { return count(n, "file") }
+
+// count is n things in words: "1 GPU", "2 GPUs", "0 GPUs" (what is the
+// singular; its plural adds an s).
+func count(n int, what string) string {
 	if n == 1 {
-		return "1 file"
+		return "1 " + what
 	}
-	return fmt.Sprintf("%d files", n)
+	return fmt.Sprintf("%d %ss", n, what)
 }

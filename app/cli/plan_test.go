@@ -30,7 +30,7 @@ func busyPool(t *testing.T) string {
 			p.NodePlan = nodes[0]
 			p.Fits = fits
 		case fits:
-			p.NodePlan, p.Fits, p.Reason = nodes[0], true, "big has 1 free GPUs and is the least loaded that fits"
+			p.NodePlan, p.Fits, p.Reason = nodes[0], true, "big has 1 free GPU and is the least loaded that fits"
 		default:
 			p.Reason = "no machine fits:\n  big: " + nodes[0].Reason + "\n  small: " + nodes[1].Reason +
 				"\n  cannot run containers (labpool nodes says why): ana-laptop"
