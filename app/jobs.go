@@ -379,9 +379,16 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 			p.Picked = append(p.Picked, u.Index)
 		}
 		p.Placement = placement
+		if note := socketNote(n, p.Picked); note != "" {
+			p.Placement += "; " + note
+		}
 		if _, weighed, ok := strings.Cut(p.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
+	}
+	if note := socketNote(n, spec.GPUIDs); p.Fits && note != "" { // the GPUs asked by index
+		p.Placement = "GPUs " + intList(spec.GPUIDs) + "; " + note
+		p.Reason += "; " + note
 	}
 	return p
 }
