@@ -68,7 +68,7 @@ func TestPoolQueue(t *testing.T) {
 	}
 	other := map[string]string{"gpu1": "gpu2", "gpu2": "gpu1"}[home]
 	waitFor(t, 10*time.Second, "ps saying where the job waits and why", func() error {
-		out, _, _ := laptop.cli("ps")
+		out, _, _ := laptop.cli("ps", "--wide") // the reason whole
 		if !strings.Contains(out, "↳ waits on "+home+" for 2 GPUs") || !strings.Contains(out, "no other machine fits: "+other) {
 			return fmt.Errorf("ps:\n%s", out)
 		}
