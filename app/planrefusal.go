@@ -18,14 +18,16 @@ const (
 // refusal is why one online machine does not take a job.
 type refusal struct {
 	name, why string
-	// noEngine: the machine cannot run containers at all (a laptop
-	// without Docker); such machines share one line, last.
+	// noEngine: the machine, without GPUs, cannot run containers at all
+	// (a laptop without Docker); such machines share one line, last. A
+	// GPU machine whose engine fails keeps a line of its own, the error in
+	// it.
 	noEngine bool
 }
 
 // refusalOf is why the online machine n, planned as np, refuses spec.
 func refusalOf(n Node, np NodePlan) refusal {
-	return refusal{name: n.Name, why: np.Reason, noEngine: n.Cluster == nil && !n.Containers && n.ContainersError != ""}
+	return refusal{name: n.Name, why: np.Reason, noEngine: n.Cluster == nil && len(n.GPUs) == 0 && !n.Containers && n.ContainersError != ""}
 }
 
 // noFitReason is the plan's reason when no machine fits: "no machine

@@ -33,6 +33,8 @@ func TestNoFitReasonShape(t *testing.T) {
 		}
 		many = append(many, n)
 	}
+	brokenEngine := base[0] // a GPU machine whose Docker fails
+	brokenEngine.Containers, brokenEngine.ContainersError = false, dockerError
 	hostile := base[1]
 	hostile.Name = "evil\nforged line" + strings.Repeat("x", 400)
 	for _, tc := range []struct {
@@ -50,6 +52,8 @@ func TestNoFitReasonShape(t *testing.T) {
 			want: []string{"no machine fits:", "\n  ws-00: ", "\n  and 18 more machines", "\n  cannot run containers"}, last: "ana-laptop"},
 		{name: "a name with a newline", nodes: []Node{hostile, laptop("ana-laptop")}, lines: 3,
 			want: []string{"no machine fits:", "\n  evil forged linexxx", "…\n  cannot run containers"}},
+		{name: "a GPU machine's engine fails", nodes: []Node{laptop("ana-laptop"), brokenEngine, base[1]}, lines: 4,
+			want: []string{"no machine fits:", "\n  big: cannot run containers: Cannot connect to the Docker daemon", "\n  small: ", "\n  cannot run containers (labpool nodes says why): ana-laptop"}},
 		{name: "only laptops", nodes: []Node{laptop("ana-laptop"), laptop("bob-laptop")}, lines: 2,
 			want: []string{"no machine fits:\n  cannot run containers (labpool nodes says why): ana-laptop, bob-laptop"}},
 		{name: "nobody online", nodes: base[2:], lines: 1, want: []string{"no machine fits: none is online"}},
