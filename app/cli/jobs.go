@@ -145,7 +145,7 @@ func writeLaunched(out io.Writer, j app.Job) {
 	fmt.Fprintln(out)
 	switch {
 	case why != "":
-		fmt.Fprintln(out, "  ↳ "+why)
+		fmt.Fprintln(out, "  ↳ "+field(why)) // one line whatever it holds
 	case j.Placement != "" && j.State != jobs.Queued:
 		fmt.Fprintln(out, "placed: "+j.Placement)
 	}
