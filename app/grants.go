@@ -66,7 +66,7 @@ func decodeAllocation(origin string, data []byte) (Allocation, error) {
 			return refused("a grant of %d units, over %d", len(g.Units), maxGrantUnits)
 		}
 		if g.Share < 0 || g.Share > 1 || math.IsNaN(g.Share) || g.GPUs < 0 {
-			return refused("a grant of share %v and %d GPUs", g.Share, g.GPUs)
+			return refused("a grant of share %v and %s", g.Share, count(g.GPUs, "GPU"))
 		}
 		for _, u := range g.Units {
 			if !own[u] {

@@ -273,16 +273,16 @@ func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Tim
 	var best *NodePlan
 	var bestLoad, leastLoad float64
 	var bestWeight placeWeight
-	var reasons []string
+	var refused []refusal
 	for _, n := range nodes {
 		np := planFor(n, spec, active, at, who)
 		p.Nodes = append(p.Nodes, np)
 		switch {
 		case named != nil || !n.Online:
 		case n.Cluster != nil && !asksCluster(spec):
-			reasons = append(reasons, n.Name+": a Slurm cluster, picked only when named (--node "+n.Name+") or for a partition, a time limit or several nodes")
+			refused = append(refused, refusal{name: n.Name, why: "a Slurm cluster, picked only when named (--node " + n.Name + ") or for a partition, a time limit or several nodes"})
 		case !np.Fits:
-			reasons = append(reasons, n.Name+": "+np.Reason)
+			refused = append(refused, refusalOf(n, np))
 		default:
 			if best == nil || load(n) < leastLoad {
 				leastLoad = load(n)
@@ -300,18 +300,18 @@ func planAt(nodes []Node, named *Node, spec jobs.Spec, active []Job, at time.Tim
 		p.Reason = best.NodeName + ": " + best.Reason
 	case best != nil && bestLoad > leastLoad:
 		p.NodePlan = *best
-		p.Reason = fmt.Sprintf("%s has %d free GPUs, cooler or better NVLinked than those of less loaded machines", best.NodeName, best.Free)
+		p.Reason = fmt.Sprintf("%s has %s, cooler or better NVLinked than those of less loaded machines", best.NodeName, count(best.Free, "free GPU"))
 		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
 	case best != nil:
 		p.NodePlan = *best
-		p.Reason = fmt.Sprintf("%s has %d free GPUs and is the least loaded that fits", best.NodeName, best.Free)
+		p.Reason = fmt.Sprintf("%s has %s and is the least loaded that fits", best.NodeName, count(best.Free, "free GPU"))
 		if _, weighed, ok := strings.Cut(best.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
 	default:
-		p.NodePlan = NodePlan{Reason: "no machine fits: " + strings.Join(reasons, "; "), GPUs: []PlanGPU{}}
+		p.NodePlan = NodePlan{Reason: noFitReason(refused), GPUs: []PlanGPU{}}
 	}
 	return p
 }
@@ -379,9 +379,16 @@ func planFor(n Node, spec jobs.Spec, active []Job, at time.Time, who string) Nod
 			p.Picked = append(p.Picked, u.Index)
 		}
 		p.Placement = placement
+		if note := socketNote(n, p.Picked); note != "" {
+			p.Placement += "; " + note
+		}
 		if _, weighed, ok := strings.Cut(p.Placement, "; "); ok {
 			p.Reason += "; " + weighed
 		}
+	}
+	if note := socketNote(n, spec.GPUIDs); p.Fits && note != "" { // the GPUs asked by index
+		p.Placement = "GPUs " + intList(spec.GPUIDs) + "; " + note
+		p.Reason += "; " + note
 	}
 	return p
 }
@@ -409,7 +416,7 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 			}
 		}
 	case want > len(n.GPUs):
-		return false, fmt.Sprintf("has %d GPUs, %d asked", len(n.GPUs), want)
+		return false, fmt.Sprintf("has %s, %d asked", count(len(n.GPUs), "GPU"), want)
 	case want > 0:
 		fit := 0
 		for _, g := range p.GPUs {
@@ -418,7 +425,7 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 			}
 		}
 		if fit < want {
-			reason = fmt.Sprintf("%d of %d GPUs free that match%s", fit, len(n.GPUs), busyText)
+			reason = fmt.Sprintf("%d of %s free that match%s", fit, count(len(n.GPUs), "GPU"), busyText)
 			if !spec.Queue {
 				return false, reason
 			}
@@ -430,7 +437,7 @@ func fits(n Node, p NodePlan, spec jobs.Spec, free map[int]bool, busyText string
 	case want == 0 && len(spec.GPUIDs) == 0:
 		reason = fmt.Sprintf("no GPU asked (%d of %d free)", p.Free, len(n.GPUs))
 	default:
-		reason = fmt.Sprintf("%d of %d GPUs free", p.Free, len(n.GPUs))
+		reason = fmt.Sprintf("%d of %s free", p.Free, count(len(n.GPUs), "GPU"))
 	}
 	return true, reason
 }

@@ -86,11 +86,11 @@ func TestPlanPicks(t *testing.T) {
 		gpuState []string
 	}{
 		{name: "no GPU asked: least loaded", spec: jobs.Spec{}, node: "small", fits: true,
-			reason: "small has 1 free GPUs and is the least loaded that fits", gpuState: []string{"0:free", "1:busy"}},
+			reason: "small has 1 free GPU and is the least loaded that fits", gpuState: []string{"0:free", "1:busy"}},
 		{name: "one GPU of 40 GiB: only big has one", spec: jobs.Spec{GPUs: 1, MinGPUMemBytes: 40 * gib}, node: "big", fits: true,
-			reason: "big has 1 free GPUs and is the least loaded that fits", gpuState: []string{"0:held train/mike", "1:free"}},
+			reason: "big has 1 free GPU and is the least loaded that fits", gpuState: []string{"0:held train/mike", "1:free"}},
 		{name: "two GPUs: none fits", spec: jobs.Spec{GPUs: 2}, fits: false,
-			reason: "no machine fits: big: 1 of 2 GPUs free that match (busy: GPU 0: job train of mike); small: 1 of 2 GPUs free that match (busy: GPU 1: a process outside labpool)"},
+			reason: "no machine fits:\n  big: 1 of 2 GPUs free that match (busy: GPU 0: job train of mike)\n  small: 1 of 2 GPUs free that match (busy: GPU 1: a process outside labpool)"},
 		{name: "named, held GPU picked", named: "BIG", spec: jobs.Spec{GPUIDs: []int{0}}, node: "big", fits: false,
 			reason: "GPU 0 is busy or absent (busy: GPU 0: job train of mike)", gpuState: []string{"0:held train/mike", "1:free"}},
 		{name: "named, held GPU picked, queued", named: "BIG", spec: jobs.Spec{GPUIDs: []int{0}, Queue: true}, node: "big", fits: true,

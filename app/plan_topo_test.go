@@ -146,3 +146,61 @@ func TestPlanPrefersCoolMachine(t *testing.T) {
 		t.Errorf("plan %s: %q; want IDLE, the least loaded", p.NodeName, p.Reason)
 	}
 }
+
+// TestPlanSaysSockets: the plan says when the GPUs it picks, or those
+// asked by index, sit on different CPU sockets (NVML's SYS), and whether
+// their traffic crosses the CPUs' interconnect; GPUs on one socket, or
+// where NVML could not tell, say nothing of it.
+func TestPlanSaysSockets(t *testing.T) {
+	pcieOnly := nvlinkNode("PC", 0) // the same sockets, no NVLink at all
+	for i := range pcieOnly.GPUs {
+		for k := range pcieOnly.GPUs[i].Links {
+			pcieOnly.GPUs[i].Links[k].NVLinks = 0
+		}
+	}
+	unknown := nvlinkNode("UN", 0)
+	for i := range unknown.GPUs {
+		for k := range unknown.GPUs[i].Links {
+			unknown.GPUs[i].Links[k].NVLinks, unknown.GPUs[i].Links[k].PCIe = 0, ""
+		}
+	}
+	busy := func(id string, idx ...int) []Job {
+		var uuids []string
+		for _, i := range idx {
+			uuids = append(uuids, fmt.Sprintf("%s-gpu%d", id, i))
+		}
+		return []Job{{Job: jobs.Job{ID: "j", Node: id, State: jobs.Running, GPUs: uuids}}}
+	}
+	for _, tt := range []struct {
+		name   string
+		node   Node
+		spec   jobs.Spec
+		active []Job
+		says   string // "" for nothing of sockets
+	}{
+		{"four on one socket", nvlinkNode("NV", 0), jobs.Spec{GPUs: 4}, nil, ""},
+		{"two free on each socket, PCIe only", pcieOnly, jobs.Spec{GPUs: 4}, busy("PC", 0, 1, 4, 5),
+			"GPUs 2,3 and 6,7 sit on different CPU sockets (NUMA nodes): traffic between them crosses the CPUs' interconnect"},
+		{"six, NVLink within sockets only", nvlinkNode("NV", 0), jobs.Spec{GPUs: 6}, nil,
+			"GPUs 0,1,2,3 and 4,5 sit on different CPU sockets (NUMA nodes): traffic between them crosses the CPUs' interconnect"},
+		{"asked by index", pcieOnly, jobs.Spec{GPUIDs: []int{1, 5}}, nil,
+			"GPUs 1 and 5 sit on different CPU sockets (NUMA nodes): traffic between them crosses the CPUs' interconnect"},
+		{"NVML could not tell", unknown, jobs.Spec{GPUIDs: []int{1, 5}}, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := plan([]Node{tt.node}, nil, tt.spec, tt.active)
+			named := plan([]Node{tt.node}, &tt.node, tt.spec, tt.active)
+			if !p.Fits || !named.Fits {
+				t.Fatalf("plan fits=%v (%s), named fits=%v (%s)", p.Fits, p.Reason, named.Fits, named.Reason)
+			}
+			for _, r := range []string{p.Reason, named.Reason} {
+				switch {
+				case tt.says == "" && strings.Contains(r, "socket"):
+					t.Errorf("reason %q speaks of sockets", r)
+				case tt.says != "" && !strings.Contains(r, tt.says):
+					t.Errorf("reason %q lacks %q", r, tt.says)
+				}
+			}
+		})
+	}
+}

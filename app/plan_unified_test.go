@@ -36,7 +36,7 @@ func TestPlanUnifiedMemory(t *testing.T) {
 			if len(p.GPUs) != 1 || p.GPUs[0].State != tt.state || !p.GPUs[0].MemUnified {
 				t.Fatalf("GPUs = %+v, want one %s, unified", p.GPUs, tt.state)
 			}
-			if !tt.fits && !strings.Contains(p.Reason, "0 of 1 GPUs free that match") {
+			if !tt.fits && !strings.Contains(p.Reason, "0 of 1 GPU free that match") {
 				t.Errorf("reason %q does not say no GPU matches", p.Reason)
 			}
 		})

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/labpool/labpool/app/history"
-	"github.com/labpool/labpool/node/agent"
-	"github.com/labpool/labpool/node/gpu"
 	"github.com/labpool/labpool/node/jobs"
 )
 
@@ -39,34 +36,7 @@ func testReportJoined(t *testing.T, after time.Duration) {
 		}
 		return 0
 	}
-	// The tiers as the recorder writes them from the machine's first
-	// sample on: each point holds the 1 s samples of its period since then.
-	tiers := []struct {
-		kind string
-		step time.Duration
-	}{{history.KindSample1s, time.Second}, {history.KindSample1m, time.Minute}, {history.KindSample15m, 15 * time.Minute}, {history.KindSample3h, 3 * time.Hour}}
-	for _, tier := range tiers {
-		first := joined
-		if tier.kind == history.KindSample1s {
-			first = latest(joined, end.Add(-time.Hour)) // kept an hour
-		}
-		for at := first.Truncate(tier.step); at.Before(end); at = at.Add(tier.step) {
-			n, busy := 0, 0.0
-			for s := at; s.Before(at.Add(tier.step)) && s.Before(end); s = s.Add(time.Second) {
-				if s.Before(joined) {
-					continue
-				}
-				n++
-				busy += util(s)
-			}
-			p := history.FromSample(agent.Sample{Time: at, GPUs: []gpu.Stats{{Index: 0, UtilPercent: busy / float64(n), PowerW: 100}}})
-			p.N = n
-			for i := range p.GPUs {
-				p.GPUs[i].N = n
-			}
-			putRecord(t, db, alphaID, tier.kind, history.Key(at), at, history.Encode(p))
-		}
-	}
+	writeTiers(t, db, alphaID, joined, end, util, nil)
 	started, finished := jobFrom, jobTo
 	j := proven(t, mike, mikeKeyID, alphaID, jobs.Job{Name: "short", Node: alphaID, State: jobs.Exited, GPUIndexes: []int{0},
 		Started: &started, Finished: &finished})

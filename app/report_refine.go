@@ -136,7 +136,11 @@ func (r *Reader) refined(ctx context.Context, node string, tier int, from, to ti
 }
 
 // fill appends to out tier's points of [from, to), where pending are the
-// coarse points of that time that do not stand in (see refined).
+// coarse points of that time that do not stand in (see refined). A coarse
+// point is kept where tier's points of its step hold fewer samples than it
+// does: a follower's catch-up leaves 1 s samples out (history.SkipOnCatchUp)
+// while their minute comes, and a job within the seconds left out would
+// otherwise be all unmeasured.
 func (r *Reader) fill(ctx context.Context, node string, tier int, from, to time.Time, pending, out []meanPoint) ([]meanPoint, error) {
 	if !from.Before(to) {
 		return out, nil
@@ -159,7 +163,7 @@ func (r *Reader) fill(ctx context.Context, node string, tier int, from, to time.
 			k++
 		}
 		prev := j > 0 && fine[j-1].Time.Equal(c.Time.Add(-fs))
-		if k == j || !fine[j].Time.Equal(c.Time) && !prev {
+		if k == j || !fine[j].Time.Equal(c.Time) && !prev || samples(fine[j:k]) < c.N {
 			out = append(out, c)
 		} else {
 			out = append(out, fine[j:k]...)
@@ -167,4 +171,13 @@ func (r *Reader) fill(ctx context.Context, node string, tier int, from, to time.
 		j = k
 	}
 	return append(out, fine[j:]...), nil
+}
+
+// samples is how many samples pts stand for.
+func samples(pts []meanPoint) int {
+	n := 0
+	for _, p := range pts {
+		n += p.N
+	}
+	return n
 }

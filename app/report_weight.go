@@ -255,7 +255,7 @@ func (w weights) cluster(node string, j jobs.Job) weighed {
 	if n > size {
 		h.Cluster = size
 		h.Adjust = &ReportAdjustment{Node: node, Job: j.ID, Rule: RuleClusterGPUs,
-			Detail: fmt.Sprintf("%d GPUs claimed, the cluster has %d", n, size)}
+			Detail: fmt.Sprintf("%s claimed, the cluster has %d", count(n, "GPU"), size)}
 	}
 	return h
 }

@@ -118,7 +118,7 @@ func TestWriteJobsCluster(t *testing.T) {
 			NodeName: "hpc", OwnerName: "ana"},
 	}
 	var out bytes.Buffer
-	if err := writeJobs(&out, list, now); err != nil {
+	if err := writeJobs(&out, list, now, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"HOSTS", "hpc (slurm)  running", "2x4", "gpu01,gpu02", "(command)", "queued (Resources)", "pytorch:24"} {
@@ -225,9 +225,11 @@ func TestRunDryRunCluster(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(stdout, want) {
 		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want it to start with:\n%s", code, stdout, stderr, want)
 	}
-	code, stdout, _ = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--nodes", "2", "--gpus-per-node", "8", "--dry-run", "--", "x")
-	if code != ExitOK || !strings.Contains(stdout, "does not fit on hpc: only 1 node of partition gpu has 8 GPUs and 1 CPU; 2 asked") {
-		t.Errorf("exit %d, stdout:\n%s; want the partition never fits", code, stdout)
+	// A plan that does not fit is printed, and the dry-run exits 1.
+	code, stdout, stderr = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--nodes", "2", "--gpus-per-node", "8", "--dry-run", "--", "x")
+	if code != ExitFailure || !strings.Contains(stdout, "does not fit on hpc: only 1 node of partition gpu has 8 GPUs and 1 CPU; 2 asked") ||
+		!strings.Contains(stderr, "it does not fit now") {
+		t.Errorf("exit %d, stdout:\n%s\nstderr %q; want the partition never fits, exit 1", code, stdout, stderr)
 	}
 	code, stdout, _ = run(t, Hooks{}, "--data", dir, "run", "--node", "hpc", "--gpus", "1", "--dry-run", "--json", "--", "x")
 	var p app.Plan
@@ -258,7 +260,7 @@ func TestWriteJobsWaitReason(t *testing.T) {
 	list := []app.Job{{Job: jobs.Job{ID: "q1", Name: "sweep", State: jobs.Queued, Error: why, Spec: jobs.Spec{GPUs: 2}, Image: "pytorch:24"},
 		NodeName: "dgx-h100", OwnerName: "ana"}}
 	var out bytes.Buffer
-	if err := writeJobs(&out, list, time.Now()); err != nil {
+	if err := writeJobs(&out, list, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")

@@ -141,7 +141,7 @@ func clusterGPUs(c *slurm.Cluster) string {
 	for _, g := range c.GPUs {
 		total += g.Total
 	}
-	return fmt.Sprintf("%d (%d free, Slurm: %d nodes)", total, slurm.FreeGPUs(*c), len(c.Nodes))
+	return fmt.Sprintf("%d (%d free, Slurm: %s)", total, slurm.FreeGPUs(*c), count(len(c.Nodes), "node"))
 }
 
 // clusterRead says when a cluster's figures were read. The card is written

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/labpool/labpool/app"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
 
@@ -200,15 +199,13 @@ func cpCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var bar *progressbar.ProgressBar
+			var bar *copyBar
 			for {
 				if !quiet && t.Progress.Bytes > 0 {
 					if bar == nil {
-						bar = progressbar.NewOptions64(t.Progress.Bytes, progressbar.OptionSetWriter(cmd.ErrOrStderr()),
-							progressbar.OptionShowBytes(true), progressbar.OptionUseIECUnits(true), progressbar.OptionSetDescription("copying"),
-							progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond))
+						bar = newCopyBar(cmd.ErrOrStderr(), t.Progress.Bytes)
 					}
-					bar.Set64(t.Progress.Done)
+					bar.set(t.Progress.Done, time.Now())
 				}
 				if t.State != "running" {
 					break
@@ -220,8 +217,7 @@ func cpCmd(g *globals) *cobra.Command {
 				}
 			}
 			if bar != nil {
-				bar.Finish()
-				fmt.Fprintln(cmd.ErrOrStderr())
+				bar.finish(cmd.ErrOrStderr())
 			}
 			if t.State == "failed" {
 				return fmt.Errorf("copy %s to %s: %s", args[0], args[1], t.Error)
@@ -242,9 +238,13 @@ func cpCmd(g *globals) *cobra.Command {
 }
 
 // files is a count of files in words: "1 file", "3 files".
-func files(n int) string {
+func files(n int) string { return count(n, "file") }
+
+// count is n things in words: "1 GPU", "2 GPUs", "0 GPUs" (what is the
+// singular; its plural adds an s).
+func count(n int, what string) string {
 	if n == 1 {
-		return "1 file"
+		return "1 " + what
 	}
-	return fmt.Sprintf("%d files", n)
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -107,7 +107,7 @@ func writeMIG(w io.Writer, gpus []app.GPU) error {
 		if m.Pending {
 			mode = "on (off after a reset)"
 		}
-		lines = append(lines, fmt.Sprintf("  GPU %d: MIG %s, %d instances", g.Index, mode, len(m.Instances)))
+		lines = append(lines, fmt.Sprintf("  GPU %d: MIG %s, %s", g.Index, mode, count(len(m.Instances), "instance")))
 		for _, in := range m.Instances {
 			lines = append(lines, fmt.Sprintf("    %s  %s  %s  (GPU instance %d, compute instance %d)",
 				in.UUID, orDash(in.Name), Bytes(in.MemTotalBytes), in.GPUInstance, in.ComputeInstance))

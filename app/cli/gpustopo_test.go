@@ -32,7 +32,7 @@ func TestWriteGPUsTopology(t *testing.T) {
 		"dgx topology", "GPU0  GPU1  GPU2",
 		"GPU0  X     NV12  SYS", "GPU1  NV12  X     SYS", "GPU2  SYS   SYS   X",
 		"dgx MIG:", "MIG supported, off: GPUs 0, 1 (on after a reset)",
-		"GPU 2: MIG on, 1 instances",
+		"GPU 2: MIG on, 1 instance",
 		"MIG-5c9f1a2e-0000-0000-0000-000000000001  NVIDIA A100-SXM4-40GB MIG 3g.20gb  20.0 GiB  (GPU instance 1, compute instance 0)",
 	} {
 		if !strings.Contains(out, want) {

@@ -146,7 +146,7 @@ func writeSeries(w io.Writer, s app.Series) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d points of %s (min/mean/max over each)\n", len(s.Times), s.Tier)
+	_, err := fmt.Fprintf(w, "%s of %s (min/mean/max over each)\n", count(len(s.Times), "point"), s.Tier)
 	return err
 }
 

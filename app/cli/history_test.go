@@ -136,7 +136,7 @@ func TestWriteSeries(t *testing.T) {
 	if diff := cmp.Diff([]string{"0.0/12.3/100.0", "1.0", "GiB", "0", "B/s/1.5", "KiB/s/2.0", "KiB/s"}, row[2:]); diff != "" {
 		t.Errorf("row %q (-want +got):\n%s", lines[1], diff)
 	}
-	if lines[2] != "1 points of 15m (min/mean/max over each)" {
+	if lines[2] != "1 point of 15m (min/mean/max over each)" {
 		t.Errorf("footer %q", lines[2])
 	}
 	b.Reset()

@@ -44,7 +44,9 @@ func runCmd(g *globals) *cobra.Command {
 		Short: "Launch a container on free GPUs of the pool, or a job on a Slurm cluster; prints the job ID last",
 		Long: `Launch a container on free GPUs of the pool, or a job on a Slurm cluster;
 prints the job ID last. --dry-run prints the plan instead: where it would run
-and why (on a cluster, what sbatch will be asked and whether it starts now).
+and why (on a cluster, what sbatch will be asked and whether it starts now);
+with --node, of that machine alone. A dry-run whose job does not fit prints
+its plan and exits 1, as a launch refused does.
 
 On a Slurm cluster (a machine whose agent runs with --slurm, see labpool
 nodes): --partition, --gpus N on one node or --nodes N --gpus-per-node G,
@@ -90,14 +92,25 @@ What a job reaches:
 			if err != nil {
 				return err
 			}
+			req := app.LaunchRequest{Node: f.node, Spec: spec}
 			if f.dryRun {
-				p, err := c.Plan(cmd.Context(), app.LaunchRequest{Node: f.node, Spec: spec})
+				p, err := c.Plan(cmd.Context(), req)
 				if err != nil {
 					return err
 				}
-				return emit(cmd.OutOrStdout(), *asJSON, p, func(out io.Writer) { writePlan(out, p) })
+				if f.node != "" {
+					p.Nodes = onlyNode(p.Nodes, p.Node) // the machine named, not every other one refused
+				}
+				if err := emit(cmd.OutOrStdout(), *asJSON, p, func(out io.Writer) { writePlan(out, p) }); err != nil || p.Fits {
+					return err
+				}
+				return errors.New(noFitHint(cmd.Context(), c, req, "it does not fit now (the plan above says why)", true))
 			}
-			j, err := c.Launch(cmd.Context(), app.LaunchRequest{Node: f.node, Spec: spec})
+			j, err := c.Launch(cmd.Context(), req)
+			var refused *app.APIError
+			if errors.As(err, &refused) && refused.Code == "no_fit" {
+				return errors.New(noFitHint(cmd.Context(), c, req, refused.Message, false))
+			}
 			if err != nil {
 				return err
 			}
@@ -105,31 +118,41 @@ What a job reaches:
 				writeRWNote(cmd.ErrOrStderr(), spec.Mounts, j.NodeName)
 				writeLoaderNote(cmd.ErrOrStderr(), j)
 			}
-			return emit(cmd.OutOrStdout(), *asJSON, j, func(out io.Writer) {
-				fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, jobState(j.Job))
-				if len(j.GPUIndexes) > 0 {
-					fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
-				} else if len(j.Spec.MIGIDs) > 0 {
-					fmt.Fprintf(out, ", MIG %s", strings.Join(j.Spec.MIGIDs, ","))
-				}
-				if j.Error != "" {
-					fmt.Fprintf(out, " (%s)", j.Error)
-				}
-				fmt.Fprintln(out)
-				if j.Placement != "" {
-					fmt.Fprintln(out, "placed: "+j.Placement)
-				}
-				if n := j.ShareNote(); n != "" {
-					fmt.Fprintln(out, "share: "+n)
-				}
-				fmt.Fprintln(out, j.ID)
-			})
+			return emit(cmd.OutOrStdout(), *asJSON, j, func(out io.Writer) { writeLaunched(out, j) })
 		},
 	}
 	asJSON = jsonFlag(c)
 	c.Flags().SetInterspersed(false) // flags after IMAGE belong to CMD
 	f.add(c.Flags())
 	return c
+}
+
+// writeLaunched writes what run launched: where and how it stands, why
+// it waits where it is queued (once: not its placement too), where it was
+// placed where it was, and its ID last.
+func writeLaunched(out io.Writer, j app.Job) {
+	st := jobState(j.Job)
+	fmt.Fprintf(out, "%s on %s: %s", j.Name, j.NodeName, st)
+	if len(j.GPUIndexes) > 0 {
+		fmt.Fprintf(out, ", GPUs %v", j.GPUIndexes)
+	} else if len(j.Spec.MIGIDs) > 0 {
+		fmt.Fprintf(out, ", MIG %s", strings.Join(j.Spec.MIGIDs, ","))
+	}
+	why := waitReason(j.Job)
+	if j.Error != "" && j.State != jobs.Queued && !strings.Contains(st, j.Error) {
+		fmt.Fprintf(out, " (%s)", j.Error)
+	}
+	fmt.Fprintln(out)
+	switch {
+	case why != "":
+		fmt.Fprintln(out, "  ↳ "+field(why)) // one line whatever it holds
+	case j.Placement != "" && j.State != jobs.Queued:
+		fmt.Fprintln(out, "placed: "+j.Placement)
+	}
+	if n := j.ShareNote(); n != "" {
+		fmt.Fprintln(out, "share: "+n)
+	}
+	fmt.Fprintln(out, j.ID)
 }
 
 // add gives fl run's flags.
@@ -221,7 +244,7 @@ func parseMount(s string) (jobs.Mount, error) {
 }
 
 func psCmd(g *globals) *cobra.Command {
-	var all, asJSON bool
+	var all, asJSON, wide bool
 	c := &cobra.Command{
 		Use:   "ps",
 		Short: "List the pool's jobs (running and queued; --all for ended ones too)",
@@ -239,15 +262,23 @@ func psCmd(g *globals) *cobra.Command {
 			if asJSON {
 				return printJSON(cmd.OutOrStdout(), list)
 			}
-			return writeJobs(cmd.OutOrStdout(), list, time.Now())
+			return writeJobs(cmd.OutOrStdout(), list, time.Now(), wide)
 		},
 	}
 	c.Flags().BoolVar(&all, "all", false, "include ended jobs")
+	c.Flags().BoolVar(&wide, "wide", false, "say why a queued job waits in full, not cut at "+strconv.Itoa(waitLineMax)+" characters")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
 
-func writeJobs(w io.Writer, list []app.Job, now time.Time) error {
+// waitLineMax is how much of why a queued job waits ps says, on the line
+// under it, without --wide.
+const waitLineMax = 120
+
+// writeJobs writes the jobs' table: a row per job, STATE short, and why a
+// queued job waits on a line of its own under it (cut at waitLineMax
+// characters unless wide).
+func writeJobs(w io.Writer, list []app.Job, now time.Time, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tMACHINE\tSTATE\tGPUS\tHOSTS\tIMAGE\tOWNER\tRUNTIME")
 	for _, j := range list {
@@ -266,7 +297,10 @@ func writeJobs(w io.Writer, list []app.Job, now time.Time) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", shortJob(j.ID), j.Name, executorName(j), st,
 			jobGPUs(j.Job), hosts, image, j.OwnerName, runtime(j.Job, now))
 		if why := waitReason(j.Job); why != "" {
-			fmt.Fprintf(tw, "  ↳ %s\n", why) // no tab: the columns keep their widths
+			if !wide {
+				why = cutText(why, waitLineMax)
+			}
+			fmt.Fprintf(tw, "  ↳ %s\n", field(why)) // no tab: the columns keep their widths
 		}
 	}
 	return tw.Flush()

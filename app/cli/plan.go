@@ -1,21 +1,25 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/jobs"
 )
 
 // writePlan writes what `run --dry-run` found: where the job would run and
-// why, what a cluster's sbatch would be asked, and what each machine has.
+// why, what a cluster's sbatch would be asked, and what each machine has;
+// or, where no machine fits, why not, a line per machine.
 func writePlan(w io.Writer, p app.Plan) {
 	switch {
 	case p.Node == "":
-		fmt.Fprintln(w, "fits nowhere: "+p.Reason)
+		fmt.Fprintln(w, p.Reason) // "no machine fits:", then a line per machine
+		return
 	case !p.Fits:
 		fmt.Fprintf(w, "does not fit on %s: %s\n", p.NodeName, p.Reason)
 	default:
@@ -59,15 +63,42 @@ func ints(xs []int) string {
 	return strings.Join(s, ",")
 }
 
-// waitReason is where a job queued by labpool waits and why, in one
-// sentence (its own line under the job in ps: STATE stays short); "" for a
-// job queued by a cluster's scheduler, whose short reason ("Resources")
-// stays in STATE.
+// stateReasonMax is the longest reason a queued job's STATE holds
+// ("queued (Resources)"); a longer one goes on its own line (waitReason).
+const stateReasonMax = 24
+
+// waitReason is where a queued job waits and why, in one sentence, for a
+// line of its own under the job in ps (STATE stays short): a job queued by
+// labpool, or one whose scheduler's reason is long; "" for a job queued by
+// a cluster's scheduler whose short reason ("Resources") stays in STATE.
 func waitReason(j jobs.Job) string {
-	if j.State != jobs.Queued || j.Container != "" || (j.Executor != "" && j.Executor != "docker") {
+	if j.State != jobs.Queued || j.Error == "" {
 		return ""
 	}
+	if j.Executor != "" && j.Executor != "docker" && utf8.RuneCountInString(stateReason(j)) <= stateReasonMax {
+		return "" // "queued (Resources)", or "queued" where the scheduler gave no reason
+	}
 	return j.Error
+}
+
+// stateReason is a cluster-queued job's reason as STATE gives it: the
+// scheduler's own word ("Resources").
+func stateReason(j jobs.Job) string {
+	if j.Error == "queued by the cluster's scheduler" {
+		return ""
+	}
+	if r, ok := strings.CutPrefix(j.Error, "queued by the cluster's scheduler: "); ok {
+		return r
+	}
+	return j.Error
+}
+
+// cutText is s cut to at most n characters, ending in "…" where it was cut.
+func cutText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 // jobState is where a job is, for people: "queued (Resources)", "running",
@@ -84,8 +115,8 @@ func jobState(j jobs.Job) string {
 func endState(j jobs.Job) string {
 	switch j.State {
 	case jobs.Queued:
-		if j.Error != "" && waitReason(j) == "" {
-			return "queued (" + j.Error + ")"
+		if r := stateReason(j); r != "" && waitReason(j) == "" {
+			return "queued (" + r + ")"
 		}
 		return "queued"
 	case jobs.Exited, jobs.Failed:
@@ -112,4 +143,43 @@ func endState(j jobs.Job) string {
 		return string(j.State) + ": " + j.Error
 	}
 	return string(j.State)
+}
+
+// onlyNode is the plans of nodes for the machine id alone: a plan for a
+// machine named lists no other.
+func onlyNode(nodes []app.NodePlan, id string) []app.NodePlan {
+	for _, np := range nodes {
+		if np.Node == id {
+			return []app.NodePlan{np}
+		}
+	}
+	return nil
+}
+
+// planner plans a launch (the daemon's web.Client).
+type planner interface {
+	Plan(ctx context.Context, req app.LaunchRequest) (app.Plan, error)
+}
+
+// noFitHint is why req fits nowhere (msg), then what to do: add --queue
+// where the job would wait for busy GPUs with it (the daemon's plan with
+// --queue says so), or know that it would not help; a launch is told of
+// --dry-run too.
+func noFitHint(ctx context.Context, pl planner, req app.LaunchRequest, msg string, dryRun bool) string {
+	seeAll := "; labpool run --dry-run shows each machine"
+	if dryRun {
+		seeAll = ""
+	}
+	if req.Spec.Queue {
+		return msg + "\nno machine has what it asks, even once its GPUs are free" + seeAll
+	}
+	req.Spec.Queue = true
+	p, err := pl.Plan(ctx, req)
+	switch {
+	case err != nil:
+		return msg
+	case p.Fits:
+		return msg + "\nadd --queue to wait for busy GPUs: it would wait on " + p.NodeName
+	}
+	return msg + "\n--queue would not help: no machine has what it asks, even once its GPUs are free" + seeAll
 }

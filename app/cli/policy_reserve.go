@@ -80,7 +80,7 @@ func reservePolicyText(p reserve.Policy) string {
 	e := p.Effective()
 	gpus := "any number of GPUs"
 	if e.MaxGPUs > 0 {
-		gpus = fmt.Sprintf("up to %d GPUs", e.MaxGPUs)
+		gpus = "up to " + count(e.MaxGPUs, "GPU")
 	}
 	return fmt.Sprintf("%s; %s for up to %s, starting up to %s ahead, %d to come per member; others' jobs told %s ahead, then %s",
 		e.Who, gpus, length(e.MaxSeconds), length(e.AheadSeconds), e.PerMember, length(e.WarnSeconds), e.AtStart)

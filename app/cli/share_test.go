@@ -50,7 +50,7 @@ func TestPsSaysUncapped(t *testing.T) {
 		{Job: jobs.Job{ID: "b2", Name: "mps", State: jobs.Running, GPUIndexes: []int{1}, Spec: jobs.Spec{GPUShare: 0.5}, ShareMode: jobs.ShareMPS}},
 	}
 	var b bytes.Buffer
-	if err := writeJobs(&b, list, time.Now()); err != nil {
+	if err := writeJobs(&b, list, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"[0] 25% uncapped", "[1] 50% mps"} {

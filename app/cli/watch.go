@@ -125,7 +125,7 @@ var (
 // renderWatch draws one frame of `labpool watch`.
 func renderWatch(nodes []app.Node, now time.Time, width int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %s  %d machines   (q to quit)\n\n", titleStyle.Render("labpool watch"), now.Format(time.TimeOnly), len(nodes))
+	fmt.Fprintf(&b, "%s  %s  %s   (q to quit)\n\n", titleStyle.Render("labpool watch"), now.Format(time.TimeOnly), count(len(nodes), "machine"))
 	for _, n := range nodes {
 		st := onlineStyle.Render("● " + state(n))
 		if !n.Online {

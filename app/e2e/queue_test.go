@@ -32,12 +32,14 @@ func TestPoolQueue(t *testing.T) {
 	joinAll(t, gpu1, gpu2, laptop)
 	waitFor(t, 20*time.Second, "both agents live on the laptop", func() error { return liveNodes(laptop, "gpu1", "gpu2") })
 	const img = "labpool-test/busybox:1"
+	var said string // what the last run printed
 	run := func(args ...string) string {
 		t.Helper()
 		out, errOut, code := laptop.cli(append([]string{"run"}, args...)...)
 		if code != 0 {
 			t.Fatalf("labpool run %v: exit %d: %s%s", args, code, out, errOut)
 		}
+		said = out
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		return lines[len(lines)-1]
 	}
@@ -62,13 +64,18 @@ func TestPoolQueue(t *testing.T) {
 	}
 
 	q := run("--gpus", "2", "--queue", img, "sleep", "600")
+	// It says why it waits once: "NAME on gpu1: queued", "  ↳ why", its ID.
+	if lines := strings.Split(strings.TrimSpace(said), "\n"); len(lines) != 3 || !strings.HasSuffix(lines[0], ": queued") ||
+		!strings.HasPrefix(lines[1], "  ↳ ") || strings.Contains(said, "placed:") {
+		t.Errorf("run --queue said:\n%s\nwant the state, why it waits once, and the ID", said)
+	}
 	_, home, err := state(laptop, q)
 	if home == "" {
 		t.Fatalf("the queued job's home: %v", err)
 	}
 	other := map[string]string{"gpu1": "gpu2", "gpu2": "gpu1"}[home]
 	waitFor(t, 10*time.Second, "ps saying where the job waits and why", func() error {
-		out, _, _ := laptop.cli("ps")
+		out, _, _ := laptop.cli("ps", "--wide") // the reason whole
 		if !strings.Contains(out, "↳ waits on "+home+" for 2 GPUs") || !strings.Contains(out, "no other machine fits: "+other) {
 			return fmt.Errorf("ps:\n%s", out)
 		}
