@@ -94,7 +94,7 @@ type BusyError struct {
 
 func (e *BusyError) Error() string {
 	if len(e.Busy) == 0 {
-		return fmt.Sprintf("%d GPUs asked, this machine has %d", e.Want, e.Total)
+		return fmt.Sprintf("%s asked, this machine has %d", gpuCount(e.Want), e.Total)
 	}
 	// GPUs held for the same reason (one job's) are said once:
 	// "GPUs 0, 1, 2, 3: job train of alice".
@@ -112,7 +112,7 @@ func (e *BusyError) Error() string {
 		}
 		parts, idx = append(parts, gpus+": "+why), nil
 	}
-	return fmt.Sprintf("%d GPUs asked, %d free: %s", e.Want, e.Free, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s asked, %d free: %s", gpuCount(e.Want), e.Free, strings.Join(parts, "; "))
 }
 
 // migOnWhy is why a GPU in MIG mode goes to no request for whole GPUs.
@@ -156,4 +156,12 @@ func (l *Ledger) busyOf(p alloc.Pass, stats map[string]gpu.Stats) BusyGPU {
 		b.Why = p.Why()
 	}
 	return b
+}
+
+// gpuCount is n GPUs in words: "1 GPU", "2 GPUs".
+func gpuCount(n int) string {
+	if n == 1 {
+		return "1 GPU"
+	}
+	return fmt.Sprintf("%d GPUs", n)
 }

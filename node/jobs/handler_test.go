@@ -65,7 +65,7 @@ func TestHandlerJobs(t *testing.T) {
 		{"refused", "POST", "/v1/jobs", `{"image":"img","privileged":true}`, 400, "refused", `refused by rule \"no-privileged\"`},
 		{"unknown field", "POST", "/v1/jobs", `{"image":"img","hostconfig":{}}`, 400, "refused", "unknown field"},
 		{"bad json", "POST", "/v1/jobs", `{"image":`, 400, "refused", "decode the job spec"},
-		{"too many gpus", "POST", "/v1/jobs", `{"image":"img","gpus":2}`, 400, "refused", "this machine has 1 GPUs"},
+		{"too many gpus", "POST", "/v1/jobs", `{"image":"img","gpus":2}`, 400, "refused", "this machine has 1 GPU"},
 		{"busy", "POST", "/v1/jobs", `{"image":"img","gpus":1}`, 409, "gpus_busy", "GPU 0: job " + j.Name + " of " + alice[:9]},
 		{"unknown job", "GET", "/v1/jobs/nope", "", 404, "not_found", "no such job"},
 		{"stop unknown", "POST", "/v1/jobs/nope/stop", "", 404, "not_found", ""},

@@ -28,7 +28,7 @@ func TestKeepForStarving(t *testing.T) {
 	}{
 		{"whole GPUs: what is free, up to the count", []grantStep{{job: "a", req: Request{Count: 1}}},
 			Request{Count: 2, Owner: "bob", Name: "big"}, []string{"GPU-0001"}, 0,
-			Request{Count: 1}, "1 GPUs asked, 0 free: GPU 0: job a; GPU 1: kept for queued job big of bob, waiting the longest; GPU 2: " + migOnWhy},
+			Request{Count: 1}, "1 GPU asked, 0 free: GPU 0: job a; GPU 1: kept for queued job big of bob, waiting the longest; GPU 2: " + migOnWhy},
 		{"MIG by profile: an instance of the profile", []grantStep{{job: "a", req: Request{Count: 1, Profile: "3g.40gb"}}},
 			Request{Count: 2, Profile: "3g.40gb", Owner: "bob", Name: "mig"}, []string{"MIG-2"}, 0,
 			Request{Count: 1, Profile: "3g.40gb"}, "kept for queued job mig of bob"},

@@ -193,7 +193,7 @@ func (m *Manager) resourcePolicy(c Caller, spec *Spec) error {
 	held := m.gpusHeld(c.ID)
 	if held+want > p.MaxGPUsPerMember {
 		return forbid(fmt.Sprintf("policy max-gpus-per-member=%d", p.MaxGPUsPerMember),
-			"%s holds %d GPUs here (queued and running) and asks for %d more", c.ID, held, want)
+			"%s holds %s here (queued and running) and asks for %d more", c.ID, gpuCount(held), want)
 	}
 	return nil
 }

@@ -250,7 +250,7 @@ func validateResources(s Spec, caps Capabilities, gpusOnNode int) error {
 	case s.GPUs > 0 && len(s.GPUIDs) > 0:
 		return refuse("gpus", "ask for a GPU count or GPU indexes, not both")
 	case s.MIGProfile == "" && (s.GPUs > gpusOnNode || len(s.GPUIDs) > gpusOnNode):
-		return refuse("gpus", "%d GPUs asked: this machine has %d GPUs", max(s.GPUs, len(s.GPUIDs)), gpusOnNode)
+		return refuse("gpus", "%s asked: this machine has %s", gpuCount(max(s.GPUs, len(s.GPUIDs))), gpuCount(gpusOnNode))
 	}
 	if err := validateMIG(s); err != nil {
 		return err
@@ -261,7 +261,7 @@ func validateResources(s Spec, caps Capabilities, gpusOnNode int) error {
 	seen := map[int]bool{}
 	for _, i := range s.GPUIDs {
 		if i < 0 || i >= gpusOnNode {
-			return refuse("gpus", "GPU %d does not exist: this machine has %d GPUs", i, gpusOnNode)
+			return refuse("gpus", "GPU %d does not exist: this machine has %s", i, gpuCount(gpusOnNode))
 		}
 		if seen[i] {
 			return refuse("gpus", "GPU %d is listed twice", i)
