@@ -307,9 +307,13 @@ type fakePool struct {
 }
 
 func (f *fakePool) Status(context.Context) (PoolStatus, error) { return f.status, f.err }
-func (f *fakePool) Create(context.Context) (JoinCode, error) {
+func (f *fakePool) Create(context.Context, CreateRequest) (JoinCode, error) {
 	return JoinCode{PoolID: "p", Code: "c"}, f.err
 }
+func (f *fakePool) AddDevice(context.Context, AddDeviceRequest) (DeviceCode, error) {
+	return DeviceCode{Code: "c"}, f.err
+}
+func (f *fakePool) Merge(context.Context, MergeRequest) error { return f.err }
 func (f *fakePool) Join(_ context.Context, r JoinRequest) (PoolStatus, error) {
 	f.joined = append(f.joined, r)
 	return f.status, f.err
@@ -348,7 +352,7 @@ func TestServicePoolCalls(t *testing.T) {
 		var err error
 		switch op {
 		case "create":
-			_, err = s.CreatePool(ctx)
+			_, err = s.CreatePool(ctx, CreateRequest{})
 		case "join":
 			_, err = s.JoinPool(ctx, JoinRequest{Code: "abc"})
 		case "join no code":
