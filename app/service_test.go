@@ -293,6 +293,9 @@ func TestServicePoolFromReplica(t *testing.T) {
 	want := PoolStatus{PoolID: "pool-1", Members: []Member{
 		{ID: goneID, Name: "gone", AddedAt: t0, AddedBy: selfID, Removed: true},
 		{ID: selfID, Name: "zeta", AddedAt: t0, AddedBy: selfID, Self: true},
+	}, People: []Person{ // a replica of before people: a person per device
+		{ID: goneID, Name: "gone", Devices: []PersonDevice{}, Removed: []PersonDevice{{ID: goneID, Name: "gone"}}},
+		{ID: selfID, Name: "zeta", Devices: []PersonDevice{{ID: selfID, Name: "zeta", Self: true}}, Removed: []PersonDevice{}, Active: true, Self: true},
 	}, Invites: []Invite{}, SelfID: selfID, Can: Can{Launch: true}}
 	if diff := cmp.Diff(want, ps); diff != "" {
 		t.Errorf("Pool() mismatch (-want +got):\n%s", diff)

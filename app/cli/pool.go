@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"strings"
 
 	"fmt"
 	"github.com/labpool/labpool/app/web"
@@ -152,7 +154,8 @@ func writeMembers(w io.Writer, ps app.PoolStatus) error {
 	for _, m := range ps.Members {
 		added[m.ID] = m.AddedAt
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "pool %s\nNAME\tROLE\tSTATE\tID\tADDED\n", ps.PoolID)
 	for _, p := range people(ps) {
 		name := p.Name
@@ -174,7 +177,13 @@ func writeMembers(w io.Writer, ps app.PoolStatus) error {
 			fmt.Fprintf(tw, "  %s (removed)\t\t\t%s\t%s\n", d.Name, d.ID, added[d.ID].Local().Format(time.DateTime))
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for line := range strings.Lines(table.String()) { // a person's line has no device's columns
+		fmt.Fprintln(w, strings.TrimRight(line, " \n"))
+	}
+	return nil
 }
 
 // people are the pool's people; a daemon of before sent none, and then

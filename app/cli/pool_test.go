@@ -65,8 +65,8 @@ func TestWriteMembersPeople(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Errorf("pool members:\n%s\nwant (spaces squeezed):\n%s", b.String(), strings.Join(tt.want, "\n"))
 			}
-			if tt.name == "people" && !strings.Contains(b.String(), "\n  dgx ") {
-				t.Errorf("a device is not indented under its person:\n%s", b.String())
+			if tt.name == "people" && !strings.Contains(b.String(), "\n  dgx ") || strings.Contains(b.String(), " \n") {
+				t.Errorf("a device is not indented under its person, or a line ends in spaces:\n%s", b.String())
 			}
 		})
 	}

@@ -100,7 +100,7 @@ func TestTrustMembership(t *testing.T) {
 		member.kill()
 		latePub := identityKey(t, late.data).Public().(ed25519.PublicKey)
 		backdate(t, member.data, func(l *pool.Log, last pool.Record, _ ed25519.PrivateKey) pool.Record {
-			req, err := pool.NewJoinRequest(parsed, latePub, "late")
+			req, err := pool.NewJoinRequest(parsed, latePub, "late", "")
 			if err != nil {
 				t.Fatal(err)
 			}
