@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { Can, DeviceCode, Member, PoolStatus } from '../api/types.ts'
-import { joinCommand, mayAddDevice, mayChangePersonRole, mayReadmitDevice, mayReadmitPerson, mayRemoveDevice, mayRemovePerson, peopleOf } from './people.ts'
+import { joinCommand, mayAddDevice, mergeTargets, mayChangePersonRole, mayReadmitDevice, mayReadmitPerson, mayRemoveDevice, mayRemovePerson, peopleOf } from './people.ts'
 
 const owner: Can = { launch: true, manage_members: true, manage_admins: true }
 const admin: Can = { launch: true, manage_members: true, manage_admins: false }
@@ -67,4 +67,13 @@ test('the join command names this machine\'s address when it has one', () => {
   }
   assert.equal(joinCommand(dc), 'labpool pool join CODE 10.0.0.1:7420')
   assert.equal(joinCommand({ ...dc, addresses: null }), 'labpool pool join CODE')
+})
+
+test('owners merge a person into another in the pool', () => {
+  const [alice, bob, carolP] = peopleOf(pool)
+  const all = peopleOf(pool)
+  assert.deepEqual(mergeTargets(owner, bob, all).map((p) => p.name), ['alice'])
+  assert.deepEqual(mergeTargets(admin, bob, all), [], 'an admin merges no one')
+  assert.deepEqual(mergeTargets(owner, carolP, all), [], 'a removed person is merged into no one')
+  assert.deepEqual(mergeTargets(owner, alice, all), [], 'the creator\'s person stays who they are')
 })

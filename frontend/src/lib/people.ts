@@ -74,6 +74,12 @@ export function mayAddDevice(can: Can, p: PersonView): boolean {
   return p.active && (p.self || mayManage(can, p.role))
 }
 
+/** The people p may be merged into here (owners merge): every other person in the pool. */
+export function mergeTargets(can: Can, p: PersonView, people: readonly PersonView[]): PersonView[] {
+  if (!can.manage_admins || !p.active || p.creator) return []
+  return people.filter((q) => q.active && q.id !== p.id)
+}
+
 /** The command to run on the new device: `labpool pool join CODE HOST:PORT`. */
 export function joinCommand(dc: DeviceCode): string {
   const addr = dc.addresses?.[0]
