@@ -366,6 +366,7 @@ type JoinCode struct {
 	PoolID string `json:"pool_id"`
 	Invite Invite `json:"invite"`
 	Code   string `json:"code"`
+	Person string `json:"person"` // the creator's name as a person
 }
 
 // JoinRequest asks the daemon to join a pool; Addr is an optional HOST:PORT

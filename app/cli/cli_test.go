@@ -110,7 +110,7 @@ func (f *fakePool) Merge(_ context.Context, r app.MergeRequest) error {
 
 func (f *fakePool) Create(_ context.Context, r app.CreateRequest) (app.JoinCode, error) {
 	f.asked = append(f.asked, r)
-	return app.JoinCode{PoolID: "pool-1", Code: "TIGER-LAMP-4821",
+	return app.JoinCode{PoolID: "pool-1", Code: "TIGER-LAMP-4821", Person: r.As,
 		Invite: app.Invite{ID: "89abcdef", Role: "viewer", Uses: 3, UsesLeft: 3, Expires: fakeExpiry}}, nil
 }
 

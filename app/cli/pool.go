@@ -59,7 +59,11 @@ func poolCreateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return emit(cmd.OutOrStdout(), *asJSON, code, func(out io.Writer) {
-				fmt.Fprintf(out, "Pool %s is ready, with you as its owner on this machine. `labpool pool add-device` adds another device of yours (your laptop), an owner as well.\n", code.PoolID)
+				you := "you"
+				if code.Person != "" {
+					you += " (" + code.Person + ")"
+				}
+				fmt.Fprintf(out, "Pool %s is ready, with %s as its owner on this machine. `labpool pool add-device` adds another device of yours (your laptop), an owner as well.\n", code.PoolID, you)
 				fmt.Fprintf(out, "Its invite %s (`labpool pool invite` makes a code of another role or number). On another person's machine of this LAN, run:\n",
 					inviteTerms(code.Invite))
 				fmt.Fprintf(out, "  labpool pool join %s\n", code.Code)

@@ -79,14 +79,15 @@ func TestWriteMembersPeople(t *testing.T) {
 func TestPoolPeopleVerbs(t *testing.T) {
 	expiry := fakeExpiry.Local().Format(time.DateTime)
 	tests := []struct {
-		name  string
-		args  []string
-		code  int
-		lines []string // stdout, exactly
-		err   string   // in stderr
-		asked any
+		name     string
+		args     []string
+		code     int
+		lines    []string // stdout, exactly
+		contains string   // in stdout
+		err      string   // in stderr
+		asked    any
 	}{
-		{name: "create --as", args: []string{"pool", "create", "--as", "alice"}, code: ExitOK, asked: app.CreateRequest{As: "alice"}},
+		{name: "create --as", args: []string{"pool", "create", "--as", "alice"}, code: ExitOK, asked: app.CreateRequest{As: "alice"}, contains: "with you (alice) as its owner"},
 		{name: "create as the OS user", args: []string{"pool", "create"}, code: ExitOK, asked: app.CreateRequest{As: app.OSUserName()}},
 		{name: "join --as", args: []string{"pool", "join", "CODE", "192.0.2.9:7420", "--as", "bob"}, code: ExitOK,
 			asked: app.JoinRequest{Code: "CODE", Addr: "192.0.2.9:7420", As: "bob"}},
@@ -112,6 +113,9 @@ func TestPoolPeopleVerbs(t *testing.T) {
 			code, stdout, stderr := run(t, Hooks{}, append([]string{"--data", dir}, tt.args...)...)
 			if code != tt.code || !strings.Contains(stderr, tt.err) {
 				t.Fatalf("exit %d, want %d; stderr %q, want %q in it", code, tt.code, stderr, tt.err)
+			}
+			if !strings.Contains(stdout, tt.contains) {
+				t.Errorf("stdout %q, want %q in it", stdout, tt.contains)
 			}
 			if tt.lines != nil && stdout != strings.Join(tt.lines, "\n")+"\n" {
 				t.Errorf("stdout:\n%s\nwant:\n%s", stdout, strings.Join(tt.lines, "\n"))

@@ -101,11 +101,11 @@ func appInvite(inv pool.InviteState, now time.Time) app.Invite {
 
 // Create implements app.PoolManager: a new pool and its first invite.
 func (p *Membership) Create(ctx context.Context, req app.CreateRequest) (app.JoinCode, error) {
-	inv, code, err := p.pm.Create(ctx, personName(req.As))
+	inv, code, err := p.pm.Create(ctx, asName(req.As))
 	if err != nil {
 		return app.JoinCode{}, poolError(err)
 	}
-	return app.JoinCode{PoolID: code.PoolID(), Invite: appInvite(inv, time.Now()), Code: code.String()}, nil
+	return app.JoinCode{PoolID: code.PoolID(), Invite: appInvite(inv, time.Now()), Code: code.String(), Person: p.personName(inv.CreatedBy)}, nil
 }
 
 // Join implements app.PoolManager.
@@ -114,7 +114,7 @@ func (p *Membership) Join(ctx context.Context, req app.JoinRequest) (app.PoolSta
 	if err != nil {
 		return app.PoolStatus{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	if err := p.pm.Join(ctx, code, req.Addr, personName(req.As)); err != nil {
+	if err := p.pm.Join(ctx, code, req.Addr, asName(req.As)); err != nil {
 		return app.PoolStatus{}, poolError(err)
 	}
 	return p.Status(ctx)
@@ -127,13 +127,7 @@ func (p *Membership) AddDevice(ctx context.Context, req app.AddDeviceRequest) (a
 	if err != nil {
 		return app.DeviceCode{}, poolError(err)
 	}
-	name := ""
-	for _, person := range p.pm.Persons() {
-		if person.ID == inv.Person {
-			name = person.Name
-		}
-	}
-	return app.DeviceCode{Invite: appInvite(inv, time.Now()), Code: code.String(), Person: name}, nil
+	return app.DeviceCode{Invite: appInvite(inv, time.Now()), Code: code.String(), Person: p.personName(inv.Person)}, nil
 }
 
 // Merge implements app.PoolManager.

@@ -6,9 +6,21 @@ import (
 	"github.com/labpool/labpool/app"
 )
 
-// personName is the name a person is created or joins as: as given, or
+// personName is the name of the person of device id (a person's ID is
+// their first device's), "" when it is none in the pool.
+func (p *Membership) personName(id string) string {
+	st, _ := p.pm.Snapshot()
+	for _, m := range st.Members {
+		if m.ID == id {
+			return m.PersonName
+		}
+	}
+	return ""
+}
+
+// asName is the name a person is created or joins as: as given, or
 // else the OS user's name of the daemon (app.OSUserName).
-func personName(as string) string {
+func asName(as string) string {
 	if as = strings.TrimSpace(as); as != "" {
 		return as
 	}

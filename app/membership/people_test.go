@@ -52,8 +52,8 @@ func TestMembershipPeople(t *testing.T) {
 		t.Errorf("create as a name with a control character: %v; want invalid", err)
 	}
 	p := newMembership(t, "dgx")
-	if _, err := p.Create(ctx, app.CreateRequest{As: " alice "}); err != nil {
-		t.Fatal(err)
+	if jc, err := p.Create(ctx, app.CreateRequest{As: " alice "}); err != nil || jc.Person != "alice" {
+		t.Fatalf("create as alice: %+v, %v", jc, err)
 	}
 	ps, err := p.Status(ctx)
 	if err != nil {

@@ -443,6 +443,7 @@ export interface JoinCode {
   pool_id: string
   invite: Invite
   code: string
+  person: string
 }
 
 /** app.JoinRequest */
