@@ -17,7 +17,6 @@ export type {
   GPU,
   History,
   HostStats,
-  JoinCode,
   JoinRequest,
   MergeRequest,
   NewInvite,
@@ -37,6 +36,9 @@ export type {
 export type Loose<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>
 
 export type Node = Loose<G.Node, 'containers'>
+
+/** A pool's first invite as `create` made it; the code dialog shows an invite's too (no person). */
+export type JoinCode = Loose<G.JoinCode, 'person'>
 
 /** A role in the pool, from the most to the least trusted. */
 export type Role = 'owner' | 'admin' | 'member' | 'viewer'
