@@ -116,7 +116,8 @@ func poolJoinCmd(g *globals) *cobra.Command {
 func writeJoined(w io.Writer, ps app.PoolStatus) {
 	persons, devices := 0, 0
 	me := app.Person{}
-	for _, p := range people(ps) {
+	all := people(ps)
+	for _, p := range all {
 		if p.Active {
 			persons++
 			devices += len(p.Devices)
@@ -131,6 +132,23 @@ func writeJoined(w io.Writer, ps app.PoolStatus) {
 	}
 	fmt.Fprintf(w, "Joined pool %s as a device of %s: %s, %s.\n", ps.PoolID, as,
 		plural(persons, "person", "people"), plural(devices, "device", "devices"))
+	writeNamesake(w, me, all)
+}
+
+// writeNamesake says how to make me one with another person of the same
+// name, when an invite made me a person of my own: this machine may be
+// another device of theirs, which `pool add-device` would have added.
+func writeNamesake(w io.Writer, me app.Person, all []app.Person) {
+	if len(me.Devices) != 1 {
+		return
+	}
+	for _, p := range all {
+		if p.Active && p.ID != me.ID && strings.EqualFold(p.Name, me.Name) && len(p.Devices) > 0 {
+			fmt.Fprintf(w, "Another person is named %s too. If this machine is theirs, an owner makes them one person: `labpool pool merge %s %s` (next time, `labpool pool add-device` on their machine makes a code that adds it to them).\n",
+				me.Name, me.Devices[0].ID, p.Devices[0].ID)
+			return
+		}
+	}
 }
 
 func plural(n int, one, many string) string {

@@ -141,3 +141,36 @@ func TestPoolTargetHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteJoined: a join says whose device this machine is, and, when an
+// invite made it a person of a name another person has, how an owner
+// makes them one (by their devices: the name is ambiguous).
+func TestWriteJoined(t *testing.T) {
+	dev := func(id, name string, self bool) app.PersonDevice {
+		return app.PersonDevice{ID: id, Name: name, Self: self}
+	}
+	alice := app.Person{ID: "A1", Name: "alice", Role: "owner", Active: true, Devices: []app.PersonDevice{dev("A1", "dgx", false), dev("A2", "alice-laptop", true)}, Self: true}
+	twin := app.Person{ID: "L1", Name: "Alice", Role: "member", Active: true, Devices: []app.PersonDevice{dev("L1", "laptop", true)}, Self: true}
+	other := alice
+	other.Self, other.Devices = false, alice.Devices[:1]
+	tests := []struct {
+		name   string
+		people []app.Person
+		want   []string
+	}{
+		{"a device of alice", []app.Person{alice}, []string{"Joined pool pool-1 as a device of alice (owner): 1 person, 2 devices."}},
+		{"a second alice", []app.Person{twin, other}, []string{
+			"Joined pool pool-1 as a device of Alice (member): 2 people, 2 devices.",
+			"Another person is named Alice too. If this machine is theirs, an owner makes them one person: `labpool pool merge L1 A1` (next time, `labpool pool add-device` on their machine makes a code that adds it to them).",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			writeJoined(&b, app.PoolStatus{PoolID: "pool-1", People: tt.people})
+			if got := b.String(); got != strings.Join(tt.want, "\n")+"\n" {
+				t.Errorf("got:\n%s\nwant:\n%s", got, strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
