@@ -235,8 +235,11 @@ type History struct {
 // PoolStatus says which pool this machine belongs to, if any, who is in
 // it with which role, and what this machine may do.
 type PoolStatus struct {
-	PoolID   string   `json:"pool_id"` // empty when not in a pool
-	Members  []Member `json:"members"`
+	PoolID  string   `json:"pool_id"` // empty when not in a pool
+	Members []Member `json:"members"` // every device, removed ones included
+	// People are who the members are: each with one name and role across
+	// their devices, removed people and devices included.
+	People   []Person `json:"people"`
 	Invites  []Invite `json:"invites"`   // shown to admins and owners only
 	SelfID   string   `json:"self_id"`   // this machine's device ID
 	SelfRole string   `json:"self_role"` // "" when not in a pool
@@ -272,6 +275,29 @@ type Member struct {
 	Online  bool      `json:"online"`
 	Self    bool      `json:"self"`
 	Creator bool      `json:"creator"`
+	// PersonID is the person whose device it is (the device ID of that
+	// person's first device); PersonName the person's name.
+	PersonID   string `json:"person_id"`
+	PersonName string `json:"person_name"`
+}
+
+// Person is who a member is: one name and one role across their devices.
+type Person struct {
+	ID      string         `json:"id"` // the device ID of its first device
+	Name    string         `json:"name"`
+	Role    string         `json:"role"`
+	Devices []PersonDevice `json:"devices"` // in the pool
+	Removed []PersonDevice `json:"removed"` // removed from it
+	Active  bool           `json:"active"`  // whether a device of theirs is in the pool
+	Self    bool           `json:"self"`    // whether this machine is a device of theirs
+}
+
+// PersonDevice is one device of a person.
+type PersonDevice struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Online bool   `json:"online"`
+	Self   bool   `json:"self"` // this machine
 }
 
 // Invite is a code's record: what role it grants, how often and how long.
@@ -305,12 +331,42 @@ type RoleRequest struct {
 	Role string `json:"role"`
 }
 
+// CreateRequest asks the daemon to create a pool: POST /api/v1/pool/create.
+type CreateRequest struct {
+	As string `json:"as,omitempty"` // the creator's name as a person ("": the OS user's)
+}
+
+// AddDeviceRequest asks for a code that adds one device to a person:
+// POST /api/v1/pool/devices.
+type AddDeviceRequest struct {
+	For string `json:"for,omitempty"` // a person's name ("": this machine's person)
+}
+
+// DeviceCode is a code that adds one device to a person: the new device
+// runs `labpool pool join CODE HOST:PORT` and has the person's role at once.
+type DeviceCode struct {
+	Invite Invite `json:"invite"` // one use, an hour
+	Code   string `json:"code"`
+	Person string `json:"person"` // the person's name
+	// Addresses are HOST:PORT where this machine may be reached (its
+	// published addresses), for the join command.
+	Addresses []string `json:"addresses"`
+}
+
+// MergeRequest asks to make person Who one with person Into (owners):
+// POST /api/v1/pool/merge.
+type MergeRequest struct {
+	Who  string `json:"who"`
+	Into string `json:"into"`
+}
+
 // JoinCode is printed by `labpool pool create`: the new pool, its first
 // invite as the daemon made it (role, uses, expiry) and that invite's code.
 type JoinCode struct {
 	PoolID string `json:"pool_id"`
 	Invite Invite `json:"invite"`
 	Code   string `json:"code"`
+	Person string `json:"person"` // the creator's name as a person
 }
 
 // JoinRequest asks the daemon to join a pool; Addr is an optional HOST:PORT
@@ -318,6 +374,7 @@ type JoinCode struct {
 type JoinRequest struct {
 	Code string `json:"code"`
 	Addr string `json:"addr,omitempty"`
+	As   string `json:"as,omitempty"` // the joiner's name as a person ("": the OS user's); a device code's person stands
 }
 
 // Error is the JSON body of every failed local API call.

@@ -106,7 +106,13 @@ var errStub = errors.New("not part of this test")
 type stubDaemon struct{ r *Reader }
 
 func (d stubDaemon) Status(ctx context.Context) (PoolStatus, error) { return d.r.Pool(ctx) }
-func (stubDaemon) Create(context.Context) (JoinCode, error)         { return JoinCode{}, errStub }
+func (stubDaemon) Create(context.Context, CreateRequest) (JoinCode, error) {
+	return JoinCode{}, errStub
+}
+func (stubDaemon) AddDevice(context.Context, AddDeviceRequest) (DeviceCode, error) {
+	return DeviceCode{}, errStub
+}
+func (stubDaemon) Merge(context.Context, MergeRequest) error { return errStub }
 func (stubDaemon) Join(context.Context, JoinRequest) (PoolStatus, error) {
 	return PoolStatus{}, errStub
 }

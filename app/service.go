@@ -36,8 +36,10 @@ type Liveness interface {
 // which owns the transport and discovery).
 type PoolManager interface {
 	Status(ctx context.Context) (PoolStatus, error)
-	Create(ctx context.Context) (JoinCode, error)
+	Create(ctx context.Context, req CreateRequest) (JoinCode, error)
 	Join(ctx context.Context, req JoinRequest) (PoolStatus, error)
+	AddDevice(ctx context.Context, req AddDeviceRequest) (DeviceCode, error)
+	Merge(ctx context.Context, req MergeRequest) error
 	Remove(ctx context.Context, id string) error
 	Readmit(ctx context.Context, id string) error
 	Probe(ctx context.Context, addr string) (ProbeResult, error)
@@ -277,6 +279,7 @@ func (r *Reader) Pool(ctx context.Context) (PoolStatus, error) {
 			ps.SelfRole = m.Role
 		}
 	}
+	ps.People = PeopleOf(ps.Members)
 	ps.Invites = []Invite{}
 	ps.Can = CanFor(ps.SelfRole)
 	return ps, nil
@@ -320,9 +323,36 @@ func (s *Service) SetRole(ctx context.Context, id, role string) error {
 // ErrReadOnly means the call needs a running daemon.
 var ErrReadOnly = errors.New("this needs the labpool daemon: start `labpool agent` or open the app")
 
-// CreatePool creates a pool with this machine as its first member.
-func (s *Service) CreatePool(ctx context.Context) (JoinCode, error) {
-	return s.pool.Create(ctx)
+// CreatePool creates a pool with this machine as the first device of its
+// owner, the person req.As.
+func (s *Service) CreatePool(ctx context.Context, req CreateRequest) (JoinCode, error) {
+	return s.pool.Create(ctx, req)
+}
+
+// AddDevice makes a code that adds one device to a person (this machine's
+// person by default): a person adds their own devices, an admin or owner
+// those of people they may manage. The reply carries this machine's
+// addresses for the join command.
+func (s *Service) AddDevice(ctx context.Context, req AddDeviceRequest) (DeviceCode, error) {
+	dc, err := s.pool.AddDevice(ctx, req)
+	if err != nil {
+		return DeviceCode{}, err
+	}
+	dc.Addresses = []string{}
+	if rec, ok, err := s.db.Latest(ctx, s.self.ID, KindNode, ""); err == nil && ok {
+		if addrs := PublishedAddrs(rec.Data); addrs != nil {
+			dc.Addresses = addrs
+		}
+	}
+	return dc, nil
+}
+
+// MergePeople makes person req.Who one with person req.Into (owners).
+func (s *Service) MergePeople(ctx context.Context, req MergeRequest) error {
+	if req.Who == "" || req.Into == "" {
+		return fmt.Errorf("%w: merge needs two people: who and into", ErrInvalid)
+	}
+	return s.pool.Merge(ctx, req)
 }
 
 // JoinPool joins the pool of req.Code.

@@ -293,6 +293,9 @@ func TestServicePoolFromReplica(t *testing.T) {
 	want := PoolStatus{PoolID: "pool-1", Members: []Member{
 		{ID: goneID, Name: "gone", AddedAt: t0, AddedBy: selfID, Removed: true},
 		{ID: selfID, Name: "zeta", AddedAt: t0, AddedBy: selfID, Self: true},
+	}, People: []Person{ // a replica of before people: a person per device
+		{ID: goneID, Name: "gone", Devices: []PersonDevice{}, Removed: []PersonDevice{{ID: goneID, Name: "gone"}}},
+		{ID: selfID, Name: "zeta", Devices: []PersonDevice{{ID: selfID, Name: "zeta", Self: true}}, Removed: []PersonDevice{}, Active: true, Self: true},
 	}, Invites: []Invite{}, SelfID: selfID, Can: Can{Launch: true}}
 	if diff := cmp.Diff(want, ps); diff != "" {
 		t.Errorf("Pool() mismatch (-want +got):\n%s", diff)
@@ -307,9 +310,13 @@ type fakePool struct {
 }
 
 func (f *fakePool) Status(context.Context) (PoolStatus, error) { return f.status, f.err }
-func (f *fakePool) Create(context.Context) (JoinCode, error) {
+func (f *fakePool) Create(context.Context, CreateRequest) (JoinCode, error) {
 	return JoinCode{PoolID: "p", Code: "c"}, f.err
 }
+func (f *fakePool) AddDevice(context.Context, AddDeviceRequest) (DeviceCode, error) {
+	return DeviceCode{Code: "c"}, f.err
+}
+func (f *fakePool) Merge(context.Context, MergeRequest) error { return f.err }
 func (f *fakePool) Join(_ context.Context, r JoinRequest) (PoolStatus, error) {
 	f.joined = append(f.joined, r)
 	return f.status, f.err
@@ -348,7 +355,7 @@ func TestServicePoolCalls(t *testing.T) {
 		var err error
 		switch op {
 		case "create":
-			_, err = s.CreatePool(ctx)
+			_, err = s.CreatePool(ctx, CreateRequest{})
 		case "join":
 			_, err = s.JoinPool(ctx, JoinRequest{Code: "abc"})
 		case "join no code":

@@ -45,7 +45,13 @@ func NewService(db *store.DB, self app.Self, live app.Liveness, pool app.PoolMan
 type noDaemon struct{ r *app.Reader }
 
 func (n noDaemon) Status(ctx context.Context) (app.PoolStatus, error) { return n.r.Pool(ctx) }
-func (noDaemon) Create(context.Context) (app.JoinCode, error)         { return app.JoinCode{}, app.ErrReadOnly }
+func (noDaemon) Create(context.Context, app.CreateRequest) (app.JoinCode, error) {
+	return app.JoinCode{}, app.ErrReadOnly
+}
+func (noDaemon) AddDevice(context.Context, app.AddDeviceRequest) (app.DeviceCode, error) {
+	return app.DeviceCode{}, app.ErrReadOnly
+}
+func (noDaemon) Merge(context.Context, app.MergeRequest) error { return app.ErrReadOnly }
 func (noDaemon) Join(context.Context, app.JoinRequest) (app.PoolStatus, error) {
 	return app.PoolStatus{}, app.ErrReadOnly
 }

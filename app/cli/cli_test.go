@@ -79,11 +79,12 @@ func mustJSON(t *testing.T, v any) []byte { return apptest.MustJSON(t, v) }
 type fakePool struct {
 	joinErr error
 	removed []string
+	asked   []any // the create, join, add-device and merge requests, in order
 }
 
 func (f *fakePool) Status(context.Context) (app.PoolStatus, error) {
 	return app.PoolStatus{PoolID: "pool-1", Members: []app.Member{
-		{ID: selfID, Name: "self", AddedAt: time.Unix(1700000000, 0)},
+		{ID: selfID, Name: "self", AddedAt: time.Unix(1700000000, 0), Self: true},
 		{ID: peerID, Name: "peer", AddedAt: time.Unix(1700000000, 0), Removed: true},
 	}}, nil
 }
@@ -92,12 +93,29 @@ func (f *fakePool) Status(context.Context) (app.PoolStatus, error) {
 // the CLI says what the daemon made, not what it asked for.
 var fakeExpiry = time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
 
-func (f *fakePool) Create(context.Context) (app.JoinCode, error) {
-	return app.JoinCode{PoolID: "pool-1", Code: "TIGER-LAMP-4821",
+func (f *fakePool) AddDevice(_ context.Context, r app.AddDeviceRequest) (app.DeviceCode, error) {
+	f.asked = append(f.asked, r)
+	if r.For == "carol" {
+		return app.DeviceCode{}, &app.APIError{Status: 403, Code: "forbidden",
+			Message: "out of role (rule: only a person's own devices, or an admin or owner who may manage them, add a device to them)"}
+	}
+	return app.DeviceCode{Code: "TIGER-LAMP-4823", Person: "alice",
+		Invite: app.Invite{ID: "4567cdef", Role: "owner", Uses: 1, UsesLeft: 1, Expires: fakeExpiry}}, nil
+}
+
+func (f *fakePool) Merge(_ context.Context, r app.MergeRequest) error {
+	f.asked = append(f.asked, r)
+	return nil
+}
+
+func (f *fakePool) Create(_ context.Context, r app.CreateRequest) (app.JoinCode, error) {
+	f.asked = append(f.asked, r)
+	return app.JoinCode{PoolID: "pool-1", Code: "TIGER-LAMP-4821", Person: r.As,
 		Invite: app.Invite{ID: "89abcdef", Role: "viewer", Uses: 3, UsesLeft: 3, Expires: fakeExpiry}}, nil
 }
 
 func (f *fakePool) Join(_ context.Context, r app.JoinRequest) (app.PoolStatus, error) {
+	f.asked = append(f.asked, r)
 	if f.joinErr != nil {
 		return app.PoolStatus{}, f.joinErr
 	}
@@ -372,7 +390,7 @@ func TestMainAgainstDaemon(t *testing.T) {
 		{name: "pool create", args: []string{"pool", "create"}, code: ExitOK, last: "TIGER-LAMP-4821", contains: "labpool pool join TIGER-LAMP-4821"},
 		{name: "pool create says what the daemon's invite allows", args: []string{"pool", "create"}, code: ExitOK,
 			contains: "invite 89abcdef admits 3 machines, as viewer, until " + fakeExpiry.Local().Format(time.DateTime)},
-		{name: "pool join", args: []string{"pool", "join", "CODE", "192.0.2.1:7420"}, code: ExitOK, last: "Joined pool pool-1 (1 members)."},
+		{name: "pool join", args: []string{"pool", "join", "CODE", "192.0.2.1:7420"}, code: ExitOK, last: "Joined pool pool-1 as a device of self: 1 person, 1 device."},
 		{name: "pool join refused", args: []string{"pool", "join", "WRONG"}, pool: &fakePool{joinErr: app.ErrForbidden},
 			code: ExitFailure, stderr: "labpool: forbidden"},
 		{name: "pool members", args: []string{"pool", "members"}, code: ExitOK, contains: "removed"},

@@ -113,9 +113,12 @@ func poolRevokeCmd(g *globals) *cobra.Command {
 
 func poolRoleCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "role ID ROLE",
-		Short: "Change a member's role: owner, admin, member or viewer (admins: members and viewers; owners: anyone but the creator)",
-		Args:  cobra.ExactArgs(2),
+		Use:   "role NAME|DEVICE ROLE",
+		Short: "Change a person's role: owner, admin, member or viewer, on all their devices (admins: members and viewers; owners: anyone but the creator)",
+		Long: "Change a person's role: owner, admin, member or viewer. A role is a person's, on every\n" +
+			"device of theirs: a person's name, or the name or ID of any device of theirs, changes it\n" +
+			"for all of them. Admins change members and viewers; owners anyone but the creator.",
+		Args: cobra.ExactArgs(2),
 	}
 	return actVerb(g, c, func(ctx context.Context, c *web.Client, args []string) (string, error) {
 		return fmt.Sprintf("%s is now %s.", args[0], args[1]), c.SetRole(ctx, args[0], args[1])

@@ -46,7 +46,7 @@ func BenchmarkFolderMembersOverQUIC(b *testing.B) {
 	ctx := b.Context()
 	node := openServing(b, "node")
 	addr := node.ep.Addr().String()
-	if _, err := node.members.Create(ctx); err != nil {
+	if _, err := node.members.Create(ctx, app.CreateRequest{}); err != nil {
 		b.Fatal(err)
 	}
 	inv, err := node.members.CreateInvite(ctx, app.InviteRequest{Role: "admin", Uses: 1, ExpiresSeconds: 3600})

@@ -20,7 +20,7 @@ func TestLendIsTheMachinesOwn(t *testing.T) {
 	ctx := t.Context()
 	node := openServing(t, "node")
 	addr := node.ep.Addr().String()
-	code, err := node.members.Create(ctx)
+	code, err := node.members.Create(ctx, app.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/sync/pool"
 )
 
@@ -14,7 +15,7 @@ func TestCreateReturnsItsInvite(t *testing.T) {
 	ctx := t.Context()
 	d := openDaemon(t, "lab1")
 	before := time.Now()
-	code, err := d.members.Create(ctx)
+	code, err := d.members.Create(ctx, app.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func TestRoleMatrix(t *testing.T) {
 	ctx := t.Context()
 	node := openServing(t, "node")
 	addr := node.ep.Addr().String()
-	code, err := node.members.Create(ctx)
+	code, err := node.members.Create(ctx, app.CreateRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

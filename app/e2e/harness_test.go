@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	// Each host is a machine of its own person, named after it (root's
+	// default): under sudo every host's CLI would name the one who ran it.
+	os.Unsetenv("SUDO_USER")
 	bin = os.Getenv("LABPOOL_BIN")
 	if bin == "" && !testing.Short() {
 		dir, err := os.MkdirTemp("", "labpool-e2e-bin")

@@ -53,7 +53,7 @@ func (p *Membership) Pool() *pool.Manager { return p.pm }
 
 // Status implements app.PoolManager.
 func (p *Membership) Status(ctx context.Context) (app.PoolStatus, error) {
-	ps := app.PoolStatus{Members: []app.Member{}, Invites: []app.Invite{}, SelfID: p.self.String(), Can: app.CanFor("")}
+	ps := app.PoolStatus{Members: []app.Member{}, People: []app.Person{}, Invites: []app.Invite{}, SelfID: p.self.String(), Can: app.CanFor("")}
 	st, ok := p.pm.Snapshot()
 	if !ok {
 		return ps, nil
@@ -64,11 +64,13 @@ func (p *Membership) Status(ctx context.Context) (app.PoolStatus, error) {
 		ps.Members = append(ps.Members, app.Member{
 			ID: m.ID, Name: m.Name, Role: string(m.Role), AddedAt: m.AddedAt, AddedBy: m.AddedBy, Removed: m.Removed,
 			Online: !m.Removed && (m.ID == self || p.live.Online(m.ID)), Self: m.ID == self, Creator: m.ID == st.Creator,
+			PersonID: m.Person, PersonName: m.PersonName,
 		})
 		if m.ID == self && !m.Removed {
 			ps.SelfRole = string(m.Role)
 		}
 	}
+	ps.People = app.PeopleOf(ps.Members)
 	ps.Can = app.CanFor(ps.SelfRole)
 	if ps.SelfRole == "" {
 		ps.Can = app.Can{Why: "This machine was removed from the pool."}
@@ -98,12 +100,12 @@ func appInvite(inv pool.InviteState, now time.Time) app.Invite {
 }
 
 // Create implements app.PoolManager: a new pool and its first invite.
-func (p *Membership) Create(ctx context.Context) (app.JoinCode, error) {
-	inv, code, err := p.pm.Create(ctx, "")
+func (p *Membership) Create(ctx context.Context, req app.CreateRequest) (app.JoinCode, error) {
+	inv, code, err := p.pm.Create(ctx, asName(req.As))
 	if err != nil {
 		return app.JoinCode{}, poolError(err)
 	}
-	return app.JoinCode{PoolID: code.PoolID(), Invite: appInvite(inv, time.Now()), Code: code.String()}, nil
+	return app.JoinCode{PoolID: code.PoolID(), Invite: appInvite(inv, time.Now()), Code: code.String(), Person: p.personName(inv.CreatedBy)}, nil
 }
 
 // Join implements app.PoolManager.
@@ -112,10 +114,25 @@ func (p *Membership) Join(ctx context.Context, req app.JoinRequest) (app.PoolSta
 	if err != nil {
 		return app.PoolStatus{}, fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
-	if err := p.pm.Join(ctx, code, req.Addr, ""); err != nil {
+	if err := p.pm.Join(ctx, code, req.Addr, asName(req.As)); err != nil {
 		return app.PoolStatus{}, poolError(err)
 	}
 	return p.Status(ctx)
+}
+
+// AddDevice implements app.PoolManager: a code for one device of a person,
+// within pool.AddDeviceTTL.
+func (p *Membership) AddDevice(ctx context.Context, req app.AddDeviceRequest) (app.DeviceCode, error) {
+	inv, code, err := p.pm.AddDevice(ctx, strings.TrimSpace(req.For), 0)
+	if err != nil {
+		return app.DeviceCode{}, poolError(err)
+	}
+	return app.DeviceCode{Invite: appInvite(inv, time.Now()), Code: code.String(), Person: p.personName(inv.Person)}, nil
+}
+
+// Merge implements app.PoolManager.
+func (p *Membership) Merge(ctx context.Context, req app.MergeRequest) error {
+	return poolError(p.pm.Merge(ctx, req.Who, req.Into))
 }
 
 // CreateInvite implements app.PoolManager.
@@ -184,7 +201,8 @@ func poolError(err error) error {
 	case errors.Is(err, pool.ErrNotInPool):
 		return fmt.Errorf("%w: this machine is not in a pool: run `labpool pool create` or `labpool pool join CODE`", app.ErrInvalid)
 	case errors.Is(err, pool.ErrAmbiguous), errors.Is(err, pool.ErrInPool), errors.Is(err, pool.ErrBadRole),
-		errors.Is(err, pool.ErrOtherPool):
+		errors.Is(err, pool.ErrOtherPool), errors.Is(err, pool.ErrBadMessage), errors.Is(err, pool.ErrMalformed),
+		errors.Is(err, pool.ErrReplayed): // a change made already (a merge of one person into themselves)
 		return fmt.Errorf("%w: %v", app.ErrInvalid, err)
 	}
 	return err

@@ -74,10 +74,22 @@ func (c *Client) Pool(ctx context.Context) (app.PoolStatus, error) {
 	return p, c.do(ctx, http.MethodGet, "/api/v1/pool", nil, &p)
 }
 
-// CreatePool creates a pool with this machine as its first member.
-func (c *Client) CreatePool(ctx context.Context) (app.JoinCode, error) {
+// CreatePool creates a pool with this machine as the first device of its
+// owner, the person req.As.
+func (c *Client) CreatePool(ctx context.Context, req app.CreateRequest) (app.JoinCode, error) {
 	var j app.JoinCode
-	return j, c.do(ctx, http.MethodPost, "/api/v1/pool/create", nil, &j)
+	return j, c.do(ctx, http.MethodPost, "/api/v1/pool/create", req, &j)
+}
+
+// AddDevice makes a code that adds one device to a person.
+func (c *Client) AddDevice(ctx context.Context, req app.AddDeviceRequest) (app.DeviceCode, error) {
+	var d app.DeviceCode
+	return d, c.do(ctx, http.MethodPost, "/api/v1/pool/devices", req, &d)
+}
+
+// MergePeople makes person who one with person into (owners).
+func (c *Client) MergePeople(ctx context.Context, who, into string) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/pool/merge", app.MergeRequest{Who: who, Into: into}, nil)
 }
 
 // JoinPool joins the pool of code, found by mDNS or at req.Addr.

@@ -32,7 +32,9 @@ func TestClientEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool := &fakePool{
-		create: func() (app.JoinCode, error) { return app.JoinCode{PoolID: "pool-1", Code: "C0DE"}, nil },
+		create: func(app.CreateRequest) (app.JoinCode, error) {
+			return app.JoinCode{PoolID: "pool-1", Code: "C0DE"}, nil
+		},
 		join: func(r app.JoinRequest) (app.PoolStatus, error) {
 			if r.Code != "right" {
 				return app.PoolStatus{}, app.ErrForbidden
@@ -68,7 +70,7 @@ func TestClientEndToEnd(t *testing.T) {
 	if err != nil || h.Node != peerID || len(h.Samples) != 1 {
 		t.Errorf("History = %+v, %v", h, err)
 	}
-	code, err := c.CreatePool(ctx)
+	code, err := c.CreatePool(ctx, app.CreateRequest{})
 	if err != nil || code.Code != "C0DE" {
 		t.Errorf("CreatePool = %+v, %v", code, err)
 	}

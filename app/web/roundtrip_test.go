@@ -146,7 +146,21 @@ func TestRoundTripEveryRoute(t *testing.T) {
 		status: func() (app.PoolStatus, error) {
 			return app.PoolStatus{PoolID: "pool-1", Members: []app.Member{{ID: selfID}, {ID: peerID}}}, nil
 		},
-		create: func() (app.JoinCode, error) { return app.JoinCode{PoolID: "pool-1", Code: "C0DE"}, nil },
+		create: func(r app.CreateRequest) (app.JoinCode, error) {
+			return app.JoinCode{PoolID: "pool-1", Code: "C0DE", Invite: app.Invite{CreatedBy: r.As}}, nil
+		},
+		device: func(r app.AddDeviceRequest) (app.DeviceCode, error) {
+			if r.For != "" && r.For != "alice" {
+				return app.DeviceCode{}, &app.APIError{Status: http.StatusForbidden, Code: "forbidden", Message: "out of role: only a person's own devices, or an admin or owner who may manage them, add a device to them"}
+			}
+			return app.DeviceCode{Code: "C0DE", Person: "alice", Invite: app.Invite{Uses: 1}}, nil
+		},
+		merge: func(r app.MergeRequest) error {
+			if r.Who != "bob-laptop" {
+				return app.ErrNotFound
+			}
+			return nil
+		},
 		remove: func(id string) error {
 			if id != peerID {
 				return app.ErrNotFound
@@ -202,7 +216,21 @@ func TestRoundTripEveryRoute(t *testing.T) {
 			roundTrip(t, func() (app.PoolStatus, error) { return c.Pool(ctx) }, func() (app.PoolStatus, error) { return svc.Pool(ctx) })
 		},
 		"POST /api/v1/pool/create": func(t *testing.T) {
-			roundTrip(t, func() (app.JoinCode, error) { return c.CreatePool(ctx) }, func() (app.JoinCode, error) { return svc.CreatePool(ctx) })
+			roundTrip(t, func() (app.JoinCode, error) { return c.CreatePool(ctx, app.CreateRequest{As: "alice"}) }, func() (app.JoinCode, error) { return svc.CreatePool(ctx, app.CreateRequest{As: "alice"}) })
+			// A client of before posts no body: the daemon's default name.
+			roundTrip(t, func() (app.JoinCode, error) {
+				return web.Call[app.JoinCode](ctx, c, http.MethodPost, "/api/v1/pool/create", nil)
+			}, func() (app.JoinCode, error) { return svc.CreatePool(ctx, app.CreateRequest{}) })
+		},
+		"POST /api/v1/pool/devices": func(t *testing.T) {
+			for _, req := range []app.AddDeviceRequest{{}, {For: "alice"}, {For: "carol"}} {
+				roundTrip(t, func() (app.DeviceCode, error) { return c.AddDevice(ctx, req) }, func() (app.DeviceCode, error) { return svc.AddDevice(ctx, req) })
+			}
+		},
+		"POST /api/v1/pool/merge": func(t *testing.T) {
+			for _, who := range []string{"bob-laptop", "nobody", ""} {
+				roundTrip(t, noValue(func() error { return c.MergePeople(ctx, who, "bob") }), noValue(func() error { return svc.MergePeople(ctx, app.MergeRequest{Who: who, Into: "bob"}) }))
+			}
 		},
 		"POST /api/v1/pool/join": func(t *testing.T) {
 			req := app.JoinRequest{Code: "C0DE", Addr: "10.0.0.2:7420"}

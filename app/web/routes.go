@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -52,11 +53,13 @@ var Routes = []Route{
 	{"GET", "/api/v1/history/pool", call(poolHistoryArgs, poolHistory)},
 	{"GET", "/api/v1/report", call(reportArgs, report)},
 	{"GET", "/api/v1/pool", call(none, noArg((*app.Service).Pool))},
-	{"POST", "/api/v1/pool/create", call(none, noArg((*app.Service).CreatePool))},
+	{"POST", "/api/v1/pool/create", call(optionalBody[app.CreateRequest], (*app.Service).CreatePool)},
 	{"POST", "/api/v1/pool/join", call(body[app.JoinRequest], (*app.Service).JoinPool)},
 	{"DELETE", "/api/v1/pool/members/{id}", empty(pathValue("id"), (*app.Service).RemoveMember)},
 	{"POST", "/api/v1/pool/members/{id}/readmit", empty(pathValue("id"), (*app.Service).ReadmitMember)},
 	{"PUT", "/api/v1/pool/members/{id}/role", empty(roleArgs, setRole)},
+	{"POST", "/api/v1/pool/devices", call(body[app.AddDeviceRequest], (*app.Service).AddDevice)},
+	{"POST", "/api/v1/pool/merge", empty(body[app.MergeRequest], (*app.Service).MergePeople)},
 	{"GET", "/api/v1/pool/invites", call(none, noArg((*app.Service).Invites))},
 	{"POST", "/api/v1/pool/invites", call(body[app.InviteRequest], (*app.Service).CreateInvite)},
 	{"DELETE", "/api/v1/pool/invites/{id}", empty(pathValue("id"), (*app.Service).RevokeInvite)},
@@ -183,6 +186,17 @@ func none(*http.Request) (struct{}, error) { return struct{}{}, nil }
 func body[T any](r *http.Request) (T, error) {
 	var v T
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&v); err != nil {
+		return v, fmt.Errorf("%w: decode request: %v", app.ErrInvalid, err)
+	}
+	return v, nil
+}
+
+// optionalBody is body where an empty body is T's zero value (a client of
+// before sent none).
+func optionalBody[T any](r *http.Request) (T, error) {
+	var v T
+	err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(&v)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return v, fmt.Errorf("%w: decode request: %v", app.ErrInvalid, err)
 	}
 	return v, nil

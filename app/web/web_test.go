@@ -31,7 +31,9 @@ const selfID, peerID = apptest.SelfID, apptest.PeerID
 // zero value.
 type fakePool struct {
 	status  func() (app.PoolStatus, error)
-	create  func() (app.JoinCode, error)
+	create  func(app.CreateRequest) (app.JoinCode, error)
+	device  func(app.AddDeviceRequest) (app.DeviceCode, error)
+	merge   func(app.MergeRequest) error
 	join    func(app.JoinRequest) (app.PoolStatus, error)
 	remove  func(id string) error
 	readmit func(id string) error
@@ -69,11 +71,25 @@ func (f *fakePool) Status(context.Context) (app.PoolStatus, error) {
 	return f.status()
 }
 
-func (f *fakePool) Create(context.Context) (app.JoinCode, error) {
+func (f *fakePool) Create(_ context.Context, r app.CreateRequest) (app.JoinCode, error) {
 	if f.create == nil {
 		return app.JoinCode{}, nil
 	}
-	return f.create()
+	return f.create(r)
+}
+
+func (f *fakePool) AddDevice(_ context.Context, r app.AddDeviceRequest) (app.DeviceCode, error) {
+	if f.device == nil {
+		return app.DeviceCode{}, nil
+	}
+	return f.device(r)
+}
+
+func (f *fakePool) Merge(_ context.Context, r app.MergeRequest) error {
+	if f.merge == nil {
+		return nil
+	}
+	return f.merge(r)
 }
 
 func (f *fakePool) Join(_ context.Context, r app.JoinRequest) (app.PoolStatus, error) {
@@ -173,7 +189,9 @@ func TestHandlerRoutes(t *testing.T) {
 		status: func() (app.PoolStatus, error) {
 			return app.PoolStatus{PoolID: "pool-1", Members: []app.Member{{ID: peerID, Name: "peer"}}}, nil
 		},
-		create: func() (app.JoinCode, error) { return app.JoinCode{PoolID: "pool-1", Code: "WORD-WORD-1234"}, nil },
+		create: func(app.CreateRequest) (app.JoinCode, error) {
+			return app.JoinCode{PoolID: "pool-1", Code: "WORD-WORD-1234"}, nil
+		},
 		join: func(r app.JoinRequest) (app.PoolStatus, error) {
 			joined = r
 			return app.PoolStatus{PoolID: "pool-2", Members: []app.Member{}}, nil
@@ -289,7 +307,7 @@ func TestHandlerErrorStatus(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pool := &fakePool{
 				status: func() (app.PoolStatus, error) { return app.PoolStatus{}, tt.err },
-				create: func() (app.JoinCode, error) { return app.JoinCode{}, tt.err },
+				create: func(app.CreateRequest) (app.JoinCode, error) { return app.JoinCode{}, tt.err },
 				join:   func(app.JoinRequest) (app.PoolStatus, error) { return app.PoolStatus{}, tt.err },
 				remove: func(string) error { return tt.err },
 				probe:  func(string) (app.ProbeResult, error) { return app.ProbeResult{}, tt.err },

@@ -173,6 +173,14 @@ export function createPool({ machines, online, role = '', shownRole = '' }) {
       mustManage(m.role)
       m.removed = false
     },
+    addDevice(req) {
+      // A person per device here: a device is added to this machine's, or by a manager to another's.
+      const m = req.for ? members.find((x) => x.name === req.for && !x.removed) : members.find((x) => x.id === selfID)
+      if (!m) throw new Refused(404, 'not_found', `no person ${JSON.stringify(req.for)} in the pool`)
+      if (m.id !== selfID) mustManage(m.role)
+      const { inv, code } = invite(m.role, 1, 0, 3600, 'active', { created_at: iso(now()) })
+      return { invite: inviteView(inv), code, person: m.name, addresses: ['10.203.0.1:7420'] }
+    },
     remove(id) {
       const m = target(id)
       if (m.creator) throw forbidden("the pool's creator cannot be removed")
@@ -198,6 +206,7 @@ export function createPool({ machines, online, role = '', shownRole = '' }) {
     if (req.method === 'POST' && p === '/pool/create') return reply(routes.create), true
     if (req.method === 'POST' && p === '/pool/join') return reply(async () => routes.join(await readJSON())), true
     if (req.method === 'GET' && p === '/pool/invites') return reply(routes.invites), true
+    if (req.method === 'POST' && p === '/pool/devices') return reply(async () => routes.addDevice(await readJSON())), true
     if (req.method === 'POST' && p === '/pool/invites') return reply(async () => routes.createInvite(await readJSON())), true
     if (req.method === 'DELETE' && (x = id(/^\/pool\/invites\/([^/]+)$/))) return reply(() => routes.revokeInvite(x)), true
     if (req.method === 'PUT' && (x = id(/^\/pool\/members\/([^/]+)\/role$/))) return reply(async () => routes.setRole(x, await readJSON())), true

@@ -9,7 +9,8 @@
 // --as owner|admin: opens the Members view from the header, makes an invite
 //   (role member, 2 uses, 1 h) and reads its code from the code dialog,
 //   changes --member's role (member <-> viewer), revokes the new invite, and
-//   removes --remove (default: --member) after the confirmation.
+//   removes --remove (default: --member) after the confirmation, and adds
+//   a device to this machine's person (the code and the join command).
 // --as member|viewer: checks that a viewer sees no Launch button (header,
 //   cards, Jobs view) but the line saying why, and no Share or Copy, that a
 //   member does see Launch, and that the Members view offers neither of them
@@ -147,6 +148,17 @@ async function main() {
       await until(`the removal of ${opts.remove}`, gone.filter({ hasText: 'removed' }))
       if (await gone.getByRole('button', { name: 'Remove', disabled: false }).count()) throw new Error('a removed member still offers Remove')
       await shot(`${opts.as}-after`)
+
+      enter('add a device')
+      // The people view: this machine's person ("you") adds a device of theirs.
+      const mine = members.getByTestId('person').filter({ has: page.getByText('you', { exact: true }) })
+      await mine.getByRole('button', { name: 'Add a device' }).click()
+      const devCode = mine.getByTestId('device-code')
+      await until('the device code', devCode)
+      result.joinCommand = oneLine(await devCode.locator('code').innerText())
+      if (!/^labpool pool join \S+ \S+:\d+$/.test(result.joinCommand)) throw new Error(`the device code reads ${JSON.stringify(result.joinCommand)}, not "labpool pool join CODE HOST:PORT"`)
+      await shot(`${opts.as}-add-device`)
+      await devCode.getByRole('button', { name: 'Done' }).click()
 
       if (opts.refuse) {
         enter('refusal')

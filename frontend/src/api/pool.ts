@@ -1,6 +1,6 @@
 // Pool management beyond create/join: invites and roles (app/api.go,
 // routes under /api/v1/pool). Members are removed through Transport.removeMember.
-import type { Invite, InviteRequest, NewInvite, Role } from './types.ts'
+import type { AddDeviceRequest, DeviceCode, Invite, InviteRequest, NewInvite, Role } from './types.ts'
 
 export interface PoolTransport {
   /** The pool's invites; empty for members and viewers. */
@@ -11,6 +11,10 @@ export interface PoolTransport {
   setRole(id: string, role: Role): Promise<void>
   /** Takes back a removed device, with its role, name and history (owners and admins). */
   readmit(id: string): Promise<void>
+  /** A code that adds one device to a person (this machine's by default). */
+  addDevice(req: AddDeviceRequest): Promise<DeviceCode>
+  /** Makes person who one with person into (owners). */
+  mergePeople(who: string, into: string): Promise<void>
 }
 
 /** The HTTP transport's JSON request helper (http.ts). */
@@ -26,5 +30,7 @@ export function httpPool(request: RequestFunc): PoolTransport {
     revokeInvite: (id) => request<void>('DELETE', `/pool/invites/${enc(id)}`),
     setRole: (id, role) => request<void>('PUT', `/pool/members/${enc(id)}/role`, { role }),
     readmit: (id) => request<void>('POST', `/pool/members/${enc(id)}/readmit`),
+    addDevice: (req) => request<DeviceCode>('POST', '/pool/devices', req),
+    mergePeople: (who, into) => request<void>('POST', '/pool/merge', { who, into }),
   }
 }
