@@ -216,6 +216,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		}
 		return ""
 	}
+	fcfg.PersonOf = func(id string) string { return personOf(pm, id) } // a share's list names people
 	reg, err := folders.OpenWith(fcfg, nodestore.NewShares(db))
 	if err != nil {
 		return nil, err
