@@ -65,6 +65,22 @@ func (p people) label(id string) string {
 	return memberLabel(pid, name, !p.active[pid])
 }
 
+// deviceLabel names device id with its person, where the device matters:
+// "alice (alice-laptop)", "bob (bob-laptop, removed)" once bob left; ""
+// when the pool never admitted it.
+func (p people) deviceLabel(id string) string {
+	m, ok := p.byDevice[id]
+	if !ok {
+		return ""
+	}
+	pid, name := m.PersonOf()
+	dev := cmp.Or(m.Name, shortID(id))
+	if !p.active[pid] {
+		return fmt.Sprintf("%s (%s, %s)", memberLabel(pid, name, false), dev, strings.Trim(RemovedMark, " ()"))
+	}
+	return fmt.Sprintf("%s (%s)", memberLabel(pid, name, false), dev)
+}
+
 // personOf is the person of device id, and false when the pool never
 // admitted it.
 func (p people) personOf(id string) (string, bool) {
@@ -105,13 +121,14 @@ func memberPersons(ctx context.Context, db *store.DB) (map[string]personRef, err
 	out := make(map[string]personRef, len(ms))
 	for _, m := range ms {
 		id, _ := m.PersonOf()
-		out[m.ID] = personRef{ID: id, Label: p.label(m.ID)}
+		out[m.ID] = personRef{ID: id, Label: p.label(m.ID), DeviceLabel: p.deviceLabel(m.ID)}
 	}
 	return out, nil
 }
 
-// personRef is a device's person: their ID and label.
-type personRef struct{ ID, Label string }
+// personRef is a device's person, their ID and label, and the device's
+// label where it matters (deviceLabel).
+type personRef struct{ ID, Label, DeviceLabel string }
 
 // peopleNames is memberNames with names for the devices the pool does not
 // list: this machine's own name and the names nodes give themselves in
@@ -283,7 +300,7 @@ func candidates(members []store.MemberRow, only []string) string {
 // MemberNames names the entries of a folder's member list for a person, in
 // order: a person's ID by their name ("alice", marked RemovedMark once
 // they left), the ID of a device listed alone (a list from before people)
-// by its person and the device ("alice (alice-laptop)"), and an ID the
+// by its person and the device ("alice (alice-laptop)", deviceLabel), and an ID the
 // pool does not list by its short ID.
 func MemberNames(members []store.MemberRow, ids []string) []string {
 	if len(ids) == 0 {
@@ -303,7 +320,7 @@ func MemberNames(members []store.MemberRow, ids []string) []string {
 		case pid == dev:
 			out[i] = p.label(dev)
 		default:
-			out[i] = fmt.Sprintf("%s (%s)", p.label(dev), cmp.Or(p.byDevice[dev].Name, shortID(dev)))
+			out[i] = p.deviceLabel(dev)
 		}
 	}
 	return out
