@@ -131,6 +131,11 @@ func TestNamesByPerson(t *testing.T) {
 	if id, err := resolveDevice(ms, "alice-laptop"); err != nil || id != alap {
 		t.Errorf("resolveDevice(alice-laptop) = %s, %v; want %s", id, err, alap)
 	}
+	// A policy's Slurm user of a person is that of each of their devices.
+	users, err := resolveKeys(ms, map[string]string{"alice": "asmith"})
+	if diff := cmp.Diff(map[string]string{dgx: "asmith", alap: "asmith"}, users); err != nil || diff != "" {
+		t.Errorf("resolveKeys(alice) = %v (-want +got):\n%s", err, diff)
+	}
 }
 
 // captureFolders records the share requests the service hands the daemon.
