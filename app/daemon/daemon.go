@@ -217,6 +217,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		return ""
 	}
 	fcfg.PersonOf = func(id string) string { return personOf(pm, id) } // a share's list names people
+	fcfg.IsPerson = func(id string) bool { return isPerson(pm, id) }
 	reg, err := folders.OpenWith(fcfg, nodestore.NewShares(db))
 	if err != nil {
 		return nil, err

@@ -38,3 +38,15 @@ func personName(pm *pool.Manager, id string) string {
 	}
 	return ""
 }
+
+// isPerson reports whether id is a person of pm's pool with a device in
+// it: the device ID of their first device, which may have left the pool.
+func isPerson(pm *pool.Manager, id string) bool {
+	st, _ := pm.Snapshot()
+	for _, m := range st.Members {
+		if m.Person == id && !m.Removed {
+			return true
+		}
+	}
+	return false
+}

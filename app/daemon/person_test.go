@@ -46,4 +46,7 @@ func TestPersonOfDevice(t *testing.T) {
 	if p, n := personOf(pm, stranger.ID.String()), personName(pm, stranger.ID.String()); p != "" || n != "" {
 		t.Errorf("a stranger's device: person %q, %q; want none", p, n)
 	}
+	if !isPerson(pm, self) || isPerson(pm, stranger.ID.String()) {
+		t.Errorf("isPerson: alice %v, a stranger %v; want true, false", isPerson(pm, self), isPerson(pm, stranger.ID.String()))
+	}
 }

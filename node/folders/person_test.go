@@ -58,3 +58,30 @@ func TestMembersArePeople(t *testing.T) {
 	tests[1].want = ErrNotMember
 	check("after alice's laptop is removed")
 }
+
+// TestChangeMembersAddsPerson: a change of members from another machine
+// may name a person whose first device (their ID) was removed while they
+// keep others: the holder knows them as a person of the pool. An ID that
+// is neither a device nor a person of the pool is still refused.
+func TestChangeMembersAddsPerson(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Self = "HOLDER"
+	cfg.IsPerson = func(id string) bool { return id == "ALICE-DGX" } // her dgx removed, her laptop in the pool
+	r, err := OpenWith(cfg, &memStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Add(Share{Name: "data", Path: t.TempDir(), Members: []string{"BOB"}}); err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]string{"ADMIN": RoleAdmin, "BOB": RoleMember, "ALICE-LAPTOP": RoleMember}
+	a := Access{Role: func(id string) string { return roles[id] }}
+	admin := Caller{ID: "ADMIN", Role: RoleAdmin}
+	if _, err := ChangeMembers(t.Context(), r, a, admin, "data", MembersChange{Add: []string{"MALLORY"}}); !errors.Is(err, ErrBadMembers) {
+		t.Errorf("adding a stranger: %v; want %v", err, ErrBadMembers)
+	}
+	info, err := ChangeMembers(t.Context(), r, a, admin, "data", MembersChange{Add: []string{"ALICE-DGX"}})
+	if err != nil || len(info.Members) != 2 {
+		t.Fatalf("adding alice by her person's ID: %+v, %v", info, err)
+	}
+}

@@ -71,6 +71,10 @@ type Config struct {
 	// list names people: it is open to every device of a person listed
 	// (nil: a list names devices alone).
 	PersonOf func(id string) string
+	// IsPerson reports whether id is a person with a device in the pool
+	// (their first device may have left it): a change of members may list
+	// them. nil: only devices in the pool may be listed.
+	IsPerson func(id string) bool
 }
 
 // DefaultConfig returns the settings of a daemon's registry, without Self
