@@ -208,7 +208,7 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	endSilent(in.Jobs, heard, in.Until)
 	if r.reservations != nil {
 		var adj []ReportAdjustment
-		in.reserved, adj = reservedUnused(r.reservations.Reservations(in.Since, in.Until), unitPlaces(nodes, in.weights), in.Jobs, in.Since, in.Until)
+		in.reserved, adj = reservedUnused(r.reservations.Reservations(in.Since, in.Until), unitPlaces(nodes, in.weights), in.Jobs, in.Owners, in.Since, in.Until)
 		in.adjusted = append(in.adjusted, adj...)
 	}
 	rep := computeReport(in)
