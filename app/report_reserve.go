@@ -113,9 +113,8 @@ func reservedUnused(gs []alloc.Grant, places map[string]unitPlace, js []reportJo
 	return out, adjusted
 }
 
-// usedBy is the GPU-seconds of [a, b) that the jobs of js of member, or of
-// another device of its person (owners), held at
-// place p.
+// usedBy is the GPU-seconds of [a, b) that the jobs of js of member, or
+// of another device of its person (owners), held at place p.
 func usedBy(js []reportJob, member string, owners map[string]personRef, p unitPlace, a, b time.Time) float64 {
 	if member == "" {
 		return 0
