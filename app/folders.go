@@ -70,9 +70,9 @@ func (r *Reader) Folders(ctx context.Context) ([]Folder, error) {
 	if err != nil {
 		return nil, err
 	}
-	ps, err := r.Pool(ctx)
+	members, err := r.db.Members(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read members: %w", err)
 	}
 	out := []Folder{}
 	for _, n := range nodes {
@@ -87,7 +87,7 @@ func (r *Reader) Folders(ctx context.Context) ([]Folder, error) {
 			}
 			out = append(out, Folder{Node: n.ID, NodeName: n.Name, Name: fi.Name, Mode: fi.Mode,
 				SizeBytes: fi.SizeBytes, Files: fi.Files, AtLeast: fi.AtLeast, Members: fi.Members,
-				MemberNames: MemberNames(ps.Members, fi.Members), Stale: !n.Online})
+				MemberNames: MemberNames(members, fi.Members), Stale: !n.Online})
 		}
 	}
 	sort.Slice(out, func(i, k int) bool {
@@ -104,18 +104,17 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 	if !folders.ValidName(req.Name) {
 		return Folder{}, fmt.Errorf("%w: share name %q: use 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, req.Name)
 	}
-	var ps PoolStatus
+	members, err := s.db.Members(ctx)
+	if err != nil {
+		return Folder{}, fmt.Errorf("read the pool's members: %w", err)
+	}
 	if len(req.Members) > 0 {
-		var err error
-		if ps, err = s.pool.Status(ctx); err != nil {
-			return Folder{}, fmt.Errorf("read the pool's members: %w", err)
-		}
-		if req.Members, err = ResolveMembers(ps.Members, req.Members); err != nil {
+		if req.Members, err = ResolveMembers(members, req.Members); err != nil {
 			return Folder{}, fmt.Errorf("share %s: %w", req.Name, err)
 		}
 	}
 	f, err := s.folders.Share(ctx, req)
-	f.MemberNames = MemberNames(ps.Members, f.Members)
+	f.MemberNames = MemberNames(members, f.Members)
 	return f, err
 }
 
@@ -124,7 +123,7 @@ func (s *Service) Share(ctx context.Context, req ShareRequest) (Folder, error) {
 // ResolveMembers). A folder named on a machine that does not hold it is
 // refused naming where it is.
 func (s *Service) SetFolderMembers(ctx context.Context, req FolderMembersRequest) (Folder, error) {
-	ps, err := s.pool.Status(ctx)
+	members, err := s.db.Members(ctx)
 	if err != nil {
 		return Folder{}, fmt.Errorf("read the pool's members: %w", err)
 	}
@@ -136,7 +135,7 @@ func (s *Service) SetFolderMembers(ctx context.Context, req FolderMembersRequest
 		if len(l.in) == 0 {
 			continue
 		}
-		if *l.out, err = ResolveMembers(ps.Members, l.in); err != nil {
+		if *l.out, err = ResolveMembers(members, l.in); err != nil {
 			return Folder{}, fmt.Errorf("members of %s: %w", req.Name, err)
 		}
 	}
@@ -167,7 +166,7 @@ func (s *Service) SetFolderMembers(ctx context.Context, req FolderMembersRequest
 	if err != nil {
 		return Folder{}, err
 	}
-	f.MemberNames = MemberNames(ps.Members, f.Members)
+	f.MemberNames = MemberNames(members, f.Members)
 	return f, nil
 }
 

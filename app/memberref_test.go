@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/labpool/labpool/sync/store"
 )
 
 func TestResolveMembers(t *testing.T) {
@@ -15,10 +17,16 @@ func TestResolveMembers(t *testing.T) {
 		lab1   = "AAAA-BZZZ-CCCC-DDDD-EEEE-FFFF-GGGG-HHHH-IIII-JJJJ-KKKK-LLLL-MMMM"
 		lab2   = "QQQQ-RRRR-CCCC-DDDD-EEEE-FFFF-GGGG-HHHH-IIII-JJJJ-KKKK-LLLL-MMMM"
 		gone   = "ZZZZ-RRRR-CCCC-DDDD-EEEE-FFFF-GGGG-HHHH-IIII-JJJJ-KKKK-LLLL-MMMM"
+		dgx    = "DDDD-XXXX-CCCC-DDDD-EEEE-FFFF-GGGG-HHHH-IIII-JJJJ-KKKK-LLLL-MMMM" // alice's first device
+		alap   = "DDDD-LLLL-CCCC-DDDD-EEEE-FFFF-GGGG-HHHH-IIII-JJJJ-KKKK-LLLL-MMMM" // alice's laptop
+		aold   = "DDDD-OOOO-CCCC-DDDD-EEEE-FFFF-GGGG-HHHH-IIII-JJJJ-KKKK-LLLL-MMMM" // alice's, removed
 	)
-	members := []Member{
+	members := []store.MemberRow{
 		{ID: laptop, Name: "laptop"}, {ID: lab1, Name: "lab"}, {ID: lab2, Name: "Lab"},
 		{ID: gone, Name: "old", Removed: true},
+		{ID: dgx, Name: "dgx", Person: dgx, PersonName: "alice"},
+		{ID: alap, Name: "alice-laptop", Person: dgx, PersonName: "alice"},
+		{ID: aold, Name: "alice-old", Person: dgx, PersonName: "alice", Removed: true},
 	}
 	tests := []struct {
 		name    string
@@ -34,8 +42,14 @@ func TestResolveMembers(t *testing.T) {
 		{"full ID lower case, no dashes", []string{strings.ToLower(strings.ReplaceAll(laptop, "-", ""))}, []string{laptop}, nil, nil},
 		{"short ID", []string{"QQQQ-RRRR"}, []string{lab2}, nil, nil},
 		{"repeats once", []string{"laptop", "AAAA-BBBB", laptop}, []string{laptop}, nil, nil},
+		{"a person by name", []string{"alice"}, []string{dgx}, nil, nil},
+		{"a person in another case", []string{"Alice"}, []string{dgx}, nil, nil},
+		{"a device names its person", []string{"alice-laptop"}, []string{dgx}, nil, nil},
+		{"a device ID names its person", []string{"DDDD-LLLL"}, []string{dgx}, nil, nil},
+		{"a person once, named by each device", []string{"dgx", "alice", "alice-laptop"}, []string{dgx}, nil, nil},
+		{"a removed device of a person is unknown", []string{"alice-old"}, nil, ErrNotFound, []string{`no member "alice-old"`}},
 		{"ambiguous prefix names the candidates", []string{"AAAA"}, nil, ErrInvalid, []string{"ambiguous", "laptop (AAAA-BBBB)", "lab (AAAA-BZZZ)"}},
-		{"unknown names the members", []string{"desk"}, nil, ErrNotFound, []string{`no member "desk"`, "laptop (AAAA-BBBB)", "Lab (QQQQ-RRRR)"}},
+		{"unknown names the members", []string{"desk"}, nil, ErrNotFound, []string{`no member "desk"`, "laptop (AAAA-BBBB)", "Lab (QQQQ-RRRR)", "alice: alice-laptop (DDDD-LLLL)"}},
 		{"a removed member is unknown", []string{"old"}, nil, ErrNotFound, []string{`no member "old"`}},
 		{"only blanks", []string{" ", ""}, nil, ErrInvalid, []string{"no member named"}},
 		{"too short a prefix", []string{"QQQ"}, nil, ErrNotFound, nil},
@@ -61,6 +75,66 @@ func TestResolveMembers(t *testing.T) {
 				t.Errorf("ResolveMembers(%q) (-want +got):\n%s", tt.refs, diff)
 			}
 		})
+	}
+}
+
+// TestNamesByPerson: every device is named by its person; a person is
+// marked removed once no device of theirs is left, not while one is; a
+// folder's list names a person by name and a device listed alone (before
+// people) by its person and the device; a device the pool never admitted
+// by its short ID.
+func TestNamesByPerson(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	version := uint64(0)
+	put := func(id, name, person, pname string, removed bool) {
+		t.Helper()
+		version++
+		m := store.MemberRow{ID: id, Name: name, Version: version, Removed: removed, AddedAt: t0, AddedBy: selfID, Person: person, PersonName: pname}
+		if _, err := db.PutMember(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, dgx := memberKey(11)
+	_, alap := memberKey(12)
+	_, blap := memberKey(13)
+	_, bws := memberKey(14)
+	_, stranger := memberKey(15)
+	put(dgx, "dgx", dgx, "alice", true) // alice's first device, removed: alice stays
+	put(alap, "alice-laptop", dgx, "alice", false)
+	put(blap, "bob-laptop", blap, "bob", true) // bob left with both devices
+	put(bws, "bob-ws", blap, "bob", true)
+	names, err := memberNames(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{dgx: "alice", alap: "alice", blap: "bob" + RemovedMark, bws: "bob" + RemovedMark}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("memberNames (-want +got):\n%s", diff)
+	}
+	ms, err := db.Members(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := MemberNames(ms, []string{dgx, alap, blap, stranger})
+	if diff := cmp.Diff([]string{"alice", "alice (alice-laptop)", "bob" + RemovedMark, shortID(stranger)}, got); diff != "" {
+		t.Errorf("MemberNames (-want +got):\n%s", diff)
+	}
+	if _, err := resolveDevice(ms, "alice"); err != nil {
+		t.Errorf("resolveDevice(alice, one device left) = %v", err)
+	}
+	put(dgx, "dgx", dgx, "alice", false) // readmitted
+	ms, _ = db.Members(ctx)
+	if id, err := resolveDevice(ms, "alice"); !errors.Is(err, ErrInvalid) || !strings.Contains(fmt.Sprint(err), "alice-laptop") {
+		t.Errorf("resolveDevice(alice, two devices) = %s, %v; want refused naming her devices", id, err)
+	}
+	if id, err := resolveDevice(ms, "alice-laptop"); err != nil || id != alap {
+		t.Errorf("resolveDevice(alice-laptop) = %s, %v; want %s", id, err, alap)
+	}
+	// A policy's Slurm user of a person is that of each of their devices.
+	users, err := resolveKeys(ms, map[string]string{"alice": "asmith"})
+	if diff := cmp.Diff(map[string]string{dgx: "asmith", alap: "asmith"}, users); err != nil || diff != "" {
+		t.Errorf("resolveKeys(alice) = %v (-want +got):\n%s", err, diff)
 	}
 }
 

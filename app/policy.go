@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/store"
 )
 
 // Policy is this machine's own say over its resources (see jobs.Policy).
@@ -158,45 +160,48 @@ func (s *Service) Policy(ctx context.Context) (Policy, error) {
 // device IDs among the pool's members first.
 func (s *Service) SetPolicy(ctx context.Context, u PolicyUpdate) (Policy, error) {
 	if len(u.SlurmUsers) > 0 || len(u.SlurmNodes) > 0 {
-		ps, err := s.pool.Status(ctx)
+		ms, err := s.db.Members(ctx)
 		if err != nil {
 			return Policy{}, fmt.Errorf("read the pool's members: %w", err)
 		}
-		if u.SlurmUsers, err = resolveKeys(ps.Members, u.SlurmUsers); err != nil {
+		if u.SlurmUsers, err = resolveKeys(ms, u.SlurmUsers); err != nil {
 			return Policy{}, fmt.Errorf("slurm user: %w", err)
 		}
-		if u.SlurmNodes, err = resolveValues(ps.Members, u.SlurmNodes); err != nil {
+		if u.SlurmNodes, err = resolveValues(ms, u.SlurmNodes); err != nil {
 			return Policy{}, fmt.Errorf("slurm node: %w", err)
 		}
 	}
 	return s.policy.SetPolicy(ctx, u)
 }
 
-// resolveKeys is m with each key, a member's reference, made its
-// device ID.
-func resolveKeys(members []Member, m map[string]string) (map[string]string, error) {
+// resolveKeys is m with each key, a member's reference, made its device
+// ID; a person's name, the ID of each of their devices in the pool.
+func resolveKeys(members []store.MemberRow, m map[string]string) (map[string]string, error) {
+	p := indexPeople(members)
 	out := make(map[string]string, len(m))
 	for ref, v := range m {
-		mem, err := resolveMember(members, ref)
+		ids, err := resolveRef(members, p, strings.TrimSpace(ref))
 		if err != nil {
 			return nil, err
 		}
-		out[mem.ID] = v
+		for _, id := range ids {
+			out[id] = v
+		}
 	}
 	return out, nil
 }
 
 // resolveValues is m with each value but "", a machine's reference,
 // made its device ID.
-func resolveValues(members []Member, m map[string]string) (map[string]string, error) {
+func resolveValues(members []store.MemberRow, m map[string]string) (map[string]string, error) {
 	out := make(map[string]string, len(m))
 	for k, ref := range m {
 		if ref != "" {
-			mem, err := resolveMember(members, ref)
+			id, err := resolveDevice(members, ref)
 			if err != nil {
 				return nil, err
 			}
-			ref = mem.ID
+			ref = id
 		}
 		out[k] = ref
 	}

@@ -12,9 +12,11 @@ import (
 	"github.com/labpool/labpool/node/jobs"
 )
 
-// Report groupings (ReportRequest.By).
+// Report groupings (ReportRequest.By). By member, a row is a person, the
+// sum of their devices; by device, a row is one device of a person.
 const (
 	ReportByMember = "member"
+	ReportByDevice = "device"
 	ReportByNode   = "node"
 	ReportByGPU    = "gpu"
 	ReportByJob    = "job"
@@ -28,7 +30,8 @@ const (
 )
 
 // ReportRequest asks for the report of a window: the Since seconds that end
-// at Until (unix seconds; 0 = now), grouped By member, node, gpu or job.
+// at Until (unix seconds; 0 = now), grouped By member (a person), device
+// (a person's device), node, gpu or job.
 type ReportRequest struct {
 	Since int    `json:"since"`
 	Until int64  `json:"until,omitempty"`
@@ -60,11 +63,13 @@ type Report struct {
 	StepSeconds int `json:"step_seconds"`
 }
 
-// ReportRow is one member, machine, GPU or job of a Report. Hours are GPU
-// hours: two GPUs granted for an hour are 2.
+// ReportRow is one person, device, machine, GPU or job of a Report. Hours
+// are GPU hours: two GPUs granted for an hour are 2.
 type ReportRow struct {
-	// Key is the member's or machine's device ID, "NODEID:INDEX" for a
-	// GPU, the job's ID; Label is its name for people.
+	// Key is the person's ID (the device ID of their first device), the
+	// device's or machine's device ID, "NODEID:INDEX" for a GPU, the job's
+	// ID; Label is its name for people: "alice", "alice (alice-laptop)"
+	// by device.
 	Key   string `json:"key"`
 	Label string `json:"label"`
 	// GPUHoursGranted is the time GPUs were granted to jobs (a job holds
@@ -157,12 +162,20 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	if err != nil {
 		return Report{}, err
 	}
-	people, err := r.peopleNames(ctx, nodes) // owners: those removed since keep their name
+	people, err := r.peopleNames(ctx, nodes) // every device the pool admitted, those removed since too
 	if err != nil {
 		return Report{}, err
 	}
+	if in.Owners, err = memberPersons(ctx, r.db); err != nil {
+		return Report{}, err
+	}
+	for _, n := range nodes {
+		names[n.ID] = n.Name // a machine's own name over its member name
+	}
 	for id, name := range people {
-		names[id] = name // a machine's own name over its member name
+		if _, ok := names[id]; !ok {
+			names[id] = name
+		}
 	}
 	in.weights = newWeights(nodes)
 	names[slurmOutside] = "Slurm jobs outside labpool"
@@ -195,7 +208,7 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	endSilent(in.Jobs, heard, in.Until)
 	if r.reservations != nil {
 		var adj []ReportAdjustment
-		in.reserved, adj = reservedUnused(r.reservations.Reservations(in.Since, in.Until), unitPlaces(nodes, in.weights), in.Jobs, in.Since, in.Until)
+		in.reserved, adj = reservedUnused(r.reservations.Reservations(in.Since, in.Until), unitPlaces(nodes, in.weights), in.Jobs, in.Owners, in.Since, in.Until)
 		in.adjusted = append(in.adjusted, adj...)
 	}
 	rep := computeReport(in)
@@ -213,9 +226,9 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 
 func (req ReportRequest) check() error {
 	switch req.By {
-	case ReportByMember, ReportByNode, ReportByGPU, ReportByJob:
+	case ReportByMember, ReportByDevice, ReportByNode, ReportByGPU, ReportByJob:
 	default:
-		return fmt.Errorf("%w: by must be member, node, gpu or job, not %q", ErrInvalid, req.By)
+		return fmt.Errorf("%w: by must be member, device, node, gpu or job, not %q", ErrInvalid, req.By)
 	}
 	if req.Since <= 0 || req.Since > maxReportSeconds {
 		return fmt.Errorf("%w: since must be between 1 and %d seconds", ErrInvalid, maxReportSeconds)

@@ -25,7 +25,10 @@ import (
 // every third one a half share of one GPU instead), a Slurm cluster's agent
 // with a 2-node job a day (4 GPUs on each for 20 hours) and energy readings
 // every quarter hour: over a week (1 min points) and over 30 days (15 min
-// points).
+// points). The 16 machines are the devices of 4 people (4 each; the jobs
+// are launched from the first device of each, and every fifth job from a
+// second device of its person): by member (a person) and by device, side
+// by side.
 func BenchmarkReport(b *testing.B) {
 	ctx := context.Background()
 	end := time.Now().Truncate(time.Second)
@@ -49,7 +52,10 @@ func BenchmarkReport(b *testing.B) {
 	}
 	defer db.Close()
 	for i, n := range nodes {
-		if _, err := db.PutMember(ctx, store.MemberRow{ID: n.ID, Name: fmt.Sprintf("gpu-%02d", i), Version: 1, AddedAt: end, AddedBy: nodes[0].ID}); err != nil {
+		person := nodes[i%4].ID // the 4 people: the first 4 machines are their first devices
+		row := store.MemberRow{ID: n.ID, Name: fmt.Sprintf("gpu-%02d", i), Version: 1, AddedAt: end, AddedBy: nodes[0].ID,
+			Person: person, PersonName: fmt.Sprintf("person-%d", i%4)}
+		if _, err := db.PutMember(ctx, row); err != nil {
 			b.Fatal(err)
 		}
 		var recs []store.Record
@@ -64,12 +70,16 @@ func BenchmarkReport(b *testing.B) {
 			if d%3 == 0 {
 				spec, gpus = jobs.Spec{GPUs: 1, GPUShare: 0.5}, gpus[:1]
 			}
-			proof, err := signers[d%4].Prove(n.ID, spec)
+			launcher := d % 4
+			if d%5 == 0 {
+				launcher += 4 // a second device of the same person
+			}
+			proof, err := signers[launcher].Prove(n.ID, spec)
 			if err != nil {
 				b.Fatal(err)
 			}
 			p, _ := jobs.DecodeProof(proof)
-			j := jobs.Job{ID: p.JobID(), Name: "train", Node: n.ID, Owner: nodes[d%4].ID, OwnerProof: proof, Spec: spec,
+			j := jobs.Job{ID: p.JobID(), Name: "train", Node: n.ID, Owner: nodes[launcher].ID, OwnerProof: proof, Spec: spec,
 				State: jobs.Exited, GPUIndexes: gpus, Started: &started, Finished: &finished}
 			put(app.KindJob, j.ID, finished, j)
 		}
@@ -90,16 +100,21 @@ func BenchmarkReport(b *testing.B) {
 		name  string
 		since int
 	}{{"7d", 7 * 24 * 3600}, {"30d", 30 * 24 * 3600}} {
-		b.Run(window.name, func(b *testing.B) {
-			cpu0 := cpuTime()
-			for b.Loop() {
-				rep, err := r.Report(ctx, app.ReportRequest{Since: window.since, Until: end.Unix(), By: app.ReportByMember})
-				if err != nil || len(rep.Rows) != 4 || rep.Totals.EnergySource == "" {
-					b.Fatalf("report: %v, %d rows, energy from %q", err, len(rep.Rows), rep.Totals.EnergySource)
+		for _, g := range []struct {
+			by     string
+			people bool // a row per person (4), or per device (more)
+		}{{app.ReportByDevice, false}, {app.ReportByMember, true}} {
+			b.Run(window.name+"/by-"+g.by, func(b *testing.B) {
+				cpu0 := cpuTime()
+				for b.Loop() {
+					rep, err := r.Report(ctx, app.ReportRequest{Since: window.since, Until: end.Unix(), By: g.by})
+					if err != nil || (len(rep.Rows) == 4) != g.people || len(rep.Rows) < 4 || rep.Totals.EnergySource == "" {
+						b.Fatalf("report: %v, %d rows, energy from %q", err, len(rep.Rows), rep.Totals.EnergySource)
+					}
 				}
-			}
-			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-		})
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
 	}
 }
 

@@ -70,9 +70,10 @@ type reportInput struct {
 	By           string
 	Jobs         []reportJob
 	GPUs         []gpuUsage
-	Names        map[string]string // device ID -> name
-	weights      weights           // how much of a GPU each record's grant counts
-	reserved     []unusedHold      // reservations' time held but unused
+	Names        map[string]string    // device ID -> name
+	Owners       map[string]personRef // a member's device ID -> their person
+	weights      weights              // how much of a GPU each record's grant counts
+	reserved     []unusedHold         // reservations' time held but unused
 	adjusted     []ReportAdjustment
 	step         time.Duration // resolution of GPUs, for the reply
 }
@@ -283,11 +284,18 @@ func computeReport(in reportInput) Report {
 // rowOf is the key and label of the row GPU idx of j's grant counts in.
 func (in reportInput) rowOf(j reportJob, idx int) (key, label string) {
 	switch in.By {
-	case ReportByMember:
+	case ReportByMember, ReportByDevice:
 		if j.Owner == "" { // its record proves no member launched it
 			return UnverifiedOwner, UnverifiedOwner
 		}
-		return j.Owner, in.name(j.Owner)
+		p, ok := in.Owners[j.Owner]
+		switch {
+		case !ok: // not a member's device: named as before people
+			return j.Owner, in.name(j.Owner)
+		case in.By == ReportByMember:
+			return p.ID, p.Label
+		}
+		return j.Owner, p.DeviceLabel
 	case ReportByNode:
 		return j.Node, in.name(j.Node)
 	case ReportByGPU:

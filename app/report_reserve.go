@@ -64,9 +64,10 @@ type unusedHold struct {
 
 // reservedUnused is, for each reservation of gs and each of its units,
 // the GPU-seconds in [since, until) it held that its member's jobs (js,
-// owners verified) did not use on that unit; and the units it could not
-// place. A reservation with no end is held to until.
-func reservedUnused(gs []alloc.Grant, places map[string]unitPlace, js []reportJob, since, until time.Time) ([]unusedHold, []ReportAdjustment) {
+// owners verified; the jobs of any device of the member's person, as
+// owners says) did not use on that unit; and the units it could not place.
+// A reservation with no end is held to until.
+func reservedUnused(gs []alloc.Grant, places map[string]unitPlace, js []reportJob, owners map[string]personRef, since, until time.Time) ([]unusedHold, []ReportAdjustment) {
 	var out []unusedHold
 	var adjusted []ReportAdjustment
 	for _, g := range gs {
@@ -103,7 +104,7 @@ func reservedUnused(gs []alloc.Grant, places map[string]unitPlace, js []reportJo
 				}
 			}
 			held := gpus * seconds(a, b)
-			used := min(held, usedBy(js, g.Holder.Member, p, a, b))
+			used := min(held, usedBy(js, g.Holder.Member, owners, p, a, b))
 			if held-used > 0 {
 				out = append(out, unusedHold{holder: g.Holder, node: p.node, index: p.index, seconds: held - used})
 			}
@@ -112,15 +113,17 @@ func reservedUnused(gs []alloc.Grant, places map[string]unitPlace, js []reportJo
 	return out, adjusted
 }
 
-// usedBy is the GPU-seconds of [a, b) that member's jobs of js held at
-// place p.
-func usedBy(js []reportJob, member string, p unitPlace, a, b time.Time) float64 {
+// usedBy is the GPU-seconds of [a, b) that the jobs of js of member, or
+// of another device of its person (owners), held at place p.
+func usedBy(js []reportJob, member string, owners map[string]personRef, p unitPlace, a, b time.Time) float64 {
 	if member == "" {
 		return 0
 	}
+	person, ok := owners[member]
 	used := 0.0
 	for _, j := range js {
-		if j.Owner != member || j.Node != p.node {
+		mine := j.Owner == member || (ok && j.Owner != "" && owners[j.Owner].ID == person.ID)
+		if !mine || j.Node != p.node {
 			continue
 		}
 		end := j.End

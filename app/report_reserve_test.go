@@ -84,3 +84,25 @@ func TestReportReservedUnused(t *testing.T) {
 		}
 	}
 }
+
+// TestReportReservedUsedByPerson: a reservation made from one device of a
+// person is used by the jobs of any of their devices: mike reserved GPU 1
+// for the whole 2-hour window from his second device, and his job from his
+// first used it the last hour: 1 h unused, in mike's one row.
+func TestReportReservedUsedByPerson(t *testing.T) {
+	now := t0.Truncate(time.Hour)
+	r, db, js := shareReplica(t, now, jobs.Job{Name: "whole", GPUIndexes: []int{1}, GPUs: []string{"GPU-1"}, Spec: jobs.Spec{GPUs: 1}})
+	mikeID := js[0].Owner
+	_, mikeWS := memberKey(43)
+	putPersonDevice(t, db, mikeWS, "mike-ws", mikeID, "mike", false)
+	r.reservations = &fakeReservations{grants: []alloc.Grant{{
+		Holder: alloc.Holder{Kind: alloc.Reservation, ID: "r1", Member: mikeWS, Name: "r1"},
+		Units:  []string{"GPU-1"}, From: now.Add(-3 * time.Hour), Until: now.Add(time.Hour)}}}
+	rep, err := r.Report(context.Background(), ReportRequest{Since: 2 * 3600, By: ReportByMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 1 || rep.Rows[0].Key != mikeID || math.Abs(rep.Rows[0].ReservedUnusedHours-1) > 1e-9 {
+		t.Errorf("rows %+v; want mike's alone, 1 h reserved unused", rep.Rows)
+	}
+}

@@ -168,15 +168,13 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (Reservation,
 	}
 	member := ""
 	if req.Member != "" {
-		ps, err := s.pool.Status(ctx)
+		ms, err := s.db.Members(ctx)
 		if err != nil {
 			return Reservation{}, fmt.Errorf("read the pool's members: %w", err)
 		}
-		ids, err := ResolveMembers(ps.Members, []string{req.Member})
-		if err != nil {
+		if member, err = resolveDevice(ms, req.Member); err != nil {
 			return Reservation{}, err
 		}
-		member = ids[0]
 	}
 	r, err := reserve.Client{Conn: s.Peer(n.ID)}.Ask(ctx, reserve.Request{Member: member, GPUs: req.GPUs, GPUIDs: req.GPUIDs, From: req.From, Seconds: req.Seconds})
 	if err != nil {

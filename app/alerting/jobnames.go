@@ -1,11 +1,13 @@
 package alerting
 
 import (
+	"cmp"
 	"sync"
 
 	"github.com/labpool/labpool/app"
 	"github.com/labpool/labpool/node/alerts"
 	"github.com/labpool/labpool/node/jobs"
+	"github.com/labpool/labpool/sync/pool"
 )
 
 // jobNames remembers the names of the jobs holding GPUs, for alert messages
@@ -50,19 +52,30 @@ func (in *Inputs) JobNames(job string) (name, owner string) {
 	return j.Name, owner
 }
 
-// memberName is the member name of device id, marked app.RemovedMark
-// when it was removed since; "" when the pool never admitted it.
+// memberName names device id by its person (app's memberNames), marked
+// app.RemovedMark once no device of theirs is left in the pool; "" when
+// the pool never admitted it.
 func (in *Inputs) memberName(id string) string {
 	if in.pool == nil || id == "" {
 		return ""
 	}
 	st, _ := in.pool.Snapshot()
-	for _, m := range st.Members {
-		if m.ID == id && m.Removed {
-			return m.Name + app.RemovedMark
+	var dev *pool.MemberState
+	for i := range st.Members {
+		if st.Members[i].ID == id {
+			dev = &st.Members[i]
 		}
 	}
-	return st.MemberName(id)
+	if dev == nil {
+		return ""
+	}
+	person, name := cmp.Or(dev.Person, dev.ID), cmp.Or(dev.PersonName, dev.Name)
+	for _, m := range st.Members {
+		if cmp.Or(m.Person, m.ID) == person && !m.Removed {
+			return name
+		}
+	}
+	return name + app.RemovedMark
 }
 
 var _ alerts.JobNames = (*Inputs)(nil)

@@ -125,3 +125,28 @@ func TestJobNamesRemovedOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestJobNamesPerson: an alert names who launched a job by their person,
+// whichever device they launched it from: alice for her laptop's job, bob
+// for a job of his device removed since while he stays in the pool, and
+// carol, marked "(removed)", once no device of hers is left.
+func TestJobNamesPerson(t *testing.T) {
+	db := replicatest.Open(t)
+	self, dgx, laptop, bobWS, bobLaptop, carol := id("self"), id("dgx"), id("alice-laptop"), id("bob-ws"), id("bob-laptop"), id("carol")
+	p := fakePool{members: []pool.MemberState{
+		{ID: self.String(), Name: "self", Person: self.String(), PersonName: "self"},
+		{ID: dgx.String(), Name: "dgx", Person: dgx.String(), PersonName: "alice"},
+		{ID: laptop.String(), Name: "alice-laptop", Person: dgx.String(), PersonName: "alice"},
+		{ID: bobWS.String(), Name: "bob-ws", Person: bobWS.String(), PersonName: "bob"},
+		{ID: bobLaptop.String(), Name: "bob-laptop", Person: bobWS.String(), PersonName: "bob", Removed: true},
+		{ID: carol.String(), Name: "carol-laptop", Person: carol.String(), PersonName: "carol", Removed: true},
+	}}
+	in := NewInputs(self.String(), db, func() map[string]string { return nil }, nil, p, online{})
+	owners := map[string]string{"job-1": laptop.String(), "job-2": bobLaptop.String(), "job-3": carol.String()}
+	in.SetJobs(func(id string) (jobs.Job, error) { return jobs.Job{ID: id, Name: "train", Owner: owners[id]}, nil })
+	for job, want := range map[string]string{"job-1": "alice", "job-2": "bob", "job-3": "carol" + app.RemovedMark} {
+		if _, owner := in.JobNames(job); owner != want {
+			t.Errorf("JobNames(%s) owner %q, want %q", job, owner, want)
+		}
+	}
+}

@@ -22,11 +22,12 @@ func reportCmd(g *globals) *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "report",
-		Short: "Where the pool's GPU hours and energy went: per member, machine, GPU or job",
+		Short: "Where the pool's GPU hours and energy went: per member, device, machine, GPU or job",
 		Long: "Print GPU hours granted to jobs, used (weighed by utilization), idle while granted (under 5%),\n" +
 			"unmeasured (granted with no sample), reserved but unused by the reserving member's jobs, and\n" +
 			"energy in kWh (from NVML's energy counter where the GPU has one, else power over time: the\n" +
-			"SOURCE column says which) over the last --since, grouped --by member, node, gpu or job.\n" +
+			"SOURCE column says which) over the last --since, grouped --by member (a person: the sum of\n" +
+			"their devices), device (each device of a person), node, gpu or job.\n" +
 			"GPU hours count whole GPUs, GPU shares and MIG instances as their fraction of a GPU, and a\n" +
 			"Slurm cluster's jobs as their GPUs × time held; the legend under the table says so. A record\n" +
 			"claiming more than a GPU or a cluster has is cut to it, and listed with the rule.\n" +
@@ -41,9 +42,9 @@ func reportCmd(g *globals) *cobra.Command {
 				return usageError{fmt.Errorf("--json and --csv exclude each other")}
 			}
 			switch by {
-			case app.ReportByMember, app.ReportByNode, app.ReportByGPU, app.ReportByJob:
+			case app.ReportByMember, app.ReportByDevice, app.ReportByNode, app.ReportByGPU, app.ReportByJob:
 			default:
-				return usageError{fmt.Errorf("--by %q: want member, node, gpu or job", by)}
+				return usageError{fmt.Errorf("--by %q: want member, device, node, gpu or job", by)}
 			}
 			req := app.ReportRequest{Since: int(d / time.Second), By: by}
 			r, done, err := open(cmd.Context(), g, cmd.ErrOrStderr())
@@ -65,9 +66,9 @@ func reportCmd(g *globals) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&since, "since", "7d", "how far back: a duration such as 12h, 7d or 30d")
-	c.Flags().StringVar(&by, "by", app.ReportByMember, "group by member, node, gpu or job")
+	c.Flags().StringVar(&by, "by", app.ReportByMember, "group by member (a person), device, node, gpu or job")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	c.Flags().BoolVar(&asCSV, "csv", false, "print CSV, one row per member, machine, GPU or job, then the totals")
+	c.Flags().BoolVar(&asCSV, "csv", false, "print CSV, one row per member, device, machine, GPU or job, then the totals")
 	return c
 }
 
@@ -123,6 +124,8 @@ func reportKeyHeader(by string) string {
 		return "GPU"
 	case app.ReportByJob:
 		return "JOB"
+	case app.ReportByDevice:
+		return "DEVICE"
 	}
 	return "MEMBER"
 }

@@ -216,6 +216,8 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 		}
 		return ""
 	}
+	fcfg.PersonOf = func(id string) string { return personOf(pm, id) } // a share's list names people
+	fcfg.IsPerson = func(id string) bool { return isPerson(pm, id) }
 	reg, err := folders.OpenWith(fcfg, nodestore.NewShares(db))
 	if err != nil {
 		return nil, err
@@ -271,7 +273,7 @@ func open(ctx context.Context, cfg Config, log *slog.Logger) (_ *Daemon, err err
 	removed.set(ev)
 	d.add(ev)
 	if cfg.Metrics != "" {
-		d.add(newMetrics(cfg, tel, jm.m, d.members.MemberName, log))
+		d.add(newMetrics(cfg, tel, jm.m, d.members.MemberName, func(id string) string { return personName(pm, id) }, log))
 	}
 	d.peerAPI = peerHandler(db, d.ep, pm, d.members, peers.Peers, tel, jm.m, ex, reg, shares, cps, al, book, log)
 	d.add(peerServer{d.ep, d.peerAPI})

@@ -19,9 +19,9 @@ type metricsPart struct {
 	log        *slog.Logger
 }
 
-func newMetrics(c Config, tel *agent.Telemetry, jm *jobs.Manager, memberName func(string) string, log *slog.Logger) *metricsPart {
+func newMetrics(c Config, tel *agent.Telemetry, jm *jobs.Manager, memberName, person func(string) string, log *slog.Logger) *metricsPart {
 	cfg := metrics.Config{Addr: c.Metrics, AllowRemote: c.MetricsAllowRemote, Hosts: c.MetricsHosts,
-		Hostname: tel.Info().Host.Hostname}
+		Hostname: tel.Info().Host.Hostname, Person: person}
 	return &metricsPart{cfg: cfg, tel: tel, jobs: jm, memberName: memberName, log: log}
 }
 

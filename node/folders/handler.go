@@ -225,13 +225,13 @@ func (h *handler) members(w http.ResponseWriter, req *http.Request) {
 }
 
 // ChangeMembers changes the members of the share name for who, checks
-// that every device it adds is a member of the pool, and tells the pool
+// that every device or person it adds is in the pool, and tells the pool
 // (a.Changed), taking the change back if the pool cannot be told. The
 // peer call and this machine's own user both change members through it.
 func ChangeMembers(ctx context.Context, r *Registry, a Access, who Caller, name string, ch MembersChange) (Info, error) {
 	known := func(string) bool { return true }
 	if a.Role != nil {
-		known = func(id string) bool { return a.Role(id) != "" }
+		known = func(id string) bool { return a.Role(id) != "" || (r.cfg.IsPerson != nil && r.cfg.IsPerson(id)) }
 	}
 	prev, s, err := r.ChangeMembers(name, who, ch, known)
 	if err != nil {

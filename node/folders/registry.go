@@ -65,6 +65,16 @@ type Config struct {
 	// nil or "": DefaultJobUser), the folder user of a share whose
 	// directory belongs to root (FolderUser).
 	JobUser func() string
+	// PersonOf is the person whose device id is in the pool (the device ID
+	// of the person's first device), as this machine's membership log
+	// says; "" for a device that is not in the pool. A share's member
+	// list names people: it is open to every device of a person listed
+	// (nil: a list names devices alone).
+	PersonOf func(id string) string
+	// IsPerson reports whether id is a person with a device in the pool
+	// (their first device may have left it): a change of members may list
+	// them. nil: only devices in the pool may be listed.
+	IsPerson func(id string) bool
 }
 
 // DefaultConfig returns the settings of a daemon's registry, without Self
@@ -300,16 +310,21 @@ func (r *Registry) ResolveFor(name, member string, rw bool) (string, error) {
 	return r.refused.check(s.Path)
 }
 
-// listed refuses member when s has a member list without it; this machine
-// is always on it.
+// listed refuses member (a device) when s has a member list without it
+// or its person (Config.PersonOf); this machine is always on it.
 func (r *Registry) listed(s Share, member string) error {
 	if r.cfg.Self != "" && member == r.cfg.Self {
 		return nil
 	}
-	if len(s.Members) > 0 && !slices.Contains(s.Members, member) {
-		return fmt.Errorf("%w: %s is shared with its member list only", ErrNotMember, s.Name)
+	if len(s.Members) == 0 || slices.Contains(s.Members, member) {
+		return nil
 	}
-	return nil
+	if r.cfg.PersonOf != nil {
+		if p := r.cfg.PersonOf(member); p != "" && slices.Contains(s.Members, p) {
+			return nil // a device of a person listed
+		}
+	}
+	return fmt.Errorf("%w: %s is shared with its member list only", ErrNotMember, s.Name)
 }
 
 // OpenRoot opens a share for member (a device ID; "" for this machine

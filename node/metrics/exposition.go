@@ -84,9 +84,13 @@ type Snapshot struct {
 	// Owner returns the owner (member ID) of a job of this machine, ""
 	// when unknown; nil: owners only from the GPUs' processes.
 	Owner func(job string) string
-	// Name returns a member's name in the pool (label owner_name), ""
-	// when unknown; nil: no names.
+	// Name returns the name of a member's device in the pool (label
+	// owner_name), "" when unknown; nil: no names.
 	Name func(member string) string
+	// Person returns the name of the person whose device a member is
+	// (label person: a person's jobs from all their devices), "" when
+	// unknown; nil: no names.
+	Person func(member string) string
 }
 
 // Write writes s as Prometheus text exposition: each family's HELP and
@@ -152,7 +156,7 @@ func writeLabpool(bw *bufio.Writer, s Snapshot, labels []string) {
 }
 
 // labels are a GPU's labels, in dcgm-exporter's order, then the job, its
-// owner's member ID and the owner's name.
+// owner's device ID, the device's name and the name of its person.
 func (s Snapshot) labels(g *gpu.Stats) string {
 	job, owner := s.Holding.GPU(g.UUID).JobID(), ""
 	for _, p := range g.Processes {
@@ -167,14 +171,17 @@ func (s Snapshot) labels(g *gpu.Stats) string {
 	if owner == "" && job != "" && s.Owner != nil {
 		owner = s.Owner(job)
 	}
-	ownerName := ""
+	ownerName, person := "", ""
 	if owner != "" && s.Name != nil {
 		ownerName = s.Name(owner)
+	}
+	if owner != "" && s.Person != nil {
+		person = s.Person(owner)
 	}
 	var b strings.Builder
 	idx := strconv.Itoa(g.Index)
 	for _, kv := range [][2]string{{"gpu", idx}, {"UUID", g.UUID}, {"device", "nvidia" + idx}, {"modelName", g.Name},
-		{"Hostname", s.Hostname}, {"job", job}, {"owner", owner}, {"owner_name", ownerName}} {
+		{"Hostname", s.Hostname}, {"job", job}, {"owner", owner}, {"owner_name", ownerName}, {"person", person}} {
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}

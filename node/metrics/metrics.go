@@ -1,8 +1,10 @@
 // Package metrics serves this machine's GPU readings as Prometheus text
 // exposition (format 0.0.4), named and labelled as NVIDIA's dcgm-exporter
 // names them (DCGM_FI_DEV_GPU_UTIL{gpu, UUID, device, modelName, Hostname}),
-// so a lab's existing Grafana dashboards work, plus the labels job and owner
-// (the labpool job holding the GPU and its owner's member ID) and a few
+// so a lab's existing Grafana dashboards work, plus the labels job, owner,
+// owner_name and person (the labpool job holding the GPU, the device that
+// launched it, that device's name, and the person whose device it is: a
+// lab sums a person's GPUs by person) and a few
 // labpool_ metrics of its own (health, throttling, XID count).
 //
 // The text is written by hand (Write): no client library. The job and owner

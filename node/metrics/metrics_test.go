@@ -45,69 +45,75 @@ func testHolding() alloc.Holding {
 
 const wantText = `# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
 # TYPE DCGM_FI_DEV_SM_CLOCK gauge
-DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 1410
-DCGM_FI_DEV_SM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
+DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 1410
+DCGM_FI_DEV_SM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 0
 # HELP DCGM_FI_DEV_MEM_CLOCK Memory clock frequency (in MHz).
 # TYPE DCGM_FI_DEV_MEM_CLOCK gauge
-DCGM_FI_DEV_MEM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 1215
-DCGM_FI_DEV_MEM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
+DCGM_FI_DEV_MEM_CLOCK{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 1215
+DCGM_FI_DEV_MEM_CLOCK{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 0
 # HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).
 # TYPE DCGM_FI_DEV_GPU_TEMP gauge
-DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 71
-DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 35
+DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 71
+DCGM_FI_DEV_GPU_TEMP{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 35
 # HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).
 # TYPE DCGM_FI_DEV_POWER_USAGE gauge
-DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 312.25
-DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 60
+DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 312.25
+DCGM_FI_DEV_POWER_USAGE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 60
 # HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).
 # TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
-DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 123456789
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 123456789
 # HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
 # TYPE DCGM_FI_DEV_GPU_UTIL gauge
-DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 87
-DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
+DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 87
+DCGM_FI_DEV_GPU_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 0
 # HELP DCGM_FI_DEV_MEM_COPY_UTIL Memory utilization (in %).
 # TYPE DCGM_FI_DEV_MEM_COPY_UTIL gauge
-DCGM_FI_DEV_MEM_COPY_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 41.5
-DCGM_FI_DEV_MEM_COPY_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
+DCGM_FI_DEV_MEM_COPY_UTIL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 41.5
+DCGM_FI_DEV_MEM_COPY_UTIL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 0
 # HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.
 # TYPE DCGM_FI_DEV_XID_ERRORS gauge
-DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
-DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 79
+DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 0
+DCGM_FI_DEV_XID_ERRORS{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 79
 # HELP DCGM_FI_DEV_FB_FREE Framebuffer memory free (in MiB).
 # TYPE DCGM_FI_DEV_FB_FREE gauge
-DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 30720
-DCGM_FI_DEV_FB_FREE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 40960
+DCGM_FI_DEV_FB_FREE{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 30720
+DCGM_FI_DEV_FB_FREE{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 40960
 # HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
 # TYPE DCGM_FI_DEV_FB_USED gauge
-DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 10240
-DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 0
+DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 10240
+DCGM_FI_DEV_FB_USED{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 0
 # HELP DCGM_FI_DEV_ECC_DBE_VOL_TOTAL Total number of double-bit volatile ECC errors.
 # TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter
-DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
-DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 2
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 0
+DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 2
 # HELP DCGM_FI_DEV_RETIRED_PENDING Total number of pages pending retirement.
 # TYPE DCGM_FI_DEV_RETIRED_PENDING counter
-DCGM_FI_DEV_RETIRED_PENDING{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
-DCGM_FI_DEV_RETIRED_PENDING{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 1
+DCGM_FI_DEV_RETIRED_PENDING{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 0
+DCGM_FI_DEV_RETIRED_PENDING{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 1
 # HELP labpool_gpu_health GPU health as labpool judges it from NVML: 1 for the GPU's state (ok, warning, quarantined, lost).
 # TYPE labpool_gpu_health gauge
-labpool_gpu_health{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice",health="warning"} 1
-labpool_gpu_health{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",health="quarantined"} 1
-labpool_gpu_health{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB",owner_name="",health="lost"} 1
+labpool_gpu_health{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice",health="warning"} 1
+labpool_gpu_health{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person="",health="quarantined"} 1
+labpool_gpu_health{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB",owner_name="",person="bob",health="lost"} 1
 # HELP labpool_gpu_xid_errors_total XID errors seen on the GPU since the agent started.
 # TYPE labpool_gpu_xid_errors_total counter
-labpool_gpu_xid_errors_total{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice"} 0
-labpool_gpu_xid_errors_total{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name=""} 3
-labpool_gpu_xid_errors_total{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB",owner_name=""} 0
+labpool_gpu_xid_errors_total{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice"} 0
+labpool_gpu_xid_errors_total{gpu="1",UUID="GPU-bbbb",device="nvidia1",modelName="Odd \"name\" \\ here",Hostname="dgx1",job="",owner="",owner_name="",person=""} 3
+labpool_gpu_xid_errors_total{gpu="2",UUID="GPU-cccc",device="nvidia2",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-2",owner="BOBB-BBBB",owner_name="",person="bob"} 0
 # HELP labpool_gpu_throttle 1 for each clock throttle reason active now (NVML's names).
 # TYPE labpool_gpu_throttle gauge
-labpool_gpu_throttle{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice",reason="hw_thermal_slowdown"} 1
+labpool_gpu_throttle{gpu="0",UUID="GPU-aaaa",device="nvidia0",modelName="NVIDIA A100-SXM4-40GB",Hostname="dgx1",job="job-1",owner="ALIC-AAAA",owner_name="alice-laptop",person="alice",reason="hw_thermal_slowdown"} 1
 `
 
-// names is the pool's member names.
+// names is the pool's device names.
 func names(member string) string {
-	return map[string]string{"ALIC-AAAA": "alice"}[member]
+	return map[string]string{"ALIC-AAAA": "alice-laptop"}[member]
+}
+
+// persons names the person whose device member is: bob's device has no
+// name of its own here, and its job is still bob's.
+func persons(member string) string {
+	return map[string]string{"ALIC-AAAA": "alice", "BOBB-BBBB": "bob"}[member]
 }
 
 func owners(job string) string {
@@ -118,11 +124,13 @@ func owners(job string) string {
 }
 
 // TestWrite checks the exposition line by line: families in dcgm-exporter's
-// names and help, labels in its order then job and owner, escaping, a lost
+// names and help, labels in its order then job, owner (the device that
+// launched the job), owner_name (its name) and person (whose device it
+// is: what a lab sums by), escaping, a lost
 // GPU showing only its health, the energy counter only where supported.
 func TestWrite(t *testing.T) {
 	var b bytes.Buffer
-	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Holding: testHolding(), Owner: owners, Name: names}); err != nil {
+	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Holding: testHolding(), Owner: owners, Name: names, Person: persons}); err != nil {
 		t.Fatal(err)
 	}
 	got, want := strings.Split(b.String(), "\n"), strings.Split(wantText, "\n")
@@ -196,7 +204,7 @@ type fixedSource struct {
 func (f fixedSource) Latest() (agent.Sample, bool) { return f.s, f.ok }
 
 func TestServeHTTP(t *testing.T) {
-	srv, err := New(Config{Addr: "127.0.0.1:0", Hostname: "dgx1"}, fixedSource{agent.Sample{GPUs: testGPUs(), Holding: testHolding()}, true}, owners, names, nil)
+	srv, err := New(Config{Addr: "127.0.0.1:0", Hostname: "dgx1", Person: persons}, fixedSource{agent.Sample{GPUs: testGPUs(), Holding: testHolding()}, true}, owners, names, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +244,7 @@ func TestRun(t *testing.T) {
 
 func TestPromtool(t *testing.T) {
 	var b bytes.Buffer
-	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Holding: testHolding(), Owner: owners, Name: names}); err != nil {
+	if err := Write(&b, Snapshot{Hostname: "dgx1", GPUs: testGPUs(), Holding: testHolding(), Owner: owners, Name: names, Person: persons}); err != nil {
 		t.Fatal(err)
 	}
 	metricstest.Promtool(t, b.String())
@@ -263,7 +271,7 @@ func BenchmarkWrite(b *testing.B) {
 	for _, g := range gpus {
 		held.HoldGPU(g.UUID, held.GPU("GPU-aaaa"))
 	}
-	snap := Snapshot{Hostname: "dgx1", GPUs: gpus, Holding: held, Owner: owners, Name: names}
+	snap := Snapshot{Hostname: "dgx1", GPUs: gpus, Holding: held, Owner: owners, Name: names, Person: persons}
 	var buf bytes.Buffer
 	b.ReportAllocs()
 	for b.Loop() {

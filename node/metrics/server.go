@@ -35,6 +35,9 @@ type Config struct {
 	// Hosts are further names a request may call this machine by with
 	// AllowRemote (its DNS names, as Prometheus's targets name it).
 	Hosts []string
+	// Person names the person whose device a job's owner is (label
+	// person); nil: the label is empty.
+	Person func(member string) string
 }
 
 // Server serves the latest sample of a Source at Path.
@@ -98,7 +101,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	snap := Snapshot{Hostname: s.cfg.Hostname, Owner: s.owner, Name: s.name}
+	snap := Snapshot{Hostname: s.cfg.Hostname, Owner: s.owner, Name: s.name, Person: s.cfg.Person}
 	if sm, ok := s.src.Latest(); ok {
 		snap.GPUs, snap.Holding = sm.GPUs, sm.Holding
 	}

@@ -515,7 +515,7 @@ func memberRows(ms []MemberState) []store.MemberRow {
 	rows := make([]store.MemberRow, 0, len(ms))
 	for _, s := range ms {
 		rows = append(rows, store.MemberRow{ID: s.ID, Name: s.Name, Version: s.Version, Removed: s.Removed,
-			AddedAt: s.AddedAt, AddedBy: s.AddedBy, Role: string(s.Role)})
+			AddedAt: s.AddedAt, AddedBy: s.AddedBy, Role: string(s.Role), Person: s.Person, PersonName: s.PersonName})
 	}
 	return rows
 }

@@ -19,12 +19,27 @@ type MemberRow struct {
 	AddedAt time.Time `json:"added_at"`          // millisecond precision, UTC
 	AddedBy string    `json:"added_by"`          // device ID of the writer of this version
 	Role    string    `json:"role,omitempty"`    // owner, admin, member or viewer
+	// Person is the ID of the person whose device it is (the device ID of
+	// their first device); PersonName the person's name. A row written
+	// without them (before people) is a person of its own: PersonOf.
+	Person     string `json:"person,omitempty"`
+	PersonName string `json:"person_name,omitempty"`
+}
+
+// PersonOf returns the ID and name of m's person: m itself, named after
+// the device, for a row that names none.
+func (m MemberRow) PersonOf() (id, name string) {
+	if m.Person == "" {
+		return m.ID, m.Name
+	}
+	return m.Person, m.PersonName
 }
 
 // Supersedes reports whether m replaces old in the merge: a higher Version,
 // or the same Version and a greater AddedBy (compared bytewise). Rows that
 // tie on both, which a correct writer never produces, are ordered by Removed
-// (a tombstone wins), Name and AddedAt, so every replica keeps the same one.
+// (a tombstone wins), Name, AddedAt, Person and PersonName, so every
+// replica keeps the same one.
 func (m MemberRow) Supersedes(old MemberRow) bool {
 	switch {
 	case m.Version != old.Version:
@@ -35,19 +50,26 @@ func (m MemberRow) Supersedes(old MemberRow) bool {
 		return m.Removed
 	case m.Name != old.Name:
 		return m.Name > old.Name
+	case toMS(m.AddedAt) != toMS(old.AddedAt):
+		return toMS(m.AddedAt) > toMS(old.AddedAt)
+	case m.Person != old.Person:
+		return m.Person > old.Person
 	}
-	return toMS(m.AddedAt) > toMS(old.AddedAt)
+	return m.PersonName > old.PersonName
 }
 
 // upsertMember keeps the greater row in the order of MemberRow.Supersedes,
 // which SQLite's row-value comparison follows.
-const upsertMember = `INSERT INTO members (id, name, version, removed, added_ms, added_by, role)
-	VALUES (?, ?, ?, ?, ?, ?, ?)
+const upsertMember = `INSERT INTO members (id, name, version, removed, added_ms, added_by, role, person, person_name)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO UPDATE SET
 		name = excluded.name, version = excluded.version, removed = excluded.removed,
-		added_ms = excluded.added_ms, added_by = excluded.added_by, role = excluded.role
-	WHERE (excluded.version, excluded.added_by, excluded.removed, excluded.name, excluded.added_ms)
-		> (members.version, members.added_by, members.removed, members.name, members.added_ms)`
+		added_ms = excluded.added_ms, added_by = excluded.added_by, role = excluded.role,
+		person = excluded.person, person_name = excluded.person_name
+	WHERE (excluded.version, excluded.added_by, excluded.removed, excluded.name, excluded.added_ms,
+			excluded.person, excluded.person_name)
+		> (members.version, members.added_by, members.removed, members.name, members.added_ms,
+			members.person, members.person_name)`
 
 // PutMember merges m into the member set and reports whether it changed
 // anything: m is kept when it Supersedes the row held for its ID, or when
@@ -59,7 +81,7 @@ func (db *DB) PutMember(ctx context.Context, m MemberRow) (bool, error) {
 	var changed bool
 	err := db.write(ctx, classControl, func(tx *sql.Tx) (bool, error) {
 		res, err := tx.ExecContext(ctx, upsertMember,
-			m.ID, m.Name, int64(m.Version), m.Removed, toMS(m.AddedAt), m.AddedBy, m.Role)
+			m.ID, m.Name, int64(m.Version), m.Removed, toMS(m.AddedAt), m.AddedBy, m.Role, m.Person, m.PersonName)
 		if err != nil {
 			return false, err
 		}
@@ -94,7 +116,7 @@ func (db *DB) MembersGeneration() uint64 { return db.members.Load() }
 
 // Members returns every member row, tombstones included, sorted by ID.
 func (db *DB) Members(ctx context.Context) ([]MemberRow, error) {
-	const q = `SELECT id, name, version, removed, added_ms, added_by, role FROM members ORDER BY id`
+	const q = `SELECT id, name, version, removed, added_ms, added_by, role, person, person_name FROM members ORDER BY id`
 	rows, err := db.r.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("read members: %w", err)
@@ -107,7 +129,7 @@ func (db *DB) Members(ctx context.Context) ([]MemberRow, error) {
 			version int64
 			ms      int64
 		)
-		if err := rows.Scan(&m.ID, &m.Name, &version, &m.Removed, &ms, &m.AddedBy, &m.Role); err != nil {
+		if err := rows.Scan(&m.ID, &m.Name, &version, &m.Removed, &ms, &m.AddedBy, &m.Role, &m.Person, &m.PersonName); err != nil {
 			return nil, fmt.Errorf("read members: %w", err)
 		}
 		m.Version, m.AddedAt = uint64(version), fromMS(ms)

@@ -110,3 +110,39 @@ func TestSettings(t *testing.T) {
 		t.Errorf("Setting after reopen = %q; want second", got)
 	}
 }
+
+// TestMembersPersonTie: two rows of one version and writer that differ in
+// their person alone (which a correct writer never makes) end the same on
+// every replica, whatever their order, as Supersedes orders them.
+func TestMembersPersonTie(t *testing.T) {
+	ctx := context.Background()
+	a := store.MemberRow{ID: "M", Name: "laptop", Version: 3, AddedAt: t0, AddedBy: "B", Person: "P1", PersonName: "alice"}
+	b := a
+	b.Person, b.PersonName = "P2", "bob"
+	c := a
+	c.PersonName = "carol"
+	for _, pair := range [][2]store.MemberRow{{a, b}, {a, c}} {
+		want := pair[0]
+		if pair[1].Supersedes(pair[0]) {
+			want = pair[1]
+		}
+		if pair[0].Supersedes(pair[1]) == pair[1].Supersedes(pair[0]) {
+			t.Fatalf("Supersedes orders neither or both of %+v and %+v", pair[0], pair[1])
+		}
+		for _, order := range [][2]store.MemberRow{pair, {pair[1], pair[0]}} {
+			db, _ := openTest(t)
+			for _, w := range order {
+				if _, err := db.PutMember(ctx, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := db.Members(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]store.MemberRow{want}, got); diff != "" {
+				t.Errorf("after %s then %s (-want +got):\n%s", order[0].PersonName, order[1].PersonName, diff)
+			}
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (db *DB) SavePool(ctx context.Context, recs []PoolRecord, members []MemberR
 		}
 		for _, m := range members {
 			if _, err := tx.ExecContext(ctx, upsertMember, m.ID, m.Name, int64(min(m.Version, math.MaxInt64)),
-				m.Removed, toMS(m.AddedAt), m.AddedBy, m.Role); err != nil {
+				m.Removed, toMS(m.AddedAt), m.AddedBy, m.Role, m.Person, m.PersonName); err != nil {
 				return false, err
 			}
 		}

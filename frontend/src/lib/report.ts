@@ -6,9 +6,11 @@ import type { Report, ReportColumn, ReportRow } from '../api/types.gen.ts'
 export type ReportLike = Pick<Report, 'by' | 'since' | 'until' | 'rows' | 'totals'>
 export type { ReportRow }
 
-/** The ways a report can group its rows. */
+/** The ways a report can group its rows: by member, a row per person (the
+ * sum of their devices); by device, a row per device of a person. */
 export const groupings = [
-  { key: 'member', label: 'Member' },
+  { key: 'member', label: 'Person' },
+  { key: 'device', label: 'Device' },
   { key: 'node', label: 'Machine' },
   { key: 'gpu', label: 'GPU' },
   { key: 'job', label: 'Job' },
