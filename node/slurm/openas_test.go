@@ -110,8 +110,14 @@ func TestServeOpenOutput(t *testing.T) {
 // descriptor it sent is closed: several files, none; nothing sent at all
 // is an error, not a wait.
 func TestReceiveFileHostile(t *testing.T) {
+	// The files sent are of a path of this test alone: counting the
+	// descriptors open on it is not thrown off by other tests' files.
+	sent := filepath.Join(t.TempDir(), "sent")
+	if err := os.WriteFile(sent, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	open := func(t *testing.T) int {
-		f, err := os.Open(os.DevNull)
+		f, err := os.Open(sent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,13 +147,13 @@ func TestReceiveFileHostile(t *testing.T) {
 			if err := unix.Sendmsg(int(theirs.Fd()), tt.bytes, oob, nil, 0); err != nil {
 				t.Fatal(err)
 			}
-			before := openFDs(t)
+			before := openFDs(t, sent)
 			f, err := receiveFile(ours, "PATH")
 			if err == nil {
 				f.Close()
 				t.Fatalf("accepted")
 			}
-			if after := openFDs(t); after != before {
+			if after := openFDs(t, sent); after != before {
 				t.Errorf("%d file descriptors open after the refusal, %d before", after, before)
 			}
 		})
@@ -159,11 +165,18 @@ func TestReceiveFileHostile(t *testing.T) {
 }
 
 // openFDs counts this process's open file descriptors.
-func openFDs(t *testing.T) int {
+// openFDs counts this process's file descriptors open on path.
+func openFDs(t *testing.T, path string) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
 		t.Skip("no /proc/self/fd")
 	}
-	return len(ents)
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && target == path {
+			n++
+		}
+	}
+	return n
 }
