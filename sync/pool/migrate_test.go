@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -147,14 +148,4 @@ func decodeAll(t *testing.T, raws []json.RawMessage) []pool.Record {
 	return recs
 }
 
-func equalMaps(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
+func equalMaps[V comparable](a, b map[string]V) bool { return maps.Equal(a, b) }

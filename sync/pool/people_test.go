@@ -57,7 +57,7 @@ func TestAddDeviceQuickStart(t *testing.T) {
 	for _, p := range people {
 		names[p.Name+"/"+string(p.Role)] = len(p.Devices)
 	}
-	if want := map[string]int{"alice/owner": 2, "bob/member": 2}; !equalInts(names, want) {
+	if want := map[string]int{"alice/owner": 2, "bob/member": 2}; !equalMaps(names, want) {
 		t.Fatalf("people on the station: %v; want %v", names, want)
 	}
 	if err := station.m.Remove(ctxT(t), "bob"); err != nil {
@@ -85,18 +85,6 @@ func syncLogs(t testing.TB, from, to *device) {
 	if err := to.m.Receive(ctxT(t), from.id.ID, raws); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func equalInts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestMigrateLinkedPool opens the replica of a pool that labpool wrote
