@@ -67,3 +67,25 @@ func boolStr(b bool) string {
 	}
 	return "false"
 }
+
+// TestAccountPerson: a person is named after the account that asks, never
+// after a system account: the packaged daemon's user (labpool, a system
+// uid) or root (but the user who ran sudo).
+func TestAccountPerson(t *testing.T) {
+	tests := []struct {
+		name, uid, goos, sudo, want string
+	}{
+		{"alice", "1000", "linux", "", "alice"},
+		{"labpool", "100", "linux", "", ""},
+		{"root", "0", "linux", "bob", "bob"},
+		{"root", "0", "linux", "", ""},
+		{"carol", "501", "darwin", "", "carol"},
+		{"_labpool", "250", "darwin", "", ""},
+		{`LAB\dave`, "S-1-5-21-1-2-3-1001", "windows", "", "dave"},
+	}
+	for _, tt := range tests {
+		if got := accountPerson(tt.name, tt.uid, tt.goos, tt.sudo); got != tt.want {
+			t.Errorf("accountPerson(%q, %s, %s, sudo %q) = %q; want %q", tt.name, tt.uid, tt.goos, tt.sudo, got, tt.want)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package app
 import (
 	"os"
 	"os/user"
+	"runtime"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -18,9 +20,23 @@ func OSUserName() string {
 	if err != nil {
 		return ""
 	}
-	name := u.Username
+	return accountPerson(u.Username, u.Uid, runtime.GOOS, os.Getenv("SUDO_USER"))
+}
+
+// accountPerson is the person's name an account of name and uid stands
+// for on goos: none for a system account (root but through sudo, a
+// service's user such as the package's labpool, whose daemon fills in a
+// name only when a request gives none), else the account's name.
+func accountPerson(name, uid, goos, sudoUser string) string {
 	if name == "root" {
-		name = os.Getenv("SUDO_USER") // root is no person: "" leaves the device's name
+		return PersonName(sudoUser) // root is no person: "" leaves the device's name
+	}
+	first := 1000 // Linux and the BSDs give people uids from 1000
+	if goos == "darwin" {
+		first = 500
+	}
+	if n, err := strconv.Atoi(uid); err == nil && goos != "windows" && n < first {
+		return ""
 	}
 	return PersonName(name)
 }

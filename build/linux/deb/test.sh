@@ -155,7 +155,7 @@ wait_for 30 "the peer" peer nodes
 code=$(peer pool create | tail -n 1)
 in_root /usr/bin/labpool pool join "$code" >"$work/join.log" 2>&1 || fail "root's labpool pool join through the system socket: $(cat "$work/join.log")"
 sees() { in_root /usr/bin/labpool gpus | grep "$1" >/dev/null && peer gpus | grep "$2" >/dev/null; }
-sysname=$(in_root /usr/bin/labpool pool members | awk 'NR > 2 && $2 != "peer" { print $2; exit }')
+sysname=$(in_root /usr/bin/labpool pool members | awk '/ this machine / { print $1; exit }')
 wait_for 60 "each agent to see the other's GPUs" sees peer "$sysname"
 echo "the packaged agent ($sysname) and the peer see each other's GPUs"
 
