@@ -10,14 +10,8 @@ import (
 // of their first device), "" for a device that is not in it (removed, or
 // never admitted), as the membership log this machine checked says.
 func personOf(pm *pool.Manager, id string) string {
-	st, ok := pm.Snapshot()
-	if !ok {
-		return ""
-	}
-	for _, m := range st.Members {
-		if m.ID == id && !m.Removed {
-			return m.Person
-		}
+	if ms, ok := pm.Member(id); ok && !ms.Removed {
+		return ms.Person
 	}
 	return ""
 }
@@ -27,16 +21,8 @@ func personOf(pm *pool.Manager, id string) string {
 // never admitted. The metrics' person label: a name, unmarked, so that a
 // person's series keep one label value.
 func personName(pm *pool.Manager, id string) string {
-	st, ok := pm.Snapshot()
-	if !ok {
-		return ""
-	}
-	for _, m := range st.Members {
-		if m.ID == id {
-			return cmp.Or(m.PersonName, m.Name)
-		}
-	}
-	return ""
+	ms, _ := pm.Member(id)
+	return cmp.Or(ms.PersonName, ms.Name)
 }
 
 // isPerson reports whether id is a person of pm's pool with a device in

@@ -257,8 +257,8 @@ func (p *Membership) IsMember(id peer.ID) bool { return p.RoleOf(id) != "" }
 
 // MemberName is a member's name in the pool, "" when it is not one.
 func (p *Membership) MemberName(id string) string {
-	st, _ := p.pm.Snapshot()
-	return st.MemberName(id)
+	ms, _ := p.pm.Member(id)
+	return ms.Name
 }
 
 // NameOf is a member's name in the pool's log, or its short ID.

@@ -9,13 +9,8 @@ import (
 // personName is the name of the person of device id (a person's ID is
 // their first device's), "" when it is none in the pool.
 func (p *Membership) personName(id string) string {
-	st, _ := p.pm.Snapshot()
-	for _, m := range st.Members {
-		if m.ID == id {
-			return m.PersonName
-		}
-	}
-	return ""
+	ms, _ := p.pm.Member(id)
+	return ms.PersonName
 }
 
 // asName is the name a person is created or joins as: as given, or

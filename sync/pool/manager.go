@@ -256,17 +256,6 @@ type State struct {
 	Invites []InviteState
 }
 
-// MemberName returns the name of device id in s, "" when it is not one of
-// its devices: the one lookup of a person's name for messages.
-func (s State) MemberName(id string) string {
-	for _, m := range s.Members {
-		if m.ID == id {
-			return m.Name
-		}
-	}
-	return ""
-}
-
 // Snapshot returns the pool as this device knows it; ok is false outside a pool.
 func (m *Manager) Snapshot() (State, bool) {
 	m.mu.Lock()

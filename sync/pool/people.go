@@ -66,16 +66,20 @@ func (m *Manager) Merge(ctx context.Context, who, into string) error {
 // PersonOf returns the person (ID) whose device id is, removed or not;
 // "" when the pool does not know the device.
 func (m *Manager) PersonOf(id string) string {
+	ms, _ := m.Member(id)
+	return ms.Person
+}
+
+// Member returns device id as the log knows it (removed or not, with its
+// person's name), and false outside a pool or for a device it never
+// admitted: one lookup, not a snapshot of the whole pool.
+func (m *Manager) Member(id string) (MemberState, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.log == nil {
-		return ""
+		return MemberState{}, false
 	}
-	ms, ok := m.log.Member(id)
-	if !ok {
-		return ""
-	}
-	return ms.Person
+	return m.log.Member(id)
 }
 
 // Persons returns the people of the pool, each with their devices.
