@@ -98,16 +98,20 @@ func (p people) personOf(id string) (string, bool) {
 // and their jobs, hours and reservations keep their name. A device the
 // pool never admitted is not in it.
 func memberNames(ctx context.Context, db *store.DB) (map[string]string, error) {
-	ms, err := db.Members(ctx)
+	refs, err := memberPersons(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("read members: %w", err)
+		return nil, err
 	}
-	p := indexPeople(ms)
-	out := make(map[string]string, len(ms))
-	for _, m := range ms {
-		out[m.ID] = p.label(m.ID)
+	return labelsOf(refs), nil
+}
+
+// labelsOf is each device's person's label in refs.
+func labelsOf(refs map[string]personRef) map[string]string {
+	out := make(map[string]string, len(refs))
+	for id, p := range refs {
+		out[id] = p.Label
 	}
-	return out, nil
+	return out
 }
 
 // memberPersons maps every device the pool has admitted to its person's
@@ -139,13 +143,19 @@ func (r *Reader) peopleNames(ctx context.Context, nodes []Node) (map[string]stri
 	if err != nil {
 		return nil, err
 	}
+	return r.withMachineNames(names, nodes), nil
+}
+
+// withMachineNames adds to names (of members, by device) this machine's
+// own name and those nodes give themselves, for devices it lacks.
+func (r *Reader) withMachineNames(names map[string]string, nodes []Node) map[string]string {
 	names[r.self.ID] = cmp.Or(names[r.self.ID], r.self.Name, shortID(r.self.ID))
 	for _, n := range nodes {
 		if _, member := names[n.ID]; !member {
 			names[n.ID] = n.Name
 		}
 	}
-	return names, nil
+	return names
 }
 
 // ResolveMembers turns what a person typed for a folder's members into

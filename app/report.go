@@ -162,13 +162,10 @@ func (r *Reader) Report(ctx context.Context, req ReportRequest) (Report, error) 
 	if err != nil {
 		return Report{}, err
 	}
-	people, err := r.peopleNames(ctx, nodes) // every device the pool admitted, those removed since too
-	if err != nil {
+	if in.Owners, err = memberPersons(ctx, r.db); err != nil { // every device the pool admitted, those removed since too
 		return Report{}, err
 	}
-	if in.Owners, err = memberPersons(ctx, r.db); err != nil {
-		return Report{}, err
-	}
+	people := r.withMachineNames(labelsOf(in.Owners), nodes)
 	for _, n := range nodes {
 		names[n.ID] = n.Name // a machine's own name over its member name
 	}
