@@ -124,17 +124,14 @@ func (st *state) checkDeviceInvite(r *Record, s *MemberState) error {
 	return nil
 }
 
-// deviceInviteEffect is checkDeviceInvite in resolve: why the invite has no
-// effect, or "".
-func (st *state) deviceInviteEffect(r *Record) string {
-	s, ok := st.members[r.Signer]
-	switch {
-	case !ok:
-		return fmt.Sprintf("its signer %s has no effective admission", short(r.Signer))
-	case s.Removed:
-		return fmt.Sprintf("its signer %s was removed", short(r.Signer))
+// addDeviceEffect is addDeviceRule in resolve, for a record of signer
+// that makes or revokes an invite adding a device to person: why it has
+// no effect, or "".
+func (st *state) addDeviceEffect(signer, person, verb string) string {
+	if why := st.authority(signer, func(Role) bool { return true }); why != "" {
+		return why
 	}
-	if err := st.addDeviceRule(s, r.Person, "add a device to"); err != nil {
+	if err := st.addDeviceRule(st.members[signer], person, verb); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -204,7 +204,7 @@ func (st *state) effect(e *entry) string {
 	case KindInvite:
 		why := ""
 		if r.Person != "" {
-			why = st.deviceInviteEffect(r)
+			why = st.addDeviceEffect(r.Signer, r.Person, "add a device to")
 		} else {
 			why = st.authority(r.Signer, func(s Role) bool { return canGrant(s, r.Role) })
 		}
@@ -374,13 +374,7 @@ func (st *state) mayRevoke(signer string, inv *InviteState) string {
 	if inv.Person == "" {
 		return st.authority(signer, func(s Role) bool { return canGrant(s, inv.Role) })
 	}
-	if why := st.authority(signer, func(Role) bool { return true }); why != "" {
-		return why
-	}
-	if err := st.addDeviceRule(st.members[signer], inv.Person, "revoke an invite that adds a device to"); err != nil {
-		return err.Error()
-	}
-	return ""
+	return st.addDeviceEffect(signer, inv.Person, "revoke an invite that adds a device to")
 }
 
 // setRules applies a rules record: from it on, only admins and owners sign
