@@ -766,25 +766,21 @@ func (m *Manager) Remove(ctx context.Context, who string) error {
 			r, err := l.NewRemovePerson(m.key, devs[0].ID, now)
 			return []Record{r}, err
 		}
-		return signEach(l, now, devs, func(c *Log, ms MemberState) ([]Record, error) {
-			r, err := c.NewRemove(m.key, ms.ID, now)
-			if err != nil {
-				return nil, err
+		ms := devs[0] // a device's name or ID names one
+		r, err := l.NewRemove(m.key, ms.ID, now)
+		if err != nil {
+			return nil, err
+		}
+		recs := []Record{r}
+		if inv, ok := l.Invite(ms.Invite); ok && !inv.Revoked {
+			rv, err := l.NewRevoke(m.key, inv.ID, now)
+			if err == nil {
+				recs = append(recs, rv)
+			} else {
+				m.cfg.Log.Warn("cannot revoke the invite of a removed member", "invite", inv.ID, "err", err)
 			}
-			recs := []Record{r}
-			if inv, ok := c.Invite(ms.Invite); ok && !inv.Revoked {
-				if _, err := c.Apply(r, now); err != nil {
-					return nil, err
-				}
-				rv, err := c.NewRevoke(m.key, inv.ID, now)
-				if err == nil {
-					recs = append(recs, rv)
-				} else {
-					m.cfg.Log.Warn("cannot revoke the invite of a removed member", "invite", inv.ID, "err", err)
-				}
-			}
-			return recs, nil
-		})
+		}
+		return recs, nil
 	})
 }
 
@@ -820,9 +816,6 @@ func signEach(l *Log, now time.Time, devs []MemberState, make func(c *Log, ms Me
 			return nil, err
 		}
 		for _, r := range recs {
-			if c.Has(r.Hash()) {
-				continue
-			}
 			if _, err := c.Apply(r, now); err != nil {
 				return nil, err
 			}
