@@ -242,9 +242,12 @@ func files(n int) string { return count(n, "file") }
 
 // count is n things in words: "1 GPU", "2 GPUs", "0 GPUs" (what is the
 // singular; its plural adds an s).
-func count(n int, what string) string {
+func count(n int, what string) string { return plural(n, what, what+"s") }
+
+// plural is n things in words, with the plural given: "1 person", "2 people".
+func plural(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + what
+		return "1 " + one
 	}
-	return fmt.Sprintf("%d %ss", n, what)
+	return fmt.Sprintf("%d %s", n, many)
 }

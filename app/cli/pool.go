@@ -131,7 +131,7 @@ func writeJoined(w io.Writer, ps app.PoolStatus) {
 		as += " (" + me.Role + ")"
 	}
 	fmt.Fprintf(w, "Joined pool %s as a device of %s: %s, %s.\n", ps.PoolID, as,
-		plural(persons, "person", "people"), plural(devices, "device", "devices"))
+		plural(persons, "person", "people"), count(devices, "device"))
 	writeNamesake(w, me, all)
 }
 
@@ -149,13 +149,6 @@ func writeNamesake(w io.Writer, me app.Person, all []app.Person) {
 			return
 		}
 	}
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func poolMembersCmd(g *globals) *cobra.Command {

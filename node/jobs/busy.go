@@ -159,9 +159,4 @@ func (l *Ledger) busyOf(p alloc.Pass, stats map[string]gpu.Stats) BusyGPU {
 }
 
 // gpuCount is n GPUs in words: "1 GPU", "2 GPUs".
-func gpuCount(n int) string {
-	if n == 1 {
-		return "1 GPU"
-	}
-	return fmt.Sprintf("%d GPUs", n)
-}
+func gpuCount(n int) string { return fmt.Sprintf("%d GPU%s", n, plural(n)) }
